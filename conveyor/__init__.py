@@ -1,0 +1,28 @@
+"""conveyor: tf.data without TensorFlow.
+
+``import conveyor as tf`` runs tf.data input code built from the supported
+operations unchanged: ``tf.data.Dataset``, ``tf.data.AUTOTUNE``, the dtype
+names (``tf.int64``, ``tf.float32``, ``tf.string``, ...), ``tf.TensorSpec``
+and ``tf.errors``. Pipelines run in a C engine on worker threads and yield
+NumPy arrays.
+"""
+import atexit as _atexit
+
+from conveyor import _engine
+from conveyor import errors
+from conveyor import nest
+from conveyor.dtypes import (DType, as_dtype, bool, double, float16, float32, float64, half,
+                             int8, int16, int32, int64, string, uint8, uint16, uint32, uint64)
+from conveyor.tensor_spec import TensorShape, TensorSpec
+from conveyor import data
+
+__version__ = "0.1.0"
+
+__all__ = ["data", "errors", "nest", "DType", "as_dtype", "TensorSpec", "TensorShape",
+           "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "half", "float32", "float64", "double", "string"]
+
+_engine.set_error_classes(errors._BY_CODE)
+# Stop every live pipeline before the interpreter finalizes: a worker thread
+# that asks for the GIL during finalization would hang.
+_atexit.register(_engine.shutdown)

@@ -1,0 +1,9 @@
+"""``conveyor.data``: the ``tf.data`` namespace."""
+from conveyor.data.dataset import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY,
+                                   Dataset)
+from conveyor.data.options import (AutoShardPolicy, AutotuneOptions, OptimizationOptions,
+                                   Options, ThreadingOptions)
+from conveyor.data import experimental
+
+__all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Options",
+           "ThreadingOptions", "AutotuneOptions", "OptimizationOptions", "experimental"]

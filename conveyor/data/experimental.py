@@ -1,0 +1,11 @@
+"""``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
+from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
+
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
+           "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions"]
+
+
+def cardinality(dataset):
+    """``dataset.cardinality()``, as the older ``tf.data.experimental.cardinality``."""
+    return dataset.cardinality()

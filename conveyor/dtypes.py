@@ -1,0 +1,103 @@
+"""Data types, named as in TensorFlow (``conveyor.int64``, ``conveyor.string``, ...).
+
+A :class:`DType` wraps the NumPy dtype that arrays of that type come out as;
+``string`` tensors come out as ``bytes`` (scalars) or ``object`` arrays of
+``bytes``, as ``Tensor.numpy()`` gives in TensorFlow.
+"""
+import numpy as np
+
+__all__ = ["DType", "as_dtype", "bool", "int8", "int16", "int32", "int64", "uint8",
+           "uint16", "uint32", "uint64", "float16", "half", "float32", "float64",
+           "double", "string"]
+
+
+class DType:
+    """A tensor element type. Compare with ``==``; ``as_numpy_dtype`` gives NumPy's."""
+
+    __slots__ = ("name", "_code", "_np")
+
+    def __init__(self, name, code, np_dtype):
+        self.name = name
+        self._code = code  # the engine's CvDtype value
+        self._np = np_dtype
+
+    @property
+    def as_numpy_dtype(self):
+        """The NumPy scalar type (``np.int64``, ...; ``object`` for strings)."""
+        return self._np.type
+
+    @property
+    def is_floating(self):
+        return self._np.kind == "f"
+
+    @property
+    def is_integer(self):
+        return self._np.kind in "iu"
+
+    @property
+    def is_bool(self):
+        return self._np.kind == "b"
+
+    @property
+    def size(self):
+        return self._np.itemsize
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return self._code == other._code
+        try:
+            return self._code == as_dtype(other)._code
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self):
+        return hash(self._code)
+
+    def __repr__(self):
+        return f"conveyor.{self.name}"
+
+    def __reduce__(self):
+        return as_dtype, (self.name,)
+
+
+bool = DType("bool", 0, np.dtype(np.bool_))  # noqa: A001 (TensorFlow's name)
+int8 = DType("int8", 1, np.dtype(np.int8))
+int16 = DType("int16", 2, np.dtype(np.int16))
+int32 = DType("int32", 3, np.dtype(np.int32))
+int64 = DType("int64", 4, np.dtype(np.int64))
+uint8 = DType("uint8", 5, np.dtype(np.uint8))
+uint16 = DType("uint16", 6, np.dtype(np.uint16))
+uint32 = DType("uint32", 7, np.dtype(np.uint32))
+uint64 = DType("uint64", 8, np.dtype(np.uint64))
+float16 = half = DType("float16", 9, np.dtype(np.float16))
+float32 = DType("float32", 10, np.dtype(np.float32))
+float64 = double = DType("float64", 11, np.dtype(np.float64))
+string = DType("string", 12, np.dtype(object))
+
+_ALL = [bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+        float64, string]
+_BY_NAME = {d.name: d for d in _ALL}
+_BY_NAME.update(half=float16, double=float64)
+
+
+def as_dtype(value):
+    """Convert a DType, a name, a NumPy dtype/type, or a TensorFlow dtype to a :class:`DType`."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value in _BY_NAME:
+        return _BY_NAME[value]
+    name = getattr(value, "name", None)  # tf.DType and friends
+    if isinstance(name, str) and name in _BY_NAME and not isinstance(value, np.dtype):
+        return _BY_NAME[name]
+    if value is str or value is bytes:
+        return string
+    try:
+        npd = np.dtype(value)
+    except TypeError:
+        raise TypeError(f"Cannot convert {value!r} to a conveyor DType.") from None
+    if npd.kind in "SUO":
+        return string
+    for d in _ALL:
+        if d._np == npd:
+            return d
+    raise TypeError(f"Cannot convert {value!r} to a conveyor DType: dtype {npd} is not supported.")

@@ -1,0 +1,81 @@
+#include "core/dataset.h"
+
+#include <stdlib.h>
+
+CvStatus cv_dataset_new(const CvKernel *kernel, CvDataset *const *inputs, int num_inputs,
+                        void *params, bool may_block, CvDataset **out)
+{
+    CvDataset *ds = calloc(1, sizeof(*ds));
+    if (!ds) {
+        if (params)
+            kernel->free_dataset(&(CvDataset){.kernel = kernel, .params = params});
+        return cv_error_nomem();
+    }
+    ds->kernel = kernel;
+    atomic_init(&ds->refcount, 1);
+    ds->num_inputs = num_inputs;
+    ds->params = params;
+    ds->may_block = may_block;
+    for (int i = 0; i < num_inputs; i++) {
+        ds->inputs[i] = cv_dataset_ref(inputs[i]);
+        ds->may_block |= inputs[i]->may_block;
+    }
+    *out = ds;
+    return CV_STATUS_OK;
+}
+
+CvDataset *cv_dataset_ref(CvDataset *ds)
+{
+    atomic_fetch_add_explicit(&ds->refcount, 1, memory_order_relaxed);
+    return ds;
+}
+
+void cv_dataset_unref(CvDataset *ds)
+{
+    if (!ds || atomic_fetch_sub_explicit(&ds->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    if (ds->params && ds->kernel->free_dataset)
+        ds->kernel->free_dataset(ds);
+    for (int i = 0; i < ds->num_inputs; i++)
+        cv_dataset_unref(ds->inputs[i]);
+    free(ds);
+}
+
+int64_t cv_dataset_cardinality(const CvDataset *ds)
+{
+    return ds->kernel->cardinality(ds);
+}
+
+void *cv_iterator_alloc(const CvDataset *ds, size_t size)
+{
+    CvIterator *it = calloc(1, size);
+    if (!it)
+        return NULL;
+    it->kernel = ds->kernel;
+    it->dataset = cv_dataset_ref((CvDataset *)ds);
+    return it;
+}
+
+void cv_iterator_free(CvIterator *it)
+{
+    cv_dataset_unref(it->dataset);
+    free(it);
+}
+
+CvStatus cv_iterator_make(const CvDataset *ds, CvIterator **out)
+{
+    *out = NULL;
+    return ds->kernel->make_iterator(ds, out);
+}
+
+void cv_iterator_cancel(CvIterator *it)
+{
+    if (it && it->kernel->cancel)
+        it->kernel->cancel(it);
+}
+
+void cv_iterator_destroy(CvIterator *it)
+{
+    if (it)
+        it->kernel->destroy(it);
+}

@@ -1,0 +1,114 @@
+/* The dataset and iterator contracts.
+ *
+ * A CvDataset is an immutable description of a pipeline stage: its kernel,
+ * its input datasets and its parameters. It is reference counted and may be
+ * shared by any number of iterators on any threads.
+ *
+ * A CvIterator is one pass over a dataset. Each kernel exports exactly one
+ * const CvKernel vtable, which has both the dataset and the iterator entry
+ * points (as tf.data's DatasetBase/IteratorBase pair does).
+ *
+ * Iterator contract (tf.data's GetNext):
+ *  - next(it, out, end) returns a status. On OK, either *end is true (no
+ *    element; `out` untouched) or *end is false and `out` holds an element the
+ *    caller now owns. End of sequence is not an error and is sticky.
+ *  - A non-OK status is tied to one element position: the next call goes on
+ *    with the following element where tf.data does (errors do not poison the
+ *    iterator unless the kernel documents otherwise).
+ *  - next may be called from any thread, never concurrently on one iterator.
+ *  - cancel(it) may be called from any thread at any time, also while another
+ *    thread is inside next(); it makes every blocked or later next() of this
+ *    iterator and its inputs return CV_CANCELLED promptly (except while a
+ *    user function is running, which is waited for). It must be idempotent.
+ *  - destroy(it) cancels, joins every thread the iterator started, destroys
+ *    its inputs and frees it. It must not be called while next() runs.
+ */
+#ifndef CV_DATASET_H
+#define CV_DATASET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+
+#define CV_INFINITE_CARDINALITY (-1)
+#define CV_UNKNOWN_CARDINALITY (-2)
+#define CV_AUTOTUNE (-1)
+
+typedef struct CvDataset CvDataset;
+typedef struct CvIterator CvIterator;
+
+typedef struct CvKernel {
+    const char *name; /* tf.data's name for the stage: "ParallelMap", "Batch", ... */
+    /* Dataset side. */
+    CvStatus (*make_iterator)(const CvDataset *ds, CvIterator **out);
+    int64_t (*cardinality)(const CvDataset *ds);
+    void (*free_dataset)(CvDataset *ds); /* frees kernel params; inputs are released by the core */
+    /* Iterator side. */
+    CvStatus (*next)(CvIterator *it, CvElement *out, bool *end);
+    void (*cancel)(CvIterator *it);
+    void (*destroy)(CvIterator *it);
+} CvKernel;
+
+#define CV_MAX_INPUTS 4
+
+struct CvDataset {
+    const CvKernel *kernel;
+    atomic_long refcount;
+    int num_inputs;
+    CvDataset *inputs[CV_MAX_INPUTS]; /* owned references */
+    /* True when next() on an iterator of this dataset may wait for another
+     * thread (a worker, or a join); the binding then releases the GIL. */
+    bool may_block;
+    void *params; /* kernel-owned, freed by kernel->free_dataset */
+};
+
+struct CvIterator {
+    const CvKernel *kernel;
+    CvDataset *dataset; /* owned reference: the dataset outlives the iterator */
+};
+
+/* Allocate a dataset of `kernel` with the given inputs (new references are
+ * taken) and params (ownership passes to the dataset, even on failure).
+ * may_block is or-ed with the inputs' flags. */
+CvStatus cv_dataset_new(const CvKernel *kernel, CvDataset *const *inputs, int num_inputs,
+                        void *params, bool may_block, CvDataset **out);
+CvDataset *cv_dataset_ref(CvDataset *ds);
+void cv_dataset_unref(CvDataset *ds);
+int64_t cv_dataset_cardinality(const CvDataset *ds);
+
+/* Iterator base helpers for kernels: allocate `size` bytes whose first
+ * member is a CvIterator, filled in for `ds`. */
+void *cv_iterator_alloc(const CvDataset *ds, size_t size);
+void cv_iterator_free(CvIterator *it); /* releases the dataset reference and frees */
+
+CvStatus cv_iterator_make(const CvDataset *ds, CvIterator **out);
+static inline CvStatus cv_iterator_next(CvIterator *it, CvElement *out, bool *end)
+{
+    return it->kernel->next(it, out, end);
+}
+void cv_iterator_cancel(CvIterator *it); /* NULL-safe */
+void cv_iterator_destroy(CvIterator *it); /* NULL-safe */
+
+/* A user function the engine calls: a Python callable wrapped by the
+ * binding, or (later) a traced native program. call() may run on any thread
+ * and concurrently with itself; the callee does its own locking (the GIL).
+ * `in` is borrowed; on OK `out` is a new element owned by the caller. */
+typedef struct CvFunction {
+    CvStatus (*call)(void *ctx, const CvElement *in, CvElement *out);
+    void (*release)(void *ctx); /* drops ctx; may run on any thread */
+    void *ctx;
+} CvFunction;
+
+/* A source of elements implemented outside the engine (from_generator).
+ * open() makes per-iterator state; next()/close() take it. Calls for one
+ * state never overlap; they may come from any thread. */
+typedef struct CvSource {
+    CvStatus (*open)(void *ctx, void **state);
+    CvStatus (*next)(void *ctx, void *state, CvElement *out, bool *end);
+    void (*close)(void *ctx, void *state);
+    void (*release)(void *ctx);
+    void *ctx;
+} CvSource;
+
+#endif

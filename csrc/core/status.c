@@ -1,0 +1,101 @@
+#include "core/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Returned when even the error cannot be allocated; never freed. */
+static CvError nomem_error = {CV_RESOURCE_EXHAUSTED, "out of memory", NULL, NULL};
+
+static char *vformat(const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return NULL;
+    char *buf = malloc((size_t)n + 1);
+    if (buf)
+        vsnprintf(buf, (size_t)n + 1, fmt, ap);
+    return buf;
+}
+
+CvStatus cv_error_nomem(void)
+{
+    return &nomem_error;
+}
+
+CvStatus cv_error(CvCode code, const char *fmt, ...)
+{
+    CvError *e = calloc(1, sizeof(*e));
+    if (!e)
+        return &nomem_error;
+    va_list ap;
+    va_start(ap, fmt);
+    e->message = vformat(fmt, ap);
+    va_end(ap);
+    if (!e->message) {
+        free(e);
+        return &nomem_error;
+    }
+    e->code = code;
+    return e;
+}
+
+CvStatus cv_status_prefix(CvStatus s, const char *fmt, ...)
+{
+    if (!s || s == &nomem_error)
+        return s;
+    va_list ap;
+    va_start(ap, fmt);
+    char *prefix = vformat(fmt, ap);
+    va_end(ap);
+    if (!prefix)
+        return s;
+    size_t a = strlen(prefix), b = strlen(s->message);
+    char *joined = malloc(a + b + 1);
+    if (joined) {
+        memcpy(joined, prefix, a);
+        memcpy(joined + a, s->message, b + 1);
+        free(s->message);
+        s->message = joined;
+    }
+    free(prefix);
+    return s;
+}
+
+void cv_status_free(CvStatus s)
+{
+    if (!s || s == &nomem_error)
+        return;
+    if (s->payload && s->payload_free)
+        s->payload_free(s->payload);
+    free(s->message);
+    free(s);
+}
+
+const char *cv_code_name(CvCode code)
+{
+    switch (code) {
+    case CV_OK: return "OK";
+    case CV_CANCELLED: return "CANCELLED";
+    case CV_UNKNOWN: return "UNKNOWN";
+    case CV_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case CV_DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case CV_NOT_FOUND: return "NOT_FOUND";
+    case CV_ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case CV_PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case CV_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case CV_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case CV_ABORTED: return "ABORTED";
+    case CV_OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case CV_UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case CV_INTERNAL: return "INTERNAL";
+    case CV_UNAVAILABLE: return "UNAVAILABLE";
+    case CV_DATA_LOSS: return "DATA_LOSS";
+    case CV_UNAUTHENTICATED: return "UNAUTHENTICATED";
+    case CV_INTERRUPTED: return "INTERRUPTED";
+    }
+    return "UNKNOWN";
+}

@@ -1,0 +1,66 @@
+/* Status: the one way every fallible engine call reports failure.
+ *
+ * A CvStatus is a pointer: NULL means OK, anything else is an owned error
+ * object that the receiver must pass on or free with cv_status_free().
+ * Messages name the stage, the element/record and the shapes involved; the
+ * Python binding turns a status into an exception in exactly one place
+ * (csrc/python/errors.c).
+ */
+#ifndef CV_STATUS_H
+#define CV_STATUS_H
+
+#include <stdarg.h>
+
+/* Codes follow tf.errors / absl so messages and exception types line up. */
+typedef enum CvCode {
+    CV_OK = 0,
+    CV_CANCELLED = 1,
+    CV_UNKNOWN = 2,
+    CV_INVALID_ARGUMENT = 3,
+    CV_DEADLINE_EXCEEDED = 4,
+    CV_NOT_FOUND = 5,
+    CV_ALREADY_EXISTS = 6,
+    CV_PERMISSION_DENIED = 7,
+    CV_RESOURCE_EXHAUSTED = 8,
+    CV_FAILED_PRECONDITION = 9,
+    CV_ABORTED = 10,
+    CV_OUT_OF_RANGE = 11,
+    CV_UNIMPLEMENTED = 12,
+    CV_INTERNAL = 13,
+    CV_UNAVAILABLE = 14,
+    CV_DATA_LOSS = 15,
+    CV_UNAUTHENTICATED = 16,
+    /* Not a tf.errors code: the consumer's wait was interrupted by a signal
+     * handler that raised (Ctrl-C). The binding re-raises the pending
+     * Python exception; the iterator stays usable. */
+    CV_INTERRUPTED = 100,
+} CvCode;
+
+typedef struct CvError {
+    CvCode code;
+    char *message;               /* owned, NUL-terminated */
+    /* An opaque foreign error (a Python exception from a user function),
+     * owned; freed with payload_free, which may need the GIL. */
+    void *payload;
+    void (*payload_free)(void *payload);
+} CvError;
+
+typedef CvError *CvStatus;
+
+#define CV_STATUS_OK ((CvStatus)NULL)
+
+#if defined(__GNUC__)
+#define CV_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CV_PRINTF(f, a)
+#endif
+
+/* New error. Never fails: on out-of-memory it returns a static error. */
+CvStatus cv_error(CvCode code, const char *fmt, ...) CV_PRINTF(2, 3);
+CvStatus cv_error_nomem(void);
+/* Prepend context ("in Batch: ") to an error's message; returns s. */
+CvStatus cv_status_prefix(CvStatus s, const char *fmt, ...) CV_PRINTF(2, 3);
+void cv_status_free(CvStatus s);
+const char *cv_code_name(CvCode code);
+
+#endif

@@ -1,0 +1,181 @@
+#include "core/tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CV_BUFFER_ALIGN 64
+
+static const size_t dtype_sizes[CV_NUM_DTYPES] = {
+    [CV_BOOL] = 1,    [CV_INT8] = 1,    [CV_INT16] = 2,   [CV_INT32] = 4,
+    [CV_INT64] = 8,   [CV_UINT8] = 1,   [CV_UINT16] = 2,  [CV_UINT32] = 4,
+    [CV_UINT64] = 8,  [CV_FLOAT16] = 2, [CV_FLOAT32] = 4, [CV_FLOAT64] = 8,
+    [CV_STRING] = sizeof(CvStringRef),
+};
+
+static const char *const dtype_names[CV_NUM_DTYPES] = {
+    [CV_BOOL] = "bool",       [CV_INT8] = "int8",       [CV_INT16] = "int16",
+    [CV_INT32] = "int32",     [CV_INT64] = "int64",     [CV_UINT8] = "uint8",
+    [CV_UINT16] = "uint16",   [CV_UINT32] = "uint32",   [CV_UINT64] = "uint64",
+    [CV_FLOAT16] = "float16", [CV_FLOAT32] = "float32", [CV_FLOAT64] = "float64",
+    [CV_STRING] = "string",
+};
+
+size_t cv_dtype_size(CvDtype dtype)
+{
+    return (unsigned)dtype < CV_NUM_DTYPES ? dtype_sizes[dtype] : 0;
+}
+
+const char *cv_dtype_name(CvDtype dtype)
+{
+    return (unsigned)dtype < CV_NUM_DTYPES ? dtype_names[dtype] : "invalid";
+}
+
+/* Header and memory in one allocation; the memory starts on a 64-byte
+ * boundary so NumPy and SIMD code see aligned data. */
+static void buffer_release_inline(CvBuffer *b)
+{
+    free(b);
+}
+
+CvBuffer *cv_buffer_new(size_t size)
+{
+    size_t header = (sizeof(CvBuffer) + CV_BUFFER_ALIGN - 1) / CV_BUFFER_ALIGN * CV_BUFFER_ALIGN;
+    if (size > SIZE_MAX - header - CV_BUFFER_ALIGN)
+        return NULL;
+    size_t total = (header + size + CV_BUFFER_ALIGN - 1) / CV_BUFFER_ALIGN * CV_BUFFER_ALIGN;
+    CvBuffer *b = aligned_alloc(CV_BUFFER_ALIGN, total);
+    if (!b)
+        return NULL;
+    atomic_init(&b->refcount, 1);
+    b->data = (char *)b + header;
+    b->size = size;
+    b->release = buffer_release_inline;
+    return b;
+}
+
+void cv_buffer_unref(CvBuffer *b)
+{
+    if (b && atomic_fetch_sub_explicit(&b->refcount, 1, memory_order_acq_rel) == 1)
+        b->release(b);
+}
+
+int64_t cv_tensor_num_elements(const CvTensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+size_t cv_tensor_nbytes(const CvTensor *t)
+{
+    return (size_t)cv_tensor_num_elements(t) * cv_dtype_size(t->dtype);
+}
+
+CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
+                         size_t string_bytes, char **blob)
+{
+    if (rank < 0 || rank > CV_MAX_RANK)
+        return cv_error(CV_INVALID_ARGUMENT, "tensor rank %d is outside conveyor's limit of 0..%d",
+                        rank, CV_MAX_RANK);
+    size_t count = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0)
+            return cv_error(CV_INVALID_ARGUMENT, "negative dimension %lld in a tensor shape",
+                            (long long)shape[i]);
+        if (shape[i] && count > SIZE_MAX / (size_t)shape[i])
+            return cv_error(CV_RESOURCE_EXHAUSTED, "tensor shape overflows the address space");
+        count *= (size_t)shape[i];
+    }
+    size_t item = cv_dtype_size(dtype);
+    if (item == 0)
+        return cv_error(CV_INVALID_ARGUMENT, "invalid dtype code %d", (int)dtype);
+    if (count > SIZE_MAX / item || count * item > SIZE_MAX - string_bytes)
+        return cv_error(CV_RESOURCE_EXHAUSTED, "tensor size overflows the address space");
+    size_t bytes = count * item + (dtype == CV_STRING ? string_bytes : 0);
+    CvBuffer *b = cv_buffer_new(bytes);
+    if (!b)
+        return cv_error(CV_RESOURCE_EXHAUSTED, "out of memory allocating a %s tensor of %zu bytes",
+                        cv_dtype_name(dtype), bytes);
+    out->dtype = dtype;
+    out->rank = rank;
+    if (rank)
+        memcpy(out->shape, shape, (size_t)rank * sizeof(int64_t));
+    out->data = b->data;
+    out->buf = b;
+    if (blob)
+        *blob = b->data + count * item;
+    return CV_STATUS_OK;
+}
+
+void cv_tensor_copy_ref(CvTensor *dst, const CvTensor *src)
+{
+    *dst = *src;
+    cv_buffer_ref(dst->buf);
+}
+
+void cv_tensor_slice(CvTensor *dst, const CvTensor *src, int64_t index)
+{
+    dst->dtype = src->dtype;
+    dst->rank = src->rank - 1;
+    for (int i = 1; i < src->rank; i++)
+        dst->shape[i - 1] = src->shape[i];
+    size_t row = (size_t)cv_tensor_num_elements(dst) * cv_dtype_size(src->dtype);
+    dst->data = src->data + (size_t)index * row;
+    dst->buf = cv_buffer_ref(src->buf);
+}
+
+void cv_tensor_clear(CvTensor *t)
+{
+    if (t->buf) {
+        cv_buffer_unref(t->buf);
+        t->buf = NULL;
+    }
+    t->data = NULL;
+}
+
+bool cv_tensor_same_shape(const CvTensor *a, const CvTensor *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i])
+            return false;
+    return true;
+}
+
+const char *cv_shape_str(const int64_t *shape, int rank, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, i ? ",%lld" : "%lld", (long long)shape[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+CvStatus cv_element_init(CvElement *e, uint32_t n)
+{
+    e->n = n;
+    e->t = NULL;
+    if (n == 0)
+        return CV_STATUS_OK;
+    e->t = calloc(n, sizeof(CvTensor));
+    if (!e->t) {
+        e->n = 0;
+        return cv_error_nomem();
+    }
+    return CV_STATUS_OK;
+}
+
+void cv_element_clear(CvElement *e)
+{
+    for (uint32_t i = 0; i < e->n; i++)
+        cv_tensor_clear(&e->t[i]);
+    free(e->t);
+    e->t = NULL;
+    e->n = 0;
+}

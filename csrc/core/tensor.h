@@ -1,0 +1,118 @@
+/* Tensors and elements: the data that flows between kernels.
+ *
+ * A CvBuffer is a reference-counted block of memory (atomic count, so any
+ * thread may drop the last reference). A CvTensor is a small value: dtype,
+ * shape, a data pointer into a buffer, and one owned reference to that
+ * buffer. Slicing makes a new tensor over the same buffer without copying.
+ *
+ * Strings (CV_STRING) are stored as an array of CvStringRef {offset, length}
+ * pairs at `data`, each offset counted from the start of the buffer's memory,
+ * so a slice of a string tensor is a slice of its refs array.
+ *
+ * A CvElement is a flat array of tensors; nesting (tuples, dicts) lives only
+ * in Python. An element owns its tensors.
+ */
+#ifndef CV_TENSOR_H
+#define CV_TENSOR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+#define CV_MAX_RANK 16
+
+typedef enum CvDtype {
+    CV_BOOL = 0,
+    CV_INT8,
+    CV_INT16,
+    CV_INT32,
+    CV_INT64,
+    CV_UINT8,
+    CV_UINT16,
+    CV_UINT32,
+    CV_UINT64,
+    CV_FLOAT16,
+    CV_FLOAT32,
+    CV_FLOAT64,
+    CV_STRING,
+    CV_NUM_DTYPES
+} CvDtype;
+
+typedef struct CvStringRef {
+    uint64_t offset; /* from CvBuffer.data */
+    uint64_t length;
+} CvStringRef;
+
+typedef struct CvBuffer CvBuffer;
+struct CvBuffer {
+    atomic_long refcount;
+    char *data;
+    size_t size;
+    /* Frees the buffer (and its memory) when the last reference drops; may
+     * run on any thread, so it must not need the GIL. */
+    void (*release)(CvBuffer *buf);
+};
+
+typedef struct CvTensor {
+    CvDtype dtype;
+    int rank;
+    int64_t shape[CV_MAX_RANK];
+    char *data;    /* first byte of this tensor, inside buf */
+    CvBuffer *buf; /* one owned reference */
+} CvTensor;
+
+typedef struct CvElement {
+    uint32_t n;
+    CvTensor *t; /* owned array of n tensors (NULL when n == 0) */
+} CvElement;
+
+size_t cv_dtype_size(CvDtype dtype); /* bytes per value; sizeof(CvStringRef) for strings */
+const char *cv_dtype_name(CvDtype dtype);
+
+/* Buffers. cv_buffer_new allocates header and memory together (64-byte
+ * aligned data); returns NULL when out of memory. */
+CvBuffer *cv_buffer_new(size_t size);
+static inline CvBuffer *cv_buffer_ref(CvBuffer *b)
+{
+    atomic_fetch_add_explicit(&b->refcount, 1, memory_order_relaxed);
+    return b;
+}
+void cv_buffer_unref(CvBuffer *b);
+/* True when the caller holds the only reference (so the memory may be
+ * handed out as writable). */
+static inline bool cv_buffer_is_unique(CvBuffer *b)
+{
+    return atomic_load_explicit(&b->refcount, memory_order_acquire) == 1;
+}
+
+/* Tensors. */
+int64_t cv_tensor_num_elements(const CvTensor *t);
+size_t cv_tensor_nbytes(const CvTensor *t); /* num_elements * dtype size */
+/* Allocate a dense tensor of the given dtype and shape. Strings get a refs
+ * array plus `string_bytes` of blob after it, returned in *blob. */
+CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
+                         size_t string_bytes, char **blob);
+/* A new reference to the same memory. */
+void cv_tensor_copy_ref(CvTensor *dst, const CvTensor *src);
+/* Row `index` of a rank >= 1 tensor, sharing memory. */
+void cv_tensor_slice(CvTensor *dst, const CvTensor *src, int64_t index);
+void cv_tensor_clear(CvTensor *t);
+bool cv_tensor_same_shape(const CvTensor *a, const CvTensor *b);
+/* "[2,3]" style shape text into buf (always NUL-terminated). */
+const char *cv_shape_str(const int64_t *shape, int rank, char *buf, size_t size);
+
+/* Elements. */
+CvStatus cv_element_init(CvElement *e, uint32_t n);
+void cv_element_clear(CvElement *e);
+/* Move src into dst, leaving src empty. */
+static inline void cv_element_move(CvElement *dst, CvElement *src)
+{
+    *dst = *src;
+    src->n = 0;
+    src->t = NULL;
+}
+
+#endif

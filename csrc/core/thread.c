@@ -1,0 +1,102 @@
+#include "core/thread.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Thread_local CvInterruptCheck interrupt_check;
+static _Thread_local void *interrupt_arg;
+static atomic_ulong fork_generation;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void after_fork_child(void)
+{
+    atomic_fetch_add(&fork_generation, 1);
+}
+
+static void install_atfork(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+unsigned long cv_fork_generation(void)
+{
+    pthread_once(&atfork_once, install_atfork);
+    return atomic_load(&fork_generation);
+}
+
+CvStatus cv_thread_start(CvThread *t, void *(*fn)(void *), void *arg, const char *what)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&t->handle, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return cv_error(CV_RESOURCE_EXHAUSTED, "could not start a %s worker thread: %s", what,
+                        strerror(rc));
+    t->started = true;
+    return CV_STATUS_OK;
+}
+
+void cv_thread_join(CvThread *t)
+{
+    if (t->started) {
+        pthread_join(t->handle, NULL);
+        t->started = false;
+    }
+}
+
+void cv_set_interrupt_check(CvInterruptCheck fn, void *arg)
+{
+    interrupt_check = fn;
+    interrupt_arg = arg;
+}
+
+void cv_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+CvStatus cv_wait(pthread_cond_t *cond, pthread_mutex_t *mu)
+{
+    if (!interrupt_check) {
+        pthread_cond_wait(cond, mu);
+        return CV_STATUS_OK;
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_nsec += CV_WAIT_SLICE_MS * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    if (pthread_cond_timedwait(cond, mu, &deadline) != ETIMEDOUT)
+        return CV_STATUS_OK;
+    /* Never call into Python with an engine lock held: a worker holding the
+     * GIL may be waiting for this very mutex. */
+    pthread_mutex_unlock(mu);
+    int stop = interrupt_check(interrupt_arg);
+    pthread_mutex_lock(mu);
+    return stop ? cv_error(CV_INTERRUPTED, "interrupted") : CV_STATUS_OK;
+}
+
+int cv_cpu_count(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}

@@ -1,0 +1,51 @@
+/* Threads, locks and waits for the engine.
+ *
+ * - Worker threads start with every signal blocked, so SIGINT always reaches
+ *   Python's main thread.
+ * - Consumer-side waits are sliced: cv_wait() waits at most CV_WAIT_SLICE_MS,
+ *   then (with the caller's mutex released) calls the thread's interrupt
+ *   check, which the Python binding installs around next() to run
+ *   PyErr_CheckSignals(). A pending exception ends the wait with
+ *   CV_INTERRUPTED. Worker threads have no check and simply wait.
+ * - A fork() child marks every iterator of the parent unusable
+ *   (cv_fork_generation changes); the binding checks it.
+ */
+#ifndef CV_THREAD_H
+#define CV_THREAD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "core/status.h"
+
+#define CV_WAIT_SLICE_MS 50
+
+typedef struct CvThread {
+    pthread_t handle;
+    bool started;
+} CvThread;
+
+/* Start fn(arg) on a new thread with all signals blocked. */
+CvStatus cv_thread_start(CvThread *t, void *(*fn)(void *), void *arg, const char *what);
+void cv_thread_join(CvThread *t); /* no-op when not started */
+
+/* Returns nonzero when the wait should stop (an exception is pending). Runs
+ * with no engine lock held. */
+typedef int (*CvInterruptCheck)(void *arg);
+void cv_set_interrupt_check(CvInterruptCheck fn, void *arg); /* thread-local; NULL to clear */
+
+/* Wait on cond (mu held) for one slice at most. Returns CV_INTERRUPTED status
+ * when the interrupt check fired; the caller re-checks its predicate in any
+ * case (spurious and timed-out wake-ups are normal). */
+CvStatus cv_wait(pthread_cond_t *cond, pthread_mutex_t *mu);
+
+/* Condition variables use CLOCK_MONOTONIC. */
+void cv_cond_init(pthread_cond_t *cond);
+
+/* CPUs this process may run on (affinity mask), at least 1. */
+int cv_cpu_count(void);
+
+/* Incremented in the child after fork(). */
+unsigned long cv_fork_generation(void);
+
+#endif

@@ -1,0 +1,268 @@
+/* batch(batch_size, drop_remainder, num_parallel_calls, deterministic).
+ *
+ * Pulls batch_size elements and stacks each component along a new leading
+ * axis, one copy per component per element into a fresh buffer. With
+ * num_parallel_calls the pulls stay sequential and in order (a CvStage) and
+ * the copying runs on the workers. An input error fails the batch it falls
+ * in (the elements gathered so far are dropped) and the next batch starts
+ * after it, as tf.data's BatchDataset does.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/stage.h"
+#include "kernels/kernels.h"
+
+typedef struct {
+    int64_t batch_size;
+    bool drop_remainder;
+    int num_workers; /* 0: sequential */
+    bool deterministic;
+} BatchParams;
+
+typedef struct {
+    CvIterator base;
+    CvIterator *input;
+    bool input_done;
+    CvStage stage;
+} BatchIterator;
+
+static void batch_free(CvDataset *ds)
+{
+    free(ds->params);
+}
+
+static int64_t batch_cardinality(const CvDataset *ds)
+{
+    const BatchParams *p = ds->params;
+    int64_t n = cv_dataset_cardinality(ds->inputs[0]);
+    if (n < 0)
+        return n;
+    return p->drop_remainder ? n / p->batch_size : (n + p->batch_size - 1) / p->batch_size;
+}
+
+/* Gather up to batch_size elements into one flat "bundle" element: row r's
+ * component c is bundle.t[r * ncomp + c]. *rows gets the row count. */
+static CvStatus gather(BatchIterator *it, CvElement *bundle, int64_t *rows, bool *end)
+{
+    const BatchParams *p = it->base.dataset->params;
+    CvStatus s = CV_STATUS_OK;
+    CvElement row = {0};
+    uint32_t ncomp = 0;
+    int64_t r = 0;
+    *end = false;
+    if (it->input_done) {
+        *end = true;
+        return CV_STATUS_OK;
+    }
+    for (r = 0; r < p->batch_size; r++) {
+        bool row_end = false;
+        s = cv_iterator_next(it->input, &row, &row_end);
+        if (s)
+            goto error;
+        if (row_end) {
+            it->input_done = true;
+            break;
+        }
+        if (r == 0) {
+            ncomp = row.n;
+            s = cv_element_init(bundle, (uint32_t)(ncomp * (uint64_t)p->batch_size));
+            if (s)
+                goto error;
+            bundle->n = 0;
+        } else if (row.n != ncomp) {
+            s = cv_error(CV_INVALID_ARGUMENT, "Cannot batch elements with %u and %u components",
+                         ncomp, row.n);
+            goto error;
+        }
+        /* Move the tensors, not the element arrays. */
+        memcpy(&bundle->t[bundle->n], row.t, ncomp * sizeof(CvTensor));
+        bundle->n += ncomp;
+        free(row.t);
+        row = (CvElement){0};
+    }
+    if (r == 0 || (r < p->batch_size && p->drop_remainder)) {
+        cv_element_clear(bundle);
+        *end = true;
+        return CV_STATUS_OK;
+    }
+    *rows = r;
+    return CV_STATUS_OK;
+error:
+    cv_element_clear(&row);
+    cv_element_clear(bundle);
+    return s;
+}
+
+/* Stack a bundle of `rows` rows into one element. Takes the bundle. */
+static CvStatus stack(CvElement *bundle, int64_t rows, CvElement *out)
+{
+    char a[96], b[96];
+    uint32_t ncomp = (uint32_t)(bundle->n / rows);
+    CvStatus s = cv_element_init(out, ncomp);
+    if (s)
+        goto done;
+    for (uint32_t c = 0; c < ncomp; c++) {
+        const CvTensor *first = &bundle->t[c];
+        for (int64_t r = 1; r < rows; r++) {
+            const CvTensor *t = &bundle->t[r * ncomp + c];
+            if (t->dtype != first->dtype) {
+                s = cv_error(CV_INVALID_ARGUMENT,
+                             "Cannot batch tensors with different dtypes in component %u. First "
+                             "element had dtype %s and element %lld had dtype %s.", c,
+                             cv_dtype_name(first->dtype), (long long)r, cv_dtype_name(t->dtype));
+                goto done;
+            }
+            if (!cv_tensor_same_shape(t, first)) {
+                s = cv_error(CV_INVALID_ARGUMENT,
+                             "Cannot batch tensors with different shapes in component %u. First "
+                             "element had shape %s and element %lld had shape %s.", c,
+                             cv_shape_str(first->shape, first->rank, a, sizeof(a)), (long long)r,
+                             cv_shape_str(t->shape, t->rank, b, sizeof(b)));
+                goto done;
+            }
+        }
+        if (first->rank + 1 > CV_MAX_RANK) {
+            s = cv_error(CV_INVALID_ARGUMENT, "batching component %u would exceed rank %d", c,
+                         CV_MAX_RANK);
+            goto done;
+        }
+        int64_t shape[CV_MAX_RANK];
+        shape[0] = rows;
+        memcpy(shape + 1, first->shape, (size_t)first->rank * sizeof(int64_t));
+        int64_t per_row = cv_tensor_num_elements(first);
+        size_t blob_bytes = 0;
+        if (first->dtype == CV_STRING) {
+            for (int64_t r = 0; r < rows; r++) {
+                const CvTensor *t = &bundle->t[r * ncomp + c];
+                const CvStringRef *refs = (const CvStringRef *)t->data;
+                for (int64_t k = 0; k < per_row; k++)
+                    blob_bytes += refs[k].length;
+            }
+        }
+        char *blob = NULL;
+        s = cv_tensor_alloc(&out->t[c], first->dtype, first->rank + 1, shape, blob_bytes, &blob);
+        if (s)
+            goto done;
+        if (first->dtype == CV_STRING) {
+            CvStringRef *dst = (CvStringRef *)out->t[c].data;
+            char *base = out->t[c].buf->data;
+            for (int64_t r = 0; r < rows; r++) {
+                const CvTensor *t = &bundle->t[r * ncomp + c];
+                const CvStringRef *refs = (const CvStringRef *)t->data;
+                for (int64_t k = 0; k < per_row; k++, dst++) {
+                    memcpy(blob, t->buf->data + refs[k].offset, refs[k].length);
+                    dst->offset = (uint64_t)(blob - base);
+                    dst->length = refs[k].length;
+                    blob += refs[k].length;
+                }
+            }
+        } else {
+            size_t row_bytes = (size_t)per_row * cv_dtype_size(first->dtype);
+            char *dst = out->t[c].data;
+            for (int64_t r = 0; r < rows; r++, dst += row_bytes)
+                memcpy(dst, bundle->t[r * ncomp + c].data, row_bytes);
+        }
+    }
+done:
+    if (s)
+        cv_element_clear(out);
+    cv_element_clear(bundle);
+    return s;
+}
+
+static CvStatus batch_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
+{
+    return gather(owner, work, aux, end);
+}
+
+static CvStatus batch_process(void *owner, CvElement *work, int64_t aux, CvElement *out)
+{
+    (void)owner;
+    return stack(work, aux, out);
+}
+
+static const CvStageOps batch_stage_ops = {batch_pull, batch_process};
+
+static void batch_destroy(CvIterator *base);
+
+static CvStatus batch_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    const BatchParams *p = ds->params;
+    BatchIterator *it = cv_iterator_alloc(ds, sizeof(*it));
+    if (!it)
+        return cv_error_nomem();
+    CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
+    if (!s && p->num_workers > 0)
+        s = cv_stage_init(&it->stage, &batch_stage_ops, it, "ParallelBatch", p->num_workers,
+                          2 * p->num_workers, 2 * p->num_workers, p->deterministic);
+    if (s) {
+        batch_destroy(&it->base);
+        return s;
+    }
+    *out = &it->base;
+    return CV_STATUS_OK;
+}
+
+static CvStatus batch_next(CvIterator *base, CvElement *out, bool *end)
+{
+    BatchIterator *it = (BatchIterator *)base;
+    if (((const BatchParams *)base->dataset->params)->num_workers > 0)
+        return cv_stage_next(&it->stage, out, end);
+    CvElement bundle = {0};
+    int64_t rows = 0;
+    CvStatus s = gather(it, &bundle, &rows, end);
+    if (s || *end)
+        return s;
+    return stack(&bundle, rows, out);
+}
+
+static void batch_cancel(CvIterator *base)
+{
+    BatchIterator *it = (BatchIterator *)base;
+    cv_stage_cancel(&it->stage);
+    cv_iterator_cancel(it->input);
+}
+
+static void batch_destroy(CvIterator *base)
+{
+    BatchIterator *it = (BatchIterator *)base;
+    batch_cancel(base);
+    cv_stage_destroy(&it->stage);
+    cv_iterator_destroy(it->input);
+    cv_iterator_free(base);
+}
+
+const CvKernel cv_kernel_batch = {
+    .name = "Batch",
+    .make_iterator = batch_make_iterator,
+    .cardinality = batch_cardinality,
+    .free_dataset = batch_free,
+    .next = batch_next,
+    .cancel = batch_cancel,
+    .destroy = batch_destroy,
+};
+
+CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remainder,
+                          int64_t num_parallel_calls, bool deterministic, CvDataset **out)
+{
+    if (batch_size <= 0)
+        return cv_error(CV_INVALID_ARGUMENT, "Batch size must be greater than zero, got %lld.",
+                        (long long)batch_size);
+    if (batch_size > (INT64_C(1) << 31))
+        return cv_error(CV_INVALID_ARGUMENT, "Batch size %lld is too large.", (long long)batch_size);
+    if (num_parallel_calls < 0 && num_parallel_calls != CV_AUTOTUNE)
+        return cv_error(CV_INVALID_ARGUMENT,
+                        "num_parallel_calls must be positive or AUTOTUNE (-1), got %lld",
+                        (long long)num_parallel_calls);
+    BatchParams *p = malloc(sizeof(*p));
+    if (!p)
+        return cv_error_nomem();
+    p->batch_size = batch_size;
+    p->drop_remainder = drop_remainder;
+    p->deterministic = deterministic;
+    p->num_workers = num_parallel_calls == CV_AUTOTUNE ? cv_autotune_parallelism()
+                     : num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
+    return cv_dataset_new(&cv_kernel_batch, &input, 1, p, p->num_workers > 0, out);
+}

@@ -1,0 +1,30 @@
+/* Constructors for every dataset kernel. Each kernel lives in its own file
+ * and exports one const CvKernel; these functions validate parameters and
+ * build the dataset. Ownership: inputs are borrowed (the new dataset takes
+ * its own reference); CvFunction/CvSource contexts and element contents
+ * passed in are owned by the dataset from the call on, even on failure. */
+#ifndef CV_KERNELS_H
+#define CV_KERNELS_H
+
+#include "core/dataset.h"
+
+CvStatus cv_tensor_slices_dataset(CvElement *components, CvDataset **out);
+CvStatus cv_tensors_dataset(CvElement *components, CvDataset **out);
+CvStatus cv_range_dataset(int64_t start, int64_t stop, int64_t step, CvDtype dtype,
+                          CvDataset **out);
+CvStatus cv_generator_dataset(CvSource source, CvDataset **out);
+/* num_parallel_calls: 0 = sequential, CV_AUTOTUNE, or > 0. */
+CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_calls,
+                        bool deterministic, CvDataset **out);
+CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remainder,
+                          int64_t num_parallel_calls, bool deterministic, CvDataset **out);
+/* buffer_size: CV_AUTOTUNE, 0 (no prefetching) or > 0. */
+CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **out);
+CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out);
+CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out);
+CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out);
+
+/* Worker count for AUTOTUNE parallelism. */
+int cv_autotune_parallelism(void);
+
+#endif

@@ -1,0 +1,150 @@
+/* map(fn, num_parallel_calls, deterministic).
+ *
+ * Sequential (num_parallel_calls == 0): fn runs on the caller's thread.
+ * Parallel: a CvStage whose workers pull input elements in order and run fn
+ * concurrently; results come back in input order unless deterministic is
+ * false. An error from fn or from the input is delivered at its element and
+ * the map goes on with the next one, as tf.data's does.
+ */
+#include <stdlib.h>
+
+#include "core/stage.h"
+#include "kernels/kernels.h"
+
+typedef struct {
+    CvFunction fn;
+    int num_workers; /* 0: sequential */
+    bool deterministic;
+} MapParams;
+
+typedef struct {
+    CvIterator base;
+    CvIterator *input;
+    CvStage stage; /* parallel only */
+} MapIterator;
+
+static void map_free(CvDataset *ds)
+{
+    MapParams *p = ds->params;
+    if (p->fn.release)
+        p->fn.release(p->fn.ctx);
+    free(p);
+}
+
+static int64_t map_cardinality(const CvDataset *ds)
+{
+    return cv_dataset_cardinality(ds->inputs[0]);
+}
+
+static CvStatus call_fn(const MapParams *p, CvElement *in, CvElement *out)
+{
+    CvStatus s = p->fn.call(p->fn.ctx, in, out);
+    cv_element_clear(in);
+    return s;
+}
+
+static CvStatus map_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
+{
+    MapIterator *it = owner;
+    (void)aux;
+    return cv_iterator_next(it->input, work, end);
+}
+
+static CvStatus map_process(void *owner, CvElement *work, int64_t aux, CvElement *out)
+{
+    MapIterator *it = owner;
+    (void)aux;
+    return call_fn(it->base.dataset->params, work, out);
+}
+
+static const CvStageOps map_stage_ops = {map_pull, map_process};
+
+static void map_destroy(CvIterator *base);
+
+static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    const MapParams *p = ds->params;
+    MapIterator *it = cv_iterator_alloc(ds, sizeof(*it));
+    if (!it)
+        return cv_error_nomem();
+    CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
+    if (!s && p->num_workers > 0)
+        s = cv_stage_init(&it->stage, &map_stage_ops, it, "ParallelMap", p->num_workers,
+                          2 * p->num_workers, 2 * p->num_workers, p->deterministic);
+    if (s) {
+        map_destroy(&it->base);
+        return s;
+    }
+    *out = &it->base;
+    return CV_STATUS_OK;
+}
+
+static CvStatus map_next(CvIterator *base, CvElement *out, bool *end)
+{
+    MapIterator *it = (MapIterator *)base;
+    const MapParams *p = base->dataset->params;
+    if (p->num_workers > 0)
+        return cv_stage_next(&it->stage, out, end);
+    CvElement in = {0};
+    CvStatus s = cv_iterator_next(it->input, &in, end);
+    if (s || *end)
+        return s;
+    return call_fn(p, &in, out);
+}
+
+static void map_cancel(CvIterator *base)
+{
+    MapIterator *it = (MapIterator *)base;
+    if (((const MapParams *)base->dataset->params)->num_workers > 0)
+        cv_stage_cancel(&it->stage);
+    cv_iterator_cancel(it->input);
+}
+
+static void map_destroy(CvIterator *base)
+{
+    MapIterator *it = (MapIterator *)base;
+    if (it->input)
+        map_cancel(base);
+    cv_stage_destroy(&it->stage);
+    cv_iterator_destroy(it->input);
+    cv_iterator_free(base);
+}
+
+const CvKernel cv_kernel_map = {
+    .name = "Map",
+    .make_iterator = map_make_iterator,
+    .cardinality = map_cardinality,
+    .free_dataset = map_free,
+    .next = map_next,
+    .cancel = map_cancel,
+    .destroy = map_destroy,
+};
+
+int cv_autotune_parallelism(void)
+{
+    return cv_cpu_count();
+}
+
+CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_calls,
+                        bool deterministic, CvDataset **out)
+{
+    MapParams *p = NULL;
+    if (num_parallel_calls < 0 && num_parallel_calls != CV_AUTOTUNE) {
+        if (fn.release)
+            fn.release(fn.ctx);
+        return cv_error(CV_INVALID_ARGUMENT,
+                        "num_parallel_calls must be positive or AUTOTUNE (-1), got %lld",
+                        (long long)num_parallel_calls);
+    }
+    p = malloc(sizeof(*p));
+    if (!p) {
+        if (fn.release)
+            fn.release(fn.ctx);
+        return cv_error_nomem();
+    }
+    p->fn = fn;
+    p->deterministic = deterministic;
+    p->num_workers = num_parallel_calls == CV_AUTOTUNE ? cv_autotune_parallelism()
+                     : num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
+    return cv_dataset_new(&cv_kernel_map, &input, 1, p, p->num_workers > 0, out);
+}

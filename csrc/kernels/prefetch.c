@@ -1,0 +1,119 @@
+/* prefetch(buffer_size): one producer thread fills a bounded buffer of
+ * {status, element} ahead of the consumer. buffer_size == AUTOTUNE starts
+ * at one element and grows, one at a time, whenever the consumer finds the
+ * buffer empty (up to CV_PREFETCH_AUTOTUNE_MAX). buffer_size == 0 passes
+ * elements straight through. Order and values never change.
+ */
+#include <stdlib.h>
+
+#include "core/stage.h"
+#include "kernels/kernels.h"
+
+#define CV_PREFETCH_AUTOTUNE_MAX 16
+
+typedef struct {
+    int64_t buffer_size;
+} PrefetchParams;
+
+typedef struct {
+    CvIterator base;
+    CvIterator *input;
+    CvStage stage;
+} PrefetchIterator;
+
+static void prefetch_free(CvDataset *ds)
+{
+    free(ds->params);
+}
+
+static int64_t prefetch_cardinality(const CvDataset *ds)
+{
+    return cv_dataset_cardinality(ds->inputs[0]);
+}
+
+static CvStatus prefetch_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
+{
+    (void)aux;
+    return cv_iterator_next(((PrefetchIterator *)owner)->input, work, end);
+}
+
+static CvStatus prefetch_process(void *owner, CvElement *work, int64_t aux, CvElement *out)
+{
+    (void)owner;
+    (void)aux;
+    cv_element_move(out, work);
+    return CV_STATUS_OK;
+}
+
+static const CvStageOps prefetch_stage_ops = {prefetch_pull, prefetch_process};
+
+static void prefetch_destroy(CvIterator *base);
+
+static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    int64_t size = ((const PrefetchParams *)ds->params)->buffer_size;
+    PrefetchIterator *it = cv_iterator_alloc(ds, sizeof(*it));
+    if (!it)
+        return cv_error_nomem();
+    CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
+    if (!s && size != 0) {
+        int initial = size == CV_AUTOTUNE ? 1 : (int)size;
+        int max = size == CV_AUTOTUNE ? CV_PREFETCH_AUTOTUNE_MAX : (int)size;
+        s = cv_stage_init(&it->stage, &prefetch_stage_ops, it, "Prefetch", 1, initial, max, true);
+    }
+    if (s) {
+        prefetch_destroy(&it->base);
+        return s;
+    }
+    *out = &it->base;
+    return CV_STATUS_OK;
+}
+
+static CvStatus prefetch_next(CvIterator *base, CvElement *out, bool *end)
+{
+    PrefetchIterator *it = (PrefetchIterator *)base;
+    if (!it->stage.slots) /* buffer_size 0 */
+        return cv_iterator_next(it->input, out, end);
+    return cv_stage_next(&it->stage, out, end);
+}
+
+static void prefetch_cancel(CvIterator *base)
+{
+    PrefetchIterator *it = (PrefetchIterator *)base;
+    cv_stage_cancel(&it->stage);
+    cv_iterator_cancel(it->input);
+}
+
+static void prefetch_destroy(CvIterator *base)
+{
+    PrefetchIterator *it = (PrefetchIterator *)base;
+    prefetch_cancel(base);
+    cv_stage_destroy(&it->stage);
+    cv_iterator_destroy(it->input);
+    cv_iterator_free(base);
+}
+
+const CvKernel cv_kernel_prefetch = {
+    .name = "Prefetch",
+    .make_iterator = prefetch_make_iterator,
+    .cardinality = prefetch_cardinality,
+    .free_dataset = prefetch_free,
+    .next = prefetch_next,
+    .cancel = prefetch_cancel,
+    .destroy = prefetch_destroy,
+};
+
+CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **out)
+{
+    if (buffer_size < 0 && buffer_size != CV_AUTOTUNE)
+        return cv_error(CV_INVALID_ARGUMENT,
+                        "buffer_size must be >= 0 or AUTOTUNE (-1), got %lld", (long long)buffer_size);
+    if (buffer_size > (INT64_C(1) << 24))
+        return cv_error(CV_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large (limit %d)",
+                        (long long)buffer_size, 1 << 24);
+    PrefetchParams *p = malloc(sizeof(*p));
+    if (!p)
+        return cv_error_nomem();
+    p->buffer_size = buffer_size;
+    return cv_dataset_new(&cv_kernel_prefetch, &input, 1, p, buffer_size != 0, out);
+}

@@ -1,0 +1,127 @@
+/* repeat(count): the input `count` times (count < 0: forever). Each epoch
+ * opens a new input iterator, so random inputs re-randomize. An input that
+ * is empty on its first epoch ends the dataset instead of spinning. */
+#include <stdlib.h>
+
+#include "core/thread.h"
+#include "kernels/kernels.h"
+
+typedef struct {
+    CvIterator base;
+    pthread_mutex_t mu; /* guards input against cancel() from another thread */
+    CvIterator *input;
+    int64_t epoch;
+    bool cancelled;
+    bool epoch_had_element;
+} RepeatIterator;
+
+static int64_t repeat_count(const CvDataset *ds)
+{
+    return *(const int64_t *)ds->params;
+}
+
+static void repeat_free(CvDataset *ds)
+{
+    free(ds->params);
+}
+
+static int64_t repeat_cardinality(const CvDataset *ds)
+{
+    int64_t n = cv_dataset_cardinality(ds->inputs[0]), count = repeat_count(ds);
+    if (count == 0 || n == 0)
+        return 0;
+    if (count < 0 || n == CV_INFINITE_CARDINALITY)
+        return CV_INFINITE_CARDINALITY;
+    if (n == CV_UNKNOWN_CARDINALITY)
+        return n;
+    return n > INT64_MAX / count ? CV_INFINITE_CARDINALITY : n * count;
+}
+
+static CvStatus repeat_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    RepeatIterator *it = cv_iterator_alloc(ds, sizeof(*it));
+    if (!it)
+        return cv_error_nomem();
+    pthread_mutex_init(&it->mu, NULL);
+    if (repeat_count(ds) != 0) {
+        CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
+        if (s) {
+            pthread_mutex_destroy(&it->mu);
+            cv_iterator_free(&it->base);
+            return s;
+        }
+    }
+    *out = &it->base;
+    return CV_STATUS_OK;
+}
+
+static CvStatus repeat_next(CvIterator *base, CvElement *out, bool *end)
+{
+    RepeatIterator *it = (RepeatIterator *)base;
+    int64_t count = repeat_count(base->dataset);
+    for (;;) {
+        if (!it->input) {
+            *end = true;
+            return CV_STATUS_OK;
+        }
+        CvStatus s = cv_iterator_next(it->input, out, end);
+        if (s || !*end) {
+            it->epoch_had_element = true;
+            return s;
+        }
+        /* The epoch ended: open the next one, or stop. */
+        CvIterator *old = it->input, *fresh = NULL;
+        it->epoch++;
+        bool again = count < 0 ? it->epoch_had_element : it->epoch < count;
+        it->epoch_had_element = false;
+        if (again)
+            s = cv_iterator_make(base->dataset->inputs[0], &fresh);
+        pthread_mutex_lock(&it->mu);
+        bool cancelled = it->cancelled;
+        it->input = cancelled ? NULL : fresh;
+        pthread_mutex_unlock(&it->mu);
+        cv_iterator_destroy(old);
+        if (cancelled && fresh) {
+            cv_iterator_destroy(fresh);
+            return cv_error(CV_CANCELLED, "Repeat: the iterator was cancelled");
+        }
+        if (s)
+            return s;
+    }
+}
+
+static void repeat_cancel(CvIterator *base)
+{
+    RepeatIterator *it = (RepeatIterator *)base;
+    pthread_mutex_lock(&it->mu);
+    it->cancelled = true;
+    cv_iterator_cancel(it->input);
+    pthread_mutex_unlock(&it->mu);
+}
+
+static void repeat_destroy(CvIterator *base)
+{
+    RepeatIterator *it = (RepeatIterator *)base;
+    cv_iterator_destroy(it->input);
+    pthread_mutex_destroy(&it->mu);
+    cv_iterator_free(base);
+}
+
+const CvKernel cv_kernel_repeat = {
+    .name = "Repeat",
+    .make_iterator = repeat_make_iterator,
+    .cardinality = repeat_cardinality,
+    .free_dataset = repeat_free,
+    .next = repeat_next,
+    .cancel = repeat_cancel,
+    .destroy = repeat_destroy,
+};
+
+CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out)
+{
+    int64_t *p = malloc(sizeof(*p));
+    if (!p)
+        return cv_error_nomem();
+    *p = count < 0 ? -1 : count;
+    return cv_dataset_new(&cv_kernel_repeat, &input, 1, p, false, out);
+}

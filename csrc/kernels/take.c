@@ -1,0 +1,90 @@
+/* take(count): the first `count` elements; count < 0 takes everything. */
+#include <stdlib.h>
+
+#include "kernels/kernels.h"
+
+typedef struct {
+    CvIterator base;
+    CvIterator *input;
+    int64_t taken;
+} TakeIterator;
+
+static int64_t take_count(const CvDataset *ds)
+{
+    return *(const int64_t *)ds->params;
+}
+
+static void take_free(CvDataset *ds)
+{
+    free(ds->params);
+}
+
+static int64_t take_cardinality(const CvDataset *ds)
+{
+    int64_t n = cv_dataset_cardinality(ds->inputs[0]), count = take_count(ds);
+    if (count < 0)
+        return n;
+    if (n == CV_INFINITE_CARDINALITY)
+        return count;
+    if (n == CV_UNKNOWN_CARDINALITY)
+        return count == 0 ? 0 : CV_UNKNOWN_CARDINALITY;
+    return n < count ? n : count;
+}
+
+static CvStatus take_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    TakeIterator *it = cv_iterator_alloc(ds, sizeof(*it));
+    if (!it)
+        return cv_error_nomem();
+    CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
+    if (s) {
+        cv_iterator_free(&it->base);
+        return s;
+    }
+    *out = &it->base;
+    return CV_STATUS_OK;
+}
+
+static CvStatus take_next(CvIterator *base, CvElement *out, bool *end)
+{
+    TakeIterator *it = (TakeIterator *)base;
+    int64_t count = take_count(base->dataset);
+    if (count >= 0 && it->taken >= count) {
+        *end = true;
+        return CV_STATUS_OK;
+    }
+    CvStatus s = cv_iterator_next(it->input, out, end);
+    if (!s && !*end)
+        it->taken++; /* an error does not count, as in tf.data */
+    return s;
+}
+
+static void take_cancel(CvIterator *base)
+{
+    cv_iterator_cancel(((TakeIterator *)base)->input);
+}
+
+static void take_destroy(CvIterator *base)
+{
+    cv_iterator_destroy(((TakeIterator *)base)->input);
+    cv_iterator_free(base);
+}
+
+const CvKernel cv_kernel_take = {
+    .name = "Take",
+    .make_iterator = take_make_iterator,
+    .cardinality = take_cardinality,
+    .free_dataset = take_free,
+    .next = take_next,
+    .cancel = take_cancel,
+    .destroy = take_destroy,
+};
+
+CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out)
+{
+    int64_t *p = malloc(sizeof(*p));
+    if (!p)
+        return cv_error_nomem();
+    *p = count < 0 ? -1 : count;
+    return cv_dataset_new(&cv_kernel_take, &input, 1, p, false, out);
+}

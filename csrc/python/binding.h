@@ -1,0 +1,65 @@
+/* Shared declarations of the CPython binding (the only C that sees Python.h).
+ *
+ * Ownership conventions: functions returning PyObject* return a new
+ * reference or NULL with an exception set; "borrowed" is said where not.
+ */
+#ifndef CV_BINDING_H
+#define CV_BINDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define PY_ARRAY_UNIQUE_SYMBOL CV_ARRAY_API
+#ifndef CV_IMPORT_ARRAY_HERE
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include "core/dataset.h"
+#include "core/thread.h"
+
+typedef struct IteratorObject IteratorObject;
+
+typedef struct CvModuleState {
+    PyTypeObject *dataset_type;
+    PyTypeObject *iterator_type;
+    PyTypeObject *holder_type;
+    PyObject *error_classes; /* dict: CvCode (int) -> exception class */
+    IteratorObject *live;    /* intrusive list of open iterators (GIL-guarded) */
+} CvModuleState;
+
+CvModuleState *cv_get_state(PyObject *module);
+
+/* errors.c */
+/* Raise the Python exception for a non-OK status and free it; returns NULL. */
+PyObject *cv_raise_status(CvModuleState *st, CvStatus s);
+/* Capture the current Python exception into a status whose payload keeps
+ * the exception object; `where` names the stage for the note added to it. */
+CvStatus cv_status_from_pyerr(const char *where);
+
+/* convert.c */
+int cv_convert_init(PyObject *module, CvModuleState *st);
+/* A numpy array (any numeric or string dtype, or a Python value numpy can
+ * convert) -> tensor. Shares memory when the array already views an engine
+ * buffer; copies otherwise. */
+CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out);
+/* A list or tuple of arrays -> element. */
+CvStatus cv_element_from_sequence(CvModuleState *st, PyObject *seq, CvElement *out);
+/* Tensor -> numpy array (rank >= 1) or numpy scalar / bytes (rank 0).
+ * Zero-copy for numeric arrays: the array's base holds the buffer. */
+PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t);
+/* Element -> tuple of components. */
+PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e);
+int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out);
+
+/* pyfunc.c */
+extern atomic_int cv_shutting_down;
+/* True when Python code must no longer be entered from engine threads. */
+int cv_python_unavailable(void);
+CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
+                                 PyObject *name, CvFunction *out);
+CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out);
+/* Installed around GIL-released next() calls on the consumer thread. */
+int cv_check_signals(void *arg);
+
+#endif

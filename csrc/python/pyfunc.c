@@ -1,0 +1,300 @@
+/* Python callables as engine functions and sources.
+ *
+ * A map function or generator runs on whichever thread calls it (a worker
+ * or the consumer). The thread takes the GIL for the call only, converts
+ * the element in and the result out, and lets go. No engine lock is held
+ * across these calls (see core/stage.h).
+ *
+ * Shutdown: once the interpreter starts finalizing, a thread that asks for
+ * the GIL may hang or be killed. cv_shutting_down is set by the atexit hook
+ * (_engine.shutdown) before live iterators are closed; from then on engine
+ * threads never enter Python, and calls fail with CV_CANCELLED.
+ */
+#include "python/binding.h"
+
+atomic_int cv_shutting_down;
+
+int cv_python_unavailable(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return atomic_load(&cv_shutting_down) || Py_IsFinalizing();
+#else
+    return atomic_load(&cv_shutting_down) || _Py_IsFinalizing();
+#endif
+}
+
+int cv_check_signals(void *arg)
+{
+    (void)arg;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = PyErr_CheckSignals() < 0;
+    PyGILState_Release(g);
+    return stop;
+}
+
+/* How results can skip the Python-level converter once the first result has
+ * shown their form: a single array, or a plain tuple of arrays, of the same
+ * dtypes as the first. */
+enum { FAST_UNKNOWN, FAST_SINGLE, FAST_TUPLE, FAST_NONE };
+
+typedef struct {
+    PyObject *module;      /* strong: keeps the module state alive */
+    PyObject *fn;          /* strong: called as fn(*components) */
+    PyObject *out_convert; /* strong: result -> list of arrays, checks structure */
+    char *name;            /* stage name for messages, owned */
+    /* Written under the GIL on the first call only. */
+    int fast;
+    Py_ssize_t fast_n;
+    CvDtype fast_dtypes[64];
+} PyFunction;
+
+static CvStatus python_gone(const char *name)
+{
+    return cv_error(CV_CANCELLED, "%s: the Python interpreter is shutting down", name);
+}
+
+static int is_array_like(PyObject *o)
+{
+    return PyArray_Check(o) || PyArray_IsScalar(o, Generic);
+}
+
+static CvDtype dtype_of(PyObject *o)
+{
+    CvDtype d = CV_NUM_DTYPES;
+    PyArray_Descr *descr = PyArray_Check(o) ? PyArray_DESCR((PyArrayObject *)o) : NULL;
+    if (descr) {
+        if (cv_dtype_from_descr(descr, &d) < 0)
+            d = CV_NUM_DTYPES;
+        return d;
+    }
+    descr = PyArray_DescrFromScalar(o);
+    if (descr) {
+        if (cv_dtype_from_descr(descr, &d) < 0)
+            d = CV_NUM_DTYPES;
+        Py_DECREF(descr);
+    } else {
+        PyErr_Clear();
+    }
+    return d;
+}
+
+/* Does `result` match the learned fast form? Only numeric dtypes qualify. */
+static int fast_match(PyFunction *f, PyObject *result)
+{
+    if (f->fast == FAST_SINGLE)
+        return is_array_like(result) && dtype_of(result) == f->fast_dtypes[0];
+    if (f->fast != FAST_TUPLE || !PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != f->fast_n)
+        return 0;
+    for (Py_ssize_t i = 0; i < f->fast_n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(result, i);
+        if (!is_array_like(o) || dtype_of(o) != f->fast_dtypes[i])
+            return 0;
+    }
+    return 1;
+}
+
+static void learn_fast_form(PyFunction *f, PyObject *result)
+{
+    f->fast = FAST_NONE;
+    if (is_array_like(result)) {
+        CvDtype d = dtype_of(result);
+        if (d != CV_STRING && d != CV_NUM_DTYPES) {
+            f->fast = FAST_SINGLE;
+            f->fast_dtypes[0] = d;
+        }
+        return;
+    }
+    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) > 64)
+        return;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result); i++) {
+        PyObject *o = PyTuple_GET_ITEM(result, i);
+        CvDtype d = is_array_like(o) ? dtype_of(o) : CV_NUM_DTYPES;
+        if (d == CV_STRING || d == CV_NUM_DTYPES)
+            return;
+        f->fast_dtypes[i] = d;
+    }
+    f->fast = FAST_TUPLE;
+    f->fast_n = PyTuple_GET_SIZE(result);
+}
+
+static CvStatus function_call(void *ctx, const CvElement *in, CvElement *out)
+{
+    PyFunction *f = ctx;
+    CvStatus s = CV_STATUS_OK;
+    if (cv_python_unavailable())
+        return python_gone(f->name);
+    PyGILState_STATE g = PyGILState_Ensure();
+    CvModuleState *st = cv_get_state(f->module);
+    PyObject *args = NULL, *result = NULL, *converted = NULL;
+    args = cv_element_to_tuple(st, in);
+    if (!args)
+        goto pyerror;
+    result = PyObject_Call(f->fn, args, NULL);
+    if (!result)
+        goto pyerror;
+    if (fast_match(f, result)) {
+        if (f->fast == FAST_SINGLE) {
+            if (!(s = cv_element_init(out, 1)))
+                s = cv_tensor_from_pyobject(st, result, &out->t[0]);
+        } else {
+            s = cv_element_from_sequence(st, result, out);
+        }
+    } else {
+        int first = f->fast == FAST_UNKNOWN;
+        converted = PyObject_CallOneArg(f->out_convert, result);
+        if (!converted)
+            goto pyerror;
+        s = cv_element_from_sequence(st, converted, out);
+        if (!s && first)
+            learn_fast_form(f, result);
+    }
+    if (s) {
+        cv_element_clear(out);
+        s = cv_status_prefix(s, "%s: ", f->name);
+    }
+    goto done;
+pyerror:
+    s = cv_status_from_pyerr(f->name);
+done:
+    Py_XDECREF(args);
+    Py_XDECREF(result);
+    Py_XDECREF(converted);
+    PyGILState_Release(g);
+    return s;
+}
+
+static void function_release(void *ctx)
+{
+    PyFunction *f = ctx;
+    if (!cv_python_unavailable()) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        Py_XDECREF(f->fn);
+        Py_XDECREF(f->out_convert);
+        Py_XDECREF(f->module);
+        PyGILState_Release(g);
+    }
+    PyMem_RawFree(f->name);
+    PyMem_RawFree(f);
+}
+
+static char *copy_name(PyObject *name)
+{
+    const char *text = PyUnicode_AsUTF8(name);
+    if (!text)
+        return NULL;
+    size_t n = strlen(text) + 1;
+    char *copy = PyMem_RawMalloc(n);
+    if (copy)
+        memcpy(copy, text, n);
+    else
+        PyErr_NoMemory();
+    return copy;
+}
+
+CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
+                                 PyObject *name, CvFunction *out)
+{
+    PyFunction *f = PyMem_RawCalloc(1, sizeof(*f));
+    if (!f)
+        return cv_error_nomem();
+    f->name = copy_name(name);
+    if (!f->name) {
+        PyErr_Clear();
+        PyMem_RawFree(f);
+        return cv_error(CV_INVALID_ARGUMENT, "stage name must be a str");
+    }
+    f->module = Py_NewRef(module);
+    f->fn = Py_NewRef(fn);
+    f->out_convert = Py_NewRef(out_convert);
+    *out = (CvFunction){function_call, function_release, f};
+    return CV_STATUS_OK;
+}
+
+/* Sources: factory() returns a Python iterator whose items are lists of
+ * arrays already checked against the element signature. */
+typedef struct {
+    PyObject *module;
+    PyObject *factory;
+    char *name;
+} PySource;
+
+static CvStatus source_open(void *ctx, void **state)
+{
+    PySource *src = ctx;
+    if (cv_python_unavailable())
+        return python_gone(src->name);
+    PyGILState_STATE g = PyGILState_Ensure();
+    CvStatus s = CV_STATUS_OK;
+    PyObject *it = PyObject_CallNoArgs(src->factory);
+    if (it)
+        Py_SETREF(it, PyObject_GetIter(it));
+    if (!it)
+        s = cv_status_from_pyerr(src->name);
+    *state = it;
+    PyGILState_Release(g);
+    return s;
+}
+
+static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
+{
+    PySource *src = ctx;
+    if (cv_python_unavailable())
+        return python_gone(src->name);
+    PyGILState_STATE g = PyGILState_Ensure();
+    CvStatus s = CV_STATUS_OK;
+    PyObject *item = PyIter_Next((PyObject *)state);
+    *end = false;
+    if (!item) {
+        if (PyErr_Occurred())
+            s = cv_status_from_pyerr(src->name);
+        else
+            *end = true;
+    } else {
+        s = cv_element_from_sequence(cv_get_state(src->module), item, out);
+        if (s)
+            s = cv_status_prefix(s, "%s: ", src->name);
+        Py_DECREF(item);
+    }
+    PyGILState_Release(g);
+    return s;
+}
+
+static void source_close(void *ctx, void *state)
+{
+    (void)ctx;
+    if (!state || cv_python_unavailable())
+        return;
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF((PyObject *)state);
+    PyGILState_Release(g);
+}
+
+static void source_release(void *ctx)
+{
+    PySource *src = ctx;
+    if (!cv_python_unavailable()) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        Py_XDECREF(src->factory);
+        Py_XDECREF(src->module);
+        PyGILState_Release(g);
+    }
+    PyMem_RawFree(src->name);
+    PyMem_RawFree(src);
+}
+
+CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out)
+{
+    PySource *src = PyMem_RawCalloc(1, sizeof(*src));
+    if (!src)
+        return cv_error_nomem();
+    src->name = copy_name(name);
+    if (!src->name) {
+        PyErr_Clear();
+        PyMem_RawFree(src);
+        return cv_error(CV_INVALID_ARGUMENT, "stage name must be a str");
+    }
+    src->module = Py_NewRef(module);
+    src->factory = Py_NewRef(factory);
+    *out = (CvSource){source_open, source_next, source_close, source_release, src};
+    return CV_STATUS_OK;
+}

@@ -1,0 +1,74 @@
+"""Build the one extension module, conveyor._engine, from csrc/.
+
+Environment knobs (no argv flags):
+  CV_DEBUG=1            -O0 -g, assertions on
+  CV_SANITIZE=address   AddressSanitizer + UndefinedBehaviorSanitizer (see docs/development.md)
+  CV_WERROR=0           turn off -Werror (on by default)
+  CV_ZLIB_CFLAGS / CV_ZLIB_LIBS, CV_JPEG_CFLAGS / CV_JPEG_LIBS
+                        override what pkg-config reports for zlib / libjpeg-turbo
+"""
+import glob
+import os
+import shlex
+import subprocess
+import sys
+
+import numpy
+from setuptools import Extension, setup
+
+DEBIAN_PACKAGES = {"zlib": "zlib1g-dev", "libjpeg": "libjpeg62-turbo-dev"}
+ENV_PREFIX = {"zlib": "CV_ZLIB", "libjpeg": "CV_JPEG"}
+
+
+def find_library(name):
+    """Return (cflags, libs) for a pkg-config package, or stop the build with one clear message."""
+    prefix = ENV_PREFIX[name]
+    if os.environ.get(prefix + "_LIBS") is not None:
+        return (shlex.split(os.environ.get(prefix + "_CFLAGS", "")),
+                shlex.split(os.environ[prefix + "_LIBS"]))
+    try:
+        cflags = subprocess.run(["pkg-config", "--cflags", name], check=True,
+                                capture_output=True, text=True).stdout
+        libs = subprocess.run(["pkg-config", "--libs", name], check=True,
+                              capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        sys.exit(f"conveyor build: {name} was not found by pkg-config. Install it with "
+                 f"'apt-get install pkg-config {DEBIAN_PACKAGES[name]}', or set "
+                 f"{prefix}_CFLAGS and {prefix}_LIBS.")
+    return shlex.split(cflags), shlex.split(libs)
+
+
+def engine_extension():
+    sources = sorted(glob.glob("csrc/**/*.c", recursive=True))
+    cflags, libs = [], []
+    for name in ("zlib", "libjpeg"):
+        c, l = find_library(name)
+        cflags += c
+        libs += l
+    compile_args = ["-std=c11", "-fvisibility=hidden", "-Wall", "-Wextra",
+                    "-Wno-missing-field-initializers", "-ffp-contract=off", "-pthread"]
+    link_args = ["-pthread"]
+    if os.environ.get("CV_WERROR", "1") != "0":
+        compile_args.append("-Werror")
+    if os.environ.get("CV_DEBUG"):
+        compile_args += ["-O0", "-g", "-UNDEBUG"]
+    else:
+        compile_args += ["-O3"]
+    sanitize = os.environ.get("CV_SANITIZE")
+    if sanitize:
+        flags = [f"-fsanitize={sanitize},undefined", "-fno-omit-frame-pointer",
+                 "-fno-sanitize-recover=undefined"]
+        compile_args += flags + ["-g"]
+        link_args += flags
+    return Extension(
+        "conveyor._engine",
+        sources=sources,
+        include_dirs=["csrc", numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_23_API_VERSION"),
+                       ("_GNU_SOURCE", "1")],
+        extra_compile_args=compile_args + cflags,
+        extra_link_args=link_args + libs,
+    )
+
+
+setup(ext_modules=[engine_extension()])
