@@ -404,13 +404,29 @@ class _GeneratorDataset(_SourceDataset):
                 raise TypeError("Either `output_signature` or `output_types` must be specified.")
             signature = _signature_from_types(output_types, output_shapes)
         args = tuple(to_array(a) for a in (args or ()))
-        flat_specs = nest.flatten(signature)
+        call_args = [a.item() if a.dtype == object and a.ndim == 0 else a for a in args]
 
         def factory():
-            for value in generator(*[a if a.dtype != object else a.item() for a in args]):
-                yield _check_generated(value, signature, flat_specs)
+            return _CheckedGenerator(generator(*call_args), signature)
 
         super().__init__(_engine.generator(factory, "Dataset.from_generator"), signature)
+
+
+class _CheckedGenerator:
+    """Checks each value the user's generator yields against the signature and
+    converts it to flat arrays. A bad value raises at its element; the
+    generator itself goes on, as tf.data's does."""
+
+    def __init__(self, iterator, signature):
+        self._iterator = iter(iterator)
+        self._signature = signature
+        self._flat_specs = nest.flatten(signature)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return _check_generated(next(self._iterator), self._signature, self._flat_specs)
 
 
 def _check_generated(value, signature, flat_specs):

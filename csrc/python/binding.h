@@ -54,6 +54,7 @@ int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out);
 
 /* pyfunc.c */
 extern atomic_int cv_shutting_down;
+extern atomic_int cv_python_calls; /* engine-thread calls into Python in flight */
 /* True when Python code must no longer be entered from engine threads. */
 int cv_python_unavailable(void);
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,

@@ -309,7 +309,7 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
                 Py_DECREF(arr);
                 return NULL;
             }
-            Py_SETREF(items[i], b);
+            Py_XSETREF(items[i], b); /* slots of a new object array may be NULL */
         }
         return arr;
     }

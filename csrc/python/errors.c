@@ -55,6 +55,13 @@ CvStatus cv_status_from_pyerr(const char *where)
         PyException_SetTraceback(value, tb);
     Py_XDECREF(type);
     Py_XDECREF(tb);
+    if (PyErr_GivenExceptionMatches(value, PyExc_StopIteration)) {
+        /* Re-raised as is, it would end the caller's for-loop: data silently
+         * lost. tf.data refuses too (preserve_cardinality); so does PEP 479. */
+        Py_DECREF(value);
+        return cv_error(CV_INVALID_ARGUMENT, "%s: the function raised StopIteration; a function "
+                        "cannot end the dataset (return a value or raise another exception)", where);
+    }
     PyObject *text = PyObject_Str(value);
     const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
     CvStatus s = cv_error(CV_UNKNOWN, "%s: %s: %s", where, Py_TYPE(value)->tp_name, msg ? msg : "?");

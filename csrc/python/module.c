@@ -14,6 +14,8 @@
 
 #include "kernels/kernels.h"
 
+#include <time.h>
+
 static struct PyModuleDef engine_module;
 
 CvModuleState *cv_get_state(PyObject *module)
@@ -487,23 +489,43 @@ static PyObject *engine_set_error_classes(PyObject *module, PyObject *mapping)
     Py_RETURN_NONE;
 }
 
-/* The atexit hook: no engine thread may enter Python from now on, and every
- * live iterator is stopped and joined before finalization begins. */
-static PyObject *engine_shutdown(PyObject *module, PyObject *unused)
+/* The atexit hook, run before finalization:
+ * 1. From now on no engine thread may enter Python (cv_shutting_down).
+ * 2. Cancel every live iterator, which wakes all waits.
+ * 3. With the GIL released, give Python calls already running on workers
+ *    (a map function mid-call) up to `timeout` seconds to return.
+ * 4. Join and free every iterator if they did; otherwise abandon them: their
+ *    threads die with the process, and joining a thread stuck in a user
+ *    function would hang the exit. */
+static PyObject *engine_shutdown(PyObject *module, PyObject *args)
 {
-    (void)unused;
+    double timeout = 2.0;
+    if (!PyArg_ParseTuple(args, "|d:shutdown", &timeout))
+        return NULL;
     CvModuleState *st = cv_get_state(module);
     atomic_store(&cv_shutting_down, 1);
     for (IteratorObject *self = st->live; self; self = self->next) {
-        if (self->busy) {
-            CvIterator *it = self->it;
-            self->close_requested = true;
-            Py_BEGIN_ALLOW_THREADS
-            cv_iterator_cancel(it);
-            Py_END_ALLOW_THREADS
-        } else {
+        CvIterator *it = self->it;
+        if (!it || forked_away(self))
+            continue;
+        Py_BEGIN_ALLOW_THREADS
+        cv_iterator_cancel(it);
+        Py_END_ALLOW_THREADS
+    }
+    bool drained;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec nap = {0, 1000000};
+    for (double waited = 0; atomic_load(&cv_python_calls) > 0 && waited < timeout; waited += 1e-3)
+        nanosleep(&nap, NULL);
+    drained = atomic_load(&cv_python_calls) == 0;
+    Py_END_ALLOW_THREADS
+    for (IteratorObject *self = st->live; self; self = self->next) {
+        if (self->busy)
+            self->close_requested = true; /* its next() returns CANCELLED and frees it */
+        else if (drained)
             iterator_release(self);
-        }
+        else
+            self->it = NULL; /* abandoned */
     }
     Py_RETURN_NONE;
 }
@@ -538,7 +560,8 @@ static PyMethodDef engine_functions[] = {
     {"skip", engine_skip, METH_VARARGS, "skip(input, count) -> Dataset"},
     {"repeat", engine_repeat, METH_VARARGS, "repeat(input, count) -> Dataset"},
     {"set_error_classes", engine_set_error_classes, METH_O, "Register the conveyor.errors classes."},
-    {"shutdown", engine_shutdown, METH_NOARGS, "Stop all live iterators (run at interpreter exit)."},
+    {"shutdown", engine_shutdown, METH_VARARGS,
+     "shutdown(timeout=2.0): stop all live iterators (run at interpreter exit)."},
     {"cpu_count", engine_cpu_count, METH_NOARGS, "CPUs this process may use."},
     {"live_iterators", engine_live_iterators, METH_NOARGS, "Number of open iterators."},
     {NULL, NULL, 0, NULL},

@@ -13,6 +13,25 @@
 #include "python/binding.h"
 
 atomic_int cv_shutting_down;
+atomic_int cv_python_calls;
+
+/* Enter/leave a call into Python from an engine thread. The count goes up
+ * before the shutdown check, so the atexit hook, which sets the flag and then
+ * waits for the count to drain, never misses a call on its way in. */
+static int python_enter(void)
+{
+    atomic_fetch_add(&cv_python_calls, 1);
+    if (cv_python_unavailable()) {
+        atomic_fetch_sub(&cv_python_calls, 1);
+        return -1;
+    }
+    return 0;
+}
+
+static void python_leave(void)
+{
+    atomic_fetch_sub(&cv_python_calls, 1);
+}
 
 int cv_python_unavailable(void)
 {
@@ -121,7 +140,7 @@ static CvStatus function_call(void *ctx, const CvElement *in, CvElement *out)
 {
     PyFunction *f = ctx;
     CvStatus s = CV_STATUS_OK;
-    if (cv_python_unavailable())
+    if (python_enter() < 0)
         return python_gone(f->name);
     PyGILState_STATE g = PyGILState_Ensure();
     CvModuleState *st = cv_get_state(f->module);
@@ -160,6 +179,7 @@ done:
     Py_XDECREF(result);
     Py_XDECREF(converted);
     PyGILState_Release(g);
+    python_leave();
     return s;
 }
 
@@ -221,7 +241,7 @@ typedef struct {
 static CvStatus source_open(void *ctx, void **state)
 {
     PySource *src = ctx;
-    if (cv_python_unavailable())
+    if (python_enter() < 0)
         return python_gone(src->name);
     PyGILState_STATE g = PyGILState_Ensure();
     CvStatus s = CV_STATUS_OK;
@@ -232,13 +252,14 @@ static CvStatus source_open(void *ctx, void **state)
         s = cv_status_from_pyerr(src->name);
     *state = it;
     PyGILState_Release(g);
+    python_leave();
     return s;
 }
 
 static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
 {
     PySource *src = ctx;
-    if (cv_python_unavailable())
+    if (python_enter() < 0)
         return python_gone(src->name);
     PyGILState_STATE g = PyGILState_Ensure();
     CvStatus s = CV_STATUS_OK;
@@ -256,6 +277,7 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
         Py_DECREF(item);
     }
     PyGILState_Release(g);
+    python_leave();
     return s;
 }
 

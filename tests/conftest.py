@@ -1,0 +1,27 @@
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import conveyor
+
+# Subprocesses import the same conveyor build as the tests (the sanitizer run
+# puts its own build first on PYTHONPATH).
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(conveyor.__file__)))
+
+
+def thread_count():
+    """Threads of this process, from /proc (includes threads Python does not know)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.fixture
+def run_python():
+    """Run a Python snippet in a fresh interpreter; returns CompletedProcess."""
+    def run(code, timeout=60, **kwargs):
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                              text=True, timeout=timeout, env=env, **kwargs)
+    return run
