@@ -10,29 +10,50 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def _leaf_kind(v):
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (int, np.integer)):
+        return "int"
+    if isinstance(v, (float, np.floating)):
+        return "float64" if isinstance(v, np.float64) else "float"
+    if isinstance(v, (str, bytes)):
+        return "str"
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return _leaf_kind(v[()])
+    return "other"
 
 
 def _python_leaves_kind(value):
-    """'int'/'float'/'bool'/'str'/'other' for the leaves of a (nested) Python list."""
-    kinds = set()
+    """The dtype family TensorFlow infers for a (nested) Python list.
+
+    Like TensorFlow: NumPy integer scalars count as Python ints (int32), a
+    bool can join ints but a list that starts with a bool holds only bools,
+    any float makes the list float32 (float64 if one is a NumPy float64).
+    """
+    kinds = []
     stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, bool):
-            kinds.add("bool")
-        elif isinstance(v, int) and not isinstance(v, np.integer):
-            kinds.add("int")
-        elif isinstance(v, float) and not isinstance(v, np.floating):
-            kinds.add("float")
-        elif isinstance(v, (str, bytes)):
-            kinds.add("str")
+            stack.extend(reversed(v))
         else:
-            kinds.add("other")
-    if kinds == {"int", "float"}:
-        return "float"
-    return kinds.pop() if len(kinds) == 1 else ("other" if kinds else "empty")
+            kinds.append(_leaf_kind(v))
+    if not kinds:
+        return "empty"
+    found = set(kinds)
+    if "other" in found or ("str" in found and len(found) > 1):
+        return "other"
+    if kinds[0] == "bool" and found != {"bool"}:
+        raise ValueError("Can't convert Python sequence with mixed types to Tensor: it starts "
+                         "with a bool and also holds numbers.")
+    for kind in ("str", "float64", "float", "int"):
+        if kind in found:
+            return kind
+    return "bool"
 
 
 def _strings(arr):
@@ -65,6 +86,8 @@ def to_array(value, dtype=None):
     elif isinstance(value, bool):
         return np.asarray(value, dtype=np.bool_)
     elif isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise ValueError(f"Can't convert Python int {value} to a tensor: it does not fit in int64.")
         return np.asarray(value, dtype=np.int32 if _INT32_MIN <= value <= _INT32_MAX else np.int64)
     elif isinstance(value, float):
         return np.asarray(value, dtype=np.float32)
@@ -73,14 +96,20 @@ def to_array(value, dtype=None):
     elif isinstance(value, list):
         kind = _python_leaves_kind(value)
         try:
-            arr = np.array(value, dtype=object if kind == "str" else None)
+            arr = np.array(value, dtype=object if kind in ("str", "int") else None)
         except ValueError:
             raise ValueError("Can't convert non-rectangular Python sequence to Tensor.") from None
-        if arr.dtype == object and kind != "str":
+        if kind == "int":  # via object, so values beyond int64 are caught, not wrapped
+            if any(isinstance(v, (list, tuple)) for v in arr.reshape(-1)):
+                raise ValueError("Can't convert non-rectangular Python sequence to Tensor.")
+            flat = [int(v) for v in arr.reshape(-1)]
+            lo, hi = (min(flat), max(flat)) if flat else (0, 0)
+            if lo < _INT64_MIN or hi > _INT64_MAX:
+                raise ValueError("Can't convert Python sequence to a tensor: a value does not "
+                                 "fit in int64.")
+            arr = arr.astype(np.int32 if _INT32_MIN <= lo and hi <= _INT32_MAX else np.int64)
+        elif arr.dtype == object and kind != "str":
             raise ValueError("Can't convert non-rectangular Python sequence to Tensor.")
-        if kind == "int":
-            ok = arr.size == 0 or (arr.min() >= _INT32_MIN and arr.max() <= _INT32_MAX)
-            arr = arr.astype(np.int32 if ok else np.int64)
         elif kind == "float":
             arr = arr.astype(np.float32)
         elif kind == "empty":

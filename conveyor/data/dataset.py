@@ -322,7 +322,7 @@ class _TensorSliceDataset(_SourceDataset):
     def __init__(self, tensors):
         flat = nest.flatten(tensors)
         if nest.is_nested(tensors) and not flat:
-            raise ValueError("Invalid `element`. `element` should not be empty.")
+            raise _errors.InvalidArgumentError("Invalid `element`. `element` should not be empty.")
         arrays = [to_array(x) for x in flat]
         paths = _leaf_paths(tensors)
         for path, a in zip(paths, arrays):
@@ -343,7 +343,7 @@ class _TensorDataset(_SourceDataset):
     def __init__(self, tensors):
         flat = nest.flatten(tensors)
         if nest.is_nested(tensors) and not flat:
-            raise ValueError("Invalid `element`. `element` should not be empty.")
+            raise _errors.InvalidArgumentError("Invalid `element`. `element` should not be empty.")
         arrays = [to_array(x) for x in flat]
         spec = nest.pack_sequence_as(tensors, [spec_of(a) for a in arrays])
         super().__init__(_engine.tensors(arrays), spec)
@@ -547,7 +547,11 @@ class _MapFunction:
         if self.spec is None:
             with self._lock:
                 if self.spec is None:
-                    self.flat_specs = [spec_of(a) for a in arrays]
+                    # A Python function's output shapes are not static: only the rank and
+                    # dtype of its first result are taken (dims unknown), so the spec
+                    # never claims more than later elements keep.
+                    self.flat_specs = [TensorSpec([None] * a.ndim, _dtypes.as_dtype(a.dtype))
+                                       for a in arrays]
                     self.spec = nest.pack_sequence_as(result, self.flat_specs)
                     return arrays
         try:

@@ -27,7 +27,7 @@ static int64_t take_cardinality(const CvDataset *ds)
     if (n == CV_INFINITE_CARDINALITY)
         return count;
     if (n == CV_UNKNOWN_CARDINALITY)
-        return count == 0 ? 0 : CV_UNKNOWN_CARDINALITY;
+        return n; /* even for take(0), as tf.data reports */
     return n < count ? n : count;
 }
 

@@ -1,0 +1,1254 @@
+"""Equivalence tests: the same tf.data pipeline in conveyor and in real TensorFlow.
+
+Every test builds one pipeline twice, once with ``tf`` and once with ``cv``
+(usually through a ``build(mod)`` function taking the module), and compares
+element by element: values, dtypes, shapes, nested structure types, order,
+cardinality, element_spec and error types.
+
+conveyor map functions get NumPy arrays and run as plain Python, so where a
+map function is dtype-sensitive the TF and conveyor versions are written
+separately.
+"""
+import collections
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+tf = pytest.importorskip("tensorflow")
+
+import conveyor as cv  # noqa: E402
+
+Point = collections.namedtuple("Point", ["x", "y"])
+Pair = collections.namedtuple("Pair", ["a", "b"])
+
+
+# ---------------------------------------------------------------------------
+# Shared helpers
+# ---------------------------------------------------------------------------
+
+
+def assert_same_element(t, c, path="element"):
+    """Assert that a TF element (from as_numpy_iterator) equals a conveyor element.
+
+    Structure types must be identical (dict / tuple / the same namedtuple class),
+    dict keys equal (and in the same order), leaves of the same Python type
+    (bytes, NumPy scalar type, ndarray), same dtype, same shape, same values.
+    """
+    if isinstance(t, dict):
+        assert type(c) is type(t), f"{path}: structure {type(c).__name__} != TF {type(t).__name__}"
+        assert list(c.keys()) == list(t.keys()), f"{path}: keys {list(c)} != TF {list(t)}"
+        for k in t:
+            assert_same_element(t[k], c[k], f"{path}[{k!r}]")
+        return
+    if isinstance(t, tuple):
+        assert type(c) is type(t), f"{path}: structure {type(c).__name__} != TF {type(t).__name__}"
+        assert len(c) == len(t), f"{path}: length {len(c)} != TF {len(t)}"
+        for i, (tt, cc) in enumerate(zip(t, c)):
+            assert_same_element(tt, cc, f"{path}[{i}]")
+        return
+    assert type(c) is type(t), f"{path}: leaf type {type(c).__name__} != TF {type(t).__name__} ({c!r} vs {t!r})"
+    if isinstance(t, bytes):
+        assert c == t, f"{path}: {c!r} != TF {t!r}"
+        return
+    assert c.dtype == t.dtype, f"{path}: dtype {c.dtype} != TF {t.dtype}"
+    assert np.shape(c) == np.shape(t), f"{path}: shape {np.shape(c)} != TF {np.shape(t)}"
+    if t.dtype == object:
+        assert np.asarray(c).tolist() == np.asarray(t).tolist(), f"{path}: {c!r} != TF {t!r}"
+    else:
+        equal_nan = t.dtype.kind in "fc"
+        assert np.array_equal(c, t, equal_nan=equal_nan), f"{path}: {c!r} != TF {t!r}"
+
+
+def assert_same_elements(t_list, c_list):
+    assert len(c_list) == len(t_list), f"conveyor gave {len(c_list)} elements, TF {len(t_list)}"
+    for i, (t, c) in enumerate(zip(t_list, c_list)):
+        assert_same_element(t, c, f"element {i}")
+
+
+def spec_form(spec):
+    """A comparable form of an element_spec: structure type, shape list (None: unknown
+    rank) and dtype name."""
+    if isinstance(spec, dict):
+        return ("dict", [(k, spec_form(v)) for k, v in spec.items()])
+    if isinstance(spec, tuple):
+        return (type(spec), [spec_form(s) for s in spec])
+    shape = spec.shape
+    dims = None if shape.rank is None else list(shape.as_list())
+    return (dims, spec.dtype.name)
+
+
+def _relaxed(form_c, form_t):
+    """True when conveyor's spec form equals TF's up to dimensions conveyor leaves
+    unknown (None). A Python map function has no static output shape: conveyor
+    takes the rank and dtype of its first result and leaves dims unknown
+    (docs/differences.md); TF knows the dims from tracing."""
+    if isinstance(form_t, tuple) and len(form_t) == 2 and isinstance(form_t[1], str):
+        dims_c, dims_t = form_c[0], form_t[0]
+        if form_c[1] != form_t[1] or (dims_c is None) != (dims_t is None):
+            return False
+        return dims_c is None or (len(dims_c) == len(dims_t) and all(
+            c is None or c == t for c, t in zip(dims_c, dims_t)))
+    if form_c[0] != form_t[0] or len(form_c[1]) != len(form_t[1]):
+        return False
+    return all((kc == kt if form_t[0] == "dict" else True) and _relaxed(vc, vt)
+               for (kc, vc), (kt, vt) in zip(*(
+                   [(x if form_t[0] == "dict" else (None, x)) for x in f[1]]
+                   for f in (form_c, form_t))))
+
+
+def assert_same_spec(tds, cds, relax_python_map=False):
+    c, t = spec_form(cds.element_spec), spec_form(tds.element_spec)
+    if relax_python_map and _relaxed(c, t):
+        return
+    assert c == t
+
+
+def cardinality(ds):
+    if isinstance(ds, tf.data.Dataset):
+        return int(ds.cardinality().numpy())
+    return int(ds.cardinality())
+
+
+def tf_elements(ds):
+    return list(ds.as_numpy_iterator())
+
+
+def cv_elements(ds):
+    via_numpy = list(ds.as_numpy_iterator())
+    via_iter = list(iter(ds))
+    assert_same_elements(via_numpy, via_iter)
+    return via_numpy
+
+
+def check(build, spec=True, card=True):
+    """Build the pipeline in both libraries and compare everything."""
+    tds, cds = build(tf), build(cv)
+    if spec:
+        assert_same_spec(tds, cds, relax_python_map=spec == "python_map" or _has_map(cds))
+    if card:
+        assert cardinality(cds) == cardinality(tds)
+    t, c = tf_elements(tds), cv_elements(cds)
+    assert_same_elements(t, c)
+    return t, c
+
+
+def _has_map(ds):
+    from conveyor.data.dataset import _MapDataset
+    stack = [ds]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, _MapDataset):
+            return True
+        stack.extend(d._inputs)
+    return False
+
+
+def builtin_family(exc):
+    for klass in type(exc).__mro__:
+        if klass.__module__ == "builtins":
+            return klass
+    return Exception
+
+
+def assert_same_error_type(t_exc, c_exc):
+    """conveyor's exception matches TF's: the cv.errors twin of a tf.errors class,
+    else the same builtin family (ValueError, TypeError, ...)."""
+    if isinstance(t_exc, tf.errors.OpError):
+        twin = getattr(cv.errors, type(t_exc).__name__)
+        assert isinstance(c_exc, twin), f"conveyor raised {type(c_exc).__name__}: {c_exc}; TF raised {type(t_exc).__name__}"
+    else:
+        family = builtin_family(t_exc)
+        assert isinstance(c_exc, family), (
+            f"conveyor raised {type(c_exc).__mro__}: {c_exc}; TF raised {type(t_exc).__name__} ({family.__name__}): {t_exc}")
+
+
+def raised(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        return e
+    pytest.fail(f"{fn} did not raise")
+
+
+def assert_both_raise(build):
+    """`build(mod)` raises in both libraries with matching exception types."""
+    t_exc = raised(lambda: build(tf))
+    c_exc = raised(lambda: build(cv))
+    assert_same_error_type(t_exc, c_exc)
+    return t_exc, c_exc
+
+
+def outcomes(iterator, limit=100):
+    """Drain an iterator, recording each value or exception; ends at StopIteration."""
+    out = []
+    for _ in range(limit):
+        try:
+            out.append(("ok", next(iterator)))
+        except StopIteration:
+            return out
+        except Exception as e:  # noqa: BLE001
+            out.append(("error", e))
+    return out
+
+
+def assert_same_outcomes(t_out, c_out, compare_error=True):
+    assert [k for k, _ in c_out] == [k for k, _ in t_out], (
+        f"conveyor {[(k, v if k == 'ok' else type(v).__name__) for k, v in c_out]} vs "
+        f"TF {[(k, v if k == 'ok' else type(v).__name__) for k, v in t_out]}")
+    for i, ((kind, t), (_, c)) in enumerate(zip(t_out, c_out)):
+        if kind == "ok":
+            assert_same_element(t, c, f"element {i}")
+        elif compare_error:
+            assert_same_error_type(t, c)
+
+
+def D(mod):
+    return mod.data.Dataset
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(cv.__file__)))
+
+
+def assert_conveyor_does_not_crash(code, timeout=60):
+    """Run a conveyor snippet in a fresh interpreter first, so that an engine crash
+    (segfault) fails this one test instead of killing the whole pytest run.
+
+    Regression guard: non-scalar string elements used to segfault on output
+    (Py_SETREF on the NULL slots of a fresh object array in cv_tensor_to_python)."""
+    src = "import numpy as np\nimport conveyor as cv\n" + textwrap.dedent(code)
+    env = dict(os.environ, PYTHONPATH=_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    if proc.returncode < 0:
+        pytest.fail(f"conveyor crashed (signal {-proc.returncode}) running:\n{textwrap.dedent(code)}"
+                    f"\nstderr:\n{proc.stderr[-2000:]}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+
+# Sanity checks of the helper itself, so that a lax helper cannot hide bugs.
+
+
+def test_helper_detects_dtype_shape_structure_and_value_differences():
+    with pytest.raises(AssertionError):
+        assert_same_element(np.int64(1), np.int32(1))
+    with pytest.raises(AssertionError):
+        assert_same_element(np.array([1, 2]), np.array([[1, 2]]))
+    with pytest.raises(AssertionError):
+        assert_same_element((np.int64(1),), [np.int64(1)])
+    with pytest.raises(AssertionError):
+        assert_same_element(Point(np.int64(1), np.int64(2)), (np.int64(1), np.int64(2)))
+    with pytest.raises(AssertionError):
+        assert_same_element(np.array([1.0]), np.array([2.0]))
+    with pytest.raises(AssertionError):
+        assert_same_element(b"a", np.array(b"a", dtype=object))
+    with pytest.raises(AssertionError):
+        assert_same_element(np.array([1]), np.int64(1))
+    with pytest.raises(AssertionError):
+        assert_same_element({"a": np.int64(1)}, {"b": np.int64(1)})
+    assert_same_element(np.array([np.nan], np.float32), np.array([np.nan], np.float32))
+    assert spec_form(tf.TensorSpec([None, 2], tf.int32)) == spec_form(cv.TensorSpec([None, 2], cv.int32))
+    assert spec_form(tf.TensorSpec([2], tf.int32)) != spec_form(cv.TensorSpec([None], cv.int32))
+
+
+def test_constants_match():
+    assert cv.data.AUTOTUNE == tf.data.AUTOTUNE
+    assert cv.data.INFINITE_CARDINALITY == tf.data.INFINITE_CARDINALITY
+    assert cv.data.UNKNOWN_CARDINALITY == tf.data.UNKNOWN_CARDINALITY
+    for name in ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "float16", "float32", "float64", "string", "half", "double"]:
+        assert getattr(cv, name).name == getattr(tf, name).name, name
+
+
+# ---------------------------------------------------------------------------
+# from_tensor_slices
+# ---------------------------------------------------------------------------
+
+ALL_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+              np.uint32, np.uint64, np.float16, np.float32, np.float64]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(4,), (3, 2), (2, 2, 3)], ids=str)
+def test_from_tensor_slices_numpy_dtypes(dtype, shape):
+    rng = np.random.default_rng(0)
+    values = (rng.integers(0, 100, size=shape) % (2 if dtype is np.bool_ else 100)).astype(dtype)
+    t, c = check(lambda mod: D(mod).from_tensor_slices(values))
+    assert len(c) == shape[0]
+
+
+def test_from_tensor_slices_float_specials():
+    values = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30], dtype=np.float32)
+    check(lambda mod: D(mod).from_tensor_slices(values))
+
+
+def test_from_tensor_slices_extreme_ints():
+    values = np.array([np.iinfo(np.int64).min, -1, 0, np.iinfo(np.int64).max], dtype=np.int64)
+    check(lambda mod: D(mod).from_tensor_slices(values))
+    values = np.array([0, np.iinfo(np.uint64).max], dtype=np.uint64)
+    check(lambda mod: D(mod).from_tensor_slices(values))
+
+
+@pytest.mark.parametrize("value", [
+    [1, 2, 3],
+    [1.5, 2.5],
+    [1, 2.5],
+    [True, False],
+    [[1, 2], [3, 4], [5, 6]],
+    [[1.0], [2.0]],
+    [2 ** 40, 1],
+    [-(2 ** 40), 1],
+], ids=str)
+def test_from_tensor_slices_python_lists(value):
+    check(lambda mod: D(mod).from_tensor_slices(value))
+
+
+
+
+@pytest.mark.parametrize("value", [
+    [np.float64(1.5), 2.0],
+    [np.float64(1.5)],
+    [np.array([1, 2], np.int8)] * 2,
+    [2 ** 31 - 1, -(2 ** 31)],
+    [2 ** 31],
+    [1, True],
+    [1.0, True],
+    [np.int64(1), 2],
+    [np.int64(1), np.int64(2)],
+    [np.int16(1)],
+    [np.uint8(1), 2],
+    [np.float32(1), 2],
+    [np.array(1), 2],
+], ids=repr)
+def test_from_tensor_slices_list_dtype_inference(value):
+    check(lambda mod: D(mod).from_tensor_slices(value))
+
+
+def test_from_tensor_slices_tuple():
+    a = np.arange(4, dtype=np.int32)
+    b = np.arange(8, dtype=np.float64).reshape(4, 2)
+    check(lambda mod: D(mod).from_tensor_slices((a, b)))
+
+
+def test_from_tensor_slices_tuple_of_python_lists():
+    check(lambda mod: D(mod).from_tensor_slices(([1, 2, 3], [1.0, 2.0, 3.0], ["a", "b", "c"])))
+
+
+def test_from_tensor_slices_dict():
+    d = {"b": np.arange(3, dtype=np.int16), "a": np.array([b"x", b"y", b"z"]),
+         "c": np.ones((3, 2), np.float32)}
+    check(lambda mod: D(mod).from_tensor_slices(d))
+
+
+def test_from_tensor_slices_namedtuple():
+    p = Point(np.arange(3, dtype=np.int64), np.array([[1.0, 2.0]] * 3, dtype=np.float32))
+    t, c = check(lambda mod: D(mod).from_tensor_slices(p))
+    assert type(c[0]) is Point
+
+
+def test_from_tensor_slices_nested():
+    value = {"img": (np.arange(6, dtype=np.uint8).reshape(3, 2), {"z": [1, 2, 3]}),
+             "meta": Pair(a=np.array(["p", "q", "r"]), b=(np.arange(3.0), np.arange(3, dtype=np.int8)))}
+    check(lambda mod: D(mod).from_tensor_slices(value))
+
+
+@pytest.mark.parametrize("value", [
+    [b"ab", b"", b"c\x00d"],
+    ["hello", "w\u00f6rld", ""],
+    np.array(["a", "bb", "ccc"]),
+    np.array([b"a", b"bb"]),
+    np.array([b"x", b"y"], dtype=object),
+], ids=["bytes", "str", "np_str", "np_bytes", "np_object"])
+def test_from_tensor_slices_strings(value):
+    check(lambda mod: D(mod).from_tensor_slices(value))
+
+
+@pytest.mark.parametrize("value,src", [
+    (np.array([["a", "b"], ["c", "d"], ["e", "f"]]), 'np.array([["a", "b"], ["c", "d"], ["e", "f"]])'),
+    ([["a", "b"], ["c", "d"]], '[["a", "b"], ["c", "d"]]'),
+    (np.array([[b"x"], [b"y"]], dtype=object), 'np.array([[b"x"], [b"y"]], dtype=object)'),
+], ids=["2d_str", "2d_list", "2d_object"])
+def test_from_tensor_slices_2d_strings(value, src):
+    assert_conveyor_does_not_crash(f"list(cv.data.Dataset.from_tensor_slices({src}))")
+    check(lambda mod: D(mod).from_tensor_slices(value))
+
+
+def test_from_tensor_slices_empty_leading_dim():
+    check(lambda mod: D(mod).from_tensor_slices(np.zeros((0, 3), np.float32)))
+
+
+def test_from_tensor_slices_zero_size_inner_dim():
+    check(lambda mod: D(mod).from_tensor_slices(np.zeros((3, 0), np.int32)))
+
+
+def test_from_tensor_slices_mismatched_leading_dims_raises():
+    assert_both_raise(lambda mod: D(mod).from_tensor_slices((np.arange(3), np.arange(4))))
+
+
+def test_from_tensor_slices_scalar_raises():
+    assert_both_raise(lambda mod: D(mod).from_tensor_slices(np.int64(3)))
+    assert_both_raise(lambda mod: D(mod).from_tensor_slices((np.arange(3), 5)))
+
+
+def test_from_tensor_slices_empty_tuple_raises():
+    assert_both_raise(lambda mod: D(mod).from_tensor_slices(()))
+
+
+def test_from_tensor_slices_bool_then_int_raises():
+    assert_both_raise(lambda mod: D(mod).from_tensor_slices([True, 1]))
+
+
+@pytest.mark.parametrize("value", [2 ** 63, -(2 ** 63) - 1], ids=["2**63", "-2**63-1"])
+def test_from_tensors_out_of_range_int_raises_value_error(value):
+    assert_both_raise(lambda mod: D(mod).from_tensors(value))
+
+
+def test_from_tensor_slices_out_of_range_int_list_raises():
+    assert_both_raise(lambda mod: D(mod).from_tensor_slices([2 ** 64, 1]))
+
+
+def test_from_tensor_slices_ragged_list_raises():
+    assert_both_raise(lambda mod: D(mod).from_tensor_slices([[1, 2], [3]]))
+
+
+# ---------------------------------------------------------------------------
+# from_tensors
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [
+    np.int64(7),
+    5,
+    2.5,
+    True,
+    "text",
+    b"bytes",
+    [1, 2, 3],
+    [[1.0, 2.0]],
+    np.arange(6, dtype=np.uint16).reshape(2, 3),
+    (1, np.float64(2.0)),
+    {"k": [1, 2], "j": "s"},
+    Point(x=np.int32(1), y=(np.zeros(2, np.float16), b"q")),
+], ids=lambda v: type(v).__name__)
+def test_from_tensors(value):
+    t, c = check(lambda mod: D(mod).from_tensors(value))
+    assert len(c) == 1
+
+
+def test_from_tensors_string_vector():
+    assert_conveyor_does_not_crash('list(cv.data.Dataset.from_tensors(np.array(["a", "b"])))')
+    check(lambda mod: D(mod).from_tensors(np.array(["a", "b"])))
+
+
+def test_from_tensors_empty_tuple_raises():
+    assert_both_raise(lambda mod: D(mod).from_tensors(()))
+
+
+# ---------------------------------------------------------------------------
+# range
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    (5,), (0,), (-3,), (2, 7), (7, 2), (5, 5), (0, 10, 3), (10, 0, -3), (10, 0, -1),
+    (-5, -1), (-1, -5, -2), (0, 10, 20), (3, 3, -1), (0, 1, -1), (-3, 4, 2),
+], ids=str)
+def test_range(args):
+    t, c = check(lambda mod: D(mod).range(*args))
+    assert [int(x) for x in c] == list(range(*args))
+    assert len(build_range(cv, args)) == len(range(*args))
+
+
+def build_range(mod, args, **kw):
+    return D(mod).range(*args, **kw)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "int8", "uint8",
+                                   "int16", "uint16", "uint32", "uint64"])
+def test_range_output_type(dtype):
+    check(lambda mod: D(mod).range(1, 9, 2, output_type=getattr(mod, dtype)))
+
+
+def test_range_large_values():
+    check(lambda mod: D(mod).range(2 ** 40, 2 ** 40 + 3))
+    check(lambda mod: D(mod).range(-(2 ** 62), -(2 ** 62) + 3))
+
+
+def test_range_step_zero_raises():
+    assert_both_raise(lambda mod: D(mod).range(0, 10, 0))
+
+
+def test_range_bad_arg_count_raises():
+    assert_both_raise(lambda mod: D(mod).range())
+    assert_both_raise(lambda mod: D(mod).range(1, 2, 3, 4))
+
+
+# ---------------------------------------------------------------------------
+# from_generator
+# ---------------------------------------------------------------------------
+
+
+def test_from_generator_output_signature_scalar():
+    def gen():
+        yield from range(5)
+
+    check(lambda mod: D(mod).from_generator(gen, output_signature=mod.TensorSpec([], mod.int64)))
+
+
+def test_from_generator_output_signature_structures():
+    def gen():
+        for i in range(4):
+            yield {"a": (i, np.full([i], i, np.float32)), "s": str(i) * i}, Pair(a=[i, i], b=b"x")
+
+    def build(mod):
+        sig = ({"a": (mod.TensorSpec([], mod.int32), mod.TensorSpec([None], mod.float32)),
+                "s": mod.TensorSpec([], mod.string)},
+               Pair(a=mod.TensorSpec([2], mod.int64), b=mod.TensorSpec([], mod.string)))
+        return D(mod).from_generator(gen, output_signature=sig)
+
+    t, c = check(build)
+    assert type(c[0][1]) is Pair
+
+
+def test_from_generator_output_signature_converts_dtype():
+    def gen():
+        for i in range(3):
+            yield np.int64(i), [float(i), 0.5], True
+
+    def build(mod):
+        return D(mod).from_generator(gen, output_signature=(
+            mod.TensorSpec([], mod.uint8), mod.TensorSpec([2], mod.float64),
+            mod.TensorSpec([], mod.bool)))
+
+    check(build)
+
+
+def test_from_generator_output_types_and_shapes():
+    def gen():
+        for i in range(4):
+            yield i, np.arange(i, dtype=np.float32), "s%d" % i
+
+    check(lambda mod: D(mod).from_generator(
+        gen, output_types=(mod.int64, mod.float32, mod.string),
+        output_shapes=((), (None,), ())))
+
+
+def test_from_generator_output_types_only_unknown_shape():
+    def gen():
+        for i in range(3):
+            yield np.zeros([i, 2], np.int32)
+
+    check(lambda mod: D(mod).from_generator(gen, output_types=mod.int32))
+
+
+def test_from_generator_output_types_dict():
+    def gen():
+        for i in range(3):
+            yield {"x": i, "y": [i, i + 1]}
+
+    check(lambda mod: D(mod).from_generator(
+        gen, output_types={"x": mod.int64, "y": mod.int32},
+        output_shapes={"x": [], "y": [2]}))
+
+
+def test_from_generator_string_vectors():
+    assert_conveyor_does_not_crash(
+        "list(cv.data.Dataset.from_generator(lambda: iter([['a', 'b']]), "
+        "output_signature=cv.TensorSpec([None], cv.string)))")
+
+    def gen():
+        for i in range(3):
+            yield ["x"] * i
+
+    check(lambda mod: D(mod).from_generator(gen, output_signature=mod.TensorSpec([None], mod.string)))
+
+
+def test_from_generator_with_args():
+    def gen(n, scale):
+        for i in range(int(n)):
+            yield i * float(scale)
+
+    check(lambda mod: D(mod).from_generator(
+        gen, output_signature=mod.TensorSpec([], mod.float32), args=(4, 1.5)))
+
+
+def test_from_generator_with_string_arg():
+    def gen(prefix):
+        assert isinstance(prefix, bytes), type(prefix)
+        for i in range(3):
+            yield prefix + str(i).encode()
+
+    check(lambda mod: D(mod).from_generator(
+        gen, output_signature=mod.TensorSpec([], mod.string), args=("p",)))
+
+
+def test_from_generator_reinvoked_per_iterator():
+    calls = {"tf": 0, "cv": 0}
+
+    def make_gen(key):
+        def gen():
+            calls[key] += 1
+            for i in range(3):
+                yield i * 10 + calls[key]
+        return gen
+
+    tds = tf.data.Dataset.from_generator(make_gen("tf"), output_signature=tf.TensorSpec([], tf.int64))
+    cds = cv.data.Dataset.from_generator(make_gen("cv"), output_signature=cv.TensorSpec([], cv.int64))
+    for _ in range(3):
+        assert_same_elements(tf_elements(tds), list(cds.as_numpy_iterator()))
+    assert calls["cv"] == calls["tf"] == 3
+
+
+def test_from_generator_two_live_iterators_independent():
+    def gen():
+        yield from range(4)
+
+    for mod in (tf, cv):
+        ds = D(mod).from_generator(gen, output_signature=mod.TensorSpec([], mod.int64))
+        a, b = iter(ds.as_numpy_iterator()), iter(ds.as_numpy_iterator())
+        got = [int(next(a)), int(next(a)), int(next(b)), int(next(a)), int(next(b))]
+        assert got == [0, 1, 0, 2, 1], mod.__name__
+
+
+def test_from_generator_cardinality_unknown():
+    def gen():
+        yield 1
+
+    for mod in (tf, cv):
+        ds = D(mod).from_generator(gen, output_signature=mod.TensorSpec([], mod.int64))
+        assert cardinality(ds) == mod.data.UNKNOWN_CARDINALITY
+        with pytest.raises(TypeError):
+            len(ds)
+
+
+def _gen_outcomes(gen, build_sig):
+    t_it = iter(tf.data.Dataset.from_generator(gen, output_signature=build_sig(tf)).as_numpy_iterator())
+    c_it = iter(cv.data.Dataset.from_generator(gen, output_signature=build_sig(cv)))
+    return outcomes(t_it), outcomes(c_it)
+
+
+@pytest.mark.parametrize("bad", ["structure", "type", "shape", "rank"])
+def test_from_generator_mismatch_raises_invalid_argument(bad):
+    def gen():
+        yield (1, [1, 2])
+        if bad == "structure":
+            yield (1, [1, 2], 3)
+        elif bad == "type":
+            yield ("not a number", [1, 2])
+        elif bad == "shape":
+            yield (1, [1, 2, 3])
+        else:
+            yield (1, [[1, 2]])
+
+    t_out, c_out = _gen_outcomes(
+        gen, lambda mod: (mod.TensorSpec([], mod.int64), mod.TensorSpec([2], mod.int32)))
+    assert t_out[0][0] == c_out[0][0] == "ok"
+    assert_same_element(t_out[0][1], c_out[0][1])
+    assert t_out[1][0] == "error" and c_out[1][0] == "error", (t_out, c_out)
+    assert isinstance(t_out[1][1], tf.errors.InvalidArgumentError)
+    assert isinstance(c_out[1][1], cv.errors.InvalidArgumentError), repr(c_out[1][1])
+    assert isinstance(c_out[1][1], ValueError)
+
+
+def test_from_generator_mismatch_then_continues():
+    def gen():
+        yield 1
+        yield "bad"
+        yield 3
+
+    t_out, c_out = _gen_outcomes(gen, lambda mod: mod.TensorSpec([], mod.int64))
+    assert [k for k, _ in t_out] == ["ok", "error", "ok"]
+    assert_same_outcomes(t_out, c_out)
+
+
+def test_from_generator_exception_in_generator_then_ends():
+    def gen():
+        yield 1
+        raise KeyError("boom")
+
+    t_out, c_out = _gen_outcomes(gen, lambda mod: mod.TensorSpec([], mod.int64))
+    assert [k for k, _ in t_out] == [k for k, _ in c_out] == ["ok", "error"]
+    assert_same_element(t_out[0][1], c_out[0][1])
+    # conveyor re-raises the generator's own exception (documented difference);
+    # TF wraps it in an OpError.
+    assert isinstance(c_out[1][1], KeyError)
+
+
+def test_from_generator_bad_arguments_raise():
+    def gen():
+        yield 1
+
+    assert_both_raise(lambda mod: D(mod).from_generator(gen))
+    assert_both_raise(lambda mod: D(mod).from_generator(
+        gen, output_types=mod.int64, output_signature=mod.TensorSpec([], mod.int64)))
+    assert_both_raise(lambda mod: D(mod).from_generator(gen, output_shapes=[]))
+    assert_both_raise(lambda mod: D(mod).from_generator(
+        42, output_signature=mod.TensorSpec([], mod.int64)))
+
+
+# ---------------------------------------------------------------------------
+# map
+# ---------------------------------------------------------------------------
+
+
+def test_map_scalar_arithmetic():
+    check(lambda mod: D(mod).range(10).map(lambda x: x * 2 + 1))
+
+
+def test_map_true_division_promotes_like_tf():
+    # int64 / int -> float64 in both TF (truediv) and NumPy.
+    check(lambda mod: D(mod).range(1, 6).map(lambda x: x / 2))
+
+
+def test_map_tuple_unpacked_into_positional_args():
+    a, b = np.arange(4, dtype=np.int32), np.arange(4, dtype=np.int32) * 10
+    check(lambda mod: D(mod).from_tensor_slices((a, b)).map(lambda x, y: x + y))
+
+
+def test_map_nested_tuple_unpacks_only_top_level():
+    a, b, c = np.arange(3), np.arange(3) * 2, np.arange(3) * 3
+
+    def fn(x, yz):
+        assert isinstance(yz, tuple) and len(yz) == 2
+        return x + yz[0] * yz[1]
+
+    check(lambda mod: D(mod).from_tensor_slices((a, (b, c))).map(fn))
+
+
+def test_map_dict_passed_as_one_arg():
+    d = {"a": np.arange(3, dtype=np.float32), "b": np.ones(3, np.float32)}
+    check(lambda mod: D(mod).from_tensor_slices(d).map(lambda e: e["a"] - e["b"]))
+
+
+def test_map_namedtuple_passed_as_one_arg():
+    p = Point(np.arange(3), np.arange(3) * 5)
+
+    def fn(pt):
+        assert type(pt) is Point
+        return pt.x + pt.y
+
+    check(lambda mod: D(mod).from_tensor_slices(p).map(fn))
+
+
+def test_map_returned_list_becomes_tuple():
+    t, c = check(lambda mod: D(mod).range(3).map(lambda x: [x, x + 1]))
+    assert type(c[0]) is tuple
+
+
+def test_map_returns_structure():
+    def build(mod):
+        return D(mod).range(3).map(lambda x: {"a": x, "b": (x * 2, Pair(a=x + 1, b=x - 1))})
+
+    check(build)
+
+
+def test_map_returns_python_constants():
+    # Python int -> int32, float -> float32, str -> string, bool -> bool.
+    check(lambda mod: D(mod).range(3).map(lambda x: (1, 2.5, "s", True)))
+
+
+def test_map_dtype_specific_functions():
+    def tf_fn(x):
+        return tf.cast(x, tf.float32) * 0.5, tf.fill([2], tf.cast(x, tf.int16))
+
+    def cv_fn(x):
+        return np.float32(x) * np.float32(0.5), np.full([2], x, np.int16)
+
+    check(lambda mod: D(mod).range(4).map(tf_fn if mod is tf else cv_fn))
+
+
+def test_map_strings():
+    def tf_fn(s):
+        return tf.strings.join([s, "!"]), tf.strings.length(s)
+
+    def cv_fn(s):
+        return s + b"!", np.int32(len(s))
+
+    check(lambda mod: D(mod).from_tensor_slices(["a", "bb", ""]).map(tf_fn if mod is tf else cv_fn))
+
+
+def test_map_returns_string_vector():
+    assert_conveyor_does_not_crash(
+        'list(cv.data.Dataset.range(3).map(lambda x: np.array([b"a", str(int(x)).encode()], object)))')
+
+    def tf_fn(x):
+        return tf.stack([tf.constant("a"), tf.strings.as_string(x)])
+
+    def cv_fn(x):
+        return np.array([b"a", str(int(x)).encode()], dtype=object)
+
+    check(lambda mod: D(mod).range(3).map(tf_fn if mod is tf else cv_fn))
+
+
+def test_map_cardinality_preserved():
+    for mod in (tf, cv):
+        assert cardinality(D(mod).range(7).map(lambda x: x)) == 7
+        assert cardinality(D(mod).range(7).repeat().map(lambda x: x)) == mod.data.INFINITE_CARDINALITY
+
+
+def _map_pipeline(mod, num_parallel_calls=None, deterministic=None):
+    def fn(x, y):
+        return {"sum": x + y, "prod": x * y, "y": y}
+
+    ds = D(mod).from_tensor_slices((np.arange(40, dtype=np.int64), np.arange(40, dtype=np.int64) % 7))
+    if num_parallel_calls is None:
+        return ds.map(fn)
+    return ds.map(fn, num_parallel_calls=num_parallel_calls, deterministic=deterministic)
+
+
+@pytest.mark.parametrize("npc", [1, 2, 4, -1], ids=["1", "2", "4", "AUTOTUNE"])
+@pytest.mark.parametrize("deterministic", [None, True])
+def test_map_parallel_deterministic_equals_sequential_and_tf(npc, deterministic):
+    t, c = check(lambda mod: _map_pipeline(mod, npc, deterministic))
+    assert_same_elements(cv_elements(_map_pipeline(cv)), c)
+    assert_same_elements(t, tf_elements(_map_pipeline(tf)))
+
+
+@pytest.mark.parametrize("npc", [2, 4])
+def test_map_parallel_nondeterministic_same_multiset(npc):
+    def key(e):
+        return int(e["sum"]), int(e["prod"])
+
+    t = tf_elements(_map_pipeline(tf, npc, False))
+    c = list(_map_pipeline(cv, npc, False))  # order may differ between two runs
+    assert sorted(map(key, c)) == sorted(map(key, t))
+
+
+def test_map_autotune_constant():
+    check(lambda mod: D(mod).range(20).map(lambda x: x + 1, num_parallel_calls=mod.data.AUTOTUNE))
+
+
+def test_map_parallel_with_slow_function_keeps_order():
+    import time
+
+    def tf_fn(x):
+        return x * 3
+
+    def cv_fn(x):
+        time.sleep(0.002 * ((int(x) * 7) % 5))
+        return x * 3
+
+    check(lambda mod: D(mod).range(30).map(tf_fn if mod is tf else cv_fn, num_parallel_calls=4,
+                                            deterministic=True))
+
+
+def _tf_failing_fn(x):
+    tf.debugging.assert_none_equal(x, tf.constant(2, tf.int64), message="x is two")
+    return x * 10
+
+
+def _cv_failing_fn(x):
+    if x == 2:
+        raise cv.errors.InvalidArgumentError("x is two")
+    return x * 10
+
+
+@pytest.mark.parametrize("npc", [None, 1, 3], ids=["seq", "p1", "p3"])
+def test_map_error_then_iteration_continues(npc):
+    def build(mod):
+        fn = _tf_failing_fn if mod is tf else _cv_failing_fn
+        ds = D(mod).range(5)
+        return ds.map(fn) if npc is None else ds.map(fn, num_parallel_calls=npc, deterministic=True)
+
+    t_out = outcomes(iter(build(tf).as_numpy_iterator()))
+    c_out = outcomes(iter(build(cv)))
+    assert [k for k, _ in t_out] == ["ok", "ok", "error", "ok", "ok"]
+    assert_same_outcomes(t_out, c_out)
+
+
+def test_map_python_exception_then_continues_keeps_type():
+    def tf_fn(x):
+        def body(v):
+            if v == 1:
+                raise ValueError("one")
+            return v
+        return tf.py_function(body, [x], tf.int64)
+
+    def cv_fn(x):
+        if x == 1:
+            raise ValueError("one")
+        return x
+
+    t_out = outcomes(iter(D(tf).range(3).map(tf_fn).as_numpy_iterator()))
+    c_out = outcomes(iter(D(cv).range(3).map(cv_fn)))
+    assert [k for k, _ in t_out] == [k for k, _ in c_out] == ["ok", "error", "ok"]
+    assert_same_outcomes(t_out, c_out, compare_error=False)
+    # TF wraps a Python ValueError (py_function -> InvalidArgumentError); conveyor
+    # re-raises the original exception, which is still a ValueError.
+    assert isinstance(t_out[1][1], tf.errors.InvalidArgumentError)
+    assert type(c_out[1][1]) is ValueError
+
+
+def test_map_bad_num_parallel_calls_raises():
+    assert_both_raise(lambda mod: D(mod).range(3).map(lambda x: x, num_parallel_calls=0))
+    assert_both_raise(lambda mod: D(mod).range(3).map(lambda x: x, num_parallel_calls=-5))
+
+
+# ---------------------------------------------------------------------------
+# batch
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,bs", [(10, 3), (9, 3), (2, 5), (0, 2), (5, 1)], ids=str)
+@pytest.mark.parametrize("drop", [False, True])
+def test_batch_remainder(n, bs, drop):
+    t, c = check(lambda mod: D(mod).range(n).batch(bs, drop_remainder=drop))
+    expected = (n // bs) if drop else -(-n // bs)
+    assert len(c) == expected
+
+
+def test_batch_element_spec_dims():
+    for drop, dim in ((False, None), (True, 4)):
+        for mod in (tf, cv):
+            spec = D(mod).from_tensor_slices(np.zeros((8, 3), np.float32)).batch(4, drop_remainder=drop).element_spec
+            assert spec.shape.as_list() == [dim, 3]
+
+
+def test_batch_structures():
+    value = {"a": np.arange(7, dtype=np.int16), "b": (np.ones((7, 2), np.float64), [1.5] * 7),
+             "c": Point(np.arange(7, dtype=np.uint8), np.arange(7) % 2 == 0)}
+    check(lambda mod: D(mod).from_tensor_slices(value).batch(3))
+    check(lambda mod: D(mod).from_tensor_slices(value).batch(3, drop_remainder=True))
+
+
+def test_batch_structures_with_strings():
+    assert_conveyor_does_not_crash(
+        'list(cv.data.Dataset.from_tensor_slices({"a": [1, 2, 3], "s": ["x", "y", "z"]}).batch(2))')
+    check(lambda mod: D(mod).from_tensor_slices({"a": [1, 2, 3], "s": ["x", "y", "z"]}).batch(2))
+
+
+@pytest.mark.parametrize("value", [
+    ["a", "bb", "ccc", "", "e"],
+    np.array([["a", "b"], ["c", "d"], ["e", "f"]]),
+], ids=["1d", "2d"])
+def test_batch_strings(value):
+    assert_conveyor_does_not_crash(
+        f"list(cv.data.Dataset.from_tensor_slices({value.tolist() if hasattr(value, 'tolist') else value!r}).batch(2))")
+    check(lambda mod: D(mod).from_tensor_slices(value).batch(2))
+
+
+def test_batch_of_batches():
+    check(lambda mod: D(mod).range(20).batch(3).batch(2, drop_remainder=True))
+    check(lambda mod: D(mod).range(20).batch(4, drop_remainder=True).batch(2))
+
+
+@pytest.mark.parametrize("npc", [1, 2, -1], ids=["1", "2", "AUTOTUNE"])
+def test_batch_parallel_equals_sequential(npc):
+    def build(mod, parallel=True):
+        ds = D(mod).from_tensor_slices((np.arange(23), np.arange(46.0).reshape(23, 2)))
+        if parallel:
+            return ds.batch(4, num_parallel_calls=npc, deterministic=True)
+        return ds.batch(4)
+
+    t, c = check(build)
+    assert_same_elements(cv_elements(build(cv, False)), c)
+
+
+def test_batch_after_map_with_python_scalars():
+    check(lambda mod: D(mod).range(5).map(lambda x: (x, 1.0)).batch(2))
+
+
+def _ragged_map(mod):
+    if mod is tf:
+        return lambda x: tf.fill([x], x)
+    return lambda x: np.full([int(x)], x, np.int64)
+
+
+@pytest.mark.parametrize("npc", [None, 2], ids=["seq", "parallel"])
+def test_batch_shape_mismatch_raises_invalid_argument(npc):
+    def build(mod):
+        return D(mod).range(1, 4).map(_ragged_map(mod)).batch(2, num_parallel_calls=npc)
+
+    t_out = outcomes(iter(build(tf).as_numpy_iterator()))
+    c_out = outcomes(iter(build(cv)))
+    assert t_out[0][0] == c_out[0][0] == "error"
+    t_exc, c_exc = t_out[0][1], c_out[0][1]
+    assert_same_error_type(t_exc, c_exc)
+    assert isinstance(c_exc, cv.errors.InvalidArgumentError)
+    assert "Cannot batch tensors with different shapes in component 0" in str(c_exc)
+    # TF's parallel batch kernel uses the same message (its sequential one differs).
+    t_par = outcomes(iter(D(tf).range(1, 4).map(_ragged_map(tf)).batch(
+        2, num_parallel_calls=2).as_numpy_iterator()))
+    assert "Cannot batch tensors with different shapes in component 0" in str(t_par[0][1])
+    msg = "First element had shape [1] and element 1 had shape [2]."
+    assert msg in str(t_par[0][1]) and msg in str(c_exc)
+
+
+def test_batch_shape_mismatch_second_component():
+    def build(mod):
+        f = _ragged_map(mod)
+        return D(mod).range(1, 3).map(lambda x: (x, f(x))).batch(2, num_parallel_calls=2)
+
+    t_exc = outcomes(iter(build(tf).as_numpy_iterator()))[0][1]
+    c_exc = outcomes(iter(build(cv)))[0][1]
+    assert_same_error_type(t_exc, c_exc)
+    assert "Cannot batch tensors with different shapes in component 1" in str(t_exc)
+    assert "Cannot batch tensors with different shapes in component 1" in str(c_exc)
+
+
+@pytest.mark.parametrize("bs", [0, -1])
+def test_batch_nonpositive_size_raises(bs):
+    assert_both_raise(lambda mod: D(mod).range(5).batch(bs))
+
+
+# ---------------------------------------------------------------------------
+# take / skip / repeat / prefetch
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pipeline", [
+    ("take", 3), ("take", 0), ("take", -1), ("take", 10), ("take", 5),
+    ("skip", 2), ("skip", 0), ("skip", -1), ("skip", 10), ("skip", 5),
+    ("repeat", 0), ("repeat", 1), ("repeat", 3), ("repeat", -1, "take", 12),
+    ("repeat", None, "take", 7), ("repeat", None, "skip", 3, "take", 8),
+    ("skip", 1, "repeat", 2, "take", 6), ("take", 2, "repeat", 3),
+    ("take", -1, "skip", -1), ("repeat", 2, "skip", 7),
+], ids=lambda p: "-".join(map(str, p)))
+def test_take_skip_repeat(pipeline):
+    def build(mod):
+        ds = D(mod).range(5)
+        for op, arg in zip(pipeline[::2], pipeline[1::2]):
+            ds = getattr(ds, op)() if arg is None else getattr(ds, op)(arg)
+        return ds
+
+    check(build)
+
+
+@pytest.mark.parametrize("build_name", [
+    "repeat_forever", "repeat_minus1", "repeat_forever_map", "repeat_forever_batch",
+    "repeat_forever_skip", "repeat_forever_take_minus1", "empty_repeat_forever",
+    "generator", "generator_take", "generator_skip", "generator_repeat3",
+    "generator_repeat0", "generator_repeat_forever", "generator_batch",
+    "generator_take0",
+    "repeat_forever_take", "prefetch_repeat", "range_batch_drop", "skip_past_end",
+])
+def test_cardinality(build_name):
+    def gen():
+        yield from range(3)
+
+    builds = {
+        "repeat_forever": lambda mod: D(mod).range(3).repeat(),
+        "repeat_minus1": lambda mod: D(mod).range(3).repeat(-1),
+        "repeat_forever_map": lambda mod: D(mod).range(3).repeat().map(lambda x: x),
+        "repeat_forever_batch": lambda mod: D(mod).range(3).repeat().batch(2),
+        "repeat_forever_skip": lambda mod: D(mod).range(3).repeat().skip(5),
+        "repeat_forever_take_minus1": lambda mod: D(mod).range(3).repeat().take(-1),
+        "empty_repeat_forever": lambda mod: D(mod).range(0).repeat(),
+        "generator": lambda mod: D(mod).from_generator(gen, output_signature=mod.TensorSpec([], mod.int64)),
+        "generator_take": lambda mod: builds["generator"](mod).take(2),
+        "generator_skip": lambda mod: builds["generator"](mod).skip(2),
+        "generator_repeat3": lambda mod: builds["generator"](mod).repeat(3),
+        "generator_repeat0": lambda mod: builds["generator"](mod).repeat(0),
+        "generator_repeat_forever": lambda mod: builds["generator"](mod).repeat(),
+        "generator_batch": lambda mod: builds["generator"](mod).batch(2),
+        "generator_take0": lambda mod: builds["generator"](mod).take(0),
+        "repeat_forever_take": lambda mod: D(mod).range(3).repeat().take(10),
+        "prefetch_repeat": lambda mod: D(mod).range(3).prefetch(2).repeat(2),
+        "range_batch_drop": lambda mod: D(mod).range(10).batch(3, drop_remainder=True),
+        "skip_past_end": lambda mod: D(mod).range(3).skip(10),
+    }
+    build = builds[build_name]
+    tds, cds = build(tf), build(cv)
+    assert cardinality(cds) == cardinality(tds)
+    t_len = raised(lambda: len(tds)) if cardinality(tds) < 0 else len(tds)
+    if cardinality(tds) < 0:
+        c_len = raised(lambda: len(cds))
+        assert_same_error_type(t_len, c_len)
+        assert isinstance(c_len, TypeError)
+        assert str(c_len) == str(t_len)
+    else:
+        assert len(cds) == t_len
+
+
+def test_cardinality_numpy_and_experimental():
+    ds = cv.data.Dataset.range(4).repeat()
+    assert ds.cardinality().numpy() == tf.data.Dataset.range(4).repeat().cardinality().numpy()
+    assert cv.data.experimental.cardinality(cv.data.Dataset.range(4)) == 4
+
+
+def test_infinite_repeat_take_values():
+    check(lambda mod: D(mod).from_tensor_slices(["a", "b"]).repeat().take(5))
+
+
+def test_repeat_reruns_generator():
+    def gen():
+        yield from (1, 2)
+
+    check(lambda mod: D(mod).from_generator(
+        gen, output_signature=mod.TensorSpec([], mod.int64)).repeat(3), card=True)
+
+
+@pytest.mark.parametrize("buf", [0, 1, 2, 10, -1], ids=["0", "1", "2", "10", "AUTOTUNE"])
+def test_prefetch_never_changes_values_or_order(buf):
+    def build(mod, prefetch=True):
+        ds = D(mod).from_tensor_slices({"x": np.arange(17), "y": np.arange(34.0).reshape(17, 2)})
+        ds = ds.map(lambda e: (e["x"] * 2, e["y"]))
+        if prefetch:
+            ds = ds.prefetch(buf)
+        ds = ds.batch(4)
+        return ds.prefetch(buf) if prefetch else ds
+
+    t, c = check(build)
+    assert_same_elements(cv_elements(build(cv, False)), c)
+
+
+@pytest.mark.parametrize("buf", [0, 1, 3, -1], ids=["0", "1", "3", "AUTOTUNE"])
+def test_prefetch_scalar_strings(buf):
+    def build(mod, prefetch=True):
+        ds = D(mod).from_tensor_slices({"x": np.arange(9), "s": [str(i) * i for i in range(9)]})
+        return ds.prefetch(buf).map(lambda e: (e["s"], e["x"])).prefetch(buf) if prefetch else \
+            ds.map(lambda e: (e["s"], e["x"]))
+
+    t, c = check(build)
+    assert_same_elements(cv_elements(build(cv, False)), c)
+
+
+def test_prefetch_autotune_constant_and_cardinality():
+    check(lambda mod: D(mod).range(9).prefetch(mod.data.AUTOTUNE))
+    check(lambda mod: D(mod).range(9).repeat().prefetch(3).take(11))
+
+
+def test_bad_counts_raise():
+    assert_both_raise(lambda mod: D(mod).range(3).prefetch(-2))
+
+
+# ---------------------------------------------------------------------------
+# apply / with_options / composite pipelines
+# ---------------------------------------------------------------------------
+
+
+def test_apply():
+    def transform(ds):
+        return ds.map(lambda x: x + 1).batch(2)
+
+    check(lambda mod: D(mod).range(5).apply(transform))
+
+
+def test_with_options():
+    def build(mod):
+        opts = mod.data.Options()
+        opts.deterministic = True
+        opts.threading.private_threadpool_size = 2
+        return (D(mod).range(30).map(lambda x: x * x, num_parallel_calls=mod.data.AUTOTUNE)
+                .batch(4, num_parallel_calls=4).with_options(opts).prefetch(1))
+
+    check(build)
+
+
+def _complex_pipeline(mod, parallel, strings=False):
+    npc = mod.data.AUTOTUNE if parallel else None
+    data = {"id": np.arange(50, dtype=np.int64),
+            "feat": np.arange(100, dtype=np.float32).reshape(50, 2)}
+    if strings:
+        data["name"] = np.array(["n%d" % i for i in range(50)])
+
+    def fn(e):
+        return Pair(a=e["feat"] * 2.0, b=(e["id"] + 1, e["name"] if strings else e["id"] * 3))
+
+    ds = D(mod).from_tensor_slices(data).skip(3).take(40)
+    ds = ds.map(fn, num_parallel_calls=npc) if parallel else ds.map(fn)
+    if parallel:
+        ds = ds.prefetch(mod.data.AUTOTUNE)
+        ds = ds.batch(6, num_parallel_calls=npc).prefetch(2)
+    else:
+        ds = ds.batch(6)
+    return ds.repeat(2)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_complex_pipeline_matches_tf(parallel):
+    t, c = check(lambda mod: _complex_pipeline(mod, parallel))
+    assert type(c[0]) is Pair
+    assert len(c) == 14
+
+
+def test_complex_pipeline_with_strings_matches_tf():
+    assert_conveyor_does_not_crash(
+        'list(cv.data.Dataset.from_tensor_slices({"name": ["a", "b", "c"]}).batch(2))')
+    check(lambda mod: _complex_pipeline(mod, True, strings=True))
+
+
+def test_complex_pipeline_parallel_equals_sequential_in_conveyor():
+    seq = cv_elements(_complex_pipeline(cv, False))
+    for _ in range(3):
+        assert_same_elements(seq, cv_elements(_complex_pipeline(cv, True)))
+
+
+def test_iterators_restart_and_are_independent():
+    for mod in (tf, cv):
+        ds = D(mod).range(6).map(lambda x: x + 1, num_parallel_calls=2).batch(2).prefetch(2)
+        first = [e.tolist() for e in ds.as_numpy_iterator()]
+        second = [e.tolist() for e in ds.as_numpy_iterator()]
+        assert first == second == [[1, 2], [3, 4], [5, 6]], mod.__name__
+
+
+def test_iteration_from_threads():
+    ds = cv.data.Dataset.range(20).map(lambda x: x * 2, num_parallel_calls=2).batch(5)
+    expected = tf_elements(tf.data.Dataset.range(20).map(lambda x: x * 2).batch(5))
+    results = [None] * 4
+
+    def run(i):
+        results[i] = list(ds.as_numpy_iterator())
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(30)
+    for r in results:
+        assert_same_elements(expected, r)
+
+
+def test_infinite_generator_take():
+    import itertools
+
+    def gen():
+        return itertools.count(5)
+
+    check(lambda mod: D(mod).from_generator(
+        gen, output_signature=mod.TensorSpec([], mod.int64)).take(6))
+
+
+def _vectorized_map(mod):
+    ds = D(mod).from_tensor_slices(np.arange(12, dtype=np.float32).reshape(6, 2)).batch(4)
+    return ds.map(lambda x: (x * 2.0, x[:, 0] + x[:, 1]), num_parallel_calls=2)
+
+
+def test_map_after_batch_vectorized_values():
+    # Values, dtypes and shapes element by element; the element_spec is checked below.
+    check(_vectorized_map, spec=False)
+
+
+def test_map_after_batch_element_spec():
+    # conveyor leaves a Python map's dims unknown: no more specific than TF's traced spec.
+    assert_same_spec(_vectorized_map(tf), _vectorized_map(cv), relax_python_map=True)
+    leaves = [spec_form(s) for s in cv.nest.flatten(_vectorized_map(cv).element_spec)]
+    assert all(dims is not None and set(dims) == {None} for dims, _ in leaves), leaves
+
+
+def test_map_variable_length_element_spec():
+    def build(mod):
+        fn = (lambda x: tf.range(x)) if mod is tf else (lambda x: np.arange(x))
+        return D(mod).range(1, 4).map(fn)
+
+    check(build)
+
+
+def test_nested_namedtuple_through_map_batch_and_options():
+    def build(mod):
+        opts = mod.data.Options()
+        opts.deterministic = False  # overridden by the explicit deterministic=True below
+        ds = D(mod).from_tensor_slices(Point(x=np.arange(10, dtype=np.int32),
+                                             y={"v": np.arange(10, dtype=np.float64)}))
+        ds = ds.map(lambda p: Pair(a=p.x + 1, b=p.y["v"] * 3), num_parallel_calls=3,
+                    deterministic=True)
+        return ds.batch(3, drop_remainder=True).with_options(opts)
+
+    t, c = check(build)
+    assert type(c[0]) is Pair and c[0].a.shape == (3,)
