@@ -41,7 +41,22 @@ def test_one_vtable_per_kernel_file():
         assert exported[0] == f"cv_kernel_{path.stem}", f"{path.name}: name it cv_kernel_{path.stem}"
 
 
-def test_no_gil_api_in_worker_files_without_ensure():
-    """Binding code that runs on engine threads must take the GIL with PyGILState_Ensure."""
-    text = (CSRC / "python" / "pyfunc.c").read_text()
-    assert text.count("PyGILState_Ensure") == text.count("PyGILState_Release")
+def _functions(text):
+    """(name, body) of each top-level C function (bodies end at a column-0 brace)."""
+    for match in re.finditer(r"^[A-Za-z][^;{}()]*?\b(\w+)\([^;{}]*\)\s*\{(.*?)^\}", text, re.M | re.S):
+        yield match.group(1), match.group(2)
+
+
+def test_gil_taken_and_released_in_the_same_function():
+    """Binding code on engine threads takes the GIL with cv_gil_acquire() and gives it
+    back with PyGILState_Release() in the same function; raw PyGILState_Ensure() is
+    only for the thread-state helpers in pyfunc.c."""
+    helpers = {"cv_gil_acquire", "cv_gil_thread_exit", "cv_check_signals"}
+    for path in sorted((CSRC / "python").glob("*.c")):
+        for name, body in _functions(path.read_text()):
+            if name in helpers:
+                continue
+            assert "PyGILState_Ensure" not in body, f"{path.name}:{name}: use cv_gil_acquire()"
+            acquired = body.count("cv_gil_acquire()")
+            released = body.count("PyGILState_Release(")
+            assert acquired == released, f"{path.name}:{name}: {acquired} acquire vs {released} release"

@@ -79,3 +79,28 @@ void cv_iterator_destroy(CvIterator *it)
     if (it)
         it->kernel->destroy(it);
 }
+
+CvStatus cv_unary_iterator_new(const CvDataset *ds, size_t size, CvIterator **out)
+{
+    CvUnaryIterator *it = cv_iterator_alloc(ds, size);
+    if (!it)
+        return cv_error_nomem();
+    CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
+    if (s) {
+        cv_iterator_free(&it->base);
+        return s;
+    }
+    *out = &it->base;
+    return CV_STATUS_OK;
+}
+
+void cv_unary_iterator_cancel(CvIterator *it)
+{
+    cv_iterator_cancel(((CvUnaryIterator *)it)->input);
+}
+
+void cv_unary_iterator_destroy(CvIterator *it)
+{
+    cv_iterator_destroy(((CvUnaryIterator *)it)->input);
+    cv_iterator_free(it);
+}

@@ -83,6 +83,19 @@ void *cv_iterator_alloc(const CvDataset *ds, size_t size);
 void cv_iterator_free(CvIterator *it); /* releases the dataset reference and frees */
 
 CvStatus cv_iterator_make(const CvDataset *ds, CvIterator **out);
+
+/* Kernels with one input iterator (and no threads of their own) start their
+ * iterator struct with this and use the helpers below for make/cancel/destroy. */
+typedef struct CvUnaryIterator {
+    CvIterator base;
+    CvIterator *input; /* owned */
+} CvUnaryIterator;
+
+/* Allocate `size` bytes (a struct starting with CvUnaryIterator, zeroed) and
+ * open the iterator of ds->inputs[0]. */
+CvStatus cv_unary_iterator_new(const CvDataset *ds, size_t size, CvIterator **out);
+void cv_unary_iterator_cancel(CvIterator *it);
+void cv_unary_iterator_destroy(CvIterator *it);
 static inline CvStatus cv_iterator_next(CvIterator *it, CvElement *out, bool *end)
 {
     return it->kernel->next(it, out, end);

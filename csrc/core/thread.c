@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -29,16 +30,45 @@ unsigned long cv_fork_generation(void)
     return atomic_load(&fork_generation);
 }
 
+static void (*_Atomic thread_exit_hook)(void);
+
+void cv_set_thread_exit_hook(void (*hook)(void))
+{
+    atomic_store(&thread_exit_hook, hook);
+}
+
+typedef struct {
+    void *(*fn)(void *);
+    void *arg;
+} ThreadStart;
+
+static void *thread_main(void *p)
+{
+    ThreadStart start = *(ThreadStart *)p;
+    free(p);
+    void *result = start.fn(start.arg);
+    void (*hook)(void) = atomic_load(&thread_exit_hook);
+    if (hook)
+        hook();
+    return result;
+}
+
 CvStatus cv_thread_start(CvThread *t, void *(*fn)(void *), void *arg, const char *what)
 {
+    ThreadStart *start = malloc(sizeof(*start));
+    if (!start)
+        return cv_error_nomem();
+    *start = (ThreadStart){fn, arg};
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&t->handle, NULL, fn, arg);
+    int rc = pthread_create(&t->handle, NULL, thread_main, start);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
+    if (rc != 0) {
+        free(start);
         return cv_error(CV_RESOURCE_EXHAUSTED, "could not start a %s worker thread: %s", what,
                         strerror(rc));
+    }
     t->started = true;
     return CV_STATUS_OK;
 }
@@ -99,4 +129,15 @@ int cv_cpu_count(void)
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers)
+{
+    if (num_parallel_calls < -1)
+        return cv_error(CV_INVALID_ARGUMENT,
+                        "num_parallel_calls must be positive or AUTOTUNE (-1), got %lld",
+                        (long long)num_parallel_calls);
+    *workers = num_parallel_calls == -1 ? cv_cpu_count()
+               : num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
+    return CV_STATUS_OK;
 }

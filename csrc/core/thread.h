@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "core/status.h"
 
@@ -27,6 +28,10 @@ typedef struct CvThread {
 
 /* Start fn(arg) on a new thread with all signals blocked. */
 CvStatus cv_thread_start(CvThread *t, void *(*fn)(void *), void *arg, const char *what);
+
+/* Called on every engine thread just before it exits (the binding uses it to
+ * drop the thread's Python thread state). Set once, at module init. */
+void cv_set_thread_exit_hook(void (*hook)(void));
 void cv_thread_join(CvThread *t); /* no-op when not started */
 
 /* Returns nonzero when the wait should stop (an exception is pending). Runs
@@ -44,6 +49,10 @@ void cv_cond_init(pthread_cond_t *cond);
 
 /* CPUs this process may run on (affinity mask), at least 1. */
 int cv_cpu_count(void);
+
+/* Worker count for a num_parallel_calls argument: 0 (sequential), a
+ * positive count (capped at 1024), or -1 for AUTOTUNE (the CPU count). */
+CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers);
 
 /* Incremented in the child after fork(). */
 unsigned long cv_fork_generation(void);

@@ -252,17 +252,16 @@ CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remain
                         (long long)batch_size);
     if (batch_size > (INT64_C(1) << 31))
         return cv_error(CV_INVALID_ARGUMENT, "Batch size %lld is too large.", (long long)batch_size);
-    if (num_parallel_calls < 0 && num_parallel_calls != CV_AUTOTUNE)
-        return cv_error(CV_INVALID_ARGUMENT,
-                        "num_parallel_calls must be positive or AUTOTUNE (-1), got %lld",
-                        (long long)num_parallel_calls);
+    int workers = 0;
+    CvStatus s = cv_parallelism(num_parallel_calls, &workers);
+    if (s)
+        return s;
     BatchParams *p = malloc(sizeof(*p));
     if (!p)
         return cv_error_nomem();
     p->batch_size = batch_size;
     p->drop_remainder = drop_remainder;
     p->deterministic = deterministic;
-    p->num_workers = num_parallel_calls == CV_AUTOTUNE ? cv_autotune_parallelism()
-                     : num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
-    return cv_dataset_new(&cv_kernel_batch, &input, 1, p, p->num_workers > 0, out);
+    p->num_workers = workers;
+    return cv_dataset_new(&cv_kernel_batch, &input, 1, p, workers > 0, out);
 }

@@ -24,7 +24,4 @@ CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out);
 
-/* Worker count for AUTOTUNE parallelism. */
-int cv_autotune_parallelism(void);
-
 #endif

@@ -120,31 +120,19 @@ const CvKernel cv_kernel_map = {
     .destroy = map_destroy,
 };
 
-int cv_autotune_parallelism(void)
-{
-    return cv_cpu_count();
-}
-
 CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_calls,
                         bool deterministic, CvDataset **out)
 {
-    MapParams *p = NULL;
-    if (num_parallel_calls < 0 && num_parallel_calls != CV_AUTOTUNE) {
-        if (fn.release)
-            fn.release(fn.ctx);
-        return cv_error(CV_INVALID_ARGUMENT,
-                        "num_parallel_calls must be positive or AUTOTUNE (-1), got %lld",
-                        (long long)num_parallel_calls);
-    }
-    p = malloc(sizeof(*p));
+    int workers = 0;
+    CvStatus s = cv_parallelism(num_parallel_calls, &workers);
+    MapParams *p = s ? NULL : malloc(sizeof(*p));
     if (!p) {
         if (fn.release)
             fn.release(fn.ctx);
-        return cv_error_nomem();
+        return s ? s : cv_error_nomem();
     }
     p->fn = fn;
     p->deterministic = deterministic;
-    p->num_workers = num_parallel_calls == CV_AUTOTUNE ? cv_autotune_parallelism()
-                     : num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
-    return cv_dataset_new(&cv_kernel_map, &input, 1, p, p->num_workers > 0, out);
+    p->num_workers = workers;
+    return cv_dataset_new(&cv_kernel_map, &input, 1, p, workers > 0, out);
 }

@@ -4,8 +4,7 @@
 #include "kernels/kernels.h"
 
 typedef struct {
-    CvIterator base;
-    CvIterator *input;
+    CvUnaryIterator base;
     int64_t skipped;
 } SkipIterator;
 
@@ -33,16 +32,7 @@ static int64_t skip_cardinality(const CvDataset *ds)
 
 static CvStatus skip_make_iterator(const CvDataset *ds, CvIterator **out)
 {
-    SkipIterator *it = cv_iterator_alloc(ds, sizeof(*it));
-    if (!it)
-        return cv_error_nomem();
-    CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
-    if (s) {
-        cv_iterator_free(&it->base);
-        return s;
-    }
-    *out = &it->base;
-    return CV_STATUS_OK;
+    return cv_unary_iterator_new(ds, sizeof(SkipIterator), out);
 }
 
 /* Errors met while skipping are returned and do not count as skipped
@@ -54,24 +44,13 @@ static CvStatus skip_next(CvIterator *base, CvElement *out, bool *end)
     int64_t count = skip_count(base->dataset);
     while (count < 0 || it->skipped < count) {
         CvElement dropped = {0};
-        CvStatus s = cv_iterator_next(it->input, &dropped, end);
+        CvStatus s = cv_iterator_next(it->base.input, &dropped, end);
         if (s || *end)
             return s;
         it->skipped++;
         cv_element_clear(&dropped);
     }
-    return cv_iterator_next(it->input, out, end);
-}
-
-static void skip_cancel(CvIterator *base)
-{
-    cv_iterator_cancel(((SkipIterator *)base)->input);
-}
-
-static void skip_destroy(CvIterator *base)
-{
-    cv_iterator_destroy(((SkipIterator *)base)->input);
-    cv_iterator_free(base);
+    return cv_iterator_next(it->base.input, out, end);
 }
 
 const CvKernel cv_kernel_skip = {
@@ -80,8 +59,8 @@ const CvKernel cv_kernel_skip = {
     .cardinality = skip_cardinality,
     .free_dataset = skip_free,
     .next = skip_next,
-    .cancel = skip_cancel,
-    .destroy = skip_destroy,
+    .cancel = cv_unary_iterator_cancel,
+    .destroy = cv_unary_iterator_destroy,
 };
 
 CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out)

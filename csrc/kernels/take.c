@@ -4,8 +4,7 @@
 #include "kernels/kernels.h"
 
 typedef struct {
-    CvIterator base;
-    CvIterator *input;
+    CvUnaryIterator base;
     int64_t taken;
 } TakeIterator;
 
@@ -33,16 +32,7 @@ static int64_t take_cardinality(const CvDataset *ds)
 
 static CvStatus take_make_iterator(const CvDataset *ds, CvIterator **out)
 {
-    TakeIterator *it = cv_iterator_alloc(ds, sizeof(*it));
-    if (!it)
-        return cv_error_nomem();
-    CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
-    if (s) {
-        cv_iterator_free(&it->base);
-        return s;
-    }
-    *out = &it->base;
-    return CV_STATUS_OK;
+    return cv_unary_iterator_new(ds, sizeof(TakeIterator), out);
 }
 
 static CvStatus take_next(CvIterator *base, CvElement *out, bool *end)
@@ -53,21 +43,10 @@ static CvStatus take_next(CvIterator *base, CvElement *out, bool *end)
         *end = true;
         return CV_STATUS_OK;
     }
-    CvStatus s = cv_iterator_next(it->input, out, end);
+    CvStatus s = cv_iterator_next(it->base.input, out, end);
     if (!s && !*end)
         it->taken++; /* an error does not count, as in tf.data */
     return s;
-}
-
-static void take_cancel(CvIterator *base)
-{
-    cv_iterator_cancel(((TakeIterator *)base)->input);
-}
-
-static void take_destroy(CvIterator *base)
-{
-    cv_iterator_destroy(((TakeIterator *)base)->input);
-    cv_iterator_free(base);
 }
 
 const CvKernel cv_kernel_take = {
@@ -76,8 +55,8 @@ const CvKernel cv_kernel_take = {
     .cardinality = take_cardinality,
     .free_dataset = take_free,
     .next = take_next,
-    .cancel = take_cancel,
-    .destroy = take_destroy,
+    .cancel = cv_unary_iterator_cancel,
+    .destroy = cv_unary_iterator_destroy,
 };
 
 CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out)

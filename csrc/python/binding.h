@@ -60,6 +60,11 @@ int cv_python_unavailable(void);
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
                                  PyObject *name, CvFunction *out);
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out);
+/* PyGILState_Ensure for any thread; engine threads keep their thread state
+ * until they exit. Pair with PyGILState_Release. */
+PyGILState_STATE cv_gil_acquire(void);
+/* The engine's thread-exit hook: releases a pinned thread state. */
+void cv_gil_thread_exit(void);
 /* Installed around GIL-released next() calls on the consumer thread. */
 int cv_check_signals(void *arg);
 

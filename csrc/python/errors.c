@@ -36,7 +36,7 @@ static void payload_free(void *payload)
 {
     if (cv_python_unavailable())
         return; /* leak rather than touch a finalizing interpreter */
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = cv_gil_acquire();
     Py_DECREF((PyObject *)payload);
     PyGILState_Release(g);
 }

@@ -583,6 +583,7 @@ static int engine_exec(PyObject *module)
     if (cv_convert_init(module, st) < 0)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */
+    cv_set_thread_exit_hook(cv_gil_thread_exit);
     if (PyModule_AddIntConstant(module, "AUTOTUNE", CV_AUTOTUNE) < 0 ||
         PyModule_AddIntConstant(module, "INFINITE_CARDINALITY", CV_INFINITE_CARDINALITY) < 0 ||
         PyModule_AddIntConstant(module, "UNKNOWN_CARDINALITY", CV_UNKNOWN_CARDINALITY) < 0 ||

@@ -51,6 +51,34 @@ int cv_check_signals(void *arg)
     return stop;
 }
 
+/* Engine threads keep one Python thread state for their whole life. Without
+ * this, every PyGILState_Ensure/Release pair on a thread Python does not
+ * know creates and destroys a thread state (an mmap, a munmap and a page
+ * fault per element). The pin is one extra Ensure; the engine's thread-exit
+ * hook undoes it, which deletes the thread state. */
+static _Thread_local int pinned;
+
+PyGILState_STATE cv_gil_acquire(void)
+{
+    int fresh = PyGILState_GetThisThreadState() == NULL;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (fresh) {
+        (void)PyGILState_Ensure();
+        pinned = 1;
+    }
+    return g;
+}
+
+void cv_gil_thread_exit(void)
+{
+    if (!pinned || cv_python_unavailable())
+        return; /* at finalization the interpreter frees thread states itself */
+    pinned = 0;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_Release(PyGILState_LOCKED); /* drop the pin, keep the GIL */
+    PyGILState_Release(g);                 /* the last one: deletes the thread state */
+}
+
 /* How results can skip the Python-level converter once the first result has
  * shown their form: a single array, or a plain tuple of arrays, of the same
  * dtypes as the first. */
@@ -142,7 +170,7 @@ static CvStatus function_call(void *ctx, const CvElement *in, CvElement *out)
     CvStatus s = CV_STATUS_OK;
     if (python_enter() < 0)
         return python_gone(f->name);
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = cv_gil_acquire();
     CvModuleState *st = cv_get_state(f->module);
     PyObject *args = NULL, *result = NULL, *converted = NULL;
     args = cv_element_to_tuple(st, in);
@@ -187,7 +215,7 @@ static void function_release(void *ctx)
 {
     PyFunction *f = ctx;
     if (!cv_python_unavailable()) {
-        PyGILState_STATE g = PyGILState_Ensure();
+        PyGILState_STATE g = cv_gil_acquire();
         Py_XDECREF(f->fn);
         Py_XDECREF(f->out_convert);
         Py_XDECREF(f->module);
@@ -243,7 +271,7 @@ static CvStatus source_open(void *ctx, void **state)
     PySource *src = ctx;
     if (python_enter() < 0)
         return python_gone(src->name);
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = cv_gil_acquire();
     CvStatus s = CV_STATUS_OK;
     PyObject *it = PyObject_CallNoArgs(src->factory);
     if (it)
@@ -261,7 +289,7 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
     PySource *src = ctx;
     if (python_enter() < 0)
         return python_gone(src->name);
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = cv_gil_acquire();
     CvStatus s = CV_STATUS_OK;
     PyObject *item = PyIter_Next((PyObject *)state);
     *end = false;
@@ -286,7 +314,7 @@ static void source_close(void *ctx, void *state)
     (void)ctx;
     if (!state || cv_python_unavailable())
         return;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = cv_gil_acquire();
     Py_DECREF((PyObject *)state);
     PyGILState_Release(g);
 }
@@ -295,7 +323,7 @@ static void source_release(void *ctx)
 {
     PySource *src = ctx;
     if (!cv_python_unavailable()) {
-        PyGILState_STATE g = PyGILState_Ensure();
+        PyGILState_STATE g = cv_gil_acquire();
         Py_XDECREF(src->factory);
         Py_XDECREF(src->module);
         PyGILState_Release(g);
