@@ -169,3 +169,16 @@ def test_end_is_sticky():
     for _ in range(3):
         with pytest.raises(StopIteration):
             next(it)
+
+
+def test_huge_batch_size_over_a_short_input():
+    """The batch grows with the rows that arrive, not with batch_size."""
+    out = list(Dataset.range(5).batch(10**9))
+    assert len(out) == 1 and out[0].tolist() == [0, 1, 2, 3, 4]
+    pairs = list(Dataset.from_tensor_slices((np.arange(3), np.arange(3))).batch(2**31))
+    assert [p.tolist() for p in pairs[0]] == [[0, 1, 2], [0, 1, 2]]
+
+
+def test_cardinality_near_int64_max():
+    assert Dataset.range(0, 2**63 - 1).batch(2).cardinality() == 2**62
+    assert Dataset.range(0, 2**63 - 1).batch(2, drop_remainder=True).cardinality() == 2**62 - 1

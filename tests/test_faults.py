@@ -331,3 +331,75 @@ def test_no_leak_over_many_epochs():
             pass
     grown = rss() - before
     assert grown < 16 * 2 ** 20, f"RSS grew by {grown / 2**20:.1f} MiB over 15 epochs"
+
+
+def test_close_racing_next_on_a_deep_pipeline():
+    """close() from one thread while another is inside next(): never a crash."""
+    ds = Dataset.range(10**9)
+    for _ in range(10):
+        ds = ds.prefetch(1)
+    ds = ds.repeat()
+    for _ in range(10):
+        ds = ds.prefetch(1)
+    for _ in range(150):
+        it = iter(ds)
+        next(it)
+
+        def consume():
+            try:
+                while True:
+                    next(it)
+            except (StopIteration, cv.errors.CancelledError):
+                pass
+
+        t = threading.Thread(target=consume)
+        t.start()
+        time.sleep(0.001)
+        it.close()
+        t.join(10)
+        assert not t.is_alive()
+
+
+def test_ctrl_c_inside_a_sequential_batch_loses_nothing(run_python):
+    result = run_python("""
+        import _thread, threading, time, conveyor as cv
+        def slow(x):
+            time.sleep(0.1)
+            return x
+        it = iter(cv.data.Dataset.range(12).map(slow, num_parallel_calls=1).batch(4))
+        threading.Timer(0.25, _thread.interrupt_main).start()
+        out, interrupted = [], 0
+        while True:
+            try:
+                out.append(next(it).tolist())
+            except KeyboardInterrupt:
+                interrupted += 1
+            except StopIteration:
+                break
+        print(interrupted, out)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1 [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fork_during_a_python_call_does_not_slow_the_child_exit(run_python):
+    result = run_python("""
+        import os, time, warnings, conveyor as cv
+        warnings.simplefilter("ignore", DeprecationWarning)
+        it = iter(cv.data.Dataset.range(100).map(lambda x: (time.sleep(1.0), x)[1],
+                                                 num_parallel_calls=2))
+        next(it)
+        time.sleep(0.3)  # workers are inside the function now
+        pid = os.fork()
+        if pid == 0:
+            child = iter(cv.data.Dataset.range(5).map(lambda x: x, num_parallel_calls=2))
+            next(child)
+            raise SystemExit(0)  # a normal exit runs the atexit hook
+        start = time.monotonic()
+        os.waitpid(pid, 0)
+        print("child exit took", round(time.monotonic() - start, 2))
+    """)
+    assert result.returncode == 0, result.stderr
+    took = float(result.stdout.split()[-1])
+    assert took < 1.5, result.stdout

@@ -98,3 +98,9 @@ def test_non_integer_args(bad):
 def test_string_output_type_rejected():
     with pytest.raises(TypeError, match="output_type"):
         Dataset.range(3, output_type=tf.string)
+
+
+def test_cardinality_beyond_int64_is_unknown_not_negative():
+    assert Dataset.range(-2**62, 2**62 + 5).cardinality() == tf.data.UNKNOWN_CARDINALITY
+    assert Dataset.range(-2**63, 2**63 - 1).cardinality() == tf.data.UNKNOWN_CARDINALITY
+    assert Dataset.range(0, 2**63 - 1).cardinality() == 2**63 - 1

@@ -14,9 +14,19 @@ static _Thread_local void *interrupt_arg;
 static atomic_ulong fork_generation;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
+static void (*_Atomic fork_child_hook)(void);
+
+void cv_set_fork_child_hook(void (*hook)(void))
+{
+    atomic_store(&fork_child_hook, hook);
+}
+
 static void after_fork_child(void)
 {
     atomic_fetch_add(&fork_generation, 1);
+    void (*hook)(void) = atomic_load(&fork_child_hook);
+    if (hook)
+        hook();
 }
 
 static void install_atfork(void)
@@ -81,10 +91,12 @@ void cv_thread_join(CvThread *t)
     }
 }
 
-void cv_set_interrupt_check(CvInterruptCheck fn, void *arg)
+CvInterruptSlot cv_set_interrupt_check(CvInterruptCheck fn, void *arg)
 {
+    CvInterruptSlot previous = {interrupt_check, interrupt_arg};
     interrupt_check = fn;
     interrupt_arg = arg;
+    return previous;
 }
 
 void cv_cond_init(pthread_cond_t *cond)

@@ -37,7 +37,12 @@ void cv_thread_join(CvThread *t); /* no-op when not started */
 /* Returns nonzero when the wait should stop (an exception is pending). Runs
  * with no engine lock held. */
 typedef int (*CvInterruptCheck)(void *arg);
-void cv_set_interrupt_check(CvInterruptCheck fn, void *arg); /* thread-local; NULL to clear */
+typedef struct CvInterruptSlot {
+    CvInterruptCheck fn;
+    void *arg;
+} CvInterruptSlot;
+/* Thread-local; returns the previous check so nested users can restore it. */
+CvInterruptSlot cv_set_interrupt_check(CvInterruptCheck fn, void *arg);
 
 /* Wait on cond (mu held) for one slice at most. Returns CV_INTERRUPTED status
  * when the interrupt check fired; the caller re-checks its predicate in any
@@ -56,5 +61,7 @@ CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers);
 
 /* Incremented in the child after fork(). */
 unsigned long cv_fork_generation(void);
+/* Also run in the child after fork() (the binding resets its counters). Set once. */
+void cv_set_fork_child_hook(void (*hook)(void));
 
 #endif

@@ -25,6 +25,11 @@ typedef struct {
     CvIterator base;
     CvIterator *input;
     bool input_done;
+    /* Rows gathered so far when next() was interrupted (Ctrl-C): kept, so
+     * the interrupted batch resumes instead of losing them. */
+    CvElement partial;
+    int64_t partial_rows;
+    uint32_t ncomp;
     CvStage stage;
 } BatchIterator;
 
@@ -39,7 +44,31 @@ static int64_t batch_cardinality(const CvDataset *ds)
     int64_t n = cv_dataset_cardinality(ds->inputs[0]);
     if (n < 0)
         return n;
-    return p->drop_remainder ? n / p->batch_size : (n + p->batch_size - 1) / p->batch_size;
+    return n / p->batch_size + (!p->drop_remainder && n % p->batch_size != 0);
+}
+
+/* Append row's tensors to the bundle, growing it geometrically (a huge
+ * batch_size over a short input must not allocate batch_size slots). */
+static CvStatus bundle_append(CvElement *bundle, size_t *capacity, CvElement *row)
+{
+    if ((size_t)bundle->n + row->n > *capacity) {
+        size_t want = *capacity ? *capacity * 2 : 16 * (size_t)row->n;
+        while (want < (size_t)bundle->n + row->n)
+            want *= 2;
+        if (want > UINT32_MAX)
+            return cv_error(CV_RESOURCE_EXHAUSTED, "batch has more than 2^32 tensors");
+        CvTensor *grown = realloc(bundle->t, want * sizeof(CvTensor));
+        if (!grown)
+            return cv_error_nomem();
+        bundle->t = grown;
+        *capacity = want;
+    }
+    /* Move the tensors, not the element array. */
+    memcpy(&bundle->t[bundle->n], row->t, row->n * sizeof(CvTensor));
+    bundle->n += row->n;
+    free(row->t);
+    *row = (CvElement){0};
+    return CV_STATUS_OK;
 }
 
 /* Gather up to batch_size elements into one flat "bundle" element: row r's
@@ -49,16 +78,23 @@ static CvStatus gather(BatchIterator *it, CvElement *bundle, int64_t *rows, bool
     const BatchParams *p = it->base.dataset->params;
     CvStatus s = CV_STATUS_OK;
     CvElement row = {0};
-    uint32_t ncomp = 0;
-    int64_t r = 0;
+    size_t capacity = it->partial.n; /* the bundle's array is exactly full when resumed */
+    int64_t r = it->partial_rows;
+    cv_element_move(bundle, &it->partial);
+    it->partial_rows = 0;
     *end = false;
-    if (it->input_done) {
+    if (it->input_done && r == 0) {
         *end = true;
         return CV_STATUS_OK;
     }
-    for (r = 0; r < p->batch_size; r++) {
+    for (; r < p->batch_size && !it->input_done; r++) {
         bool row_end = false;
         s = cv_iterator_next(it->input, &row, &row_end);
+        if (s && s->code == CV_INTERRUPTED) {
+            cv_element_move(&it->partial, bundle);
+            it->partial_rows = r;
+            return s;
+        }
         if (s)
             goto error;
         if (row_end) {
@@ -66,21 +102,14 @@ static CvStatus gather(BatchIterator *it, CvElement *bundle, int64_t *rows, bool
             break;
         }
         if (r == 0) {
-            ncomp = row.n;
-            s = cv_element_init(bundle, (uint32_t)(ncomp * (uint64_t)p->batch_size));
-            if (s)
-                goto error;
-            bundle->n = 0;
-        } else if (row.n != ncomp) {
+            it->ncomp = row.n;
+        } else if (row.n != it->ncomp) {
             s = cv_error(CV_INVALID_ARGUMENT, "Cannot batch elements with %u and %u components",
-                         ncomp, row.n);
+                         it->ncomp, row.n);
             goto error;
         }
-        /* Move the tensors, not the element arrays. */
-        memcpy(&bundle->t[bundle->n], row.t, ncomp * sizeof(CvTensor));
-        bundle->n += ncomp;
-        free(row.t);
-        row = (CvElement){0};
+        if ((s = bundle_append(bundle, &capacity, &row)))
+            goto error;
     }
     if (r == 0 || (r < p->batch_size && p->drop_remainder)) {
         cv_element_clear(bundle);
@@ -229,6 +258,7 @@ static void batch_destroy(CvIterator *base)
 {
     BatchIterator *it = (BatchIterator *)base;
     batch_cancel(base);
+    cv_element_clear(&it->partial);
     cv_stage_destroy(&it->stage);
     cv_iterator_destroy(it->input);
     cv_iterator_free(base);

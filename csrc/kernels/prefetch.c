@@ -10,6 +10,9 @@
 #include "kernels/kernels.h"
 
 #define CV_PREFETCH_AUTOTUNE_MAX 16
+/* Larger buffer sizes are accepted and clamped: the slots are allocated up
+ * front, and buffering more than this many elements ahead buys nothing. */
+#define CV_PREFETCH_MAX 65536
 
 typedef struct {
     int64_t buffer_size;
@@ -57,8 +60,9 @@ static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
         return cv_error_nomem();
     CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
     if (!s && size != 0) {
-        int initial = size == CV_AUTOTUNE ? 1 : (int)size;
-        int max = size == CV_AUTOTUNE ? CV_PREFETCH_AUTOTUNE_MAX : (int)size;
+        int fixed = size > CV_PREFETCH_MAX ? CV_PREFETCH_MAX : (int)size;
+        int initial = size == CV_AUTOTUNE ? 1 : fixed;
+        int max = size == CV_AUTOTUNE ? CV_PREFETCH_AUTOTUNE_MAX : fixed;
         s = cv_stage_init(&it->stage, &prefetch_stage_ops, it, "Prefetch", 1, initial, max, true);
     }
     if (s) {
@@ -108,9 +112,6 @@ CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **
     if (buffer_size < 0 && buffer_size != CV_AUTOTUNE)
         return cv_error(CV_INVALID_ARGUMENT,
                         "buffer_size must be >= 0 or AUTOTUNE (-1), got %lld", (long long)buffer_size);
-    if (buffer_size > (INT64_C(1) << 24))
-        return cv_error(CV_INVALID_ARGUMENT, "prefetch buffer_size %lld is too large (limit %d)",
-                        (long long)buffer_size, 1 << 24);
     PrefetchParams *p = malloc(sizeof(*p));
     if (!p)
         return cv_error_nomem();

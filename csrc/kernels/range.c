@@ -22,11 +22,20 @@ static void range_free(CvDataset *ds)
 static int64_t range_cardinality(const CvDataset *ds)
 {
     const RangeParams *p = ds->params;
-    if (p->step > 0)
-        return p->stop > p->start ? (int64_t)(((uint64_t)p->stop - (uint64_t)p->start - 1) / (uint64_t)p->step + 1) : 0;
-    return p->start > p->stop
-               ? (int64_t)(((uint64_t)p->start - (uint64_t)p->stop - 1) / (0 - (uint64_t)p->step) + 1)
-               : 0;
+    uint64_t span, stride;
+    if (p->step > 0) {
+        if (p->stop <= p->start)
+            return 0;
+        span = (uint64_t)p->stop - (uint64_t)p->start;
+        stride = (uint64_t)p->step;
+    } else {
+        if (p->start <= p->stop)
+            return 0;
+        span = (uint64_t)p->start - (uint64_t)p->stop;
+        stride = 0 - (uint64_t)p->step;
+    }
+    uint64_t count = (span - 1) / stride + 1;
+    return count > (uint64_t)INT64_MAX ? CV_UNKNOWN_CARDINALITY : (int64_t)count;
 }
 
 static CvStatus range_make_iterator(const CvDataset *ds, CvIterator **out)

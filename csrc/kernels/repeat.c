@@ -66,7 +66,9 @@ static CvStatus repeat_next(CvIterator *base, CvElement *out, bool *end)
         }
         CvStatus s = cv_iterator_next(it->input, out, end);
         if (s || !*end) {
-            it->epoch_had_element = true;
+            /* An element or an error is progress; an interruption is not. */
+            if (!s || (s->code != CV_INTERRUPTED && s->code != CV_CANCELLED))
+                it->epoch_had_element = true;
             return s;
         }
         /* The epoch ended: open the next one, or stop. */

@@ -21,10 +21,8 @@ static void skip_free(CvDataset *ds)
 static int64_t skip_cardinality(const CvDataset *ds)
 {
     int64_t n = cv_dataset_cardinality(ds->inputs[0]), count = skip_count(ds);
-    if (n == CV_INFINITE_CARDINALITY)
-        return count < 0 ? 0 : n;
-    if (n == CV_UNKNOWN_CARDINALITY)
-        return n;
+    if (n == CV_INFINITE_CARDINALITY || n == CV_UNKNOWN_CARDINALITY)
+        return n; /* as tf.data: skip(-1) of an infinite input is still infinite */
     if (count < 0)
         return 0;
     return n > count ? n - count : 0;

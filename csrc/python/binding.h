@@ -57,6 +57,12 @@ extern atomic_int cv_shutting_down;
 extern atomic_int cv_python_calls; /* engine-thread calls into Python in flight */
 /* True when Python code must no longer be entered from engine threads. */
 int cv_python_unavailable(void);
+/* Every entry into Python from engine code is bracketed by these, so the
+ * atexit hook can wait for calls in flight: enter returns -1 (and counts
+ * nothing) once Python is unavailable. */
+int cv_python_enter(void);
+void cv_python_leave(void);
+void cv_python_after_fork_child(void);
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
                                  PyObject *name, CvFunction *out);
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out);

@@ -34,11 +34,12 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s)
 
 static void payload_free(void *payload)
 {
-    if (cv_python_unavailable())
+    if (cv_python_enter() < 0)
         return; /* leak rather than touch a finalizing interpreter */
     PyGILState_STATE g = cv_gil_acquire();
     Py_DECREF((PyObject *)payload);
     PyGILState_Release(g);
+    cv_python_leave();
 }
 
 CvStatus cv_status_from_pyerr(const char *where)

@@ -254,9 +254,9 @@ static PyObject *iterator_next(PyObject *op)
     self->busy = true;
     if (self->may_block) {
         Py_BEGIN_ALLOW_THREADS
-        cv_set_interrupt_check(cv_check_signals, NULL);
+        CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
         s = cv_iterator_next(self->it, &e, &end);
-        cv_set_interrupt_check(NULL, NULL);
+        cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
         Py_END_ALLOW_THREADS
     } else {
         s = cv_iterator_next(self->it, &e, &end);
@@ -281,12 +281,14 @@ static PyObject *iterator_close(PyObject *op, PyObject *unused)
     (void)unused;
     IteratorObject *self = (IteratorObject *)op;
     if (self->busy) {
-        /* Another thread is inside next(): wake it; it frees on return. */
+        /* Another thread is inside next(): wake it; it frees the engine
+         * iterator when it returns. Cancel keeps the GIL: the thread in next()
+         * may free the tree as soon as it gets the GIL back, so the tree must
+         * not be walked without it. Cancel only takes short engine mutexes,
+         * and no engine thread waits for the GIL while holding one. */
         self->close_requested = true;
-        CvIterator *it = self->it;
-        Py_BEGIN_ALLOW_THREADS
-        cv_iterator_cancel(it);
-        Py_END_ALLOW_THREADS
+        if (!forked_away(self))
+            cv_iterator_cancel(self->it);
     } else {
         iterator_release(self);
     }
@@ -504,13 +506,22 @@ static PyObject *engine_shutdown(PyObject *module, PyObject *args)
         return NULL;
     CvModuleState *st = cv_get_state(module);
     atomic_store(&cv_shutting_down, 1);
+    /* A snapshot with strong references: releasing drops the GIL, and other
+     * threads may unlink iterators from the live list meanwhile. */
+    PyObject *live = PyList_New(0);
+    if (!live)
+        return NULL;
     for (IteratorObject *self = st->live; self; self = self->next) {
-        CvIterator *it = self->it;
-        if (!it || forked_away(self))
-            continue;
-        Py_BEGIN_ALLOW_THREADS
-        cv_iterator_cancel(it);
-        Py_END_ALLOW_THREADS
+        if (self->it && !forked_away(self) && PyList_Append(live, (PyObject *)self) < 0) {
+            Py_DECREF(live);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = PyList_GET_SIZE(live);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        IteratorObject *self = (IteratorObject *)PyList_GET_ITEM(live, i);
+        if (self->it)
+            cv_iterator_cancel(self->it); /* GIL held: see iterator_close */
     }
     bool drained;
     Py_BEGIN_ALLOW_THREADS
@@ -519,7 +530,8 @@ static PyObject *engine_shutdown(PyObject *module, PyObject *args)
         nanosleep(&nap, NULL);
     drained = atomic_load(&cv_python_calls) == 0;
     Py_END_ALLOW_THREADS
-    for (IteratorObject *self = st->live; self; self = self->next) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        IteratorObject *self = (IteratorObject *)PyList_GET_ITEM(live, i);
         if (self->busy)
             self->close_requested = true; /* its next() returns CANCELLED and frees it */
         else if (drained)
@@ -527,6 +539,7 @@ static PyObject *engine_shutdown(PyObject *module, PyObject *args)
         else
             self->it = NULL; /* abandoned */
     }
+    Py_DECREF(live);
     Py_RETURN_NONE;
 }
 
@@ -584,6 +597,7 @@ static int engine_exec(PyObject *module)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */
     cv_set_thread_exit_hook(cv_gil_thread_exit);
+    cv_set_fork_child_hook(cv_python_after_fork_child);
     if (PyModule_AddIntConstant(module, "AUTOTUNE", CV_AUTOTUNE) < 0 ||
         PyModule_AddIntConstant(module, "INFINITE_CARDINALITY", CV_INFINITE_CARDINALITY) < 0 ||
         PyModule_AddIntConstant(module, "UNKNOWN_CARDINALITY", CV_UNKNOWN_CARDINALITY) < 0 ||

@@ -18,7 +18,7 @@ atomic_int cv_python_calls;
 /* Enter/leave a call into Python from an engine thread. The count goes up
  * before the shutdown check, so the atexit hook, which sets the flag and then
  * waits for the count to drain, never misses a call on its way in. */
-static int python_enter(void)
+int cv_python_enter(void)
 {
     atomic_fetch_add(&cv_python_calls, 1);
     if (cv_python_unavailable()) {
@@ -28,9 +28,15 @@ static int python_enter(void)
     return 0;
 }
 
-static void python_leave(void)
+void cv_python_leave(void)
 {
     atomic_fetch_sub(&cv_python_calls, 1);
+}
+
+/* In a fork() child no engine thread exists: nothing is inside Python. */
+void cv_python_after_fork_child(void)
+{
+    atomic_store(&cv_python_calls, 0);
 }
 
 int cv_python_unavailable(void)
@@ -71,12 +77,13 @@ PyGILState_STATE cv_gil_acquire(void)
 
 void cv_gil_thread_exit(void)
 {
-    if (!pinned || cv_python_unavailable())
+    if (!pinned || cv_python_enter() < 0)
         return; /* at finalization the interpreter frees thread states itself */
     pinned = 0;
     PyGILState_STATE g = PyGILState_Ensure();
     PyGILState_Release(PyGILState_LOCKED); /* drop the pin, keep the GIL */
     PyGILState_Release(g);                 /* the last one: deletes the thread state */
+    cv_python_leave();
 }
 
 /* How results can skip the Python-level converter once the first result has
@@ -168,7 +175,7 @@ static CvStatus function_call(void *ctx, const CvElement *in, CvElement *out)
 {
     PyFunction *f = ctx;
     CvStatus s = CV_STATUS_OK;
-    if (python_enter() < 0)
+    if (cv_python_enter() < 0)
         return python_gone(f->name);
     PyGILState_STATE g = cv_gil_acquire();
     CvModuleState *st = cv_get_state(f->module);
@@ -207,19 +214,20 @@ done:
     Py_XDECREF(result);
     Py_XDECREF(converted);
     PyGILState_Release(g);
-    python_leave();
+    cv_python_leave();
     return s;
 }
 
 static void function_release(void *ctx)
 {
     PyFunction *f = ctx;
-    if (!cv_python_unavailable()) {
+    if (cv_python_enter() == 0) {
         PyGILState_STATE g = cv_gil_acquire();
         Py_XDECREF(f->fn);
         Py_XDECREF(f->out_convert);
         Py_XDECREF(f->module);
         PyGILState_Release(g);
+        cv_python_leave();
     }
     PyMem_RawFree(f->name);
     PyMem_RawFree(f);
@@ -269,7 +277,7 @@ typedef struct {
 static CvStatus source_open(void *ctx, void **state)
 {
     PySource *src = ctx;
-    if (python_enter() < 0)
+    if (cv_python_enter() < 0)
         return python_gone(src->name);
     PyGILState_STATE g = cv_gil_acquire();
     CvStatus s = CV_STATUS_OK;
@@ -280,14 +288,14 @@ static CvStatus source_open(void *ctx, void **state)
         s = cv_status_from_pyerr(src->name);
     *state = it;
     PyGILState_Release(g);
-    python_leave();
+    cv_python_leave();
     return s;
 }
 
 static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
 {
     PySource *src = ctx;
-    if (python_enter() < 0)
+    if (cv_python_enter() < 0)
         return python_gone(src->name);
     PyGILState_STATE g = cv_gil_acquire();
     CvStatus s = CV_STATUS_OK;
@@ -305,28 +313,30 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
         Py_DECREF(item);
     }
     PyGILState_Release(g);
-    python_leave();
+    cv_python_leave();
     return s;
 }
 
 static void source_close(void *ctx, void *state)
 {
     (void)ctx;
-    if (!state || cv_python_unavailable())
+    if (!state || cv_python_enter() < 0)
         return;
     PyGILState_STATE g = cv_gil_acquire();
     Py_DECREF((PyObject *)state);
     PyGILState_Release(g);
+    cv_python_leave();
 }
 
 static void source_release(void *ctx)
 {
     PySource *src = ctx;
-    if (!cv_python_unavailable()) {
+    if (cv_python_enter() == 0) {
         PyGILState_STATE g = cv_gil_acquire();
         Py_XDECREF(src->factory);
         Py_XDECREF(src->module);
         PyGILState_Release(g);
+        cv_python_leave();
     }
     PyMem_RawFree(src->name);
     PyMem_RawFree(src);
