@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,26 +32,86 @@ const char *cv_dtype_name(CvDtype dtype)
     return (unsigned)dtype < CV_NUM_DTYPES ? dtype_names[dtype] : "invalid";
 }
 
+#define CV_POOL_MIN_BYTES ((size_t)64 << 10)
+#define CV_POOL_SLOTS 16
+#define CV_POOL_MAX_BYTES ((size_t)64 << 20)
+
+/* The pool of idle large buffers. Guarded by pool_mu; taken only for
+ * buffers of at least CV_POOL_MIN_BYTES, never on a per-element hot path of
+ * small tensors. */
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static CvBuffer *pool[CV_POOL_SLOTS];
+static int pool_count;
+static size_t pool_bytes;
+
+static size_t header_size(void)
+{
+    return (sizeof(CvBuffer) + CV_BUFFER_ALIGN - 1) / CV_BUFFER_ALIGN * CV_BUFFER_ALIGN;
+}
+
 /* Header and memory in one allocation; the memory starts on a 64-byte
  * boundary so NumPy and SIMD code see aligned data. */
-static void buffer_release_inline(CvBuffer *b)
+static void buffer_release(CvBuffer *b)
 {
+    if (b->capacity >= CV_POOL_MIN_BYTES) {
+        pthread_mutex_lock(&pool_mu);
+        if (pool_count < CV_POOL_SLOTS && pool_bytes + b->capacity <= CV_POOL_MAX_BYTES) {
+            pool[pool_count++] = b;
+            pool_bytes += b->capacity;
+            b = NULL;
+        }
+        pthread_mutex_unlock(&pool_mu);
+    }
     free(b);
+}
+
+/* The pooled buffer that fits `size` best without wasting more than a
+ * quarter of it, or NULL. */
+static CvBuffer *pool_take(size_t size)
+{
+    CvBuffer *best = NULL;
+    int best_index = -1;
+    pthread_mutex_lock(&pool_mu);
+    for (int i = 0; i < pool_count; i++) {
+        size_t cap = pool[i]->capacity;
+        if (cap >= size && cap - size <= size / 4 && (!best || cap < best->capacity)) {
+            best = pool[i];
+            best_index = i;
+        }
+    }
+    if (best) {
+        pool[best_index] = pool[--pool_count];
+        pool_bytes -= best->capacity;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    return best;
+}
+
+void cv_buffer_pool_after_fork(void)
+{
+    pthread_mutex_init(&pool_mu, NULL);
+    pool_count = 0; /* the parent's buffers stay allocated in the child: a bounded leak */
+    pool_bytes = 0;
 }
 
 CvBuffer *cv_buffer_new(size_t size)
 {
-    size_t header = (sizeof(CvBuffer) + CV_BUFFER_ALIGN - 1) / CV_BUFFER_ALIGN * CV_BUFFER_ALIGN;
-    if (size > SIZE_MAX - header - CV_BUFFER_ALIGN)
-        return NULL;
-    size_t total = (header + size + CV_BUFFER_ALIGN - 1) / CV_BUFFER_ALIGN * CV_BUFFER_ALIGN;
-    CvBuffer *b = aligned_alloc(CV_BUFFER_ALIGN, total);
-    if (!b)
-        return NULL;
+    size_t header = header_size();
+    CvBuffer *b = size >= CV_POOL_MIN_BYTES ? pool_take(size) : NULL;
+    if (!b) {
+        if (size > SIZE_MAX - header - 4096)
+            return NULL;
+        size_t round = size >= CV_POOL_MIN_BYTES ? 4096 : CV_BUFFER_ALIGN;
+        size_t capacity = (size + round - 1) / round * round;
+        b = aligned_alloc(CV_BUFFER_ALIGN, header + capacity);
+        if (!b)
+            return NULL;
+        b->data = (char *)b + header;
+        b->capacity = capacity;
+        b->release = buffer_release;
+    }
     atomic_init(&b->refcount, 1);
-    b->data = (char *)b + header;
     b->size = size;
-    b->release = buffer_release_inline;
     return b;
 }
 

@@ -51,6 +51,7 @@ struct CvBuffer {
     atomic_long refcount;
     char *data;
     size_t size;
+    size_t capacity; /* bytes usable at data (>= size) */
     /* Frees the buffer (and its memory) when the last reference drops; may
      * run on any thread, so it must not need the GIL. */
     void (*release)(CvBuffer *buf);
@@ -73,8 +74,13 @@ size_t cv_dtype_size(CvDtype dtype); /* bytes per value; sizeof(CvStringRef) for
 const char *cv_dtype_name(CvDtype dtype);
 
 /* Buffers. cv_buffer_new allocates header and memory together (64-byte
- * aligned data); returns NULL when out of memory. */
+ * aligned data); returns NULL when out of memory. Large buffers (>= 64 KiB)
+ * are recycled through a small pool (at most 16 buffers, 64 MiB), so that a
+ * pipeline that allocates a batch buffer per step reuses warm memory instead
+ * of mapping and faulting fresh pages each time. */
 CvBuffer *cv_buffer_new(size_t size);
+/* In a fork() child: forget the pool (its lock may be held by a parent thread). */
+void cv_buffer_pool_after_fork(void);
 static inline CvBuffer *cv_buffer_ref(CvBuffer *b)
 {
     atomic_fetch_add_explicit(&b->refcount, 1, memory_order_relaxed);

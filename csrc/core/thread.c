@@ -1,4 +1,5 @@
 #include "core/thread.h"
+#include "core/tensor.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -24,6 +25,7 @@ void cv_set_fork_child_hook(void (*hook)(void))
 static void after_fork_child(void)
 {
     atomic_fetch_add(&fork_generation, 1);
+    cv_buffer_pool_after_fork();
     void (*hook)(void) = atomic_load(&fork_child_hook);
     if (hook)
         hook();
