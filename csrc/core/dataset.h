@@ -109,6 +109,9 @@ void cv_iterator_destroy(CvIterator *it); /* NULL-safe */
  * `in` is borrowed; on OK `out` is a new element owned by the caller. */
 typedef struct CvFunction {
     CvStatus (*call)(void *ctx, const CvElement *in, CvElement *out);
+    /* Optional: call on n elements at once (one GIL acquisition for a Python
+     * function). status[i] receives each result's status. */
+    void (*call_chunk)(void *ctx, const CvElement *in, CvElement *out, CvStatus *status, int n);
     void (*release)(void *ctx); /* drops ctx; may run on any thread */
     void *ctx;
 } CvFunction;

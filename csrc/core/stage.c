@@ -1,6 +1,7 @@
 #include "core/stage.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 static void *stage_worker(void *arg);
 
@@ -17,6 +18,7 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->owner = owner;
     st->name = name;
     st->num_workers = num_workers;
+    st->chunk = st->max_chunk = 1;
     st->deterministic = deterministic;
     st->autotune = capacity < max_capacity;
     st->capacity = capacity;
@@ -37,14 +39,62 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     return CV_STATUS_OK;
 }
 
+void cv_stage_set_chunk(CvStage *st, int max_chunk)
+{
+    st->max_chunk = max_chunk < 1 ? 1 : max_chunk > CV_STAGE_MAX_CHUNK ? CV_STAGE_MAX_CHUNK : max_chunk;
+    st->chunk = 1;
+    if (st->capacity > 2 * st->num_workers)
+        st->capacity = 2 * st->num_workers;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* mu held: fit the chunk (and the window) to the time and bytes the last
+ * chunk took. */
+static void adapt_chunk(CvStage *st, const CvStageUnit *units, int n, int64_t elapsed_ns)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++)
+        for (uint32_t c = 0; c < units[i].out.n; c++)
+            bytes += cv_tensor_nbytes(&units[i].out.t[c]);
+    size_t fit_bytes = CV_STAGE_CHUNK_BYTES / (bytes / (size_t)n + 1);
+    size_t fit_time = (size_t)(CV_STAGE_CHUNK_NS / (elapsed_ns / n + 1));
+    size_t fit = fit_bytes < fit_time ? fit_bytes : fit_time;
+    int chunk = fit < 1 ? 1 : fit > (size_t)st->max_chunk ? st->max_chunk : (int)fit;
+    if (chunk != st->chunk) {
+        st->chunk = chunk;
+        int window = 2 * st->num_workers * chunk;
+        st->capacity = window > st->max_capacity ? st->max_capacity : window;
+        pthread_cond_broadcast(&st->space_cv);
+    }
+}
+
+static void process_units(CvStage *st, CvStageUnit *units, int n)
+{
+    if (st->ops->process_chunk) {
+        st->ops->process_chunk(st->owner, units, n);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (!units[i].status)
+            units[i].status = st->ops->process(st->owner, &units[i].work, units[i].aux, &units[i].out);
+}
+
 /* Worker loop:
- * 1. Under input_mu, wait (on mu) for room in the window, then pull.
- * 2. Process the unit with no lock held.
- * 3. Store the result in its slot and wake the consumer. */
+ * 1. Under input_mu, wait (on mu) for room in the window, then pull up to
+ *    `chunk` units (no more than the room left).
+ * 2. Process them with no lock held.
+ * 3. Store each result in its slot and wake the consumer once. */
 static void *stage_worker(void *arg)
 {
     CvStage *st = arg;
-    for (;;) {
+    CvStageUnit units[CV_STAGE_MAX_CHUNK];
+    for (bool end = false; !end;) {
         pthread_mutex_lock(&st->input_mu);
         pthread_mutex_lock(&st->mu);
         while (!st->cancelled && !st->input_done && st->issued - st->consumed >= (uint64_t)st->capacity)
@@ -54,40 +104,54 @@ static void *stage_worker(void *arg)
             pthread_mutex_unlock(&st->input_mu);
             break;
         }
-        uint64_t seq = st->issued;
+        uint64_t first_seq = st->issued;
+        uint64_t room = (uint64_t)st->capacity - (st->issued - st->consumed);
+        int want = room < (uint64_t)st->chunk ? (int)room : st->chunk;
         pthread_mutex_unlock(&st->mu);
 
-        CvElement work = {0};
-        int64_t aux = 0;
-        bool end = false;
-        CvStatus s = st->ops->pull(st->owner, &work, &aux, &end);
+        int n = 0;
+        while (n < want) {
+            CvStageUnit *u = &units[n];
+            *u = (CvStageUnit){0};
+            bool unit_end = false;
+            u->status = st->ops->pull(st->owner, &u->work, &u->aux, &unit_end);
+            if (!u->status && unit_end) {
+                end = true;
+                break;
+            }
+            n++;
+        }
 
         pthread_mutex_lock(&st->mu);
-        if (!s && end) {
+        st->issued += (uint64_t)n;
+        if (end) {
             st->input_done = true;
             pthread_cond_broadcast(&st->ready_cv);
             pthread_cond_broadcast(&st->space_cv);
-            pthread_mutex_unlock(&st->mu);
-            pthread_mutex_unlock(&st->input_mu);
-            break;
         }
-        st->issued++;
         pthread_mutex_unlock(&st->mu);
         pthread_mutex_unlock(&st->input_mu);
+        if (n == 0)
+            continue;
 
-        CvElement out = {0};
-        if (!s)
-            s = st->ops->process(st->owner, &work, aux, &out);
-        else
-            cv_element_clear(&work);
+        for (int i = 0; i < n; i++)
+            if (units[i].status)
+                cv_element_clear(&units[i].work);
+        int64_t started = st->max_chunk > 1 ? now_ns() : 0;
+        process_units(st, units, n);
+        int64_t elapsed = st->max_chunk > 1 ? now_ns() - started : 0;
 
         pthread_mutex_lock(&st->mu);
-        uint64_t index = st->deterministic ? seq : st->completed;
-        st->completed++;
-        CvStageSlot *slot = &st->slots[index % (uint64_t)st->max_capacity];
-        slot->status = s;
-        cv_element_move(&slot->element, &out);
-        slot->ready = true;
+        if (st->max_chunk > 1)
+            adapt_chunk(st, units, n, elapsed);
+        for (int i = 0; i < n; i++) {
+            uint64_t index = st->deterministic ? first_seq + (uint64_t)i : st->completed;
+            st->completed++;
+            CvStageSlot *slot = &st->slots[index % (uint64_t)st->max_capacity];
+            slot->status = units[i].status;
+            cv_element_move(&slot->element, &units[i].out);
+            slot->ready = true;
+        }
         pthread_cond_signal(&st->ready_cv);
         pthread_mutex_unlock(&st->mu);
     }

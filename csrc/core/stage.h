@@ -3,8 +3,10 @@
  * DESIGN
  * The asynchronous kernels (parallel map, parallel batch, prefetch) share
  * one mechanism. Worker threads repeatedly (1) take the input lock and pull
- * one unit of work from the input, numbering it with a sequence number,
- * (2) process it with no lock held, and (3) store {status, element} in a slot.
+ * up to `chunk` units of work from the input, numbering them with sequence
+ * numbers, (2) process them with no lock held, and (3) store each {status,
+ * element} in its slot. Chunks amortize lock hand-offs and wake-ups (and,
+ * for Python functions, GIL acquisitions) over several elements.
  * The consumer takes slots in sequence order (deterministic) or in completion
  * order (non-deterministic). At most `capacity` units are in flight or
  * buffered, so memory is bounded; an autotuned stage grows its capacity by
@@ -27,6 +29,8 @@
 #include "core/tensor.h"
 #include "core/thread.h"
 
+typedef struct CvStageUnit CvStageUnit;
+
 typedef struct CvStageOps {
     /* Pull one unit of work from the input (input lock held, never
      * concurrent). On OK either *end is set, or *work holds the unit and
@@ -36,7 +40,20 @@ typedef struct CvStageOps {
     /* Turn work into an output element. Concurrent, no lock held. Takes
      * ownership of *work. */
     CvStatus (*process)(void *owner, CvElement *work, int64_t aux, CvElement *out);
+    /* Optional: process n units at once (units whose status is already set
+     * are skipped); otherwise process() is called for each. */
+    void (*process_chunk)(void *owner, CvStageUnit *units, int n);
 } CvStageOps;
+
+#define CV_STAGE_MAX_CHUNK 16
+
+/* One unit of work on its way through a worker. */
+struct CvStageUnit {
+    CvStatus status;  /* a pull error, or the result of processing */
+    CvElement work;   /* owned until processed */
+    int64_t aux;
+    CvElement out;
+};
 
 typedef struct CvStageSlot {
     CvStatus status;
@@ -49,6 +66,8 @@ typedef struct CvStage {
     void *owner;
     const char *name;
     int num_workers;
+    int chunk;     /* units pulled per worker turn, 1..max_chunk; guarded by mu */
+    int max_chunk; /* 1 unless set by cv_stage_set_chunk */
     bool deterministic;
     bool autotune;
     int capacity;     /* current in-flight limit, guarded by mu */
@@ -74,6 +93,16 @@ typedef struct CvStage {
 
 CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const char *name,
                        int num_workers, int capacity, int max_capacity, bool deterministic);
+/* Set before the first next(): let workers pull and process up to
+ * `max_chunk` units per turn. The chunk starts at 1 and adapts after each
+ * turn: as many units as take about CV_STAGE_CHUNK_NS to process and fit in
+ * CV_STAGE_CHUNK_BYTES, at least one. So cheap functions on small elements
+ * are batched, while slow ones (I/O, sleeps) keep one unit per worker and
+ * full parallelism. The window (capacity) follows as 2 x workers x chunk. */
+void cv_stage_set_chunk(CvStage *st, int max_chunk);
+
+#define CV_STAGE_CHUNK_NS 200000
+#define CV_STAGE_CHUNK_BYTES ((size_t)1 << 20)
 CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end);
 /* Wake everything and make it stop; safe from any thread, idempotent. */
 void cv_stage_cancel(CvStage *st);

@@ -212,7 +212,7 @@ static CvStatus batch_process(void *owner, CvElement *work, int64_t aux, CvEleme
     return stack(work, aux, out);
 }
 
-static const CvStageOps batch_stage_ops = {batch_pull, batch_process};
+static const CvStageOps batch_stage_ops = {batch_pull, batch_process, NULL};
 
 static void batch_destroy(CvIterator *base);
 

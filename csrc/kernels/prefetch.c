@@ -48,7 +48,7 @@ static CvStatus prefetch_process(void *owner, CvElement *work, int64_t aux, CvEl
     return CV_STATUS_OK;
 }
 
-static const CvStageOps prefetch_stage_ops = {prefetch_pull, prefetch_process};
+static const CvStageOps prefetch_stage_ops = {prefetch_pull, prefetch_process, NULL};
 
 static void prefetch_destroy(CvIterator *base);
 

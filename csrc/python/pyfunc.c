@@ -171,14 +171,10 @@ static void learn_fast_form(PyFunction *f, PyObject *result)
     f->fast_n = PyTuple_GET_SIZE(result);
 }
 
-static CvStatus function_call(void *ctx, const CvElement *in, CvElement *out)
+/* One call, GIL held. */
+static CvStatus call_locked(PyFunction *f, CvModuleState *st, const CvElement *in, CvElement *out)
 {
-    PyFunction *f = ctx;
     CvStatus s = CV_STATUS_OK;
-    if (cv_python_enter() < 0)
-        return python_gone(f->name);
-    PyGILState_STATE g = cv_gil_acquire();
-    CvModuleState *st = cv_get_state(f->module);
     PyObject *args = NULL, *result = NULL, *converted = NULL;
     args = cv_element_to_tuple(st, in);
     if (!args)
@@ -213,8 +209,30 @@ done:
     Py_XDECREF(args);
     Py_XDECREF(result);
     Py_XDECREF(converted);
+    return s;
+}
+
+static void function_call_chunk(void *ctx, const CvElement *in, CvElement *out, CvStatus *status,
+                                int n)
+{
+    PyFunction *f = ctx;
+    if (cv_python_enter() < 0) {
+        for (int i = 0; i < n; i++)
+            status[i] = python_gone(f->name);
+        return;
+    }
+    PyGILState_STATE g = cv_gil_acquire();
+    CvModuleState *st = cv_get_state(f->module);
+    for (int i = 0; i < n; i++)
+        status[i] = call_locked(f, st, &in[i], &out[i]);
     PyGILState_Release(g);
     cv_python_leave();
+}
+
+static CvStatus function_call(void *ctx, const CvElement *in, CvElement *out)
+{
+    CvStatus s;
+    function_call_chunk(ctx, in, out, &s, 1);
     return s;
 }
 
@@ -262,7 +280,7 @@ CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_c
     f->module = Py_NewRef(module);
     f->fn = Py_NewRef(fn);
     f->out_convert = Py_NewRef(out_convert);
-    *out = (CvFunction){function_call, function_release, f};
+    *out = (CvFunction){function_call, function_call_chunk, function_release, f};
     return CV_STATUS_OK;
 }
 
