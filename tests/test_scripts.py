@@ -1,0 +1,24 @@
+"""The demo and the benchmark runner run end to end (small sizes, conveyor only)."""
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def run(args, timeout=180):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_demo_runs_and_matches_the_naive_loop():
+    result = run(["demo.py", "--no-tf", "--samples", "3000", "--epochs", "1", "--step-ms", "1"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "equal to the naive loop's: yes" in result.stdout
+
+
+def test_benchmark_runner_quick():
+    result = run(["benchmarks/run.py", "--quick", "--no-tf", "--rounds", "1"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "conveyor output checks: all ok" in result.stdout
