@@ -463,10 +463,8 @@ class _UnaryDataset(Dataset):
 
     def __init__(self, input_dataset, op, count):
         super().__init__([input_dataset])
-        self._op = op
+        self._op = op  # the name of the engine constructor: take, skip, repeat, prefetch
         self._count = count
-        if op != "take" and op != "skip" and op != "repeat" and op != "prefetch":
-            raise ValueError(op)  # pragma: no cover
 
     def _build(self, ctx, engine_inputs):
         return getattr(_engine, self._op)(engine_inputs[0], self._count)
@@ -600,6 +598,7 @@ class _MapDataset(Dataset):
         return self._function.spec
 
     def __repr__(self):
-        mode = "python" if True else "traced"
-        return (f"<MapDataset mode={mode} num_parallel_calls={self._parallelism or None} "
+        # mode: how the function runs; "python" (per element, under the GIL) is the only
+        # mode until traced element programs land.
+        return (f"<MapDataset mode=python num_parallel_calls={self._parallelism or None} "
                 f"element_spec={self._known_spec()!r}>")
