@@ -136,3 +136,13 @@ def test_end_is_sticky():
 def test_numpy_integer_counts():
     import numpy as np
     assert list(Dataset.range(5).take(np.int64(2)).skip(np.int32(1)).repeat(np.int16(2))) == [1, 1]
+
+
+def test_iterator_get_next_raises_out_of_range_at_the_end():
+    it = iter(Dataset.range(2))
+    assert it.get_next() == 0
+    assert next(it) == 1
+    with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
+        it.get_next()
+    with pytest.raises(StopIteration):
+        next(it)

@@ -327,7 +327,20 @@ static void iterator_dealloc(PyObject *op)
     Py_DECREF(tp);
 }
 
+/* tf.data's Iterator.get_next(): the next element, or OutOfRangeError at the end. */
+static PyObject *iterator_get_next(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    PyObject *element = iterator_next(op);
+    if (element || PyErr_Occurred())
+        return element;
+    IteratorObject *self = (IteratorObject *)op;
+    return cv_raise_status(cv_get_state(self->module), cv_error(CV_OUT_OF_RANGE, "End of sequence"));
+}
+
 static PyMethodDef iterator_methods[] = {
+    {"get_next", iterator_get_next, METH_NOARGS,
+     "The next element; raises conveyor.errors.OutOfRangeError at the end (as tf.data's)."},
     {"close", iterator_close, METH_NOARGS,
      "Stop the iterator now: cancel its work, join its threads and free its buffers."},
     {NULL, NULL, 0, NULL},
