@@ -5,11 +5,14 @@ import sys
 
 from conftest import ROOT
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where the scripts live
+
 
 def run(args, timeout=180):
+    # ROOT provides the conveyor under test (a sanitizer build lives elsewhere).
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run([sys.executable, os.path.join(REPO, args[0]), *args[1:]], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def test_demo_runs_and_matches_the_naive_loop():
