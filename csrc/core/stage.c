@@ -251,3 +251,19 @@ void cv_stage_destroy(CvStage *st)
     pthread_cond_destroy(&st->ready_cv);
     pthread_cond_destroy(&st->space_cv);
 }
+
+void cv_staged_iterator_cancel(CvIterator *it)
+{
+    CvStagedIterator *staged = (CvStagedIterator *)it;
+    cv_stage_cancel(&staged->stage);
+    cv_iterator_cancel(staged->input);
+}
+
+void cv_staged_iterator_destroy(CvIterator *it)
+{
+    CvStagedIterator *staged = (CvStagedIterator *)it;
+    cv_staged_iterator_cancel(it);
+    cv_stage_destroy(&staged->stage);
+    cv_iterator_destroy(staged->input);
+    cv_iterator_free(it);
+}

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/dataset.h"
 #include "core/tensor.h"
 #include "core/thread.h"
 
@@ -109,5 +110,17 @@ void cv_stage_cancel(CvStage *st);
 /* Cancel, join the workers, free buffered elements. Call only after the
  * input has been cancelled too (a worker may be blocked inside pull). */
 void cv_stage_destroy(CvStage *st);
+
+/* Iterators of kernels that run a stage over one input start with this. */
+typedef struct CvStagedIterator {
+    CvIterator base;
+    CvIterator *input; /* owned */
+    CvStage stage;     /* initialized only when the kernel runs in parallel */
+} CvStagedIterator;
+
+/* Kernel vtable slots for such iterators: cancel the stage and the input;
+ * destroy = cancel, join the workers, destroy the input, free. */
+void cv_staged_iterator_cancel(CvIterator *it);
+void cv_staged_iterator_destroy(CvIterator *it);
 
 #endif

@@ -22,15 +22,13 @@ typedef struct {
 } BatchParams;
 
 typedef struct {
-    CvIterator base;
-    CvIterator *input;
+    CvStagedIterator staged; /* the stage runs only with num_parallel_calls */
     bool input_done;
     /* Rows gathered so far when next() was interrupted (Ctrl-C): kept, so
      * the interrupted batch resumes instead of losing them. */
     CvElement partial;
     int64_t partial_rows;
     uint32_t ncomp;
-    CvStage stage;
 } BatchIterator;
 
 static void batch_free(CvDataset *ds)
@@ -75,7 +73,7 @@ static CvStatus bundle_append(CvElement *bundle, size_t *capacity, CvElement *ro
  * component c is bundle.t[r * ncomp + c]. *rows gets the row count. */
 static CvStatus gather(BatchIterator *it, CvElement *bundle, int64_t *rows, bool *end)
 {
-    const BatchParams *p = it->base.dataset->params;
+    const BatchParams *p = it->staged.base.dataset->params;
     CvStatus s = CV_STATUS_OK;
     CvElement row = {0};
     size_t capacity = it->partial.n; /* the bundle's array is exactly full when resumed */
@@ -89,7 +87,7 @@ static CvStatus gather(BatchIterator *it, CvElement *bundle, int64_t *rows, bool
     }
     for (; r < p->batch_size && !it->input_done; r++) {
         bool row_end = false;
-        s = cv_iterator_next(it->input, &row, &row_end);
+        s = cv_iterator_next(it->staged.input, &row, &row_end);
         if (s && s->code == CV_INTERRUPTED) {
             cv_element_move(&it->partial, bundle);
             it->partial_rows = r;
@@ -222,15 +220,15 @@ static CvStatus batch_make_iterator(const CvDataset *ds, CvIterator **out)
     BatchIterator *it = cv_iterator_alloc(ds, sizeof(*it));
     if (!it)
         return cv_error_nomem();
-    CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
+    CvStatus s = cv_iterator_make(ds->inputs[0], &it->staged.input);
     if (!s && p->num_workers > 0)
-        s = cv_stage_init(&it->stage, &batch_stage_ops, it, "ParallelBatch", p->num_workers,
+        s = cv_stage_init(&it->staged.stage, &batch_stage_ops, it, "ParallelBatch", p->num_workers,
                           2 * p->num_workers, 2 * p->num_workers, p->deterministic);
     if (s) {
-        batch_destroy(&it->base);
+        batch_destroy(&it->staged.base);
         return s;
     }
-    *out = &it->base;
+    *out = &it->staged.base;
     return CV_STATUS_OK;
 }
 
@@ -238,7 +236,7 @@ static CvStatus batch_next(CvIterator *base, CvElement *out, bool *end)
 {
     BatchIterator *it = (BatchIterator *)base;
     if (((const BatchParams *)base->dataset->params)->num_workers > 0)
-        return cv_stage_next(&it->stage, out, end);
+        return cv_stage_next(&it->staged.stage, out, end);
     CvElement bundle = {0};
     int64_t rows = 0;
     CvStatus s = gather(it, &bundle, &rows, end);
@@ -247,21 +245,10 @@ static CvStatus batch_next(CvIterator *base, CvElement *out, bool *end)
     return stack(&bundle, rows, out);
 }
 
-static void batch_cancel(CvIterator *base)
-{
-    BatchIterator *it = (BatchIterator *)base;
-    cv_stage_cancel(&it->stage);
-    cv_iterator_cancel(it->input);
-}
-
 static void batch_destroy(CvIterator *base)
 {
-    BatchIterator *it = (BatchIterator *)base;
-    batch_cancel(base);
-    cv_element_clear(&it->partial);
-    cv_stage_destroy(&it->stage);
-    cv_iterator_destroy(it->input);
-    cv_iterator_free(base);
+    cv_element_clear(&((BatchIterator *)base)->partial);
+    cv_staged_iterator_destroy(base);
 }
 
 const CvKernel cv_kernel_batch = {
@@ -270,7 +257,7 @@ const CvKernel cv_kernel_batch = {
     .cardinality = batch_cardinality,
     .free_dataset = batch_free,
     .next = batch_next,
-    .cancel = batch_cancel,
+    .cancel = cv_staged_iterator_cancel,
     .destroy = batch_destroy,
 };
 

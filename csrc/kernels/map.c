@@ -17,11 +17,7 @@ typedef struct {
     bool deterministic;
 } MapParams;
 
-typedef struct {
-    CvIterator base;
-    CvIterator *input;
-    CvStage stage; /* parallel only */
-} MapIterator;
+typedef CvStagedIterator MapIterator; /* the stage runs only when parallel */
 
 static void map_free(CvDataset *ds)
 {
@@ -90,7 +86,6 @@ static const CvStageOps map_chunk_stage_ops = {map_pull, map_process, map_proces
  * stage shrinks the chunk for large ones (CV_STAGE_CHUNK_BYTES). */
 #define CV_MAP_CHUNK 16
 
-static void map_destroy(CvIterator *base);
 
 static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
 {
@@ -108,7 +103,7 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
             cv_stage_set_chunk(&it->stage, chunk);
     }
     if (s) {
-        map_destroy(&it->base);
+        cv_staged_iterator_destroy(&it->base);
         return s;
     }
     *out = &it->base;
@@ -128,32 +123,14 @@ static CvStatus map_next(CvIterator *base, CvElement *out, bool *end)
     return call_fn(p, &in, out);
 }
 
-static void map_cancel(CvIterator *base)
-{
-    MapIterator *it = (MapIterator *)base;
-    if (((const MapParams *)base->dataset->params)->num_workers > 0)
-        cv_stage_cancel(&it->stage);
-    cv_iterator_cancel(it->input);
-}
-
-static void map_destroy(CvIterator *base)
-{
-    MapIterator *it = (MapIterator *)base;
-    if (it->input)
-        map_cancel(base);
-    cv_stage_destroy(&it->stage);
-    cv_iterator_destroy(it->input);
-    cv_iterator_free(base);
-}
-
 const CvKernel cv_kernel_map = {
     .name = "Map",
     .make_iterator = map_make_iterator,
     .cardinality = map_cardinality,
     .free_dataset = map_free,
     .next = map_next,
-    .cancel = map_cancel,
-    .destroy = map_destroy,
+    .cancel = cv_staged_iterator_cancel,
+    .destroy = cv_staged_iterator_destroy,
 };
 
 CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_calls,

@@ -18,11 +18,7 @@ typedef struct {
     int64_t buffer_size;
 } PrefetchParams;
 
-typedef struct {
-    CvIterator base;
-    CvIterator *input;
-    CvStage stage;
-} PrefetchIterator;
+typedef CvStagedIterator PrefetchIterator; /* no stage for buffer_size 0 */
 
 static void prefetch_free(CvDataset *ds)
 {
@@ -50,7 +46,6 @@ static CvStatus prefetch_process(void *owner, CvElement *work, int64_t aux, CvEl
 
 static const CvStageOps prefetch_stage_ops = {prefetch_pull, prefetch_process, NULL};
 
-static void prefetch_destroy(CvIterator *base);
 
 static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
 {
@@ -66,7 +61,7 @@ static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
         s = cv_stage_init(&it->stage, &prefetch_stage_ops, it, "Prefetch", 1, initial, max, true);
     }
     if (s) {
-        prefetch_destroy(&it->base);
+        cv_staged_iterator_destroy(&it->base);
         return s;
     }
     *out = &it->base;
@@ -81,30 +76,14 @@ static CvStatus prefetch_next(CvIterator *base, CvElement *out, bool *end)
     return cv_stage_next(&it->stage, out, end);
 }
 
-static void prefetch_cancel(CvIterator *base)
-{
-    PrefetchIterator *it = (PrefetchIterator *)base;
-    cv_stage_cancel(&it->stage);
-    cv_iterator_cancel(it->input);
-}
-
-static void prefetch_destroy(CvIterator *base)
-{
-    PrefetchIterator *it = (PrefetchIterator *)base;
-    prefetch_cancel(base);
-    cv_stage_destroy(&it->stage);
-    cv_iterator_destroy(it->input);
-    cv_iterator_free(base);
-}
-
 const CvKernel cv_kernel_prefetch = {
     .name = "Prefetch",
     .make_iterator = prefetch_make_iterator,
     .cardinality = prefetch_cardinality,
     .free_dataset = prefetch_free,
     .next = prefetch_next,
-    .cancel = prefetch_cancel,
-    .destroy = prefetch_destroy,
+    .cancel = cv_staged_iterator_cancel,
+    .destroy = cv_staged_iterator_destroy,
 };
 
 CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **out)
