@@ -30,6 +30,17 @@ typedef struct CvModuleState {
 
 CvModuleState *cv_get_state(PyObject *module);
 
+/* module.c */
+/* Wrap a new dataset (or raise the status); steals the reference to ds. */
+PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds);
+/* The engine dataset inside a conveyor._engine.Dataset (borrowed), or NULL
+ * with TypeError set. */
+CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj);
+
+/* Module functions defined in other binding files (NULL-terminated). */
+extern PyMethodDef cv_io_functions[];      /* io.c: record files */
+extern PyMethodDef cv_example_functions[]; /* example.c: tf.train.Example */
+
 /* errors.c */
 /* Raise the Python exception for a non-OK status and free it; returns NULL. */
 PyObject *cv_raise_status(CvModuleState *st, CvStatus s);

@@ -30,7 +30,7 @@ typedef struct {
     CvDataset *ds; /* owned reference */
 } DatasetObject;
 
-static PyObject *wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds)
+PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds)
 {
     CvModuleState *st = cv_get_state(module);
     if (s)
@@ -367,7 +367,7 @@ static PyType_Spec iterator_spec = {
 
 /* ------------------------------------------------------- module functions */
 
-static CvDataset *dataset_arg(PyObject *module, PyObject *obj)
+CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
 {
     CvModuleState *st = cv_get_state(module);
     if (!PyObject_TypeCheck(obj, st->dataset_type)) {
@@ -385,7 +385,7 @@ static PyObject *engine_tensor_slices(PyObject *module, PyObject *components)
         return cv_raise_status(cv_get_state(module), s);
     CvDataset *ds = NULL;
     s = cv_tensor_slices_dataset(&e, &ds);
-    return wrap_dataset(module, s, ds);
+    return cv_wrap_dataset(module, s, ds);
 }
 
 static PyObject *engine_tensors(PyObject *module, PyObject *components)
@@ -396,7 +396,7 @@ static PyObject *engine_tensors(PyObject *module, PyObject *components)
         return cv_raise_status(cv_get_state(module), s);
     CvDataset *ds = NULL;
     s = cv_tensors_dataset(&e, &ds);
-    return wrap_dataset(module, s, ds);
+    return cv_wrap_dataset(module, s, ds);
 }
 
 static PyObject *engine_range(PyObject *module, PyObject *args)
@@ -407,7 +407,7 @@ static PyObject *engine_range(PyObject *module, PyObject *args)
         return NULL;
     CvDataset *ds = NULL;
     CvStatus s = cv_range_dataset(start, stop, step, (CvDtype)dtype, &ds);
-    return wrap_dataset(module, s, ds);
+    return cv_wrap_dataset(module, s, ds);
 }
 
 static PyObject *engine_generator(PyObject *module, PyObject *args)
@@ -420,7 +420,7 @@ static PyObject *engine_generator(PyObject *module, PyObject *args)
     CvStatus s = cv_source_from_python(module, factory, name, &src);
     if (!s)
         s = cv_generator_dataset(src, &ds);
-    return wrap_dataset(module, s, ds);
+    return cv_wrap_dataset(module, s, ds);
 }
 
 static PyObject *engine_map(PyObject *module, PyObject *args)
@@ -431,7 +431,7 @@ static PyObject *engine_map(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOLpU:map", &input, &fn, &out_convert, &parallel,
                           &deterministic, &name))
         return NULL;
-    CvDataset *in = dataset_arg(module, input);
+    CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
         return NULL;
     CvFunction f;
@@ -439,7 +439,7 @@ static PyObject *engine_map(PyObject *module, PyObject *args)
     CvStatus s = cv_function_from_python(module, fn, out_convert, name, &f);
     if (!s)
         s = cv_map_dataset(in, f, parallel, deterministic, &ds);
-    return wrap_dataset(module, s, ds);
+    return cv_wrap_dataset(module, s, ds);
 }
 
 static PyObject *engine_batch(PyObject *module, PyObject *args)
@@ -450,12 +450,12 @@ static PyObject *engine_batch(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OLpLp:batch", &input, &batch_size, &drop_remainder, &parallel,
                           &deterministic))
         return NULL;
-    CvDataset *in = dataset_arg(module, input);
+    CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
         return NULL;
     CvDataset *ds = NULL;
     CvStatus s = cv_batch_dataset(in, batch_size, drop_remainder, parallel, deterministic, &ds);
-    return wrap_dataset(module, s, ds);
+    return cv_wrap_dataset(module, s, ds);
 }
 
 typedef CvStatus (*CountedKernel)(CvDataset *, int64_t, CvDataset **);
@@ -466,12 +466,12 @@ static PyObject *counted(PyObject *module, PyObject *args, CountedKernel make, c
     long long count;
     if (!PyArg_ParseTuple(args, fmt, &input, &count))
         return NULL;
-    CvDataset *in = dataset_arg(module, input);
+    CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
         return NULL;
     CvDataset *ds = NULL;
     CvStatus s = make(in, count, &ds);
-    return wrap_dataset(module, s, ds);
+    return cv_wrap_dataset(module, s, ds);
 }
 
 static PyObject *engine_prefetch(PyObject *module, PyObject *args)
@@ -607,6 +607,9 @@ static int engine_exec(PyObject *module)
     if (!st->iterator_type || PyModule_AddType(module, st->iterator_type) < 0)
         return -1;
     if (cv_convert_init(module, st) < 0)
+        return -1;
+    if (PyModule_AddFunctions(module, cv_io_functions) < 0 ||
+        PyModule_AddFunctions(module, cv_example_functions) < 0)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */
     cv_set_thread_exit_hook(cv_gil_thread_exit);

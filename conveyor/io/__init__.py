@@ -1,0 +1,1 @@
+"""``conveyor.io``: the ``tf.io`` namespace (record files, tf.train.Example)."""
