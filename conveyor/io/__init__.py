@@ -1,1 +1,4 @@
 """``conveyor.io``: the ``tf.io`` namespace (record files, tf.train.Example)."""
+from conveyor.io import gfile
+from conveyor.io.example import *  # noqa: F401,F403
+from conveyor.io.tfrecord import *  # noqa: F401,F403

@@ -1,0 +1,2 @@
+"""Datasets that read files: TFRecordDataset, TextLineDataset, FixedLengthRecordDataset."""
+__all__ = []

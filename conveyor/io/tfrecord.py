@@ -1,0 +1,2 @@
+"""TFRecord files: ``TFRecordWriter`` and ``TFRecordOptions``."""
+__all__ = []
