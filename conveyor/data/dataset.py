@@ -248,6 +248,49 @@ class Dataset:
                           "`num_parallel_calls` argument is specified.", stacklevel=2)
         return _MapDataset(self, map_func, parallelism, deterministic)
 
+    def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None,
+                   deterministic=None, name=None):
+        """Map each element to a dataset with `map_func` and interleave their elements.
+
+        `block_length` consecutive elements (default 1) are taken from each of
+        `cycle_length` open datasets in turn; a dataset that ends is replaced by
+        the next input element's when the cycle comes back to its place. The
+        order is tf.data's exactly. `cycle_length` defaults to ``AUTOTUNE``,
+        which (as in tf.data) depends on the number of CPUs: pass it explicitly
+        for an order that is the same on every machine.
+
+        `map_func` (Python, called under the GIL) only builds each inner
+        dataset. With `num_parallel_calls` (an int or ``AUTOTUNE``) the inner
+        datasets are read ahead on engine worker threads, and up to
+        ``min(2 * cycle_length, 8)`` future inner datasets are opened ahead of
+        need; open inner iterators stay bounded by ``cycle_length`` plus that.
+        `deterministic=False` returns whichever inner element is ready first
+        (each inner dataset still keeps its own order).
+        """
+        if not callable(map_func):
+            raise TypeError(f"`map_func` must be callable, got {map_func!r}.")
+        cycle_length = AUTOTUNE if cycle_length is None else _check_count(cycle_length, "cycle_length")
+        block_length = 1 if block_length is None else _check_count(block_length, "block_length")
+        if cycle_length != AUTOTUNE and cycle_length <= 0:
+            raise _errors.InvalidArgumentError("cycle_length must be greater than zero.")
+        if block_length <= 0:
+            raise _errors.InvalidArgumentError("block_length must be greater than zero.")
+        parallelism = _check_parallelism(num_parallel_calls)
+        if cycle_length != AUTOTUNE and parallelism not in (0, AUTOTUNE) and parallelism > cycle_length:
+            raise _errors.InvalidArgumentError(
+                "If `cycle_length` is set to a fixed value, `num_parallel_calls` must be either "
+                "`AUTOTUNE` or a value less than or equal to `cycle_length`. However, "
+                f"`num_parallel_calls` is {parallelism} and `cycle_length` is {cycle_length}.")
+        if deterministic is not None and not parallelism:
+            warnings.warn("The `deterministic` argument has no effect unless the "
+                          "`num_parallel_calls` argument is specified.", stacklevel=2)
+        return _InterleaveDataset(self, map_func, cycle_length, block_length, parallelism,
+                                  deterministic)
+
+    def flat_map(self, map_func, name=None):
+        """Map each element to a dataset and concatenate them (``interleave`` with cycle_length 1)."""
+        return self.interleave(map_func, cycle_length=1, block_length=1)
+
     def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None,
               name=None):
         """Stack `batch_size` consecutive elements into one, along a new first dimension.
@@ -284,6 +327,15 @@ class Dataset:
     def repeat(self, count=None, name=None):
         """Repeat the dataset `count` times (None or -1: forever); each pass re-runs the input."""
         return _UnaryDataset(self, "repeat", _check_count(count, "count", allow_none=True))
+
+    def ignore_errors(self, log_warning=False, name=None):
+        """Drop the elements whose production raised an error, and go on.
+
+        As in tf.data, this drops a failed map call's element, a corrupt
+        record (and, for record files, the rest of that file), ... With
+        `log_warning`, each dropped error is printed to stderr.
+        """
+        return _IgnoreErrorsDataset(self, bool(log_warning))
 
     def apply(self, transformation_func):
         """``transformation_func(self)``, which must return a Dataset."""
@@ -476,6 +528,15 @@ class _UnaryDataset(Dataset):
         return self._inputs[0]._known_spec()
 
 
+class _IgnoreErrorsDataset(_UnaryDataset):
+    def __init__(self, input_dataset, log_warning):
+        Dataset.__init__(self, [input_dataset])
+        self._log_warning = log_warning
+
+    def _build(self, ctx, engine_inputs):
+        return _engine.ignore_errors(engine_inputs[0], self._log_warning)
+
+
 class _OptionsDataset(_UnaryDataset):
     def __init__(self, input_dataset, options):
         Dataset.__init__(self, [input_dataset])
@@ -602,3 +663,96 @@ class _MapDataset(Dataset):
         # mode until traced element programs land.
         return (f"<MapDataset mode=python num_parallel_calls={self._parallelism or None} "
                 f"element_spec={self._known_spec()!r}>")
+
+
+def _calling_convention(map_func, input_dataset):
+    """A callable taking the flat components of an element and calling `map_func`
+    as tf.data does: a tuple element is unpacked into positional arguments; a
+    dict, namedtuple or single tensor is passed as one argument."""
+    spec = input_dataset._known_spec()
+    if spec is not None and _structure_kind(spec)[0] in (0, 1):
+        return map_func  # components are the positional arguments already
+
+    def call(*flat):
+        element = nest.pack_sequence_as(input_dataset.element_spec, flat)
+        return map_func(*element) if type(element) is tuple else map_func(element)
+    return call
+
+
+class _InterleaveDataset(Dataset):
+    def __init__(self, input_dataset, map_func, cycle_length, block_length, parallelism,
+                 deterministic):
+        super().__init__([input_dataset])
+        self._map_func = map_func
+        self._cycle_length = cycle_length
+        self._block_length = block_length
+        self._parallelism = parallelism
+        self._deterministic = deterministic
+        self._first_inner = None  # the first inner Dataset map_func returned: the element spec
+
+    def _inner_dataset(self, result):
+        if not isinstance(result, Dataset):
+            raise TypeError("`map_func` must return a `Dataset` object, got "
+                            f"{type(result).__name__}.")
+        if self._first_inner is None:
+            self._first_inner = result
+        else:
+            first, spec = self._first_inner._known_spec(), result._known_spec()
+            if first is not None and spec is not None:
+                try:
+                    nest.assert_same_structure(first, spec)
+                    same = all(a.dtype == b.dtype for a, b in
+                               zip(nest.flatten(first), nest.flatten(spec)))
+                except (ValueError, TypeError):
+                    same = False
+                if not same:
+                    raise _errors.InvalidArgumentError(
+                        f"`map_func` returned datasets of different element types: {first} "
+                        f"and then {spec}.")
+        return result
+
+    def _resolved(self, ctx):
+        """(cycle_length, workers) for this machine, with tf.data's AUTOTUNE rules."""
+        cpus = _engine.cpu_count()
+        cycle, parallelism = self._cycle_length, self._parallelism
+        if not parallelism:
+            return (cpus if cycle == AUTOTUNE else cycle), 0
+        if cycle == AUTOTUNE:
+            cycle = -(-cpus // 3) if parallelism == AUTOTUNE else min(parallelism, cpus)
+        if parallelism == AUTOTUNE:
+            workers = cycle + min(2 * cycle, 8)  # the current and the future inner datasets
+        else:
+            workers = parallelism
+        if ctx.max_threads:
+            workers = min(workers, ctx.max_threads)
+        return cycle, min(workers, 64)
+
+    def _build(self, ctx, engine_inputs):
+        call = _calling_convention(self._map_func, self._inputs[0])
+
+        def make_inner(*components):
+            return self._inner_dataset(call(*components))._engine(ctx)
+
+        cycle, workers = self._resolved(ctx)
+        deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
+        return _engine.interleave(engine_inputs[0], make_inner, cycle, self._block_length, workers,
+                                  deterministic, "Dataset.interleave")
+
+    def cardinality(self):
+        return _Cardinality(UNKNOWN_CARDINALITY)
+
+    def _known_spec(self):
+        return None if self._first_inner is None else self._first_inner._known_spec()
+
+    def _derive_spec(self):
+        if self._first_inner is None:
+            # map_func is Python: its datasets are known once it has run. Run it on the
+            # first input element (as tracing would run it once).
+            probe = _engine.take(self._inputs[0]._engine(self._context()), 1)
+            for components in probe.make_iterator(lambda: (1, None)):
+                self._inner_dataset(_calling_convention(self._map_func, self._inputs[0])(*components))
+            if self._first_inner is None:
+                raise ValueError("Cannot infer the element_spec of this Dataset.interleave: its "
+                                 "input produced no element, and the datasets of a Python "
+                                 "`map_func` are known only once it has run.")
+        return self._first_inner.element_spec

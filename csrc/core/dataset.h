@@ -116,6 +116,15 @@ typedef struct CvFunction {
     void *ctx;
 } CvFunction;
 
+/* A function from an element to a dataset (interleave's map_func). `in` is
+ * borrowed; on OK *out is a new dataset reference owned by the caller. May
+ * run on any thread. */
+typedef struct CvDatasetFunction {
+    CvStatus (*call)(void *ctx, const CvElement *in, CvDataset **out);
+    void (*release)(void *ctx);
+    void *ctx;
+} CvDatasetFunction;
+
 /* A source of elements implemented outside the engine (from_generator).
  * open() makes per-iterator state; next()/close() take it. Calls for one
  * state never overlap; they may come from any thread. */

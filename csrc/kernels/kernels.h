@@ -20,6 +20,12 @@ CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remain
                           int64_t num_parallel_calls, bool deterministic, CvDataset **out);
 /* buffer_size: CV_AUTOTUNE, 0 (no prefetching) or > 0. */
 CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **out);
+/* interleave: cycle_length >= 1, block_length >= 1; num_parallel_calls 0
+ * (sequential), > 0 or CV_AUTOTUNE. */
+CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t cycle_length,
+                               int64_t block_length, int64_t num_parallel_calls, bool deterministic,
+                               CvDataset **out);
+CvStatus cv_ignore_errors_dataset(CvDataset *input, bool log_warning, CvDataset **out);
 CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out);

@@ -77,6 +77,8 @@ void cv_python_after_fork_child(void);
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
                                  PyObject *name, CvFunction *out);
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out);
+CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObject *name,
+                                         CvDatasetFunction *out);
 /* PyGILState_Ensure for any thread; engine threads keep their thread state
  * until they exit. Pair with PyGILState_Release. */
 PyGILState_STATE cv_gil_acquire(void);

@@ -458,6 +458,39 @@ static PyObject *engine_batch(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
+static PyObject *engine_interleave(PyObject *module, PyObject *args)
+{
+    PyObject *input, *fn, *name;
+    long long cycle_length, block_length, parallel;
+    int deterministic;
+    if (!PyArg_ParseTuple(args, "OOLLLpU:interleave", &input, &fn, &cycle_length, &block_length,
+                          &parallel, &deterministic, &name))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    if (!in)
+        return NULL;
+    CvDatasetFunction f;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_dataset_function_from_python(module, fn, name, &f);
+    if (!s)
+        s = cv_interleave_dataset(in, f, cycle_length, block_length, parallel, deterministic, &ds);
+    return cv_wrap_dataset(module, s, ds);
+}
+
+static PyObject *engine_ignore_errors(PyObject *module, PyObject *args)
+{
+    PyObject *input;
+    int log_warning;
+    if (!PyArg_ParseTuple(args, "Op:ignore_errors", &input, &log_warning))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    if (!in)
+        return NULL;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_ignore_errors_dataset(in, log_warning, &ds);
+    return cv_wrap_dataset(module, s, ds);
+}
+
 typedef CvStatus (*CountedKernel)(CvDataset *, int64_t, CvDataset **);
 
 static PyObject *counted(PyObject *module, PyObject *args, CountedKernel make, const char *fmt)
@@ -581,6 +614,10 @@ static PyMethodDef engine_functions[] = {
      "map(input, fn, out_convert, num_parallel_calls, deterministic, name) -> Dataset"},
     {"batch", engine_batch, METH_VARARGS,
      "batch(input, batch_size, drop_remainder, num_parallel_calls, deterministic) -> Dataset"},
+    {"interleave", engine_interleave, METH_VARARGS,
+     "interleave(input, fn, cycle_length, block_length, num_parallel_calls, deterministic, name) "
+     "-> Dataset; fn(*components) returns an engine Dataset"},
+    {"ignore_errors", engine_ignore_errors, METH_VARARGS, "ignore_errors(input, log_warning) -> Dataset"},
     {"prefetch", engine_prefetch, METH_VARARGS, "prefetch(input, buffer_size) -> Dataset"},
     {"take", engine_take, METH_VARARGS, "take(input, count) -> Dataset"},
     {"skip", engine_skip, METH_VARARGS, "skip(input, count) -> Dataset"},

@@ -284,6 +284,67 @@ CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_c
     return CV_STATUS_OK;
 }
 
+/* Dataset functions (interleave's map_func): fn(*components) returns an
+ * engine Dataset (the Python layer unwraps the user's conveyor Dataset). */
+typedef struct {
+    PyObject *module;
+    PyObject *fn;
+    char *name;
+} PyDatasetFunction;
+
+static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset **out)
+{
+    PyDatasetFunction *f = ctx;
+    CvStatus s = CV_STATUS_OK;
+    if (cv_python_enter() < 0)
+        return python_gone(f->name);
+    PyGILState_STATE g = cv_gil_acquire();
+    PyObject *args = cv_element_to_tuple(cv_get_state(f->module), in);
+    PyObject *result = args ? PyObject_Call(f->fn, args, NULL) : NULL;
+    CvDataset *ds = result ? cv_dataset_arg(f->module, result) : NULL;
+    if (ds)
+        *out = cv_dataset_ref(ds);
+    else
+        s = cv_status_from_pyerr(f->name);
+    Py_XDECREF(args);
+    Py_XDECREF(result);
+    PyGILState_Release(g);
+    cv_python_leave();
+    return s;
+}
+
+static void dataset_function_release(void *ctx)
+{
+    PyDatasetFunction *f = ctx;
+    if (cv_python_enter() == 0) {
+        PyGILState_STATE g = cv_gil_acquire();
+        Py_XDECREF(f->fn);
+        Py_XDECREF(f->module);
+        PyGILState_Release(g);
+        cv_python_leave();
+    }
+    PyMem_RawFree(f->name);
+    PyMem_RawFree(f);
+}
+
+CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObject *name,
+                                         CvDatasetFunction *out)
+{
+    PyDatasetFunction *f = PyMem_RawCalloc(1, sizeof(*f));
+    if (!f)
+        return cv_error_nomem();
+    f->name = copy_name(name);
+    if (!f->name) {
+        PyErr_Clear();
+        PyMem_RawFree(f);
+        return cv_error(CV_INVALID_ARGUMENT, "stage name must be a str");
+    }
+    f->module = Py_NewRef(module);
+    f->fn = Py_NewRef(fn);
+    *out = (CvDatasetFunction){dataset_function_call, dataset_function_release, f};
+    return CV_STATUS_OK;
+}
+
 /* Sources: factory() returns a Python iterator whose items are lists of
  * arrays already checked against the element signature. */
 typedef struct {

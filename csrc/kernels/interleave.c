@@ -1,0 +1,584 @@
+/* interleave(map_func, cycle_length, block_length, num_parallel_calls,
+ *            deterministic)
+ *
+ * DESIGN
+ * map_func turns each input element into an inner dataset; the output takes
+ * block_length elements from each of cycle_length open inner iterators in
+ * turn. The order is tf.data's exactly (tfdata-semantics.md 3.2): a slot whose
+ * inner iterator ends is emptied, the cycle moves on, and the slot is refilled
+ * from the input only when the cycle comes back to it.
+ *
+ * Sequential (num_parallel_calls == 0): the consumer runs that algorithm
+ * directly.
+ *
+ * Parallel: the consumer runs the same algorithm, over Slots whose inner
+ * iterators worker threads advance ahead of it into small per-slot buffers
+ * ({status, element} or an end marker). Workers also open "future" slots
+ * ahead of need (pull the input, call map_func, make the iterator, prefetch),
+ * in input order, up to max_futures; the consumer takes them in that order
+ * when the cycle needs a new slot. So open iterators (and file descriptors)
+ * stay bounded by cycle_length + max_futures. With deterministic == false the
+ * consumer takes any buffered element of any open slot, keeping each inner
+ * dataset's own order.
+ *
+ * Errors: an error from an inner iterator is delivered in its turn without
+ * advancing the block (the inner iterator goes on afterwards); an error from
+ * the input or from map_func is delivered when the cycle would have opened
+ * that slot. Both as in tf.data.
+ *
+ * Locks: mu guards everything below "parallel only"; it is never held while
+ * calling into the input, map_func or an inner iterator, except cancel(),
+ * which is allowed to take the inner locks (inner code never takes mu).
+ * Inner datasets are created at run time and may hold threads of their own,
+ * so interleave always declares may_block (next() runs without the GIL).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/thread.h"
+#include "kernels/kernels.h"
+
+#define CV_INTERLEAVE_MAX_FUTURES 8
+#define CV_INTERLEAVE_MAX_BUFFER 64
+
+typedef struct {
+    CvDatasetFunction fn;
+    int64_t cycle_length;
+    int64_t block_length;
+    int num_workers; /* 0: sequential */
+    bool deterministic;
+} InterleaveParams;
+
+typedef struct {
+    CvStatus status;
+    CvElement element;
+    bool end; /* the inner iterator has ended (no element) */
+} Result;
+
+typedef struct {
+    CvIterator *inner;    /* owned; NULL when opening failed */
+    CvStatus open_status; /* why opening failed (the input or map_func) */
+    Result *ring;         /* parallel only: buffered results */
+    int head, count;
+    bool busy;  /* a worker is inside inner->next */
+    bool ended; /* no more work: end buffered, or opening failed */
+} Slot;
+
+typedef struct {
+    CvIterator base;
+    CvIterator *input;
+    Slot **cycle; /* cycle_length entries, NULL when empty */
+    int64_t cycle_index, block_index, num_open;
+    bool end_of_input;
+
+    /* Parallel only; guarded by mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t ready_cv; /* the consumer waits here */
+    pthread_cond_t work_cv;  /* workers wait here */
+    Slot *futures[CV_INTERLEAVE_MAX_FUTURES];
+    int future_head, future_count, max_futures;
+    int ring_size;
+    bool opening;         /* a worker is pulling the input / calling map_func */
+    bool input_exhausted; /* the input has ended (futures may remain) */
+    bool cancelled, started;
+    CvStatus fatal; /* out of memory in a worker: sticky */
+    CvThread *threads;
+    int num_threads;
+} InterleaveIterator;
+
+static const InterleaveParams *params_of(const InterleaveIterator *it)
+{
+    return it->base.dataset->params;
+}
+
+/* ------------------------------------------------------------------ slots */
+
+static Slot *slot_new(int ring_size)
+{
+    Slot *slot = calloc(1, sizeof(*slot));
+    if (slot && ring_size > 0 && !(slot->ring = calloc((size_t)ring_size, sizeof(Result)))) {
+        free(slot);
+        slot = NULL;
+    }
+    return slot;
+}
+
+static void slot_destroy(Slot *slot, int ring_size)
+{
+    if (!slot)
+        return;
+    for (int i = 0; i < slot->count; i++) {
+        Result *r = &slot->ring[(slot->head + i) % ring_size];
+        cv_status_free(r->status);
+        cv_element_clear(&r->element);
+    }
+    cv_status_free(slot->open_status);
+    cv_iterator_destroy(slot->inner);
+    free(slot->ring);
+    free(slot);
+}
+
+/* Pull the next input element and open its inner iterator into `slot`.
+ * Never called concurrently (the consumer in sequential mode, one worker at
+ * a time in parallel mode). */
+static CvStatus open_inner(InterleaveIterator *it, Slot *slot, bool *input_end)
+{
+    const InterleaveParams *p = params_of(it);
+    CvElement args = {0};
+    CvDataset *inner_ds = NULL;
+    CvStatus s = cv_iterator_next(it->input, &args, input_end);
+    if (s || *input_end)
+        return s;
+    s = p->fn.call(p->fn.ctx, &args, &inner_ds);
+    cv_element_clear(&args);
+    if (!s) {
+        s = cv_iterator_make(inner_ds, &slot->inner);
+        cv_dataset_unref(inner_ds);
+    }
+    return s;
+}
+
+static void advance_cycle(InterleaveIterator *it)
+{
+    it->block_index = 0;
+    it->cycle_index = (it->cycle_index + 1) % params_of(it)->cycle_length;
+}
+
+/* An element was taken from the current slot. */
+static void advance_block(InterleaveIterator *it)
+{
+    if (++it->block_index == params_of(it)->block_length)
+        advance_cycle(it);
+}
+
+/* ------------------------------------------------------------ sequential */
+
+static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *end)
+{
+    for (;;) {
+        if (it->end_of_input && it->num_open == 0) {
+            *end = true;
+            return CV_STATUS_OK;
+        }
+        Slot **current = &it->cycle[it->cycle_index];
+        if (*current) {
+            bool inner_end = false;
+            CvStatus s = cv_iterator_next((*current)->inner, out, &inner_end);
+            if (s)
+                return s;
+            if (!inner_end) {
+                advance_block(it);
+                *end = false;
+                return CV_STATUS_OK;
+            }
+            slot_destroy(*current, 0);
+            *current = NULL;
+            it->num_open--;
+            advance_cycle(it);
+        } else if (!it->end_of_input) {
+            Slot *slot = slot_new(0);
+            if (!slot)
+                return cv_error_nomem();
+            bool input_end = false;
+            CvStatus s = open_inner(it, slot, &input_end);
+            if (s || input_end) {
+                slot_destroy(slot, 0);
+                it->end_of_input = input_end;
+                if (s)
+                    return s;
+                continue;
+            }
+            *current = slot;
+            it->num_open++;
+        } else {
+            advance_cycle(it);
+        }
+    }
+}
+
+/* -------------------------------------------------------------- parallel */
+
+/* mu held: a slot a worker can advance now, current ones first (from the
+ * consumer's position), then futures in input order. */
+static Slot *pick_work(InterleaveIterator *it)
+{
+    int64_t n = params_of(it)->cycle_length;
+    for (int64_t k = 0; k < n; k++) {
+        Slot *slot = it->cycle[(it->cycle_index + k) % n];
+        if (slot && !slot->busy && !slot->ended && slot->count < it->ring_size)
+            return slot;
+    }
+    for (int k = 0; k < it->future_count; k++) {
+        Slot *slot = it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES];
+        if (!slot->busy && !slot->ended && slot->count < it->ring_size)
+            return slot;
+    }
+    return NULL;
+}
+
+/* Worker loop:
+ * 1. Advance a slot: one inner next() with no lock held, result buffered.
+ * 2. Otherwise open the next future slot, if there is room and input left.
+ * 3. Otherwise wait for the consumer to make room. */
+static void *interleave_worker(void *arg)
+{
+    InterleaveIterator *it = arg;
+    pthread_mutex_lock(&it->mu);
+    while (!it->cancelled) {
+        Slot *slot = pick_work(it);
+        if (slot) {
+            slot->busy = true;
+            pthread_mutex_unlock(&it->mu);
+            Result r = {0};
+            bool inner_end = false;
+            r.status = cv_iterator_next(slot->inner, &r.element, &inner_end);
+            r.end = !r.status && inner_end;
+            pthread_mutex_lock(&it->mu);
+            slot->busy = false;
+            slot->ring[(slot->head + slot->count++) % it->ring_size] = r;
+            if (r.end)
+                slot->ended = true;
+            pthread_cond_broadcast(&it->ready_cv);
+            continue;
+        }
+        if (!it->opening && !it->input_exhausted && it->future_count < it->max_futures) {
+            it->opening = true;
+            pthread_mutex_unlock(&it->mu);
+            Slot *fresh = slot_new(it->ring_size);
+            bool input_end = false;
+            CvStatus s = fresh ? open_inner(it, fresh, &input_end) : cv_error_nomem();
+            pthread_mutex_lock(&it->mu);
+            it->opening = false;
+            if (!fresh) {
+                it->fatal = it->fatal ? it->fatal : s;
+                if (it->fatal != s)
+                    cv_status_free(s);
+            } else if (!s && input_end) {
+                it->input_exhausted = true;
+                slot_destroy(fresh, it->ring_size);
+            } else {
+                if (s) { /* delivered when the cycle would open this slot */
+                    fresh->open_status = s;
+                    fresh->ended = true;
+                }
+                it->futures[(it->future_head + it->future_count++) % CV_INTERLEAVE_MAX_FUTURES] = fresh;
+            }
+            pthread_cond_broadcast(&it->ready_cv);
+            pthread_cond_broadcast(&it->work_cv);
+            continue;
+        }
+        pthread_cond_wait(&it->work_cv, &it->mu);
+    }
+    pthread_mutex_unlock(&it->mu);
+    return NULL;
+}
+
+/* mu held: take the oldest future. */
+static Slot *take_future(InterleaveIterator *it)
+{
+    Slot *slot = it->futures[it->future_head];
+    it->future_head = (it->future_head + 1) % CV_INTERLEAVE_MAX_FUTURES;
+    it->future_count--;
+    pthread_cond_broadcast(&it->work_cv); /* room for another future */
+    return slot;
+}
+
+/* mu held; the slot has a buffered result. Pops it into *r. */
+static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
+{
+    *r = slot->ring[slot->head];
+    slot->ring[slot->head] = (Result){0};
+    slot->head = (slot->head + 1) % it->ring_size;
+    slot->count--;
+    pthread_cond_broadcast(&it->work_cv); /* room in the slot's buffer */
+}
+
+/* mu held: a slot position whose inner ended is emptied; the slot is freed
+ * with mu released (freeing may join the inner iterator's own threads). */
+static void retire_slot(InterleaveIterator *it, int64_t position)
+{
+    Slot *slot = it->cycle[position];
+    it->cycle[position] = NULL;
+    it->num_open--;
+    pthread_mutex_unlock(&it->mu);
+    slot_destroy(slot, it->ring_size);
+    pthread_mutex_lock(&it->mu);
+}
+
+static CvStatus start_workers(InterleaveIterator *it)
+{
+    it->started = true;
+    for (int i = 0; i < it->num_threads; i++) {
+        CvStatus s = cv_thread_start(&it->threads[i], interleave_worker, it, "ParallelInterleave");
+        if (s) {
+            if (i > 0) {
+                cv_status_free(s);
+                break;
+            }
+            return s;
+        }
+    }
+    return CV_STATUS_OK;
+}
+
+/* mu held. Deterministic: tf.data's algorithm over buffered slots. Returns
+ * true when it produced a result (in *s / *out / *end); false to wait. */
+static bool deterministic_step(InterleaveIterator *it, CvElement *out, bool *end, CvStatus *s)
+{
+    for (;;) {
+        if (it->end_of_input && it->num_open == 0) {
+            *end = true;
+            return true;
+        }
+        Slot *slot = it->cycle[it->cycle_index];
+        if (slot) {
+            if (slot->count == 0)
+                return false;
+            Result r;
+            pop_result(it, slot, &r);
+            if (r.end) {
+                retire_slot(it, it->cycle_index);
+                advance_cycle(it);
+                continue;
+            }
+            *s = r.status;
+            if (!r.status) {
+                cv_element_move(out, &r.element);
+                advance_block(it);
+            }
+            return true;
+        }
+        if (!it->end_of_input) {
+            if (it->future_count > 0) {
+                Slot *fresh = take_future(it);
+                if (fresh->open_status) {
+                    *s = fresh->open_status;
+                    fresh->open_status = NULL;
+                    pthread_mutex_unlock(&it->mu);
+                    slot_destroy(fresh, it->ring_size);
+                    pthread_mutex_lock(&it->mu);
+                    return true;
+                }
+                it->cycle[it->cycle_index] = fresh;
+                it->num_open++;
+                continue;
+            }
+            if (!it->input_exhausted)
+                return false;
+            it->end_of_input = true;
+            continue;
+        }
+        advance_cycle(it);
+    }
+}
+
+/* mu held. Non-deterministic: any buffered result of any open slot (each
+ * inner dataset keeps its own order); empty positions are refilled from the
+ * futures as soon as they can be. */
+static bool any_step(InterleaveIterator *it, CvElement *out, bool *end, CvStatus *s)
+{
+    int64_t n = params_of(it)->cycle_length;
+    for (;;) {
+        for (int64_t k = 0; k < n && !it->end_of_input; k++) {
+            int64_t position = (it->cycle_index + k) % n;
+            if (it->cycle[position])
+                continue;
+            if (it->future_count == 0) {
+                if (it->input_exhausted)
+                    it->end_of_input = true;
+                break;
+            }
+            Slot *fresh = take_future(it);
+            if (fresh->open_status) {
+                *s = fresh->open_status;
+                fresh->open_status = NULL;
+                pthread_mutex_unlock(&it->mu);
+                slot_destroy(fresh, it->ring_size);
+                pthread_mutex_lock(&it->mu);
+                return true;
+            }
+            it->cycle[position] = fresh;
+            it->num_open++;
+        }
+        if (it->end_of_input && it->num_open == 0) {
+            *end = true;
+            return true;
+        }
+        bool retired = false;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t position = (it->cycle_index + k) % n;
+            Slot *slot = it->cycle[position];
+            if (!slot || slot->count == 0)
+                continue;
+            Result r;
+            pop_result(it, slot, &r);
+            if (r.end) {
+                retire_slot(it, position);
+                retired = true;
+                break;
+            }
+            *s = r.status;
+            cv_element_move(out, &r.element);
+            it->cycle_index = (position + 1) % n;
+            return true;
+        }
+        if (!retired)
+            return false;
+    }
+}
+
+static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
+{
+    CvStatus s = CV_STATUS_OK;
+    pthread_mutex_lock(&it->mu);
+    if (!it->started && (s = start_workers(it)))
+        goto done;
+    for (;;) {
+        if (it->fatal) {
+            s = cv_error(it->fatal->code, "%s", it->fatal->message);
+            break;
+        }
+        if (it->cancelled) {
+            s = cv_error(CV_CANCELLED, "ParallelInterleave: the iterator was cancelled");
+            break;
+        }
+        bool done = params_of(it)->deterministic ? deterministic_step(it, out, end, &s)
+                                                 : any_step(it, out, end, &s);
+        if (done)
+            break;
+        if ((s = cv_wait(&it->ready_cv, &it->mu)))
+            break;
+    }
+done:
+    pthread_mutex_unlock(&it->mu);
+    return s;
+}
+
+/* ------------------------------------------------------------ the kernel */
+
+static void interleave_free(CvDataset *ds)
+{
+    InterleaveParams *p = ds->params;
+    if (p->fn.release)
+        p->fn.release(p->fn.ctx);
+    free(p);
+}
+
+static int64_t interleave_cardinality(const CvDataset *ds)
+{
+    (void)ds;
+    return CV_UNKNOWN_CARDINALITY;
+}
+
+static void interleave_destroy(CvIterator *base);
+
+static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    const InterleaveParams *p = ds->params;
+    InterleaveIterator *it = cv_iterator_alloc(ds, sizeof(*it));
+    if (!it)
+        return cv_error_nomem();
+    pthread_mutex_init(&it->mu, NULL);
+    cv_cond_init(&it->ready_cv);
+    cv_cond_init(&it->work_cv);
+    it->cycle = calloc((size_t)p->cycle_length, sizeof(Slot *));
+    CvStatus s = it->cycle ? cv_iterator_make(ds->inputs[0], &it->input) : cv_error_nomem();
+    if (!s && p->num_workers > 0) {
+        int64_t ring = 2 * p->block_length + 1; /* tf.data's buffer_output_elements */
+        it->ring_size = ring > CV_INTERLEAVE_MAX_BUFFER ? CV_INTERLEAVE_MAX_BUFFER : (int)ring;
+        int64_t futures = 2 * p->cycle_length;
+        it->max_futures = futures > CV_INTERLEAVE_MAX_FUTURES ? CV_INTERLEAVE_MAX_FUTURES : (int)futures;
+        it->num_threads = p->num_workers;
+        it->threads = calloc((size_t)it->num_threads, sizeof(CvThread));
+        if (!it->threads)
+            s = cv_error_nomem();
+    }
+    if (s) {
+        interleave_destroy(&it->base);
+        return s;
+    }
+    *out = &it->base;
+    return CV_STATUS_OK;
+}
+
+static CvStatus interleave_next(CvIterator *base, CvElement *out, bool *end)
+{
+    InterleaveIterator *it = (InterleaveIterator *)base;
+    *end = false;
+    return params_of(it)->num_workers > 0 ? parallel_next(it, out, end)
+                                          : sequential_next(it, out, end);
+}
+
+static void interleave_cancel(CvIterator *base)
+{
+    InterleaveIterator *it = (InterleaveIterator *)base;
+    int64_t n = params_of(it)->cycle_length;
+    pthread_mutex_lock(&it->mu);
+    it->cancelled = true;
+    pthread_cond_broadcast(&it->ready_cv);
+    pthread_cond_broadcast(&it->work_cv);
+    cv_iterator_cancel(it->input);
+    for (int64_t k = 0; it->cycle && k < n; k++)
+        if (it->cycle[k])
+            cv_iterator_cancel(it->cycle[k]->inner);
+    for (int k = 0; k < it->future_count; k++)
+        cv_iterator_cancel(it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]->inner);
+    pthread_mutex_unlock(&it->mu);
+}
+
+static void interleave_destroy(CvIterator *base)
+{
+    InterleaveIterator *it = (InterleaveIterator *)base;
+    int64_t n = params_of(it)->cycle_length;
+    interleave_cancel(base);
+    for (int i = 0; it->threads && i < it->num_threads; i++)
+        cv_thread_join(&it->threads[i]);
+    for (int64_t k = 0; it->cycle && k < n; k++)
+        slot_destroy(it->cycle[k], it->ring_size);
+    for (int k = 0; k < it->future_count; k++)
+        slot_destroy(it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES], it->ring_size);
+    cv_iterator_destroy(it->input);
+    cv_status_free(it->fatal);
+    free(it->cycle);
+    free(it->threads);
+    pthread_mutex_destroy(&it->mu);
+    pthread_cond_destroy(&it->ready_cv);
+    pthread_cond_destroy(&it->work_cv);
+    cv_iterator_free(base);
+}
+
+const CvKernel cv_kernel_interleave = {
+    .name = "Interleave",
+    .make_iterator = interleave_make_iterator,
+    .cardinality = interleave_cardinality,
+    .free_dataset = interleave_free,
+    .next = interleave_next,
+    .cancel = interleave_cancel,
+    .destroy = interleave_destroy,
+};
+
+CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t cycle_length,
+                               int64_t block_length, int64_t num_parallel_calls, bool deterministic,
+                               CvDataset **out)
+{
+    CvStatus s = CV_STATUS_OK;
+    int workers = 0;
+    if (cycle_length <= 0)
+        s = cv_error(CV_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
+    else if (block_length <= 0)
+        s = cv_error(CV_INVALID_ARGUMENT, "block_length must be greater than zero.");
+    else if (cycle_length > 4096)
+        s = cv_error(CV_INVALID_ARGUMENT, "cycle_length %lld is too large (limit 4096)",
+                     (long long)cycle_length);
+    else
+        s = cv_parallelism(num_parallel_calls, &workers);
+    InterleaveParams *p = s ? NULL : malloc(sizeof(*p));
+    if (!p) {
+        if (fn.release)
+            fn.release(fn.ctx);
+        return s ? s : cv_error_nomem();
+    }
+    *p = (InterleaveParams){fn, cycle_length, block_length, workers, deterministic};
+    /* Inner datasets appear at run time and may block: always may_block. */
+    return cv_dataset_new(&cv_kernel_interleave, &input, 1, p, true, out);
+}
