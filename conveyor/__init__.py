@@ -11,6 +11,7 @@ import atexit as _atexit
 from conveyor import _engine
 from conveyor import errors
 from conveyor import nest
+from conveyor import random
 from conveyor.dtypes import (DType, as_dtype, bool, double, float16, float32, float64, half,
                              int8, int16, int32, int64, string, uint8, uint16, uint32, uint64)
 from conveyor.tensor_spec import TensorShape, TensorSpec
@@ -19,7 +20,7 @@ from conveyor import io
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "io", "errors", "nest", "DType", "as_dtype", "TensorSpec", "TensorShape",
+__all__ = ["data", "io", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "half", "float32", "float64", "double", "string"]
 

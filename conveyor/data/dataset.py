@@ -15,6 +15,7 @@ from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor import nest
+from conveyor import random as _random
 from conveyor._convert import spec_of, to_array
 from conveyor.data.options import Options
 from conveyor.tensor_spec import TensorShape, TensorSpec
@@ -211,6 +212,30 @@ class Dataset:
         return _RangeDataset(args, output_type)
 
     @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None, name=None):
+        """The files matching `file_pattern` (a glob, or a list of them), as scalar strings.
+
+        Names come sorted, then shuffled unless `shuffle` is False (the
+        default is to shuffle, and to reshuffle on each iteration, as in
+        tf.data). No match raises ``InvalidArgumentError``.
+        """
+        import glob as _glob
+        patterns = [file_pattern] if isinstance(file_pattern, (str, bytes)) else list(
+            to_array(file_pattern, _dtypes.string).reshape(-1))
+        names = []
+        for pattern in patterns:
+            pattern = pattern.decode() if isinstance(pattern, bytes) else str(pattern)
+            names.extend(sorted(_glob.glob(pattern)))
+        if not names:
+            raise _errors.InvalidArgumentError(
+                f"Expected 'tf.Tensor(False, shape=(), dtype=bool)' to be true. Summarized "
+                f"data: b'No files matched pattern: {', '.join(map(str, patterns))}'")
+        dataset = Dataset.from_tensor_slices(np.array([n.encode() for n in names], dtype=object))
+        if shuffle is None or shuffle:
+            dataset = dataset.shuffle(max(len(names), 1), seed=seed)
+        return dataset
+
+    @staticmethod
     def from_generator(generator, output_types=None, output_shapes=None, args=None,
                        output_signature=None, name=None):
         """Elements yielded by ``generator(*args)``, called anew for every iterator.
@@ -315,6 +340,25 @@ class Dataset:
             raise _errors.InvalidArgumentError(
                 f"buffer_size must be >= 0 or AUTOTUNE (-1), got {buffer_size}.")
         return _UnaryDataset(self, "prefetch", buffer_size)
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None, name=None):
+        """Randomly shuffle elements with a buffer of `buffer_size` elements.
+
+        tf.data's algorithm and random numbers: the same `seed` (combined
+        with ``conveyor.random.set_seed`` as in TensorFlow) gives exactly
+        tf.data's order, on every run and at every thread count. A perfect
+        shuffle needs ``buffer_size >= len(dataset)``. Each new iteration
+        (each ``iter()``, each epoch of a following ``repeat``) reshuffles
+        unless `reshuffle_each_iteration` is False.
+        """
+        buffer_size = _check_count(buffer_size, "buffer_size")
+        if buffer_size <= 0:
+            raise _errors.InvalidArgumentError("buffer_size must be greater than zero.")
+        if seed is not None:
+            seed = _check_count(seed, "seed")
+        seed, seed2 = _random.get_seed(seed)
+        reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
+        return _ShuffleDataset(self, buffer_size, seed or 0, seed2 or 0, reshuffle)
 
     def take(self, count, name=None):
         """The first `count` elements (all of them when `count` is -1 or larger than the dataset)."""
@@ -535,6 +579,16 @@ class _IgnoreErrorsDataset(_UnaryDataset):
 
     def _build(self, ctx, engine_inputs):
         return _engine.ignore_errors(engine_inputs[0], self._log_warning)
+
+
+class _ShuffleDataset(_UnaryDataset):
+    def __init__(self, input_dataset, buffer_size, seed, seed2, reshuffle):
+        Dataset.__init__(self, [input_dataset])
+        self._args = (buffer_size, seed, seed2, reshuffle)
+
+    def _build(self, ctx, engine_inputs):
+        # Built once per build context and cached: iterators share the seed generator.
+        return _engine.shuffle(engine_inputs[0], *self._args)
 
 
 class _OptionsDataset(_UnaryDataset):

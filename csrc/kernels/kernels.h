@@ -26,6 +26,9 @@ CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t c
                                int64_t block_length, int64_t num_parallel_calls, bool deterministic,
                                CvDataset **out);
 CvStatus cv_ignore_errors_dataset(CvDataset *input, bool log_warning, CvDataset **out);
+/* seed == seed2 == 0: unseeded (random seeds). */
+CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed, int64_t seed2,
+                            bool reshuffle_each_iteration, CvDataset **out);
 CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out);

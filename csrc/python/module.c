@@ -491,6 +491,21 @@ static PyObject *engine_ignore_errors(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
+static PyObject *engine_shuffle(PyObject *module, PyObject *args)
+{
+    PyObject *input;
+    long long buffer_size, seed, seed2;
+    int reshuffle;
+    if (!PyArg_ParseTuple(args, "OLLLp:shuffle", &input, &buffer_size, &seed, &seed2, &reshuffle))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    if (!in)
+        return NULL;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_shuffle_dataset(in, buffer_size, seed, seed2, reshuffle, &ds);
+    return cv_wrap_dataset(module, s, ds);
+}
+
 typedef CvStatus (*CountedKernel)(CvDataset *, int64_t, CvDataset **);
 
 static PyObject *counted(PyObject *module, PyObject *args, CountedKernel make, const char *fmt)
@@ -619,6 +634,8 @@ static PyMethodDef engine_functions[] = {
      "-> Dataset; fn(*components) returns an engine Dataset"},
     {"ignore_errors", engine_ignore_errors, METH_VARARGS, "ignore_errors(input, log_warning) -> Dataset"},
     {"prefetch", engine_prefetch, METH_VARARGS, "prefetch(input, buffer_size) -> Dataset"},
+    {"shuffle", engine_shuffle, METH_VARARGS,
+     "shuffle(input, buffer_size, seed, seed2, reshuffle_each_iteration) -> Dataset"},
     {"take", engine_take, METH_VARARGS, "take(input, count) -> Dataset"},
     {"skip", engine_skip, METH_VARARGS, "skip(input, count) -> Dataset"},
     {"repeat", engine_repeat, METH_VARARGS, "repeat(input, count) -> Dataset"},

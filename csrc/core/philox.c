@@ -1,0 +1,52 @@
+#include "core/philox.h"
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+void cv_philox_init(CvPhilox *p, uint64_t seed_lo, uint64_t seed_hi)
+{
+    p->key[0] = (uint32_t)seed_lo;
+    p->key[1] = (uint32_t)(seed_lo >> 32);
+    p->counter[0] = 0;
+    p->counter[1] = 0;
+    p->counter[2] = (uint32_t)seed_hi;
+    p->counter[3] = (uint32_t)(seed_hi >> 32);
+    p->used = 4;
+}
+
+/* One call of the generator: 10 rounds over a copy of counter and key, then
+ * the 128-bit counter is incremented (word 0 lowest). */
+static void philox_block(CvPhilox *p)
+{
+    uint32_t c[4] = {p->counter[0], p->counter[1], p->counter[2], p->counter[3]};
+    uint32_t k[2] = {p->key[0], p->key[1]};
+    for (int round = 0; round < 10; round++) {
+        uint64_t product0 = (uint64_t)PHILOX_M0 * c[0];
+        uint64_t product1 = (uint64_t)PHILOX_M1 * c[2];
+        uint32_t hi0 = (uint32_t)(product0 >> 32), lo0 = (uint32_t)product0;
+        uint32_t hi1 = (uint32_t)(product1 >> 32), lo1 = (uint32_t)product1;
+        uint32_t next[4] = {hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0};
+        c[0] = next[0];
+        c[1] = next[1];
+        c[2] = next[2];
+        c[3] = next[3];
+        if (round < 9) {
+            k[0] += PHILOX_W0;
+            k[1] += PHILOX_W1;
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        p->results[i] = c[i];
+    for (int i = 0; i < 4 && ++p->counter[i] == 0; i++) {
+    }
+    p->used = 0;
+}
+
+uint32_t cv_philox_next(CvPhilox *p)
+{
+    if (p->used == 4)
+        philox_block(p);
+    return p->results[p->used++];
+}

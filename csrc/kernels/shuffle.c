@@ -1,0 +1,178 @@
+/* shuffle(buffer_size, seed, seed2, reshuffle_each_iteration): tf.data's
+ * buffer algorithm and random numbers, bit for bit (tfdata-semantics.md 5).
+ *
+ * Each output: fill the buffer up to buffer_size elements (in arrival order),
+ * draw one uint32 r from the iterator's Philox generator, output the element
+ * at r % count, move the oldest element into its place.
+ *
+ * Seeds: the dataset owns a seed generator shared by all its iterators (the
+ * one mutable part of a dataset, behind its own mutex). With
+ * reshuffle_each_iteration each new iterator draws two fresh uint32 seeds
+ * from a Philox generator keyed by (seed, seed2); without it every iterator
+ * uses (seed, seed2). seed == seed2 == 0 means "unseeded": random seeds.
+ */
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/philox.h"
+#include "core/thread.h"
+#include "kernels/kernels.h"
+
+typedef struct {
+    int64_t buffer_size;
+    bool reshuffle;
+    uint64_t seed, seed2;
+    pthread_mutex_t mu; /* guards generator */
+    CvPhilox generator;
+} ShuffleParams;
+
+typedef struct {
+    CvUnaryIterator base;
+    CvPhilox rng;
+    CvElement *ring; /* logical element i at ring[(start + i) % capacity] */
+    int64_t capacity, start, count;
+    bool input_done;
+} ShuffleIterator;
+
+static void shuffle_free(CvDataset *ds)
+{
+    ShuffleParams *p = ds->params;
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static int64_t shuffle_cardinality(const CvDataset *ds)
+{
+    return cv_dataset_cardinality(ds->inputs[0]);
+}
+
+static CvStatus shuffle_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    ShuffleParams *p = ds->params;
+    CvStatus s = cv_unary_iterator_new(ds, sizeof(ShuffleIterator), out);
+    if (s)
+        return s;
+    ShuffleIterator *it = (ShuffleIterator *)*out;
+    uint64_t seed = p->seed, seed2 = p->seed2;
+    if (p->reshuffle) {
+        pthread_mutex_lock(&p->mu);
+        seed = cv_philox_next(&p->generator);
+        seed2 = cv_philox_next(&p->generator);
+        pthread_mutex_unlock(&p->mu);
+    }
+    cv_philox_init(&it->rng, seed, seed2);
+    return CV_STATUS_OK;
+}
+
+/* Append one element, growing the ring geometrically up to buffer_size. */
+static CvStatus ring_push(ShuffleIterator *it, int64_t buffer_size, CvElement *e)
+{
+    if (it->count == it->capacity) {
+        int64_t grown = it->capacity ? it->capacity * 2 : 64;
+        if (grown > buffer_size)
+            grown = buffer_size;
+        CvElement *ring = malloc((size_t)grown * sizeof(CvElement));
+        if (!ring)
+            return cv_error(CV_RESOURCE_EXHAUSTED, "Shuffle: out of memory growing the buffer to "
+                            "%lld elements", (long long)grown);
+        for (int64_t i = 0; i < it->count; i++)
+            ring[i] = it->ring[(it->start + i) % it->capacity];
+        free(it->ring);
+        it->ring = ring;
+        it->capacity = grown;
+        it->start = 0;
+    }
+    cv_element_move(&it->ring[(it->start + it->count) % it->capacity], e);
+    it->count++;
+    return CV_STATUS_OK;
+}
+
+static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
+{
+    ShuffleIterator *it = (ShuffleIterator *)base;
+    const ShuffleParams *p = base->dataset->params;
+    while (!it->input_done && it->count < p->buffer_size) {
+        CvElement e = {0};
+        bool input_end = false;
+        CvStatus s = cv_iterator_next(it->base.input, &e, &input_end);
+        if (s)
+            return s; /* the buffer is intact; the next call goes on filling */
+        if (input_end) {
+            it->input_done = true;
+            break;
+        }
+        if ((s = ring_push(it, p->buffer_size, &e))) {
+            cv_element_clear(&e);
+            return s;
+        }
+    }
+    if (it->count == 0) {
+        *end = true;
+        return CV_STATUS_OK;
+    }
+    *end = false;
+    int64_t offset = (int64_t)(cv_philox_next(&it->rng) % (uint64_t)it->count);
+    CvElement *chosen = &it->ring[(it->start + offset) % it->capacity];
+    cv_element_move(out, chosen);
+    if (offset != 0)
+        cv_element_move(chosen, &it->ring[it->start]);
+    it->start = (it->start + 1) % it->capacity;
+    it->count--;
+    return CV_STATUS_OK;
+}
+
+static void shuffle_destroy(CvIterator *base)
+{
+    ShuffleIterator *it = (ShuffleIterator *)base;
+    for (int64_t i = 0; i < it->count; i++)
+        cv_element_clear(&it->ring[(it->start + i) % it->capacity]);
+    free(it->ring);
+    cv_unary_iterator_destroy(base);
+}
+
+const CvKernel cv_kernel_shuffle = {
+    .name = "Shuffle",
+    .make_iterator = shuffle_make_iterator,
+    .cardinality = shuffle_cardinality,
+    .free_dataset = shuffle_free,
+    .next = shuffle_next,
+    .cancel = cv_unary_iterator_cancel,
+    .destroy = shuffle_destroy,
+};
+
+/* Seeds for an unseeded shuffle: different in every dataset and process. */
+static uint64_t random_seed(void)
+{
+    static atomic_ullong calls;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    uint64_t x = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 32) ^ ((uint64_t)getpid() << 16) ^
+                 (atomic_fetch_add(&calls, 1) * 0x9E3779B97F4A7C15ull);
+    x ^= x >> 33; /* splitmix64 finalizer */
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed, int64_t seed2,
+                            bool reshuffle_each_iteration, CvDataset **out)
+{
+    if (buffer_size <= 0)
+        return cv_error(CV_INVALID_ARGUMENT, "buffer_size must be greater than zero.");
+    ShuffleParams *p = calloc(1, sizeof(*p));
+    if (!p)
+        return cv_error_nomem();
+    p->buffer_size = buffer_size;
+    p->reshuffle = reshuffle_each_iteration;
+    p->seed = (uint64_t)seed;
+    p->seed2 = (uint64_t)seed2;
+    if (seed == 0 && seed2 == 0) {
+        p->seed = random_seed();
+        p->seed2 = random_seed();
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    cv_philox_init(&p->generator, p->seed, p->seed2);
+    return cv_dataset_new(&cv_kernel_shuffle, &input, 1, p, false, out);
+}
