@@ -91,9 +91,13 @@ class _BuildContext(tuple):
     max_threads = property(operator.itemgetter(1))
 
     def parallelism(self, value):
-        """num_parallel_calls -> worker count for the engine (0 = sequential)."""
+        """num_parallel_calls -> worker count for the engine (0 = sequential).
+
+        AUTOTUNE is one worker per CPU plus one: a worker pulls its own input
+        element, so with one per CPU all can be busy processing while nobody
+        reads ahead (a slow source then stalls the stage)."""
         if value == AUTOTUNE:
-            value = _engine.cpu_count()
+            value = _engine.cpu_count() + 1
         if self.max_threads and value > self.max_threads:
             value = self.max_threads
         return value
