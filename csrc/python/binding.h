@@ -87,4 +87,9 @@ void cv_gil_thread_exit(void);
 /* Installed around GIL-released next() calls on the consumer thread. */
 int cv_check_signals(void *arg);
 
+/* example.c: the CvExampleConfig inside a capsule from
+ * _engine.example_config (borrowed), or NULL with TypeError set. */
+struct CvExampleConfig;
+struct CvExampleConfig *cv_example_config_arg(PyObject *obj);
+
 #endif
