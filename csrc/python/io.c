@@ -1,7 +1,240 @@
 /* Binding of the record-file readers and writers (TFRecord, text lines,
- * fixed-length records). */
+ * fixed-length records). Argument checks live in Python
+ * (conveyor/data/readers.py, conveyor/io/tfrecord.py); these functions take
+ * normalized arguments. The readers never need the GIL; the writer releases
+ * it while compressing and writing. */
 #include "python/binding.h"
 
+#include "kernels/readers.h"
+#include "ops/crc32c.h"
+
+#define WRITER_CAPSULE "conveyor._engine.TFRecordWriter"
+
+static int read_options(int compression, long long buffer_size, long long max_record_bytes,
+                        CvReadOptions *o)
+{
+    if (compression < CV_COMPRESSION_NONE || compression > CV_COMPRESSION_GZIP) {
+        PyErr_Format(PyExc_ValueError, "unknown compression code %d", compression);
+        return -1;
+    }
+    if (buffer_size < 0 || max_record_bytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "buffer_size and max_record_bytes must be >= 0");
+        return -1;
+    }
+    o->compression = (CvCompression)compression;
+    o->buffer_size = (size_t)buffer_size;
+    o->max_record_bytes = (uint64_t)max_record_bytes;
+    return 0;
+}
+
+static PyObject *io_tfrecord(PyObject *module, PyObject *args)
+{
+    PyObject *input;
+    int compression;
+    long long buffer_size, max_record_bytes;
+    if (!PyArg_ParseTuple(args, "OiLL:tfrecord", &input, &compression, &buffer_size, &max_record_bytes))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    CvReadOptions o;
+    if (!in || read_options(compression, buffer_size, max_record_bytes, &o) < 0)
+        return NULL;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_tfrecord_dataset(in, &o, &ds);
+    return cv_wrap_dataset(module, s, ds);
+}
+
+static PyObject *io_text_line(PyObject *module, PyObject *args)
+{
+    PyObject *input;
+    int compression;
+    long long buffer_size;
+    if (!PyArg_ParseTuple(args, "OiL:text_line", &input, &compression, &buffer_size))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    CvReadOptions o;
+    if (!in || read_options(compression, buffer_size, 0, &o) < 0)
+        return NULL;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_text_line_dataset(in, &o, &ds);
+    return cv_wrap_dataset(module, s, ds);
+}
+
+static PyObject *io_fixed_length_record(PyObject *module, PyObject *args)
+{
+    PyObject *input;
+    int compression;
+    long long header, record, footer, buffer_size;
+    if (!PyArg_ParseTuple(args, "OLLLiL:fixed_length_record", &input, &header, &record, &footer,
+                          &compression, &buffer_size))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    CvReadOptions o;
+    if (!in || read_options(compression, buffer_size, 0, &o) < 0)
+        return NULL;
+    if (header < 0 || record <= 0 || footer < 0) {
+        PyErr_SetString(PyExc_ValueError, "header_bytes and footer_bytes must be >= 0 and "
+                        "record_bytes > 0");
+        return NULL;
+    }
+    CvDataset *ds = NULL;
+    CvStatus s = cv_fixed_length_record_dataset(in, (uint64_t)header, (uint64_t)record,
+                                                (uint64_t)footer, &o, &ds);
+    return cv_wrap_dataset(module, s, ds);
+}
+
+/* ------------------------------------------------------------------ writer */
+
+static void writer_capsule_free(PyObject *capsule)
+{
+    CvTFRecordWriter *w = PyCapsule_GetPointer(capsule, WRITER_CAPSULE);
+    if (!w) {
+        PyErr_Clear();
+        return;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    cv_tfrecord_writer_free(w);
+    Py_END_ALLOW_THREADS
+}
+
+static CvTFRecordWriter *writer_arg(PyObject *obj)
+{
+    if (!PyCapsule_IsValid(obj, WRITER_CAPSULE)) {
+        PyErr_SetString(PyExc_TypeError, "expected a TFRecordWriter handle");
+        return NULL;
+    }
+    return PyCapsule_GetPointer(obj, WRITER_CAPSULE);
+}
+
+static PyObject *io_writer_open(PyObject *module, PyObject *args)
+{
+    PyObject *path;
+    CvRecordWriterOptions o;
+    int compression;
+    if (!PyArg_ParseTuple(args, "O&iiii:tfrecord_writer_open", PyUnicode_FSConverter, &path,
+                          &compression, &o.level, &o.mem_level, &o.strategy))
+        return NULL;
+    if (compression < CV_COMPRESSION_NONE || compression > CV_COMPRESSION_GZIP) {
+        Py_DECREF(path);
+        return PyErr_Format(PyExc_ValueError, "unknown compression code %d", compression);
+    }
+    o.compression = (CvCompression)compression;
+    const char *p = PyBytes_AS_STRING(path);
+    CvTFRecordWriter *w = NULL;
+    CvStatus s;
+    Py_BEGIN_ALLOW_THREADS
+    s = cv_tfrecord_writer_open(p, &o, &w);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+    if (s)
+        return cv_raise_status(cv_get_state(module), s);
+    PyObject *cap = PyCapsule_New(w, WRITER_CAPSULE, writer_capsule_free);
+    if (!cap)
+        cv_tfrecord_writer_free(w);
+    return cap;
+}
+
+static PyObject *io_writer_write(PyObject *module, PyObject *args)
+{
+    PyObject *handle;
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "Oy*:tfrecord_writer_write", &handle, &data))
+        return NULL;
+    CvTFRecordWriter *w = writer_arg(handle);
+    if (!w) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    CvStatus s;
+    if (data.len < (1 << 16)) { /* small records: not worth a GIL hand-off */
+        s = cv_tfrecord_writer_write(w, data.buf, (size_t)data.len);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        s = cv_tfrecord_writer_write(w, data.buf, (size_t)data.len);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&data);
+    if (s)
+        return cv_raise_status(cv_get_state(module), s);
+    Py_RETURN_NONE;
+}
+
+typedef CvStatus (*WriterOp)(CvTFRecordWriter *);
+
+static PyObject *writer_op(PyObject *module, PyObject *handle, WriterOp op)
+{
+    CvTFRecordWriter *w = writer_arg(handle);
+    if (!w)
+        return NULL;
+    CvStatus s;
+    Py_BEGIN_ALLOW_THREADS
+    s = op(w);
+    Py_END_ALLOW_THREADS
+    if (s)
+        return cv_raise_status(cv_get_state(module), s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *io_writer_flush(PyObject *module, PyObject *handle)
+{
+    return writer_op(module, handle, cv_tfrecord_writer_flush);
+}
+
+static PyObject *io_writer_close(PyObject *module, PyObject *handle)
+{
+    return writer_op(module, handle, cv_tfrecord_writer_close);
+}
+
+/* ------------------------------------------------------------------- crc32c */
+
+static PyObject *io_crc32c(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer data;
+    int software = 0;
+    unsigned int crc = 0;
+    if (!PyArg_ParseTuple(args, "y*|pI:crc32c", &data, &software, &crc))
+        return NULL;
+    uint32_t c;
+    Py_BEGIN_ALLOW_THREADS
+    c = software ? cv_crc32c_extend_software(crc, data.buf, (size_t)data.len)
+                 : cv_crc32c_extend(crc, data.buf, (size_t)data.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyObject *io_crc32c_hardware(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(cv_crc32c_hardware());
+}
+
+static PyObject *io_crc32c_force_software(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    cv_crc32c_force_software(on);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef cv_io_functions[] = {
+    {"tfrecord", io_tfrecord, METH_VARARGS,
+     "tfrecord(filenames, compression, buffer_size, max_record_bytes) -> Dataset"},
+    {"text_line", io_text_line, METH_VARARGS, "text_line(filenames, compression, buffer_size) -> Dataset"},
+    {"fixed_length_record", io_fixed_length_record, METH_VARARGS,
+     "fixed_length_record(filenames, header, record, footer, compression, buffer_size) -> Dataset"},
+    {"tfrecord_writer_open", io_writer_open, METH_VARARGS,
+     "tfrecord_writer_open(path, compression, level, mem_level, strategy) -> handle"},
+    {"tfrecord_writer_write", io_writer_write, METH_VARARGS, "tfrecord_writer_write(handle, bytes)"},
+    {"tfrecord_writer_flush", io_writer_flush, METH_O, "tfrecord_writer_flush(handle)"},
+    {"tfrecord_writer_close", io_writer_close, METH_O, "tfrecord_writer_close(handle)"},
+    {"crc32c", io_crc32c, METH_VARARGS,
+     "crc32c(data, software=False, crc=0) -> int: CRC-32C (unmasked), extending crc"},
+    {"crc32c_hardware", io_crc32c_hardware, METH_NOARGS, "True when CRC-32C uses SSE4.2"},
+    {"crc32c_force_software", io_crc32c_force_software, METH_O,
+     "crc32c_force_software(on): make every CRC-32C in the process use the table (tests)"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,0 +1,32 @@
+/* FixedLengthRecordDataset: skip header_bytes, then records of record_bytes
+ * until footer_bytes before the end. Uncompressed files whose body is not a
+ * whole number of records fail at open (InvalidArgument, no records);
+ * compressed ones yield the whole records, then DataLoss, as tf.data does.
+ * Never needs the GIL. */
+#include "kernels/readers.h"
+
+static int64_t fixed_length_cardinality(const CvDataset *ds)
+{
+    (void)ds;
+    return CV_UNKNOWN_CARDINALITY;
+}
+
+const CvKernel cv_kernel_fixed_length_record = {
+    .name = "FixedLengthRecord",
+    .make_iterator = cv_file_records_make_iterator,
+    .cardinality = fixed_length_cardinality,
+    .free_dataset = cv_file_records_free_params,
+    .next = cv_file_records_next,
+    .cancel = cv_file_records_cancel,
+    .destroy = cv_file_records_destroy,
+};
+
+CvStatus cv_fixed_length_record_dataset(CvDataset *filenames, uint64_t header_bytes,
+                                        uint64_t record_bytes, uint64_t footer_bytes,
+                                        const CvReadOptions *options, CvDataset **out)
+{
+    CvReaderParams p = {.format = CV_FORMAT_FIXED_LENGTH, .options = *options,
+                        .header_bytes = header_bytes, .record_bytes = record_bytes,
+                        .footer_bytes = footer_bytes};
+    return cv_file_records_dataset(&cv_kernel_fixed_length_record, filenames, &p, out);
+}

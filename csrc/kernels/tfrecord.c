@@ -1,0 +1,27 @@
+/* TFRecordDataset: the records of each file in turn (flat_map over the
+ * filenames), framing and CRC-32C checks in ops/record_io.c. Errors
+ * (DataLoss "truncated/corrupted record at <offset>") belong to one position;
+ * the next call goes on with the next file. Never needs the GIL. */
+#include "kernels/readers.h"
+
+static int64_t tfrecord_cardinality(const CvDataset *ds)
+{
+    (void)ds;
+    return CV_UNKNOWN_CARDINALITY; /* as tf.data: records are counted only by reading */
+}
+
+const CvKernel cv_kernel_tfrecord = {
+    .name = "TFRecord",
+    .make_iterator = cv_file_records_make_iterator,
+    .cardinality = tfrecord_cardinality,
+    .free_dataset = cv_file_records_free_params,
+    .next = cv_file_records_next,
+    .cancel = cv_file_records_cancel,
+    .destroy = cv_file_records_destroy,
+};
+
+CvStatus cv_tfrecord_dataset(CvDataset *filenames, const CvReadOptions *options, CvDataset **out)
+{
+    CvReaderParams p = {.format = CV_FORMAT_TFRECORD, .options = *options};
+    return cv_file_records_dataset(&cv_kernel_tfrecord, filenames, &p, out);
+}
