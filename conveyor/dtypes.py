@@ -78,12 +78,17 @@ _ALL = [bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
         float64, string]
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update(half=float16, double=float64)
+_BY_NUMPY = {d._np: d for d in _ALL if d is not string}
 
 
 def as_dtype(value):
     """Convert a DType, a name, a NumPy dtype/type, or a TensorFlow dtype to a :class:`DType`."""
     if isinstance(value, DType):
         return value
+    if isinstance(value, np.dtype):  # the hot path: arrays' dtypes
+        found = _BY_NUMPY.get(value)
+        if found is not None:
+            return found
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
     name = getattr(value, "name", None)  # tf.DType and friends

@@ -55,6 +55,17 @@ def _rebuild(template, children):
     return tuple(children)
 
 
+def structure_key(structure):
+    """A hashable description of how `structure` nests (types and dict keys, not
+    leaves): two structures nest the same way exactly when their keys are equal."""
+    if isinstance(structure, Mapping):
+        keys = _sorted_keys(structure)
+        return (type(structure), tuple(keys), tuple(structure_key(structure[k]) for k in keys))
+    if isinstance(structure, tuple):
+        return (type(structure), tuple(structure_key(c) for c in structure))
+    return None
+
+
 def pack_sequence_as(structure, flat):
     """Put the leaves `flat` back into the shape of `structure`."""
     flat = list(flat)

@@ -669,20 +669,20 @@ class _MapFunction:
                     # never claims more than later elements keep.
                     self.flat_specs = [TensorSpec([None] * a.ndim, _dtypes.as_dtype(a.dtype))
                                        for a in arrays]
+                    self._np_dtypes = [a.dtype if a.dtype != object else None for a in arrays]
+                    self._structure_key = nest.structure_key(result)
                     self.spec = nest.pack_sequence_as(result, self.flat_specs)
                     return arrays
-        try:
-            nest.assert_same_structure(self.spec, result)
-        except (ValueError, TypeError) as e:
+        if nest.structure_key(result) != self._structure_key:
             raise _errors.InvalidArgumentError(
                 f"the map function returned an element whose structure differs from its first "
-                f"result: expected {self.spec}, got {result!r} ({e})") from None
-        for i, (spec, arr) in enumerate(zip(self.flat_specs, arrays)):
-            if _dtypes.as_dtype(arr.dtype) != spec.dtype:
+                f"result: expected {self.spec}, got {result!r}")
+        for i, (expected, arr) in enumerate(zip(self._np_dtypes, arrays)):
+            if arr.dtype != expected and (expected is not None or arr.dtype != object):
                 raise _errors.InvalidArgumentError(
                     f"the map function returned {_dtypes.as_dtype(arr.dtype).name} for component "
-                    f"{i}, but its first result had {spec.dtype.name}; return a consistent dtype "
-                    f"(e.g. with np.asarray(x, dtype=...)).")
+                    f"{i}, but its first result had {self.flat_specs[i].dtype.name}; return a "
+                    f"consistent dtype (e.g. with np.asarray(x, dtype=...)).")
         return arrays
 
 

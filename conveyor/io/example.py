@@ -209,14 +209,43 @@ def _spec_of(key, feature):
 _config_cache = {}
 
 
+def _freeze(value):
+    """A hashable stand-in for a feature spec field (shapes are often lists)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes() if value.dtype != object else
+                _freeze(value.tolist()))
+    return value
+
+
+_identity_cache = {}  # id(features) -> (features, ((key, id(spec)), ...), compiled)
+
+
 def _compile(features):
-    """(keys, kinds, engine config) for a features dict; cached when hashable."""
+    """(keys, kinds, engine config) for a features dict; cached when hashable.
+
+    The usual caller passes the same dict of (immutable) feature specs for every
+    record, so a dict seen before with the same spec objects is found by
+    identity first, without hashing the specs."""
+    entry = _identity_cache.get(id(features))
+    if entry is not None and entry[0] is features and len(features) == len(entry[1]) and all(
+            k == ek and f is ef for (k, f), (ek, ef) in zip(features.items(), entry[1])):
+        return entry[2]
+    compiled = _compile_uncached(features)
+    if len(_identity_cache) >= 64:
+        _identity_cache.clear()
+    _identity_cache[id(features)] = (features, tuple(features.items()), compiled)
+    return compiled
+
+
+def _compile_uncached(features):
     if not isinstance(features, dict) and not hasattr(features, "items"):
         raise TypeError(f"features must be a dict, got {type(features).__name__}")
     if not features:
         raise ValueError("Invalid argument: features cannot be empty.")
     try:
-        cache_key = tuple(features.items())
+        cache_key = tuple((k, type(f).__name__, _freeze(tuple(f))) for k, f in features.items())
         hit = _config_cache.get(cache_key)
     except TypeError:  # unhashable default values
         cache_key = hit = None
