@@ -39,11 +39,12 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     return CV_STATUS_OK;
 }
 
-void cv_stage_set_chunk(CvStage *st, int max_chunk)
+void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk)
 {
     st->max_chunk = max_chunk < 1 ? 1 : max_chunk > CV_STAGE_MAX_CHUNK ? CV_STAGE_MAX_CHUNK : max_chunk;
     st->chunk = 1;
-    if (st->capacity > 2 * st->num_workers)
+    st->window_follows_chunk = window_follows_chunk;
+    if (window_follows_chunk && st->capacity > 2 * st->num_workers)
         st->capacity = 2 * st->num_workers;
 }
 
@@ -68,9 +69,11 @@ static void adapt_chunk(CvStage *st, const CvStageUnit *units, int n, int64_t el
     int chunk = fit < 1 ? 1 : fit > (size_t)st->max_chunk ? st->max_chunk : (int)fit;
     if (chunk != st->chunk) {
         st->chunk = chunk;
-        int window = 2 * st->num_workers * chunk;
-        st->capacity = window > st->max_capacity ? st->max_capacity : window;
-        pthread_cond_broadcast(&st->space_cv);
+        if (st->window_follows_chunk) {
+            int window = 2 * st->num_workers * chunk;
+            st->capacity = window > st->max_capacity ? st->max_capacity : window;
+            pthread_cond_broadcast(&st->space_cv);
+        }
     }
 }
 
@@ -110,6 +113,7 @@ static void *stage_worker(void *arg)
         pthread_mutex_unlock(&st->mu);
 
         int n = 0;
+        int64_t pull_started = want > 1 ? now_ns() : 0;
         while (n < want) {
             CvStageUnit *u = &units[n];
             *u = (CvStageUnit){0};
@@ -120,6 +124,9 @@ static void *stage_worker(void *arg)
                 break;
             }
             n++;
+            /* A slow input must not hold back what was already pulled. */
+            if (want > 1 && now_ns() - pull_started > CV_STAGE_CHUNK_NS)
+                break;
         }
 
         pthread_mutex_lock(&st->mu);
@@ -146,7 +153,7 @@ static void *stage_worker(void *arg)
             adapt_chunk(st, units, n, elapsed);
         for (int i = 0; i < n; i++) {
             uint64_t index = st->deterministic ? first_seq + (uint64_t)i : st->completed;
-            st->completed++;
+            __atomic_store_n(&st->completed, st->completed + 1, __ATOMIC_RELEASE); /* spun on */
             CvStageSlot *slot = &st->slots[index % (uint64_t)st->max_capacity];
             slot->status = units[i].status;
             cv_element_move(&slot->element, &units[i].out);
@@ -210,7 +217,14 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             st->capacity++;
             pthread_cond_signal(&st->space_cv);
         }
-        waited = true;
+        if (!waited) { /* spin a little first: a result is usually microseconds away */
+            waited = true;
+            uint64_t seen = st->completed;
+            pthread_mutex_unlock(&st->mu);
+            cv_spin_for_progress(&st->completed, seen);
+            pthread_mutex_lock(&st->mu);
+            continue; /* mu was released: everything must be checked again */
+        }
         s = cv_wait(&st->ready_cv, &st->mu);
         if (s)
             break;

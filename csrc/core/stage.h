@@ -69,6 +69,7 @@ typedef struct CvStage {
     int num_workers;
     int chunk;     /* units pulled per worker turn, 1..max_chunk; guarded by mu */
     int max_chunk; /* 1 unless set by cv_stage_set_chunk */
+    bool window_follows_chunk;
     bool deterministic;
     bool autotune;
     int capacity;     /* current in-flight limit, guarded by mu */
@@ -97,10 +98,13 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
 /* Set before the first next(): let workers pull and process up to
  * `max_chunk` units per turn. The chunk starts at 1 and adapts after each
  * turn: as many units as take about CV_STAGE_CHUNK_NS to process and fit in
- * CV_STAGE_CHUNK_BYTES, at least one. So cheap functions on small elements
- * are batched, while slow ones (I/O, sleeps) keep one unit per worker and
- * full parallelism. The window (capacity) follows as 2 x workers x chunk. */
-void cv_stage_set_chunk(CvStage *st, int max_chunk);
+ * CV_STAGE_CHUNK_BYTES, at least one; pulling stops early once a turn has
+ * taken CV_STAGE_CHUNK_NS, so a slow input never holds back what was pulled.
+ * Cheap work on small elements is handed over in runs, while slow work (I/O,
+ * sleeps) keeps one unit per worker and full parallelism. With
+ * window_follows_chunk the window (capacity) follows as 2 x workers x chunk
+ * (parallel map); otherwise it stays as set (prefetch's buffer_size). */
+void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
 
 #define CV_STAGE_CHUNK_NS 200000
 #define CV_STAGE_CHUNK_BYTES ((size_t)1 << 20)

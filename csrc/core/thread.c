@@ -155,3 +155,21 @@ CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers)
                : num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
     return CV_STATUS_OK;
 }
+
+bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen)
+{
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (int i = 0;; i++) {
+        if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) != seen)
+            return true;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if ((i & 63) == 63) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > CV_SPIN_NS)
+                return false;
+        }
+    }
+}

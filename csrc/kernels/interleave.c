@@ -34,12 +34,21 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/thread.h"
 #include "kernels/kernels.h"
 
 #define CV_INTERLEAVE_MAX_FUTURES 8
+/* Per-slot read-ahead: tf.data's 2 x block_length + 1 results at least; for
+ * small elements up to CV_INTERLEAVE_MAX_BUFFER of them, as long as they fit
+ * in CV_INTERLEAVE_SLOT_BYTES, so that a worker hands over a run of small
+ * records under one lock and one wake-up instead of one each. */
 #define CV_INTERLEAVE_MAX_BUFFER 64
+#define CV_INTERLEAVE_SLOT_BYTES ((size_t)256 << 10)
+/* A worker publishes what it has read after this long, even mid-run, so a
+ * slow inner dataset never holds back elements the consumer waits for. */
+#define CV_INTERLEAVE_PUBLISH_NS 50000
 
 typedef struct {
     CvDatasetFunction fn;
@@ -58,8 +67,9 @@ typedef struct {
 typedef struct {
     CvIterator *inner;    /* owned; NULL when opening failed */
     CvStatus open_status; /* why opening failed (the input or map_func) */
-    Result *ring;         /* parallel only: buffered results */
+    Result *ring;         /* parallel only: buffered results (CV_INTERLEAVE_MAX_BUFFER) */
     int head, count;
+    int limit;            /* results to buffer at most, from the element sizes seen */
     bool busy;  /* a worker is inside inner->next */
     bool ended; /* no more work: end buffered, or opening failed */
 } Slot;
@@ -77,7 +87,8 @@ typedef struct {
     pthread_cond_t work_cv;  /* workers wait here */
     Slot *futures[CV_INTERLEAVE_MAX_FUTURES];
     int future_head, future_count, max_futures;
-    int ring_size;
+    int ring_size;  /* CV_INTERLEAVE_MAX_BUFFER */
+    int min_limit;  /* 2 x block_length + 1, capped */
     bool opening;         /* a worker is pulling the input / calling map_func */
     bool input_exhausted; /* the input has ended (futures may remain) */
     bool cancelled, started;
@@ -93,9 +104,11 @@ static const InterleaveParams *params_of(const InterleaveIterator *it)
 
 /* ------------------------------------------------------------------ slots */
 
-static Slot *slot_new(int ring_size)
+static Slot *slot_new(int ring_size, int limit)
 {
     Slot *slot = calloc(1, sizeof(*slot));
+    if (slot)
+        slot->limit = limit;
     if (slot && ring_size > 0 && !(slot->ring = calloc((size_t)ring_size, sizeof(Result)))) {
         free(slot);
         slot = NULL;
@@ -176,7 +189,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
             it->num_open--;
             advance_cycle(it);
         } else if (!it->end_of_input) {
-            Slot *slot = slot_new(0);
+            Slot *slot = slot_new(0, 0);
             if (!slot)
                 return cv_error_nomem();
             bool input_end = false;
@@ -205,46 +218,100 @@ static Slot *pick_work(InterleaveIterator *it)
     int64_t n = params_of(it)->cycle_length;
     for (int64_t k = 0; k < n; k++) {
         Slot *slot = it->cycle[(it->cycle_index + k) % n];
-        if (slot && !slot->busy && !slot->ended && slot->count < it->ring_size)
+        if (slot && !slot->busy && !slot->ended && slot->count <= slot->limit / 2)
             return slot;
     }
     for (int k = 0; k < it->future_count; k++) {
         Slot *slot = it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES];
-        if (!slot->busy && !slot->ended && slot->count < it->ring_size)
+        if (!slot->busy && !slot->ended && slot->count <= slot->limit / 2)
             return slot;
     }
     return NULL;
 }
 
+static size_t element_bytes(const CvElement *e)
+{
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < e->n; i++) {
+        const CvTensor *t = &e->t[i];
+        bytes += cv_tensor_nbytes(t);
+        if (t->dtype == CV_STRING) {
+            const CvStringRef *refs = (const CvStringRef *)t->data;
+            for (int64_t k = 0, n = cv_tensor_num_elements(t); k < n; k++)
+                bytes += refs[k].length;
+        }
+    }
+    return bytes;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* No lock held; the slot is ours (busy). Read up to `room` results ahead:
+ * stop at the end, at an error, or when CV_INTERLEAVE_PUBLISH_NS have passed. */
+static int read_ahead(Slot *slot, Result *run, int room, size_t *bytes)
+{
+    int got = 0;
+    int64_t started = now_ns();
+    *bytes = 0;
+    while (got < room) {
+        Result *r = &run[got++];
+        bool inner_end = false;
+        *r = (Result){0};
+        r->status = cv_iterator_next(slot->inner, &r->element, &inner_end);
+        r->end = !r->status && inner_end;
+        if (r->end || r->status)
+            break;
+        *bytes += element_bytes(&r->element);
+        if (now_ns() - started > CV_INTERLEAVE_PUBLISH_NS)
+            break;
+    }
+    return got;
+}
+
 /* Worker loop:
- * 1. Advance a slot: one inner next() with no lock held, result buffered.
+ * 1. Advance a slot: read a run of results with no lock held, then buffer
+ *    them all at once.
  * 2. Otherwise open the next future slot, if there is room and input left.
  * 3. Otherwise wait for the consumer to make room. */
 static void *interleave_worker(void *arg)
 {
     InterleaveIterator *it = arg;
+    Result run[CV_INTERLEAVE_MAX_BUFFER];
     pthread_mutex_lock(&it->mu);
     while (!it->cancelled) {
         Slot *slot = pick_work(it);
         if (slot) {
             slot->busy = true;
+            int room = slot->limit - slot->count;
             pthread_mutex_unlock(&it->mu);
-            Result r = {0};
-            bool inner_end = false;
-            r.status = cv_iterator_next(slot->inner, &r.element, &inner_end);
-            r.end = !r.status && inner_end;
+            size_t bytes = 0;
+            int got = read_ahead(slot, run, room, &bytes);
             pthread_mutex_lock(&it->mu);
             slot->busy = false;
-            slot->ring[(slot->head + slot->count++) % it->ring_size] = r;
-            if (r.end)
-                slot->ended = true;
-            pthread_cond_broadcast(&it->ready_cv);
+            for (int i = 0; i < got; i++) {
+                slot->ring[(slot->head + slot->count++) % it->ring_size] = run[i];
+                if (run[i].end)
+                    slot->ended = true;
+            }
+            int elements = got - (run[got - 1].end || run[got - 1].status);
+            if (elements > 0) {
+                size_t per = bytes / (size_t)elements + 1;
+                size_t fit = CV_INTERLEAVE_SLOT_BYTES / per;
+                slot->limit = fit < (size_t)it->min_limit ? it->min_limit
+                              : fit > (size_t)it->ring_size ? it->ring_size : (int)fit;
+            }
+            pthread_cond_signal(&it->ready_cv);
             continue;
         }
         if (!it->opening && !it->input_exhausted && it->future_count < it->max_futures) {
             it->opening = true;
             pthread_mutex_unlock(&it->mu);
-            Slot *fresh = slot_new(it->ring_size);
+            Slot *fresh = slot_new(it->ring_size, it->min_limit);
             bool input_end = false;
             CvStatus s = fresh ? open_inner(it, fresh, &input_end) : cv_error_nomem();
             pthread_mutex_lock(&it->mu);
@@ -263,7 +330,7 @@ static void *interleave_worker(void *arg)
                 }
                 it->futures[(it->future_head + it->future_count++) % CV_INTERLEAVE_MAX_FUTURES] = fresh;
             }
-            pthread_cond_broadcast(&it->ready_cv);
+            pthread_cond_signal(&it->ready_cv);
             pthread_cond_broadcast(&it->work_cv);
             continue;
         }
@@ -290,7 +357,10 @@ static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
     slot->ring[slot->head] = (Result){0};
     slot->head = (slot->head + 1) % it->ring_size;
     slot->count--;
-    pthread_cond_broadcast(&it->work_cv); /* room in the slot's buffer */
+    /* Wake a worker when the slot is down to half its limit, not at every
+     * pop: a worker then refills a run, instead of one result per wake-up. */
+    if (!slot->ended && slot->count == slot->limit / 2)
+        pthread_cond_signal(&it->work_cv);
 }
 
 /* mu held: a slot position whose inner ended is emptied; the slot is freed
@@ -485,7 +555,8 @@ static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
     CvStatus s = it->cycle ? cv_iterator_make(ds->inputs[0], &it->input) : cv_error_nomem();
     if (!s && p->num_workers > 0) {
         int64_t ring = 2 * p->block_length + 1; /* tf.data's buffer_output_elements */
-        it->ring_size = ring > CV_INTERLEAVE_MAX_BUFFER ? CV_INTERLEAVE_MAX_BUFFER : (int)ring;
+        it->ring_size = CV_INTERLEAVE_MAX_BUFFER;
+        it->min_limit = ring > CV_INTERLEAVE_MAX_BUFFER ? CV_INTERLEAVE_MAX_BUFFER : (int)ring;
         int64_t futures = 2 * p->cycle_length;
         it->max_futures = futures > CV_INTERLEAVE_MAX_FUTURES ? CV_INTERLEAVE_MAX_FUTURES : (int)futures;
         it->num_threads = p->num_workers;

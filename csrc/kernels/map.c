@@ -100,7 +100,7 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
         s = cv_stage_init(&it->stage, p->fn.call_chunk ? &map_chunk_stage_ops : &map_stage_ops, it,
                           "ParallelMap", p->num_workers, window, window, p->deterministic);
         if (!s)
-            cv_stage_set_chunk(&it->stage, chunk);
+            cv_stage_set_chunk(&it->stage, chunk, true);
     }
     if (s) {
         cv_staged_iterator_destroy(&it->base);

@@ -59,6 +59,8 @@ static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
         int initial = size == CV_AUTOTUNE ? 1 : fixed;
         int max = size == CV_AUTOTUNE ? CV_PREFETCH_AUTOTUNE_MAX : fixed;
         s = cv_stage_init(&it->stage, &prefetch_stage_ops, it, "Prefetch", 1, initial, max, true);
+        if (!s) /* hand elements over in runs: fewer lock round trips per element */
+            cv_stage_set_chunk(&it->stage, CV_STAGE_MAX_CHUNK, false);
     }
     if (s) {
         cv_staged_iterator_destroy(&it->base);
