@@ -182,3 +182,14 @@ def test_huge_batch_size_over_a_short_input():
 def test_cardinality_near_int64_max():
     assert Dataset.range(0, 2**63 - 1).batch(2).cardinality() == 2**62
     assert Dataset.range(0, 2**63 - 1).batch(2, drop_remainder=True).cardinality() == 2**62 - 1
+
+
+def test_parallel_batch_optimization_never_changes_results():
+    """Batches are copied on worker threads by default (tf.data's parallel_batch
+    optimization); switching it off gives the same batches."""
+    opts = tf.data.Options()
+    opts.experimental_optimization.parallel_batch = False
+    x = np.arange(1000 * 3, dtype=np.float32).reshape(1000, 3)
+    on = [b.tolist() for b in Dataset.from_tensor_slices(x).batch(64)]
+    off = [b.tolist() for b in Dataset.from_tensor_slices(x).batch(64).with_options(opts)]
+    assert on == off == [x[i:i + 64].tolist() for i in range(0, 1000, 64)]

@@ -84,11 +84,12 @@ def _structure_kind(spec):
 class _BuildContext(tuple):
     """What engine datasets depend on beyond their arguments (from Options)."""
 
-    def __new__(cls, deterministic, max_threads):
-        return super().__new__(cls, (deterministic, max_threads))
+    def __new__(cls, deterministic, max_threads, parallel_batch):
+        return super().__new__(cls, (deterministic, max_threads, parallel_batch))
 
     deterministic = property(operator.itemgetter(0))
     max_threads = property(operator.itemgetter(1))
+    parallel_batch = property(operator.itemgetter(2))
 
     def parallelism(self, value):
         """num_parallel_calls -> worker count for the engine (0 = sequential).
@@ -145,7 +146,9 @@ class Dataset:
     def _context(self):
         options = self.options()
         deterministic = True if options.deterministic is None else bool(options.deterministic)
-        return _BuildContext(deterministic, options.threading.private_threadpool_size or 0)
+        parallel_batch = options.experimental_optimization.parallel_batch
+        return _BuildContext(deterministic, options.threading.private_threadpool_size or 0,
+                             parallel_batch is not False)
 
     def _packing(self):
         return _structure_kind(self.element_spec)
@@ -617,8 +620,13 @@ class _BatchDataset(Dataset):
 
     def _build(self, ctx, engine_inputs):
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
+        parallelism = self._parallelism
+        if not parallelism and ctx.parallel_batch:
+            # tf.data's default parallel_batch optimization: the copying into
+            # batches runs on worker threads, in order (results never change).
+            parallelism, deterministic = _engine.cpu_count(), True
         return _engine.batch(engine_inputs[0], self._batch_size, self._drop_remainder,
-                             ctx.parallelism(self._parallelism), deterministic)
+                             ctx.parallelism(parallelism), deterministic)
 
     def _batched(self, spec):
         dim = self._batch_size if self._drop_remainder else None

@@ -2,9 +2,10 @@
 ``Dataset.with_options``. Settings left as ``None`` take the default.
 
 What conveyor honours today: ``deterministic`` (the default for ``map`` and
-``batch`` calls whose ``deterministic`` argument is None) and
+``batch`` calls whose ``deterministic`` argument is None),
 ``threading.private_threadpool_size`` (caps every parallel stage's thread
-count when > 0). The other fields are accepted so that tf.data code runs
+count when > 0) and ``experimental_optimization.parallel_batch`` (on by
+default, as in tf.data: ``batch`` copies on worker threads, in order). The other fields are accepted so that tf.data code runs
 unchanged, and are recorded for later use; see docs/differences.md.
 """
 
