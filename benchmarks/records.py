@@ -124,7 +124,7 @@ def main(argv=None):
           "alternating; median [min-max]")
     if tf is None:
         print(f"tf.data: {tf_note}")
-    libs = [("conveyor", cv)] + ([("tf.data", tf)] if tf is not None else [])
+    libs = [("conveyor", cv)] + ([("tf.data", tf), ("tf.data numpy", tf)] if tf is not None else [])
 
     folder = os.path.join(args.dir, "quick" if args.quick else "full")
     workloads = {}
@@ -166,8 +166,9 @@ def main(argv=None):
                     spec_cv.items()}
 
             def run(warmup, lib=lib, pattern=pattern, compression=compression, spec=spec,
-                    count=count):
-                seconds, records = epoch(pipeline(lib, pattern, compression, spec))
+                    count=count, numpy=lib_name.endswith("numpy")):
+                ds = pipeline(lib, pattern, compression, spec)
+                seconds, records = epoch(ds.as_numpy_iterator() if numpy else ds)
                 assert records == count, (records, count)
                 return {"s": seconds}
             variants.append(((name, lib_name), run))
@@ -179,20 +180,26 @@ def main(argv=None):
         print(f"  {name:<56}{rate / 1e9:>10.2f}")
     print()
     print(f"{'workload':<58}{'conveyor MB/s':>22}{'tf.data MB/s':>22}{'cv/tf':>8}"
-          f"{'cv rec/s':>12}{'cv/limit':>10}")
+          f"{'tf numpy MB/s':>22}{'cv/tfnp':>8}{'cv rec/s':>12}{'cv/limit':>10}")
     for name, (pattern, compression, nbytes, count, parse) in workloads.items():
         c = [nbytes / m["s"] / 1e6 for m in results[(name, "conveyor")]]
         t = [nbytes / m["s"] / 1e6 for m in results[(name, "tf.data")]] if tf is not None else None
+        tn = [nbytes / m["s"] / 1e6 for m in results[(name, "tf.data numpy")]] if tf is not None else None
         ratio = [a / b for a, b in zip(c, t)] if t else None
+        ratio_np = [a / b for a, b in zip(c, tn)] if tn else None
         limit = limits["zlib inflate (1 core)"] * 2 if compression == "GZIP" else (
             limits.get("CRC32C (engine)", limits["memcpy"]))
         cmed = summary(c)["median"]
         tf_text = fmt_range(t) if t else "-"
         ratio_text = f"{summary(ratio)['median']:.2f}x" if ratio else "-"
-        print(f"{name:<58}{fmt_range(c):>22}{tf_text:>22}{ratio_text:>8}"
-              f"{cmed * 1e6 / (nbytes / count):>12,.0f}{cmed * 1e6 / limit:>10.2f}")
-    print("(cv/tf: paired ratio of MB/s, goal >= 1.5x; cv/limit: conveyor's MB/s over the CRC32C "
-          "rate (uncompressed) or twice the 1-core inflate rate (GZIP, 2 cores))")
+        tn_text = fmt_range(tn) if tn else "-"
+        ratio_np_text = f"{summary(ratio_np)['median']:.2f}x" if ratio_np else "-"
+        print(f"{name:<58}{fmt_range(c):>22}{tf_text:>22}{ratio_text:>8}{tn_text:>22}"
+              f"{ratio_np_text:>8}{cmed * 1e6 / (nbytes / count):>12,.0f}{cmed * 1e6 / limit:>10.2f}")
+    print("(tf.data: iterating the dataset (EagerTensors: strings stay in TensorFlow); tf numpy: "
+          "as_numpy_iterator(), bytes objects as conveyor gives; cv/tf, cv/tfnp: paired ratios "
+          "of MB/s, goal >= 1.5x; cv/limit: conveyor's MB/s over the CRC32C rate (uncompressed) "
+          "or twice the 1-core inflate rate (GZIP, 2 cores))")
     return 0
 
 
