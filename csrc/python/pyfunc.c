@@ -236,17 +236,24 @@ static CvStatus function_call(void *ctx, const CvElement *in, CvElement *out)
     return s;
 }
 
+/* Drop references from any thread (NULLs are skipped). Once Python is no
+ * longer available (interpreter exit) they are leaked instead. */
+static void drop_references(PyObject *a, PyObject *b, PyObject *c)
+{
+    if (cv_python_enter() < 0)
+        return;
+    PyGILState_STATE g = cv_gil_acquire();
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(c);
+    PyGILState_Release(g);
+    cv_python_leave();
+}
+
 static void function_release(void *ctx)
 {
     PyFunction *f = ctx;
-    if (cv_python_enter() == 0) {
-        PyGILState_STATE g = cv_gil_acquire();
-        Py_XDECREF(f->fn);
-        Py_XDECREF(f->out_convert);
-        Py_XDECREF(f->module);
-        PyGILState_Release(g);
-        cv_python_leave();
-    }
+    drop_references(f->fn, f->out_convert, f->module);
     PyMem_RawFree(f->name);
     PyMem_RawFree(f);
 }
@@ -316,13 +323,7 @@ static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset 
 static void dataset_function_release(void *ctx)
 {
     PyDatasetFunction *f = ctx;
-    if (cv_python_enter() == 0) {
-        PyGILState_STATE g = cv_gil_acquire();
-        Py_XDECREF(f->fn);
-        Py_XDECREF(f->module);
-        PyGILState_Release(g);
-        cv_python_leave();
-    }
+    drop_references(f->fn, f->module, NULL);
     PyMem_RawFree(f->name);
     PyMem_RawFree(f);
 }
@@ -410,13 +411,7 @@ static void source_close(void *ctx, void *state)
 static void source_release(void *ctx)
 {
     PySource *src = ctx;
-    if (cv_python_enter() == 0) {
-        PyGILState_STATE g = cv_gil_acquire();
-        Py_XDECREF(src->factory);
-        Py_XDECREF(src->module);
-        PyGILState_Release(g);
-        cv_python_leave();
-    }
+    drop_references(src->factory, src->module, NULL);
     PyMem_RawFree(src->name);
     PyMem_RawFree(src);
 }
