@@ -350,6 +350,25 @@ static Slot *take_future(InterleaveIterator *it)
     return slot;
 }
 
+/* mu held, a future is waiting: open it at `position` of the cycle. A future
+ * whose opening failed is consumed instead and its error returned (the
+ * position stays empty, as in tf.data). */
+static CvStatus open_future_at(InterleaveIterator *it, int64_t position)
+{
+    Slot *fresh = take_future(it);
+    CvStatus s = fresh->open_status;
+    if (s) {
+        fresh->open_status = NULL;
+        pthread_mutex_unlock(&it->mu);
+        slot_destroy(fresh, it->ring_size);
+        pthread_mutex_lock(&it->mu);
+        return s;
+    }
+    it->cycle[position] = fresh;
+    it->num_open++;
+    return CV_STATUS_OK;
+}
+
 /* mu held; the slot has a buffered result. Pops it into *r. */
 static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
 {
@@ -420,17 +439,8 @@ static bool deterministic_step(InterleaveIterator *it, CvElement *out, bool *end
         }
         if (!it->end_of_input) {
             if (it->future_count > 0) {
-                Slot *fresh = take_future(it);
-                if (fresh->open_status) {
-                    *s = fresh->open_status;
-                    fresh->open_status = NULL;
-                    pthread_mutex_unlock(&it->mu);
-                    slot_destroy(fresh, it->ring_size);
-                    pthread_mutex_lock(&it->mu);
+                if ((*s = open_future_at(it, it->cycle_index)))
                     return true;
-                }
-                it->cycle[it->cycle_index] = fresh;
-                it->num_open++;
                 continue;
             }
             if (!it->input_exhausted)
@@ -458,17 +468,8 @@ static bool any_step(InterleaveIterator *it, CvElement *out, bool *end, CvStatus
                     it->end_of_input = true;
                 break;
             }
-            Slot *fresh = take_future(it);
-            if (fresh->open_status) {
-                *s = fresh->open_status;
-                fresh->open_status = NULL;
-                pthread_mutex_unlock(&it->mu);
-                slot_destroy(fresh, it->ring_size);
-                pthread_mutex_lock(&it->mu);
+            if ((*s = open_future_at(it, position)))
                 return true;
-            }
-            it->cycle[position] = fresh;
-            it->num_open++;
         }
         if (it->end_of_input && it->num_open == 0) {
             *end = true;
