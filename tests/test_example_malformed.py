@@ -13,26 +13,7 @@ from conveyor.io import (Feature, FixedLenFeature, FixedLenSequenceFeature, VarL
 F32, I64, STR = conveyor.float32, conveyor.int64, conveyor.string
 
 
-def varint(n):
-    out = b""
-    while True:
-        b, n = n & 0x7F, n >> 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def ld(tag, payload):
-    return bytes([tag]) + varint(len(payload)) + payload
-
-
-def entry(key, feature):
-    return ld(0x0A, ld(0x0A, key) + ld(0x12, feature))
-
-
-def example(*entries):
-    return ld(0x0A, b"".join(entries))
+from _example_wire import entry, example, ld, varint  # noqa: F401
 
 
 def floats(*v):

@@ -224,26 +224,7 @@ def test_config_errors_same_type():
 
 # -- malformed protobufs: conveyor gives TensorFlow's result or InvalidArgumentError --------
 
-def varint(n):
-    out = b""
-    while True:
-        b, n = n & 0x7F, n >> 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def ld(tag, payload):
-    return bytes([tag]) + varint(len(payload)) + payload
-
-
-def entry(key, feature):
-    return ld(0x0A, ld(0x0A, key) + ld(0x12, feature))
-
-
-def example(*entries):
-    return ld(0x0A, b"".join(entries))
+from _example_wire import entry, example, ld, varint  # noqa: E402,F401
 
 
 FL = ld(0x12, ld(0x0A, np.float32(1.0).tobytes()))

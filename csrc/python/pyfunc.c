@@ -91,11 +91,16 @@ void cv_gil_thread_exit(void)
  * dtypes as the first. */
 enum { FAST_UNKNOWN, FAST_SINGLE, FAST_TUPLE, FAST_NONE };
 
+/* The head of every wrapped Python callable. */
 typedef struct {
-    PyObject *module;      /* strong: keeps the module state alive */
+    PyObject *module; /* strong: keeps the module state alive */
+    char *name;       /* stage name for messages, owned */
+} PyWrapper;
+
+typedef struct {
+    PyWrapper base;
     PyObject *fn;          /* strong: called as fn(*components) */
     PyObject *out_convert; /* strong: result -> list of arrays, checks structure */
-    char *name;            /* stage name for messages, owned */
     /* Written under the GIL on the first call only. */
     int fast;
     Py_ssize_t fast_n;
@@ -200,11 +205,11 @@ static CvStatus call_locked(PyFunction *f, CvModuleState *st, const CvElement *i
     }
     if (s) {
         cv_element_clear(out);
-        s = cv_status_prefix(s, "%s: ", f->name);
+        s = cv_status_prefix(s, "%s: ", f->base.name);
     }
     goto done;
 pyerror:
-    s = cv_status_from_pyerr(f->name);
+    s = cv_status_from_pyerr(f->base.name);
 done:
     Py_XDECREF(args);
     Py_XDECREF(result);
@@ -218,11 +223,11 @@ static void function_call_chunk(void *ctx, const CvElement *in, CvElement *out, 
     PyFunction *f = ctx;
     if (cv_python_enter() < 0) {
         for (int i = 0; i < n; i++)
-            status[i] = python_gone(f->name);
+            status[i] = python_gone(f->base.name);
         return;
     }
     PyGILState_STATE g = cv_gil_acquire();
-    CvModuleState *st = cv_get_state(f->module);
+    CvModuleState *st = cv_get_state(f->base.module);
     for (int i = 0; i < n; i++)
         status[i] = call_locked(f, st, &in[i], &out[i]);
     PyGILState_Release(g);
@@ -236,55 +241,61 @@ static CvStatus function_call(void *ctx, const CvElement *in, CvElement *out)
     return s;
 }
 
-/* Drop references from any thread (NULLs are skipped). Once Python is no
- * longer available (interpreter exit) they are leaked instead. */
-static void drop_references(PyObject *a, PyObject *b, PyObject *c)
+/* Free a wrapper: drop its references (module, a, b; NULLs skipped) from
+ * any thread, or leak them once Python is no longer available (interpreter
+ * exit), then free the name and the struct. */
+static void wrapper_free(PyWrapper *w, PyObject *a, PyObject *b)
 {
-    if (cv_python_enter() < 0)
-        return;
-    PyGILState_STATE g = cv_gil_acquire();
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    Py_XDECREF(c);
-    PyGILState_Release(g);
-    cv_python_leave();
+    if (cv_python_enter() == 0) {
+        PyGILState_STATE g = cv_gil_acquire();
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(w->module);
+        PyGILState_Release(g);
+        cv_python_leave();
+    }
+    PyMem_RawFree(w->name);
+    PyMem_RawFree(w);
 }
 
 static void function_release(void *ctx)
 {
     PyFunction *f = ctx;
-    drop_references(f->fn, f->out_convert, f->module);
-    PyMem_RawFree(f->name);
-    PyMem_RawFree(f);
+    wrapper_free(&f->base, f->fn, f->out_convert);
 }
 
-static char *copy_name(PyObject *name)
+/* Allocate a zeroed wrapper of `size` bytes holding module and a copy of
+ * name; NULL (with *error set) on failure. */
+static void *wrapper_new(size_t size, PyObject *module, PyObject *name, CvStatus *error)
 {
     const char *text = PyUnicode_AsUTF8(name);
-    if (!text)
+    if (!text) {
+        PyErr_Clear();
+        *error = cv_error(CV_INVALID_ARGUMENT, "stage name must be a str");
         return NULL;
+    }
     size_t n = strlen(text) + 1;
+    PyWrapper *w = PyMem_RawCalloc(1, size);
     char *copy = PyMem_RawMalloc(n);
-    if (copy)
-        memcpy(copy, text, n);
-    else
-        PyErr_NoMemory();
-    return copy;
+    if (!w || !copy) {
+        PyMem_RawFree(w);
+        PyMem_RawFree(copy);
+        *error = cv_error_nomem();
+        return NULL;
+    }
+    memcpy(copy, text, n);
+    w->name = copy;
+    w->module = Py_NewRef(module);
+    return w;
 }
 
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
                                  PyObject *name, CvFunction *out)
 {
-    PyFunction *f = PyMem_RawCalloc(1, sizeof(*f));
+    CvStatus s = CV_STATUS_OK;
+    PyFunction *f = wrapper_new(sizeof(*f), module, name, &s);
     if (!f)
-        return cv_error_nomem();
-    f->name = copy_name(name);
-    if (!f->name) {
-        PyErr_Clear();
-        PyMem_RawFree(f);
-        return cv_error(CV_INVALID_ARGUMENT, "stage name must be a str");
-    }
-    f->module = Py_NewRef(module);
+        return s;
     f->fn = Py_NewRef(fn);
     f->out_convert = Py_NewRef(out_convert);
     *out = (CvFunction){function_call, function_call_chunk, function_release, f};
@@ -294,9 +305,8 @@ CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_c
 /* Dataset functions (interleave's map_func): fn(*components) returns an
  * engine Dataset (the Python layer unwraps the user's conveyor Dataset). */
 typedef struct {
-    PyObject *module;
+    PyWrapper base;
     PyObject *fn;
-    char *name;
 } PyDatasetFunction;
 
 static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset **out)
@@ -304,15 +314,15 @@ static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset 
     PyDatasetFunction *f = ctx;
     CvStatus s = CV_STATUS_OK;
     if (cv_python_enter() < 0)
-        return python_gone(f->name);
+        return python_gone(f->base.name);
     PyGILState_STATE g = cv_gil_acquire();
-    PyObject *args = cv_element_to_tuple(cv_get_state(f->module), in);
+    PyObject *args = cv_element_to_tuple(cv_get_state(f->base.module), in);
     PyObject *result = args ? PyObject_Call(f->fn, args, NULL) : NULL;
-    CvDataset *ds = result ? cv_dataset_arg(f->module, result) : NULL;
+    CvDataset *ds = result ? cv_dataset_arg(f->base.module, result) : NULL;
     if (ds)
         *out = cv_dataset_ref(ds);
     else
-        s = cv_status_from_pyerr(f->name);
+        s = cv_status_from_pyerr(f->base.name);
     Py_XDECREF(args);
     Py_XDECREF(result);
     PyGILState_Release(g);
@@ -323,24 +333,16 @@ static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset 
 static void dataset_function_release(void *ctx)
 {
     PyDatasetFunction *f = ctx;
-    drop_references(f->fn, f->module, NULL);
-    PyMem_RawFree(f->name);
-    PyMem_RawFree(f);
+    wrapper_free(&f->base, f->fn, NULL);
 }
 
 CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObject *name,
                                          CvDatasetFunction *out)
 {
-    PyDatasetFunction *f = PyMem_RawCalloc(1, sizeof(*f));
+    CvStatus s = CV_STATUS_OK;
+    PyDatasetFunction *f = wrapper_new(sizeof(*f), module, name, &s);
     if (!f)
-        return cv_error_nomem();
-    f->name = copy_name(name);
-    if (!f->name) {
-        PyErr_Clear();
-        PyMem_RawFree(f);
-        return cv_error(CV_INVALID_ARGUMENT, "stage name must be a str");
-    }
-    f->module = Py_NewRef(module);
+        return s;
     f->fn = Py_NewRef(fn);
     *out = (CvDatasetFunction){dataset_function_call, dataset_function_release, f};
     return CV_STATUS_OK;
@@ -349,23 +351,22 @@ CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObjec
 /* Sources: factory() returns a Python iterator whose items are lists of
  * arrays already checked against the element signature. */
 typedef struct {
-    PyObject *module;
+    PyWrapper base;
     PyObject *factory;
-    char *name;
 } PySource;
 
 static CvStatus source_open(void *ctx, void **state)
 {
     PySource *src = ctx;
     if (cv_python_enter() < 0)
-        return python_gone(src->name);
+        return python_gone(src->base.name);
     PyGILState_STATE g = cv_gil_acquire();
     CvStatus s = CV_STATUS_OK;
     PyObject *it = PyObject_CallNoArgs(src->factory);
     if (it)
         Py_SETREF(it, PyObject_GetIter(it));
     if (!it)
-        s = cv_status_from_pyerr(src->name);
+        s = cv_status_from_pyerr(src->base.name);
     *state = it;
     PyGILState_Release(g);
     cv_python_leave();
@@ -376,20 +377,20 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
 {
     PySource *src = ctx;
     if (cv_python_enter() < 0)
-        return python_gone(src->name);
+        return python_gone(src->base.name);
     PyGILState_STATE g = cv_gil_acquire();
     CvStatus s = CV_STATUS_OK;
     PyObject *item = PyIter_Next((PyObject *)state);
     *end = false;
     if (!item) {
         if (PyErr_Occurred())
-            s = cv_status_from_pyerr(src->name);
+            s = cv_status_from_pyerr(src->base.name);
         else
             *end = true;
     } else {
-        s = cv_element_from_sequence(cv_get_state(src->module), item, out);
+        s = cv_element_from_sequence(cv_get_state(src->base.module), item, out);
         if (s)
-            s = cv_status_prefix(s, "%s: ", src->name);
+            s = cv_status_prefix(s, "%s: ", src->base.name);
         Py_DECREF(item);
     }
     PyGILState_Release(g);
@@ -411,23 +412,15 @@ static void source_close(void *ctx, void *state)
 static void source_release(void *ctx)
 {
     PySource *src = ctx;
-    drop_references(src->factory, src->module, NULL);
-    PyMem_RawFree(src->name);
-    PyMem_RawFree(src);
+    wrapper_free(&src->base, src->factory, NULL);
 }
 
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out)
 {
-    PySource *src = PyMem_RawCalloc(1, sizeof(*src));
+    CvStatus s = CV_STATUS_OK;
+    PySource *src = wrapper_new(sizeof(*src), module, name, &s);
     if (!src)
-        return cv_error_nomem();
-    src->name = copy_name(name);
-    if (!src->name) {
-        PyErr_Clear();
-        PyMem_RawFree(src);
-        return cv_error(CV_INVALID_ARGUMENT, "stage name must be a str");
-    }
-    src->module = Py_NewRef(module);
+        return s;
     src->factory = Py_NewRef(factory);
     *out = (CvSource){source_open, source_next, source_close, source_release, src};
     return CV_STATUS_OK;
