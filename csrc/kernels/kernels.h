@@ -32,5 +32,13 @@ CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed,
 CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out);
+/* cache: the store (kernels/cache.h) is shared, a new reference is taken.
+ * `expected` (n components, copied; NULL when the element spec is not known
+ * yet) must fit a cache file before it is read. */
+struct CvCacheStore;
+struct CvComponentSpec;
+CvStatus cv_cache_dataset(CvDataset *input, struct CvCacheStore *store,
+                          const struct CvComponentSpec *expected, uint32_t n_expected,
+                          CvDataset **out);
 
 #endif

@@ -17,6 +17,10 @@
 
 #include "core/dataset.h"
 
+/* An error for errno `e` on `path`, with TensorFlow's code for it
+ * (NOT_FOUND, PERMISSION_DENIED, ...) and words ("<path>; <strerror> <what>"). */
+CvStatus cv_errno_status(int e, const char *path, const char *what);
+
 typedef enum CvCompression {
     CV_COMPRESSION_NONE = 0,
     CV_COMPRESSION_ZLIB = 1, /* zlib stream, window bits 15 */
