@@ -10,7 +10,6 @@ import os
 import sys
 import threading
 import warnings
-import weakref
 
 import numpy as np
 
@@ -876,6 +875,7 @@ class CacheWarning(UserWarning):
 
 
 _cache_progress = None  # None: auto (tqdm installed and stderr a terminal); see experimental
+_CACHE_PROGRESS_DELAY = 1.0  # seconds of filling before a bar appears
 
 
 def _set_cache_progress(enabled):
@@ -1010,16 +1010,17 @@ class _CacheDataset(_UnaryDataset):
         Dataset.__init__(self, [input_dataset])
         self._filename = filename
         self._file_spec = None
-        ref = weakref.ref(self)  # the store's hooks must not keep this dataset alive
-
+        # The hooks may outlive this object (an iterator keeps only the engine's
+        # datasets), and must not refer to it (the store it holds would form a cycle
+        # that the garbage collector cannot see through the capsule).
         def describe():
-            ds = ref()
-            spec = None if ds is None else ds._inputs[0]._known_spec()
+            spec = input_dataset._known_spec()
             return None if spec is None else _encode_structure(spec)
 
         label = f"cache {filename}" if filename else "cache (memory)"
         self._store = _engine.cache_store(filename or None, _cache_warn,
-                                          _cache_progress_hook(label), describe)
+                                          _cache_progress_hook(label), describe,
+                                          _CACHE_PROGRESS_DELAY)
 
     def _build(self, ctx, engine_inputs):
         spec = self._inputs[0]._known_spec()

@@ -236,6 +236,8 @@ CvStatus cv_cache_store_new(const char *filename, CvCacheHooks hooks, CvCacheSto
         return cv_error_nomem();
     }
     st->hooks = hooks;
+    if (st->hooks.progress_delay_ns < 0)
+        st->hooks.progress_delay_ns = CV_CACHE_PROGRESS_DELAY_NS;
     atomic_init(&st->refcount, 1);
     pthread_mutex_init(&st->mu, NULL);
     if (filename && filename[0]) {
@@ -366,7 +368,7 @@ static void progress_tick(CacheIterator *it)
         return;
     }
     if (it->reporting ? now - it->reported_ns < CV_CACHE_PROGRESS_PERIOD_NS
-                      : now - it->started_ns < CV_CACHE_PROGRESS_DELAY_NS)
+                      : now - it->started_ns < store_of(it)->hooks.progress_delay_ns)
         return;
     it->reporting = true;
     it->reported_ns = now;
@@ -463,18 +465,18 @@ static void discard_pass(CacheIterator *it)
     if (why == CV_STOP_TAKE_EPOCH)
         warn_once(st, &st->warned_partial,
                   "Dataset.cache() is followed by take(k) inside repeat(): every epoch stops "
-                  "after %" PRId64 " elements, before the end of the dataset being cached, so %s "
+                  "after %" PRId64 " element%s, before the end of the dataset being cached, so %s "
                   "and the cache never fills: each epoch runs the input pipeline again. Write "
                   "`dataset.take(k).cache().repeat()` to cache those k elements.",
-                  produced, what);
+                  produced, produced == 1 ? "" : "s", what);
     else
         warn_once(st, &st->warned_partial,
-                  "Dataset.cache(): an iterator stopped after %" PRId64 " elements, before the end "
+                  "Dataset.cache(): an iterator stopped after %" PRId64 " element%s, before the end "
                   "of the dataset being cached, so %s. Only a complete pass is kept (a truncated "
                   "cache would silently shorten every later epoch); the next pass computes the "
                   "elements again. To cache only the first k elements, write "
                   "`dataset.take(k).cache()`. (Shown once per dataset.)",
-                  produced, what);
+                  produced, produced == 1 ? "" : "s", what);
 }
 
 static void cache_free(CvDataset *ds)

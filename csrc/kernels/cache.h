@@ -21,9 +21,10 @@ typedef struct CvCacheHooks {
     void (*warn)(void *ctx, const char *message);
     /* The first pass of iterator `token` has produced `elements` elements of
      * `bytes` bytes so far, of `total` (-1: unknown); `state` is one of the
-     * states above. First called after CV_CACHE_PROGRESS_DELAY_NS of
-     * filling, then at most every CV_CACHE_PROGRESS_PERIOD_NS, and once
-     * with DONE or DISCARDED at the end of a pass that reported. */
+     * states above. First called after progress_delay_ns of filling, then
+     * at most every CV_CACHE_PROGRESS_PERIOD_NS (checked every 256
+     * elements), and once with DONE or DISCARDED at the end of a pass that
+     * reported. */
     void (*progress)(void *ctx, uint64_t token, int64_t elements, uint64_t bytes, int64_t total,
                      int state);
     /* The element structure to store in a cache file (opaque to the engine;
@@ -31,6 +32,7 @@ typedef struct CvCacheHooks {
     void (*describe)(void *ctx, char **blob, size_t *len);
     void (*release)(void *ctx);
     void *ctx;
+    int64_t progress_delay_ns; /* < 0: CV_CACHE_PROGRESS_DELAY_NS */
 } CvCacheHooks;
 
 #define CV_CACHE_PROGRESS_DELAY_NS 1000000000LL

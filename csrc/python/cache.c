@@ -141,11 +141,13 @@ static PyObject *none_to_null(PyObject *o)
     return o == Py_None ? NULL : Py_NewRef(o);
 }
 
-/* cache_store(filename or None, warn, progress, describe) -> store */
+/* cache_store(filename or None, warn, progress, describe, progress_delay_s) -> store */
 static PyObject *engine_cache_store(PyObject *module, PyObject *args)
 {
     PyObject *filename, *warn, *progress, *describe, *path = NULL;
-    if (!PyArg_ParseTuple(args, "OOOO:cache_store", &filename, &warn, &progress, &describe))
+    double delay;
+    if (!PyArg_ParseTuple(args, "OOOOd:cache_store", &filename, &warn, &progress, &describe,
+                          &delay))
         return NULL;
     if (filename != Py_None && !PyUnicode_FSConverter(filename, &path))
         return NULL;
@@ -158,7 +160,8 @@ static PyObject *engine_cache_store(PyObject *module, PyObject *args)
     h->progress = none_to_null(progress);
     h->describe = none_to_null(describe);
     CvCacheHooks hooks = {h->warn ? hooks_warn : NULL, h->progress ? hooks_progress : NULL,
-                          h->describe ? hooks_describe : NULL, hooks_release, h};
+                          h->describe ? hooks_describe : NULL, hooks_release, h,
+                          delay < 0 ? -1 : (int64_t)(delay * 1e9)};
     CvCacheStore *st = NULL;
     CvStatus s = cv_cache_store_new(path ? PyBytes_AS_STRING(path) : NULL, hooks, &st);
     Py_XDECREF(path);
@@ -300,7 +303,7 @@ static PyObject *engine_cache_store_count(PyObject *module, PyObject *store)
 
 PyMethodDef cv_cache_functions[] = {
     {"cache_store", engine_cache_store, METH_VARARGS,
-     "cache_store(filename or None, warn, progress, describe) -> store"},
+     "cache_store(filename or None, warn, progress, describe, progress_delay_s) -> store"},
     {"cache", engine_cache, METH_VARARGS, "cache(input, store, expected or None) -> Dataset"},
     {"cache_file_info", engine_cache_file_info, METH_O,
      "cache_file_info(store) -> None or (structure, components, count)"},
