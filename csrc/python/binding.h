@@ -74,8 +74,9 @@ int cv_python_unavailable(void);
 int cv_python_enter(void);
 void cv_python_leave(void);
 void cv_python_after_fork_child(void);
+/* with_id: fn is called as fn(epoch, index, *components) (see CvElementId). */
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
-                                 PyObject *name, CvFunction *out);
+                                 PyObject *name, int with_id, CvFunction *out);
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out);
 CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObject *name,
                                          CvDatasetFunction *out);
