@@ -40,6 +40,12 @@ CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj);
 /* Module functions defined in other binding files (NULL-terminated). */
 extern PyMethodDef cv_io_functions[];      /* io.c: record files */
 extern PyMethodDef cv_example_functions[]; /* example.c: tf.train.Example */
+extern PyMethodDef cv_op_functions[];      /* ops.c: element ops and traced programs */
+
+/* ops.c: an engine function from a map/filter argument: a compiled program
+ * capsule, or a Python callable (see cv_function_from_python). */
+CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_convert,
+                              PyObject *name, int with_id, CvFunction *out);
 
 /* errors.c */
 /* Raise the Python exception for a non-OK status and free it; returns NULL. */

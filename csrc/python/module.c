@@ -436,7 +436,7 @@ static PyObject *engine_map(PyObject *module, PyObject *args)
         return NULL;
     CvFunction f;
     CvDataset *ds = NULL;
-    CvStatus s = cv_function_from_python(module, fn, out_convert, name, with_id, &f);
+    CvStatus s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
     if (!s)
         s = cv_map_dataset(in, f, parallel, deterministic, &ds);
     return cv_wrap_dataset(module, s, ds);
@@ -663,7 +663,8 @@ static int engine_exec(PyObject *module)
     if (cv_convert_init(module, st) < 0)
         return -1;
     if (PyModule_AddFunctions(module, cv_io_functions) < 0 ||
-        PyModule_AddFunctions(module, cv_example_functions) < 0)
+        PyModule_AddFunctions(module, cv_example_functions) < 0 ||
+        PyModule_AddFunctions(module, cv_op_functions) < 0)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */
     cv_set_thread_exit_hook(cv_gil_thread_exit);
