@@ -27,7 +27,7 @@
 #include "core/philox.h"
 #include "core/tensor.h"
 
-#define CV_OP_MAX_INTS 16
+#define CV_OP_MAX_INTS 64
 #define CV_OP_MAX_FLOATS 8
 
 /* Attributes fixed when the program is built; each op documents what its
