@@ -236,7 +236,7 @@ CvStatus cv_cache_writer_open(const char *path, CvCacheWriter **out)
 
 static bool grow(void **p, size_t *cap, size_t need, size_t item)
 {
-    if (need <= *cap)
+    if (need <= *cap && *p) /* allocated even when nothing is needed yet */
         return true;
     size_t n = *cap ? *cap : 64;
     while (n < need)
@@ -268,7 +268,8 @@ static void put_tensor(CvCacheWriter *w, const CvTensor *t)
     size_t n = (size_t)cv_tensor_num_elements(t);
     if (t->dtype != CV_STRING) {
         size_t bytes = n * cv_dtype_size(t->dtype);
-        memcpy(dst, t->data, bytes);
+        if (bytes) /* an empty tensor's data may be NULL */
+            memcpy(dst, t->data, bytes);
         memset(dst + bytes, 0, pad8(bytes) - bytes);
         w->data_len += pad8(bytes);
         return;
@@ -279,7 +280,8 @@ static void put_tensor(CvCacheWriter *w, const CvTensor *t)
     for (size_t i = 0; i < n; i++) {
         put64(dst + 16 * i, at);
         put64(dst + 16 * i + 8, refs[i].length);
-        memcpy(text, t->buf->data + refs[i].offset, refs[i].length);
+        if (refs[i].length)
+            memcpy(text, t->buf->data + refs[i].offset, refs[i].length);
         text += refs[i].length;
         at += refs[i].length;
     }
