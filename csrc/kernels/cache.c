@@ -135,7 +135,7 @@ static size_t element_bytes(const CvElement *e)
 /* Record one more element by reference. */
 static CvStatus record(Recording *m, const CvElement *e)
 {
-    if (m->count == 0 && m->ncomp == 0) {
+    if (!m->cols) {
         m->cols = calloc(e->n ? e->n : 1, sizeof(Column));
         if (!m->cols)
             return cv_error_nomem();
