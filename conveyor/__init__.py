@@ -19,11 +19,11 @@ from conveyor import data
 from conveyor import io
 from conveyor import image
 from conveyor._math import cast, reshape
-from conveyor._tracing import Tensor
+from conveyor._tracing import Tensor, numpy_function, py_function
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "io", "image", "cast", "reshape", "Tensor", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
+__all__ = ["data", "io", "image", "cast", "reshape", "Tensor", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "half", "float32", "float64", "double", "string"]
 

@@ -5,10 +5,14 @@
 #include "ops/op.h"
 
 extern const CvOp cv_op_cast;
+extern const CvOp cv_op_elementwise;
+extern const CvOp cv_op_uniform;
 extern const CvOp cv_op_reshape;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
+    &cv_op_elementwise,
+    &cv_op_uniform,
     &cv_op_reshape,
 };
 
