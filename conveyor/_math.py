@@ -15,7 +15,7 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["cast", "reshape", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
+__all__ = ["cast", "reshape", "one_hot", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
            "floormod", "pow", "maximum", "minimum", "less", "less_equal", "greater",
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
            "logical_not", "negative", "abs", "sqrt", "exp", "log", "floor", "ceil", "round",
@@ -59,6 +59,43 @@ def reshape(tensor, shape, name=None):
             raise op_error(ValueError, f"Cannot reshape a tensor with {total} elements to shape "
                                        f"{dims} ({int(np.prod(dims, dtype=np.int64))} elements)")
     return apply("Reshape", [x], [(tuple(out), dtype_of(x))], ints=dims)
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """A one-hot tensor (``tf.one_hot``): `depth` is inserted at `axis` (default
+    last); positions equal to the index get `on_value` (default 1), the rest
+    `off_value` (default 0); indices outside [0, depth) give all-off rows."""
+    x = convert(indices, name="indices")
+    if dtype_of(x) not in (_dtypes.uint8, _dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"one_hot: indices must be uint8, int32 or int64, got "
+                                  f"{dtype_of(x).name}")
+    if dtype is None:
+        given = next((v for v in (on_value, off_value) if v is not None), None)
+        dtype = _dtypes.float32 if given is None else dtype_of(convert(given))
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype == _dtypes.string:
+        raise op_error(TypeError, "one_hot: string outputs are not supported")
+    on = 1 if on_value is None else on_value
+    off = 0 if off_value is None else off_value
+    for v in (on, off):
+        if isinstance(v, Tensor) or np.ndim(v) != 0:
+            raise op_error(TypeError, "one_hot: on_value and off_value must be static scalars")
+    shape = static_shape(x)
+    rank = None if shape is None else len(shape)
+    axis = -1 if axis is None else int(axis)
+    if rank is None:
+        raise op_error(ValueError, "one_hot: indices need a known rank")
+    if axis < -1 or axis > rank:
+        raise op_error(ValueError, f"Expected axis to be -1 or between [0, {rank}).  But "
+                                   f"received: {axis}")
+    axis = rank if axis == -1 else axis
+    depth = int(depth)
+    out = list(shape)
+    out.insert(axis, depth)
+    iv = [int(np.asarray(on).astype(np.float64)) if dtype.is_floating else int(on),
+          int(np.asarray(off).astype(np.float64)) if dtype.is_floating else int(off)]
+    return apply("OneHot", [x], [(tuple(out), dtype)],
+                 ints=[dtype._code, depth, axis, iv[0], iv[1]], floats=[float(on), float(off)])
 
 
 # -- elementwise ops (csrc/ops/elementwise.c) ---------------------------------

@@ -6,12 +6,14 @@
 
 extern const CvOp cv_op_cast;
 extern const CvOp cv_op_elementwise;
+extern const CvOp cv_op_one_hot;
 extern const CvOp cv_op_uniform;
 extern const CvOp cv_op_reshape;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
     &cv_op_elementwise,
+    &cv_op_one_hot,
     &cv_op_uniform,
     &cv_op_reshape,
 };
