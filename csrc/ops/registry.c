@@ -6,10 +6,20 @@
 
 extern const CvOp cv_op_cast;
 extern const CvOp cv_op_reshape;
+extern const CvOp cv_op_resize_area;
+extern const CvOp cv_op_resize_bicubic;
+extern const CvOp cv_op_resize_bilinear;
+extern const CvOp cv_op_resize_nearest_neighbor;
+extern const CvOp cv_op_scale_and_translate;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
     &cv_op_reshape,
+    &cv_op_resize_area,
+    &cv_op_resize_bicubic,
+    &cv_op_resize_bilinear,
+    &cv_op_resize_nearest_neighbor,
+    &cv_op_scale_and_translate,
 };
 
 const CvOp *cv_op_find(const char *name)
