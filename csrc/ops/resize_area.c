@@ -43,13 +43,25 @@ static inline int64_t bound(int64_t v, int64_t size)
     return v < 0 ? 0 : v >= size ? size - 1 : v;
 }
 
-/* dst[x, k] = the overlap-weighted sum of src's cells under output column x. */
+/* dst[x, k] = the overlap-weighted sum of src's cells under output column x.
+ * With 3 or 4 channels a pixel is one vector (src has a float of padding
+ * past the row; only `c` lanes are stored). */
 static void sum_row(const float *restrict src, const Cover *xs, int64_t out_w, int64_t in_w,
                     int64_t c, float *restrict dst)
 {
     for (int64_t x = 0; x < out_w; x++) {
         const Cover *cx = &xs[x];
         const float *first = src + bound(cx->start, in_w) * c;
+        if (c == 3 || c == 4) {
+            cv_v4f d = cv_v4f_load(first) * cv_v4f_splat(cx->start_scale);
+            if (cx->start + 1 != cx->end) {
+                for (int64_t v = cx->start + 1; v < cx->end - 1; v++)
+                    d += cv_v4f_load(src + bound(v, in_w) * c);
+                d += cv_v4f_load(src + bound(cx->end - 1, in_w) * c) * cv_v4f_splat(cx->end_scale);
+            }
+            cv_v4f_store_n(dst + x * c, d, c);
+            continue;
+        }
         float *d = dst + x * c;
         for (int64_t k = 0; k < c; k++)
             d[k] = first[k] * cx->start_scale;
@@ -81,14 +93,15 @@ static CvStatus area_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     float hs = cv_resize_scale(g.in_h, g.out_h), ws = cv_resize_scale(g.in_w, g.out_w);
     float scale = (float)(1.0 / (double)(hs * ws));
     size_t bytes = (size_t)(g.out_w + g.out_h) * sizeof(Cover) +
-                   ((size_t)in_row + 3 * (size_t)out_row) * sizeof(float);
+                   ((size_t)in_row + 4 + 3 * (size_t)out_row) * sizeof(float);
     Cover *xs = malloc(bytes);
     if (!xs) {
         cv_tensor_clear(&out[0]);
         return cv_error(CV_RESOURCE_EXHAUSTED, "out of memory resizing an image");
     }
     Cover *ys = xs + g.out_w;
-    float *conv = (float *)(ys + g.out_h), *acc = conv + in_row;
+    float *conv = (float *)(ys + g.out_h), *acc = conv + in_row + 4;
+    memset(conv + in_row, 0, 4 * sizeof(float)); /* the padding a 3-channel load reads */
     CvRowCache cache = {.slot = {acc + out_row, acc + 2 * out_row}};
     covers(g.out_w, ws, xs);
     covers(g.out_h, hs, ys);

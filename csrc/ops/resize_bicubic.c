@@ -65,6 +65,8 @@ static void cubic_taps(int64_t out_size, int64_t in_size, float scale, int64_t s
     }
 }
 
+/* With 3 or 4 channels a pixel is one vector (src has a float of padding
+ * past the row; only `c` lanes are stored). */
 static void cubic_row(const float *restrict src, const Taps *xs, int64_t out_w, int64_t c,
                       float *restrict dst)
 {
@@ -72,6 +74,14 @@ static void cubic_row(const float *restrict src, const Taps *xs, int64_t out_w, 
         const Taps *t = &xs[x];
         const float *p0 = src + t->index[0], *p1 = src + t->index[1], *p2 = src + t->index[2],
                     *p3 = src + t->index[3];
+        if (c == 3 || c == 4) {
+            cv_v4f d = cv_v4f_load(p0) * cv_v4f_splat(t->weight[0]) +
+                       cv_v4f_load(p1) * cv_v4f_splat(t->weight[1]) +
+                       cv_v4f_load(p2) * cv_v4f_splat(t->weight[2]) +
+                       cv_v4f_load(p3) * cv_v4f_splat(t->weight[3]);
+            cv_v4f_store_n(dst + x * c, d, c);
+            continue;
+        }
         for (int64_t k = 0; k < c; k++)
             dst[x * c + k] = p0[k] * t->weight[0] + p1[k] * t->weight[1] + p2[k] * t->weight[2] +
                              p3[k] * t->weight[3];
@@ -90,7 +100,7 @@ static CvStatus bicubic_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
         return s;
     int64_t c = g.channels, in_row = g.in_w * c, out_row = g.out_w * c;
     size_t in_row_bytes = (size_t)in_row * g.in_item;
-    size_t bytes = (size_t)(g.out_w + g.out_h) * sizeof(Taps) + (size_t)in_row * sizeof(float);
+    size_t bytes = (size_t)(g.out_w + g.out_h) * sizeof(Taps) + ((size_t)in_row + 4) * sizeof(float);
     Taps *xs = malloc(bytes);
     if (!xs) {
         cv_tensor_clear(&out[0]);
@@ -98,6 +108,7 @@ static CvStatus bicubic_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     }
     Taps *ys = xs + g.out_w;
     float *column = (float *)(ys + g.out_h);
+    memset(column + in_row, 0, 4 * sizeof(float)); /* the padding a 3-channel load reads */
     cubic_taps(g.out_w, g.in_w, cv_resize_scale(g.in_w, g.out_w), c, xs);
     cubic_taps(g.out_h, g.in_h, cv_resize_scale(g.in_h, g.out_h), 1, ys);
     float *dst = (float *)out[0].data;

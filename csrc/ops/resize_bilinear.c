@@ -17,19 +17,9 @@
 #include <emmintrin.h>
 #endif
 
-typedef float v4f __attribute__((vector_size(16)));
-
-static inline v4f load4(const float *p)
-{
-    v4f v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static inline void store4(float *p, v4f v)
-{
-    memcpy(p, &v, sizeof(v));
-}
+typedef cv_v4f v4f;
+#define load4 cv_v4f_load
+#define store4 cv_v4f_store
 
 typedef struct {
     int64_t lo, hi; /* source indices (columns: already times channels) */

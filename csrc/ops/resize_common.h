@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ops/op.h"
 
@@ -84,6 +85,34 @@ static inline float *cv_row_cache_claim(CvRowCache *c, int k, int64_t r)
     c->row[k] = r;
     c->last = k;
     return c->slot[k];
+}
+
+/* Four float32 lanes (GCC/Clang vector extension: SSE on x86-64, NEON on
+ * arm64, scalar code elsewhere). A 3- or 4-channel pixel is one vector;
+ * each lane does exactly the scalar float32 operations. */
+typedef float cv_v4f __attribute__((vector_size(16)));
+
+static inline cv_v4f cv_v4f_load(const float *p)
+{
+    cv_v4f v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static inline void cv_v4f_store(float *p, cv_v4f v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+
+static inline cv_v4f cv_v4f_splat(float x)
+{
+    return (cv_v4f){x, x, x, x};
+}
+
+/* Stores the first n (3 or 4) lanes. */
+static inline void cv_v4f_store_n(float *p, cv_v4f v, int64_t n)
+{
+    memcpy(p, &v, (size_t)n * sizeof(float));
 }
 
 #endif

@@ -130,10 +130,22 @@ static int span_size(const Kernel *k, int64_t out_size, int64_t in_size, bool an
     return size < (double)in_size ? (int)size : (int)in_size;
 }
 
-/* dst[x, :] = sum over x's taps of weight * src[start + j, :]. */
+/* dst[x, :] = sum over x's taps of weight * src[start + j, :]. With 3 or 4
+ * channels a pixel is one vector (src has a float of padding past the row;
+ * only `c` lanes are stored). */
 static void gather_columns(const float *restrict src, const Spans *sp, int64_t out_w, int64_t c,
                            float *restrict dst)
 {
+    if (c == 3 || c == 4) {
+        for (int64_t x = 0; x < out_w; x++) {
+            const float *p = src + sp->start[x] * c, *w = sp->weights + x * sp->size;
+            cv_v4f d = cv_v4f_splat(0.0f);
+            for (int j = 0; j < sp->taps[x]; j++, p += c)
+                d += cv_v4f_splat(w[j]) * cv_v4f_load(p);
+            cv_v4f_store_n(dst + x * c, d, c);
+        }
+        return;
+    }
     for (int64_t x = 0; x < out_w; x++) {
         const float *p = src + sp->start[x] * c, *w = sp->weights + x * sp->size;
         float *d = dst + x * c;
@@ -169,7 +181,7 @@ static CvStatus scale_and_translate_run(const CvOpAttrs *attrs, const CvTensor *
     Spans cols = {.size = span_size(k, g.out_w, g.in_w, antialias)};
     size_t nrow = (size_t)g.out_h, ncol = (size_t)g.out_w;
     size_t bytes = (nrow + ncol) * (sizeof(int64_t) + sizeof(int)) +
-                   (nrow * (size_t)rows.size + ncol * (size_t)cols.size + (size_t)in_row) *
+                   (nrow * (size_t)rows.size + ncol * (size_t)cols.size + (size_t)in_row + 4) *
                        sizeof(float);
     char *block = malloc(bytes);
     if (!block) {
@@ -181,7 +193,8 @@ static CvStatus scale_and_translate_run(const CvOpAttrs *attrs, const CvTensor *
     rows.weights = (float *)(cols.start + ncol);
     cols.weights = rows.weights + nrow * (size_t)rows.size;
     float *inter = cols.weights + ncol * (size_t)cols.size;
-    rows.taps = (int *)(inter + in_row);
+    rows.taps = (int *)(inter + in_row + 4);
+    memset(inter + in_row, 0, 4 * sizeof(float)); /* the padding a 3-channel load reads */
     cols.taps = rows.taps + nrow;
     compute_spans(k, g.out_h, g.in_h, antialias, &rows);
     compute_spans(k, g.out_w, g.in_w, antialias, &cols);
