@@ -100,7 +100,8 @@ static CvStatus bicubic_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
         return s;
     int64_t c = g.channels, in_row = g.in_w * c, out_row = g.out_w * c;
     size_t in_row_bytes = (size_t)in_row * g.in_item;
-    size_t bytes = (size_t)(g.out_w + g.out_h) * sizeof(Taps) + ((size_t)in_row + 4) * sizeof(float);
+    size_t bytes =
+        (size_t)(g.out_w + g.out_h) * sizeof(Taps) + ((size_t)in_row + 4) * sizeof(float);
     Taps *xs = malloc(bytes);
     if (!xs) {
         cv_tensor_clear(&out[0]);

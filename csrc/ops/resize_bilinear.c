@@ -17,10 +17,6 @@
 #include <emmintrin.h>
 #endif
 
-typedef cv_v4f v4f;
-#define load4 cv_v4f_load
-#define store4 cv_v4f_store
-
 typedef struct {
     int64_t lo, hi; /* source indices (columns: already times channels) */
     float lerp;
@@ -48,10 +44,9 @@ static void lerp_row(const float *restrict src, const Lerp *xs, int64_t out_w, i
 {
     if (c == 3 || c == 4) {
         for (int64_t x = 0; x < out_w; x++) {
-            v4f a = load4(src + xs[x].lo), b = load4(src + xs[x].hi);
+            cv_v4f a = cv_v4f_load(src + xs[x].lo), b = cv_v4f_load(src + xs[x].hi);
             float t = xs[x].lerp;
-            v4f tv = {t, t, t, t};
-            store4(dst + x * c, a + (b - a) * tv);
+            cv_v4f_store(dst + x * c, a + (b - a) * cv_v4f_splat(t));
         }
     } else if (c == 1) {
         for (int64_t x = 0; x < out_w; x++) {
@@ -72,50 +67,48 @@ static void lerp_row(const float *restrict src, const Lerp *xs, int64_t out_w, i
  * converting each pixel as it is loaded. A 4-lane load of a 3-channel pixel
  * reads one value past it: pixels from `edge` on (those touching the last
  * column) are loaded lane by lane so the row's end is never overrun. */
-static inline v4f load4_u8(const uint8_t *p)
+static inline cv_v4f load4_u8(const uint8_t *p)
 {
 #ifdef __SSE2__ /* zero-extend 4 bytes to 4 ints, then convert: 4 instructions */
     int32_t bits;
     memcpy(&bits, p, sizeof(bits));
     __m128i zero = _mm_setzero_si128();
     __m128i v = _mm_unpacklo_epi8(_mm_cvtsi32_si128(bits), zero);
-    return (v4f)_mm_cvtepi32_ps(_mm_unpacklo_epi16(v, zero));
+    return (cv_v4f)_mm_cvtepi32_ps(_mm_unpacklo_epi16(v, zero));
 #else
-    return (v4f){(float)p[0], (float)p[1], (float)p[2], (float)p[3]};
+    return (cv_v4f){(float)p[0], (float)p[1], (float)p[2], (float)p[3]};
 #endif
 }
 
-static inline v4f load3_u8(const uint8_t *p)
+static inline cv_v4f load3_u8(const uint8_t *p)
 {
-    return (v4f){(float)p[0], (float)p[1], (float)p[2], 0.0f};
+    return (cv_v4f){(float)p[0], (float)p[1], (float)p[2], 0.0f};
 }
 
-static inline v4f load3_f32(const float *p)
+static inline cv_v4f load3_f32(const float *p)
 {
-    return (v4f){p[0], p[1], p[2], 0.0f};
+    return (cv_v4f){p[0], p[1], p[2], 0.0f};
 }
 
 #define FUSED_LERP_ROW(NAME, T, LOAD4, LOAD3)                                                      \
-    static void NAME(const T *restrict src, const Lerp *xs, int64_t out_w, int64_t c,             \
+    static void NAME(const T *restrict src, const Lerp *xs, int64_t out_w, int64_t c,              \
                      int64_t edge, float *restrict dst)                                            \
     {                                                                                              \
         int64_t x = 0;                                                                             \
         for (; x < edge; x++) {                                                                    \
-            v4f a = LOAD4(src + xs[x].lo), b = LOAD4(src + xs[x].hi);                              \
+            cv_v4f a = LOAD4(src + xs[x].lo), b = LOAD4(src + xs[x].hi);                           \
             float t = xs[x].lerp;                                                                  \
-            v4f tv = {t, t, t, t};                                                                 \
-            store4(dst + x * c, a + (b - a) * tv);                                                 \
+            cv_v4f_store(dst + x * c, a + (b - a) * cv_v4f_splat(t));                              \
         }                                                                                          \
         for (; x < out_w; x++) {                                                                   \
-            v4f a = LOAD3(src + xs[x].lo), b = LOAD3(src + xs[x].hi);                              \
+            cv_v4f a = LOAD3(src + xs[x].lo), b = LOAD3(src + xs[x].hi);                           \
             float t = xs[x].lerp;                                                                  \
-            v4f tv = {t, t, t, t};                                                                 \
-            store4(dst + x * c, a + (b - a) * tv);                                                 \
+            cv_v4f_store(dst + x * c, a + (b - a) * cv_v4f_splat(t));                              \
         }                                                                                          \
     }
 
 FUSED_LERP_ROW(lerp_row_u8, uint8_t, load4_u8, load3_u8)
-FUSED_LERP_ROW(lerp_row_f32, float, load4, load3_f32)
+FUSED_LERP_ROW(lerp_row_f32, float, cv_v4f_load, load3_f32)
 #undef FUSED_LERP_ROW
 
 static void lerp_rows(const float *restrict top, const float *restrict bottom, float t, int64_t n,

@@ -30,7 +30,8 @@ CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *image, CvResize
 {
     char shape[96];
     if (attrs->num_ints < 3)
-        return cv_error(CV_INVALID_ARGUMENT, "resize needs size and preserve_aspect_ratio attributes");
+        return cv_error(CV_INVALID_ARGUMENT,
+                        "resize needs size and preserve_aspect_ratio attributes");
     if (image->rank != 3 && image->rank != 4)
         return cv_error(CV_INVALID_ARGUMENT, "'images' must have either 3 or 4 dimensions, got %s",
                         cv_shape_str(image->shape, image->rank, shape, sizeof(shape)));

@@ -67,7 +67,8 @@ static CvStatus nearest_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     if (s)
         return s;
     if (g.in_h >= (1 << 24) || g.in_w >= (1 << 24))
-        return cv_error(CV_INVALID_ARGUMENT, "nearest neighbor requires max height & width of 2^24");
+        return cv_error(CV_INVALID_ARGUMENT,
+                        "nearest neighbor requires max height & width of 2^24");
     if ((s = cv_resize_alloc(&g, in[0].dtype, &out[0])) || g.batch == 0)
         return s;
     size_t pixel = (size_t)g.channels * g.in_item;
