@@ -180,3 +180,41 @@ def test_eager_ops_on_numpy():
     assert tf.add(np.int32(2), 3) == 5
     with pytest.raises(tf.errors.InvalidArgumentError, match="by zero"):
         tf.math.floordiv(np.array([1]), np.array([0]))
+
+
+def test_parse_example_is_traced_and_matches_eager():
+    records = [tf.io.serialize_example({"a": np.array([i, -i], np.int64), "b": b"x" * i,
+                                        "v": np.arange(i + 1, dtype=np.float32)})
+               for i in range(5)]
+    feats = {"a": tf.io.FixedLenFeature([2], tf.int64), "b": tf.io.FixedLenFeature([], tf.string),
+             "v": tf.io.VarLenFeature(tf.float32)}
+    single = Dataset.from_tensor_slices(records).map(
+        lambda s: tf.io.parse_single_example(s, feats), num_parallel_calls=2)
+    assert "mode=native" in repr(single)
+    assert single.element_spec["a"] == tf.TensorSpec([2], tf.int64)
+    for rec, got in zip(records, single):
+        want = tf.io.parse_single_example(rec, feats)
+        np.testing.assert_array_equal(got["a"], want["a"])
+        assert got["b"] == want["b"]
+        for x, y in zip(got["v"], want["v"]):
+            np.testing.assert_array_equal(x, y)
+    batched = Dataset.from_tensor_slices(records).batch(2).map(
+        lambda s: tf.io.parse_example(s, feats))
+    assert batched.element_spec["a"] == tf.TensorSpec([None, 2], tf.int64)
+    for i, got in enumerate(batched):
+        want = tf.io.parse_example(records[2 * i:2 * i + 2], feats)
+        np.testing.assert_array_equal(got["a"], want["a"])
+        for x, y in zip(got["v"], want["v"]):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_malformed_record_in_a_traced_parse_names_the_element():
+    feats = {"a": tf.io.FixedLenFeature([], tf.int64)}
+    good = tf.io.serialize_example({"a": np.int64(3)})
+    ds = Dataset.from_tensor_slices([good, b"\x0a\x05junk", good]).map(
+        lambda s: tf.io.parse_single_example(s, feats)["a"], num_parallel_calls=2)
+    it = iter(ds)
+    assert int(next(it)) == 3
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"element 1.*ParseExample"):
+        next(it)
+    assert int(next(it)) == 3
