@@ -7,6 +7,7 @@
 extern const CvOp cv_op_cast;
 extern const CvOp cv_op_concat;
 extern const CvOp cv_op_elementwise;
+extern const CvOp cv_op_encode_jpeg;
 extern const CvOp cv_op_one_hot;
 extern const CvOp cv_op_parse_example;
 extern const CvOp cv_op_uniform;
@@ -23,6 +24,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_cast,
     &cv_op_concat,
     &cv_op_elementwise,
+    &cv_op_encode_jpeg,
     &cv_op_one_hot,
     &cv_op_parse_example,
     &cv_op_uniform,
