@@ -136,3 +136,12 @@ def test_traced_map_matches_tf_data():
         for x, y in zip(a, b):
             assert x.dtype == y.dtype
             np.testing.assert_allclose(x, y, atol=1e-6, rtol=0)
+
+
+def test_cast_out_of_range_floats_to_wide_integers_match_tf():
+    x = np.array([np.nan, 1e10, np.inf, -np.inf, -1.0, -5.5, 3e9, 4.2e9, 2.0 ** 32, -3e9, 1.9e19,
+                  2.0 ** 64, 1e30, -1e30] * 4, np.float32)
+    for src in (np.float32, np.float64):
+        for dst in ("int32", "int64", "uint32", "uint64"):
+            np.testing.assert_array_equal(cv.cast(x.astype(src), dst),
+                                          tf.cast(x.astype(src), dst).numpy(), err_msg=dst)
