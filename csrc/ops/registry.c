@@ -6,10 +6,16 @@
 
 extern const CvOp cv_op_cast;
 extern const CvOp cv_op_reshape;
+extern const CvOp cv_op_convert_image;
+extern const CvOp cv_op_crop;
+extern const CvOp cv_op_flip;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
     &cv_op_reshape,
+    &cv_op_convert_image,
+    &cv_op_crop,
+    &cv_op_flip,
 };
 
 const CvOp *cv_op_find(const char *name)
