@@ -61,9 +61,6 @@ def _int_param(value, name):
         if value.shape.rank not in (None, 0) or not dtype_of(value).is_integer:
             raise op_error(TypeError, f"`{name}` must be a scalar integer tensor, got {value!r}")
         return value
-    if isinstance(value, (bool, np.bool_)):
-        raise op_error(TypeError, f"Cannot convert {value!r} to a tensor of dtype int32 "
-                                  f"(`{name}`)")
     try:
         return operator.index(value if not isinstance(value, np.ndarray) or value.ndim
                               else value[()])
@@ -314,15 +311,19 @@ def central_crop(image, central_fraction):
     if rank not in (3, 4):
         raise op_error(ValueError, f"`image` should either be a Tensor with rank = 3 or rank = 4. "
                                    f"Had rank = {rank}.")
-    out = list(shape)
+    out, fractions = list(shape), []
     for d in (rank - 3, rank - 2):
         if out[d] is not None and fraction is not None:
             out[d] -= 2 * _central_start(out[d], fraction)
+            fractions.append(fraction)
         else:
+            # TensorFlow computes a dim known only at run time from the
+            # fraction as a float32 tensor: the same rounding here.
             out[d] = None
+            fractions.append(float(np.float32(fraction)) if fraction is not None else 1.0)
     inputs = [x] if fraction is not None else [x, central_fraction]
     return apply("CropOrPad", inputs, [(tuple(out), dtype_of(x))], ints=[_CENTRAL],
-                 floats=[fraction if fraction is not None else 1.0])
+                 floats=fractions)
 
 
 def random_crop(value, size, seed=None, name=None):

@@ -11,7 +11,9 @@
  *     for these three, ints[5] is a mask: bit k set means parameter k
  *     (offset_h, offset_w, target_h, target_w) is the next input, a scalar
  *     integer, instead of ints[1 + k];
- *   CENTRAL (3): floats[0] = central_fraction, or input 1 (a scalar float);
+ *   CENTRAL (3): floats[0], floats[1] = central_fraction for the height and
+ *     the width (TensorFlow rounds it to float32 for a dim it only knows at
+ *     run time), or input 1 (a scalar float) for both;
  *   RANDOM (4): any rank; ints[1..] = the size of every dim, or input 1 (an
  *     integer vector); offsets uniform in [0, dim - size] from the op's
  *     random stream.
@@ -217,18 +219,19 @@ static CvStatus crop_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         int hd = v->rank - 3, wd = v->rank - 2;
         int64_t h = v->shape[hd], w = v->shape[wd];
         if (mode == CENTRAL) {
-            double fraction = attrs->num_floats > 0 ? attrs->floats[0] : 1.0;
+            double fh = attrs->num_floats > 0 ? attrs->floats[0] : 1.0;
+            double fw = attrs->num_floats > 1 ? attrs->floats[1] : fh;
             if (num_in > 1) {
                 if (cv_tensor_num_elements(&in[1]) != 1 ||
                     (in[1].dtype != CV_FLOAT32 && in[1].dtype != CV_FLOAT64))
                     return fail("central_fraction must be a float scalar");
-                fraction = in[1].dtype == CV_FLOAT32 ? *(const float *)in[1].data
-                                                     : *(const double *)in[1].data;
+                fh = fw = in[1].dtype == CV_FLOAT32 ? *(const float *)in[1].data
+                                                    : *(const double *)in[1].data;
             }
-            if (!(fraction > 0.0 && fraction <= 1.0))
+            if (!(fh > 0.0 && fh <= 1.0 && fw > 0.0 && fw <= 1.0))
                 return fail("central_fraction must be within (0, 1]");
-            span[hd] = central_span(h, fraction);
-            span[wd] = central_span(w, fraction);
+            span[hd] = central_span(h, fh);
+            span[wd] = central_span(w, fw);
         } else {
             int64_t p[4];
             int64_t mask = attrs->num_ints > 5 ? attrs->ints[5] : 0;
