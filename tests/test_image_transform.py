@@ -48,6 +48,15 @@ OPS = {
     "convert_image_dtype": lambda x: cvi.convert_image_dtype(x, cv.float32),
     "convert_back": lambda x: cvi.convert_image_dtype(cvi.convert_image_dtype(x, cv.float16),
                                                       cv.int16, saturate=True),
+    "transpose": lambda x: cvi.transpose(x),
+    "rot90": lambda x: cvi.rot90(x),
+    "rot180": lambda x: cvi.rot90(x, 2),
+    "rot270": lambda x: cvi.rot90(x, -1),
+    "grayscale": lambda x: cvi.grayscale_to_rgb(cvi.rgb_to_grayscale(x)),
+    "adjust_brightness": lambda x: cvi.adjust_brightness(x, 0.2),
+    "adjust_brightness_f16": lambda x: cvi.adjust_brightness(
+        cvi.convert_image_dtype(x, cv.float16), -0.1),
+    "per_image_standardization": lambda x: cvi.per_image_standardization(x),
     "chain": lambda x: cvi.random_flip_left_right(
         cvi.random_crop(cvi.convert_image_dtype(x, cv.float32), [4, 5, x.shape[2] or 3])),
 }
@@ -60,6 +69,8 @@ def test_eager_equals_traced(name, image):
     if name.startswith("random_crop") or name == "chain":
         if image.ndim == 4:
             return  # random_crop sizes below are written for 3-D values
+    if name == "grayscale" and image.shape[-1] != 3:
+        return
     dims = (None,) * (image.ndim - 1) + (image.shape[-1],)
     prog, specs, base = trace(fn, (dims, cv.uint8))
     for index in (0, 1, 5):
@@ -87,6 +98,13 @@ def test_eager_equals_traced(name, image):
     (lambda x: cvi.random_crop(x, [2, 3, 1]), (None, None, 1), (2, 3, 1)),
     (lambda x: cvi.random_crop(x, [2, 3]), None, (2, 3)),
     (lambda x: cvi.convert_image_dtype(x, "float32"), (None, 4, 3), (None, 4, 3)),
+    (lambda x: cvi.transpose(x), (2, 5, None, 3), (2, None, 5, 3)),
+    (lambda x: cvi.rot90(x), (5, 4, 3), (4, 5, 3)),
+    (lambda x: cvi.rot90(x, 2), (5, 4, 3), (5, 4, 3)),
+    (lambda x: cvi.rgb_to_grayscale(x), (None, 4, 3), (None, 4, 1)),
+    (lambda x: cvi.grayscale_to_rgb(x), (7, None, 1), (7, None, 3)),
+    (lambda x: cvi.adjust_brightness(x, 0.5), (None, 4, 3), (None, 4, 3)),
+    (lambda x: cvi.per_image_standardization(x), (None, 4, 3), (None, 4, 3)),
 ])
 def test_traced_specs(fn, spec, want):
     _, specs, _ = trace(fn, (spec, cv.uint8))
@@ -126,6 +144,25 @@ def test_crop_parameters_as_traced_scalars():
     assert _engine.run_program(prog, [IMG, np.int32([2, 5, 3])], 0, 0)[0].shape == (2, 5, 3)
     with pytest.raises(cv.errors.InvalidArgumentError, match="Need value.shape >= size"):
         _engine.run_program(prog, [IMG, np.int32([7, 5, 3])], 0, 0)
+
+
+def test_rgb_to_grayscale_runtime_channels():
+    prog, specs, _ = trace(lambda x: cvi.rgb_to_grayscale(x), ((None, None, None), cv.uint8))
+    assert specs[0].shape.as_list() == [None, None, 1]
+    assert run(prog, IMG).shape == (6, 8, 1)
+    with pytest.raises(cv.errors.InvalidArgumentError, match="must be 3"):
+        run(prog, BATCH[0])
+    prog, _, _ = trace(lambda x: cvi.grayscale_to_rgb(x), ((None, None, None), cv.uint8))
+    with pytest.raises(cv.errors.InvalidArgumentError, match="should be size 1"):
+        run(prog, IMG)
+
+
+def test_brightness_delta_as_traced_scalar():
+    prog, _, _ = trace(lambda x, d: cvi.adjust_brightness(x, d), ((None, None, 3), cv.uint8),
+                       ((), cv.float32))
+    for d in (-0.5, 0.25, 2.0):
+        np.testing.assert_array_equal(_engine.run_program(prog, [IMG, np.float32(d)], 0, 0)[0],
+                                      cvi.adjust_brightness(IMG, d))
 
 
 def test_runtime_rank_and_shape_checks():
@@ -256,6 +293,13 @@ def test_convert_image_dtype_basics():
     (lambda: cvi.random_crop(IMG, [7, 2, 3]), cv.errors.InvalidArgumentError),
     (lambda: cvi.convert_image_dtype(IMG, "string"), AttributeError),
     (lambda: cvi.convert_image_dtype(IMG, "no such dtype"), TypeError),
+    (lambda: cvi.rot90(IMG, 1.5), TypeError),
+    (lambda: cvi.rot90(IMG, [1, 2]), ValueError),
+    (lambda: cvi.adjust_brightness(IMG, [0.1, 0.2, 0.3]), TypeError),
+    (lambda: cvi.adjust_brightness(IMG, "x"), TypeError),
+    (lambda: cvi.rgb_to_grayscale(IMG[..., :2]), cv.errors.InvalidArgumentError),
+    (lambda: cvi.grayscale_to_rgb(IMG), ValueError),
+    (lambda: cvi.per_image_standardization(IMG[0]), ValueError),
 ])
 def test_bad_arguments(call, exc):
     with pytest.raises(exc):

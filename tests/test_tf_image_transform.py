@@ -340,3 +340,90 @@ def test_runtime_errors(name):
     assert cmsg.startswith("fn (element 3), in ")
     core = cmsg.split(": ", 1)[1]
     assert core.split(", got")[0] in tmsg.replace("\\'", "'"), (core, tmsg)
+
+
+# ---------------------------------------------------------------------------
+# rotations, colour, brightness, standardization
+# ---------------------------------------------------------------------------
+
+
+def test_rot90_and_transpose():
+    for x in arrays():
+        for k in (-1, 0, 1, 2, 3, 5):
+            same(cvi.rot90(x, k), tf.image.rot90(x, k))
+        same(cvi.transpose(x), tf.image.transpose(x))
+        got, spec = traced(lambda v: cvi.rot90(v, 3), x)
+        same(got, tf.image.rot90(x, 3))
+    x = PHOTOS[0] if PHOTOS else arrays()[0]
+    prog, _, _, _ = _tracing.trace(lambda v, k: cvi.rot90(v, k),
+                                   [cv.TensorSpec((None, None, 3), cv.uint8),
+                                    cv.TensorSpec((), cv.int32)], lambda flat: flat, "fn")
+    for k in range(-2, 6):
+        same(_engine.run_program(prog, [x, np.int32(k)], 0, 0)[0], tf.image.rot90(x, k))
+
+
+def color_arrays():
+    rng = np.random.default_rng(11)
+    out = [rng.integers(0, 256, (5, 7, 3), dtype=np.uint8),
+           rng.integers(0, 65536, (2, 3, 4, 3), dtype=np.uint16),
+           rng.integers(-2**31, 2**31, (4, 4, 3), dtype=np.int32),
+           rng.integers(-128, 128, (6, 3), dtype=np.int8),
+           rng.uniform(-0.1, 1.1, (4, 5, 3)).astype(np.float32),
+           rng.uniform(0, 1, (4, 5, 3)).astype(np.float16),
+           rng.uniform(0, 1, (3, 3, 3))]
+    return out + PHOTOS
+
+
+def test_rgb_to_grayscale_and_back():
+    for x in color_arrays():
+        gray = cvi.rgb_to_grayscale(x)
+        same(gray, tf.image.rgb_to_grayscale(x))
+        try:
+            want = tf.image.grayscale_to_rgb(tf.constant(gray))
+        except tf.errors.UnimplementedError:  # TF's Tile lacks some dtypes (4-D uint16)
+            want = np.repeat(gray, 3, axis=-1)
+        same(cvi.grayscale_to_rgb(gray), want)
+        got, spec = traced(lambda v: cvi.rgb_to_grayscale(v), x, dims=(None,) * (x.ndim - 1) + (3,))
+        same(got, gray)
+        assert spec.shape.as_list()[-1] == 1
+
+
+def test_adjust_brightness():
+    for x in color_arrays():
+        for delta in (-0.3, 0.0, 0.1, 0.5, 1.5):
+            same(cvi.adjust_brightness(x, delta), tf.image.adjust_brightness(x, delta))
+
+
+def test_per_image_standardization():
+    """Float32 sums: conveyor sums in double, TensorFlow in float32 trees;
+    the results agree to float32 rounding."""
+    for x in color_arrays() + [np.full((3, 4, 2), 7, np.uint8), np.zeros((2, 2, 2, 2), bool)]:
+        if x.ndim < 3:
+            continue
+        want = tf.image.per_image_standardization(x).numpy()
+        got = cvi.per_image_standardization(x)
+        assert got.dtype == np.float32 and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+MORE_ERRORS = {
+    "rot90 k vector": lambda m: m.image.rot90(IMG, [1]),
+    "rot90 rank 2": lambda m: m.image.rot90(IMG[0]),
+    "rot90 rank 5": lambda m: m.image.rot90(IMG[None, None]),
+    "transpose rank 5": lambda m: m.image.transpose(IMG[None, None]),
+    "transpose zero": lambda m: m.image.transpose(IMG[:0]),
+    "standardize rank 2": lambda m: m.image.per_image_standardization(IMG[0]),
+    "standardize zero": lambda m: m.image.per_image_standardization(IMG[:, :0]),
+    "grayscale bool": lambda m: m.image.rgb_to_grayscale(IMG.astype(bool)),
+    "brightness bool": lambda m: m.image.adjust_brightness(IMG.astype(bool), 0.1),
+    "grayscale_to_rgb rank 1": lambda m: m.image.grayscale_to_rgb(
+        tf.constant(IMG[0, 0]) if m is tf else IMG[0, 0]),
+    "grayscale_to_rgb 3 channels": lambda m: m.image.grayscale_to_rgb(
+        tf.constant(IMG) if m is tf else IMG),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_ERRORS))
+def test_more_static_errors(name):
+    fn = MORE_ERRORS[name]
+    assert_same_error(lambda: fn(tf), lambda: fn(cv))

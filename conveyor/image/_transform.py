@@ -24,7 +24,9 @@ from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static
 
 __all__ = ["convert_image_dtype", "central_crop", "crop_to_bounding_box", "pad_to_bounding_box",
            "resize_with_crop_or_pad", "resize_image_with_crop_or_pad", "random_crop",
-           "flip_left_right", "flip_up_down", "random_flip_left_right", "random_flip_up_down"]
+           "flip_left_right", "flip_up_down", "random_flip_left_right", "random_flip_up_down",
+           "transpose", "transpose_image", "rot90", "rgb_to_grayscale", "grayscale_to_rgb",
+           "adjust_brightness", "per_image_standardization"]
 
 # CropOrPad modes (csrc/ops/crop.c).
 _BOX, _PAD, _CROP_OR_PAD, _CENTRAL, _RANDOM = range(5)
@@ -411,3 +413,150 @@ def random_flip_up_down(image, seed=None):
     """Flip `image` vertically with probability 1/2; each image of a 4-D
     batch on its own draw (``tf.image.random_flip_up_down``)."""
     return _flip(image, -3, True, seed, " ")
+
+
+# ---------------------------------------------------------------------------
+# rotations, colour, brightness, standardization
+# ---------------------------------------------------------------------------
+
+
+def _image_3d_or_4d(image):
+    """An image op's input with TensorFlow's static rank checks."""
+    x, shape = _image(image)
+    if shape is not None:
+        if len(shape) < 3:
+            raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must be at least "
+                                       f"three-dimensional.")
+        _check_inner_dims(shape)
+        if len(shape) > 4:
+            raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must have either 3 "
+                                       f"or 4 dimensions.")
+    return x, shape
+
+
+def _swap_hw(shape):
+    if shape is None:
+        return None
+    out = list(shape)
+    out[-3], out[-2] = out[-2], out[-3]
+    return tuple(out)
+
+
+def transpose(image, name=None):
+    """Swap the height and width of `image` (``tf.image.transpose``)."""
+    x, shape = _image_3d_or_4d(image)
+    return apply("Rot90", [x], [(_swap_hw(shape), dtype_of(x))], ints=[4])
+
+
+transpose_image = transpose
+
+
+def rot90(image, k=1, name=None):
+    """Rotate `image` by `k` quarter turns counter-clockwise (``tf.image.rot90``).
+
+    `k` is an int or a scalar integer tensor (read at run time; the traced
+    height and width are then unknown).
+    """
+    x, shape = _image_3d_or_4d(image)
+    if isinstance(k, Tensor):
+        if k.shape.rank not in (None, 0) or not dtype_of(k).is_integer:
+            raise op_error(ValueError, f"Shape {k.shape} must have rank 0" if k.shape.rank
+                           else f"`k` must be an integer, got {k!r}")
+        out = None if shape is None else tuple(shape[:-3]) + (None, None, shape[-1])
+        kt = k if dtype_of(k) in (_dtypes.int32, _dtypes.int64) else apply(
+            "Cast", [k], [(static_shape(k), _dtypes.int64)], ints=[_dtypes.int64._code])
+        return apply("Rot90", [x, kt], [(out, dtype_of(x))], ints=[1])
+    arr = np.asarray(k)
+    if arr.ndim != 0:
+        raise op_error(ValueError, f"Shape {_shape_str(arr.shape)} must have rank 0")
+    k = _int_param(k, "k") % 4
+    if k == 0:
+        return x
+    return apply("Rot90", [x], [(shape if k == 2 else _swap_hw(shape), dtype_of(x))], ints=[k])
+
+
+def _float_dtype_check(x):
+    src = dtype_of(x)
+    if not (src.is_floating or src.is_integer):
+        raise op_error(AttributeError, "image dtype must be either floating point or integer")
+    return src
+
+
+def rgb_to_grayscale(images, name=None):
+    """The luma of RGB `images` (last dim 3 becomes 1) (``tf.image.rgb_to_grayscale``):
+    0.2989 R + 0.5870 G + 0.1140 B computed in float32 as TensorFlow does,
+    in the input's dtype."""
+    x, shape = _image(images, "images")
+    src = _float_dtype_check(x)
+    if shape is not None and (len(shape) == 0 or shape[-1] not in (None, 3)):
+        raise op_error(_errors.InvalidArgumentError,
+                       f"the last dimension of an RGB image must be 3, got shape "
+                       f"{_shape_str(shape)}")
+    scale_in = float(_as(_dtypes.float32, 1.0 / src.max)) if src.is_integer else 1.0
+    scale_out = float(_as(_dtypes.float32, src.max + 0.5)) if src.is_integer else 1.0
+    out = None if shape is None else tuple(shape[:-1]) + (1,)
+    return apply("ImageColor", [x], [(out, src)], ints=[0], floats=[scale_in, scale_out])
+
+
+def grayscale_to_rgb(images, name=None):
+    """Repeat the single channel of grayscale `images` 3 times
+    (``tf.image.grayscale_to_rgb``)."""
+    x, shape = _image(images, "images")
+    if shape is not None:
+        if len(shape) < 2:
+            raise op_error(ValueError, f"A grayscale image (shape {_shape_str(shape)}) must be at "
+                                       f"least two-dimensional.")
+        if None not in shape and shape[-1] != 1:
+            raise op_error(ValueError, "Last dimension of a grayscale image should be size 1.")
+    _float_dtype_check(x)
+    out = None if shape is None else tuple(shape[:-1]) + (3,)
+    return apply("ImageColor", [x], [(out, dtype_of(x))], ints=[1])
+
+
+def adjust_brightness(image, delta):
+    """Add `delta` to every value of `image` (``tf.image.adjust_brightness``).
+
+    Float16 and float32 images get it in their own dtype; other dtypes are
+    converted to float32 (``convert_image_dtype``), shifted, and converted
+    back with saturation. `delta` is a float or a scalar float tensor.
+    """
+    x, shape = _image(image)
+    src = _float_dtype_check(x)
+    inputs = [x]
+    if isinstance(delta, Tensor):
+        if delta.shape.rank not in (None, 0) or not dtype_of(delta).is_floating:
+            raise op_error(TypeError, f"`delta` must be a scalar float tensor, got {delta!r}")
+        if dtype_of(delta) == _dtypes.float16:
+            delta = apply("Cast", [delta], [((), _dtypes.float32)], ints=[_dtypes.float32._code])
+        inputs.append(delta)
+        value = 0.0
+    else:
+        try:
+            arr = np.asarray(delta)
+            if arr.ndim or arr.dtype.kind not in "iuf":
+                raise TypeError
+            value = float(arr)
+        except (TypeError, ValueError):
+            raise op_error(TypeError, f"`delta` must be a float scalar in conveyor, got "
+                                      f"{delta!r}") from None
+    scale_in = scale_out = lo = hi = 0.0
+    if src.is_integer:
+        scale_in = float(_as(_dtypes.float32, 1.0 / src.max))
+        scale_out = float(_as(_dtypes.float32, src.max + 0.5))
+        lo, hi = (float(v) for v in _saturate_limits(_dtypes.float32, src))
+    return apply("AdjustBrightness", inputs, [(shape, src)],
+                 floats=[value, scale_in, scale_out, lo, hi])
+
+
+def per_image_standardization(image):
+    """Scale each image to zero mean and unit variance
+    (``tf.image.per_image_standardization``): (x - mean) / max(stddev,
+    1 / sqrt(N)) over each image's N values (its last 3 dims), in float32.
+    """
+    x, shape = _image(image)
+    if shape is not None:
+        if len(shape) < 3:
+            raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must be at least "
+                                       f"three-dimensional.")
+        _check_inner_dims(shape)
+    return apply("PerImageStandardization", [x], [(shape, _dtypes.float32)])

@@ -10,7 +10,7 @@
  *     the output dtype) in the output precision.
  *   float -> int: multiply by `scale` (output max + 0.5, rounded to the
  *     input dtype) in the input precision, clamp to [lo, hi] with saturate
- *     (NaN stays NaN), then cast as TensorFlow's vectorized cast does (below).
+ *     (NaN stays NaN), then cast as TensorFlow's vectorized cast does (ops/image_convert.h).
  *   float -> float: cast.
  *
  * ints[0]: output CvDtype; ints[1]: saturate; ints[2], ints[3]: lo, hi for
@@ -19,10 +19,10 @@
  * floats[1], floats[2]: lo, hi for float inputs (their exact values).
  *
  * Values move through chunks of 64-bit carriers (int64, uint64 or double,
- * each exact for its source); uint8 <-> float32, the pipeline's usual case,
- * has its own loops.
+ * each exact for its source); integer <-> float32, the pipeline's usual
+ * case, has direct loops (ops/image_convert.h).
  */
-#include "ops/numeric.h"
+#include "ops/image_convert.h"
 #include "ops/op.h"
 
 enum { SIGNED, UNSIGNED, FLOATING, OTHER };
@@ -96,42 +96,18 @@ static void store_bits(CvDtype t, char *p, int n, const uint64_t *v)
     }
 }
 
-/* Out-of-range float -> integer results, as TensorFlow's vectorized cast
- * gives them on x86-64 (so for all but the last few values of a large
- * array; its scalar tail wraps instead, see docs/differences.md): 8 and 16
- * bit types saturate the truncated int32 (NaN and overflow give INT32_MIN
- * first), int32 and int64 give their minimum, uint32 and uint64 their top
- * bit. */
-static inline int32_t narrow(double v, int32_t lo, int32_t hi)
-{
-    int32_t i = cv_f2i32(v);
-    return i < lo ? lo : i > hi ? hi : i;
-}
-
-static inline uint32_t to_u32(double v)
-{
-    return v > -2147483649.0 && v < 4294967296.0 ? (uint32_t)(int64_t)v : 0x80000000u;
-}
-
-static inline uint64_t to_u64(double v)
-{
-    if (v >= 9223372036854775808.0 && v < 18446744073709551616.0)
-        return (uint64_t)(v - 9223372036854775808.0) + 0x8000000000000000ull;
-    return (uint64_t)cv_f2i64(v); /* INT64_MIN's bits when out of range */
-}
-
 /* From doubles: rounding into a float dtype, truncating into an integer one. */
 static void store_double(CvDtype t, char *p, int n, const double *v)
 {
     switch (t) {
-    case CV_INT8: STORE(int8_t, narrow(v[i], INT8_MIN, INT8_MAX))
-    case CV_INT16: STORE(int16_t, narrow(v[i], INT16_MIN, INT16_MAX))
+    case CV_INT8: STORE(int8_t, cv_image_narrow(v[i], INT8_MIN, INT8_MAX))
+    case CV_INT16: STORE(int16_t, cv_image_narrow(v[i], INT16_MIN, INT16_MAX))
     case CV_INT32: STORE(int32_t, cv_f2i32(v[i]))
     case CV_INT64: STORE(int64_t, cv_f2i64(v[i]))
-    case CV_UINT8: STORE(uint8_t, narrow(v[i], 0, UINT8_MAX))
-    case CV_UINT16: STORE(uint16_t, narrow(v[i], 0, UINT16_MAX))
-    case CV_UINT32: STORE(uint32_t, to_u32(v[i]))
-    case CV_UINT64: STORE(uint64_t, to_u64(v[i]))
+    case CV_UINT8: STORE(uint8_t, cv_image_narrow(v[i], 0, UINT8_MAX))
+    case CV_UINT16: STORE(uint16_t, cv_image_narrow(v[i], 0, UINT16_MAX))
+    case CV_UINT32: STORE(uint32_t, cv_image_to_u32(v[i]))
+    case CV_UINT64: STORE(uint64_t, cv_image_to_u64(v[i]))
     case CV_FLOAT16: STORE(cv_half, cv_float_to_half((float)v[i]))
     case CV_FLOAT32: STORE(float, v[i])
     default: STORE(double, v[i])
@@ -155,25 +131,6 @@ static double int_to(CvDtype t, int64_t s, uint64_t u, bool is_signed)
         return is_signed ? (double)s : (double)u;
     float f = is_signed ? (float)s : (float)u;
     return t == CV_FLOAT16 ? (double)cv_half_to_float(cv_float_to_half(f)) : f;
-}
-
-static void u8_to_f32(const uint8_t *src, float *dst, int64_t n, float scale)
-{
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = (float)src[i] * scale;
-}
-
-static void f32_to_u8(const float *src, uint8_t *dst, int64_t n, float scale, bool saturate,
-                      float lo, float hi)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float x = src[i] * scale;
-        if (saturate) {
-            x = hi < x ? hi : x;
-            x = x < lo ? lo : x;
-        }
-        dst[i] = (uint8_t)narrow(x, 0, UINT8_MAX);
-    }
 }
 
 static CvStatus convert_image_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
@@ -203,13 +160,13 @@ static CvStatus convert_image_run(const CvOpAttrs *attrs, const CvTensor *in, in
     int64_t total = cv_tensor_num_elements(&in[0]);
     const char *src = in[0].data;
     char *dst = out[0].data;
-    if (from == CV_UINT8 && to == CV_FLOAT32) {
-        u8_to_f32((const uint8_t *)src, (float *)dst, total, (float)scale);
+    if (to == CV_FLOAT32 && kin != FLOATING) {
+        cv_image_to_f32(from, src, total, (float *)dst, (float)scale);
         return CV_STATUS_OK;
     }
-    if (from == CV_FLOAT32 && to == CV_UINT8) {
-        f32_to_u8((const float *)src, (uint8_t *)dst, total, (float)scale, saturate, (float)flo,
-                  (float)fhi);
+    if (from == CV_FLOAT32 && kout != FLOATING) {
+        cv_image_from_f32(to, (const float *)src, total, dst, (float)scale, saturate, (float)flo,
+                          (float)fhi);
         return CV_STATUS_OK;
     }
     size_t isize = cv_dtype_size(from), osize = cv_dtype_size(to);
