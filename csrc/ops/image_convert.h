@@ -24,6 +24,17 @@ static inline int32_t cv_image_narrow(double v, int32_t lo, int32_t hi)
     return i < lo ? lo : i > hi ? hi : i;
 }
 
+/* cv_image_narrow for a float32 value, in a form the compiler vectorizes:
+ * NaN and values past int32 (INT32_MIN there) go to lo, the rest is
+ * clamped, then truncated. */
+static inline int32_t cv_image_narrow_f(float v, float lo, float hi)
+{
+    v = v < 2147483648.0f ? v : -INFINITY;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    return (int32_t)v;
+}
+
 static inline uint32_t cv_image_to_u32(double v)
 {
     return v > -2147483649.0 && v < 4294967296.0 ? (uint32_t)(int64_t)v : 0x80000000u;
@@ -79,14 +90,14 @@ static inline void cv_image_from_f32(CvDtype t, const float *src, int64_t n, voi
 #define X (saturate ? cv_image_clamp(src[i] * scale, lo, hi) : src[i] * scale)
 #define D(T) (((T *)dst)[i])
     switch (t) {
-    case CV_INT8: CV_IMAGE_LOOP(D(int8_t) = (int8_t)cv_image_narrow(X, INT8_MIN, INT8_MAX))
+    case CV_INT8: CV_IMAGE_LOOP(D(int8_t) = (int8_t)cv_image_narrow_f(X, INT8_MIN, INT8_MAX))
     case CV_INT16:
-        CV_IMAGE_LOOP(D(int16_t) = (int16_t)cv_image_narrow(X, INT16_MIN, INT16_MAX))
+        CV_IMAGE_LOOP(D(int16_t) = (int16_t)cv_image_narrow_f(X, INT16_MIN, INT16_MAX))
     case CV_INT32: CV_IMAGE_LOOP(D(int32_t) = cv_f2i32(X))
     case CV_INT64: CV_IMAGE_LOOP(D(int64_t) = cv_f2i64(X))
-    case CV_UINT8: CV_IMAGE_LOOP(D(uint8_t) = (uint8_t)cv_image_narrow(X, 0, UINT8_MAX))
+    case CV_UINT8: CV_IMAGE_LOOP(D(uint8_t) = (uint8_t)cv_image_narrow_f(X, 0, UINT8_MAX))
     case CV_UINT16:
-        CV_IMAGE_LOOP(D(uint16_t) = (uint16_t)cv_image_narrow(X, 0, UINT16_MAX))
+        CV_IMAGE_LOOP(D(uint16_t) = (uint16_t)cv_image_narrow_f(X, 0, UINT16_MAX))
     case CV_UINT32: CV_IMAGE_LOOP(D(uint32_t) = cv_image_to_u32(X))
     case CV_UINT64: CV_IMAGE_LOOP(D(uint64_t) = cv_image_to_u64(X))
     case CV_FLOAT16: CV_IMAGE_LOOP(D(cv_half) = cv_float_to_half(src[i]))
