@@ -89,7 +89,7 @@ def test_eager_equals_traced(name, image):
     (lambda x: cvi.random_flip_up_down(x), (2, None, None, 3), (2, None, None, 3)),
     (lambda x: cvi.central_crop(x, 0.5), (10, None, 3), (6, None, 3)),
     (lambda x: cvi.central_crop(x, 0.5), (None, 8, 10, 3), (None, 4, 6, 3)),
-    (lambda x: cvi.central_crop(x, 1.0), (None, None, 1), (None, None, 1)),
+    (lambda x: cvi.central_crop(cvi.flip_up_down(x), 1.0), (None, None, 1), (None, None, 1)),
     (lambda x: cvi.crop_to_bounding_box(x, 1, 1, 3, 4), (None, None, 3), (3, 4, 3)),
     (lambda x: cvi.crop_to_bounding_box(x, 1, 1, 3, 4), (7, None, None, None), (7, 3, 4, None)),
     (lambda x: cvi.crop_to_bounding_box(x, 1, 1, 3, 4), None, None),
@@ -315,13 +315,64 @@ def test_traced_bad_arguments_raise_when_traced():
         trace(lambda x: cvi.random_crop(x, [9, 2, 3]), ((8, 8, 3), cv.uint8))
 
 
-def test_in_a_pipeline():
-    """The eager functions inside a (Python) map, in parallel."""
-    images = RNG.integers(0, 256, (12, 6, 8, 3), dtype=np.uint8)
-    ds = cv.data.Dataset.from_tensor_slices(images).map(
-        lambda x: cvi.convert_image_dtype(cvi.flip_left_right(
-            cvi.resize_with_crop_or_pad(x, 4, 10)), cv.float32), num_parallel_calls=2)
-    for got, x in zip(ds, images):
-        want = np.zeros((4, 10, 3), np.uint8)
-        want[:, 1:9] = x[1:5]
-        np.testing.assert_array_equal(got, want[:, ::-1].astype(np.float32) * np.float32(1 / 255))
+def augment(image):
+    image = cvi.random_crop(image, [4, 6, 3], seed=1)
+    image = cvi.random_flip_left_right(image, seed=2)
+    image = cvi.resize_with_crop_or_pad(image, 6, 6)
+    return cvi.convert_image_dtype(image, cv.float32)
+
+
+@pytest.fixture
+def global_seed():
+    cv.random.set_seed(99)
+    yield
+    cv.random.set_seed(None)
+
+
+def test_traced_map_pipeline(global_seed):
+    """A traced map: native, same output at any parallelism, equal to the
+    function's eager twin, valid crops and flips."""
+    images = RNG.integers(0, 256, (16, 6, 8, 3), dtype=np.uint8)
+
+    def build(npc):
+        return cv.data.Dataset.from_tensor_slices(images).map(augment, num_parallel_calls=npc)
+    ds = build(None)
+    assert "mode=native" in repr(ds)
+    assert ds.element_spec == cv.TensorSpec((6, 6, 3), cv.float32)
+    base = [x.copy() for x in ds]
+    for npc in (1, 2, cv.data.AUTOTUNE):
+        for got, want in zip(build(npc), base):
+            np.testing.assert_array_equal(got, want)
+    for i, got in enumerate(base):
+        with _tracing.element_scope(_tracing.new_base_seed(), 0, i):
+            np.testing.assert_array_equal(got, augment(images[i]))
+        inner = cvi.convert_image_dtype(got[1:5], cv.uint8)  # undo the pad and the scale
+        crops = [images[i][y:y + 4, x:x + 6] for y in range(3) for x in range(3)]
+        assert any(np.array_equal(inner, c) or np.array_equal(inner, c[:, ::-1]) for c in crops)
+
+
+def test_traced_map_on_images_of_varying_size():
+    """Unknown height and width: windows from each element's shape; an
+    image too small fails at its element, and iteration goes on."""
+    sizes = [(5, 7), (9, 4), (2, 2), (8, 8)]
+    images = [RNG.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in sizes]
+    ds = cv.data.Dataset.from_generator(
+        lambda: iter(images), output_signature=cv.TensorSpec((None, None, 3), cv.uint8))
+    ds = ds.map(lambda x: cvi.crop_to_bounding_box(cvi.central_crop(x, 0.75), 0, 0, 2, 3),
+                num_parallel_calls=2)
+    assert "mode=native" in repr(ds)
+    assert ds.element_spec == cv.TensorSpec((2, 3, 3), cv.uint8)
+    it = iter(ds)
+    for k, x in enumerate(images):
+        want = None
+        try:
+            want = cvi.crop_to_bounding_box(cvi.central_crop(x, float(np.float32(0.75))), 0, 0, 2, 3)
+        except ValueError:
+            pass
+        if want is None:
+            with pytest.raises(cv.errors.InvalidArgumentError, match="width must be >= target"):
+                next(it)
+        else:
+            np.testing.assert_array_equal(next(it), want)
+    with pytest.raises(StopIteration):
+        next(it)

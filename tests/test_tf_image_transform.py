@@ -201,6 +201,8 @@ def test_same_as_tf(name):
     for x in arrays():
         want = fn(tf, x, x.shape)
         same(fn(cv, x, x.shape), want)
+        if name == "central_crop_1":
+            continue  # the image itself: no op to trace
         # Traced with unknown height and width: windows from the run-time shape.
         got, spec = traced(lambda v: fn(cv, v, x.shape), x)
         same(got, want)
