@@ -180,3 +180,86 @@ def test_eager_ops_on_numpy():
     assert tf.add(np.int32(2), 3) == 5
     with pytest.raises(tf.errors.InvalidArgumentError, match="by zero"):
         tf.math.floordiv(np.array([1]), np.array([0]))
+
+
+def test_parse_example_is_traced_and_matches_eager():
+    records = [tf.io.serialize_example({"a": np.array([i, -i], np.int64), "b": b"x" * i,
+                                        "v": np.arange(i + 1, dtype=np.float32)})
+               for i in range(5)]
+    feats = {"a": tf.io.FixedLenFeature([2], tf.int64), "b": tf.io.FixedLenFeature([], tf.string),
+             "v": tf.io.VarLenFeature(tf.float32)}
+    single = Dataset.from_tensor_slices(records).map(
+        lambda s: tf.io.parse_single_example(s, feats), num_parallel_calls=2)
+    assert "mode=native" in repr(single)
+    assert single.element_spec["a"] == tf.TensorSpec([2], tf.int64)
+    for rec, got in zip(records, single):
+        want = tf.io.parse_single_example(rec, feats)
+        np.testing.assert_array_equal(got["a"], want["a"])
+        assert got["b"] == want["b"]
+        for x, y in zip(got["v"], want["v"]):
+            np.testing.assert_array_equal(x, y)
+    batched = Dataset.from_tensor_slices(records).batch(2).map(
+        lambda s: tf.io.parse_example(s, feats))
+    assert batched.element_spec["a"] == tf.TensorSpec([None, 2], tf.int64)
+    for i, got in enumerate(batched):
+        want = tf.io.parse_example(records[2 * i:2 * i + 2], feats)
+        np.testing.assert_array_equal(got["a"], want["a"])
+        for x, y in zip(got["v"], want["v"]):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_malformed_record_in_a_traced_parse_names_the_element():
+    feats = {"a": tf.io.FixedLenFeature([], tf.int64)}
+    good = tf.io.serialize_example({"a": np.int64(3)})
+    ds = Dataset.from_tensor_slices([good, b"\x0a\x05junk", good]).map(
+        lambda s: tf.io.parse_single_example(s, feats)["a"], num_parallel_calls=2)
+    it = iter(ds)
+    assert int(next(it)) == 3
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"element 1.*ParseExample"):
+        next(it)
+    assert int(next(it)) == 3
+
+
+SLICES = [(0,), (-1,), (slice(None, None, -1),), (Ellipsis, slice(None, None, -1)),
+          (slice(1, 4, 2), None, Ellipsis, 1), (-1, slice(3, 0, -2)), (Ellipsis, 0),
+          (slice(10, 20),), (None,), (1, 2, 3, 2), (slice(-3, None), Ellipsis, slice(None, 1)),
+          (slice(None), slice(5, None, -3))]
+
+
+@pytest.mark.parametrize("key", SLICES, ids=[str(k) for k in SLICES])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64, np.bool_])
+def test_indexing_is_native_and_matches_numpy(key, dtype):
+    x = (np.arange(2 * 5 * 4 * 3).reshape(2, 5, 4, 3) % 7).astype(dtype)
+    ds = Dataset.from_tensors(x).map(lambda t: t[key])
+    assert "mode=native" in repr(ds)
+    got = next(iter(ds))
+    np.testing.assert_array_equal(got, x[key])
+    assert tuple(ds.element_spec.shape.as_list()) == x[key].shape
+    unknown = Dataset.from_generator(lambda: iter([x]), output_signature=tf.TensorSpec(
+        [None, None, 4, 3], tf.as_dtype(dtype))).map(lambda t: t[key])
+    np.testing.assert_array_equal(next(iter(unknown)), x[key])
+
+
+def test_index_out_of_range_at_run_time():
+    ds = Dataset.from_generator(lambda: iter([np.zeros(3), np.zeros(1)]),
+                                output_signature=tf.TensorSpec([None], tf.float64))
+    it = iter(ds.map(lambda t: t[2] + 1.0))
+    assert float(next(it)) == 1.0
+    with pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
+        next(it)
+
+
+def test_shape_stack_concat_expand_dims_clip():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    ds = Dataset.from_tensors(x).map(lambda t: (
+        tf.shape(t), tf.shape(t)[-1], tf.stack([t[0], t[1]], axis=1), tf.concat([t, t], -1),
+        tf.expand_dims(t, -1), tf.clip_by_value(t, 3.0, 10.0)))
+    assert "mode=native" in repr(ds)
+    s, last, st, cc, ed, cl = next(iter(ds))
+    np.testing.assert_array_equal(s, [2, 3, 4])
+    assert last == 4 and s.dtype == np.int32
+    np.testing.assert_array_equal(st, np.stack([x[0], x[1]], 1))
+    np.testing.assert_array_equal(cc, np.concatenate([x, x], -1))
+    np.testing.assert_array_equal(ed, x[..., None])
+    np.testing.assert_array_equal(cl, np.clip(x, 3, 10))
+    np.testing.assert_array_equal(tf.stack([x[0], x[1]], axis=1), np.stack([x[0], x[1]], 1))

@@ -39,9 +39,11 @@ typedef struct CvOpAttrs {
     double floats[CV_OP_MAX_FLOATS];
     char *string; /* owned, NUL-terminated; NULL when absent */
     /* Op-specific structure built by the binding (an Example parser's
-     * feature config); released with release_object when the program goes. */
-    void *object;
-    void (*release_object)(void *object);
+     * feature config), immutable and shared by all threads; `owner` keeps it
+     * alive and is released with release_owner when the program goes. */
+    const void *object;
+    void *owner;
+    void (*release_owner)(void *owner);
 } CvOpAttrs;
 
 void cv_op_attrs_clear(CvOpAttrs *attrs);

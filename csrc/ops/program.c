@@ -35,8 +35,8 @@ struct CvProgram {
 void cv_op_attrs_clear(CvOpAttrs *attrs)
 {
     free(attrs->string);
-    if (attrs->object && attrs->release_object)
-        attrs->release_object(attrs->object);
+    if (attrs->owner && attrs->release_owner)
+        attrs->release_owner(attrs->owner);
     memset(attrs, 0, sizeof(*attrs));
 }
 
