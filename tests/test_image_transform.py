@@ -287,6 +287,7 @@ def test_convert_image_dtype_basics():
     (lambda: cvi.crop_to_bounding_box(IMG, 0.5, 0, 1, 1), TypeError),
     (lambda: cvi.crop_to_bounding_box(IMG, "1", 0, 1, 1), TypeError),
     (lambda: cvi.pad_to_bounding_box(IMG, None, 0, 9, 9), TypeError),
+    (lambda: cvi.pad_to_bounding_box(IMG, 0, 0, 2**70, 9), TypeError),
     (lambda: cvi.central_crop(IMG, "half"), TypeError),
     (lambda: cvi.random_crop(IMG, [[2, 2, 3]]), cv.errors.InvalidArgumentError),
     (lambda: cvi.random_crop(IMG, [2, -1, 3]), cv.errors.InvalidArgumentError),

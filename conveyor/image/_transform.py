@@ -64,8 +64,11 @@ def _int_param(value, name):
             raise op_error(TypeError, f"`{name}` must be a scalar integer tensor, got {value!r}")
         return value
     try:
-        return operator.index(value if not isinstance(value, np.ndarray) or value.ndim
-                              else value[()])
+        v = operator.index(value if not isinstance(value, np.ndarray) or value.ndim
+                           else value[()])
+        if not -2**63 <= v < 2**63:
+            raise TypeError
+        return v
     except TypeError:
         raise op_error(TypeError, f"Cannot convert {value!r} to a tensor of dtype int32 "
                                   f"(`{name}`)") from None
@@ -88,7 +91,7 @@ def _as_batch(shape, what="image"):
                                f"dimensions.")
 
 
-def _window(x, mode, params, out4, is_batch, ints_extra=()):
+def _window(x, mode, params, out4, is_batch):
     """Apply CropOrPad with [offset_h, offset_w, target_h, target_w], some
     of which may be traced scalars."""
     static, dynamic, mask = [], [], 0
@@ -102,7 +105,7 @@ def _window(x, mode, params, out4, is_batch, ints_extra=()):
     # An image of unknown rank may be 3-D or 4-D when it runs: rank unknown.
     shape = None if static_shape(x) is None else tuple(out4) if is_batch else tuple(out4[1:])
     return apply("CropOrPad", [x] + dynamic, [(shape, dtype_of(x))],
-                 ints=[mode] + static + [mask] + list(ints_extra))
+                 ints=[mode] + static + [mask])
 
 
 # ---------------------------------------------------------------------------
