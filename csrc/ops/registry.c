@@ -19,6 +19,13 @@ extern const CvOp cv_op_resize_bicubic;
 extern const CvOp cv_op_resize_bilinear;
 extern const CvOp cv_op_resize_nearest_neighbor;
 extern const CvOp cv_op_scale_and_translate;
+extern const CvOp cv_op_convert_image;
+extern const CvOp cv_op_crop;
+extern const CvOp cv_op_flip;
+extern const CvOp cv_op_rotate;
+extern const CvOp cv_op_color;
+extern const CvOp cv_op_adjust;
+extern const CvOp cv_op_standardize;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -36,6 +43,13 @@ static const CvOp *const all_ops[] = {
     &cv_op_resize_bilinear,
     &cv_op_resize_nearest_neighbor,
     &cv_op_scale_and_translate,
+    &cv_op_convert_image,
+    &cv_op_crop,
+    &cv_op_flip,
+    &cv_op_rotate,
+    &cv_op_color,
+    &cv_op_adjust,
+    &cv_op_standardize,
 };
 
 const CvOp *cv_op_find(const char *name)
