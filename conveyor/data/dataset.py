@@ -509,11 +509,11 @@ class Dataset:
         if sizes.ndim > 1:
             raise ValueError("Invalid `batch_sizes`. Expected `batch_sizes` to be a scalar or a "
                              f"vector. Received `batch_sizes` of rank {sizes.ndim}.")
+        if sizes.size == 0:
+            raise ValueError("Invalid `batch_sizes`: the list of batch sizes is empty.")
         if sizes.dtype.kind not in "iub":
             raise TypeError(f"`batch_size` must be an int or a list of ints, got {batch_size!r}.")
         sizes = [int(s) for s in sizes.reshape(-1)]
-        if not sizes:
-            raise ValueError("Invalid `batch_sizes`: the list of batch sizes is empty.")
         if any(s < 0 for s in sizes):
             raise _errors.InvalidArgumentError(f"Batch sizes must be >= 0, got {sizes}.")
         return _RebatchDataset(self, sizes, bool(drop_remainder))
@@ -1037,8 +1037,17 @@ class _ConcatenateDataset(Dataset):
         self._known_spec()  # incompatible specs raise now when both are known
 
     def _build(self, ctx, engine_inputs):
-        self._derive_spec()  # incompatible specs raise before anything runs
+        self._known_spec()  # incompatible known specs raise before anything runs
         return _engine.concatenate(engine_inputs)
+
+    def _packing(self):
+        spec = self._known_spec()
+        for i in self._inputs:
+            spec = i._known_spec() if spec is None else spec
+        # Both inputs share one structure. With Python maps on both sides, the one
+        # that produced the first element knows its spec; the other is not probed
+        # here (its first element may fail, and must fail in its turn).
+        return _structure_kind(self.element_spec if spec is None else spec)
 
     def _derive_spec(self):
         if self._spec is None:
@@ -1106,8 +1115,10 @@ class _UnbatchDataset(_SpecDerivedDataset):
         return nest.map_structure(lambda s: TensorSpec(s.shape[1:], s.dtype), spec)
 
     def _build(self, ctx, engine_inputs):
-        self._derive_spec()
-        return _engine.unbatch(engine_inputs[0], self._static_batch)
+        # Without a known spec (a Python map upstream that has not run) the engine
+        # checks each element, and the count is unknown.
+        static_batch = -1 if self._spec is None else self._static_batch
+        return _engine.unbatch(engine_inputs[0], static_batch)
 
 
 def _zero_rows(spec):
@@ -1157,8 +1168,9 @@ class _RebatchDataset(_SpecDerivedDataset):
         return nest.map_structure(rebatched, spec)
 
     def _build(self, ctx, engine_inputs):
-        spec = self._derive_spec()
-        empty = [_zero_rows(s) for s in nest.flatten(spec)] if 0 in self._sizes else []
+        # The spec is needed only for the empty batches of size 0; the engine
+        # checks each input element itself.
+        empty = [_zero_rows(s) for s in nest.flatten(self._derive_spec())] if 0 in self._sizes else []
         return _engine.rebatch(engine_inputs[0], self._sizes, self._drop_remainder, empty)
 
     def cardinality(self):
