@@ -10,11 +10,13 @@
 
 typedef struct {
     CvFunction predicate;
+    atomic_uint_least64_t epochs; /* iterators made so far: each gets the next epoch */
 } FilterParams;
 
 typedef struct {
     CvUnaryIterator base;
-    int64_t index; /* input elements given to the predicate so far */
+    uint64_t epoch;
+    uint64_t index; /* position of the next input element given to the predicate */
 } FilterIterator;
 
 static void filter_free(CvDataset *ds)
@@ -33,14 +35,18 @@ static int64_t filter_cardinality(const CvDataset *ds)
 
 static CvStatus filter_make_iterator(const CvDataset *ds, CvIterator **out)
 {
-    return cv_unary_iterator_new(ds, sizeof(FilterIterator), out);
+    CvStatus s = cv_unary_iterator_new(ds, sizeof(FilterIterator), out);
+    if (!s)
+        ((FilterIterator *)*out)->epoch = atomic_fetch_add(&((FilterParams *)ds->params)->epochs, 1);
+    return s;
 }
 
-/* Run the predicate on `in` (borrowed) and read its verdict. */
-static CvStatus evaluate(const FilterParams *p, const CvElement *in, bool *keep)
+/* Run the predicate on `in` (borrowed) at position `id` and read its verdict. */
+static CvStatus evaluate(const FilterParams *p, const CvElement *in, const CvElementId *id,
+                         bool *keep)
 {
     CvElement result = {0};
-    CvStatus s = p->predicate.call(p->predicate.ctx, in, &result);
+    CvStatus s = p->predicate.call(p->predicate.ctx, in, id, &result);
     if (s)
         return s;
     const CvTensor *t = result.n == 1 ? &result.t[0] : NULL;
@@ -66,8 +72,8 @@ static CvStatus filter_next(CvIterator *base, CvElement *out, bool *end)
         if (s || *end)
             return s;
         bool keep = false;
-        s = evaluate(p, &in, &keep);
-        it->index++;
+        CvElementId id = {it->epoch, it->index++};
+        s = evaluate(p, &in, &id, &keep);
         if (!s && keep) {
             cv_element_move(out, &in);
             return CV_STATUS_OK;
@@ -97,5 +103,6 @@ CvStatus cv_filter_dataset(CvDataset *input, CvFunction predicate, CvDataset **o
         return cv_error_nomem();
     }
     p->predicate = predicate;
+    atomic_init(&p->epochs, 0);
     return cv_dataset_new(&cv_kernel_filter, &input, 1, p, false, out);
 }

@@ -6,20 +6,21 @@
 
 #include "kernels/kernels.h"
 
-/* filter(input, predicate, out_convert, name): the predicate is wrapped as
- * map's function is (cv_function_from_python), so whatever runs a map
- * function runs a predicate. */
+/* filter(input, predicate, out_convert, name[, with_id]): the predicate is
+ * taken as map's function is (cv_function_from_arg: a compiled program or a
+ * Python callable), so whatever runs a map function runs a predicate. */
 static PyObject *transform_filter(PyObject *module, PyObject *args)
 {
     PyObject *input, *fn, *out_convert, *name;
-    if (!PyArg_ParseTuple(args, "OOOU:filter", &input, &fn, &out_convert, &name))
+    int with_id = 0;
+    if (!PyArg_ParseTuple(args, "OOOU|p:filter", &input, &fn, &out_convert, &name, &with_id))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
         return NULL;
     CvFunction f;
     CvDataset *ds = NULL;
-    CvStatus s = cv_function_from_python(module, fn, out_convert, name, &f);
+    CvStatus s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
     if (!s)
         s = cv_filter_dataset(in, f, &ds);
     return cv_wrap_dataset(module, s, ds);
@@ -163,8 +164,8 @@ static PyObject *transform_padded_batch(PyObject *module, PyObject *args)
 
 PyMethodDef cv_transform_functions[] = {
     {"filter", transform_filter, METH_VARARGS,
-     "filter(input, predicate, out_convert, name) -> Dataset; predicate(*components) returns a "
-     "scalar bool"},
+     "filter(input, predicate, out_convert, name, with_id=False) -> Dataset; the predicate (as "
+     "map's fn) returns a scalar bool"},
     {"zip", transform_zip, METH_O, "zip(list of Datasets) -> Dataset"},
     {"concatenate", transform_concatenate, METH_O, "concatenate(list of Datasets) -> Dataset"},
     {"shard", transform_shard, METH_VARARGS, "shard(input, num_shards, index) -> Dataset"},
