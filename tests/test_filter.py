@@ -142,3 +142,21 @@ def test_partially_consumed_iterators_are_released():
         del it
     gc.collect()
     assert cv._engine.live_iterators() == 0
+
+
+def test_predicate_gets_each_input_elements_position():
+    """The engine passes (epoch, index) to a predicate that asks for it (per-element
+    random seeds): the index counts input elements, kept or not; each iterator is
+    a new epoch."""
+    from conveyor import _engine
+    seen = []
+
+    def pred(epoch, index, x):
+        seen.append((epoch, index, int(x)))
+        return np.bool_(x % 2 == 0)
+    ds = _engine.filter(Dataset.range(5)._engine(Dataset.range(5)._context()), pred,
+                        lambda r: [np.asarray(r)], "Dataset.filter", True)
+    assert [int(v) for v in ds.make_iterator(lambda: (0, None))] == [0, 2, 4]
+    assert [int(v) for v in ds.make_iterator(lambda: (0, None))] == [0, 2, 4]
+    assert [(i, x) for _, i, x in seen] == [(i, i) for i in range(5)] * 2
+    assert len({e for e, _, _ in seen[:5]}) == 1 and seen[0][0] != seen[5][0]

@@ -238,6 +238,7 @@ def test_enumerate():
 
 def test_enumerate_cardinality():
     for build in (lambda mod: D(mod).range(3).enumerate(),
+                  lambda mod: D(mod).range(5, 2 ** 63 - 1),  # tf.data: infinite
                   lambda mod: D(mod).range(3).repeat().enumerate(5),
                   lambda mod: D(mod).range(3).filter(lambda x: True).enumerate()):
         assert cardinality(build(cv)) == cardinality(build(tf))
