@@ -104,7 +104,8 @@ void cv_copy_values(CvTensor *dst, int64_t at, const CvTensor *src, int64_t from
         return;
     if (src->dtype != CV_STRING) {
         size_t item = cv_dtype_size(src->dtype);
-        memcpy(dst->data + (size_t)at * item, src->data + (size_t)from * item, (size_t)count * item);
+        memcpy(dst->data + (size_t)at * item, src->data + (size_t)from * item,
+               (size_t)count * item);
         return;
     }
     const CvStringRef *in = (const CvStringRef *)src->data + from;

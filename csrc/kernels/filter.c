@@ -35,9 +35,10 @@ static int64_t filter_cardinality(const CvDataset *ds)
 
 static CvStatus filter_make_iterator(const CvDataset *ds, CvIterator **out)
 {
+    FilterParams *p = ds->params;
     CvStatus s = cv_unary_iterator_new(ds, sizeof(FilterIterator), out);
     if (!s)
-        ((FilterIterator *)*out)->epoch = atomic_fetch_add(&((FilterParams *)ds->params)->epochs, 1);
+        ((FilterIterator *)*out)->epoch = atomic_fetch_add(&p->epochs, 1);
     return s;
 }
 

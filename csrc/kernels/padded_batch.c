@@ -147,7 +147,8 @@ static CvStatus pad_stack(const PaddedBatchParams *p, CvElement *bundle, int64_t
     uint32_t ncomp = p->shapes.n;
     CvStatus s = CV_STATUS_OK;
     if (bundle->n != rows * ncomp)
-        s = cv_error(CV_INVALID_ARGUMENT, "padded_batch: elements have %lld components, expected %u",
+        s = cv_error(CV_INVALID_ARGUMENT,
+                     "padded_batch: elements have %lld components, expected %u",
                      (long long)(bundle->n / rows), ncomp);
     if (!s)
         s = cv_element_init(out, ncomp);

@@ -145,7 +145,13 @@ static CvStatus concat(RebatchIterator *it, CvElement *out)
 {
     char a[96], b[96];
     const CvElement *first = &it->runs[0].src;
-    CvStatus s = cv_element_init(out, first->n);
+    CvStatus s = CV_STATUS_OK;
+    for (int i = 1; i < it->num_runs && !s; i++)
+        if (it->runs[i].src.n != first->n)
+            s = cv_error(CV_INVALID_ARGUMENT, "rebatch: input elements have %u and %u components",
+                         first->n, it->runs[i].src.n);
+    if (!s)
+        s = cv_element_init(out, first->n);
     for (uint32_t c = 0; c < first->n && !s; c++) {
         const CvTensor *f = &first->t[c];
         size_t blob_bytes = 0;
@@ -155,7 +161,8 @@ static CvStatus concat(RebatchIterator *it, CvElement *out)
                 memcmp(t->shape + 1, f->shape + 1, (size_t)(f->rank - 1) * sizeof(int64_t)))
                 s = cv_error(CV_FAILED_PRECONDITION,
                              "rebatch: cannot put rows of shape %s and %s (%s and %s) in one batch "
-                             "of component %u.", cv_shape_str(f->shape + 1, f->rank - 1, a, sizeof(a)),
+                             "of component %u.",
+                             cv_shape_str(f->shape + 1, f->rank - 1, a, sizeof(a)),
                              cv_shape_str(t->shape + 1, t->rank - 1, b, sizeof(b)),
                              cv_dtype_name(f->dtype), cv_dtype_name(t->dtype), c);
             CvTensor rows;
