@@ -131,6 +131,11 @@ def test_filter_predicate_not_a_scalar_bool():
         assert isinstance(c_exc, cv.errors.InvalidArgumentError) and "filter" in str(c_exc)
 
 
+def test_filter_traced_predicate_of_wrong_type_raises_when_built():
+    assert_both_raise(lambda mod: D(mod).range(3).filter(lambda x: x % 2))
+    assert_both_raise(lambda mod: D(mod).range(3).filter(lambda x: x * 2))
+
+
 def test_filter_not_callable():
     assert_both_raise(lambda mod: D(mod).range(3).filter(3))
 
