@@ -218,3 +218,48 @@ def test_malformed_record_in_a_traced_parse_names_the_element():
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"element 1.*ParseExample"):
         next(it)
     assert int(next(it)) == 3
+
+
+SLICES = [(0,), (-1,), (slice(None, None, -1),), (Ellipsis, slice(None, None, -1)),
+          (slice(1, 4, 2), None, Ellipsis, 1), (-1, slice(3, 0, -2)), (Ellipsis, 0),
+          (slice(10, 20),), (None,), (1, 2, 3, 2), (slice(-3, None), Ellipsis, slice(None, 1)),
+          (slice(None), slice(5, None, -3))]
+
+
+@pytest.mark.parametrize("key", SLICES, ids=[str(k) for k in SLICES])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64, np.bool_])
+def test_indexing_is_native_and_matches_numpy(key, dtype):
+    x = (np.arange(2 * 5 * 4 * 3).reshape(2, 5, 4, 3) % 7).astype(dtype)
+    ds = Dataset.from_tensors(x).map(lambda t: t[key])
+    assert "mode=native" in repr(ds)
+    got = next(iter(ds))
+    np.testing.assert_array_equal(got, x[key])
+    assert tuple(ds.element_spec.shape.as_list()) == x[key].shape
+    unknown = Dataset.from_generator(lambda: iter([x]), output_signature=tf.TensorSpec(
+        [None, None, 4, 3], tf.as_dtype(dtype))).map(lambda t: t[key])
+    np.testing.assert_array_equal(next(iter(unknown)), x[key])
+
+
+def test_index_out_of_range_at_run_time():
+    ds = Dataset.from_generator(lambda: iter([np.zeros(3), np.zeros(1)]),
+                                output_signature=tf.TensorSpec([None], tf.float64))
+    it = iter(ds.map(lambda t: t[2] + 1.0))
+    assert float(next(it)) == 1.0
+    with pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
+        next(it)
+
+
+def test_shape_stack_concat_expand_dims_clip():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    ds = Dataset.from_tensors(x).map(lambda t: (
+        tf.shape(t), tf.shape(t)[-1], tf.stack([t[0], t[1]], axis=1), tf.concat([t, t], -1),
+        tf.expand_dims(t, -1), tf.clip_by_value(t, 3.0, 10.0)))
+    assert "mode=native" in repr(ds)
+    s, last, st, cc, ed, cl = next(iter(ds))
+    np.testing.assert_array_equal(s, [2, 3, 4])
+    assert last == 4 and s.dtype == np.int32
+    np.testing.assert_array_equal(st, np.stack([x[0], x[1]], 1))
+    np.testing.assert_array_equal(cc, np.concatenate([x, x], -1))
+    np.testing.assert_array_equal(ed, x[..., None])
+    np.testing.assert_array_equal(cl, np.clip(x, 3, 10))
+    np.testing.assert_array_equal(tf.stack([x[0], x[1]], axis=1), np.stack([x[0], x[1]], 1))
