@@ -14,6 +14,8 @@ import conveyor as cv  # noqa: E402
 from test_tf_equivalence import D, assert_both_raise, cardinality, check, spec_form  # noqa: E402
 from test_tf_transformations import failing, fill, generated, same_outcomes, strings  # noqa: E402
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*runs in Python per element")  # on purpose
+
 Point = collections.namedtuple("Point", ["x", "y"])
 
 

@@ -14,6 +14,8 @@ import conveyor as cv  # noqa: E402
 from test_tf_equivalence import (D, assert_both_raise, assert_same_error_type,  # noqa: E402
                                  assert_same_outcomes, cardinality, check, outcomes, raised)
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*runs in Python per element")  # on purpose
+
 Point = collections.namedtuple("Point", ["x", "y"])
 NAN = np.float32("nan")
 

@@ -9,6 +9,8 @@ import pytest
 
 import conveyor as cv
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*runs in Python per element")  # on purpose
+
 Dataset = cv.data.Dataset
 Point = collections.namedtuple("Point", ["x", "y"])
 
