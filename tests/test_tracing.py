@@ -263,3 +263,11 @@ def test_shape_stack_concat_expand_dims_clip():
     np.testing.assert_array_equal(ed, x[..., None])
     np.testing.assert_array_equal(cl, np.clip(x, 3, 10))
     np.testing.assert_array_equal(tf.stack([x[0], x[1]], axis=1), np.stack([x[0], x[1]], 1))
+
+
+def test_pipeline_repr_shows_each_map_mode():
+    ds = Dataset.range(3).map(lambda x: x * 2).map(lambda x: np.float32(x) if x else x)
+    ds = ds.batch(2).prefetch(1)
+    text = repr(ds)
+    assert "Dataset.map(<lambda>): native" in text and "Dataset.map(<lambda>): python" in text
+    assert text.index("native") < text.index("python")  # source first
