@@ -26,6 +26,8 @@ __all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
+SHARD_HINT = -1  # tf.data.experimental.SHARD_HINT: accepted by shard(), never iterable here
+_INT64_MAX = 2 ** 63 - 1
 
 
 class _Cardinality(int):
@@ -56,6 +58,20 @@ def _check_count(value, what, allow_none=False):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"`{what}` must be an int, got {value!r} ({type(value).__name__}).")
     return int(value)
+
+
+def _int64_arg(value, what):
+    """An int64 argument, converted as ``convert_to_tensor(value, tf.int64)`` does
+    (ints, NumPy integers, bools and 0-d integer arrays; floats and strings raise
+    ``TypeError``)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iub":
+        value = value.item()
+    if not isinstance(value, (int, np.integer, np.bool_)):
+        raise TypeError(f"Cannot convert {value!r} to an int64 for `{what}`.")
+    value = int(value)
+    if not -2 ** 63 <= value < 2 ** 63:
+        raise ValueError(f"`{what}` = {value} does not fit in int64.")
+    return value
 
 
 def _check_parallelism(value):
@@ -420,6 +436,125 @@ class Dataset:
             raise TypeError(f"`options` must be a conveyor.data.Options, got {type(options).__name__}.")
         return _OptionsDataset(self, options)
 
+    # -- filter, zip, concatenate, enumerate, shard, unbatch, rebatch, padded_batch
+
+    def filter(self, predicate, name=None):
+        """The elements for which `predicate` returns True.
+
+        `predicate` is called as ``map``'s function is (a tuple element is
+        unpacked into positional arguments) and must return a scalar bool
+        (``True``/``False``, a NumPy bool); anything else raises
+        ``InvalidArgumentError`` at that element. An exception raised by the
+        predicate is re-raised from ``next()`` at that element and iteration
+        can continue. The cardinality is unknown, as in tf.data.
+        """
+        if not callable(predicate):
+            raise ValueError(f"Argument `predicate` must be a callable. Received {predicate!r}.")
+        return _FilterDataset(self, predicate)
+
+    @staticmethod
+    def zip(*args, datasets=None, name=None):
+        """Zip datasets together: element i holds element i of each of them.
+
+        ``Dataset.zip(a, b)`` gives ``(a_i, b_i)``; one argument may also be
+        any nested structure (tuple, dict, namedtuple) of datasets, which
+        becomes the element structure: ``Dataset.zip({"x": a, "y": b})``.
+        `datasets` is the older keyword form. The result ends with the
+        shortest input. As in tf.data this is a static method, so
+        ``a.zip(b)`` zips ``b`` alone.
+        """
+        if not args and datasets is None:
+            raise TypeError("Must pass at least one dataset to `zip`.")
+        if args and datasets is not None:
+            raise TypeError("Both `*args` and `datasets` cannot be set.")
+        if len(args) == 1:
+            datasets = args[0]
+        elif len(args) > 1:
+            datasets = args
+        return _ZipDataset(datasets)
+
+    def concatenate(self, dataset, name=None):
+        """All elements of this dataset, then all elements of `dataset`.
+
+        Both must have the same structure and dtypes; the element spec is the
+        most specific one both fit (shapes ``[3]`` and ``[4]`` give
+        ``[None]``). Otherwise ``TypeError``, as in tf.data.
+        """
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"`dataset` must be a Dataset, got {type(dataset).__name__}.")
+        return _ConcatenateDataset(self, dataset)
+
+    def enumerate(self, start=0, name=None):
+        """Pairs ``(index, element)``, the int64 index counting from `start`."""
+        start = _int64_arg(start, "start")
+        return Dataset.zip((Dataset.range(start, _INT64_MAX), self))
+
+    def shard(self, num_shards, index, name=None):
+        """Every `num_shards`-th element, starting with element `index`.
+
+        For a worker's share of the data: shard early (on file names, before
+        reading) so each worker reads only its files. ``num_shards`` must be
+        > 0 and ``0 <= index < num_shards`` (``InvalidArgumentError``).
+        """
+        num_shards = _int64_arg(num_shards, "num_shards")
+        index = _int64_arg(index, "index")
+        if num_shards <= 0 and num_shards != SHARD_HINT:
+            raise _errors.InvalidArgumentError(
+                f"Number of shards must be greater than zero (currently num_shards = {num_shards}).")
+        if not 0 <= index < num_shards and num_shards != SHARD_HINT:
+            raise _errors.InvalidArgumentError(
+                f"Index must be between 0 and {num_shards - 1} (currently index = {index}).")
+        return _ShardDataset(self, num_shards, index)
+
+    def unbatch(self, name=None):
+        """Split each element along its first dimension into that many elements.
+
+        Every component needs rank >= 1 (``ValueError`` otherwise) and, in
+        each element, the same first dimension (``InvalidArgumentError`` at
+        that element otherwise). The rows share the batch's memory.
+        """
+        return _UnbatchDataset(self)
+
+    def rebatch(self, batch_size, drop_remainder=False, name=None):
+        """Regroup the rows of batched elements into batches of `batch_size`.
+
+        The same as ``unbatch().batch(batch_size)`` with one copy (none when a
+        new batch comes from a single input batch). `batch_size` may be a
+        list of sizes, used in turn. The last batch may be smaller unless
+        `drop_remainder` is True.
+        """
+        sizes = to_array(batch_size) if not isinstance(batch_size, np.ndarray) else batch_size
+        if sizes.ndim > 1:
+            raise ValueError("Invalid `batch_sizes`. Expected `batch_sizes` to be a scalar or a "
+                             f"vector. Received `batch_sizes` of rank {sizes.ndim}.")
+        if sizes.size == 0:
+            raise ValueError("Invalid `batch_sizes`: the list of batch sizes is empty.")
+        if sizes.dtype.kind not in "iub":
+            raise TypeError(f"`batch_size` must be an int or a list of ints, got {batch_size!r}.")
+        sizes = [int(s) for s in sizes.reshape(-1)]
+        if any(s < 0 for s in sizes):
+            raise _errors.InvalidArgumentError(f"Batch sizes must be >= 0, got {sizes}.")
+        return _RebatchDataset(self, sizes, bool(drop_remainder))
+
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None,
+                     drop_remainder=False, name=None):
+        """Batch elements whose shapes differ by padding them to a common shape.
+
+        Each component is padded at the end of each dimension to
+        `padded_shapes` (a structure like the element's of shapes: a list of
+        ints, ``None`` or -1 meaning "the largest in this batch"); by default
+        every dimension pads to the largest in the batch. `padding_values`
+        (default 0, ``b""`` for strings; a single scalar applies to every
+        component) must have each component's dtype (``TypeError``). An
+        element larger than a fixed padded dimension raises ``DataLossError``,
+        as in tf.data. The last batch may be smaller unless `drop_remainder`.
+        """
+        batch_size = _int64_arg(batch_size, "batch_size")
+        if batch_size <= 0:
+            raise _errors.InvalidArgumentError("Batch size must be greater than zero.")
+        return _PaddedBatchDataset(self, batch_size, padded_shapes, padding_values,
+                                   bool(drop_remainder))
+
 
 # -- sources ------------------------------------------------------------------
 
@@ -668,13 +803,14 @@ class _MapFunction:
     "python") the engine calls it per element as fn(epoch, index, *components)
     under the GIL; `convert` turns each result into a flat list of arrays,
     recording the output structure from the first call and checking later
-    ones against it.
+    ones against it. filter's predicate is one too (stage "Dataset.filter").
     """
 
-    def __init__(self, map_func, input_dataset, stage="Dataset.map"):
+    def __init__(self, map_func, input_dataset, stage="Dataset.map", what="map function"):
         self.map_func = map_func
         self.input_dataset = input_dataset
         self.stage = stage
+        self.what = what  # how messages name it: "map function", "predicate"
         self.spec = None  # nested TensorSpec: from the trace, or from the first Python result
         self.flat_specs = None
         self.mode = None      # "native" or "python", once resolved
@@ -752,12 +888,12 @@ class _MapFunction:
                     return arrays
         if nest.structure_key(result) != self._structure_key:
             raise _errors.InvalidArgumentError(
-                f"the map function returned an element whose structure differs from its first "
+                f"the {self.what} returned an element whose structure differs from its first "
                 f"result: expected {self.spec}, got {result!r}")
         for i, (expected, arr) in enumerate(zip(self._np_dtypes, arrays)):
             if arr.dtype != expected and (expected is not None or arr.dtype != object):
                 raise _errors.InvalidArgumentError(
-                    f"the map function returned {_dtypes.as_dtype(arr.dtype).name} for component "
+                    f"the {self.what} returned {_dtypes.as_dtype(arr.dtype).name} for component "
                     f"{i}, but its first result had {self.flat_specs[i].dtype.name}; return a "
                     f"consistent dtype (e.g. with np.asarray(x, dtype=...)).")
         return arrays
@@ -897,3 +1033,329 @@ class _InterleaveDataset(Dataset):
                                  "input produced no element, and the datasets of a Python "
                                  "`map_func` are known only once it has run.")
         return self._first_inner.element_spec
+
+
+# -- filter, zip, concatenate, shard, unbatch, rebatch, padded_batch ------------
+
+
+def _check_predicate_spec(spec):
+    """A predicate's output spec must be one scalar bool (checked at build time
+    when the spec is known statically)."""
+    if not (isinstance(spec, TensorSpec) and spec.dtype == _dtypes.bool and spec.shape.rank == 0):
+        raise ValueError("Invalid `predicate`. `predicate` must return a `tf.bool` scalar tensor, "
+                         f"but its return type is {spec}.")
+
+
+class _FilterDataset(_UnaryDataset):
+    """The predicate goes to the engine through ``_MapFunction``, as a map
+    function does: traced to a native program when it can be, else called per
+    element in Python, with the same calling convention and result conversion."""
+
+    def __init__(self, input_dataset, predicate):
+        Dataset.__init__(self, [input_dataset])
+        self._function = _MapFunction(predicate, input_dataset, stage="Dataset.filter",
+                                      what="predicate")
+        self._check_traced_spec()
+
+    def _check_traced_spec(self):
+        # A traced predicate's return type is static: checked where the pipeline
+        # is built (ValueError, as in tf.data). A Python predicate's results are
+        # checked per element by the engine.
+        if self._function.mode == "native":
+            _check_predicate_spec(self._function.spec)
+
+    def _build(self, ctx, engine_inputs):
+        fn, with_id = self._function.function_for_engine()
+        self._check_traced_spec()
+        return _engine.filter(engine_inputs[0], fn, self._function.convert, self._function.name,
+                              with_id)
+
+    def cardinality(self):
+        return _Cardinality(UNKNOWN_CARDINALITY)
+
+    def __repr__(self):
+        f = self._function
+        mode = f.mode or "untraced"
+        if f.mode == "python":
+            mode += f" ({f.reason})"
+        return f"<FilterDataset mode={mode} element_spec={self._known_spec()!r}>"
+
+
+class _ZipDataset(Dataset):
+    def __init__(self, datasets):
+        flat = nest.flatten(datasets)
+        for ds in flat:
+            if not isinstance(ds, Dataset):
+                if isinstance(ds, list):
+                    raise TypeError("Invalid input to `zip`. Inputs are expected to be (nested) "
+                                    "structures of `tf.data.Dataset` objects. Python `list` is not "
+                                    "supported and you should use `tuple` instead.")
+                raise TypeError("Invalid input to `zip`. Inputs are expected to be (nested) "
+                                "structures of `tf.data.Dataset` objects but encountered object "
+                                f"of type {type(ds)}.")
+        if not flat:
+            raise _errors.InvalidArgumentError("Invalid input to `zip`: the structure of datasets "
+                                               "is empty; pass at least one dataset.")
+        super().__init__(flat)
+        self._datasets = datasets
+
+    def _build(self, ctx, engine_inputs):
+        return _engine.zip(engine_inputs)
+
+    def _derive_spec(self):
+        return nest.pack_sequence_as(self._datasets, [d.element_spec for d in self._inputs])
+
+    def _known_spec(self):
+        specs = [d._known_spec() for d in self._inputs]
+        if any(s is None for s in specs):
+            return None
+        return nest.pack_sequence_as(self._datasets, specs)
+
+
+def _common_spec(a, b):
+    """The most specific element spec both `a` and `b` fit, or TypeError."""
+    try:
+        if nest.structure_key(a) != nest.structure_key(b):
+            raise TypeError("different structures")
+        return nest.map_structure(lambda x, y: x.most_specific_compatible_type(y), a, b)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"Incompatible dataset elements:\n  {a} vs.   {b}") from e
+
+
+class _ConcatenateDataset(Dataset):
+    def __init__(self, input_dataset, dataset):
+        super().__init__([input_dataset, dataset])
+        self._spec = None
+        self._known_spec()  # incompatible specs raise now when both are known
+
+    def _build(self, ctx, engine_inputs):
+        self._known_spec()  # incompatible known specs raise before anything runs
+        return _engine.concatenate(engine_inputs)
+
+    def _packing(self):
+        spec = self._known_spec()
+        for i in self._inputs:
+            spec = i._known_spec() if spec is None else spec
+        # Both inputs share one structure. With Python maps on both sides, the one
+        # that produced the first element knows its spec; the other is not probed
+        # here (its first element may fail, and must fail in its turn).
+        return _structure_kind(self.element_spec if spec is None else spec)
+
+    def _derive_spec(self):
+        if self._spec is None:
+            self._spec = _common_spec(self._inputs[0].element_spec, self._inputs[1].element_spec)
+        return self._spec
+
+    def _known_spec(self):
+        if self._spec is None:
+            a, b = self._inputs[0]._known_spec(), self._inputs[1]._known_spec()
+            if a is not None and b is not None:
+                self._spec = _common_spec(a, b)
+        return self._spec
+
+
+class _ShardDataset(_UnaryDataset):
+    def __init__(self, input_dataset, num_shards, index):
+        Dataset.__init__(self, [input_dataset])
+        self._args = (num_shards, index)
+
+    def _build(self, ctx, engine_inputs):
+        return _engine.shard(engine_inputs[0], *self._args)
+
+
+class _SpecDerivedDataset(Dataset):
+    """A one-input dataset whose element spec (and engine arguments) follow from
+    its input's spec: resolved at construction when the input spec is known, else
+    (a Python map upstream) when first iterated or asked for its element_spec,
+    so that building the pipeline runs no user code."""
+
+    def __init__(self, input_dataset):
+        super().__init__([input_dataset])
+        self._spec = None
+        spec = input_dataset._known_spec()
+        if spec is not None:
+            self._spec = self._resolve(spec)
+
+    def _resolve(self, input_spec):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _derive_spec(self):
+        if self._spec is None:
+            self._spec = self._resolve(self._inputs[0].element_spec)
+        return self._spec
+
+    def _known_spec(self):
+        return self._spec
+
+
+class _UnbatchDataset(_SpecDerivedDataset):
+    def _resolve(self, spec):
+        flat = nest.flatten(spec)
+        if any(s.shape.rank == 0 for s in flat):
+            raise ValueError("Cannot unbatch an input with scalar components.")
+        known = None
+        self._static_batch = -1  # tf.data: the first known leading dimension, for cardinality
+        for s in flat:
+            dim = s.shape[0]
+            if dim is not None and self._static_batch < 0 and s.shape.rank is not None:
+                self._static_batch = dim
+            if known is not None and dim is not None and dim != known:
+                raise ValueError("`unbatch()` is only supported for datasets of elements whose "
+                                 "components have a matching leading dimension. Encountered both "
+                                 f"{known} and {dim}.")
+            known = dim if dim is not None else known
+        return nest.map_structure(lambda s: TensorSpec(s.shape[1:], s.dtype), spec)
+
+    def _build(self, ctx, engine_inputs):
+        # Without a known spec (a Python map upstream that has not run) the engine
+        # checks each element, and the count is unknown.
+        static_batch = -1 if self._spec is None else self._static_batch
+        return _engine.unbatch(engine_inputs[0], static_batch)
+
+
+def _zero_rows(spec):
+    """An array with no rows in the shape of a batch of `spec` (unknown dims: 0)."""
+    dims = [0] + [d or 0 for d in (spec.shape.dims or [])[1:]]
+    if spec.dtype == _dtypes.string:
+        return to_array(np.empty(dims, dtype=object), _dtypes.string)
+    return np.zeros(dims, dtype=spec.dtype.as_numpy_dtype)
+
+
+class _RebatchDataset(_SpecDerivedDataset):
+    def __init__(self, input_dataset, sizes, drop_remainder):
+        self._sizes = sizes
+        self._drop_remainder = drop_remainder
+        super().__init__(input_dataset)
+
+    def _static_batch_dim(self, spec):
+        """tf.data's static batch dimension: the common size, unless a partial
+        batch may form."""
+        dim = self._sizes[0] if all(s == self._sizes[0] for s in self._sizes) else None
+        if dim is None or self._drop_remainder:
+            return dim
+        known = []
+        for s in nest.flatten(spec):
+            if s.shape.rank is None:
+                continue
+            if s.shape.rank < 1:
+                raise ValueError("Invalid `batch_sizes`. Expected dataset with rank of >= 1 but "
+                                 "found a dataset with scalar elements. Fix the issue by adding "
+                                 "the `batch` transformation to the dataset.")
+            if s.shape[0] is not None:
+                known.append(s.shape[0])
+        if not known:
+            return None
+        if any(k != known[0] for k in known):
+            raise ValueError(f"Invalid `input_dataset.` The batch dimension of component 0 is "
+                             f"{known[0]}, while the batch dimension of component i is {known}.")
+        return dim if dim == 0 or known[0] % dim == 0 else None
+
+    def _resolve(self, spec):
+        dim = self._static_batch_dim(spec)
+
+        def rebatched(s):
+            if s.shape.rank == 0:
+                raise ValueError("Unbatching a tensor is only supported for rank >= 1")
+            return TensorSpec(TensorShape([dim]).concatenate(s.shape[1:]), s.dtype)
+        return nest.map_structure(rebatched, spec)
+
+    def _build(self, ctx, engine_inputs):
+        # The spec is needed only for the empty batches of size 0; the engine
+        # checks each input element itself.
+        empty = [_zero_rows(s) for s in nest.flatten(self._derive_spec())] if 0 in self._sizes else []
+        return _engine.rebatch(engine_inputs[0], self._sizes, self._drop_remainder, empty)
+
+    def cardinality(self):
+        return _Cardinality(UNKNOWN_CARDINALITY)
+
+
+def _padded_shape(value, input_shape):
+    """`value` (an int, a list of ints/None/-1, a TensorShape or an int vector) as a
+    TensorShape of known rank that `input_shape` can be padded to."""
+    if isinstance(value, TensorShape):
+        dims = value.dims
+        if dims is None:
+            raise ValueError("A padded shape must have a known rank.")
+    else:
+        def is_dim(d):
+            return d is None or (isinstance(d, (int, np.integer)) and not isinstance(d, bool))
+        if is_dim(value) and value is not None:
+            value = [value]
+        if isinstance(value, (list, tuple)) and all(is_dim(d) for d in value):
+            dims = [-1 if d is None else int(d) for d in value]
+        else:
+            arr = np.asarray(value)
+            if arr.ndim != 1:
+                raise ValueError(f"Padded shape {value} must be a `tf.int64` vector tensor, but "
+                                 f"its shape was {TensorShape(arr.shape)}.")
+            if arr.dtype.kind not in "iu":
+                raise TypeError(f"Padded shape {value} must be a `tf.int64` vector tensor, but its "
+                                f"element type was {arr.dtype}.")
+            dims = [int(d) for d in arr]
+        for d in dims:
+            if d is not None and d < -1:
+                raise ValueError(f"Dimension {d} must be >= 0")
+    shape = TensorShape(dims)
+    if input_shape.rank is not None and (shape.rank != input_shape.rank or any(
+            p is not None and i is not None and p < i for p, i in zip(shape, input_shape))):
+        raise ValueError(f"The padded shape {shape} is not compatible with the shape "
+                         f"{input_shape} of the corresponding input component.")
+    return shape
+
+
+def _padding_value(value, spec):
+    arr = to_array(value)
+    if arr.ndim != 0:
+        raise ValueError("Invalid `padding_values`. `padding_values` values should be scalars, "
+                         f"but got {TensorShape(arr.shape)}.")
+    dtype = _dtypes.as_dtype(arr.dtype)
+    if dtype != spec.dtype:
+        raise TypeError(f"Invalid `padding_values`. `padding_values` values type {dtype.name} does "
+                        f"not match type {spec.dtype.name} of the corresponding input component.")
+    return arr
+
+
+class _PaddedBatchDataset(_SpecDerivedDataset):
+    def __init__(self, input_dataset, batch_size, padded_shapes, padding_values, drop_remainder):
+        self._batch_size = batch_size
+        self._padded_shapes = padded_shapes
+        self._padding_values = padding_values
+        self._drop_remainder = drop_remainder
+        super().__init__(input_dataset)
+
+    def _resolve(self, spec):
+        flat = nest.flatten(spec)
+        for s in flat:
+            if not isinstance(s, TensorSpec):
+                raise TypeError("`padded_batch` is only supported for datasets that produce tensor "
+                                f"elements, got `{s}`.")
+        if self._padded_shapes is None:
+            for i, s in enumerate(flat):
+                if s.shape.rank is None:
+                    raise ValueError("You must provide `padded_shapes` argument because component "
+                                     f"{i} has unknown rank.")
+            wanted = [s.shape for s in flat]
+        else:
+            wanted = nest.flatten_up_to(spec, self._padded_shapes)
+        shapes = [_padded_shape(w, s.shape) for w, s in zip(wanted, flat)]
+        values = self._padding_values
+        if values is None:
+            values = [None] * len(flat)
+        elif nest.is_nested(spec) and not nest.is_nested(values):
+            values = [values] * len(flat)
+        else:
+            values = nest.flatten_up_to(spec, values)
+        defaults = [b"" if s.dtype == _dtypes.string else np.zeros((), s.dtype.as_numpy_dtype)
+                    for s in flat]
+        self._flat_shapes = [np.array([-1 if d is None else d for d in shape], dtype=np.int64)
+                             for shape in shapes]
+        self._flat_values = [_padding_value(d if v is None else v, s)
+                             for v, d, s in zip(values, defaults, flat)]
+        dim = self._batch_size if self._drop_remainder else None
+        return nest.pack_sequence_as(spec, [TensorSpec(TensorShape([dim]).concatenate(shape),
+                                                       s.dtype) for shape, s in zip(shapes, flat)])
+
+    def _build(self, ctx, engine_inputs):
+        self._derive_spec()
+        return _engine.padded_batch(engine_inputs[0], self._batch_size, self._flat_shapes,
+                                    self._flat_values, self._drop_remainder)

@@ -1,11 +1,11 @@
 """``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
 from conveyor import _tracing
-from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
-           "disable_debug_mode"]
+           "disable_debug_mode", "SHARD_HINT"]
 
 
 def cardinality(dataset):

@@ -32,5 +32,26 @@ CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed,
 CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out);
+/* filter: `predicate` returns one scalar bool tensor per element. */
+CvStatus cv_filter_dataset(CvDataset *input, CvFunction predicate, CvDataset **out);
+/* zip / concatenate: num_inputs >= 1 datasets (borrowed). */
+CvStatus cv_zip_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out);
+CvStatus cv_concatenate_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out);
+/* shard: num_shards > 0 and 0 <= index < num_shards, or num_shards ==
+ * CV_SHARD_HINT (accepted, but its iterators fail as in tf.data). */
+#define CV_SHARD_HINT (-1)
+CvStatus cv_shard_dataset(CvDataset *input, int64_t num_shards, int64_t index, CvDataset **out);
+/* unbatch: static_batch_size is the input's known leading dimension (-1:
+ * unknown), used for the cardinality only. */
+CvStatus cv_unbatch_dataset(CvDataset *input, int64_t static_batch_size, CvDataset **out);
+/* rebatch: batch_sizes (>= 0, cycled) are copied; `empty` (taken) holds a
+ * zero-row tensor per component for batch size 0. */
+CvStatus cv_rebatch_dataset(CvDataset *input, const int64_t *batch_sizes, int64_t num_sizes,
+                            bool drop_remainder, CvElement *empty, CvDataset **out);
+/* padded_batch: padded_shapes (taken) holds an int64 vector per component
+ * (-1: the largest in the batch), padding_values (taken) a scalar of the
+ * component's dtype. */
+CvStatus cv_padded_batch_dataset(CvDataset *input, int64_t batch_size, CvElement *padded_shapes,
+                                 CvElement *padding_values, bool drop_remainder, CvDataset **out);
 
 #endif
