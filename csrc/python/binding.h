@@ -40,6 +40,7 @@ CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj);
 /* Module functions defined in other binding files (NULL-terminated). */
 extern PyMethodDef cv_io_functions[];      /* io.c: record files */
 extern PyMethodDef cv_example_functions[]; /* example.c: tf.train.Example */
+extern PyMethodDef cv_grouping_functions[]; /* grouping.c: choose, sample, window, group_by_window */
 
 /* errors.c */
 /* Raise the Python exception for a non-OK status and free it; returns NULL. */

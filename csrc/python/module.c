@@ -663,7 +663,8 @@ static int engine_exec(PyObject *module)
     if (cv_convert_init(module, st) < 0)
         return -1;
     if (PyModule_AddFunctions(module, cv_io_functions) < 0 ||
-        PyModule_AddFunctions(module, cv_example_functions) < 0)
+        PyModule_AddFunctions(module, cv_example_functions) < 0 ||
+        PyModule_AddFunctions(module, cv_grouping_functions) < 0)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */
     cv_set_thread_exit_hook(cv_gil_thread_exit);
