@@ -105,15 +105,6 @@ static bool interruption(CvStatus s)
     return s && (s->code == CV_INTERRUPTED || s->code == CV_CANCELLED);
 }
 
-/* A copy of an error for the other windows that hold its position. The
- * first window gets the original (a user exception keeps its type); the
- * copy keeps code and message only. */
-static CvStatus take_error(WindowSlot *sl)
-{
-    CvStatus s = sl->status;
-    sl->status = cv_error(s->code, "%s", s->message);
-    return s;
-}
 
 static CvStatus window_next(CvIterator *base, CvElement *out, bool *end)
 {
@@ -162,8 +153,8 @@ static CvStatus window_next(CvIterator *base, CvElement *out, bool *end)
         return cv_error_nomem();
     for (int64_t i = 0; i < n && !s; i++) {
         WindowSlot *sl = slot(it, i * p->stride);
-        if (sl->status)
-            s = take_error(sl);
+        if (sl->status) /* later windows holding this position fail with it too */
+            s = cv_status_copy(sl->status);
         rows[i] = &sl->element;
     }
     if (!s)
