@@ -24,7 +24,8 @@ typedef struct {
     CvFunction size_fn; /* .call NULL: every key's size is window_size */
     int64_t window_size;
     uint32_t ncomp;
-    bool *ragged; /* [ncomp] */
+    bool *ragged;                 /* [ncomp] */
+    atomic_uint_least64_t epochs; /* iterators made so far: each gets the next epoch */
 } GroupParams;
 
 typedef struct {
@@ -42,6 +43,7 @@ typedef struct {
     bool input_done;
     Group **flush; /* at the end of the input: the groups left, by key */
     int64_t flush_count, flush_next;
+    uint64_t epoch, next_index; /* the functions' CvElementId of each input element */
 } GroupIterator;
 
 static void group_free(CvDataset *ds)
@@ -63,7 +65,10 @@ static int64_t group_cardinality(const CvDataset *ds)
 
 static CvStatus group_make_iterator(const CvDataset *ds, CvIterator **out)
 {
-    return cv_unary_iterator_new(ds, sizeof(GroupIterator), out);
+    CvStatus s = cv_unary_iterator_new(ds, sizeof(GroupIterator), out);
+    if (!s)
+        ((GroupIterator *)*out)->epoch = atomic_fetch_add(&((GroupParams *)ds->params)->epochs, 1);
+    return s;
 }
 
 static uint64_t hash_key(int64_t key)
@@ -176,12 +181,13 @@ static CvStatus scalar_int64(const CvElement *e, const char *what, int64_t *valu
     return CV_STATUS_OK;
 }
 
-static CvStatus window_size_of(const GroupParams *p, Group *g, const CvElement *key)
+static CvStatus window_size_of(const GroupParams *p, Group *g, const CvElement *key,
+                               const CvElementId *id)
 {
     int64_t size = p->window_size;
     if (p->size_fn.call) {
         CvElement r = {0};
-        CvStatus s = p->size_fn.call(p->size_fn.ctx, key, &r);
+        CvStatus s = p->size_fn.call(p->size_fn.ctx, key, id, &r);
         if (!s)
             s = scalar_int64(&r, "window_size_func", &size);
         cv_element_clear(&r);
@@ -212,13 +218,14 @@ static CvStatus group_next(CvIterator *base, CvElement *out, bool *end)
         }
         int64_t k = 0;
         Group *g = NULL;
-        s = p->key_fn.call(p->key_fn.ctx, &e, &key);
+        CvElementId id = {it->epoch, it->next_index++};
+        s = p->key_fn.call(p->key_fn.ctx, &e, &id, &key);
         if (!s)
             s = scalar_int64(&key, "key_func", &k);
         if (!s)
             s = lookup(it, k, &g);
         if (!s && g->size < 0)
-            s = window_size_of(p, g, &key);
+            s = window_size_of(p, g, &key, &id);
         if (!s)
             s = append(g, &e);
         cv_element_clear(&key);
@@ -284,5 +291,6 @@ CvStatus cv_group_by_window_dataset(CvDataset *input, CvFunction key_fn, CvFunct
     p->window_size = window_size;
     p->ncomp = ncomp;
     p->ragged = mask;
+    atomic_init(&p->epochs, 0);
     return cv_dataset_new(&cv_kernel_group_by_window, &input, 1, p, false, out);
 }

@@ -145,9 +145,9 @@ static PyObject *grouping_group_by_window(PyObject *module, PyObject *args)
         return NULL;
     CvFunction key = {0}, size = {0};
     CvDataset *ds = NULL;
-    CvStatus s = cv_function_from_python(module, key_fn, key_convert, name, &key);
+    CvStatus s = cv_function_from_python(module, key_fn, key_convert, name, 0, &key);
     if (!s && size_fn != Py_None)
-        s = cv_function_from_python(module, size_fn, size_convert, name, &size);
+        s = cv_function_from_python(module, size_fn, size_convert, name, 0, &size);
     if (!s) {
         s = cv_group_by_window_dataset(in, key, size, window_size, ragged, ncomp, &ds);
     } else if (key.release) {

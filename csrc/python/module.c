@@ -427,16 +427,16 @@ static PyObject *engine_map(PyObject *module, PyObject *args)
 {
     PyObject *input, *fn, *out_convert, *name;
     long long parallel;
-    int deterministic;
-    if (!PyArg_ParseTuple(args, "OOOLpU:map", &input, &fn, &out_convert, &parallel,
-                          &deterministic, &name))
+    int deterministic, with_id = 0;
+    if (!PyArg_ParseTuple(args, "OOOLpU|p:map", &input, &fn, &out_convert, &parallel,
+                          &deterministic, &name, &with_id))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
         return NULL;
     CvFunction f;
     CvDataset *ds = NULL;
-    CvStatus s = cv_function_from_python(module, fn, out_convert, name, &f);
+    CvStatus s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
     if (!s)
         s = cv_map_dataset(in, f, parallel, deterministic, &ds);
     return cv_wrap_dataset(module, s, ds);
@@ -664,7 +664,8 @@ static int engine_exec(PyObject *module)
         return -1;
     if (PyModule_AddFunctions(module, cv_io_functions) < 0 ||
         PyModule_AddFunctions(module, cv_example_functions) < 0 ||
-        PyModule_AddFunctions(module, cv_grouping_functions) < 0)
+        PyModule_AddFunctions(module, cv_grouping_functions) < 0 ||
+        PyModule_AddFunctions(module, cv_op_functions) < 0)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */
     cv_set_thread_exit_hook(cv_gil_thread_exit);
