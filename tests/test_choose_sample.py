@@ -392,3 +392,32 @@ def test_experimental_sample_equals_tf(tf):
         [tf.data.Dataset.range(10), tf.data.Dataset.range(100, 110)], [0.9, 0.1], seed=8)
     c = cv.data.experimental.sample_from_datasets(ranges([10, 10]), [0.9, 0.1], seed=8)
     assert values(c) == tf_values(t)
+
+
+CTRL_C = """
+import _thread, threading, time, numpy as np, conveyor as cv
+Dataset = cv.data.Dataset
+def slow(x):
+    time.sleep(0.1)
+    return x
+it = iter({pipeline})
+threading.Timer(0.25, _thread.interrupt_main).start()
+out, interrupted = [], 0
+while True:
+    try:
+        out.append(np.asarray(next(it)).tolist())
+    except KeyboardInterrupt:
+        interrupted += 1
+    except StopIteration:
+        break
+print(interrupted, out)
+"""
+
+
+def test_ctrl_c_while_a_chosen_dataset_is_waited_for_loses_no_pick(run_python):
+    pipeline = ("Dataset.choose_from_datasets([Dataset.range(4).map(slow, num_parallel_calls=1), "
+                "Dataset.range(10, 14).map(slow, num_parallel_calls=1)], "
+                "Dataset.range(8).map(lambda x: (x + 1) % 2))")
+    result = run_python(CTRL_C.format(pipeline=pipeline))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1 [10, 0, 11, 1, 12, 2, 13, 3]"

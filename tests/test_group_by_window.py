@@ -301,3 +301,12 @@ def test_bucket_by_sequence_length_equals_tf(tf, kwargs):
     c = sequences().bucket_by_sequence_length(len, boundaries, sizes, **kwargs)
     assert [v.tolist() for v in c] == [v.tolist() for v in t.as_numpy_iterator()]
     assert c.element_spec.shape == t.element_spec.shape.as_list()
+
+
+def test_ctrl_c_while_grouping_loses_nothing(run_python):
+    from test_choose_sample import CTRL_C
+    pipeline = ("Dataset.range(8).map(slow, num_parallel_calls=1).group_by_window("
+                "lambda x: x % 2, lambda k, w: w.batch(2), window_size=2)")
+    result = run_python(CTRL_C.format(pipeline=pipeline))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1 [[0, 2], [1, 3], [4, 6], [5, 7]]"

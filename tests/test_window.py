@@ -271,3 +271,12 @@ def test_window_errors_equal_tf(tf):
             except ValueError:
                 got.append("ERR")
         assert got == tf_windows(t)
+
+
+def test_ctrl_c_while_a_window_fills_loses_nothing(run_python):
+    from test_choose_sample import CTRL_C
+    pipeline = ("Dataset.range(8).map(slow, num_parallel_calls=1).window(3, 2)"
+                ".flat_map(lambda w: w.batch(3))")
+    result = run_python(CTRL_C.format(pipeline=pipeline))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1 [[0, 1, 2], [2, 3, 4], [4, 5, 6], [6, 7]]"
