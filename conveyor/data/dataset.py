@@ -1038,7 +1038,7 @@ def _empty_window(spec):
     return _WindowElementsDataset(spec, packed, _ragged_mask(spec))
 
 
-def _common_spec(datasets):
+def _choose_spec(datasets):
     """The most specific element spec every dataset's elements fit (TypeError if none)."""
     spec = datasets[0].element_spec
 
@@ -1065,7 +1065,7 @@ class _DirectedInterleaveDataset(Dataset):
     def __init__(self, selector, datasets, stop_on_empty_dataset):
         super().__init__([selector] + list(datasets))
         self._stop = bool(stop_on_empty_dataset)
-        self._spec = _common_spec(list(datasets))
+        self._spec = _choose_spec(list(datasets))
 
     def _build(self, ctx, engine_inputs):
         return _engine.choose(engine_inputs[0], list(engine_inputs[1:]), self._stop)
@@ -1235,8 +1235,13 @@ class _GroupByWindowDataset(_InterleaveDataset):
         return _Cardinality(INFINITE_CARDINALITY if n == INFINITE_CARDINALITY
                             else UNKNOWN_CARDINALITY)
 
+    # The datasets reduce_func returns may depend on the key (a batch size or a
+    # padded length per bucket), so only structure, dtypes and ranks are taken
+    # from one of them; dimensions are unknown, as for a Python map.
+
     def _known_spec(self):
-        return super()._known_spec() or self._probe_spec
+        spec = super()._known_spec() or self._probe_spec
+        return None if spec is None else _unknown_dims(spec)
 
     def _derive_spec(self):
         if self._first_inner is None and self._probe_spec is None:
@@ -1248,8 +1253,14 @@ class _GroupByWindowDataset(_InterleaveDataset):
             except Exception:  # noqa: BLE001 - any failure: learn it from real data
                 self._probe_spec = None
         if self._probe_spec is not None and self._first_inner is None:
-            return self._probe_spec
-        return super()._derive_spec()
+            return _unknown_dims(self._probe_spec)
+        return _unknown_dims(super()._derive_spec())
+
+
+def _unknown_dims(spec):
+    return nest.map_structure(
+        lambda s: TensorSpec(None if s.shape.rank is None else [None] * s.shape.rank, s.dtype)
+        if isinstance(s, TensorSpec) else s, spec)
 
 
 _INT32_MIN, _INT32_MAX = -2 ** 31, 2 ** 31 - 1
