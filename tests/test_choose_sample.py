@@ -16,6 +16,8 @@ import conveyor as cv
 from conftest import thread_count
 
 Dataset = cv.data.Dataset
+# These tests use Python functions on purpose (maps that raise, sleep, branch).
+pytestmark = pytest.mark.filterwarnings("ignore:.*runs in Python per element")
 
 
 @pytest.fixture(scope="module")
@@ -394,14 +396,22 @@ def test_experimental_sample_equals_tf(tf):
     assert values(c) == tf_values(t)
 
 
+# Ctrl-C while the consumer waits inside next(): the element it waits for is
+# held back until well after the interrupt, so the interrupt always lands in
+# the wait (never between next() returning and the caller storing its result).
 CTRL_C = """
 import _thread, threading, time, numpy as np, conveyor as cv
 Dataset = cv.data.Dataset
-def slow(x):
-    time.sleep(0.1)
+armed = threading.Event()  # not while the pipeline is built (element_spec probes run maps)
+def gate(x):
+    if x == {gate_at} and armed.is_set():
+        threading.Timer(0.2, _thread.interrupt_main).start()
+        time.sleep(0.7)
     return x
-it = iter({pipeline})
-threading.Timer(0.25, _thread.interrupt_main).start()
+ds = {pipeline}
+ds.element_spec
+it = iter(ds)
+armed.set()
 out, interrupted = [], 0
 while True:
     try:
@@ -415,9 +425,9 @@ print(interrupted, out)
 
 
 def test_ctrl_c_while_a_chosen_dataset_is_waited_for_loses_no_pick(run_python):
-    pipeline = ("Dataset.choose_from_datasets([Dataset.range(4).map(slow, num_parallel_calls=1), "
-                "Dataset.range(10, 14).map(slow, num_parallel_calls=1)], "
+    pipeline = ("Dataset.choose_from_datasets([Dataset.range(4).map(gate, num_parallel_calls=1), "
+                "Dataset.range(10, 14).map(gate, num_parallel_calls=1)], "
                 "Dataset.range(8).map(lambda x: (x + 1) % 2))")
-    result = run_python(CTRL_C.format(pipeline=pipeline))
+    result = run_python(CTRL_C.format(pipeline=pipeline, gate_at=1))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "1 [10, 0, 11, 1, 12, 2, 13, 3]"

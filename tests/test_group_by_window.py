@@ -11,6 +11,8 @@ import conveyor as cv
 from conftest import thread_count
 
 Dataset = cv.data.Dataset
+# These tests use Python functions on purpose (maps that raise, sleep, branch).
+pytestmark = pytest.mark.filterwarnings("ignore:.*runs in Python per element")
 needs_padded_batch = pytest.mark.skipif(not hasattr(Dataset, "padded_batch"),
                                         reason="Dataset.padded_batch not available")
 
@@ -312,8 +314,8 @@ def test_bucket_by_sequence_length_equals_tf(tf, kwargs):
 
 def test_ctrl_c_while_grouping_loses_nothing(run_python):
     from test_choose_sample import CTRL_C
-    pipeline = ("Dataset.range(8).map(slow, num_parallel_calls=1).group_by_window("
+    pipeline = ("Dataset.range(8).map(gate, num_parallel_calls=1).group_by_window("
                 "lambda x: x % 2, lambda k, w: w.batch(2), window_size=2)")
-    result = run_python(CTRL_C.format(pipeline=pipeline))
+    result = run_python(CTRL_C.format(pipeline=pipeline, gate_at=5))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "1 [[0, 2], [1, 3], [4, 6], [5, 7]]"

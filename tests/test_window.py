@@ -12,6 +12,8 @@ import conveyor as cv
 from conftest import thread_count
 
 Dataset = cv.data.Dataset
+# These tests use Python functions on purpose (maps that raise, sleep, branch).
+pytestmark = pytest.mark.filterwarnings("ignore:.*runs in Python per element")
 Point = collections.namedtuple("Point", "x y")
 
 
@@ -275,8 +277,8 @@ def test_window_errors_equal_tf(tf):
 
 def test_ctrl_c_while_a_window_fills_loses_nothing(run_python):
     from test_choose_sample import CTRL_C
-    pipeline = ("Dataset.range(8).map(slow, num_parallel_calls=1).window(3, 2)"
+    pipeline = ("Dataset.range(8).map(gate, num_parallel_calls=1).window(3, 2)"
                 ".flat_map(lambda w: w.batch(3))")
-    result = run_python(CTRL_C.format(pipeline=pipeline))
+    result = run_python(CTRL_C.format(pipeline=pipeline, gate_at=5))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "1 [[0, 1, 2], [2, 3, 4], [4, 5, 6], [6, 7]]"
