@@ -282,3 +282,12 @@ def test_ctrl_c_while_a_window_fills_loses_nothing(run_python):
     result = run_python(CTRL_C.format(pipeline=pipeline, gate_at=5))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "1 [[0, 1, 2], [2, 3, 4], [4, 5, 6], [6, 7]]"
+
+
+def test_map_over_windows_gets_datasets():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "runs in Python" warning: datasets cannot trace
+        ds = Dataset.range(7).window(3).map(lambda w: sum(int(x) for x in w),
+                                            num_parallel_calls=2)
+    assert [int(v) for v in ds] == [3, 12, 6]
