@@ -197,7 +197,24 @@ class Dataset:
         return iter(self)
 
     def __repr__(self):
-        return f"<{type(self).__name__} element_spec={self._known_spec()!r}>"
+        modes = self._map_modes()
+        shown = f" maps={modes}" if modes else ""
+        return f"<{type(self).__name__} element_spec={self._known_spec()!r}{shown}>"
+
+    def _map_modes(self):
+        """How each map/filter function upstream runs, source first: "native"
+        (a compiled program, no GIL) or "python" (per element, under the GIL)."""
+        modes, seen, stack = [], set(), [self]
+        while stack:
+            ds = stack.pop()
+            if id(ds) in seen:
+                continue
+            seen.add(id(ds))
+            function = getattr(ds, "_function", None)
+            if isinstance(function, _MapFunction):
+                modes.append(f"{function.name}: {function.mode or 'untraced'}")
+            stack.extend(getattr(ds, "_inputs", ()))
+        return modes[::-1]
 
     # -- sources ------------------------------------------------------------
 

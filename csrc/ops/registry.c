@@ -5,10 +5,15 @@
 #include "ops/op.h"
 
 extern const CvOp cv_op_cast;
+extern const CvOp cv_op_concat;
 extern const CvOp cv_op_elementwise;
+extern const CvOp cv_op_encode_jpeg;
 extern const CvOp cv_op_one_hot;
+extern const CvOp cv_op_parse_example;
 extern const CvOp cv_op_uniform;
 extern const CvOp cv_op_reshape;
+extern const CvOp cv_op_shape;
+extern const CvOp cv_op_strided_slice;
 extern const CvOp cv_op_resize_area;
 extern const CvOp cv_op_resize_bicubic;
 extern const CvOp cv_op_resize_bilinear;
@@ -17,10 +22,15 @@ extern const CvOp cv_op_scale_and_translate;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
+    &cv_op_concat,
     &cv_op_elementwise,
+    &cv_op_encode_jpeg,
     &cv_op_one_hot,
+    &cv_op_parse_example,
     &cv_op_uniform,
     &cv_op_reshape,
+    &cv_op_shape,
+    &cv_op_strided_slice,
     &cv_op_resize_area,
     &cv_op_resize_bicubic,
     &cv_op_resize_bilinear,
