@@ -53,5 +53,29 @@ CvStatus cv_rebatch_dataset(CvDataset *input, const int64_t *batch_sizes, int64_
  * component's dtype. */
 CvStatus cv_padded_batch_dataset(CvDataset *input, int64_t batch_size, CvElement *padded_shapes,
                                  CvElement *padding_values, bool drop_remainder, CvDataset **out);
+/* choose_from_datasets (DirectedInterleave): the selector's scalar int64
+ * elements pick among n >= 1 data datasets (borrowed; referenced). */
+CvStatus cv_choose_dataset(CvDataset *selector, CvDataset *const *data, int n,
+                           bool stop_on_empty_dataset, CvDataset **out);
+/* Dataset.random; seed == seed2 == 0: random seeds. */
+CvStatus cv_random_dataset(int64_t seed, int64_t seed2, bool rerandomize_each_iteration,
+                           CvDataset **out);
+/* sample_from_datasets' choices from a Dataset.random: categorical with the
+ * constant `weights` (a float32/float64 vector, copied) or, when
+ * weights_dataset is not NULL, one weights vector per element of it. */
+CvStatus cv_sample_choice_dataset(CvDataset *random, CvDataset *weights_dataset,
+                                  const CvTensor *weights, CvDataset **out);
+/* window: each window packed as core/rows.h describes; ragged has ncomp
+ * entries (copied). */
+CvStatus cv_window_dataset(CvDataset *input, int64_t size, int64_t shift, int64_t stride,
+                           bool drop_remainder, const bool *ragged, uint32_t ncomp, CvDataset **out);
+/* The elements of one packed window (takes `packed`). */
+CvStatus cv_window_source_dataset(CvElement *packed, const bool *ragged, uint32_t ncomp,
+                                  CvDataset **out);
+/* group_by_window's grouping: elements [key, packed window]. size_fn.call
+ * NULL: every window has window_size elements. */
+CvStatus cv_group_by_window_dataset(CvDataset *input, CvFunction key_fn, CvFunction size_fn,
+                                    int64_t window_size, const bool *ragged, uint32_t ncomp,
+                                    CvDataset **out);
 
 #endif
