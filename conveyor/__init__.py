@@ -22,12 +22,14 @@ from conveyor import math
 from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, greater_equal,  # noqa: A004
                             less, less_equal, logical_and, logical_not, logical_or, maximum,
                             minimum, multiply, negative, not_equal, one_hot, pow, reshape, round,
-                            sqrt, square, subtract, truediv)
+                            sqrt, square, subtract, truediv, shape, expand_dims, concat, stack,
+                            clip_by_value)
 from conveyor._tracing import Tensor, numpy_function, py_function
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "io", "image", "math", "cast", "reshape", "one_hot", "abs", "add", "divide", "equal", "exp", "floor",
+__all__ = ["data", "io", "image", "math", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+           "clip_by_value", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
            "round", "sqrt", "square", "subtract", "truediv", "Tensor", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",

@@ -15,7 +15,8 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["cast", "reshape", "one_hot", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
+__all__ = ["cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+           "clip_by_value", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
            "floormod", "pow", "maximum", "minimum", "less", "less_equal", "greater",
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
            "logical_not", "negative", "abs", "sqrt", "exp", "log", "floor", "ceil", "round",
@@ -262,5 +263,126 @@ square = _make_unary("square", "x * x elementwise.")
 
 
 def _getitem(x, key):
-    """Indexing a traced tensor: not compiled yet, so the function runs in Python."""
-    raise x._trace.fail("indexing a traced tensor (x[...]) is not supported natively yet")
+    """x[key] on a traced tensor: integers, slices (with steps), ``...`` and
+    ``None`` (newaxis), as NumPy's basic indexing."""
+    trace = x._trace
+    if not isinstance(key, tuple):
+        key = (key,)
+    shape = static_shape(x)
+    if shape is None or dtype_of(x) == _dtypes.string or any(
+            isinstance(k, (Tensor, list, np.ndarray)) or
+            (isinstance(k, slice) and any(isinstance(v, Tensor)
+                                          for v in (k.start, k.stop, k.step))) for k in key):
+        raise trace.fail("indexing with tensors, lists, on strings or on an unknown rank is not "
+                         "supported natively")
+    if builtins.sum(k is Ellipsis for k in key) > 1:
+        raise op_error(IndexError, "an index can only have a single ellipsis ('...')")
+    used = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if used > len(shape):
+        raise op_error(IndexError, f"too many indices: {len(shape)}-dimensional tensor, {used} "
+                                   f"indexed")
+    items, out, d = [], [], 0
+    for k in key:
+        if k is Ellipsis:
+            for _ in range(len(shape) - used):
+                items.append((1, 0, 0, 1, 0, 0))
+                out.append(shape[d])
+                d += 1
+        elif k is None:
+            items.append((2, 0, 0, 1, 0, 0))
+            out.append(1)
+        elif isinstance(k, slice):
+            step = 1 if k.step is None else int(k.step)
+            if step == 0:
+                raise op_error(ValueError, "slice step cannot be zero")
+            items.append((1, int(k.start or 0), int(k.stop or 0), step, k.start is not None,
+                          k.stop is not None))
+            out.append(None if shape[d] is None else len(range(shape[d])[k]))
+            d += 1
+        else:
+            i = int(k)
+            if shape[d] is not None and not -shape[d] <= i < shape[d]:
+                raise op_error(IndexError, f"index {i} is out of bounds for dimension {d} with "
+                                           f"size {shape[d]}")
+            items.append((0, i, 0, 1, 1, 0))
+            d += 1
+    out.extend(shape[d:])
+    ints = [len(items)] + [int(v) for item in items for v in item]
+    if len(ints) > 64:
+        raise trace.fail("an index with more than 10 parts")
+    return apply("StridedSlice", [x], [(tuple(out), dtype_of(x))], ints=ints)
+
+
+def shape(input, out_type=None, name=None):  # noqa: A002 - TensorFlow's argument name
+    """The shape of `input` as an int32 vector (``tf.shape``)."""
+    x = convert(input, name="input")
+    s = static_shape(x)
+    result = apply("Shape", [x], [((None if s is None else len(s),), _dtypes.int32)])
+    if out_type is not None and _dtypes.as_dtype(out_type) != _dtypes.int32:
+        result = cast(result, out_type)
+    return result
+
+
+def expand_dims(input, axis, name=None):  # noqa: A002
+    """`input` with a new dimension of size 1 at `axis` (``tf.expand_dims``)."""
+    x = convert(input, name="input")
+    s = static_shape(x)
+    if s is None:
+        raise op_error(ValueError, "expand_dims needs a known rank")
+    axis = int(axis)
+    if not -len(s) - 1 <= axis <= len(s):
+        raise op_error(ValueError, f"axis {axis} is out of range for a rank-{len(s)} tensor")
+    axis = axis + len(s) + 1 if axis < 0 else axis
+    if isinstance(x, Tensor):
+        return _getitem(x, (slice(None),) * axis + (None,))
+    return np.expand_dims(x, axis)
+
+
+def concat(values, axis, name=None):
+    """Join tensors along `axis` (``tf.concat``): one dtype and rank, other dims equal."""
+    xs = [convert(v, name="values") for v in values]
+    if not xs:
+        raise op_error(ValueError, "concat needs at least one tensor")
+    shapes, dts = [static_shape(x) for x in xs], {dtype_of(x) for x in xs}
+    if len(dts) != 1 or _dtypes.string in dts:
+        raise op_error(TypeError, f"concat: tensors must share one numeric dtype, got "
+                                  f"{sorted(d.name for d in dts)}")
+    if any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:
+        raise op_error(ValueError, "concat: tensors need known and equal ranks")
+    rank = len(shapes[0])
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise op_error(ValueError, f"axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    out = []
+    for d in range(rank):
+        dims = [s[d] for s in shapes]
+        if d == axis:
+            out.append(None if None in dims else builtins.sum(dims))
+        else:
+            known = {v for v in dims if v is not None}
+            if len(known) > 1:
+                raise op_error(ValueError, f"concat: dimension {d} differs: {dims}")
+            out.append(known.pop() if known else None)
+    return apply("ConcatV2", xs, [(tuple(out), dts.pop())], ints=[axis])
+
+
+def stack(values, axis=0, name=None):
+    """Stack tensors of one shape along a new `axis` (``tf.stack``)."""
+    xs = [convert(v, name="values") for v in values]
+    if not xs:
+        raise op_error(ValueError, "stack needs at least one tensor")
+    s = static_shape(xs[0])
+    rank = None if s is None else len(s)
+    if rank is None:
+        raise op_error(ValueError, "stack needs a known rank")
+    axis = int(axis)
+    if not -rank - 1 <= axis <= rank:
+        raise op_error(ValueError, f"axis {axis} is out of range for stacking rank-{rank} tensors")
+    axis = axis + rank + 1 if axis < 0 else axis
+    return concat([expand_dims(x, axis) for x in xs], axis)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """`t` with values below/above the bounds replaced by them (``tf.clip_by_value``)."""
+    return minimum(maximum(t, clip_value_min), clip_value_max)

@@ -164,6 +164,7 @@ class _Trace:
         self.nodes = []       # [op, input keys, ints, floats, string, obj, num_outputs, op_seed]
         self.failure = None   # the first reason the trace cannot run natively
         self.quiet = False    # ... when it is a deliberate one (numpy_function)
+        self.random_ops = 0   # random ops recorded so far (their ordinal keys them)
 
     def fail(self, reason, quiet=False):
         if self.failure is None:
@@ -211,7 +212,7 @@ class _ElementScope:
     """While a Python map function runs on one element: the keys its random
     ops use, so they draw what the traced program would."""
 
-    __slots__ = ("base_seed", "epoch", "index", "node")
+    __slots__ = ("base_seed", "epoch", "index", "node")  # node: random ops run so far
 
     def __init__(self, base_seed, epoch, index):
         self.base_seed, self.epoch, self.index, self.node = base_seed, epoch, index, 0
@@ -241,14 +242,19 @@ def new_base_seed():
     return (r & _MAXINT31, (r >> 32) & _MAXINT31)
 
 
-def _op_seed(op_seed, base_seed):
-    """One 62-bit key for a random op: TensorFlow's seed rules decide the pair."""
+def _op_seed(op_seed, base_seed, ordinal):
+    """The key of the `ordinal`-th random op of a function (an int64):
+    TensorFlow's seed rules decide the seed pair; the ordinal tells apart
+    random ops that share it. Only random ops are counted, so a function's
+    Python twin (where NumPy operators run without conveyor) keys alike."""
     if op_seed is not None:
         s0 = _random._global_seed if _random._global_seed is not None else _DEFAULT_GRAPH_SEED
         pair = (s0 % _MAXINT31, int(op_seed) % _MAXINT31)
     else:
         pair = base_seed
-    return (pair[0] << 31) | pair[1]
+    key = ((pair[0] << 31) | pair[1]) ^ (ordinal * 0x9E3779B97F4A7C15)
+    key &= (1 << 64) - 1
+    return key - (1 << 64) if key >= 1 << 63 else key
 
 
 _eager_counter = [0]
@@ -303,22 +309,24 @@ def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random
     if trace is None and random:
         trace = _current("trace")  # a random op without inputs still draws per element
     if trace is not None:
-        scope_seed = trace.base_seed
-        key = _op_seed(op_seed, scope_seed) if random else 0
+        key = 0
+        if random:
+            key = _op_seed(op_seed, trace.base_seed, trace.random_ops)
+            trace.random_ops += 1
         results = trace.add(op, inputs, outputs, ints, floats, string, obj, key)
     else:
-        scope = _current("scope")
-        if scope is not None:
-            node, epoch, index, base = scope.node, scope.epoch, scope.index, scope.base_seed
-            scope.node += 1
-        else:
-            _eager_counter[0] += 1
-            node, epoch, index, base = 0, 0, _eager_counter[0], new_base_seed()
-            if op_seed is not None or _random._global_seed is not None:
-                base = (_random._global_seed or 0) % _MAXINT31, 0
-        key = _op_seed(op_seed, base) if random else 0
+        key, epoch, index = 0, 0, 0
+        if random:
+            scope = _current("scope")
+            if scope is not None:
+                key = _op_seed(op_seed, scope.base_seed, scope.node)
+                scope.node += 1
+                epoch, index = scope.epoch, scope.index
+            else:  # a stateful op outside any map: a new draw per call
+                _eager_counter[0] += 1
+                key, index = _op_seed(op_seed, new_base_seed(), 0), _eager_counter[0]
         results = _engine.run_op(op, list(inputs), ints, floats, string, obj, len(outputs),
-                                 (0, 0, key, node, epoch, index))
+                                 (0, 0, key, 0, epoch, index))
     return results[0] if len(outputs) == 1 else list(results)
 
 
