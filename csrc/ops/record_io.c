@@ -55,6 +55,11 @@ static CvStatus errno_error(int e, const char *path, const char *what)
     return cv_error(errno_code(e), "%s; %s%s%s", path, strerror(e), what ? " " : "", what ? what : "");
 }
 
+CvStatus cv_file_error(int e, const char *path, const char *what)
+{
+    return errno_error(e, path, what);
+}
+
 static const char *compression_name(CvCompression c)
 {
     return c == CV_COMPRESSION_ZLIB ? "ZLIB" : c == CV_COMPRESSION_GZIP ? "GZIP" : "uncompressed";

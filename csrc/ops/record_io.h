@@ -32,6 +32,11 @@ typedef struct CvReadOptions {
     uint64_t max_record_bytes; /* TFRecord: larger declared lengths are data loss; 0 = default */
 } CvReadOptions;
 
+/* An errno as TensorFlow reports file errors: "<path>; No such file or
+ * directory" with the matching code (NOT_FOUND, PERMISSION_DENIED,
+ * FAILED_PRECONDITION for a directory, ...); `what` (may be NULL) is appended. */
+CvStatus cv_file_error(int e, const char *path, const char *what);
+
 /* ---------------------------------------------------------------- readers */
 
 typedef enum CvRecordFormat {

@@ -6,10 +6,18 @@
 
 extern const CvOp cv_op_cast;
 extern const CvOp cv_op_reshape;
+extern const CvOp cv_op_read_file;
+extern const CvOp cv_op_decode_jpeg;
+extern const CvOp cv_op_decode_image;
+extern const CvOp cv_op_decode_raw;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
     &cv_op_reshape,
+    &cv_op_read_file,
+    &cv_op_decode_jpeg,
+    &cv_op_decode_image,
+    &cv_op_decode_raw,
 };
 
 const CvOp *cv_op_find(const char *name)
