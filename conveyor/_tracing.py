@@ -37,6 +37,12 @@ _MAXINT31 = 2 ** 31 - 1
 class UntraceableError(Exception):
     """The traced function did something that only Python can run."""
 
+    quiet = False  # a deliberate choice of Python (no warning)
+
+
+class _PlainPython(UntraceableError):
+    quiet = True
+
 
 _local = threading.local()  # .trace: the _Trace being recorded; .scope: an _ElementScope
 
@@ -108,8 +114,10 @@ class Tensor:
     def _binary(name, reflected=False):  # noqa: N805 - helper run at class creation
         def method(self, other):
             from conveyor import _math
-            fn = getattr(_math, name)
-            return fn(other, self) if reflected else fn(self, other)
+            if other is None and name in ("equal", "not_equal"):
+                return name == "not_equal"
+            x, y = (other, self) if reflected else (self, other)
+            return _math._binary(name, x, y, operator=True)
         method.__name__ = name
         return method
 
@@ -155,11 +163,13 @@ class _Trace:
         self.constants = []   # arrays
         self.nodes = []       # [op, input keys, ints, floats, string, obj, num_outputs, op_seed]
         self.failure = None   # the first reason the trace cannot run natively
+        self.quiet = False    # ... when it is a deliberate one (numpy_function)
+        self.random_ops = 0   # random ops recorded so far (their ordinal keys them)
 
-    def fail(self, reason):
+    def fail(self, reason, quiet=False):
         if self.failure is None:
-            self.failure = reason
-        return UntraceableError(reason)
+            self.failure, self.quiet = reason, quiet
+        return (_PlainPython if quiet else UntraceableError)(reason)
 
     def placeholder(self, spec, label):
         key = ("arg", self.num_args)
@@ -202,7 +212,7 @@ class _ElementScope:
     """While a Python map function runs on one element: the keys its random
     ops use, so they draw what the traced program would."""
 
-    __slots__ = ("base_seed", "epoch", "index", "node")
+    __slots__ = ("base_seed", "epoch", "index", "node")  # node: random ops run so far
 
     def __init__(self, base_seed, epoch, index):
         self.base_seed, self.epoch, self.index, self.node = base_seed, epoch, index, 0
@@ -232,14 +242,19 @@ def new_base_seed():
     return (r & _MAXINT31, (r >> 32) & _MAXINT31)
 
 
-def _op_seed(op_seed, base_seed):
-    """One 62-bit key for a random op: TensorFlow's seed rules decide the pair."""
+def _op_seed(op_seed, base_seed, ordinal):
+    """The key of the `ordinal`-th random op of a function (an int64):
+    TensorFlow's seed rules decide the seed pair; the ordinal tells apart
+    random ops that share it. Only random ops are counted, so a function's
+    Python twin (where NumPy operators run without conveyor) keys alike."""
     if op_seed is not None:
         s0 = _random._global_seed if _random._global_seed is not None else _DEFAULT_GRAPH_SEED
         pair = (s0 % _MAXINT31, int(op_seed) % _MAXINT31)
     else:
         pair = base_seed
-    return (pair[0] << 31) | pair[1]
+    key = ((pair[0] << 31) | pair[1]) ^ (ordinal * 0x9E3779B97F4A7C15)
+    key &= (1 << 64) - 1
+    return key - (1 << 64) if key >= 1 << 63 else key
 
 
 _eager_counter = [0]
@@ -291,23 +306,27 @@ def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random
     result (shape entries None when unknown). Returns one value or a list.
     """
     trace = next((x._trace for x in inputs if isinstance(x, Tensor)), None)
+    if trace is None and random:
+        trace = _current("trace")  # a random op without inputs still draws per element
     if trace is not None:
-        scope_seed = trace.base_seed
-        key = _op_seed(op_seed, scope_seed) if random else 0
+        key = 0
+        if random:
+            key = _op_seed(op_seed, trace.base_seed, trace.random_ops)
+            trace.random_ops += 1
         results = trace.add(op, inputs, outputs, ints, floats, string, obj, key)
     else:
-        scope = _current("scope")
-        if scope is not None:
-            node, epoch, index, base = scope.node, scope.epoch, scope.index, scope.base_seed
-            scope.node += 1
-        else:
-            _eager_counter[0] += 1
-            node, epoch, index, base = 0, 0, _eager_counter[0], new_base_seed()
-            if op_seed is not None or _random._global_seed is not None:
-                base = (_random._global_seed or 0) % _MAXINT31, 0
-        key = _op_seed(op_seed, base) if random else 0
+        key, epoch, index = 0, 0, 0
+        if random:
+            scope = _current("scope")
+            if scope is not None:
+                key = _op_seed(op_seed, scope.base_seed, scope.node)
+                scope.node += 1
+                epoch, index = scope.epoch, scope.index
+            else:  # a stateful op outside any map: a new draw per call
+                _eager_counter[0] += 1
+                key, index = _op_seed(op_seed, new_base_seed(), 0), _eager_counter[0]
         results = _engine.run_op(op, list(inputs), ints, floats, string, obj, len(outputs),
-                                 (0, 0, key, node, epoch, index))
+                                 (0, 0, key, 0, epoch, index))
     return results[0] if len(outputs) == 1 else list(results)
 
 
@@ -327,12 +346,17 @@ def trace(fn, flat_specs, pack, name):
         if getattr(e, "_conveyor_op_error", False):
             raise  # an op's argument or type error: the pipeline is wrong, say so now
         if tr.failure is not None:
-            raise UntraceableError(tr.failure) from e
+            raise (_PlainPython if tr.quiet else UntraceableError)(tr.failure) from e
         raise UntraceableError(f"{type(e).__name__}: {e}") from e
     finally:
         _local.trace = saved
     if tr.failure is not None:
-        raise UntraceableError(tr.failure)
+        raise (_PlainPython if tr.quiet else UntraceableError)(tr.failure)
+    if not tr.nodes:
+        # No conveyor op ran: the function only rearranges its inputs or works
+        # through side effects (a counter, a sleep, I/O), which must happen per
+        # element, so it stays plain Python.
+        raise _PlainPython("it calls no conveyor op")
     from conveyor import nest
     if type(result) is list:
         result = tuple(result)
@@ -354,3 +378,60 @@ def trace(fn, flat_specs, pack, name):
             values.append(arr)
     program = tr.compile(values)
     return program, result, specs, tr.base_seed
+
+
+# -- debug mode and warnings ----------------------------------------------------
+
+_debug = [False]
+
+
+def debug_mode():
+    return _debug[0]
+
+
+def set_debug_mode(enabled):
+    _debug[0] = bool(enabled)
+
+
+class TracingWarning(UserWarning):
+    """A map function could not be compiled and runs in Python, under the GIL."""
+
+
+_warned = set()  # code objects (or callables) already warned about
+
+
+def warn_untraceable(fn, stage, reason):
+    """Warn once per function that it runs in Python, saying why."""
+    key = getattr(fn, "__code__", None) or id(fn)
+    if key in _warned:
+        return
+    _warned.add(key)
+    import warnings
+    warnings.warn(f"{stage} runs in Python per element (under the GIL, so parallel calls do "
+                  f"not scale): {reason}. Use conveyor ops (conveyor.image, conveyor.io, "
+                  f"conveyor.cast, + - * /) on its arguments to run it natively.",
+                  TracingWarning, stacklevel=4)
+
+
+def numpy_function(func, inp, Tout, stateful=True, name=None):
+    """Call a Python function on NumPy arrays (``tf.numpy_function``).
+
+    Outside a map it calls ``func(*inp)`` at once. Inside a map function it
+    marks the function as Python: the map then calls it per element with
+    NumPy arrays under the GIL (no warning: the choice is deliberate), as
+    ``tf.numpy_function`` runs its function in Python inside a graph. Results
+    are converted to `Tout` (a dtype or a list of dtypes).
+    """
+    trace = _current("trace") or next((x._trace for x in inp if isinstance(x, Tensor)), None)
+    if trace is not None:
+        raise trace.fail(f"it calls {getattr(func, '__name__', 'a function')} through "
+                         f"numpy_function", quiet=True)
+    result = func(*[x if isinstance(x, np.ndarray) else to_array(x) for x in inp])
+    if isinstance(Tout, (list, tuple)):
+        if not isinstance(result, (list, tuple)) or len(result) != len(Tout):
+            raise ValueError(f"numpy_function: expected {len(Tout)} results, got {result!r:.80}")
+        return [to_array(r, t) for r, t in zip(result, Tout)]
+    return to_array(result, Tout)
+
+
+py_function = numpy_function

@@ -1226,10 +1226,9 @@ def test_map_after_batch_vectorized_values():
 
 
 def test_map_after_batch_element_spec():
-    # conveyor leaves a Python map's dims unknown: no more specific than TF's traced spec.
-    assert_same_spec(_vectorized_map(tf), _vectorized_map(cv), relax_python_map=True)
-    leaves = [spec_form(s) for s in cv.nest.flatten(_vectorized_map(cv).element_spec)]
-    assert all(dims is not None and set(dims) == {None} for dims, _ in leaves), leaves
+    # A traced map has TF's static spec exactly.
+    assert "native" in repr(_vectorized_map(cv))
+    assert_same_spec(_vectorized_map(tf), _vectorized_map(cv))
 
 
 def test_map_variable_length_element_spec():

@@ -8,3 +8,7 @@ from conveyor.data.readers import *  # noqa: F401,F403
 
 __all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Options",
            "ThreadingOptions", "AutotuneOptions", "OptimizationOptions", "experimental"]
+
+from conveyor.data.dataset import DatasetSpec  # noqa: E402
+
+__all__ += ["DatasetSpec"]

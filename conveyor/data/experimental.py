@@ -1,11 +1,67 @@
 """``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
-from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
+from conveyor import _tracing
+from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
-           "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions"]
+           "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
+           "disable_debug_mode", "SHARD_HINT"]
 
 
 def cardinality(dataset):
     """``dataset.cardinality()``, as the older ``tf.data.experimental.cardinality``."""
     return dataset.cardinality()
+
+
+def enable_debug_mode():
+    """Run map functions as plain Python (``tf.data.experimental.enable_debug_mode``).
+
+    Datasets built afterwards call their map functions per element with NumPy
+    arrays, one at a time on the consumer's thread, instead of compiling them:
+    breakpoints and ``print`` work inside them, and conveyor ops called there
+    compute at once. Outputs (random ops included) are the same as in the
+    compiled program. Use it to debug, not to train: it is slow.
+    """
+    _tracing.set_debug_mode(True)
+
+
+def disable_debug_mode():
+    """Undo :func:`enable_debug_mode` for datasets built afterwards."""
+    _tracing.set_debug_mode(False)
+
+
+# -- choosing among datasets, grouping ---------------------------------------------
+
+from conveyor.data.dataset import Dataset as _Dataset  # noqa: E402
+
+__all__ += ["choose_from_datasets", "sample_from_datasets", "group_by_window",
+            "bucket_by_sequence_length"]
+
+
+def choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset=True):
+    """``Dataset.choose_from_datasets``, as ``tf.data.experimental.choose_from_datasets``."""
+    return _Dataset.choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset)
+
+
+def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False):
+    """``Dataset.sample_from_datasets``, as ``tf.data.experimental.sample_from_datasets``."""
+    return _Dataset.sample_from_datasets(datasets, weights, seed, stop_on_empty_dataset)
+
+
+def group_by_window(key_func, reduce_func, window_size=None, window_size_func=None):
+    """A transformation for ``Dataset.apply``: ``dataset.group_by_window(...)``."""
+    def _apply_fn(dataset):
+        return dataset.group_by_window(key_func, reduce_func, window_size, window_size_func)
+    return _apply_fn
+
+
+def bucket_by_sequence_length(element_length_func, bucket_boundaries, bucket_batch_sizes,
+                              padded_shapes=None, padding_values=None,
+                              pad_to_bucket_boundary=False, no_padding=False,
+                              drop_remainder=False):
+    """A transformation for ``Dataset.apply``: ``dataset.bucket_by_sequence_length(...)``."""
+    def _apply_fn(dataset):
+        return dataset.bucket_by_sequence_length(
+            element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
+            padding_values, pad_to_bucket_boundary, no_padding, drop_remainder)
+    return _apply_fn

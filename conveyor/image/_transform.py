@@ -1,2 +1,565 @@
-"""Crops, flips, padding and dtype conversion of images."""
-__all__ = []
+"""Crops, flips, padding and dtype conversion of images (``tf.image``).
+
+Each function takes TensorFlow's arguments and raises TensorFlow's errors:
+problems visible from static shapes and arguments raise ``ValueError`` (or
+``TypeError``) when the function is called or traced; problems that depend
+on a traced image's run-time size raise ``InvalidArgumentError`` at that
+element, with TensorFlow's message. Images are 3-D ``[height, width,
+channels]`` or 4-D ``[batch, height, width, channels]``, of any numeric or
+bool dtype.
+
+Random ops (``random_crop``, ``random_flip_*``) draw from conveyor's
+per-element streams: the same seed gives the same crops and flips whatever
+the thread count, but not TensorFlow's values.
+"""
+import contextlib
+import operator
+import warnings
+
+import numpy as np
+
+from conveyor import dtypes as _dtypes
+from conveyor import errors as _errors
+from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+
+__all__ = ["convert_image_dtype", "central_crop", "crop_to_bounding_box", "pad_to_bounding_box",
+           "resize_with_crop_or_pad", "resize_image_with_crop_or_pad", "random_crop",
+           "flip_left_right", "flip_up_down", "random_flip_left_right", "random_flip_up_down",
+           "transpose", "transpose_image", "rot90", "rgb_to_grayscale", "grayscale_to_rgb",
+           "adjust_brightness", "per_image_standardization"]
+
+# CropOrPad modes (csrc/ops/crop.c).
+_BOX, _PAD, _CROP_OR_PAD, _CENTRAL, _RANDOM = range(5)
+
+
+def _shape_str(shape):
+    """A static shape as TensorFlow prints a TensorShape."""
+    if shape is None:
+        return "<unknown>"
+    if len(shape) == 1:
+        return f"({shape[0]},)"
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def _image(image, name="image"):
+    x = convert(image, name=name)
+    if dtype_of(x) == _dtypes.string:
+        raise op_error(TypeError, f"`{name}` must be numeric or bool; conveyor's image ops do "
+                                  f"not take string tensors")
+    return x, static_shape(x)
+
+
+def _check_inner_dims(shape):
+    """TensorFlow's static check that an image's inner 3 dims are not 0."""
+    if shape is not None and any(d == 0 for d in shape[-3:]):
+        raise op_error(ValueError, f"inner 3 dims of 'image.shape' must be > 0: "
+                                   f"{_shape_str(shape)}")
+
+
+def _int_param(value, name):
+    """A crop or pad argument: a Python int, or a scalar integer Tensor
+    (read at run time)."""
+    if isinstance(value, Tensor):
+        if value.shape.rank not in (None, 0) or not dtype_of(value).is_integer:
+            raise op_error(TypeError, f"`{name}` must be a scalar integer tensor, got {value!r}")
+        return value
+    try:
+        v = operator.index(value if not isinstance(value, np.ndarray) or value.ndim
+                           else value[()])
+        if not -2**63 <= v < 2**63:
+            raise TypeError
+        return v
+    except TypeError:
+        raise op_error(TypeError, f"Cannot convert {value!r} to a tensor of dtype int32 "
+                                  f"(`{name}`)") from None
+
+
+def _static(v):
+    return None if isinstance(v, Tensor) else v
+
+
+def _as_batch(shape, what="image"):
+    """TensorFlow's rank handling of the bounding-box ops: the 4-D shape they
+    work on (a 3-D image gets a batch of 1) and whether it was a batch."""
+    if shape is None:
+        return (None,) * 4, False
+    if len(shape) == 3:
+        return (1,) + tuple(shape), False
+    if len(shape) == 4:
+        return tuple(shape), True
+    raise op_error(ValueError, f"'{what}' (shape {_shape_str(shape)}) must have either 3 or 4 "
+                               f"dimensions.")
+
+
+def _window(x, mode, params, out4, is_batch):
+    """Apply CropOrPad with [offset_h, offset_w, target_h, target_w], some
+    of which may be traced scalars."""
+    static, dynamic, mask = [], [], 0
+    for k, p in enumerate(params):
+        if isinstance(p, Tensor):
+            mask |= 1 << k
+            dynamic.append(p)
+            static.append(0)
+        else:
+            static.append(int(p))
+    # An image of unknown rank may be 3-D or 4-D when it runs: rank unknown.
+    shape = None if static_shape(x) is None else tuple(out4) if is_batch else tuple(out4[1:])
+    return apply("CropOrPad", [x] + dynamic, [(shape, dtype_of(x))],
+                 ints=[mode] + static + [mask])
+
+
+# ---------------------------------------------------------------------------
+# dtype conversion
+# ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _quiet():
+    """NumPy conversions that TensorFlow lets overflow (to inf, or x86's
+    invalid-conversion result): without NumPy's warnings about them."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _as(dtype, value):
+    """`value` rounded to `dtype` as TensorFlow converts a Python number."""
+    with _quiet():
+        return np.asarray(value).astype(dtype.as_numpy_dtype)[()]
+
+
+def _saturate_limits(src, dst):
+    """The clamp of tf.saturate_cast(x: src -> dst): [lo, hi] as values of
+    `src`, moved one step toward zero where rounding to `src` put them past
+    dst's range (float32 cannot hold int32's max)."""
+    t = src.as_numpy_dtype
+    common = np.promote_types(t, dst.as_numpy_dtype)
+    with _quiet():
+        lo = _as(src, max(src.min, dst.min))
+        hi = _as(src, min(float(src.max), float(dst.max)))
+        pair = np.array([lo, dst.min], dtype=common)
+        if pair[0] < pair[1]:
+            lo = np.nextafter(lo, t(0), dtype=t)
+        pair = np.array([hi, dst.max], dtype=common)
+        if pair[0] > pair[1]:
+            hi = np.nextafter(hi, t(0), dtype=t)
+    return lo, hi
+
+
+def _int64_bits(v):
+    v = int(v)
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def convert_image_dtype(image, dtype, saturate=False, name=None):
+    """Convert `image` to `dtype`, scaling its values (``tf.image.convert_image_dtype``).
+
+    Floating-point images hold values in [0, 1); integer images use their
+    dtype's whole range [0, MAX]. Integer to float divides by MAX (as a
+    multiplication by 1/MAX in the output precision, TensorFlow's exact
+    arithmetic); float to integer multiplies by MAX + 0.5 and truncates;
+    integer to integer shifts by the ratio of the ranges; float to float
+    casts. With `saturate`, values are clamped to the output range before
+    the cast (otherwise they wrap, as in TensorFlow).
+
+    Raises:
+      AttributeError: `dtype` or the image's dtype is neither floating point
+        nor integer.
+    """
+    x = convert(image, name="image")
+    dtype = _dtypes.as_dtype(dtype)
+    if not (dtype.is_floating or dtype.is_integer):
+        raise op_error(AttributeError, "dtype must be either floating point or integer")
+    src = dtype_of(x)
+    if not (src.is_floating or src.is_integer):
+        raise op_error(AttributeError, "image dtype must be either floating point or integer")
+    if src == dtype:
+        return x
+    lo = hi = shift = 0
+    scale, flo, fhi = 0.0, 0.0, 0.0
+    if src.is_integer and dtype.is_integer:
+        if src.max > dtype.max:
+            shift = ((src.max + 1) // (dtype.max + 1)).bit_length() - 1
+        else:
+            shift = -(((dtype.max + 1) // (src.max + 1)).bit_length() - 1)
+        if saturate:
+            lo, hi = (_int64_bits(v) for v in _saturate_limits(src, dtype))
+    elif src.is_integer:
+        scale = float(_as(dtype, 1.0 / src.max))
+    elif dtype.is_integer:
+        scale = float(_as(src, dtype.max + 0.5))
+        if saturate:
+            flo, fhi = (float(v) for v in _saturate_limits(src, dtype))
+    return apply("ConvertImageDtype", [x], [(static_shape(x), dtype)],
+                 ints=[dtype._code, int(bool(saturate)), lo, hi, shift],
+                 floats=[scale, flo, fhi])
+
+
+# ---------------------------------------------------------------------------
+# crops and pads
+# ---------------------------------------------------------------------------
+
+
+def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    """Crop `image` to the box whose top-left corner is at (`offset_height`,
+    `offset_width`), of size `target_height` x `target_width`
+    (``tf.image.crop_to_bounding_box``).
+
+    The offsets and sizes are ints or scalar integer tensors; a box reaching
+    past a traced image of unknown size raises ``InvalidArgumentError`` at
+    that element.
+    """
+    x, shape = _image(image)
+    shape4, is_batch = _as_batch(shape)
+    _check_inner_dims(shape4)
+    params = [_int_param(v, n) for v, n in ((offset_height, "offset_height"),
+                                            (offset_width, "offset_width"),
+                                            (target_height, "target_height"),
+                                            (target_width, "target_width"))]
+    oh, ow, th, tw = (_static(p) for p in params)
+    batch, height, width, depth = shape4
+    for ok, message in ((ow is None or ow >= 0, "offset_width must be >= 0."),
+                        (oh is None or oh >= 0, "offset_height must be >= 0."),
+                        (tw is None or tw > 0, "target_width must be > 0."),
+                        (th is None or th > 0, "target_height must be > 0."),
+                        (None in (width, tw, ow) or width >= tw + ow,
+                         "width must be >= target + offset."),
+                        (None in (height, th, oh) or height >= th + oh,
+                         "height must be >= target + offset.")):
+        if not ok:
+            raise op_error(ValueError, message)
+    return _window(x, _BOX, params, (batch, th, tw, depth), is_batch)
+
+
+def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    """Pad `image` with zeros to `target_height` x `target_width`, placing
+    it at (`offset_height`, `offset_width`) (``tf.image.pad_to_bounding_box``).
+    """
+    x, shape = _image(image)
+    shape4, is_batch = _as_batch(shape)
+    _check_inner_dims(shape4)
+    params = [_int_param(v, n) for v, n in ((offset_height, "offset_height"),
+                                            (offset_width, "offset_width"),
+                                            (target_height, "target_height"),
+                                            (target_width, "target_width"))]
+    oh, ow, th, tw = (_static(p) for p in params)
+    batch, height, width, depth = shape4
+    for ok, message in ((oh is None or oh >= 0, "offset_height must be >= 0"),
+                        (ow is None or ow >= 0, "offset_width must be >= 0"),
+                        (None in (width, tw, ow) or tw - ow - width >= 0,
+                         "width must be <= target - offset"),
+                        (None in (height, th, oh) or th - oh - height >= 0,
+                         "height must be <= target - offset")):
+        if not ok:
+            raise op_error(ValueError, message)
+    return _window(x, _PAD, params, (batch, th, tw, depth), is_batch)
+
+
+def resize_with_crop_or_pad(image, target_height, target_width):
+    """Crop or pad `image` to `target_height` x `target_width`, keeping it
+    centered (``tf.image.resize_with_crop_or_pad``): a dim larger than the
+    target loses (size - target) // 2 at the start, a smaller one gets
+    (target - size) // 2 zeros before it.
+    """
+    x, shape = _image(image)
+    shape4, is_batch = _as_batch(shape)
+    _check_inner_dims(shape4)
+    params = [0, 0, _int_param(target_height, "target_height"),
+              _int_param(target_width, "target_width")]
+    th, tw = _static(params[2]), _static(params[3])
+    if tw is not None and tw <= 0:
+        raise op_error(ValueError, "target_width must be > 0.")
+    if th is not None and th <= 0:
+        raise op_error(ValueError, "target_height must be > 0.")
+    return _window(x, _CROP_OR_PAD, params, (shape4[0], th, tw, shape4[3]), is_batch)
+
+
+resize_image_with_crop_or_pad = resize_with_crop_or_pad
+
+
+def _central_start(size, fraction):
+    return int((float(size) - float(size) * fraction) / 2)
+
+
+def central_crop(image, central_fraction):
+    """The central `central_fraction` of `image`'s height and width
+    (``tf.image.central_crop``): each side loses
+    int((size - size * central_fraction) / 2) pixels.
+
+    `central_fraction` is a float in (0, 1] or a scalar float tensor.
+    """
+    x, shape = _image(image)
+    fraction = None
+    if isinstance(central_fraction, Tensor):
+        if central_fraction.shape.rank not in (None, 0) or not dtype_of(central_fraction).is_floating:
+            raise op_error(TypeError, f"`central_fraction` must be a scalar float tensor, got "
+                                      f"{central_fraction!r}")
+        if dtype_of(central_fraction) == _dtypes.float16:
+            central_fraction = apply("Cast", [central_fraction],
+                                     [(static_shape(central_fraction), _dtypes.float32)],
+                                     ints=[_dtypes.float32._code])
+    else:
+        try:
+            fraction = float(np.asarray(central_fraction).item())
+        except (TypeError, ValueError):
+            raise op_error(TypeError, f"`central_fraction` must be a float, got "
+                                      f"{central_fraction!r}") from None
+        if fraction <= 0.0 or fraction > 1.0:
+            raise op_error(ValueError, "central_fraction must be within (0, 1]")
+        if fraction == 1.0:
+            return x
+    if shape is not None and len(shape) < 3:
+        raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must be at least "
+                                   f"three-dimensional.")
+    _check_inner_dims(shape)
+    rank = None if shape is None else len(shape)
+    if rank not in (3, 4):
+        raise op_error(ValueError, f"`image` should either be a Tensor with rank = 3 or rank = 4. "
+                                   f"Had rank = {rank}.")
+    out, fractions = list(shape), []
+    for d in (rank - 3, rank - 2):
+        if out[d] is not None and fraction is not None:
+            out[d] -= 2 * _central_start(out[d], fraction)
+            fractions.append(fraction)
+        else:
+            # TensorFlow computes a dim known only at run time from the
+            # fraction as a float32 tensor: the same rounding here.
+            out[d] = None
+            fractions.append(float(np.float32(fraction)) if fraction is not None else 1.0)
+    inputs = [x] if fraction is not None else [x, central_fraction]
+    return apply("CropOrPad", inputs, [(tuple(out), dtype_of(x))], ints=[_CENTRAL],
+                 floats=fractions)
+
+
+def random_crop(value, size, seed=None, name=None):
+    """A random `size` slice of `value`, any rank (``tf.image.random_crop``).
+
+    Each dim's offset is uniform in [0, value.shape - size]. `size` is a
+    list of ints (or a 1-D integer tensor); ``InvalidArgumentError`` when it
+    does not fit `value` (TensorFlow's error, at the element when the shape
+    is only known then). Offsets come from conveyor's per-element random
+    stream: reproducible with a seed whatever the thread count, not
+    TensorFlow's values.
+    """
+    x, shape = _image(value, "value")
+    if isinstance(size, Tensor):
+        if size.shape.rank != 1 or dtype_of(size) not in (_dtypes.int32, _dtypes.int64):
+            raise op_error(_errors.InvalidArgumentError,
+                           f"`size` must be a 1-D int32 or int64 tensor, got {size!r}")
+        n = size.shape.as_list()[0]
+        if shape is not None and n is not None and n != len(shape):
+            raise op_error(_errors.InvalidArgumentError,
+                           f"Incompatible shapes: [{len(shape)}] vs. [{n}]")
+        out = None if n is None else (None,) * n
+        return apply("CropOrPad", [x, size], [(out, dtype_of(x))], ints=[_RANDOM],
+                     random=True, op_seed=seed)
+    try:
+        arr = np.asarray(size)
+        if arr.size and arr.dtype.kind not in "iu":
+            raise TypeError
+        sizes = [int(v) for v in arr.reshape(-1)]
+    except (TypeError, ValueError):
+        raise op_error(TypeError, f"Cannot convert {size!r} to a tensor of dtype int32 "
+                                  f"(`size`)") from None
+    if arr.ndim != 1:
+        raise op_error(_errors.InvalidArgumentError,
+                       f"`size` must be a 1-D list of ints, got shape {list(arr.shape)}")
+    if shape is not None and len(sizes) != len(shape):
+        raise op_error(_errors.InvalidArgumentError,
+                       f"Incompatible shapes: [{len(shape)}] vs. [{len(sizes)}]")
+    if any(s < 0 for s in sizes):
+        raise op_error(_errors.InvalidArgumentError, f"size must be >= 0, got {sizes}")
+    if shape is not None and None not in shape and any(d < s for d, s in zip(shape, sizes)):
+        raise op_error(_errors.InvalidArgumentError,
+                       f"Need value.shape >= size, got [{' '.join(map(str, shape))}] "
+                       f"[{' '.join(map(str, sizes))}]")
+    return apply("CropOrPad", [x], [(tuple(sizes), dtype_of(x))], ints=[_RANDOM] + sizes,
+                 random=True, op_seed=seed)
+
+
+# ---------------------------------------------------------------------------
+# flips
+# ---------------------------------------------------------------------------
+
+
+def _flip(image, axis, random, seed, sep):
+    x, shape = _image(image)
+    if shape is not None:
+        if len(shape) < 3:
+            raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must be at least "
+                                       f"three-dimensional.")
+        _check_inner_dims(shape)
+        if len(shape) > 4:
+            raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}){sep}must have either "
+                                       f"3 or 4 dimensions.")
+    return apply("ReverseV2", [x], [(shape, dtype_of(x))], ints=[int(random), 1, axis],
+                 random=random, op_seed=seed)
+
+
+def flip_left_right(image):
+    """Flip `image` horizontally (the width axis) (``tf.image.flip_left_right``)."""
+    return _flip(image, -2, False, None, "")
+
+
+def flip_up_down(image):
+    """Flip `image` vertically (the height axis) (``tf.image.flip_up_down``)."""
+    return _flip(image, -3, False, None, "")
+
+
+def random_flip_left_right(image, seed=None):
+    """Flip `image` horizontally with probability 1/2; each image of a 4-D
+    batch on its own draw (``tf.image.random_flip_left_right``)."""
+    return _flip(image, -2, True, seed, " ")
+
+
+def random_flip_up_down(image, seed=None):
+    """Flip `image` vertically with probability 1/2; each image of a 4-D
+    batch on its own draw (``tf.image.random_flip_up_down``)."""
+    return _flip(image, -3, True, seed, " ")
+
+
+# ---------------------------------------------------------------------------
+# rotations, colour, brightness, standardization
+# ---------------------------------------------------------------------------
+
+
+def _image_3d_or_4d(image):
+    """An image op's input with TensorFlow's static rank checks."""
+    x, shape = _image(image)
+    if shape is not None:
+        if len(shape) < 3:
+            raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must be at least "
+                                       f"three-dimensional.")
+        _check_inner_dims(shape)
+        if len(shape) > 4:
+            raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must have either 3 "
+                                       f"or 4 dimensions.")
+    return x, shape
+
+
+def _swap_hw(shape):
+    if shape is None:
+        return None
+    out = list(shape)
+    out[-3], out[-2] = out[-2], out[-3]
+    return tuple(out)
+
+
+def transpose(image, name=None):
+    """Swap the height and width of `image` (``tf.image.transpose``)."""
+    x, shape = _image_3d_or_4d(image)
+    return apply("Rot90", [x], [(_swap_hw(shape), dtype_of(x))], ints=[4])
+
+
+transpose_image = transpose
+
+
+def rot90(image, k=1, name=None):
+    """Rotate `image` by `k` quarter turns counter-clockwise (``tf.image.rot90``).
+
+    `k` is an int or a scalar integer tensor (read at run time; the traced
+    height and width are then unknown).
+    """
+    x, shape = _image_3d_or_4d(image)
+    if isinstance(k, Tensor):
+        if k.shape.rank not in (None, 0) or not dtype_of(k).is_integer:
+            raise op_error(ValueError, f"Shape {k.shape} must have rank 0" if k.shape.rank
+                           else f"`k` must be an integer, got {k!r}")
+        out = None if shape is None else tuple(shape[:-3]) + (None, None, shape[-1])
+        kt = k if dtype_of(k) in (_dtypes.int32, _dtypes.int64) else apply(
+            "Cast", [k], [(static_shape(k), _dtypes.int64)], ints=[_dtypes.int64._code])
+        return apply("Rot90", [x, kt], [(out, dtype_of(x))], ints=[1])
+    arr = np.asarray(k)
+    if arr.ndim != 0:
+        raise op_error(ValueError, f"Shape {_shape_str(arr.shape)} must have rank 0")
+    k = _int_param(k, "k") % 4
+    if k == 0:
+        return x
+    return apply("Rot90", [x], [(shape if k == 2 else _swap_hw(shape), dtype_of(x))], ints=[k])
+
+
+def _float_dtype_check(x):
+    src = dtype_of(x)
+    if not (src.is_floating or src.is_integer):
+        raise op_error(AttributeError, "image dtype must be either floating point or integer")
+    return src
+
+
+def rgb_to_grayscale(images, name=None):
+    """The luma of RGB `images` (last dim 3 becomes 1) (``tf.image.rgb_to_grayscale``):
+    0.2989 R + 0.5870 G + 0.1140 B computed in float32 as TensorFlow does,
+    in the input's dtype."""
+    x, shape = _image(images, "images")
+    src = _float_dtype_check(x)
+    if shape is not None and (len(shape) == 0 or shape[-1] not in (None, 3)):
+        raise op_error(_errors.InvalidArgumentError,
+                       f"the last dimension of an RGB image must be 3, got shape "
+                       f"{_shape_str(shape)}")
+    scale_in = float(_as(_dtypes.float32, 1.0 / src.max)) if src.is_integer else 1.0
+    scale_out = float(_as(_dtypes.float32, src.max + 0.5)) if src.is_integer else 1.0
+    out = None if shape is None else tuple(shape[:-1]) + (1,)
+    return apply("ImageColor", [x], [(out, src)], ints=[0], floats=[scale_in, scale_out])
+
+
+def grayscale_to_rgb(images, name=None):
+    """Repeat the single channel of grayscale `images` 3 times
+    (``tf.image.grayscale_to_rgb``)."""
+    x, shape = _image(images, "images")
+    if shape is not None:
+        if len(shape) < 2:
+            raise op_error(ValueError, f"A grayscale image (shape {_shape_str(shape)}) must be at "
+                                       f"least two-dimensional.")
+        if None not in shape and shape[-1] != 1:
+            raise op_error(ValueError, "Last dimension of a grayscale image should be size 1.")
+    _float_dtype_check(x)
+    out = None if shape is None else tuple(shape[:-1]) + (3,)
+    return apply("ImageColor", [x], [(out, dtype_of(x))], ints=[1])
+
+
+def adjust_brightness(image, delta):
+    """Add `delta` to every value of `image` (``tf.image.adjust_brightness``).
+
+    Float16 and float32 images get it in their own dtype; other dtypes are
+    converted to float32 (``convert_image_dtype``), shifted, and converted
+    back with saturation. `delta` is a float or a scalar float tensor.
+    """
+    x, shape = _image(image)
+    src = _float_dtype_check(x)
+    inputs = [x]
+    if isinstance(delta, Tensor):
+        if delta.shape.rank not in (None, 0) or not dtype_of(delta).is_floating:
+            raise op_error(TypeError, f"`delta` must be a scalar float tensor, got {delta!r}")
+        if dtype_of(delta) == _dtypes.float16:
+            delta = apply("Cast", [delta], [((), _dtypes.float32)], ints=[_dtypes.float32._code])
+        inputs.append(delta)
+        value = 0.0
+    else:
+        try:
+            arr = np.asarray(delta)
+            if arr.ndim or arr.dtype.kind not in "iuf":
+                raise TypeError
+            value = float(arr)
+        except (TypeError, ValueError):
+            raise op_error(TypeError, f"`delta` must be a float scalar in conveyor, got "
+                                      f"{delta!r}") from None
+    scale_in = scale_out = lo = hi = 0.0
+    if src.is_integer:
+        scale_in = float(_as(_dtypes.float32, 1.0 / src.max))
+        scale_out = float(_as(_dtypes.float32, src.max + 0.5))
+        lo, hi = (float(v) for v in _saturate_limits(_dtypes.float32, src))
+    return apply("AdjustBrightness", inputs, [(shape, src)],
+                 floats=[value, scale_in, scale_out, lo, hi])
+
+
+def per_image_standardization(image):
+    """Scale each image to zero mean and unit variance
+    (``tf.image.per_image_standardization``): (x - mean) / max(stddev,
+    1 / sqrt(N)) over each image's N values (its last 3 dims), in float32.
+    """
+    x, shape = _image(image)
+    if shape is not None:
+        if len(shape) < 3:
+            raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must be at least "
+                                       f"three-dimensional.")
+        _check_inner_dims(shape)
+    return apply("PerImageStandardization", [x], [(shape, _dtypes.float32)])

@@ -25,6 +25,7 @@ import collections
 import numpy as np
 
 from conveyor import _engine
+from conveyor import _tracing
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor.tensor_spec import TensorShape
@@ -253,7 +254,7 @@ def _compile_uncached(features):
         return hit
     specs = [_spec_of(k, f) for k, f in features.items()]
     compiled = ([s[0] for s in specs], [s[1] for s in specs], _engine.example_config(specs),
-                list(features.keys()))
+                list(features.keys()), specs)
     if cache_key is not None:
         if len(_config_cache) >= 256:
             _config_cache.clear()
@@ -281,7 +282,7 @@ def _bytes_list(values, what):
 
 
 def _pack(compiled, outs):
-    keys, kinds, _, user_keys = compiled
+    keys, kinds, _, user_keys, _ = compiled
     result = {}
     it = iter(outs)
     for key, kind, user_key in zip(keys, kinds, user_keys):
@@ -313,6 +314,8 @@ def parse_single_example(serialized, features, example_names=None, name=None):
     """
     del example_names, name
     compiled = _compile(features)
+    if isinstance(serialized, _tracing.Tensor):
+        return _traced_parse(compiled, serialized, batched=False)
     data = _as_bytes(serialized, "serialized")
     return _pack(compiled, _engine.parse_example(compiled[2], data, None, True))
 
@@ -343,6 +346,10 @@ def parse_example(serialized, features, example_names=None, name=None):
                                                  and serialized.ndim == 0):
         return parse_single_example(serialized, features)
     compiled = _compile(features)
+    if isinstance(serialized, _tracing.Tensor):
+        if serialized.shape.rank == 0:
+            return _traced_parse(compiled, serialized, batched=False)
+        return _traced_parse(compiled, serialized, batched=True)
     data = _bytes_list(serialized, "serialized")
     names = None
     if example_names is not None:
@@ -352,6 +359,28 @@ def parse_example(serialized, features, example_names=None, name=None):
         elif len(names) != len(data):
             raise ValueError(f"example_names has {len(names)} names for {len(data)} examples")
     return _pack(compiled, _engine.parse_example(compiled[2], data, names, False))
+
+
+def _traced_parse(compiled, serialized, batched):
+    """Record a ParseExample node (inside a traced map function)."""
+    if serialized.dtype != _dtypes.string or serialized.shape.rank not in (0, 1):
+        raise _tracing.op_error(ValueError if serialized.dtype == _dtypes.string else TypeError,
+                                f"serialized must be a scalar or vector of strings, got "
+                                f"{serialized!r}")
+    batch = (serialized.shape.as_list()[0],) if batched else ()
+    dtypes_by_code = {10: _dtypes.float32, 4: _dtypes.int64, 12: _dtypes.string}
+    outputs = []
+    for _, kind, code, shape, _ in compiled[4]:
+        dtype = dtypes_by_code[code]
+        if kind == _VAR_LEN:
+            outputs += [((None, 2 if batched else 1), _dtypes.int64), ((None,), dtype),
+                        ((2,) if batched else (1,), _dtypes.int64)]
+        elif kind == _FIXED_LEN_SEQUENCE:
+            outputs.append((batch + (None,) + tuple(shape), dtype))
+        else:
+            outputs.append((batch + tuple(shape), dtype))
+    outs = _tracing.apply("ParseExample", [serialized], outputs, obj=compiled[2])
+    return _pack(compiled, outs if isinstance(outs, list) else [outs])
 
 
 # ---- building ----------------------------------------------------------------

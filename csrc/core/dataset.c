@@ -5,10 +5,12 @@
 CvStatus cv_dataset_new(const CvKernel *kernel, CvDataset *const *inputs, int num_inputs,
                         void *params, bool may_block, CvDataset **out)
 {
-    CvDataset *ds = calloc(1, sizeof(*ds));
+    CvDataset *ds = num_inputs >= 0 ? calloc(1, sizeof(*ds) + (size_t)num_inputs * sizeof(ds->inputs[0])) : NULL;
     if (!ds) {
-        if (params)
-            kernel->free_dataset(&(CvDataset){.kernel = kernel, .params = params});
+        if (params) {
+            CvDataset orphan = {.kernel = kernel, .params = params};
+            kernel->free_dataset(&orphan);
+        }
         return cv_error_nomem();
     }
     ds->kernel = kernel;

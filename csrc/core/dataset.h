@@ -50,17 +50,15 @@ typedef struct CvKernel {
     void (*destroy)(CvIterator *it);
 } CvKernel;
 
-#define CV_MAX_INPUTS 4
-
 struct CvDataset {
     const CvKernel *kernel;
     atomic_long refcount;
-    int num_inputs;
-    CvDataset *inputs[CV_MAX_INPUTS]; /* owned references */
     /* True when next() on an iterator of this dataset may wait for another
      * thread (a worker, or a join); the binding then releases the GIL. */
     bool may_block;
     void *params; /* kernel-owned, freed by kernel->free_dataset */
+    int num_inputs;
+    CvDataset *inputs[]; /* num_inputs owned references (zip takes any number) */
 };
 
 struct CvIterator {

@@ -1,5 +1,9 @@
 #include "core/philox.h"
 
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
 #define PHILOX_W0 0x9E3779B9u
@@ -49,4 +53,18 @@ uint32_t cv_philox_next(CvPhilox *p)
     if (p->used == 4)
         philox_block(p);
     return p->results[p->used++];
+}
+
+uint64_t cv_random_seed(void)
+{
+    static atomic_ullong calls;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    uint64_t x = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 32) ^ ((uint64_t)getpid() << 16) ^
+                 (atomic_fetch_add(&calls, 1) * 0x9E3779B97F4A7C15ull);
+    x ^= x >> 33; /* splitmix64 finalizer */
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
 }

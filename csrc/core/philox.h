@@ -19,4 +19,8 @@ void cv_philox_init(CvPhilox *p, uint64_t seed_lo, uint64_t seed_hi);
 /* SingleSampleAdapter: the next uint32 sample. */
 uint32_t cv_philox_next(CvPhilox *p);
 
+/* A fresh 64-bit seed for unseeded random transformations (tf.data's
+ * random::New64): different in every call and process. Thread-safe. */
+uint64_t cv_random_seed(void);
+
 #endif

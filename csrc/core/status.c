@@ -75,6 +75,19 @@ void cv_status_free(CvStatus s)
     free(s);
 }
 
+CvStatus cv_status_copy(CvStatus s)
+{
+    if (!s || s == &nomem_error)
+        return s;
+    CvStatus copy = cv_error(s->code, "%s", s->message);
+    if (copy != &nomem_error && s->payload && s->payload_ref && s->payload_ref(s->payload) == 0) {
+        copy->payload = s->payload;
+        copy->payload_free = s->payload_free;
+        copy->payload_ref = s->payload_ref;
+    }
+    return copy;
+}
+
 const char *cv_code_name(CvCode code)
 {
     switch (code) {

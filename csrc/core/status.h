@@ -43,6 +43,9 @@ typedef struct CvError {
      * owned; freed with payload_free, which may need the GIL. */
     void *payload;
     void (*payload_free)(void *payload);
+    /* Optional: take another reference to the payload (cv_status_copy);
+     * returns nonzero when it cannot (the copy then carries none). */
+    int (*payload_ref)(void *payload);
 } CvError;
 
 typedef CvError *CvStatus;
@@ -61,6 +64,9 @@ CvStatus cv_error_nomem(void);
 /* Prepend context ("in Batch: ") to an error's message; returns s. */
 CvStatus cv_status_prefix(CvStatus s, const char *fmt, ...) CV_PRINTF(2, 3);
 void cv_status_free(CvStatus s);
+/* A second error with the same code, message and payload, for an error that
+ * belongs to several positions (an input error inside overlapping windows). */
+CvStatus cv_status_copy(CvStatus s);
 const char *cv_code_name(CvCode code);
 
 #endif

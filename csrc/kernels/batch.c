@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/batch_util.h"
 #include "core/stage.h"
 #include "kernels/kernels.h"
 
@@ -23,12 +24,7 @@ typedef struct {
 
 typedef struct {
     CvStagedIterator staged; /* the stage runs only with num_parallel_calls */
-    bool input_done;
-    /* Rows gathered so far when next() was interrupted (Ctrl-C): kept, so
-     * the interrupted batch resumes instead of losing them. */
-    CvElement partial;
-    int64_t partial_rows;
-    uint32_t ncomp;
+    CvRowGatherer rows;
 } BatchIterator;
 
 static void batch_free(CvDataset *ds)
@@ -43,83 +39,6 @@ static int64_t batch_cardinality(const CvDataset *ds)
     if (n < 0)
         return n;
     return n / p->batch_size + (!p->drop_remainder && n % p->batch_size != 0);
-}
-
-/* Append row's tensors to the bundle, growing it geometrically (a huge
- * batch_size over a short input must not allocate batch_size slots). */
-static CvStatus bundle_append(CvElement *bundle, size_t *capacity, CvElement *row)
-{
-    if ((size_t)bundle->n + row->n > *capacity) {
-        size_t want = *capacity ? *capacity * 2 : 16 * (size_t)row->n;
-        while (want < (size_t)bundle->n + row->n)
-            want *= 2;
-        if (want > UINT32_MAX)
-            return cv_error(CV_RESOURCE_EXHAUSTED, "batch has more than 2^32 tensors");
-        CvTensor *grown = realloc(bundle->t, want * sizeof(CvTensor));
-        if (!grown)
-            return cv_error_nomem();
-        bundle->t = grown;
-        *capacity = want;
-    }
-    /* Move the tensors, not the element array. */
-    memcpy(&bundle->t[bundle->n], row->t, row->n * sizeof(CvTensor));
-    bundle->n += row->n;
-    free(row->t);
-    *row = (CvElement){0};
-    return CV_STATUS_OK;
-}
-
-/* Gather up to batch_size elements into one flat "bundle" element: row r's
- * component c is bundle.t[r * ncomp + c]. *rows gets the row count. */
-static CvStatus gather(BatchIterator *it, CvElement *bundle, int64_t *rows, bool *end)
-{
-    const BatchParams *p = it->staged.base.dataset->params;
-    CvStatus s = CV_STATUS_OK;
-    CvElement row = {0};
-    size_t capacity = it->partial.n; /* the bundle's array is exactly full when resumed */
-    int64_t r = it->partial_rows;
-    cv_element_move(bundle, &it->partial);
-    it->partial_rows = 0;
-    *end = false;
-    if (it->input_done && r == 0) {
-        *end = true;
-        return CV_STATUS_OK;
-    }
-    for (; r < p->batch_size && !it->input_done; r++) {
-        bool row_end = false;
-        s = cv_iterator_next(it->staged.input, &row, &row_end);
-        if (s && s->code == CV_INTERRUPTED) {
-            cv_element_move(&it->partial, bundle);
-            it->partial_rows = r;
-            return s;
-        }
-        if (s)
-            goto error;
-        if (row_end) {
-            it->input_done = true;
-            break;
-        }
-        if (r == 0) {
-            it->ncomp = row.n;
-        } else if (row.n != it->ncomp) {
-            s = cv_error(CV_INVALID_ARGUMENT, "Cannot batch elements with %u and %u components",
-                         it->ncomp, row.n);
-            goto error;
-        }
-        if ((s = bundle_append(bundle, &capacity, &row)))
-            goto error;
-    }
-    if (r == 0 || (r < p->batch_size && p->drop_remainder)) {
-        cv_element_clear(bundle);
-        *end = true;
-        return CV_STATUS_OK;
-    }
-    *rows = r;
-    return CV_STATUS_OK;
-error:
-    cv_element_clear(&row);
-    cv_element_clear(bundle);
-    return s;
 }
 
 /* Stack a bundle of `rows` rows into one element. Takes the bundle. */
@@ -160,43 +79,27 @@ static CvStatus stack(CvElement *bundle, int64_t rows, CvElement *out)
         memcpy(shape + 1, first->shape, (size_t)first->rank * sizeof(int64_t));
         int64_t per_row = cv_tensor_num_elements(first);
         size_t blob_bytes = 0;
-        if (first->dtype == CV_STRING) {
-            for (int64_t r = 0; r < rows; r++) {
-                const CvTensor *t = &bundle->t[r * ncomp + c];
-                const CvStringRef *refs = (const CvStringRef *)t->data;
-                for (int64_t k = 0; k < per_row; k++)
-                    blob_bytes += refs[k].length;
-            }
-        }
+        for (int64_t r = 0; r < rows; r++)
+            blob_bytes += cv_string_bytes(&bundle->t[r * ncomp + c]);
         char *blob = NULL;
         s = cv_tensor_alloc(&out->t[c], first->dtype, first->rank + 1, shape, blob_bytes, &blob);
         if (s)
             goto done;
-        if (first->dtype == CV_STRING) {
-            CvStringRef *dst = (CvStringRef *)out->t[c].data;
-            char *base = out->t[c].buf->data;
-            for (int64_t r = 0; r < rows; r++) {
-                const CvTensor *t = &bundle->t[r * ncomp + c];
-                const CvStringRef *refs = (const CvStringRef *)t->data;
-                for (int64_t k = 0; k < per_row; k++, dst++) {
-                    memcpy(blob, t->buf->data + refs[k].offset, refs[k].length);
-                    dst->offset = (uint64_t)(blob - base);
-                    dst->length = refs[k].length;
-                    blob += refs[k].length;
-                }
-            }
-        } else {
-            size_t row_bytes = (size_t)per_row * cv_dtype_size(first->dtype);
-            char *dst = out->t[c].data;
-            for (int64_t r = 0; r < rows; r++, dst += row_bytes)
-                memcpy(dst, bundle->t[r * ncomp + c].data, row_bytes);
-        }
+        for (int64_t r = 0; r < rows; r++)
+            cv_copy_values(&out->t[c], r * per_row, &bundle->t[r * ncomp + c], 0, per_row, &blob);
     }
 done:
     if (s)
         cv_element_clear(out);
     cv_element_clear(bundle);
     return s;
+}
+
+static CvStatus gather(BatchIterator *it, CvElement *bundle, int64_t *rows, bool *end)
+{
+    const BatchParams *p = it->staged.base.dataset->params;
+    return cv_gather_rows(&it->rows, it->staged.input, p->batch_size, p->drop_remainder, bundle,
+                          rows, end);
 }
 
 static CvStatus batch_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
@@ -247,7 +150,7 @@ static CvStatus batch_next(CvIterator *base, CvElement *out, bool *end)
 
 static void batch_destroy(CvIterator *base)
 {
-    cv_element_clear(&((BatchIterator *)base)->partial);
+    cv_row_gatherer_clear(&((BatchIterator *)base)->rows);
     cv_staged_iterator_destroy(base);
 }
 

@@ -32,5 +32,50 @@ CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed,
 CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out);
+/* filter: `predicate` returns one scalar bool tensor per element. */
+CvStatus cv_filter_dataset(CvDataset *input, CvFunction predicate, CvDataset **out);
+/* zip / concatenate: num_inputs >= 1 datasets (borrowed). */
+CvStatus cv_zip_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out);
+CvStatus cv_concatenate_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out);
+/* shard: num_shards > 0 and 0 <= index < num_shards, or num_shards ==
+ * CV_SHARD_HINT (accepted, but its iterators fail as in tf.data). */
+#define CV_SHARD_HINT (-1)
+CvStatus cv_shard_dataset(CvDataset *input, int64_t num_shards, int64_t index, CvDataset **out);
+/* unbatch: static_batch_size is the input's known leading dimension (-1:
+ * unknown), used for the cardinality only. */
+CvStatus cv_unbatch_dataset(CvDataset *input, int64_t static_batch_size, CvDataset **out);
+/* rebatch: batch_sizes (>= 0, cycled) are copied; `empty` (taken) holds a
+ * zero-row tensor per component for batch size 0. */
+CvStatus cv_rebatch_dataset(CvDataset *input, const int64_t *batch_sizes, int64_t num_sizes,
+                            bool drop_remainder, CvElement *empty, CvDataset **out);
+/* padded_batch: padded_shapes (taken) holds an int64 vector per component
+ * (-1: the largest in the batch), padding_values (taken) a scalar of the
+ * component's dtype. */
+CvStatus cv_padded_batch_dataset(CvDataset *input, int64_t batch_size, CvElement *padded_shapes,
+                                 CvElement *padding_values, bool drop_remainder, CvDataset **out);
+/* choose_from_datasets (DirectedInterleave): the selector's scalar int64
+ * elements pick among n >= 1 data datasets (borrowed; referenced). */
+CvStatus cv_choose_dataset(CvDataset *selector, CvDataset *const *data, int n,
+                           bool stop_on_empty_dataset, CvDataset **out);
+/* Dataset.random; seed == seed2 == 0: random seeds. */
+CvStatus cv_random_dataset(int64_t seed, int64_t seed2, bool rerandomize_each_iteration,
+                           CvDataset **out);
+/* sample_from_datasets' choices from a Dataset.random: categorical with the
+ * constant `weights` (a float32/float64 vector, copied) or, when
+ * weights_dataset is not NULL, one weights vector per element of it. */
+CvStatus cv_sample_choice_dataset(CvDataset *random, CvDataset *weights_dataset,
+                                  const CvTensor *weights, CvDataset **out);
+/* window: each window packed as core/rows.h describes; ragged has ncomp
+ * entries (copied). */
+CvStatus cv_window_dataset(CvDataset *input, int64_t size, int64_t shift, int64_t stride,
+                           bool drop_remainder, const bool *ragged, uint32_t ncomp, CvDataset **out);
+/* The elements of one packed window (takes `packed`). */
+CvStatus cv_window_source_dataset(CvElement *packed, const bool *ragged, uint32_t ncomp,
+                                  CvDataset **out);
+/* group_by_window's grouping: elements [key, packed window]. size_fn.call
+ * NULL: every window has window_size elements. */
+CvStatus cv_group_by_window_dataset(CvDataset *input, CvFunction key_fn, CvFunction size_fn,
+                                    int64_t window_size, const bool *ragged, uint32_t ncomp,
+                                    CvDataset **out);
 
 #endif

@@ -23,6 +23,8 @@ static int64_t range_cardinality(const CvDataset *ds)
 {
     const RangeParams *p = ds->params;
     uint64_t span, stride;
+    if (p->stop == INT64_MAX)
+        return CV_INFINITE_CARDINALITY; /* tf.data's rule: enumerate() ranges up to int64 max */
     if (p->step > 0) {
         if (p->stop <= p->start)
             return 0;

@@ -12,8 +12,6 @@
  * uses (seed, seed2). seed == seed2 == 0 means "unseeded": random seeds.
  */
 #include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "core/philox.h"
 #include "core/thread.h"
@@ -141,21 +139,6 @@ const CvKernel cv_kernel_shuffle = {
     .destroy = shuffle_destroy,
 };
 
-/* Seeds for an unseeded shuffle: different in every dataset and process. */
-static uint64_t random_seed(void)
-{
-    static atomic_ullong calls;
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    uint64_t x = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 32) ^ ((uint64_t)getpid() << 16) ^
-                 (atomic_fetch_add(&calls, 1) * 0x9E3779B97F4A7C15ull);
-    x ^= x >> 33; /* splitmix64 finalizer */
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
-
 CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed, int64_t seed2,
                             bool reshuffle_each_iteration, CvDataset **out)
 {
@@ -169,8 +152,8 @@ CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed,
     p->seed = (uint64_t)seed;
     p->seed2 = (uint64_t)seed2;
     if (seed == 0 && seed2 == 0) {
-        p->seed = random_seed();
-        p->seed2 = random_seed();
+        p->seed = cv_random_seed();
+        p->seed2 = cv_random_seed();
     }
     pthread_mutex_init(&p->mu, NULL);
     cv_philox_init(&p->generator, p->seed, p->seed2);

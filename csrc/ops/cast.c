@@ -47,7 +47,7 @@
 #define STORE_U16_F(p, i, v) STORE_INT_I(uint16_t, p, i, (uint32_t)cv_f2i32(v))
 #define STORE_U32_I(p, i, v) STORE_INT_I(uint32_t, p, i, (uint64_t)(v))
 #define STORE_U32_U STORE_U32_I
-#define STORE_U32_F(p, i, v) STORE_INT_I(uint32_t, p, i, (uint64_t)cv_f2i64(v))
+#define STORE_U32_F(p, i, v) STORE_INT_I(uint32_t, p, i, cv_f2u32(v))
 #define STORE_U64_I(p, i, v) STORE_INT_I(uint64_t, p, i, (uint64_t)(v))
 #define STORE_U64_U STORE_U64_I
 #define STORE_U64_F(p, i, v) STORE_INT_I(uint64_t, p, i, cv_f2u64(v))

@@ -69,13 +69,16 @@ static inline int64_t cv_f2i64(double v)
     return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : INT64_MIN;
 }
 
+/* TensorFlow's float -> uint32 / uint64 on x86-64 (measured): through the
+ * 64-bit signed conversion; out of range (and NaN) gives 2^31 / 2^63. */
+static inline uint32_t cv_f2u32(double v)
+{
+    return (v > -2147483649.0 && v < 4294967296.0) ? (uint32_t)(uint64_t)(int64_t)v : 0x80000000u;
+}
+
 static inline uint64_t cv_f2u64(double v)
 {
-    if (v < 9223372036854775808.0 || isnan(v))
-        return (uint64_t)cv_f2i64(v);
-    if (v < 18446744073709551616.0)
-        return (uint64_t)(int64_t)(v - 9223372036854775808.0) ^ 0x8000000000000000ull;
-    return 0;
+    return (uint64_t)cv_f2i64(v);
 }
 
 #endif

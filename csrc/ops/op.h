@@ -39,16 +39,19 @@ typedef struct CvOpAttrs {
     double floats[CV_OP_MAX_FLOATS];
     char *string; /* owned, NUL-terminated; NULL when absent */
     /* Op-specific structure built by the binding (an Example parser's
-     * feature config); released with release_object when the program goes. */
-    void *object;
-    void (*release_object)(void *object);
+     * feature config), immutable and shared by all threads; `owner` keeps it
+     * alive and is released with release_owner when the program goes. */
+    const void *object;
+    void *owner;
+    void (*release_owner)(void *owner);
 } CvOpAttrs;
 
 void cv_op_attrs_clear(CvOpAttrs *attrs);
 
-/* The random stream of one op call: keyed by (seed, op seed, node, element
- * id), so it is the same whatever thread runs the element, and the same in
- * a traced program as in the op called eagerly for that element. */
+/* The random stream of one op call: keyed by (seed, op seed, element id),
+ * so it is the same whatever thread runs the element, and the same in a
+ * traced program as in the op called eagerly for that element. The Python
+ * layer makes op_seed unique per random op of a function. */
 typedef struct CvOpContext {
     uint64_t seed[2];  /* the function's seed pair */
     int64_t op_seed;   /* the op's own seed argument (0 when none) */

@@ -35,8 +35,8 @@ struct CvProgram {
 void cv_op_attrs_clear(CvOpAttrs *attrs)
 {
     free(attrs->string);
-    if (attrs->object && attrs->release_object)
-        attrs->release_object(attrs->object);
+    if (attrs->owner && attrs->release_owner)
+        attrs->release_owner(attrs->owner);
     memset(attrs, 0, sizeof(*attrs));
 }
 
@@ -53,7 +53,10 @@ static uint64_t mix64(uint64_t x) /* splitmix64's finalizer */
 uint32_t cv_op_random_u32(CvOpContext *ctx)
 {
     if (!ctx->rng_ready) {
-        uint64_t key = mix64(ctx->seed[0] ^ mix64((uint64_t)ctx->op_seed ^ ((uint64_t)ctx->node << 40)));
+        /* The node's position is not part of the key: the Python layer folds
+         * the op's ordinal among random ops into op_seed, which its
+         * per-element Python twin can reproduce. */
+        uint64_t key = mix64(ctx->seed[0] ^ mix64((uint64_t)ctx->op_seed));
         uint64_t stream = mix64(ctx->seed[1] ^ mix64(ctx->id.epoch ^ mix64(ctx->id.index)));
         cv_philox_init(&ctx->rng, key, stream);
         ctx->rng_ready = true;

@@ -5,19 +5,59 @@
 #include "ops/op.h"
 
 extern const CvOp cv_op_cast;
+extern const CvOp cv_op_concat;
+extern const CvOp cv_op_elementwise;
+extern const CvOp cv_op_encode_jpeg;
+extern const CvOp cv_op_one_hot;
+extern const CvOp cv_op_parse_example;
+extern const CvOp cv_op_uniform;
 extern const CvOp cv_op_reshape;
 extern const CvOp cv_op_read_file;
 extern const CvOp cv_op_decode_jpeg;
 extern const CvOp cv_op_decode_image;
 extern const CvOp cv_op_decode_raw;
+extern const CvOp cv_op_shape;
+extern const CvOp cv_op_strided_slice;
+extern const CvOp cv_op_resize_area;
+extern const CvOp cv_op_resize_bicubic;
+extern const CvOp cv_op_resize_bilinear;
+extern const CvOp cv_op_resize_nearest_neighbor;
+extern const CvOp cv_op_scale_and_translate;
+extern const CvOp cv_op_convert_image;
+extern const CvOp cv_op_crop;
+extern const CvOp cv_op_flip;
+extern const CvOp cv_op_rotate;
+extern const CvOp cv_op_color;
+extern const CvOp cv_op_adjust;
+extern const CvOp cv_op_standardize;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
+    &cv_op_concat,
+    &cv_op_elementwise,
+    &cv_op_encode_jpeg,
+    &cv_op_one_hot,
+    &cv_op_parse_example,
+    &cv_op_uniform,
     &cv_op_reshape,
     &cv_op_read_file,
     &cv_op_decode_jpeg,
     &cv_op_decode_image,
     &cv_op_decode_raw,
+    &cv_op_shape,
+    &cv_op_strided_slice,
+    &cv_op_resize_area,
+    &cv_op_resize_bicubic,
+    &cv_op_resize_bilinear,
+    &cv_op_resize_nearest_neighbor,
+    &cv_op_scale_and_translate,
+    &cv_op_convert_image,
+    &cv_op_crop,
+    &cv_op_flip,
+    &cv_op_rotate,
+    &cv_op_color,
+    &cv_op_adjust,
+    &cv_op_standardize,
 };
 
 const CvOp *cv_op_find(const char *name)

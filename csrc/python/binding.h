@@ -40,6 +40,8 @@ CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj);
 /* Module functions defined in other binding files (NULL-terminated). */
 extern PyMethodDef cv_io_functions[];      /* io.c: record files */
 extern PyMethodDef cv_example_functions[]; /* example.c: tf.train.Example */
+extern PyMethodDef cv_transform_functions[]; /* transform.c: filter, zip, unbatch, ... */
+extern PyMethodDef cv_grouping_functions[]; /* grouping.c: choose, sample, window, group_by_window */
 extern PyMethodDef cv_op_functions[];      /* ops.c: element ops and traced programs */
 
 /* ops.c: an engine function from a map/filter argument: a compiled program

@@ -42,6 +42,17 @@ static void payload_free(void *payload)
     cv_python_leave();
 }
 
+static int payload_ref(void *payload)
+{
+    if (cv_python_enter() < 0)
+        return -1;
+    PyGILState_STATE g = cv_gil_acquire();
+    Py_INCREF((PyObject *)payload);
+    PyGILState_Release(g);
+    cv_python_leave();
+    return 0;
+}
+
 CvStatus cv_status_from_pyerr(const char *where)
 {
     PyObject *type, *value, *tb;
@@ -83,5 +94,6 @@ CvStatus cv_status_from_pyerr(const char *where)
     }
     s->payload = value;
     s->payload_free = payload_free;
+    s->payload_ref = payload_ref;
     return s;
 }

@@ -664,6 +664,8 @@ static int engine_exec(PyObject *module)
         return -1;
     if (PyModule_AddFunctions(module, cv_io_functions) < 0 ||
         PyModule_AddFunctions(module, cv_example_functions) < 0 ||
+        PyModule_AddFunctions(module, cv_transform_functions) < 0 ||
+        PyModule_AddFunctions(module, cv_grouping_functions) < 0 ||
         PyModule_AddFunctions(module, cv_op_functions) < 0)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */

@@ -8,7 +8,8 @@
  *     compiles a traced function into a capsule that map() accepts.
  * A node is (op name, input value ids, ints, floats, string, obj,
  * num_outputs, op_seed); rng is (seed0, seed1, op_seed, node, epoch, index).
- * `obj` is an op-specific capsule (an Example parser config) or None.
+ * `obj` is an op-specific capsule (an Example parser config) or None: the
+ * op gets the capsule's pointer.
  */
 #include "python/binding.h"
 
@@ -18,12 +19,12 @@
 
 /* obj attributes: the program keeps the Python capsule alive; releasing it
  * may happen on any thread, so it goes through the GIL like every wrapper. */
-static void release_capsule(void *object)
+static void release_capsule(void *owner)
 {
     if (cv_python_enter() < 0)
         return; /* interpreter exit: leak the reference */
     PyGILState_STATE g = cv_gil_acquire();
-    Py_DECREF((PyObject *)object);
+    Py_DECREF((PyObject *)owner);
     PyGILState_Release(g);
     cv_python_leave();
 }
@@ -68,8 +69,18 @@ static int attrs_from_python(PyObject *ints, PyObject *floats, PyObject *string,
         memcpy(attrs->string, text, (size_t)n + 1);
     }
     if (obj != Py_None) {
-        attrs->object = Py_NewRef(obj);
-        attrs->release_object = release_capsule;
+        /* A capsule: the op gets its pointer, the program keeps the capsule. */
+        const void *pointer = PyCapsule_IsValid(obj, PyCapsule_GetName(obj))
+                                  ? PyCapsule_GetPointer(obj, PyCapsule_GetName(obj))
+                                  : NULL;
+        if (!pointer) {
+            PyErr_Format(PyExc_TypeError, "op object must be a capsule, got %s",
+                         Py_TYPE(obj)->tp_name);
+            goto done;
+        }
+        attrs->object = pointer;
+        attrs->owner = Py_NewRef(obj);
+        attrs->release_owner = release_capsule;
     }
     rc = 0;
 done:
@@ -77,9 +88,9 @@ done:
     Py_XDECREF(ff);
     if (rc < 0) {
         /* Under the GIL here: drop the capsule directly. */
-        Py_XDECREF((PyObject *)attrs->object);
-        attrs->object = NULL;
-        attrs->release_object = NULL;
+        Py_XDECREF((PyObject *)attrs->owner);
+        attrs->owner = NULL;
+        attrs->release_owner = NULL;
         cv_op_attrs_clear(attrs);
     }
     return rc;

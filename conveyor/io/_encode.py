@@ -1,0 +1,35 @@
+"""tf.io.encode_jpeg: images to JPEG bytes with libjpeg-turbo."""
+from conveyor import dtypes as _dtypes
+from conveyor._tracing import apply, convert, dtype_of, op_error, static_shape
+
+__all__ = ["encode_jpeg"]
+
+
+def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=False,  # noqa: A002
+                chroma_downsampling=True, density_unit="in", x_density=300, y_density=300,
+                xmp_metadata="", name=None):
+    """JPEG-encode a uint8 image ``[height, width, channels]`` (``tf.io.encode_jpeg``).
+
+    `format` '' picks grayscale for 1 channel and RGB for 3 ('grayscale' and
+    'rgb' force them); `quality` 0-100; `progressive` writes a progressive
+    JPEG; `optimize_size` computes optimal Huffman tables;
+    `chroma_downsampling` False keeps full-resolution color (4:4:4).
+    Density and XMP metadata are accepted and not written.
+    """
+    x = convert(image, name="image")
+    shape = static_shape(x)
+    if dtype_of(x) != _dtypes.uint8:
+        raise op_error(TypeError, f"encode_jpeg: image must be uint8, got {dtype_of(x).name}")
+    if shape is not None and (len(shape) != 3 or shape[2] not in (None, 1, 3)):
+        raise op_error(ValueError, f"encode_jpeg: image must be [height, width, 1 or 3], got "
+                                   f"shape {list(shape)}")
+    channels = {"": None, "grayscale": 1, "rgb": 3}
+    if format not in channels:
+        raise op_error(ValueError, f"format must be '', 'grayscale' or 'rgb', got {format!r}")
+    if format and shape is not None and shape[2] not in (None, channels[format]):
+        raise op_error(ValueError, f"format {format!r} needs {channels[format]} channels")
+    if not 0 <= int(quality) <= 100:
+        raise op_error(ValueError, f"quality must be in [0, 100], got {quality}")
+    return apply("EncodeJpeg", [x], [((), _dtypes.string)],
+                 ints=[int(quality), bool(progressive), bool(optimize_size),
+                       bool(chroma_downsampling)])

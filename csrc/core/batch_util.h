@@ -1,0 +1,46 @@
+/* Helpers shared by the batching kernels (batch, padded_batch, rebatch,
+ * unbatch): gathering input rows into a batch, and copying values between
+ * tensors (numbers by memcpy, strings by copying their bytes into the
+ * destination's blob).
+ */
+#ifndef CV_BATCH_UTIL_H
+#define CV_BATCH_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/dataset.h"
+
+/* Gathers the rows of one batch from an input iterator. Per-iterator state;
+ * not thread-safe (a batch kernel pulls under its own input lock). */
+typedef struct CvRowGatherer {
+    bool input_done;
+    uint32_t ncomp;     /* components per row, from the first row */
+    CvElement partial;  /* rows kept across an interrupted call (Ctrl-C) */
+    int64_t partial_rows;
+} CvRowGatherer;
+
+/* Pull up to batch_size elements into one flat "bundle" element: row r's
+ * component c is bundle->t[r * ncomp + c], moved (not copied) from the
+ * input. On OK either *end is set (no rows left, or only a remainder that
+ * drop_remainder drops) or *rows (>= 1) rows are in *bundle, owned by the
+ * caller. An input error fails the batch it falls in: the rows gathered so
+ * far are dropped and the next call starts after it, as tf.data's batching
+ * does. An interrupted wait keeps the rows, so the batch resumes. */
+CvStatus cv_gather_rows(CvRowGatherer *g, CvIterator *input, int64_t batch_size,
+                        bool drop_remainder, CvElement *bundle, int64_t *rows, bool *end);
+void cv_row_gatherer_clear(CvRowGatherer *g);
+
+/* Bytes of string data a string tensor refers to (0 for other dtypes). */
+size_t cv_string_bytes(const CvTensor *t);
+
+/* Copy `count` values of src, from flat index `from`, into dst at flat index
+ * `at` (same dtype; dst dense and large enough). String bytes are copied to
+ * *blob (inside dst's buffer), which advances past them. */
+void cv_copy_values(CvTensor *dst, int64_t at, const CvTensor *src, int64_t from, int64_t count,
+                    char **blob);
+
+/* Rows [start, start + count) of a rank >= 1 tensor, sharing its memory. */
+void cv_tensor_rows(CvTensor *dst, const CvTensor *src, int64_t start, int64_t count);
+
+#endif

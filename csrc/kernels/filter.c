@@ -1,0 +1,109 @@
+/* filter(predicate): the input elements for which the predicate returns
+ * true. Sequential, as tf.data's FilterDataset: the predicate runs on the
+ * thread that calls next(). An error from the input or the predicate (or a
+ * predicate result that is not a scalar bool) is delivered at that element
+ * and the filter goes on with the next one.
+ */
+#include <stdlib.h>
+
+#include "kernels/kernels.h"
+
+typedef struct {
+    CvFunction predicate;
+    atomic_uint_least64_t epochs; /* iterators made so far: each gets the next epoch */
+} FilterParams;
+
+typedef struct {
+    CvUnaryIterator base;
+    uint64_t epoch;
+    uint64_t index; /* position of the next input element given to the predicate */
+} FilterIterator;
+
+static void filter_free(CvDataset *ds)
+{
+    FilterParams *p = ds->params;
+    if (p->predicate.release)
+        p->predicate.release(p->predicate.ctx);
+    free(p);
+}
+
+static int64_t filter_cardinality(const CvDataset *ds)
+{
+    (void)ds;
+    return CV_UNKNOWN_CARDINALITY; /* even for an infinite input, as tf.data reports */
+}
+
+static CvStatus filter_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    FilterParams *p = ds->params;
+    CvStatus s = cv_unary_iterator_new(ds, sizeof(FilterIterator), out);
+    if (!s)
+        ((FilterIterator *)*out)->epoch = atomic_fetch_add(&p->epochs, 1);
+    return s;
+}
+
+/* Run the predicate on `in` (borrowed) at position `id` and read its verdict. */
+static CvStatus evaluate(const FilterParams *p, const CvElement *in, const CvElementId *id,
+                         bool *keep)
+{
+    CvElement result = {0};
+    CvStatus s = p->predicate.call(p->predicate.ctx, in, id, &result);
+    if (s)
+        return s;
+    const CvTensor *t = result.n == 1 ? &result.t[0] : NULL;
+    if (!t || t->dtype != CV_BOOL || t->rank != 0)
+        s = cv_error(CV_INVALID_ARGUMENT,
+                     "Dataset.filter: the predicate must return a scalar bool, but it returned "
+                     "%u component(s), the first of dtype %s and rank %d.",
+                     result.n, result.n ? cv_dtype_name(result.t[0].dtype) : "-",
+                     result.n ? result.t[0].rank : 0);
+    else
+        *keep = *(const bool *)t->data;
+    cv_element_clear(&result);
+    return s;
+}
+
+static CvStatus filter_next(CvIterator *base, CvElement *out, bool *end)
+{
+    FilterIterator *it = (FilterIterator *)base;
+    const FilterParams *p = base->dataset->params;
+    for (;;) {
+        CvElement in = {0};
+        CvStatus s = cv_iterator_next(it->base.input, &in, end);
+        if (s || *end)
+            return s;
+        bool keep = false;
+        CvElementId id = {it->epoch, it->index++};
+        s = evaluate(p, &in, &id, &keep);
+        if (!s && keep) {
+            cv_element_move(out, &in);
+            return CV_STATUS_OK;
+        }
+        cv_element_clear(&in);
+        if (s)
+            return s;
+    }
+}
+
+const CvKernel cv_kernel_filter = {
+    .name = "Filter",
+    .make_iterator = filter_make_iterator,
+    .cardinality = filter_cardinality,
+    .free_dataset = filter_free,
+    .next = filter_next,
+    .cancel = cv_unary_iterator_cancel,
+    .destroy = cv_unary_iterator_destroy,
+};
+
+CvStatus cv_filter_dataset(CvDataset *input, CvFunction predicate, CvDataset **out)
+{
+    FilterParams *p = malloc(sizeof(*p));
+    if (!p) {
+        if (predicate.release)
+            predicate.release(predicate.ctx);
+        return cv_error_nomem();
+    }
+    p->predicate = predicate;
+    atomic_init(&p->epochs, 0);
+    return cv_dataset_new(&cv_kernel_filter, &input, 1, p, false, out);
+}

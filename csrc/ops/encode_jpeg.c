@@ -1,0 +1,99 @@
+/* EncodeJpeg: a uint8 image [h, w, c] (c = 1 or 3) to JPEG bytes with
+ * libjpeg-turbo (tf.io.encode_jpeg).
+ *
+ * ints: [quality (0..100), progressive, optimize_size, chroma_downsampling].
+ * libjpeg reports errors by calling error_exit, which must not return: ours
+ * longjmps back to encode(), which frees everything. */
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+
+#include "ops/op.h"
+
+typedef struct {
+    struct jpeg_error_mgr base;
+    jmp_buf escape;
+    char message[JMSG_LENGTH_MAX];
+    /* The output buffer libjpeg mallocs and grows; kept here (its address
+     * escapes to libjpeg) so the error path can free it after a longjmp. */
+    unsigned char *dest;
+} ErrorManager;
+
+static void on_error(j_common_ptr cinfo)
+{
+    ErrorManager *err = (ErrorManager *)cinfo->err;
+    (*cinfo->err->format_message)(cinfo, err->message);
+    longjmp(err->escape, 1);
+}
+
+static void on_message(j_common_ptr cinfo)
+{
+    (void)cinfo; /* warnings are not errors here; stay quiet */
+}
+
+static CvStatus encode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
+                           int num_out, CvOpContext *ctx)
+{
+    (void)num_in;
+    (void)num_out;
+    (void)ctx;
+    const CvTensor *img = &in[0];
+    if (attrs->num_ints != 4)
+        return cv_error(CV_INVALID_ARGUMENT, "EncodeJpeg: malformed attributes");
+    if (img->dtype != CV_UINT8 || img->rank != 3 || (img->shape[2] != 1 && img->shape[2] != 3))
+        return cv_error(CV_INVALID_ARGUMENT, "image must be 3-dimensional uint8 with 1 or 3 "
+                                             "channels");
+    if (img->shape[0] <= 0 || img->shape[1] <= 0 || img->shape[0] > 65500 || img->shape[1] > 65500)
+        return cv_error(CV_INVALID_ARGUMENT, "image dimensions must be in 1..65500, got %lldx%lld",
+                        (long long)img->shape[0], (long long)img->shape[1]);
+    struct jpeg_compress_struct cinfo;
+    ErrorManager err;
+    unsigned long size = 0;
+    err.dest = NULL;
+    cinfo.err = jpeg_std_error(&err.base);
+    err.base.error_exit = on_error;
+    err.base.output_message = on_message;
+    if (setjmp(err.escape)) {
+        jpeg_destroy_compress(&cinfo);
+        free(err.dest);
+        return cv_error(CV_INTERNAL, "JPEG encoding failed: %s", err.message);
+    }
+    jpeg_create_compress(&cinfo);
+    jpeg_mem_dest(&cinfo, &err.dest, &size);
+    cinfo.image_width = (JDIMENSION)img->shape[1];
+    cinfo.image_height = (JDIMENSION)img->shape[0];
+    cinfo.input_components = (int)img->shape[2];
+    cinfo.in_color_space = img->shape[2] == 3 ? JCS_RGB : JCS_GRAYSCALE;
+    jpeg_set_defaults(&cinfo);
+    jpeg_set_quality(&cinfo, (int)attrs->ints[0], TRUE);
+    cinfo.optimize_coding = attrs->ints[2] ? TRUE : FALSE;
+    if (img->shape[2] == 3 && !attrs->ints[3]) { /* 4:4:4 */
+        cinfo.comp_info[0].h_samp_factor = cinfo.comp_info[0].v_samp_factor = 1;
+    }
+    if (attrs->ints[1])
+        jpeg_simple_progression(&cinfo);
+    jpeg_start_compress(&cinfo, TRUE);
+    size_t row = (size_t)(img->shape[1] * img->shape[2]);
+    while (cinfo.next_scanline < cinfo.image_height) {
+        JSAMPROW line = (JSAMPROW)(img->data + (size_t)cinfo.next_scanline * row);
+        jpeg_write_scanlines(&cinfo, &line, 1);
+    }
+    jpeg_finish_compress(&cinfo);
+    jpeg_destroy_compress(&cinfo);
+    char *blob = NULL;
+    CvStatus s = cv_tensor_alloc(&out[0], CV_STRING, 0, NULL, size, &blob);
+    if (!s) {
+        memcpy(blob, err.dest, size);
+        CvStringRef *ref = (CvStringRef *)out[0].data;
+        ref->offset = (uint64_t)(blob - out[0].buf->data);
+        ref->length = size;
+    }
+    free(err.dest);
+    return s;
+}
+
+const CvOp cv_op_encode_jpeg = {
+    .name = "EncodeJpeg", .min_inputs = 1, .max_inputs = 1, .run = encode_run};

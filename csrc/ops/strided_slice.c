@@ -1,0 +1,122 @@
+/* StridedSlice: x[...] inside a traced function (NumPy/TensorFlow basic
+ * indexing: integers, slices with steps, newaxis; the Python layer expands
+ * the Ellipsis against the static rank).
+ *
+ * ints: [n, then n items of 6: kind, begin, end, step, has_begin, has_end].
+ * kind 0: an index (the dim goes away; negative counts from the end; out of
+ * range is InvalidArgument), 1: a slice (Python's rules: bounds clamp),
+ * 2: newaxis (a new dim of 1). Dims after the items are kept whole.
+ * Numeric and bool tensors (strings are refused when traced). */
+#include <string.h>
+
+#include "ops/op.h"
+
+typedef struct {
+    int rank;
+    int64_t shape[CV_MAX_RANK];
+    int64_t start[CV_MAX_RANK]; /* per output dim: first input index (0 for newaxis) */
+    int64_t step[CV_MAX_RANK];  /* per output dim: input elements per output step */
+    int64_t base;               /* input offset (elements) of the fixed indices */
+} Gather;
+
+static void copy_dim(const Gather *g, int d, const char *src, char *dst, size_t esize,
+                     char **out_pos)
+{
+    if (d == g->rank) {
+        memcpy(*out_pos, src, esize);
+        *out_pos += esize;
+        return;
+    }
+    const char *p = src + (size_t)(g->start[d] * (int64_t)esize);
+    if (d == g->rank - 1 && g->step[d] == 1) {
+        size_t n = (size_t)g->shape[d] * esize;
+        memcpy(*out_pos, p, n);
+        *out_pos += n;
+        return;
+    }
+    for (int64_t i = 0; i < g->shape[d]; i++)
+        copy_dim(g, d + 1, p + (size_t)(i * g->step[d] * (int64_t)esize), dst, esize, out_pos);
+}
+
+static CvStatus slice_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
+                          int num_out, CvOpContext *ctx)
+{
+    (void)num_in;
+    (void)num_out;
+    (void)ctx;
+    const CvTensor *x = &in[0];
+    int64_t n = attrs->num_ints > 0 ? attrs->ints[0] : -1;
+    if (n < 0 || attrs->num_ints != 1 + 6 * n || x->dtype == CV_STRING)
+        return cv_error(CV_INVALID_ARGUMENT, "StridedSlice: malformed attributes");
+    int64_t stride[CV_MAX_RANK + 1]; /* elements per step of each input dim */
+    stride[x->rank] = 1;
+    if (x->rank > 0)
+        stride[x->rank - 1] = 1;
+    for (int d = x->rank - 2; d >= 0; d--)
+        stride[d] = stride[d + 1] * x->shape[d + 1];
+    Gather g = {0};
+    int d = 0; /* input dim */
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t *it = &attrs->ints[1 + 6 * k];
+        int64_t kind = it[0], begin = it[1], end = it[2], step = it[3];
+        if (kind != 2 && d >= x->rank)
+            return cv_error(CV_INVALID_ARGUMENT, "Index out of range using input dim %d", d);
+        if (g.rank >= CV_MAX_RANK)
+            return cv_error(CV_INVALID_ARGUMENT, "StridedSlice: result rank above %d", CV_MAX_RANK);
+        if (kind == 2) {
+            g.shape[g.rank] = 1;
+            g.start[g.rank] = 0;
+            g.step[g.rank] = 0;
+            g.rank++;
+            continue;
+        }
+        int64_t dim = x->shape[d];
+        if (kind == 0) {
+            int64_t i = begin < 0 ? begin + dim : begin;
+            if (i < 0 || i >= dim)
+                return cv_error(CV_INVALID_ARGUMENT,
+                                "slice index %lld of dimension %d out of bounds.",
+                                (long long)begin, d);
+            g.base += i * stride[d];
+            d++;
+            continue;
+        }
+        if (step == 0)
+            return cv_error(CV_INVALID_ARGUMENT, "slice step cannot be zero");
+        /* Python's slice.indices(dim). */
+        int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
+        int64_t s = !it[4] ? (step > 0 ? lo : hi) : begin < 0 ? (begin + dim < lo ? lo : begin + dim)
+                                                              : (begin > hi ? hi : begin);
+        int64_t e = !it[5] ? (step > 0 ? hi : lo) : end < 0 ? (end + dim < lo ? lo : end + dim)
+                                                          : (end > hi ? hi : end);
+        int64_t len = step > 0 ? (e > s ? (e - s + step - 1) / step : 0)
+                               : (s > e ? (s - e + (-step) - 1) / (-step) : 0);
+        g.shape[g.rank] = len;
+        g.start[g.rank] = len ? s * stride[d] : 0;
+        g.step[g.rank] = step * stride[d];
+        g.rank++;
+        d++;
+    }
+    for (; d < x->rank; d++) { /* the rest, whole */
+        if (g.rank >= CV_MAX_RANK)
+            return cv_error(CV_INVALID_ARGUMENT, "StridedSlice: result rank above %d", CV_MAX_RANK);
+        g.shape[g.rank] = x->shape[d];
+        g.start[g.rank] = 0;
+        g.step[g.rank] = stride[d];
+        g.rank++;
+    }
+    /* Starts and steps are in elements; copy_dim scales them by the element
+     * size and copies an inner run of step one with memcpy. */
+    CvStatus st = cv_tensor_alloc(&out[0], x->dtype, g.rank, g.shape, 0, NULL);
+    if (st)
+        return st;
+    size_t esize = cv_dtype_size(x->dtype);
+    char *pos = out[0].data;
+    if (cv_tensor_num_elements(&out[0]) > 0) {
+        copy_dim(&g, 0, x->data + (size_t)g.base * esize, out[0].data, esize, &pos);
+    }
+    return CV_STATUS_OK;
+}
+
+const CvOp cv_op_strided_slice = {
+    .name = "StridedSlice", .min_inputs = 1, .max_inputs = 1, .run = slice_run};
