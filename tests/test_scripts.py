@@ -25,3 +25,14 @@ def test_benchmark_runner_quick():
     result = run(["benchmarks/run.py", "--quick", "--no-tf", "--rounds", "1"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "conveyor output checks: all ok" in result.stdout
+
+
+def test_image_benchmark_tiny(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TMPDIR=str(tmp_path))
+    result = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks/images.py"), "--no-tf",
+                             "--files", "16", "--rounds", "1", "--limit-seconds", "0.2"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "decode limit" in result.stdout
+    assert "check: first batch equals eager decode+resize: ok" in result.stdout
