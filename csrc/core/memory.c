@@ -117,8 +117,7 @@ static const char *human(int64_t bytes, char *buf, size_t size)
     return buf;
 }
 
-CvStatus cv_memory_charge(CvMemory *m, size_t bytes, const char *stage, size_t held,
-                          const char *knob)
+bool cv_memory_try_charge(CvMemory *m, size_t bytes)
 {
     m = resolve(m);
     int64_t used = atomic_load_explicit(&m->used, memory_order_relaxed);
@@ -127,8 +126,24 @@ CvStatus cv_memory_charge(CvMemory *m, size_t bytes, const char *stage, size_t h
     while (used <= m->limit && (int64_t)bytes <= m->limit - used) {
         if (atomic_compare_exchange_weak_explicit(&m->used, &used, used + (int64_t)bytes,
                                                   memory_order_relaxed, memory_order_relaxed))
-            return CV_STATUS_OK;
+            return true;
     }
+    return false;
+}
+
+CvStatus cv_memory_charge(CvMemory *m, size_t bytes, const char *stage, size_t held,
+                          const char *knob)
+{
+    if (cv_memory_try_charge(m, bytes))
+        return CV_STATUS_OK;
+    return cv_memory_exceeded(m, bytes, stage, held, knob);
+}
+
+CvStatus cv_memory_exceeded(CvMemory *m, size_t bytes, const char *stage, size_t held,
+                            const char *knob)
+{
+    m = resolve(m);
+    int64_t used = atomic_load_explicit(&m->used, memory_order_relaxed);
     char b_held[32], b_need[32], b_used[32], b_limit[32], b_process[32];
     bool is_default = m == &default_memory;
     char why[96] = "options.autotune.ram_budget";

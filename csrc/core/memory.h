@@ -23,8 +23,8 @@
  *         return s;                       // nothing was charged
  *     held += bytes; ...keep e...
  *     cv_memory_release(m, bytes);        // when e leaves the stage (or is freed)
- * A stage releases exactly what it charged, so it remembers each element's
- * bytes (or their sum) rather than recomputing them.
+ * A stage releases exactly what it charged: it remembers each element's
+ * bytes, or recomputes them from the same (unchanged) element.
  *
  * Cost: one atomic add per charge and one per release; stages charge per
  * element or per chunk of elements, never per byte. All functions are
@@ -33,6 +33,7 @@
 #ifndef CV_MEMORY_H
 #define CV_MEMORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,11 @@ int64_t cv_memory_used(const CvMemory *m);
  * options.autotune.ram_budget" (knob: "lower shuffle's buffer_size"). */
 CvStatus cv_memory_charge(CvMemory *m, size_t bytes, const char *stage, size_t held,
                           const char *knob);
+/* The same in two steps: charge if it fits (true), or nothing; and the
+ * error cv_memory_charge would return for a charge that did not fit. */
+bool cv_memory_try_charge(CvMemory *m, size_t bytes);
+CvStatus cv_memory_exceeded(CvMemory *m, size_t bytes, const char *stage, size_t held,
+                            const char *knob);
 /* Give back bytes charged earlier (0 is a no-op). */
 void cv_memory_release(CvMemory *m, size_t bytes);
 

@@ -10,7 +10,13 @@
  * reshuffle_each_iteration each new iterator draws two fresh uint32 seeds
  * from a Philox generator keyed by (seed, seed2); without it every iterator
  * uses (seed, seed2). seed == seed2 == 0 means "unseeded": random seeds.
+ *
+ * Memory: each buffered element is charged to the dataset's RAM budget. When
+ * the next element does not fit, next() returns RESOURCE_EXHAUSTED and keeps
+ * that element aside (pending): nothing is lost, and a later next() tries
+ * again (it fails the same way unless other stages released memory).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +39,11 @@ typedef struct {
     CvElement *ring; /* logical element i at ring[(start + i) % capacity] */
     int64_t capacity, start, count;
     bool input_done;
+    size_t held;       /* bytes of the buffered elements, charged to the budget */
+    CvElement pending; /* pulled, but over the budget: buffered first next time */
+    bool has_pending;
 } ShuffleIterator;
+
 
 static void shuffle_free(CvDataset *ds)
 {
@@ -92,20 +102,38 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
 {
     ShuffleIterator *it = (ShuffleIterator *)base;
     const ShuffleParams *p = base->dataset->params;
+    CvMemory *memory = base->dataset->memory;
     while (!it->input_done && it->count < p->buffer_size) {
         CvElement e = {0};
-        bool input_end = false;
-        CvStatus s = cv_iterator_next(it->base.input, &e, &input_end);
-        if (s)
-            return s; /* the buffer is intact; the next call goes on filling */
-        if (input_end) {
-            it->input_done = true;
-            break;
+        CvStatus s;
+        if (it->has_pending) {
+            cv_element_move(&e, &it->pending);
+            it->has_pending = false;
+        } else {
+            bool input_end = false;
+            s = cv_iterator_next(it->base.input, &e, &input_end);
+            if (s)
+                return s; /* the buffer is intact; the next call goes on filling */
+            if (input_end) {
+                it->input_done = true;
+                break;
+            }
+        }
+        size_t bytes = cv_element_bytes(&e);
+        if (!cv_memory_try_charge(memory, bytes)) {
+            char knob[128];
+            snprintf(knob, sizeof(knob), "lower shuffle's buffer_size (%lld; %lld elements fit)",
+                     (long long)p->buffer_size, (long long)it->count);
+            cv_element_move(&it->pending, &e);
+            it->has_pending = true;
+            return cv_memory_exceeded(memory, bytes, "Shuffle", it->held, knob);
         }
         if ((s = ring_push(it, p->buffer_size, &e))) {
+            cv_memory_release(memory, bytes);
             cv_element_clear(&e);
             return s;
         }
+        it->held += bytes;
     }
     if (it->count == 0) {
         *end = true;
@@ -115,6 +143,9 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
     int64_t offset = (int64_t)(cv_philox_next(&it->rng) % (uint64_t)it->count);
     CvElement *chosen = &it->ring[(it->start + offset) % it->capacity];
     cv_element_move(out, chosen);
+    size_t bytes = cv_element_bytes(out); /* the same element: exactly what was charged */
+    cv_memory_release(memory, bytes);
+    it->held -= bytes;
     if (offset != 0)
         cv_element_move(chosen, &it->ring[it->start]);
     it->start = (it->start + 1) % it->capacity;
@@ -127,6 +158,8 @@ static void shuffle_destroy(CvIterator *base)
     ShuffleIterator *it = (ShuffleIterator *)base;
     for (int64_t i = 0; i < it->count; i++)
         cv_element_clear(&it->ring[(it->start + i) % it->capacity]);
+    cv_memory_release(base->dataset->memory, it->held);
+    cv_element_clear(&it->pending);
     free(it->ring);
     cv_unary_iterator_destroy(base);
 }

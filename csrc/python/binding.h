@@ -40,6 +40,7 @@ CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj);
 /* Module functions defined in other binding files (NULL-terminated). */
 extern PyMethodDef cv_io_functions[];      /* io.c: record files */
 extern PyMethodDef cv_example_functions[]; /* example.c: tf.train.Example */
+extern PyMethodDef cv_memory_functions[];  /* memory.c: RAM budgets, process limits */
 
 /* errors.c */
 /* Raise the Python exception for a non-OK status and free it; returns NULL. */
@@ -86,6 +87,10 @@ PyGILState_STATE cv_gil_acquire(void);
 void cv_gil_thread_exit(void);
 /* Installed around GIL-released next() calls on the consumer thread. */
 int cv_check_signals(void *arg);
+
+/* memory.c: an "O&" converter: a budget capsule (borrowed) or None (NULL,
+ * the process default) into *out. */
+int cv_memory_arg(PyObject *obj, CvMemory **out);
 
 /* example.c: the CvExampleConfig inside a capsule from
  * _engine.example_config (borrowed), or NULL with TypeError set. */
