@@ -17,10 +17,13 @@ from conveyor.dtypes import (DType, as_dtype, bool, double, float16, float32, fl
 from conveyor.tensor_spec import TensorShape, TensorSpec
 from conveyor import data
 from conveyor import io
+from conveyor import image
+from conveyor._math import cast, reshape
+from conveyor._tracing import Tensor
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "io", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
+__all__ = ["data", "io", "image", "cast", "reshape", "Tensor", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "half", "float32", "float64", "double", "string"]
 

@@ -39,8 +39,34 @@ class DType:
         return self._np.kind == "b"
 
     @property
+    def is_unsigned(self):
+        return self._np.kind in "ub"
+
+    @property
     def size(self):
         return self._np.itemsize
+
+    @property
+    def min(self):
+        """The smallest value of a numeric type (``tf.DType.min``)."""
+        if self._np.kind == "b":
+            return False
+        if self._np.kind == "f":
+            return float(np.finfo(self._np).min)
+        if self._np.kind in "iu":
+            return int(np.iinfo(self._np).min)
+        raise TypeError(f"Cannot find minimum value of {self.name}.")
+
+    @property
+    def max(self):
+        """The largest value of a numeric type (``tf.DType.max``)."""
+        if self._np.kind == "b":
+            return True
+        if self._np.kind == "f":
+            return float(np.finfo(self._np).max)
+        if self._np.kind in "iu":
+            return int(np.iinfo(self._np).max)
+        raise TypeError(f"Cannot find maximum value of {self.name}.")
 
     def __eq__(self, other):
         if isinstance(other, DType):

@@ -758,7 +758,7 @@ class _MapDataset(Dataset):
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
         return _engine.map(engine_inputs[0], self._function.callable_for_engine(),
                            self._function.convert, ctx.parallelism(self._parallelism),
-                           deterministic, "Dataset.map", ctx.memory)
+                           deterministic, "Dataset.map", False, ctx.memory)
 
     def _known_spec(self):
         return self._function.spec

@@ -111,15 +111,26 @@ static inline CvStatus cv_iterator_next(CvIterator *it, CvElement *out, bool *en
 void cv_iterator_cancel(CvIterator *it); /* NULL-safe */
 void cv_iterator_destroy(CvIterator *it); /* NULL-safe */
 
+/* Where an element sits: `epoch` numbers the iterators made of the calling
+ * dataset (each pass differs), `index` is the element's position in its pass.
+ * Random element ops seed from it, so their results do not depend on thread
+ * count or scheduling. */
+typedef struct CvElementId {
+    uint64_t epoch;
+    uint64_t index;
+} CvElementId;
+
 /* A user function the engine calls: a Python callable wrapped by the
- * binding, or (later) a traced native program. call() may run on any thread
- * and concurrently with itself; the callee does its own locking (the GIL).
- * `in` is borrowed; on OK `out` is a new element owned by the caller. */
+ * binding, or a traced native program (ops/program.h). call() may run on any
+ * thread and concurrently with itself; the callee does its own locking (the
+ * GIL). `in` and `id` are borrowed; on OK `out` is a new element owned by the
+ * caller. */
 typedef struct CvFunction {
-    CvStatus (*call)(void *ctx, const CvElement *in, CvElement *out);
+    CvStatus (*call)(void *ctx, const CvElement *in, const CvElementId *id, CvElement *out);
     /* Optional: call on n elements at once (one GIL acquisition for a Python
      * function). status[i] receives each result's status. */
-    void (*call_chunk)(void *ctx, const CvElement *in, CvElement *out, CvStatus *status, int n);
+    void (*call_chunk)(void *ctx, const CvElement *in, const CvElementId *ids, CvElement *out,
+                       CvStatus *status, int n);
     void (*release)(void *ctx); /* drops ctx; may run on any thread */
     void *ctx;
 } CvFunction;

@@ -15,9 +15,14 @@ typedef struct {
     CvFunction fn;
     int num_workers; /* 0: sequential */
     bool deterministic;
+    atomic_uint_least64_t epochs; /* iterators made so far: each gets the next epoch */
 } MapParams;
 
-typedef CvStagedIterator MapIterator; /* the stage runs only when parallel */
+typedef struct {
+    CvStagedIterator staged; /* first: the stage runs only when parallel */
+    uint64_t epoch;
+    uint64_t next_index; /* position of the next input element (pulls are serialized) */
+} MapIterator;
 
 static void map_free(CvDataset *ds)
 {
@@ -32,9 +37,9 @@ static int64_t map_cardinality(const CvDataset *ds)
     return cv_dataset_cardinality(ds->inputs[0]);
 }
 
-static CvStatus call_fn(const MapParams *p, CvElement *in, CvElement *out)
+static CvStatus call_fn(const MapParams *p, CvElement *in, const CvElementId *id, CvElement *out)
 {
-    CvStatus s = p->fn.call(p->fn.ctx, in, out);
+    CvStatus s = p->fn.call(p->fn.ctx, in, id, out);
     cv_element_clear(in);
     return s;
 }
@@ -42,35 +47,39 @@ static CvStatus call_fn(const MapParams *p, CvElement *in, CvElement *out)
 static CvStatus map_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
 {
     MapIterator *it = owner;
-    (void)aux;
-    return cv_iterator_next(it->input, work, end);
+    CvStatus s = cv_iterator_next(it->staged.input, work, end);
+    if (!s && !*end)
+        *aux = (int64_t)it->next_index++;
+    return s;
 }
 
 static CvStatus map_process(void *owner, CvElement *work, int64_t aux, CvElement *out)
 {
     MapIterator *it = owner;
-    (void)aux;
-    return call_fn(it->base.dataset->params, work, out);
+    CvElementId id = {it->epoch, (uint64_t)aux};
+    return call_fn(it->staged.base.dataset->params, work, &id, out);
 }
 
 /* A chunk of inputs goes to the function at once when it can take it. */
 static void map_process_chunk(void *owner, CvStageUnit *units, int n)
 {
     MapIterator *it = owner;
-    const MapParams *p = it->base.dataset->params;
+    const MapParams *p = it->staged.base.dataset->params;
     CvElement in[CV_STAGE_MAX_CHUNK], out[CV_STAGE_MAX_CHUNK];
+    CvElementId ids[CV_STAGE_MAX_CHUNK];
     CvStatus status[CV_STAGE_MAX_CHUNK];
     int index[CV_STAGE_MAX_CHUNK], m = 0;
     for (int i = 0; i < n; i++) {
         if (units[i].status)
             continue;
         index[m] = i;
+        ids[m] = (CvElementId){it->epoch, (uint64_t)units[i].aux};
         cv_element_move(&in[m], &units[i].work);
         out[m] = (CvElement){0};
         m++;
     }
     if (m)
-        p->fn.call_chunk(p->fn.ctx, in, out, status, m);
+        p->fn.call_chunk(p->fn.ctx, in, ids, out, status, m);
     for (int k = 0; k < m; k++) {
         cv_element_clear(&in[k]);
         units[index[k]].status = status[k];
@@ -89,26 +98,27 @@ static const CvStageOps map_chunk_stage_ops = {map_pull, map_process, map_proces
 
 static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
 {
-    const MapParams *p = ds->params;
+    MapParams *p = ds->params;
     MapIterator *it = cv_iterator_alloc(ds, sizeof(*it));
     if (!it)
         return cv_error_nomem();
-    CvStatus s = cv_iterator_make(ds->inputs[0], &it->input);
+    it->epoch = atomic_fetch_add(&p->epochs, 1);
+    CvStatus s = cv_iterator_make(ds->inputs[0], &it->staged.input);
     if (!s && p->num_workers > 0) {
         int chunk = p->fn.call_chunk ? CV_MAP_CHUNK : 1;
         int window = 2 * p->num_workers * chunk;
-        s = cv_stage_init(&it->stage, p->fn.call_chunk ? &map_chunk_stage_ops : &map_stage_ops, it,
+        s = cv_stage_init(&it->staged.stage, p->fn.call_chunk ? &map_chunk_stage_ops : &map_stage_ops, it,
                           "ParallelMap", p->num_workers, window, window, p->deterministic);
         if (!s) {
-            cv_stage_set_chunk(&it->stage, chunk, true);
-            cv_stage_set_memory(&it->stage, ds->memory, "lower map's num_parallel_calls");
+            cv_stage_set_chunk(&it->staged.stage, chunk, true);
+            cv_stage_set_memory(&it->staged.stage, ds->memory, "lower map's num_parallel_calls");
         }
     }
     if (s) {
-        cv_staged_iterator_destroy(&it->base);
+        cv_staged_iterator_destroy(&it->staged.base);
         return s;
     }
-    *out = &it->base;
+    *out = &it->staged.base;
     return CV_STATUS_OK;
 }
 
@@ -117,12 +127,13 @@ static CvStatus map_next(CvIterator *base, CvElement *out, bool *end)
     MapIterator *it = (MapIterator *)base;
     const MapParams *p = base->dataset->params;
     if (p->num_workers > 0)
-        return cv_stage_next(&it->stage, out, end);
+        return cv_stage_next(&it->staged.stage, out, end);
     CvElement in = {0};
-    CvStatus s = cv_iterator_next(it->input, &in, end);
+    CvStatus s = cv_iterator_next(it->staged.input, &in, end);
     if (s || *end)
         return s;
-    return call_fn(p, &in, out);
+    CvElementId id = {it->epoch, it->next_index++};
+    return call_fn(p, &in, &id, out);
 }
 
 const CvKernel cv_kernel_map = {
@@ -149,5 +160,6 @@ CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_ca
     p->fn = fn;
     p->deterministic = deterministic;
     p->num_workers = workers;
+    atomic_init(&p->epochs, 0);
     return cv_dataset_new(&cv_kernel_map, &input, 1, p, workers > 0, out);
 }

@@ -40,7 +40,13 @@ CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj);
 /* Module functions defined in other binding files (NULL-terminated). */
 extern PyMethodDef cv_io_functions[];      /* io.c: record files */
 extern PyMethodDef cv_example_functions[]; /* example.c: tf.train.Example */
+extern PyMethodDef cv_op_functions[];      /* ops.c: element ops and traced programs */
 extern PyMethodDef cv_memory_functions[];  /* memory.c: RAM budgets, process limits */
+
+/* ops.c: an engine function from a map/filter argument: a compiled program
+ * capsule, or a Python callable (see cv_function_from_python). */
+CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_convert,
+                              PyObject *name, int with_id, CvFunction *out);
 
 /* errors.c */
 /* Raise the Python exception for a non-OK status and free it; returns NULL. */
@@ -75,8 +81,9 @@ int cv_python_unavailable(void);
 int cv_python_enter(void);
 void cv_python_leave(void);
 void cv_python_after_fork_child(void);
+/* with_id: fn is called as fn(epoch, index, *components) (see CvElementId). */
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
-                                 PyObject *name, CvFunction *out);
+                                 PyObject *name, int with_id, CvFunction *out);
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out);
 CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObject *name,
                                          CvDatasetFunction *out);

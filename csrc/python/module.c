@@ -436,17 +436,17 @@ static PyObject *engine_map(PyObject *module, PyObject *args)
 {
     PyObject *input, *fn, *out_convert, *name;
     long long parallel;
-    int deterministic;
+    int deterministic, with_id = 0;
     CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OOOLpU|O&:map", &input, &fn, &out_convert, &parallel,
-                          &deterministic, &name, cv_memory_arg, &memory))
+    if (!PyArg_ParseTuple(args, "OOOLpU|pO&:map", &input, &fn, &out_convert, &parallel,
+                          &deterministic, &name, &with_id, cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
         return NULL;
     CvFunction f;
     CvDataset *ds = NULL;
-    CvStatus s = cv_function_from_python(module, fn, out_convert, name, &f);
+    CvStatus s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
     if (!s)
         s = cv_map_dataset(in, f, parallel, deterministic, &ds);
     return wrap_buffering(module, s, ds, memory);
@@ -650,7 +650,8 @@ static PyMethodDef engine_functions[] = {
     {"range", engine_range, METH_VARARGS, "range(start, stop, step, dtype_code) -> Dataset"},
     {"generator", engine_generator, METH_VARARGS, "generator(factory, name) -> Dataset"},
     {"map", engine_map, METH_VARARGS,
-     "map(input, fn, out_convert, num_parallel_calls, deterministic, name, memory=None) -> Dataset"},
+     "map(input, fn, out_convert, num_parallel_calls, deterministic, name, with_id=False, "
+     "memory=None) -> Dataset"},
     {"batch", engine_batch, METH_VARARGS,
      "batch(input, batch_size, drop_remainder, num_parallel_calls, deterministic, memory=None) "
      "-> Dataset"},
@@ -690,6 +691,7 @@ static int engine_exec(PyObject *module)
         return -1;
     if (PyModule_AddFunctions(module, cv_io_functions) < 0 ||
         PyModule_AddFunctions(module, cv_example_functions) < 0 ||
+        PyModule_AddFunctions(module, cv_op_functions) < 0 ||
         PyModule_AddFunctions(module, cv_memory_functions) < 0)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */

@@ -99,8 +99,9 @@ typedef struct {
 
 typedef struct {
     PyWrapper base;
-    PyObject *fn;          /* strong: called as fn(*components) */
+    PyObject *fn;          /* strong: called as fn(*components), or fn(epoch, index, *components) */
     PyObject *out_convert; /* strong: result -> list of arrays, checks structure */
+    int with_id;           /* pass the element's CvElementId first */
     /* Written under the GIL on the first call only. */
     int fast;
     Py_ssize_t fast_n;
@@ -177,11 +178,37 @@ static void learn_fast_form(PyFunction *f, PyObject *result)
 }
 
 /* One call, GIL held. */
-static CvStatus call_locked(PyFunction *f, CvModuleState *st, const CvElement *in, CvElement *out)
+/* (epoch, index, *components) */
+static PyObject *args_with_id(CvModuleState *st, const CvElement *in, const CvElementId *id)
+{
+    PyObject *args = PyTuple_New((Py_ssize_t)in->n + 2);
+    if (!args)
+        return NULL;
+    PyObject *epoch = PyLong_FromUnsignedLongLong(id->epoch);
+    PyObject *index = PyLong_FromUnsignedLongLong(id->index);
+    PyTuple_SET_ITEM(args, 0, epoch);
+    PyTuple_SET_ITEM(args, 1, index);
+    if (!epoch || !index)
+        goto fail;
+    for (uint32_t i = 0; i < in->n; i++) {
+        PyObject *item = cv_tensor_to_python(st, &in->t[i]);
+        if (!item)
+            goto fail;
+        PyTuple_SET_ITEM(args, (Py_ssize_t)i + 2, item);
+    }
+    return args;
+fail:
+    Py_DECREF(args);
+    return NULL;
+}
+
+/* One call, GIL held. */
+static CvStatus call_locked(PyFunction *f, CvModuleState *st, const CvElement *in,
+                            const CvElementId *id, CvElement *out)
 {
     CvStatus s = CV_STATUS_OK;
     PyObject *args = NULL, *result = NULL, *converted = NULL;
-    args = cv_element_to_tuple(st, in);
+    args = f->with_id ? args_with_id(st, in, id) : cv_element_to_tuple(st, in);
     if (!args)
         goto pyerror;
     result = PyObject_Call(f->fn, args, NULL);
@@ -217,8 +244,8 @@ done:
     return s;
 }
 
-static void function_call_chunk(void *ctx, const CvElement *in, CvElement *out, CvStatus *status,
-                                int n)
+static void function_call_chunk(void *ctx, const CvElement *in, const CvElementId *ids,
+                                CvElement *out, CvStatus *status, int n)
 {
     PyFunction *f = ctx;
     if (cv_python_enter() < 0) {
@@ -229,15 +256,16 @@ static void function_call_chunk(void *ctx, const CvElement *in, CvElement *out, 
     PyGILState_STATE g = cv_gil_acquire();
     CvModuleState *st = cv_get_state(f->base.module);
     for (int i = 0; i < n; i++)
-        status[i] = call_locked(f, st, &in[i], &out[i]);
+        status[i] = call_locked(f, st, &in[i], &ids[i], &out[i]);
     PyGILState_Release(g);
     cv_python_leave();
 }
 
-static CvStatus function_call(void *ctx, const CvElement *in, CvElement *out)
+static CvStatus function_call(void *ctx, const CvElement *in, const CvElementId *id,
+                              CvElement *out)
 {
     CvStatus s;
-    function_call_chunk(ctx, in, out, &s, 1);
+    function_call_chunk(ctx, in, id, out, &s, 1);
     return s;
 }
 
@@ -290,7 +318,7 @@ static void *wrapper_new(size_t size, PyObject *module, PyObject *name, CvStatus
 }
 
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
-                                 PyObject *name, CvFunction *out)
+                                 PyObject *name, int with_id, CvFunction *out)
 {
     CvStatus s = CV_STATUS_OK;
     PyFunction *f = wrapper_new(sizeof(*f), module, name, &s);
@@ -298,6 +326,7 @@ CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_c
         return s;
     f->fn = Py_NewRef(fn);
     f->out_convert = Py_NewRef(out_convert);
+    f->with_id = with_id;
     *out = (CvFunction){function_call, function_call_chunk, function_release, f};
     return CV_STATUS_OK;
 }

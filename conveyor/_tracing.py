@@ -1,0 +1,356 @@
+"""Tracing: how a map function becomes a native element program.
+
+``Dataset.map(fn)`` calls ``fn`` once on symbolic :class:`Tensor` placeholders
+built from the element spec (as tf.data traces a function into a graph).
+Every conveyor op (``conveyor.image.resize``, ``conveyor.cast``, ``+``...)
+called on a placeholder records a node instead of computing; the recorded
+straight-line program is compiled by the engine and runs on the map's worker
+threads without the GIL. The same op functions called on NumPy arrays run
+the same C code at once (eager mode).
+
+A function that does something only Python can run (NumPy on a placeholder,
+``if`` on a value, an op conveyor does not have) stops the trace with
+:class:`UntraceableError`; the map then calls the function per element with
+NumPy arrays under the GIL, and says why once.
+
+Random ops draw from a stream keyed by (seed, op seed, position of the op in
+the function, element id), so a traced program, its Python twin and any
+thread count give the same values (see ``element_scope``).
+"""
+import os
+import threading
+
+import numpy as np
+
+from conveyor import _engine
+from conveyor import dtypes as _dtypes
+from conveyor import random as _random
+from conveyor._convert import to_array
+from conveyor.tensor_spec import TensorShape, TensorSpec
+
+__all__ = ["Tensor", "UntraceableError", "apply", "convert", "op_error", "static_shape", "dtype_of"]
+
+_DEFAULT_GRAPH_SEED = 87654321
+_MAXINT31 = 2 ** 31 - 1
+
+
+class UntraceableError(Exception):
+    """The traced function did something that only Python can run."""
+
+
+_local = threading.local()  # .trace: the _Trace being recorded; .scope: an _ElementScope
+
+
+def _current(name):
+    return getattr(_local, name, None)
+
+
+class Tensor:
+    """A symbolic value inside a traced map function (tf.Tensor's role).
+
+    It has a static ``shape`` (dims may be None) and a ``dtype``, supports
+    the arithmetic operators, and can be passed to any conveyor op. It has
+    no value: converting it to NumPy or branching on it stops the trace, and
+    the function runs in Python instead.
+    """
+
+    __slots__ = ("_trace", "_key", "shape", "dtype", "_name", "__weakref__")
+    __array_priority__ = 100  # NumPy defers its operators to ours
+
+    def __init__(self, trace, key, shape, dtype, name):
+        self._trace = trace
+        self._key = key
+        self.shape = TensorShape(shape)
+        self.dtype = _dtypes.as_dtype(dtype)
+        self._name = name
+
+    @property
+    def ndim(self):
+        return self.shape.rank
+
+    def get_shape(self):
+        return self.shape
+
+    def __repr__(self):
+        return f"<conveyor.Tensor '{self._name}' shape={self.shape} dtype={self.dtype.name}>"
+
+    def _refuse(self, what):
+        raise self._trace.fail(f"{what} needs the value of {self._name}, which a traced "
+                               f"function does not have")
+
+    def __bool__(self):
+        self._refuse("Python control flow (bool())")
+
+    def __array__(self, dtype=None, copy=None):
+        self._refuse("a NumPy function")
+
+    def __len__(self):
+        self._refuse("len()")
+
+    def __iter__(self):
+        self._refuse("iterating over a tensor")
+
+    def __int__(self):
+        self._refuse("int()")
+
+    def __float__(self):
+        self._refuse("float()")
+
+    def __index__(self):
+        self._refuse("using a tensor as an index")
+
+    def numpy(self):
+        self._refuse(".numpy()")
+
+    __hash__ = object.__hash__
+
+    # Operators: conveyor's elementwise ops (TensorFlow's semantics).
+    def _binary(name, reflected=False):  # noqa: N805 - helper run at class creation
+        def method(self, other):
+            from conveyor import _math
+            fn = getattr(_math, name)
+            return fn(other, self) if reflected else fn(self, other)
+        method.__name__ = name
+        return method
+
+    __add__, __radd__ = _binary("add"), _binary("add", True)
+    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
+    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
+    __truediv__, __rtruediv__ = _binary("truediv"), _binary("truediv", True)
+    __floordiv__, __rfloordiv__ = _binary("floordiv"), _binary("floordiv", True)
+    __mod__, __rmod__ = _binary("floormod"), _binary("floormod", True)
+    __pow__, __rpow__ = _binary("pow"), _binary("pow", True)
+    __lt__, __le__ = _binary("less"), _binary("less_equal")
+    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
+    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
+    __and__, __rand__ = _binary("logical_and"), _binary("logical_and", True)
+    __or__, __ror__ = _binary("logical_or"), _binary("logical_or", True)
+    __xor__, __rxor__ = _binary("logical_xor"), _binary("logical_xor", True)
+    del _binary
+
+    def __neg__(self):
+        from conveyor import _math
+        return _math.negative(self)
+
+    def __abs__(self):
+        from conveyor import _math
+        return _math.abs(self)
+
+    def __invert__(self):
+        from conveyor import _math
+        return _math.logical_not(self)
+
+    def __getitem__(self, key):
+        from conveyor import _math
+        return _math._getitem(self, key)
+
+
+class _Trace:
+    """The program being recorded for one function."""
+
+    def __init__(self, name, base_seed):
+        self.name = name
+        self.base_seed = base_seed  # (s0, s1) for ops without their own seed
+        self.num_args = 0
+        self.constants = []   # arrays
+        self.nodes = []       # [op, input keys, ints, floats, string, obj, num_outputs, op_seed]
+        self.failure = None   # the first reason the trace cannot run natively
+
+    def fail(self, reason):
+        if self.failure is None:
+            self.failure = reason
+        return UntraceableError(reason)
+
+    def placeholder(self, spec, label):
+        key = ("arg", self.num_args)
+        self.num_args += 1
+        return Tensor(self, key, spec.shape, spec.dtype, label)
+
+    def _key(self, value):
+        if isinstance(value, Tensor):
+            if value._trace is not self:
+                raise ValueError(f"{value!r} belongs to another traced function")
+            return value._key
+        self.constants.append(value)
+        return ("const", len(self.constants) - 1)
+
+    def add(self, op, inputs, outputs, ints, floats, string, obj, op_seed):
+        keys = [self._key(v) for v in inputs]
+        n = len(self.nodes)
+        self.nodes.append((op, keys, tuple(ints), tuple(floats), string, obj, len(outputs), op_seed))
+        return [Tensor(self, ("node", n, j), shape, dtype, f"{op}:{j}" if len(outputs) > 1 else op)
+                for j, (shape, dtype) in enumerate(outputs)]
+
+    def compile(self, results):
+        """The engine program computing `results` (placeholders, node outputs or constants)."""
+        result_keys = [self._key(v) for v in results]
+        ids = {("arg", i): i for i in range(self.num_args)}
+        for k in range(len(self.constants)):
+            ids[("const", k)] = self.num_args + k
+        next_id = self.num_args + len(self.constants)
+        nodes = []
+        for n, (op, keys, ints, floats, string, obj, num_out, op_seed) in enumerate(self.nodes):
+            nodes.append((op, [ids[k] for k in keys], ints, floats, string, obj, num_out, op_seed))
+            for j in range(num_out):
+                ids[("node", n, j)] = next_id
+                next_id += 1
+        return _engine.program(self.name, self.num_args, self.constants, nodes,
+                               [ids[k] for k in result_keys], 0, 0)
+
+
+class _ElementScope:
+    """While a Python map function runs on one element: the keys its random
+    ops use, so they draw what the traced program would."""
+
+    __slots__ = ("base_seed", "epoch", "index", "node")
+
+    def __init__(self, base_seed, epoch, index):
+        self.base_seed, self.epoch, self.index, self.node = base_seed, epoch, index, 0
+
+
+class element_scope:
+    """Context manager: ops called inside are the function's ops for element
+    (epoch, index) of a map whose random base seed is `base_seed`."""
+
+    def __init__(self, base_seed, epoch, index):
+        self._scope = _ElementScope(base_seed, epoch, index)
+
+    def __enter__(self):
+        self._saved = _current("scope")
+        _local.scope = self._scope
+
+    def __exit__(self, *exc):
+        _local.scope = self._saved
+
+
+def new_base_seed():
+    """The random base seed of one map function: from the global seed when
+    set (so runs repeat), otherwise fresh."""
+    if _random._global_seed is not None:
+        return (_random._global_seed % _MAXINT31, 0)
+    r = int.from_bytes(os.urandom(8), "little")
+    return (r & _MAXINT31, (r >> 32) & _MAXINT31)
+
+
+def _op_seed(op_seed, base_seed):
+    """One 62-bit key for a random op: TensorFlow's seed rules decide the pair."""
+    if op_seed is not None:
+        s0 = _random._global_seed if _random._global_seed is not None else _DEFAULT_GRAPH_SEED
+        pair = (s0 % _MAXINT31, int(op_seed) % _MAXINT31)
+    else:
+        pair = base_seed
+    return (pair[0] << 31) | pair[1]
+
+
+_eager_counter = [0]
+
+
+def convert(value, dtype=None, name="value"):
+    """A conveyor op's input: a traced Tensor as is, anything else as a NumPy
+    array with TensorFlow's conversion rules (`dtype` forces one)."""
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != _dtypes.as_dtype(dtype):
+            raise TypeError(f"`{name}` must be {_dtypes.as_dtype(dtype).name}, got "
+                            f"{value.dtype.name} ({value!r})")
+        return value
+    try:
+        return to_array(value, dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise TypeError(f"Cannot convert `{name}` ({value!r:.80}) to a tensor: {e}") from None
+
+
+def op_error(exc_type, message):
+    """An exception for an op's invalid arguments or input types. Inside a
+    trace it is raised when the pipeline is built (tracing does not fall
+    back to Python for it): raise the returned exception."""
+    e = exc_type(message)
+    e._conveyor_op_error = True
+    return e
+
+
+def static_shape(x):
+    """The shape of a converted value as a tuple (None for unknown dims)."""
+    if isinstance(x, Tensor):
+        return tuple(x.shape.as_list()) if x.shape.rank is not None else None
+    return tuple(x.shape)
+
+
+def dtype_of(x):
+    return x.dtype if isinstance(x, Tensor) else _dtypes.as_dtype(x.dtype)
+
+
+def is_symbolic(x):
+    return isinstance(x, Tensor)
+
+
+def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random=False,
+          op_seed=None):
+    """Run or record element op `op` on converted `inputs`.
+
+    outputs: one (shape, dtype) per output, the static spec of a traced
+    result (shape entries None when unknown). Returns one value or a list.
+    """
+    trace = next((x._trace for x in inputs if isinstance(x, Tensor)), None)
+    if trace is not None:
+        scope_seed = trace.base_seed
+        key = _op_seed(op_seed, scope_seed) if random else 0
+        results = trace.add(op, inputs, outputs, ints, floats, string, obj, key)
+    else:
+        scope = _current("scope")
+        if scope is not None:
+            node, epoch, index, base = scope.node, scope.epoch, scope.index, scope.base_seed
+            scope.node += 1
+        else:
+            _eager_counter[0] += 1
+            node, epoch, index, base = 0, 0, _eager_counter[0], new_base_seed()
+            if op_seed is not None or _random._global_seed is not None:
+                base = (_random._global_seed or 0) % _MAXINT31, 0
+        key = _op_seed(op_seed, base) if random else 0
+        results = _engine.run_op(op, list(inputs), ints, floats, string, obj, len(outputs),
+                                 (0, 0, key, node, epoch, index))
+    return results[0] if len(outputs) == 1 else list(results)
+
+
+def trace(fn, flat_specs, pack, name):
+    """Trace `fn` on placeholders for `flat_specs`; `pack(flat)` builds its
+    arguments. Returns (program, result structure, flat result specs, base
+    seed), or raises UntraceableError with the reason."""
+    tr = _Trace(name, new_base_seed())
+    placeholders = [tr.placeholder(s, f"component {i}") for i, s in enumerate(flat_specs)]
+    saved = _current("trace")
+    _local.trace = tr
+    try:
+        result = fn(*pack(placeholders))
+    except UntraceableError:
+        raise
+    except Exception as e:  # noqa: BLE001 - sorted below
+        if getattr(e, "_conveyor_op_error", False):
+            raise  # an op's argument or type error: the pipeline is wrong, say so now
+        if tr.failure is not None:
+            raise UntraceableError(tr.failure) from e
+        raise UntraceableError(f"{type(e).__name__}: {e}") from e
+    finally:
+        _local.trace = saved
+    if tr.failure is not None:
+        raise UntraceableError(tr.failure)
+    from conveyor import nest
+    if type(result) is list:
+        result = tuple(result)
+    flat = nest.flatten(result)
+    specs, values = [], []
+    for v in flat:
+        if isinstance(v, Tensor):
+            if v._trace is not tr:
+                raise UntraceableError(f"the function returned {v!r}, a tensor of another trace")
+            specs.append(TensorSpec(v.shape, v.dtype))
+            values.append(v)
+        else:
+            try:
+                arr = to_array(v)
+            except (TypeError, ValueError) as e:
+                raise UntraceableError(f"the function returned {type(v).__name__} values "
+                                       f"({e})") from None
+            specs.append(TensorSpec(arr.shape, _dtypes.as_dtype(arr.dtype)))
+            values.append(arr)
+    program = tr.compile(values)
+    return program, result, specs, tr.base_seed

@@ -1,0 +1,7 @@
+"""``conveyor.image``: the ``tf.image`` ops an input pipeline uses.
+
+Every op runs eagerly on NumPy arrays and is traced into a native program
+inside ``Dataset.map`` (see docs/guide.md, "Native map functions").
+"""
+from conveyor.image._resize import *  # noqa: F401,F403
+from conveyor.image._transform import *  # noqa: F401,F403

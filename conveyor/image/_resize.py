@@ -1,0 +1,2 @@
+"""tf.image.resize and friends (TF2 half-pixel semantics)."""
+__all__ = []

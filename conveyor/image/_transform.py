@@ -1,0 +1,2 @@
+"""Crops, flips, padding and dtype conversion of images."""
+__all__ = []

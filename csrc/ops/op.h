@@ -1,0 +1,78 @@
+/* Element ops: the native steps of a traced map function.
+ *
+ * Each op lives in its own file under csrc/ops/ and exports one const CvOp
+ * (`cv_op_<file>`), listed in ops/registry.c. An op is a pure function of its
+ * input tensors and attributes, and, for random ops, of the per-element
+ * random stream in its CvOpContext. run() may be called from any thread,
+ * concurrently with itself, without the GIL.
+ *
+ * Ownership: `in` tensors are borrowed (an output may share an input's
+ * memory by taking its own reference with cv_tensor_copy_ref). On OK every
+ * `out` tensor is filled and owned by the caller; on error the op leaves
+ * `out` cleared. Error messages say what is wrong with the input (the
+ * program adds the op, the map function and the element).
+ *
+ * The Python layer checks argument types and computes output specs when a
+ * function is traced, so run() validates only what depends on values
+ * (image bytes, sizes read from data); it must still never crash or
+ * overflow on any input.
+ */
+#ifndef CV_OP_H
+#define CV_OP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/dataset.h"
+#include "core/philox.h"
+#include "core/tensor.h"
+
+#define CV_OP_MAX_INTS 64
+#define CV_OP_MAX_FLOATS 8
+
+/* Attributes fixed when the program is built; each op documents what its
+ * ints/floats/string mean. */
+typedef struct CvOpAttrs {
+    int num_ints;
+    int num_floats;
+    int64_t ints[CV_OP_MAX_INTS];
+    double floats[CV_OP_MAX_FLOATS];
+    char *string; /* owned, NUL-terminated; NULL when absent */
+    /* Op-specific structure built by the binding (an Example parser's
+     * feature config); released with release_object when the program goes. */
+    void *object;
+    void (*release_object)(void *object);
+} CvOpAttrs;
+
+void cv_op_attrs_clear(CvOpAttrs *attrs);
+
+/* The random stream of one op call: keyed by (seed, op seed, node, element
+ * id), so it is the same whatever thread runs the element, and the same in
+ * a traced program as in the op called eagerly for that element. */
+typedef struct CvOpContext {
+    uint64_t seed[2];  /* the function's seed pair */
+    int64_t op_seed;   /* the op's own seed argument (0 when none) */
+    int node;          /* the op's position in the function */
+    CvElementId id;
+    bool rng_ready;
+    CvPhilox rng;
+} CvOpContext;
+
+uint32_t cv_op_random_u32(CvOpContext *ctx);
+/* Uniform in [0, 1), 24 bits (float32 resolution). */
+float cv_op_random_uniform(CvOpContext *ctx);
+/* Uniform integer in [0, n) for n >= 1 (unbiased). */
+uint64_t cv_op_random_below(CvOpContext *ctx, uint64_t n);
+
+typedef struct CvOp {
+    const char *name; /* TensorFlow's op name where there is one: "DecodeJpeg" */
+    int min_inputs;
+    int max_inputs;
+    CvStatus (*run)(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
+                    int num_out, CvOpContext *ctx);
+} CvOp;
+
+/* The op named `name`, or NULL. */
+const CvOp *cv_op_find(const char *name);
+
+#endif

@@ -1,0 +1,312 @@
+/* Traced element programs: build, run, and the per-op random stream. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/program.h"
+
+typedef struct {
+    const CvOp *op;
+    CvOpAttrs attrs;
+    int *inputs; /* owned, num_inputs value ids */
+    int num_inputs;
+    int num_outputs;
+    int first_output; /* value id of output 0 */
+    int64_t op_seed;
+} Node;
+
+struct CvProgram {
+    atomic_long refcount;
+    char *name;
+    uint64_t seed[2];
+    int num_args;
+    int num_values; /* args + constants + node outputs so far */
+    CvTensor *constants;
+    int num_constants;
+    Node *nodes;
+    int num_nodes;
+    int *results;
+    int num_results;
+    /* Per value: the node after which it is no longer needed (num_nodes for
+     * results and unused values, which are dropped at the end). */
+    int *last_use;
+    bool finished;
+};
+
+void cv_op_attrs_clear(CvOpAttrs *attrs)
+{
+    free(attrs->string);
+    if (attrs->object && attrs->release_object)
+        attrs->release_object(attrs->object);
+    memset(attrs, 0, sizeof(*attrs));
+}
+
+/* -- random stream ------------------------------------------------------ */
+
+static uint64_t mix64(uint64_t x) /* splitmix64's finalizer */
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+uint32_t cv_op_random_u32(CvOpContext *ctx)
+{
+    if (!ctx->rng_ready) {
+        uint64_t key = mix64(ctx->seed[0] ^ mix64((uint64_t)ctx->op_seed ^ ((uint64_t)ctx->node << 40)));
+        uint64_t stream = mix64(ctx->seed[1] ^ mix64(ctx->id.epoch ^ mix64(ctx->id.index)));
+        cv_philox_init(&ctx->rng, key, stream);
+        ctx->rng_ready = true;
+    }
+    return cv_philox_next(&ctx->rng);
+}
+
+float cv_op_random_uniform(CvOpContext *ctx)
+{
+    return (float)(cv_op_random_u32(ctx) >> 8) * (1.0f / 16777216.0f);
+}
+
+uint64_t cv_op_random_below(CvOpContext *ctx, uint64_t n)
+{
+    /* Rejection sampling: draws in the top partial range are redrawn. */
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    for (;;) {
+        uint64_t r = ((uint64_t)cv_op_random_u32(ctx) << 32) | cv_op_random_u32(ctx);
+        if (r < limit)
+            return r % n;
+    }
+}
+
+/* -- building ------------------------------------------------------------ */
+
+CvStatus cv_program_new(const char *name, int num_args, const uint64_t seed[2], CvProgram **out)
+{
+    CvProgram *p = calloc(1, sizeof(*p));
+    if (!p || !(p->name = strdup(name ? name : "map function"))) {
+        free(p);
+        return cv_error_nomem();
+    }
+    atomic_init(&p->refcount, 1);
+    p->seed[0] = seed[0];
+    p->seed[1] = seed[1];
+    p->num_args = num_args;
+    p->num_values = num_args;
+    *out = p;
+    return CV_STATUS_OK;
+}
+
+/* Constants are numbered right after the args, so they all come before the
+ * first node. */
+CvStatus cv_program_add_constant(CvProgram *p, CvTensor *value)
+{
+    CvTensor *grown = NULL;
+    if (p->finished || p->num_nodes > 0) {
+        cv_tensor_clear(value);
+        return cv_error(CV_FAILED_PRECONDITION, "program constants must precede its nodes");
+    }
+    grown = realloc(p->constants, (size_t)(p->num_constants + 1) * sizeof(*grown));
+    if (!grown) {
+        cv_tensor_clear(value);
+        return cv_error_nomem();
+    }
+    p->constants = grown;
+    p->constants[p->num_constants++] = *value;
+    memset(value, 0, sizeof(*value));
+    p->num_values++;
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_program_add_node(CvProgram *p, const CvOp *op, CvOpAttrs *attrs, const int *inputs,
+                             int num_inputs, int num_outputs, int64_t op_seed)
+{
+    CvStatus s = CV_STATUS_OK;
+    Node node = {.op = op, .num_inputs = num_inputs, .num_outputs = num_outputs, .op_seed = op_seed};
+    if (p->finished || num_inputs < op->min_inputs || num_inputs > op->max_inputs ||
+        num_outputs < 1 || num_outputs > 4096) {
+        s = cv_error(CV_INVALID_ARGUMENT, "%s: %d inputs and %d outputs do not fit the op", op->name,
+                     num_inputs, num_outputs);
+        goto fail;
+    }
+    for (int i = 0; i < num_inputs; i++) {
+        if (inputs[i] < 0 || inputs[i] >= p->num_values) {
+            s = cv_error(CV_INVALID_ARGUMENT, "%s: input %d refers to value %d of %d", op->name, i,
+                         inputs[i], p->num_values);
+            goto fail;
+        }
+    }
+    Node *grown = realloc(p->nodes, (size_t)(p->num_nodes + 1) * sizeof(*grown));
+    node.inputs = malloc((size_t)(num_inputs > 0 ? num_inputs : 1) * sizeof(int));
+    if (!grown || !node.inputs) {
+        if (grown)
+            p->nodes = grown;
+        s = cv_error_nomem();
+        goto fail;
+    }
+    p->nodes = grown;
+    if (num_inputs > 0)
+        memcpy(node.inputs, inputs, (size_t)num_inputs * sizeof(int));
+    node.attrs = *attrs;
+    memset(attrs, 0, sizeof(*attrs));
+    node.first_output = p->num_values;
+    p->num_values += num_outputs;
+    p->nodes[p->num_nodes++] = node;
+    return CV_STATUS_OK;
+fail:
+    free(node.inputs);
+    cv_op_attrs_clear(attrs);
+    return s;
+}
+
+CvStatus cv_program_finish(CvProgram *p, const int *results, int num_results)
+{
+    if (p->finished)
+        return cv_error(CV_FAILED_PRECONDITION, "program already finished");
+    p->results = malloc((size_t)(num_results > 0 ? num_results : 1) * sizeof(int));
+    p->last_use = malloc((size_t)(p->num_values > 0 ? p->num_values : 1) * sizeof(int));
+    if (!p->results || !p->last_use)
+        return cv_error_nomem();
+    for (int i = 0; i < num_results; i++) {
+        if (results[i] < 0 || results[i] >= p->num_values)
+            return cv_error(CV_INVALID_ARGUMENT, "result %d refers to value %d of %d", i, results[i],
+                            p->num_values);
+        p->results[i] = results[i];
+    }
+    p->num_results = num_results;
+    for (int v = 0; v < p->num_values; v++)
+        p->last_use[v] = -1;
+    for (int n = 0; n < p->num_nodes; n++)
+        for (int i = 0; i < p->nodes[n].num_inputs; i++)
+            p->last_use[p->nodes[n].inputs[i]] = n;
+    for (int v = 0; v < p->num_values; v++)
+        if (p->last_use[v] < 0)
+            p->last_use[v] = p->num_nodes;
+    for (int i = 0; i < num_results; i++)
+        p->last_use[results[i]] = p->num_nodes;
+    p->finished = true;
+    return CV_STATUS_OK;
+}
+
+CvProgram *cv_program_ref(CvProgram *p)
+{
+    atomic_fetch_add_explicit(&p->refcount, 1, memory_order_relaxed);
+    return p;
+}
+
+void cv_program_unref(CvProgram *p)
+{
+    if (!p || atomic_fetch_sub_explicit(&p->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    for (int i = 0; i < p->num_constants; i++)
+        cv_tensor_clear(&p->constants[i]);
+    for (int n = 0; n < p->num_nodes; n++) {
+        free(p->nodes[n].inputs);
+        cv_op_attrs_clear(&p->nodes[n].attrs);
+    }
+    free(p->constants);
+    free(p->nodes);
+    free(p->results);
+    free(p->last_use);
+    free(p->name);
+    free(p);
+}
+
+/* -- running ------------------------------------------------------------- */
+
+static CvStatus run_op(const CvOp *op, const CvOpAttrs *attrs, const CvTensor *in, int num_in,
+                       CvTensor *out, int num_out, CvOpContext *ctx)
+{
+    memset(out, 0, (size_t)num_out * sizeof(*out));
+    CvStatus s = op->run(attrs, in, num_in, out, num_out, ctx);
+    if (s)
+        for (int i = 0; i < num_out; i++)
+            cv_tensor_clear(&out[i]);
+    return s;
+}
+
+#define CV_PROGRAM_STACK_VALUES 64
+#define CV_PROGRAM_STACK_INPUTS 16
+
+CvStatus cv_program_run(const CvProgram *p, const CvElement *in, const CvElementId *id,
+                        CvElement *out)
+{
+    CvStatus s = CV_STATUS_OK;
+    CvTensor stack_values[CV_PROGRAM_STACK_VALUES];
+    CvTensor stack_inputs[CV_PROGRAM_STACK_INPUTS];
+    CvTensor *values = stack_values, *args = stack_inputs;
+    int max_in = 0;
+    if (in->n != (uint32_t)p->num_args)
+        return cv_error(CV_INVALID_ARGUMENT, "%s: expected %d components, got %u", p->name,
+                        p->num_args, in->n);
+    for (int n = 0; n < p->num_nodes; n++)
+        max_in = p->nodes[n].num_inputs > max_in ? p->nodes[n].num_inputs : max_in;
+    if (p->num_values > CV_PROGRAM_STACK_VALUES)
+        values = malloc((size_t)p->num_values * sizeof(*values));
+    if (max_in > CV_PROGRAM_STACK_INPUTS)
+        args = malloc((size_t)max_in * sizeof(*args));
+    if (!values || !args) {
+        s = cv_error_nomem();
+        goto cleanup;
+    }
+    memset(values, 0, (size_t)p->num_values * sizeof(*values));
+    for (int i = 0; i < p->num_args; i++)
+        cv_tensor_copy_ref(&values[i], &in->t[i]);
+    for (int i = 0; i < p->num_constants; i++)
+        cv_tensor_copy_ref(&values[p->num_args + i], &p->constants[i]);
+    for (int n = 0; n < p->num_nodes && !s; n++) {
+        const Node *node = &p->nodes[n];
+        /* Inputs are shallow copies (no new references): the values keep them. */
+        for (int i = 0; i < node->num_inputs; i++)
+            args[i] = values[node->inputs[i]];
+        CvOpContext ctx = {.seed = {p->seed[0], p->seed[1]}, .op_seed = node->op_seed,
+                           .node = n, .id = *id};
+        s = run_op(node->op, &node->attrs, args, node->num_inputs, &values[node->first_output],
+                   node->num_outputs, &ctx);
+        if (s) {
+            s = cv_status_prefix(s, "%s (element %llu), in %s: ", p->name,
+                                 (unsigned long long)id->index, node->op->name);
+            break;
+        }
+        for (int i = 0; i < node->num_inputs; i++)
+            if (p->last_use[node->inputs[i]] == n)
+                cv_tensor_clear(&values[node->inputs[i]]);
+    }
+    if (!s && !(s = cv_element_init(out, (uint32_t)p->num_results)))
+        for (int i = 0; i < p->num_results; i++)
+            cv_tensor_copy_ref(&out->t[i], &values[p->results[i]]);
+cleanup:
+    if (values)
+        for (int v = 0; v < p->num_values; v++)
+            cv_tensor_clear(&values[v]);
+    if (values != stack_values)
+        free(values);
+    if (args != stack_inputs)
+        free(args);
+    return s;
+}
+
+static CvStatus program_call(void *ctx, const CvElement *in, const CvElementId *id, CvElement *out)
+{
+    return cv_program_run(ctx, in, id, out);
+}
+
+static void program_release(void *ctx)
+{
+    cv_program_unref(ctx);
+}
+
+CvFunction cv_program_function(CvProgram *p)
+{
+    return (CvFunction){program_call, NULL, program_release, cv_program_ref(p)};
+}
+
+CvStatus cv_op_run_eager(const CvOp *op, const CvOpAttrs *attrs, const CvTensor *in, int num_in,
+                         CvTensor *out, int num_out, const uint64_t seed[2], int64_t op_seed,
+                         int node, const CvElementId *id)
+{
+    if (num_in < op->min_inputs || num_in > op->max_inputs)
+        return cv_error(CV_INVALID_ARGUMENT, "%s takes %d to %d inputs, got %d", op->name,
+                        op->min_inputs, op->max_inputs, num_in);
+    CvOpContext ctx = {.seed = {seed[0], seed[1]}, .op_seed = op_seed, .node = node, .id = *id};
+    CvStatus s = run_op(op, attrs, in, num_in, out, num_out, &ctx);
+    return s ? cv_status_prefix(s, "%s: ", op->name) : CV_STATUS_OK;
+}

@@ -1,0 +1,284 @@
+/* Binding of element ops and traced programs (ops/op.h, ops/program.h).
+ *
+ * The Python tracer (conveyor/_tracing.py) checks arguments and computes
+ * specs; these functions take normalized arguments:
+ *   run_op(name, inputs, ints, floats, string, obj, num_outputs, rng)
+ *     runs one op eagerly on arrays (GIL released while it runs);
+ *   program(name, num_args, constants, nodes, results, seed0, seed1)
+ *     compiles a traced function into a capsule that map() accepts.
+ * A node is (op name, input value ids, ints, floats, string, obj,
+ * num_outputs, op_seed); rng is (seed0, seed1, op_seed, node, epoch, index).
+ * `obj` is an op-specific capsule (an Example parser config) or None.
+ */
+#include "python/binding.h"
+
+#include "ops/program.h"
+
+#define PROGRAM_CAPSULE "conveyor._engine.Program"
+
+/* obj attributes: the program keeps the Python capsule alive; releasing it
+ * may happen on any thread, so it goes through the GIL like every wrapper. */
+static void release_capsule(void *object)
+{
+    if (cv_python_enter() < 0)
+        return; /* interpreter exit: leak the reference */
+    PyGILState_STATE g = cv_gil_acquire();
+    Py_DECREF((PyObject *)object);
+    PyGILState_Release(g);
+    cv_python_leave();
+}
+
+/* Fill attrs from Python values; -1 with an exception set on failure. */
+static int attrs_from_python(PyObject *ints, PyObject *floats, PyObject *string, PyObject *obj,
+                             CvOpAttrs *attrs)
+{
+    memset(attrs, 0, sizeof(*attrs));
+    PyObject *fi = PySequence_Fast(ints, "ints must be a sequence");
+    PyObject *ff = fi ? PySequence_Fast(floats, "floats must be a sequence") : NULL;
+    int rc = -1;
+    if (!ff)
+        goto done;
+    if (PySequence_Fast_GET_SIZE(fi) > CV_OP_MAX_INTS ||
+        PySequence_Fast_GET_SIZE(ff) > CV_OP_MAX_FLOATS) {
+        PyErr_SetString(PyExc_ValueError, "too many op attributes");
+        goto done;
+    }
+    attrs->num_ints = (int)PySequence_Fast_GET_SIZE(fi);
+    attrs->num_floats = (int)PySequence_Fast_GET_SIZE(ff);
+    for (int i = 0; i < attrs->num_ints; i++) {
+        attrs->ints[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fi, i));
+        if (attrs->ints[i] == -1 && PyErr_Occurred())
+            goto done;
+    }
+    for (int i = 0; i < attrs->num_floats; i++) {
+        attrs->floats[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(ff, i));
+        if (attrs->floats[i] == -1.0 && PyErr_Occurred())
+            goto done;
+    }
+    if (string != Py_None) {
+        Py_ssize_t n;
+        const char *text = PyUnicode_AsUTF8AndSize(string, &n);
+        if (!text)
+            goto done;
+        attrs->string = malloc((size_t)n + 1);
+        if (!attrs->string) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        memcpy(attrs->string, text, (size_t)n + 1);
+    }
+    if (obj != Py_None) {
+        attrs->object = Py_NewRef(obj);
+        attrs->release_object = release_capsule;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(fi);
+    Py_XDECREF(ff);
+    if (rc < 0) {
+        /* Under the GIL here: drop the capsule directly. */
+        Py_XDECREF((PyObject *)attrs->object);
+        attrs->object = NULL;
+        attrs->release_object = NULL;
+        cv_op_attrs_clear(attrs);
+    }
+    return rc;
+}
+
+static const CvOp *op_arg(PyObject *name)
+{
+    const char *text = PyUnicode_AsUTF8(name);
+    if (!text)
+        return NULL;
+    const CvOp *op = cv_op_find(text);
+    if (!op)
+        PyErr_Format(PyExc_ValueError, "unknown element op %R", name);
+    return op;
+}
+
+static PyObject *ops_run_op(PyObject *module, PyObject *args)
+{
+    PyObject *name, *inputs, *ints, *floats, *string, *obj;
+    int num_out;
+    unsigned long long seed0, seed1, epoch, index;
+    long long op_seed;
+    int node;
+    if (!PyArg_ParseTuple(args, "UOOOOOi(KKLiKK):run_op", &name, &inputs, &ints, &floats, &string,
+                          &obj, &num_out, &seed0, &seed1, &op_seed, &node, &epoch, &index))
+        return NULL;
+    CvModuleState *st = cv_get_state(module);
+    const CvOp *op = op_arg(name);
+    if (!op)
+        return NULL;
+    if (num_out < 1 || num_out > 4096) {
+        PyErr_SetString(PyExc_ValueError, "num_outputs out of range");
+        return NULL;
+    }
+    CvOpAttrs attrs;
+    CvElement in = {0}, out = {0};
+    PyObject *result = NULL;
+    if (attrs_from_python(ints, floats, string, obj, &attrs) < 0)
+        return NULL;
+    CvStatus s = cv_element_from_sequence(st, inputs, &in);
+    if (!s)
+        s = cv_element_init(&out, (uint32_t)num_out);
+    if (!s) {
+        uint64_t seed[2] = {seed0, seed1};
+        CvElementId id = {epoch, index};
+        Py_BEGIN_ALLOW_THREADS
+        s = cv_op_run_eager(op, &attrs, in.t, (int)in.n, out.t, num_out, seed, op_seed, node, &id);
+        Py_END_ALLOW_THREADS
+    }
+    if (s)
+        cv_raise_status(st, s);
+    else
+        result = cv_element_to_tuple(st, &out);
+    cv_element_clear(&in);
+    cv_element_clear(&out);
+    cv_op_attrs_clear(&attrs); /* the capsule's reference: GIL held, fine */
+    return result;
+}
+
+static void program_capsule_free(PyObject *capsule)
+{
+    cv_program_unref(PyCapsule_GetPointer(capsule, PROGRAM_CAPSULE));
+}
+
+static int int_list(PyObject *seq, int **out, int *n)
+{
+    PyObject *fast = PySequence_Fast(seq, "value ids must be a sequence");
+    if (!fast)
+        return -1;
+    *n = (int)PySequence_Fast_GET_SIZE(fast);
+    *out = PyMem_Malloc((size_t)(*n > 0 ? *n : 1) * sizeof(int));
+    int rc = *out ? 0 : -1;
+    if (!*out)
+        PyErr_NoMemory();
+    for (int i = 0; rc == 0 && i < *n; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (v == -1 && PyErr_Occurred())
+            rc = -1;
+        (*out)[i] = (int)v;
+    }
+    Py_DECREF(fast);
+    if (rc < 0) {
+        PyMem_Free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static PyObject *ops_program(PyObject *module, PyObject *args)
+{
+    const char *name;
+    int num_args;
+    PyObject *constants, *nodes, *results;
+    unsigned long long seed0, seed1;
+    if (!PyArg_ParseTuple(args, "siOOOKK:program", &name, &num_args, &constants, &nodes, &results,
+                          &seed0, &seed1))
+        return NULL;
+    CvModuleState *st = cv_get_state(module);
+    uint64_t seed[2] = {seed0, seed1};
+    CvProgram *p = NULL;
+    CvStatus s = cv_program_new(name, num_args, seed, &p);
+    PyObject *fc = NULL, *fn = NULL;
+    int *ids = NULL, n = 0;
+    if (s)
+        goto status;
+    if (!(fc = PySequence_Fast(constants, "constants must be a sequence")) ||
+        !(fn = PySequence_Fast(nodes, "nodes must be a sequence")))
+        goto error;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fc); i++) {
+        CvTensor t;
+        if ((s = cv_tensor_from_pyobject(st, PySequence_Fast_GET_ITEM(fc, i), &t)) ||
+            (s = cv_program_add_constant(p, &t)))
+            goto status;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fn); i++) {
+        PyObject *opname, *inputs, *ints, *floats, *string, *obj;
+        int num_out;
+        long long op_seed;
+        CvOpAttrs attrs;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fn, i), "UOOOOOiL:program node", &opname,
+                              &inputs, &ints, &floats, &string, &obj, &num_out, &op_seed))
+            goto error;
+        const CvOp *op = op_arg(opname);
+        if (!op || int_list(inputs, &ids, &n) < 0 ||
+            attrs_from_python(ints, floats, string, obj, &attrs) < 0)
+            goto error;
+        s = cv_program_add_node(p, op, &attrs, ids, n, num_out, op_seed);
+        PyMem_Free(ids);
+        ids = NULL;
+        if (s)
+            goto status;
+    }
+    if (int_list(results, &ids, &n) < 0)
+        goto error;
+    if ((s = cv_program_finish(p, ids, n)))
+        goto status;
+    PyMem_Free(ids);
+    Py_DECREF(fc);
+    Py_DECREF(fn);
+    PyObject *capsule = PyCapsule_New(p, PROGRAM_CAPSULE, program_capsule_free);
+    if (!capsule)
+        cv_program_unref(p);
+    return capsule;
+status:
+    cv_raise_status(st, s);
+error:
+    PyMem_Free(ids);
+    Py_XDECREF(fc);
+    Py_XDECREF(fn);
+    cv_program_unref(p);
+    return NULL;
+}
+
+CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_convert,
+                              PyObject *name, int with_id, CvFunction *out)
+{
+    if (PyCapsule_IsValid(fn, PROGRAM_CAPSULE)) {
+        *out = cv_program_function(PyCapsule_GetPointer(fn, PROGRAM_CAPSULE));
+        return CV_STATUS_OK;
+    }
+    return cv_function_from_python(module, fn, out_convert, name, with_id, out);
+}
+
+/* run_program(program, components, epoch, index): one element through a
+ * compiled program, on this thread (tests and eager checks). */
+static PyObject *ops_run_program(PyObject *module, PyObject *args)
+{
+    PyObject *capsule, *components;
+    unsigned long long epoch, index;
+    if (!PyArg_ParseTuple(args, "OOKK:run_program", &capsule, &components, &epoch, &index))
+        return NULL;
+    CvProgram *p = PyCapsule_GetPointer(capsule, PROGRAM_CAPSULE);
+    if (!p)
+        return NULL;
+    CvModuleState *st = cv_get_state(module);
+    CvElement in = {0}, out = {0};
+    CvElementId id = {epoch, index};
+    PyObject *result = NULL;
+    CvStatus s = cv_element_from_sequence(st, components, &in);
+    if (!s) {
+        Py_BEGIN_ALLOW_THREADS
+        s = cv_program_run(p, &in, &id, &out);
+        Py_END_ALLOW_THREADS
+    }
+    if (s)
+        cv_raise_status(st, s);
+    else
+        result = cv_element_to_tuple(st, &out);
+    cv_element_clear(&in);
+    cv_element_clear(&out);
+    return result;
+}
+
+PyMethodDef cv_op_functions[] = {
+    {"run_op", ops_run_op, METH_VARARGS,
+     "run_op(name, inputs, ints, floats, string, obj, num_outputs, rng) -> tuple of arrays"},
+    {"program", ops_program, METH_VARARGS,
+     "program(name, num_args, constants, nodes, results, seed0, seed1) -> Program capsule"},
+    {"run_program", ops_run_program, METH_VARARGS,
+     "run_program(program, components, epoch, index) -> tuple of arrays"},
+    {NULL, NULL, 0, NULL},
+};
