@@ -24,6 +24,8 @@ static CvMemory *registry;
 
 static CvMemory default_memory = {.refcount = 1};
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+/* &default_memory once its limit is known: the charge path's fast check. */
+static CvMemory *_Atomic default_ready;
 
 static void registry_add(CvMemory *m)
 {
@@ -41,6 +43,7 @@ static void default_init(void)
     int64_t limit = (int64_t)((double)cv_memory_process_limit() * CV_MEMORY_DEFAULT_FRACTION);
     default_memory.limit = limit > 0 ? limit : INT64_MAX;
     registry_add(&default_memory);
+    atomic_store_explicit(&default_ready, &default_memory, memory_order_release);
 }
 
 CvMemory *cv_memory_default(void)
@@ -51,7 +54,10 @@ CvMemory *cv_memory_default(void)
 
 static inline CvMemory *resolve(const CvMemory *m)
 {
-    return m ? (CvMemory *)m : cv_memory_default();
+    if (m)
+        return (CvMemory *)m;
+    CvMemory *ready = atomic_load_explicit(&default_ready, memory_order_acquire);
+    return ready ? ready : cv_memory_default();
 }
 
 CvMemory *cv_memory_new(int64_t limit)
@@ -170,12 +176,17 @@ size_t cv_element_bytes(const CvElement *e)
     size_t bytes = 0;
     for (uint32_t i = 0; i < e->n; i++) {
         const CvTensor *t = &e->t[i];
-        bytes += cv_tensor_nbytes(t);
-        if (t->dtype == CV_STRING) {
-            const CvStringRef *refs = (const CvStringRef *)t->data;
-            for (int64_t k = 0, n = cv_tensor_num_elements(t); k < n; k++)
-                bytes += refs[k].length;
+        size_t n = 1;
+        for (int d = 0; d < t->rank; d++)
+            n *= (size_t)t->shape[d];
+        if (t->dtype != CV_STRING) {
+            bytes += n * cv_dtype_size(t->dtype);
+            continue;
         }
+        const CvStringRef *refs = (const CvStringRef *)t->data;
+        bytes += n * sizeof(CvStringRef);
+        for (size_t k = 0; k < n; k++)
+            bytes += refs[k].length;
     }
     return bytes;
 }
