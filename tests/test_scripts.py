@@ -25,3 +25,10 @@ def test_benchmark_runner_quick():
     result = run(["benchmarks/run.py", "--quick", "--no-tf", "--rounds", "1"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "conveyor output checks: all ok" in result.stdout
+
+
+def test_memory_benchmark_small():
+    result = run(["benchmarks/memory.py", "--no-tf", "--n", "200"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "shuffle(200)" in result.stdout and "conveyor" in result.stdout
+    assert "failed" not in result.stdout
