@@ -175,6 +175,28 @@ def test_strings_count_their_bytes():
     assert usage(ds)[0] == 0
 
 
+def test_a_fork_child_starts_from_zero(run_python):
+    proc = run_python("""
+        import os, time
+        import numpy as np
+        import conveyor as tf
+        from conveyor import _engine
+        it = iter(tf.data.Dataset.range(100).map(lambda x: np.zeros(1000, np.uint8)).prefetch(10))
+        next(it)
+        time.sleep(0.2)
+        assert _engine.memory_in_use() > 0
+        pid = os.fork()
+        if pid == 0:
+            ok = _engine.memory_in_use() == 0 and sum(1 for _ in tf.data.Dataset.range(5).shuffle(5)) == 5
+            os._exit(0 if ok and _engine.memory_in_use() == 0 else 1)
+        _, status = os.waitpid(pid, 0)
+        it.close()
+        print(os.waitstatus_to_exitcode(status), _engine.memory_in_use())
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "0"]
+
+
 def test_one_budget_per_with_options_call():
     a = with_budget(Dataset.range(3), 10**6)
     assert a._ram_budget() is with_budget(a, None)._ram_budget()  # unset: the inner one
@@ -239,7 +261,7 @@ def test_cpu_budget_sets_autotune_parallelism(run_python):
             it.close()
             return n
         options = tf.data.Options()
-        options.autotune.cpu_budget = 3
+        options.autotune.cpu_budget = 5
         ds = tf.data.Dataset.range(100).map(lambda x: x, num_parallel_calls=tf.data.AUTOTUNE)
         print(threads_started(ds.with_options(options)), threads_started(ds))
         options.threading.private_threadpool_size = 2  # the cap still applies
@@ -247,7 +269,7 @@ def test_cpu_budget_sets_autotune_parallelism(run_python):
     """)
     assert proc.returncode == 0, proc.stderr
     budgeted, default, capped = proc.stdout.split()
-    assert int(budgeted) == 3
+    assert int(budgeted) == 5
     assert int(default) == _engine.cpu_count() + 1
     assert int(capped) == 2
 

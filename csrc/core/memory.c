@@ -202,6 +202,14 @@ int64_t cv_memory_in_use(void)
     return total;
 }
 
+void cv_memory_after_fork(void)
+{
+    /* A parent thread may have held the lock at fork(): it is not ours. */
+    pthread_mutex_init(&registry_mu, NULL);
+    for (CvMemory *m = registry; m; m = m->next)
+        atomic_store_explicit(&m->used, 0, memory_order_relaxed);
+}
+
 int64_t cv_memory_process_limit(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

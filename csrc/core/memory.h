@@ -79,6 +79,11 @@ size_t cv_element_bytes(const CvElement *e);
 /* Bytes charged to all live budgets of the process (tests, statistics). */
 int64_t cv_memory_in_use(void);
 
+/* In a fork() child: every count restarts at zero (the parent's iterators
+ * are never destroyed in the child, so their charges would never be
+ * released). */
+void cv_memory_after_fork(void);
+
 /* Bytes this process may use: min(physical RAM, cgroup memory limit,
  * RLIMIT_AS when set). Read afresh on each call. */
 int64_t cv_memory_process_limit(void);

@@ -1,5 +1,6 @@
 #include "core/thread.h"
 #include "core/cgroup.h"
+#include "core/memory.h"
 #include "core/tensor.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@ static void after_fork_child(void)
 {
     atomic_fetch_add(&fork_generation, 1);
     cv_buffer_pool_after_fork();
+    cv_memory_after_fork();
     void (*hook)(void) = atomic_load(&fork_child_hook);
     if (hook)
         hook();
