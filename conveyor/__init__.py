@@ -18,12 +18,19 @@ from conveyor.tensor_spec import TensorShape, TensorSpec
 from conveyor import data
 from conveyor import io
 from conveyor import image
-from conveyor._math import cast, reshape
-from conveyor._tracing import Tensor
+from conveyor import math
+from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, greater_equal,  # noqa: A004
+                            less, less_equal, logical_and, logical_not, logical_or, maximum,
+                            minimum, multiply, negative, not_equal, one_hot, pow, reshape, round,
+                            sqrt, square, subtract, truediv)
+from conveyor._tracing import Tensor, numpy_function, py_function
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "io", "image", "cast", "reshape", "Tensor", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
+__all__ = ["data", "io", "image", "math", "cast", "reshape", "one_hot", "abs", "add", "divide", "equal", "exp", "floor",
+           "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
+           "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
+           "round", "sqrt", "square", "subtract", "truediv", "Tensor", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "half", "float32", "float64", "double", "string"]
 

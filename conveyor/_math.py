@@ -15,7 +15,7 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["cast", "reshape", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
+__all__ = ["cast", "reshape", "one_hot", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
            "floormod", "pow", "maximum", "minimum", "less", "less_equal", "greater",
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
            "logical_not", "negative", "abs", "sqrt", "exp", "log", "floor", "ceil", "round",
@@ -59,3 +59,208 @@ def reshape(tensor, shape, name=None):
             raise op_error(ValueError, f"Cannot reshape a tensor with {total} elements to shape "
                                        f"{dims} ({int(np.prod(dims, dtype=np.int64))} elements)")
     return apply("Reshape", [x], [(tuple(out), dtype_of(x))], ints=dims)
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """A one-hot tensor (``tf.one_hot``): `depth` is inserted at `axis` (default
+    last); positions equal to the index get `on_value` (default 1), the rest
+    `off_value` (default 0); indices outside [0, depth) give all-off rows."""
+    x = convert(indices, name="indices")
+    if dtype_of(x) not in (_dtypes.uint8, _dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"one_hot: indices must be uint8, int32 or int64, got "
+                                  f"{dtype_of(x).name}")
+    if dtype is None:
+        given = next((v for v in (on_value, off_value) if v is not None), None)
+        dtype = _dtypes.float32 if given is None else dtype_of(convert(given))
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype == _dtypes.string:
+        raise op_error(TypeError, "one_hot: string outputs are not supported")
+    on = 1 if on_value is None else on_value
+    off = 0 if off_value is None else off_value
+    for v in (on, off):
+        if isinstance(v, Tensor) or np.ndim(v) != 0:
+            raise op_error(TypeError, "one_hot: on_value and off_value must be static scalars")
+    shape = static_shape(x)
+    rank = None if shape is None else len(shape)
+    axis = -1 if axis is None else int(axis)
+    if rank is None:
+        raise op_error(ValueError, "one_hot: indices need a known rank")
+    if axis < -1 or axis > rank:
+        raise op_error(ValueError, f"Expected axis to be -1 or between [0, {rank}).  But "
+                                   f"received: {axis}")
+    axis = rank if axis == -1 else axis
+    depth = int(depth)
+    out = list(shape)
+    out.insert(axis, depth)
+    iv = [int(np.asarray(on).astype(np.float64)) if dtype.is_floating else int(on),
+          int(np.asarray(off).astype(np.float64)) if dtype.is_floating else int(off)]
+    return apply("OneHot", [x], [(tuple(out), dtype)],
+                 ints=[dtype._code, depth, axis, iv[0], iv[1]], floats=[float(on), float(off)])
+
+
+# -- elementwise ops (csrc/ops/elementwise.c) ---------------------------------
+
+_KINDS = {name: i for i, name in enumerate([
+    "add", "subtract", "multiply", "realdiv", "floordiv", "floormod", "pow", "maximum",
+    "minimum", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+    "logical_and", "logical_or", "logical_xor",
+    "negative", "abs", "logical_not", "sqrt", "exp", "log", "floor", "ceil", "round", "square"])}
+_COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+_LOGICAL = {"logical_and", "logical_or", "logical_xor", "logical_not"}
+_FLOAT_ONLY = {"realdiv", "sqrt", "exp", "log", "floor", "ceil"}
+_PYTHON_VALUES = (bool, int, float, list, tuple)
+
+
+def _hinted(value, dtype, fname):
+    """A Python number (or list) as `dtype` when it fits, as TensorFlow's
+    convert_to_tensor(value, dtype_hint=dtype) does; otherwise its own dtype."""
+    if dtype.is_bool or not isinstance(value, _PYTHON_VALUES):
+        return convert(value, name=fname)
+    arr = np.asarray(value)
+    if arr.dtype.kind == "b" or (arr.dtype.kind == "f" and not dtype.is_floating):
+        return convert(value, name=fname)
+    if arr.dtype.kind in "iu" and dtype.is_integer and arr.size:
+        if arr.min() < dtype.min or arr.max() > dtype.max:
+            raise op_error(TypeError, f"{fname}: cannot convert {value!r} to {dtype.name}: out "
+                                      f"of range")
+    return convert(value, dtype, name=fname)
+
+
+def _broadcast_shape(a, b, fname):
+    if a is None or b is None:
+        return None
+    out = []
+    for i in range(builtins.max(len(a), len(b))):
+        x = a[len(a) - 1 - i] if i < len(a) else 1
+        y = b[len(b) - 1 - i] if i < len(b) else 1
+        if x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x is None or y is None:
+            out.append(x if y is None else y)
+        elif x != y:
+            raise op_error(ValueError, f"{fname}: Dimensions must be equal, but are {x} and {y} "
+                                       f"for shapes {list(a)} and {list(b)}")
+        else:
+            out.append(x)
+    return tuple(reversed(out))
+
+
+def _float_for(dtype):
+    """truediv's computation type for an integer dtype (TensorFlow's table)."""
+    return _dtypes.float32 if dtype.size <= 2 else _dtypes.float64
+
+
+def _binary(fname, x, y, operator=False):
+    """x `fname` y. Called for a Python operator (``operator``) on a traced
+    tensor, operands TensorFlow would refuse (mixed dtypes, strings) make
+    the function run in Python with NumPy's rules instead of failing: such
+    code was written for NumPy."""
+    def refuse(exc_type, message):
+        traced = next((v for v in (x, y) if isinstance(v, Tensor)), None)
+        if operator and traced is not None:
+            return traced._trace.fail(f"{message} (NumPy's rules apply in Python)")
+        return op_error(exc_type, message)
+    try:
+        if isinstance(y, Tensor) and not isinstance(x, Tensor) and isinstance(x, _PYTHON_VALUES):
+            y = convert(y, name="y")
+            x = _hinted(x, dtype_of(y), fname)
+        else:
+            x = convert(x, name="x")
+            y = _hinted(y, dtype_of(x), fname)
+    except TypeError as e:
+        raise refuse(TypeError, str(e)) from None
+    dx, dy = dtype_of(x), dtype_of(y)
+    if dx != dy:
+        raise refuse(TypeError, f"{fname}: x and y must have the same dtype, got {dx.name} "
+                                f"and {dy.name}")
+    if dx == _dtypes.string:
+        raise refuse(TypeError, f"{fname} is not defined for string tensors")
+    if (fname in _LOGICAL) != dx.is_bool and fname not in ("equal", "not_equal"):
+        raise refuse(TypeError, f"{fname} is not defined for {dx.name} tensors")
+    shape = _broadcast_shape(static_shape(x), static_shape(y), fname)
+    if fname == "truediv":
+        if dx.is_integer:
+            x, y, dx = cast(x, _float_for(dx)), cast(y, _float_for(dx)), _float_for(dx)
+        fname = "realdiv"
+    if fname in _FLOAT_ONLY and not dx.is_floating:
+        raise op_error(TypeError, f"{fname} is not defined for {dx.name} tensors")
+    half = dx == _dtypes.float16
+    if half:  # computed in float32 and rounded back, as TensorFlow (Eigen) does
+        x, y = cast(x, _dtypes.float32), cast(y, _dtypes.float32)
+    out_dtype = _dtypes.bool if fname in _COMPARISONS else (_dtypes.float32 if half else dx)
+    result = apply("Elementwise", [x, y], [(shape, out_dtype)], ints=[_KINDS[fname]])
+    if half and fname not in _COMPARISONS:
+        result = cast(result, _dtypes.float16)
+    return result
+
+
+def _unary(fname, x):
+    x = convert(x, name="x")
+    dx = dtype_of(x)
+    if dx == _dtypes.string or (fname in _LOGICAL) != dx.is_bool:
+        raise op_error(TypeError, f"{fname} is not defined for {dx.name} tensors")
+    if fname in _FLOAT_ONLY and not dx.is_floating:
+        raise op_error(TypeError, f"{fname} is not defined for {dx.name} tensors")
+    half = dx == _dtypes.float16
+    if half:
+        x = cast(x, _dtypes.float32)
+    result = apply("Elementwise", [x], [(static_shape(x), dtype_of(x))], ints=[_KINDS[fname]])
+    return cast(result, _dtypes.float16) if half else result
+
+
+def _make_binary(fname, doc):
+    def op(x, y, name=None):
+        return _binary(fname, x, y)
+    op.__name__ = op.__qualname__ = fname
+    op.__doc__ = doc
+    return op
+
+
+def _make_unary(fname, doc):
+    def op(x, name=None):
+        return _unary(fname, x)
+    op.__name__ = op.__qualname__ = fname
+    op.__doc__ = doc
+    return op
+
+
+add = _make_binary("add", "x + y elementwise, broadcasting (``tf.math.add``).")
+subtract = _make_binary("subtract", "x - y elementwise (``tf.math.subtract``).")
+multiply = _make_binary("multiply", "x * y elementwise (``tf.math.multiply``).")
+truediv = _make_binary("truediv", "x / y in floating point (``tf.math.truediv``): integers are "
+                                  "divided as float32 (8/16-bit) or float64.")
+divide = truediv
+floordiv = _make_binary("floordiv", "x // y rounded toward negative infinity "
+                                    "(``tf.math.floordiv``); integer division by zero is an "
+                                    "InvalidArgumentError.")
+floormod = _make_binary("floormod", "x % y with the sign of y (``tf.math.floormod``).")
+pow = _make_binary("pow", "x ** y (``tf.math.pow``); negative integer powers of integers are "  # noqa: A001
+                          "an InvalidArgumentError.")
+maximum = _make_binary("maximum", "The larger of x and y (``tf.math.maximum``); NaN if either is.")
+minimum = _make_binary("minimum", "The smaller of x and y (``tf.math.minimum``); NaN if either is.")
+less = _make_binary("less", "x < y elementwise, as bool (``tf.math.less``).")
+less_equal = _make_binary("less_equal", "x <= y elementwise, as bool.")
+greater = _make_binary("greater", "x > y elementwise, as bool.")
+greater_equal = _make_binary("greater_equal", "x >= y elementwise, as bool.")
+equal = _make_binary("equal", "x == y elementwise, as bool (``tf.math.equal``).")
+not_equal = _make_binary("not_equal", "x != y elementwise, as bool.")
+logical_and = _make_binary("logical_and", "x AND y for bool tensors.")
+logical_or = _make_binary("logical_or", "x OR y for bool tensors.")
+logical_xor = _make_binary("logical_xor", "x XOR y for bool tensors.")
+negative = _make_unary("negative", "-x elementwise (integers wrap).")
+abs = _make_unary("abs", "|x| elementwise (``tf.math.abs``).")  # noqa: A001
+logical_not = _make_unary("logical_not", "NOT x for bool tensors.")
+sqrt = _make_unary("sqrt", "Square root of a float tensor.")
+exp = _make_unary("exp", "e ** x for a float tensor.")
+log = _make_unary("log", "Natural logarithm of a float tensor.")
+floor = _make_unary("floor", "Largest integer not greater than x (float tensors).")
+ceil = _make_unary("ceil", "Smallest integer not less than x (float tensors).")
+round = _make_unary("round", "x rounded half to even (``tf.math.round``).")  # noqa: A001
+square = _make_unary("square", "x * x elementwise.")
+
+
+def _getitem(x, key):
+    """Indexing a traced tensor: not compiled yet, so the function runs in Python."""
+    raise x._trace.fail("indexing a traced tensor (x[...]) is not supported natively yet")

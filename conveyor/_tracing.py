@@ -37,6 +37,12 @@ _MAXINT31 = 2 ** 31 - 1
 class UntraceableError(Exception):
     """The traced function did something that only Python can run."""
 
+    quiet = False  # a deliberate choice of Python (no warning)
+
+
+class _PlainPython(UntraceableError):
+    quiet = True
+
 
 _local = threading.local()  # .trace: the _Trace being recorded; .scope: an _ElementScope
 
@@ -108,8 +114,10 @@ class Tensor:
     def _binary(name, reflected=False):  # noqa: N805 - helper run at class creation
         def method(self, other):
             from conveyor import _math
-            fn = getattr(_math, name)
-            return fn(other, self) if reflected else fn(self, other)
+            if other is None and name in ("equal", "not_equal"):
+                return name == "not_equal"
+            x, y = (other, self) if reflected else (self, other)
+            return _math._binary(name, x, y, operator=True)
         method.__name__ = name
         return method
 
@@ -155,11 +163,12 @@ class _Trace:
         self.constants = []   # arrays
         self.nodes = []       # [op, input keys, ints, floats, string, obj, num_outputs, op_seed]
         self.failure = None   # the first reason the trace cannot run natively
+        self.quiet = False    # ... when it is a deliberate one (numpy_function)
 
-    def fail(self, reason):
+    def fail(self, reason, quiet=False):
         if self.failure is None:
-            self.failure = reason
-        return UntraceableError(reason)
+            self.failure, self.quiet = reason, quiet
+        return (_PlainPython if quiet else UntraceableError)(reason)
 
     def placeholder(self, spec, label):
         key = ("arg", self.num_args)
@@ -291,6 +300,8 @@ def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random
     result (shape entries None when unknown). Returns one value or a list.
     """
     trace = next((x._trace for x in inputs if isinstance(x, Tensor)), None)
+    if trace is None and random:
+        trace = _current("trace")  # a random op without inputs still draws per element
     if trace is not None:
         scope_seed = trace.base_seed
         key = _op_seed(op_seed, scope_seed) if random else 0
@@ -327,12 +338,17 @@ def trace(fn, flat_specs, pack, name):
         if getattr(e, "_conveyor_op_error", False):
             raise  # an op's argument or type error: the pipeline is wrong, say so now
         if tr.failure is not None:
-            raise UntraceableError(tr.failure) from e
+            raise (_PlainPython if tr.quiet else UntraceableError)(tr.failure) from e
         raise UntraceableError(f"{type(e).__name__}: {e}") from e
     finally:
         _local.trace = saved
     if tr.failure is not None:
-        raise UntraceableError(tr.failure)
+        raise (_PlainPython if tr.quiet else UntraceableError)(tr.failure)
+    if not tr.nodes:
+        # No conveyor op ran: the function only rearranges its inputs or works
+        # through side effects (a counter, a sleep, I/O), which must happen per
+        # element, so it stays plain Python.
+        raise _PlainPython("it calls no conveyor op")
     from conveyor import nest
     if type(result) is list:
         result = tuple(result)
@@ -354,3 +370,60 @@ def trace(fn, flat_specs, pack, name):
             values.append(arr)
     program = tr.compile(values)
     return program, result, specs, tr.base_seed
+
+
+# -- debug mode and warnings ----------------------------------------------------
+
+_debug = [False]
+
+
+def debug_mode():
+    return _debug[0]
+
+
+def set_debug_mode(enabled):
+    _debug[0] = bool(enabled)
+
+
+class TracingWarning(UserWarning):
+    """A map function could not be compiled and runs in Python, under the GIL."""
+
+
+_warned = set()  # code objects (or callables) already warned about
+
+
+def warn_untraceable(fn, stage, reason):
+    """Warn once per function that it runs in Python, saying why."""
+    key = getattr(fn, "__code__", None) or id(fn)
+    if key in _warned:
+        return
+    _warned.add(key)
+    import warnings
+    warnings.warn(f"{stage} runs in Python per element (under the GIL, so parallel calls do "
+                  f"not scale): {reason}. Use conveyor ops (conveyor.image, conveyor.io, "
+                  f"conveyor.cast, + - * /) on its arguments to run it natively.",
+                  TracingWarning, stacklevel=4)
+
+
+def numpy_function(func, inp, Tout, stateful=True, name=None):
+    """Call a Python function on NumPy arrays (``tf.numpy_function``).
+
+    Outside a map it calls ``func(*inp)`` at once. Inside a map function it
+    marks the function as Python: the map then calls it per element with
+    NumPy arrays under the GIL (no warning: the choice is deliberate), as
+    ``tf.numpy_function`` runs its function in Python inside a graph. Results
+    are converted to `Tout` (a dtype or a list of dtypes).
+    """
+    trace = _current("trace") or next((x._trace for x in inp if isinstance(x, Tensor)), None)
+    if trace is not None:
+        raise trace.fail(f"it calls {getattr(func, '__name__', 'a function')} through "
+                         f"numpy_function", quiet=True)
+    result = func(*[x if isinstance(x, np.ndarray) else to_array(x) for x in inp])
+    if isinstance(Tout, (list, tuple)):
+        if not isinstance(result, (list, tuple)) or len(result) != len(Tout):
+            raise ValueError(f"numpy_function: expected {len(Tout)} results, got {result!r:.80}")
+        return [to_array(r, t) for r, t in zip(result, Tout)]
+    return to_array(result, Tout)
+
+
+py_function = numpy_function

@@ -98,7 +98,9 @@ def test_close_from_another_thread_wakes_a_blocked_next():
         release.wait(5)
         return x
 
-    it = iter(Dataset.range(3).map(block, num_parallel_calls=1).prefetch(1))
+    # numpy_function: the blocking call must run per element, not once when traced.
+    it = iter(Dataset.range(3).map(lambda x: cv.numpy_function(block, [x], cv.int64),
+                                   num_parallel_calls=1).prefetch(1))
     errors = []
 
     def consume():
@@ -154,7 +156,8 @@ def test_concurrent_next_from_two_threads_is_an_error_not_a_crash():
         gate.wait(2)
         return x
 
-    it = iter(Dataset.range(4).map(slow, num_parallel_calls=1).prefetch(1))
+    it = iter(Dataset.range(4).map(lambda x: cv.numpy_function(slow, [x], cv.int64),
+                                   num_parallel_calls=1).prefetch(1))
     first = threading.Thread(target=lambda: next(it))
     first.start()
     time.sleep(0.2)
@@ -174,9 +177,9 @@ def _spawn(code):
 def test_ctrl_c_interrupts_next_promptly(where):
     pipelines = {
         # next() waits for a worker that is inside a slow Python function.
-        "map_worker": "Dataset.range(5).map(lambda x: (time.sleep(30), x)[1], num_parallel_calls=1)",
+        "map_worker": "Dataset.range(5).map(lambda x: cv.numpy_function(lambda v: (time.sleep(30), v)[1], [x], cv.int64), num_parallel_calls=1)",
         # next() waits on a prefetch buffer fed by a slow map.
-        "prefetch": "Dataset.range(5).map(lambda x: (time.sleep(30), x)[1]).prefetch(2)",
+        "prefetch": "Dataset.range(5).map(lambda x: cv.numpy_function(lambda v: (time.sleep(30), v)[1], [x], cv.int64)).prefetch(2)",
         # The consumer runs the Python itself (no worker): plain Python signal handling.
         "generator_sleep": ("Dataset.from_generator(lambda: (time.sleep(30) or i for i in range(3)),"
                             " output_signature=cv.TensorSpec([], cv.int64))"),
@@ -215,7 +218,7 @@ def test_ctrl_c_interrupts_next_promptly(where):
 def test_iterator_usable_after_keyboard_interrupt():
     child = _spawn("""
         import time, conveyor as cv
-        it = iter(cv.data.Dataset.range(3).map(lambda x: (time.sleep(0.6), x * 2)[1],
+        it = iter(cv.data.Dataset.range(3).map(lambda x: (time.sleep(0.6), int(x) * 2)[1],
                                                 num_parallel_calls=1))
         print("ready", flush=True)
         try:
@@ -246,7 +249,7 @@ def test_interpreter_exit_with_live_iterators(run_python):
         keep = []
         # Busy workers, full buffers, a worker inside a long Python call, a generator.
         keep.append(iter(Dataset.range(10**6).map(lambda x: x * 2, num_parallel_calls=2).prefetch(8)))
-        keep.append(iter(Dataset.range(100).map(lambda x: (time.sleep(20), x)[1], num_parallel_calls=2)))
+        keep.append(iter(Dataset.range(100).map(lambda x: cv.numpy_function(lambda v: (time.sleep(20), v)[1], [x], cv.int64), num_parallel_calls=2)))
         keep.append(iter(Dataset.from_generator(lambda: iter(range(10**6)),
                                                 output_signature=cv.TensorSpec([], cv.int64)).prefetch(4)))
         keep.append(iter(Dataset.from_tensor_slices(np.zeros((1000, 64), np.float32)).batch(10).prefetch(3)))
@@ -387,7 +390,7 @@ def test_fork_during_a_python_call_does_not_slow_the_child_exit(run_python):
     result = run_python("""
         import os, time, warnings, conveyor as cv
         warnings.simplefilter("ignore", DeprecationWarning)
-        it = iter(cv.data.Dataset.range(100).map(lambda x: (time.sleep(1.0), x)[1],
+        it = iter(cv.data.Dataset.range(100).map(lambda x: cv.numpy_function(lambda v: (time.sleep(1.0), v)[1], [x], cv.int64),
                                                  num_parallel_calls=2))
         next(it)
         time.sleep(0.3)  # workers are inside the function now

@@ -14,6 +14,7 @@ import numpy as np
 from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
+from conveyor import _tracing
 from conveyor import nest
 from conveyor import random as _random
 from conveyor._convert import spec_of, to_array
@@ -695,27 +696,78 @@ class _BatchDataset(Dataset):
 
 
 class _MapFunction:
-    """The engine's view of a user map function: called as fn(*components); the
-    result is turned into a flat list of arrays by `convert`, which also records
-    the output structure from the first call and checks later ones against it."""
+    """The engine's view of a user map function.
 
-    def __init__(self, map_func, input_dataset):
+    It is traced once on symbolic placeholders (conveyor/_tracing.py): when
+    every output comes from conveyor ops, the engine gets a compiled native
+    program (mode "native": no GIL, exact output spec). Otherwise (mode
+    "python") the engine calls it per element as fn(epoch, index, *components)
+    under the GIL; `convert` turns each result into a flat list of arrays,
+    recording the output structure from the first call and checking later
+    ones against it.
+    """
+
+    def __init__(self, map_func, input_dataset, stage="Dataset.map"):
         self.map_func = map_func
         self.input_dataset = input_dataset
-        self.spec = None  # nested TensorSpec, from the first result
+        self.stage = stage
+        self.spec = None  # nested TensorSpec: from the trace, or from the first Python result
         self.flat_specs = None
+        self.mode = None      # "native" or "python", once resolved
+        self.reason = None    # why a function runs in Python
+        self.program = None
+        self.base_seed = None
         self._lock = threading.Lock()
+        if input_dataset._known_spec() is not None:
+            self.resolve()  # trace now, so type errors show where the pipeline is built
 
-    def callable_for_engine(self):
-        spec = self.input_dataset._known_spec()
-        if spec is not None and _structure_kind(spec)[0] in (0, 1):
-            return self.map_func  # components are the positional arguments already
-        map_func, input_dataset = self.map_func, self.input_dataset
+    @property
+    def name(self):
+        return f"{self.stage}({getattr(self.map_func, '__name__', type(self.map_func).__name__)})"
 
-        def call(*flat):
-            element = nest.pack_sequence_as(input_dataset.element_spec, flat)
-            return map_func(*element) if type(element) is tuple else map_func(element)
-        return call
+    def _pack(self, spec):
+        if _structure_kind(spec)[0] in (0, 1):
+            return lambda flat: flat  # components are the positional arguments already
+        return lambda flat: ((lambda e: e if type(e) is tuple else (e,))(
+            nest.pack_sequence_as(spec, flat)))
+
+    def resolve(self):
+        """Trace the function (once): decide native or Python mode."""
+        if self.mode is not None:
+            return
+        spec = self.input_dataset.element_spec
+        if _tracing.debug_mode():
+            self.mode, self.reason = "python", "debug mode is on"
+            self.base_seed = _tracing.new_base_seed()
+            return
+        try:
+            program, result, specs, seed = _tracing.trace(
+                self.map_func, nest.flatten(spec), self._pack(spec), self.name)
+        except _tracing.UntraceableError as e:
+            self.mode, self.reason = "python", str(e)
+            self.base_seed = _tracing.new_base_seed()
+            if not e.quiet:
+                _tracing.warn_untraceable(self.map_func, self.name, self.reason)
+            return
+        self.program, self.base_seed = program, seed
+        self.flat_specs = specs
+        self.spec = nest.pack_sequence_as(result, specs)
+        self.mode = "native"
+
+    def function_for_engine(self):
+        """(fn, with_id): the compiled program, or a Python callable taking
+        (epoch, index, *components) whose random ops draw what the traced
+        program would."""
+        self.resolve()
+        if self.mode == "native":
+            return self.program, False
+        map_func, pack = self.map_func, self._pack(self.input_dataset.element_spec)
+        base_seed = self.base_seed
+
+        def call(epoch, index, *flat):
+            with _tracing.element_scope(base_seed, epoch, index):
+                return map_func(*pack(flat))
+        return call, True
 
     def convert(self, result):
         if type(result) is list:
@@ -756,14 +808,16 @@ class _MapDataset(Dataset):
 
     def _build(self, ctx, engine_inputs):
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
-        return _engine.map(engine_inputs[0], self._function.callable_for_engine(),
-                           self._function.convert, ctx.parallelism(self._parallelism),
-                           deterministic, "Dataset.map", False, ctx.memory)
+        fn, with_id = self._function.function_for_engine()
+        parallelism = 0 if _tracing.debug_mode() else ctx.parallelism(self._parallelism)
+        return _engine.map(engine_inputs[0], fn, self._function.convert, parallelism,
+                           deterministic, self._function.name, with_id, ctx.memory)
 
     def _known_spec(self):
         return self._function.spec
 
     def _derive_spec(self):
+        self._function.resolve()
         if self._function.spec is None:
             # The function is Python: its output structure is known once it has run.
             # Run it on the first input element (as tracing would run it once).
@@ -778,9 +832,13 @@ class _MapDataset(Dataset):
         return self._function.spec
 
     def __repr__(self):
-        # mode: how the function runs; "python" (per element, under the GIL) is the only
-        # mode until traced element programs land.
-        return (f"<MapDataset mode=python num_parallel_calls={self._parallelism or None} "
+        # mode: how the function runs: "native" (a compiled program, no GIL) or
+        # "python" (per element, under the GIL), with the reason.
+        f = self._function
+        mode = f.mode or "untraced"
+        if f.mode == "python":
+            mode += f" ({f.reason})"
+        return (f"<MapDataset mode={mode} num_parallel_calls={self._parallelism or None} "
                 f"element_spec={self._known_spec()!r}>")
 
 

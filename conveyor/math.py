@@ -1,0 +1,16 @@
+"""``conveyor.math``: the elementwise ops of ``tf.math`` an input pipeline uses.
+
+They run eagerly on NumPy arrays and are compiled into native programs inside
+``Dataset.map``; see ``conveyor._math`` for the dtype rules (TensorFlow's).
+"""
+from conveyor._math import (abs, add, ceil, divide, equal, exp, floor, floordiv,  # noqa: F401,A004
+                            floormod, greater, greater_equal, less, less_equal, log, logical_and,
+                            logical_not, logical_or, logical_xor, maximum, minimum, multiply,
+                            negative, not_equal, pow, round, sqrt, square, subtract, truediv)
+
+mod = floormod
+
+__all__ = ["abs", "add", "ceil", "divide", "equal", "exp", "floor", "floordiv", "floormod", "mod",
+           "greater", "greater_equal", "less", "less_equal", "log", "logical_and", "logical_not",
+           "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
+           "not_equal", "pow", "round", "sqrt", "square", "subtract", "truediv"]
