@@ -21,6 +21,9 @@ from conveyor import errors
 Dataset = tf.data.Dataset
 KB = 1000
 
+# The maps below build arrays with NumPy on purpose (per-element Python).
+pytestmark = pytest.mark.filterwarnings("ignore::conveyor._tracing.TracingWarning")
+
 
 def with_budget(ds, ram_budget):
     options = tf.data.Options()
@@ -262,7 +265,7 @@ def test_cpu_budget_sets_autotune_parallelism(run_python):
             return n
         options = tf.data.Options()
         options.autotune.cpu_budget = 5
-        ds = tf.data.Dataset.range(100).map(lambda x: x, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = tf.data.Dataset.range(10**7).map(lambda x: x, num_parallel_calls=tf.data.AUTOTUNE)
         print(threads_started(ds.with_options(options)), threads_started(ds))
         options.threading.private_threadpool_size = 2  # the cap still applies
         print(threads_started(ds.with_options(options)))
