@@ -16,7 +16,7 @@ def run(args, timeout=180):
 
 
 def test_demo_runs_and_matches_the_naive_loop():
-    result = run(["demo.py", "--no-tf", "--samples", "3000", "--epochs", "1", "--step-ms", "1"])
+    result = run(["demo.py", "--no-tf", "--images", "70", "--epochs", "1", "--step-ms", "1"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "equal to the naive loop's: yes" in result.stdout
 
@@ -25,3 +25,20 @@ def test_benchmark_runner_quick():
     result = run(["benchmarks/run.py", "--quick", "--no-tf", "--rounds", "1"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "conveyor output checks: all ok" in result.stdout
+
+
+def test_image_benchmark_tiny(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TMPDIR=str(tmp_path))
+    result = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks/images.py"), "--no-tf",
+                             "--files", "16", "--rounds", "1", "--limit-seconds", "0.2"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "decode limit" in result.stdout
+    assert "check: first batch equals eager decode+resize: ok" in result.stdout
+
+def test_memory_benchmark_small():
+    result = run(["benchmarks/memory.py", "--no-tf", "--n", "200"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "shuffle(200)" in result.stdout and "conveyor" in result.stdout
+    assert "failed" not in result.stdout

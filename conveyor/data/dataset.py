@@ -87,6 +87,21 @@ def _check_parallelism(value):
     return value
 
 
+_UNSET = object()
+
+
+def _check_budget(value, what):
+    """An options.autotune budget: None or 0 (the default) or a positive int."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"options.autotune.{what} must be an int, got {value!r} "
+                        f"({type(value).__name__}).")
+    if value < 0:
+        raise ValueError(f"options.autotune.{what} must be >= 0 (0: the default), got {value}.")
+    return int(value)
+
+
 def _spec_from_value(value):
     """Element spec of a Python value (convert_to_tensor rules)."""
     return nest.map_structure(lambda a: spec_of(a), value)
@@ -106,21 +121,32 @@ def _structure_kind(spec):
 class _BuildContext(tuple):
     """What engine datasets depend on beyond their arguments (from Options)."""
 
-    def __new__(cls, deterministic, max_threads, parallel_batch):
-        return super().__new__(cls, (deterministic, max_threads, parallel_batch))
+    def __new__(cls, deterministic, max_threads, parallel_batch, memory=None, cpu_budget=0):
+        return super().__new__(cls, (deterministic, max_threads, parallel_batch, memory,
+                                     cpu_budget))
 
     deterministic = property(operator.itemgetter(0))
     max_threads = property(operator.itemgetter(1))
     parallel_batch = property(operator.itemgetter(2))
+    # The engine RAM budget (a capsule) that buffering stages charge; None: the
+    # process-wide default. Hashed by identity: one per with_options() call.
+    memory = property(operator.itemgetter(3))
+    # options.autotune.cpu_budget; 0: the CPUs this process may use.
+    cpu_budget = property(operator.itemgetter(4))
+
+    def cpus(self):
+        """CPUs that AUTOTUNE decisions may assume."""
+        return self.cpu_budget or _engine.cpu_count()
 
     def parallelism(self, value):
         """num_parallel_calls -> worker count for the engine (0 = sequential).
 
         AUTOTUNE is one worker per CPU plus one: a worker pulls its own input
         element, so with one per CPU all can be busy processing while nobody
-        reads ahead (a slow source then stalls the stage)."""
+        reads ahead (a slow source then stalls the stage). With
+        options.autotune.cpu_budget it is exactly that budget."""
         if value == AUTOTUNE:
-            value = _engine.cpu_count() + 1
+            value = self.cpu_budget or _engine.cpu_count() + 1
         if self.max_threads and value > self.max_threads:
             value = self.max_threads
         return value
@@ -169,8 +195,21 @@ class Dataset:
         options = self.options()
         deterministic = True if options.deterministic is None else bool(options.deterministic)
         parallel_batch = options.experimental_optimization.parallel_batch
+        memory = self._ram_budget()
         return _BuildContext(deterministic, options.threading.private_threadpool_size or 0,
-                             parallel_batch is not False)
+                             parallel_batch is not False, None if memory is _UNSET else memory,
+                             _check_budget(options.autotune.cpu_budget, "cpu_budget"))
+
+    def _ram_budget(self):
+        """The engine RAM budget of the with_options() call that set
+        options.autotune.ram_budget last (as options() merges them), None for
+        the process default, or _UNSET when no call below this dataset sets it."""
+        budget = _UNSET
+        for i in self._inputs:
+            found = i._ram_budget()
+            if found is not _UNSET:
+                budget = found
+        return budget
 
     def _packing(self):
         return _structure_kind(self.element_spec)
@@ -887,6 +926,8 @@ class _UnaryDataset(Dataset):
         self._count = count
 
     def _build(self, ctx, engine_inputs):
+        if self._op == "prefetch":  # buffers: charges the pipeline's RAM budget
+            return _engine.prefetch(engine_inputs[0], self._count, ctx.memory)
         return getattr(_engine, self._op)(engine_inputs[0], self._count)
 
     def _derive_spec(self):
@@ -912,13 +953,25 @@ class _ShuffleDataset(_UnaryDataset):
 
     def _build(self, ctx, engine_inputs):
         # Built once per build context and cached: iterators share the seed generator.
-        return _engine.shuffle(engine_inputs[0], *self._args)
+        return _engine.shuffle(engine_inputs[0], *self._args, ctx.memory)
 
 
 class _OptionsDataset(_UnaryDataset):
     def __init__(self, input_dataset, options):
         Dataset.__init__(self, [input_dataset])
         self._options = options
+        # One engine RAM budget per with_options() call that sets one: every
+        # stage under it (and every iterator open over it) charges it.
+        ram_budget = options.autotune.ram_budget
+        if ram_budget is None:
+            self._memory = _UNSET
+        else:
+            ram_budget = _check_budget(ram_budget, "ram_budget")
+            self._memory = _engine.memory_budget(ram_budget) if ram_budget else None
+        _check_budget(options.autotune.cpu_budget, "cpu_budget")
+
+    def _ram_budget(self):
+        return super()._ram_budget() if self._memory is _UNSET else self._memory
 
     def _build(self, ctx, engine_inputs):
         return engine_inputs[0]
@@ -941,9 +994,9 @@ class _BatchDataset(Dataset):
         if not parallelism and ctx.parallel_batch:
             # tf.data's default parallel_batch optimization: the copying into
             # batches runs on worker threads, in order (results never change).
-            parallelism, deterministic = _engine.cpu_count(), True
+            parallelism, deterministic = ctx.cpus(), True
         return _engine.batch(engine_inputs[0], self._batch_size, self._drop_remainder,
-                             ctx.parallelism(parallelism), deterministic)
+                             ctx.parallelism(parallelism), deterministic, ctx.memory)
 
     def _batched(self, spec):
         dim = self._batch_size if self._drop_remainder else None
@@ -1079,7 +1132,7 @@ class _MapDataset(Dataset):
         fn, with_id = self._function.function_for_engine()
         parallelism = 0 if _tracing.debug_mode() else ctx.parallelism(self._parallelism)
         return _engine.map(engine_inputs[0], fn, self._function.convert, parallelism,
-                           deterministic, self._function.name, with_id)
+                           deterministic, self._function.name, with_id, ctx.memory)
 
     def _known_spec(self):
         return self._function.spec
@@ -1158,7 +1211,7 @@ class _InterleaveDataset(Dataset):
 
     def _resolved(self, ctx):
         """(cycle_length, workers) for this machine, with tf.data's AUTOTUNE rules."""
-        cpus = _engine.cpu_count()
+        cpus = ctx.cpus()
         cycle, parallelism = self._cycle_length, self._parallelism
         if not parallelism:
             return (cpus if cycle == AUTOTUNE else cycle), 0
@@ -1181,7 +1234,7 @@ class _InterleaveDataset(Dataset):
         cycle, workers = self._resolved(ctx)
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
         return _engine.interleave(engine_inputs[0], make_inner, cycle, self._block_length, workers,
-                                  deterministic, "Dataset.interleave")
+                                  deterministic, "Dataset.interleave", ctx.memory)
 
     def cardinality(self):
         return _Cardinality(UNKNOWN_CARDINALITY)

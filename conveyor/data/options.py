@@ -4,9 +4,13 @@
 What conveyor honours today: ``deterministic`` (the default for ``map`` and
 ``batch`` calls whose ``deterministic`` argument is None),
 ``threading.private_threadpool_size`` (caps every parallel stage's thread
-count when > 0) and ``experimental_optimization.parallel_batch`` (on by
-default, as in tf.data: ``batch`` copies on worker threads, in order). The other fields are accepted so that tf.data code runs
-unchanged, and are recorded for later use; see docs/differences.md.
+count when > 0), ``autotune.ram_budget`` (bytes the buffering stages of the
+pipeline may hold; 0/None: half of the memory the process may use),
+``autotune.cpu_budget`` (the worker count of ``num_parallel_calls=AUTOTUNE``)
+and ``experimental_optimization.parallel_batch`` (on by default, as in
+tf.data: ``batch`` copies on worker threads, in order). The other fields are
+accepted so that tf.data code runs unchanged, and are recorded for later
+use; see docs/differences.md and the Memory section of docs/guide.md.
 """
 
 __all__ = ["Options", "ThreadingOptions", "AutotuneOptions", "OptimizationOptions",
@@ -50,13 +54,20 @@ class _OptionsGroup:
 
 class ThreadingOptions(_OptionsGroup):
     """``private_threadpool_size``: max threads of any one stage (0/None: CPU count).
-    ``max_intra_op_parallelism``: accepted, no effect."""
+    ``max_intra_op_parallelism``: accepted; conveyor's element ops use one thread each."""
     _fields = ("private_threadpool_size", "max_intra_op_parallelism")
 
 
 class AutotuneOptions(_OptionsGroup):
-    """``enabled``, ``cpu_budget``, ``ram_budget``, ``autotune_algorithm``: accepted and recorded."""
-    _fields = ("enabled", "cpu_budget", "ram_budget", "autotune_algorithm")
+    """``ram_budget``: bytes that the pipeline's buffers (shuffle, prefetch, parallel map
+    and batch, interleave read-ahead) may hold; going over raises ResourceExhaustedError
+    naming the stage. None/0: half of the memory the process may use (physical RAM,
+    cgroup limit, RLIMIT_AS). ``cpu_budget``: the worker count of
+    ``num_parallel_calls=AUTOTUNE`` (None/0: the CPUs the process may use).
+    ``enabled``, ``autotune_algorithm``, ``initial_parallelism``, ``min_parallelism``:
+    accepted and recorded."""
+    _fields = ("enabled", "cpu_budget", "ram_budget", "autotune_algorithm", "initial_parallelism",
+               "min_parallelism")
 
 
 class OptimizationOptions(_OptionsGroup):

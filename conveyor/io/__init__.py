@@ -1,5 +1,6 @@
-"""``conveyor.io``: the ``tf.io`` namespace (record files, tf.train.Example)."""
+"""``conveyor.io``: the ``tf.io`` namespace (record files, tf.train.Example, files and images)."""
 from conveyor.io import gfile
 from conveyor.io.example import *  # noqa: F401,F403
 from conveyor.io.tfrecord import *  # noqa: F401,F403
+from conveyor.io.image_ops import *  # noqa: F401,F403
 from conveyor.io._encode import encode_jpeg  # noqa: F401

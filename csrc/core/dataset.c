@@ -40,7 +40,15 @@ void cv_dataset_unref(CvDataset *ds)
         ds->kernel->free_dataset(ds);
     for (int i = 0; i < ds->num_inputs; i++)
         cv_dataset_unref(ds->inputs[i]);
+    cv_memory_unref(ds->memory);
     free(ds);
+}
+
+void cv_dataset_set_memory(CvDataset *ds, CvMemory *m)
+{
+    CvMemory *old = ds->memory;
+    ds->memory = cv_memory_ref(m);
+    cv_memory_unref(old);
 }
 
 int64_t cv_dataset_cardinality(const CvDataset *ds)

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/memory.h"
 #include "core/tensor.h"
 
 #define CV_INFINITE_CARDINALITY (-1)
@@ -57,6 +58,10 @@ struct CvDataset {
      * thread (a worker, or a join); the binding then releases the GIL. */
     bool may_block;
     void *params; /* kernel-owned, freed by kernel->free_dataset */
+    /* The RAM budget that this dataset's iterators charge for the elements
+     * they keep (owned reference; NULL: the process default). Set once,
+     * right after construction, by whoever builds the pipeline. */
+    CvMemory *memory;
     int num_inputs;
     CvDataset *inputs[]; /* num_inputs owned references (zip takes any number) */
 };
@@ -74,6 +79,9 @@ CvStatus cv_dataset_new(const CvKernel *kernel, CvDataset *const *inputs, int nu
 CvDataset *cv_dataset_ref(CvDataset *ds);
 void cv_dataset_unref(CvDataset *ds);
 int64_t cv_dataset_cardinality(const CvDataset *ds);
+/* Make ds charge budget m (a new reference is taken; NULL: the default).
+ * Call only before ds is shared (right after its constructor). */
+void cv_dataset_set_memory(CvDataset *ds, CvMemory *m);
 
 /* Iterator base helpers for kernels: allocate `size` bytes whose first
  * member is a CvIterator, filled in for `ds`. */

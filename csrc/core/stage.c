@@ -23,6 +23,9 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->autotune = capacity < max_capacity;
     st->capacity = capacity;
     st->max_capacity = max_capacity;
+    st->memory = NULL;
+    st->memory_knob = "lower this stage's buffering (buffer_size / num_parallel_calls)";
+    st->held = 0;
     st->slots = calloc((size_t)max_capacity, sizeof(CvStageSlot));
     st->threads = calloc((size_t)num_workers, sizeof(CvThread));
     if (!st->slots || !st->threads) {
@@ -48,6 +51,13 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk)
         st->capacity = 2 * st->num_workers;
 }
 
+void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob)
+{
+    st->memory = memory;
+    if (knob)
+        st->memory_knob = knob;
+}
+
 static int64_t now_ns(void)
 {
     struct timespec t;
@@ -57,12 +67,8 @@ static int64_t now_ns(void)
 
 /* mu held: fit the chunk (and the window) to the time and bytes the last
  * chunk took. */
-static void adapt_chunk(CvStage *st, const CvStageUnit *units, int n, int64_t elapsed_ns)
+static void adapt_chunk(CvStage *st, int n, size_t bytes, int64_t elapsed_ns)
 {
-    size_t bytes = 0;
-    for (int i = 0; i < n; i++)
-        for (uint32_t c = 0; c < units[i].out.n; c++)
-            bytes += cv_tensor_nbytes(&units[i].out.t[c]);
     size_t fit_bytes = CV_STAGE_CHUNK_BYTES / (bytes / (size_t)n + 1);
     size_t fit_time = (size_t)(CV_STAGE_CHUNK_NS / (elapsed_ns / n + 1));
     size_t fit = fit_bytes < fit_time ? fit_bytes : fit_time;
@@ -86,6 +92,40 @@ static void process_units(CvStage *st, CvStageUnit *units, int n)
     for (int i = 0; i < n; i++)
         if (!units[i].status)
             units[i].status = st->ops->process(st->owner, &units[i].work, units[i].aux, &units[i].out);
+}
+
+/* mu held: charge the results of a chunk to the budget, all at once when
+ * they fit; otherwise one by one, and a result that does not fit becomes
+ * the budget's error (its element dropped, bytes[i] = 0). */
+static void charge_units(CvStage *st, CvStageUnit *units, size_t *bytes, int n, size_t total)
+{
+    if (total == 0)
+        return;
+    if (cv_memory_try_charge(st->memory, total)) {
+        st->held += total;
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (bytes[i] == 0)
+            continue;
+        if (cv_memory_try_charge(st->memory, bytes[i])) {
+            st->held += bytes[i];
+            continue;
+        }
+        cv_status_free(units[i].status);
+        units[i].status = cv_memory_exceeded(st->memory, bytes[i], st->name, st->held, st->memory_knob);
+        cv_element_clear(&units[i].out);
+        bytes[i] = 0;
+    }
+}
+
+/* mu held: room in the budget for one more result of the average size
+ * buffered now (an autotuned capacity grows only then). */
+static bool budget_has_room(const CvStage *st)
+{
+    uint64_t buffered = st->issued - st->consumed;
+    size_t average = buffered ? st->held / buffered : 0;
+    return cv_memory_used(st->memory) + (int64_t)average <= cv_memory_limit(st->memory);
 }
 
 /* Worker loop:
@@ -148,15 +188,21 @@ static void *stage_worker(void *arg)
         process_units(st, units, n);
         int64_t elapsed = st->max_chunk > 1 ? now_ns() - started : 0;
 
+        size_t bytes[CV_STAGE_MAX_CHUNK], total = 0;
+        for (int i = 0; i < n; i++)
+            total += bytes[i] = cv_element_bytes(&units[i].out);
+
         pthread_mutex_lock(&st->mu);
         if (st->max_chunk > 1)
-            adapt_chunk(st, units, n, elapsed);
+            adapt_chunk(st, n, total, elapsed);
+        charge_units(st, units, bytes, n, total);
         for (int i = 0; i < n; i++) {
             uint64_t index = st->deterministic ? first_seq + (uint64_t)i : st->completed;
             __atomic_store_n(&st->completed, st->completed + 1, __ATOMIC_RELEASE); /* spun on */
             CvStageSlot *slot = &st->slots[index % (uint64_t)st->max_capacity];
             slot->status = units[i].status;
             cv_element_move(&slot->element, &units[i].out);
+            slot->bytes = bytes[i];
             slot->ready = true;
         }
         pthread_cond_signal(&st->ready_cv);
@@ -201,6 +247,11 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             s = slot->status;
             slot->status = CV_STATUS_OK;
             cv_element_move(out, &slot->element);
+            if (slot->bytes) {
+                cv_memory_release(st->memory, slot->bytes);
+                st->held -= slot->bytes;
+                slot->bytes = 0;
+            }
             st->consumed++;
             pthread_cond_signal(&st->space_cv);
             break;
@@ -213,7 +264,7 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             s = cv_error(CV_CANCELLED, "%s: the iterator was cancelled", st->name);
             break;
         }
-        if (st->autotune && !waited && st->capacity < st->max_capacity) {
+        if (st->autotune && !waited && st->capacity < st->max_capacity && budget_has_room(st)) {
             st->capacity++;
             pthread_cond_signal(&st->space_cv);
         }
@@ -256,6 +307,8 @@ void cv_stage_destroy(CvStage *st)
         cv_status_free(st->slots[i].status);
         cv_element_clear(&st->slots[i].element);
     }
+    cv_memory_release(st->memory, st->held);
+    st->held = 0;
     cv_status_free(st->start_error);
     free(st->slots);
     free(st->threads);

@@ -15,6 +15,13 @@
  * Errors travel in their slot, so a parallel stage fails at exactly the
  * element where the sequential one would, and goes on afterwards.
  *
+ * Memory: results waiting in slots are charged to a RAM budget
+ * (cv_stage_set_memory; the process default otherwise), once per chunk, and
+ * released as the consumer takes them. A result that does not fit becomes a
+ * RESOURCE_EXHAUSTED error in its slot (its element is dropped). An
+ * autotuned capacity grows only while the budget has room for another
+ * element of the average size.
+ *
  * Locks: input_mu (serializes pull) is taken before mu (everything else);
  * never the other way round. Neither is held while calling process() or
  * while the consumer runs its interrupt check. Threads start on the first
@@ -59,6 +66,7 @@ struct CvStageUnit {
 typedef struct CvStageSlot {
     CvStatus status;
     CvElement element;
+    size_t bytes; /* charged to the budget for element */
     bool ready;
 } CvStageSlot;
 
@@ -74,6 +82,8 @@ typedef struct CvStage {
     bool autotune;
     int capacity;     /* current in-flight limit, guarded by mu */
     int max_capacity; /* number of slots */
+    CvMemory *memory; /* borrowed (the owner's dataset holds it); NULL: the default */
+    const char *memory_knob;
 
     pthread_mutex_t input_mu;
     pthread_mutex_t mu;
@@ -85,6 +95,7 @@ typedef struct CvStage {
     uint64_t issued;    /* units pulled from the input */
     uint64_t consumed;  /* units handed to the consumer */
     uint64_t completed; /* units processed (slot index in completion order) */
+    size_t held;        /* bytes of the results in slots, charged to memory */
     bool input_done;
     bool cancelled;
     bool started;
@@ -105,6 +116,12 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
  * window_follows_chunk the window (capacity) follows as 2 x workers x chunk
  * (parallel map); otherwise it stays as set (prefetch's buffer_size). */
 void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
+
+/* Set before the first next(): charge results to `memory` (borrowed: it must
+ * outlive the stage, e.g. the owner's dataset->memory; NULL: the default
+ * budget); `knob` says how to lower this stage's buffering in the error
+ * ("lower prefetch's buffer_size"). */
+void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob);
 
 #define CV_STAGE_CHUNK_NS 200000
 #define CV_STAGE_CHUNK_BYTES ((size_t)1 << 20)

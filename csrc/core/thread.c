@@ -1,4 +1,6 @@
 #include "core/thread.h"
+#include "core/cgroup.h"
+#include "core/memory.h"
 #include "core/tensor.h"
 
 #include <errno.h>
@@ -26,6 +28,7 @@ static void after_fork_child(void)
 {
     atomic_fetch_add(&fork_generation, 1);
     cv_buffer_pool_after_fork();
+    cv_memory_after_fork();
     void (*hook)(void) = atomic_load(&fork_child_hook);
     if (hook)
         hook();
@@ -135,14 +138,21 @@ CvStatus cv_wait(pthread_cond_t *cond, pthread_mutex_t *mu)
 
 int cv_cpu_count(void)
 {
+    int n = 0;
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return n;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        n = CPU_COUNT(&set);
+    if (n <= 0) {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        n = online > 0 ? (int)online : 1;
     }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    /* A cgroup CPU quota of 1.5 CPUs lets two threads run (in turns). */
+    double quota = cv_cgroup_cpu_limit();
+    if (quota > 0 && quota < n) {
+        int allowed = (int)quota;
+        n = allowed < quota ? allowed + 1 : allowed;
+    }
+    return n > 0 ? n : 1;
 }
 
 CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers)

@@ -60,7 +60,9 @@ bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen);
 /* Condition variables use CLOCK_MONOTONIC. */
 void cv_cond_init(pthread_cond_t *cond);
 
-/* CPUs this process may run on (affinity mask), at least 1. */
+/* CPUs this process may use, at least 1: its affinity mask, lowered to its
+ * cgroup CPU quota (rounded up) where one is set. Reads /proc and /sys on
+ * each call: cache it off hot paths. */
 int cv_cpu_count(void);
 
 /* Worker count for a num_parallel_calls argument: 0 (sequential), a

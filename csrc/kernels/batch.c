@@ -124,9 +124,13 @@ static CvStatus batch_make_iterator(const CvDataset *ds, CvIterator **out)
     if (!it)
         return cv_error_nomem();
     CvStatus s = cv_iterator_make(ds->inputs[0], &it->staged.input);
-    if (!s && p->num_workers > 0)
+    if (!s && p->num_workers > 0) {
         s = cv_stage_init(&it->staged.stage, &batch_stage_ops, it, "ParallelBatch", p->num_workers,
                           2 * p->num_workers, 2 * p->num_workers, p->deterministic);
+        if (!s)
+            cv_stage_set_memory(&it->staged.stage, ds->memory,
+                                "lower batch's batch_size or num_parallel_calls");
+    }
     if (s) {
         batch_destroy(&it->staged.base);
         return s;

@@ -26,6 +26,11 @@
  * the input or from map_func is delivered when the cycle would have opened
  * that slot. Both as in tf.data.
  *
+ * Memory: buffered results are charged to the dataset's RAM budget when a
+ * worker stores a run, and released as the consumer takes them. A result
+ * that does not fit becomes a RESOURCE_EXHAUSTED error in its place (its
+ * element is dropped), delivered in its turn like any inner error.
+ *
  * Locks: mu guards everything below "parallel only"; it is never held while
  * calling into the input, map_func or an inner iterator, except cancel(),
  * which is allowed to take the inner locks (inner code never takes mu).
@@ -61,7 +66,8 @@ typedef struct {
 typedef struct {
     CvStatus status;
     CvElement element;
-    bool end; /* the inner iterator has ended (no element) */
+    size_t bytes; /* charged to the budget for element */
+    bool end;     /* the inner iterator has ended (no element) */
 } Result;
 
 typedef struct {
@@ -93,6 +99,7 @@ typedef struct {
     bool input_exhausted; /* the input has ended (futures may remain) */
     bool cancelled, started;
     CvStatus fatal; /* out of memory in a worker: sticky */
+    _Atomic size_t held; /* bytes of all buffered results, charged to the budget */
     CvThread *threads;
     int num_threads;
 } InterleaveIterator;
@@ -116,14 +123,18 @@ static Slot *slot_new(int ring_size, int limit)
     return slot;
 }
 
-static void slot_destroy(Slot *slot, int ring_size)
+#define INTERLEAVE_KNOB "lower interleave's cycle_length or block_length"
+
+static void slot_destroy(InterleaveIterator *it, Slot *slot)
 {
     if (!slot)
         return;
     for (int i = 0; i < slot->count; i++) {
-        Result *r = &slot->ring[(slot->head + i) % ring_size];
+        Result *r = &slot->ring[(slot->head + i) % it->ring_size];
         cv_status_free(r->status);
         cv_element_clear(&r->element);
+        cv_memory_release(it->base.dataset->memory, r->bytes);
+        atomic_fetch_sub_explicit(&it->held, r->bytes, memory_order_relaxed);
     }
     cv_status_free(slot->open_status);
     cv_iterator_destroy(slot->inner);
@@ -184,7 +195,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
                 *end = false;
                 return CV_STATUS_OK;
             }
-            slot_destroy(*current, 0);
+            slot_destroy(it, *current);
             *current = NULL;
             it->num_open--;
             advance_cycle(it);
@@ -195,7 +206,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
             bool input_end = false;
             CvStatus s = open_inner(it, slot, &input_end);
             if (s || input_end) {
-                slot_destroy(slot, 0);
+                slot_destroy(it, slot);
                 it->end_of_input = input_end;
                 if (s)
                     return s;
@@ -229,21 +240,6 @@ static Slot *pick_work(InterleaveIterator *it)
     return NULL;
 }
 
-static size_t element_bytes(const CvElement *e)
-{
-    size_t bytes = 0;
-    for (uint32_t i = 0; i < e->n; i++) {
-        const CvTensor *t = &e->t[i];
-        bytes += cv_tensor_nbytes(t);
-        if (t->dtype == CV_STRING) {
-            const CvStringRef *refs = (const CvStringRef *)t->data;
-            for (int64_t k = 0, n = cv_tensor_num_elements(t); k < n; k++)
-                bytes += refs[k].length;
-        }
-    }
-    return bytes;
-}
-
 static int64_t now_ns(void)
 {
     struct timespec t;
@@ -266,11 +262,39 @@ static int read_ahead(Slot *slot, Result *run, int room, size_t *bytes)
         r->end = !r->status && inner_end;
         if (r->end || r->status)
             break;
-        *bytes += element_bytes(&r->element);
+        *bytes += r->bytes = cv_element_bytes(&r->element);
         if (now_ns() - started > CV_INTERLEAVE_PUBLISH_NS)
             break;
     }
     return got;
+}
+
+/* No lock held: charge a run's results to the budget, all at once when they
+ * fit; otherwise one by one, and a result that does not fit becomes the
+ * budget's error in its place. */
+static void charge_run(InterleaveIterator *it, Result *run, int got, size_t total)
+{
+    CvMemory *memory = it->base.dataset->memory;
+    if (total == 0)
+        return;
+    if (cv_memory_try_charge(memory, total)) {
+        atomic_fetch_add_explicit(&it->held, total, memory_order_relaxed);
+        return;
+    }
+    for (int i = 0; i < got; i++) {
+        Result *r = &run[i];
+        if (r->bytes == 0)
+            continue;
+        if (cv_memory_try_charge(memory, r->bytes)) {
+            atomic_fetch_add_explicit(&it->held, r->bytes, memory_order_relaxed);
+            continue;
+        }
+        size_t held = atomic_load_explicit(&it->held, memory_order_relaxed);
+        cv_status_free(r->status);
+        r->status = cv_memory_exceeded(memory, r->bytes, "ParallelInterleave", held, INTERLEAVE_KNOB);
+        cv_element_clear(&r->element);
+        r->bytes = 0;
+    }
 }
 
 /* Worker loop:
@@ -291,6 +315,7 @@ static void *interleave_worker(void *arg)
             pthread_mutex_unlock(&it->mu);
             size_t bytes = 0;
             int got = read_ahead(slot, run, room, &bytes);
+            charge_run(it, run, got, bytes);
             pthread_mutex_lock(&it->mu);
             slot->busy = false;
             for (int i = 0; i < got; i++) {
@@ -322,7 +347,7 @@ static void *interleave_worker(void *arg)
                     cv_status_free(s);
             } else if (!s && input_end) {
                 it->input_exhausted = true;
-                slot_destroy(fresh, it->ring_size);
+                slot_destroy(it, fresh);
             } else {
                 if (s) { /* delivered when the cycle would open this slot */
                     fresh->open_status = s;
@@ -360,7 +385,7 @@ static CvStatus open_future_at(InterleaveIterator *it, int64_t position)
     if (s) {
         fresh->open_status = NULL;
         pthread_mutex_unlock(&it->mu);
-        slot_destroy(fresh, it->ring_size);
+        slot_destroy(it, fresh);
         pthread_mutex_lock(&it->mu);
         return s;
     }
@@ -374,6 +399,8 @@ static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
 {
     *r = slot->ring[slot->head];
     slot->ring[slot->head] = (Result){0};
+    cv_memory_release(it->base.dataset->memory, r->bytes);
+    atomic_fetch_sub_explicit(&it->held, r->bytes, memory_order_relaxed);
     slot->head = (slot->head + 1) % it->ring_size;
     slot->count--;
     /* Wake a worker when the slot is down to half its limit, not at every
@@ -390,7 +417,7 @@ static void retire_slot(InterleaveIterator *it, int64_t position)
     it->cycle[position] = NULL;
     it->num_open--;
     pthread_mutex_unlock(&it->mu);
-    slot_destroy(slot, it->ring_size);
+    slot_destroy(it, slot);
     pthread_mutex_lock(&it->mu);
 }
 
@@ -606,9 +633,9 @@ static void interleave_destroy(CvIterator *base)
     for (int i = 0; it->threads && i < it->num_threads; i++)
         cv_thread_join(&it->threads[i]);
     for (int64_t k = 0; it->cycle && k < n; k++)
-        slot_destroy(it->cycle[k], it->ring_size);
+        slot_destroy(it, it->cycle[k]);
     for (int k = 0; k < it->future_count; k++)
-        slot_destroy(it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES], it->ring_size);
+        slot_destroy(it, it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]);
     cv_iterator_destroy(it->input);
     cv_status_free(it->fatal);
     free(it->cycle);

@@ -109,8 +109,10 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
         int window = 2 * p->num_workers * chunk;
         s = cv_stage_init(&it->staged.stage, p->fn.call_chunk ? &map_chunk_stage_ops : &map_stage_ops, it,
                           "ParallelMap", p->num_workers, window, window, p->deterministic);
-        if (!s)
+        if (!s) {
             cv_stage_set_chunk(&it->staged.stage, chunk, true);
+            cv_stage_set_memory(&it->staged.stage, ds->memory, "lower map's num_parallel_calls");
+        }
     }
     if (s) {
         cv_staged_iterator_destroy(&it->staged.base);

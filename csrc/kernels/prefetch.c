@@ -1,8 +1,10 @@
 /* prefetch(buffer_size): one producer thread fills a bounded buffer of
  * {status, element} ahead of the consumer. buffer_size == AUTOTUNE starts
  * at one element and grows, one at a time, whenever the consumer finds the
- * buffer empty (up to CV_PREFETCH_AUTOTUNE_MAX). buffer_size == 0 passes
- * elements straight through. Order and values never change.
+ * buffer empty (up to CV_PREFETCH_AUTOTUNE_MAX, and while the RAM budget has
+ * room). buffer_size == 0 passes elements straight through. Order and values
+ * never change. Buffered elements are charged to the dataset's RAM budget
+ * (core/stage.h).
  */
 #include <stdlib.h>
 
@@ -59,8 +61,10 @@ static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
         int initial = size == CV_AUTOTUNE ? 1 : fixed;
         int max = size == CV_AUTOTUNE ? CV_PREFETCH_AUTOTUNE_MAX : fixed;
         s = cv_stage_init(&it->stage, &prefetch_stage_ops, it, "Prefetch", 1, initial, max, true);
-        if (!s) /* hand elements over in runs: fewer lock round trips per element */
+        if (!s) { /* hand elements over in runs: fewer lock round trips per element */
             cv_stage_set_chunk(&it->stage, CV_STAGE_MAX_CHUNK, false);
+            cv_stage_set_memory(&it->stage, ds->memory, "lower prefetch's buffer_size");
+        }
     }
     if (s) {
         cv_staged_iterator_destroy(&it->base);

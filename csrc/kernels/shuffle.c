@@ -10,7 +10,16 @@
  * reshuffle_each_iteration each new iterator draws two fresh uint32 seeds
  * from a Philox generator keyed by (seed, seed2); without it every iterator
  * uses (seed, seed2). seed == seed2 == 0 means "unseeded": random seeds.
+ *
+ * Memory: each buffered element is charged to the dataset's RAM budget. When
+ * the next element does not fit, next() returns RESOURCE_EXHAUSTED and keeps
+ * that element aside (pending): nothing is lost, and a later next() tries
+ * again (it fails the same way unless other stages released memory). The
+ * element handed out stays charged until the next call, which nets its bytes
+ * against the incoming element's: equal sizes (the usual case) cost no
+ * atomic operation at all.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/philox.h"
@@ -29,9 +38,15 @@ typedef struct {
     CvUnaryIterator base;
     CvPhilox rng;
     CvElement *ring; /* logical element i at ring[(start + i) % capacity] */
+    size_t *sizes;   /* sizes[k]: the bytes charged for ring[k] */
     int64_t capacity, start, count;
     bool input_done;
+    size_t held;       /* bytes of the buffered elements, charged to the budget */
+    size_t owed;       /* bytes of the element handed out last, still charged */
+    CvElement pending; /* pulled, but over the budget: buffered first next time */
+    bool has_pending;
 } ShuffleIterator;
+
 
 static void shuffle_free(CvDataset *ds)
 {
@@ -63,47 +78,97 @@ static CvStatus shuffle_make_iterator(const CvDataset *ds, CvIterator **out)
     return CV_STATUS_OK;
 }
 
-/* Append one element, growing the ring geometrically up to buffer_size. */
-static CvStatus ring_push(ShuffleIterator *it, int64_t buffer_size, CvElement *e)
+/* Append one element (of `bytes`), growing the ring geometrically up to
+ * buffer_size. */
+static CvStatus ring_push(ShuffleIterator *it, int64_t buffer_size, CvElement *e, size_t bytes)
 {
     if (it->count == it->capacity) {
         int64_t grown = it->capacity ? it->capacity * 2 : 64;
         if (grown > buffer_size)
             grown = buffer_size;
         CvElement *ring = malloc((size_t)grown * sizeof(CvElement));
-        if (!ring)
+        size_t *sizes = malloc((size_t)grown * sizeof(size_t));
+        if (!ring || !sizes) {
+            free(ring);
+            free(sizes);
             return cv_error(CV_RESOURCE_EXHAUSTED, "Shuffle: out of memory growing the buffer to "
                             "%lld elements", (long long)grown);
-        for (int64_t i = 0; i < it->count; i++)
+        }
+        for (int64_t i = 0; i < it->count; i++) {
             ring[i] = it->ring[(it->start + i) % it->capacity];
+            sizes[i] = it->sizes[(it->start + i) % it->capacity];
+        }
         free(it->ring);
+        free(it->sizes);
         it->ring = ring;
+        it->sizes = sizes;
         it->capacity = grown;
         it->start = 0;
     }
-    cv_element_move(&it->ring[(it->start + it->count) % it->capacity], e);
+    int64_t k = (it->start + it->count) % it->capacity;
+    cv_element_move(&it->ring[k], e);
+    it->sizes[k] = bytes;
     it->count++;
     return CV_STATUS_OK;
+}
+
+/* Charge an incoming element of `bytes`, netted against the bytes still owed
+ * for the last element handed out (which are settled either way). */
+static bool charge_incoming(ShuffleIterator *it, CvMemory *memory, size_t bytes)
+{
+    size_t owed = it->owed;
+    it->owed = 0;
+    if (owed >= bytes) {
+        if (owed > bytes)
+            cv_memory_release(memory, owed - bytes);
+        return true;
+    }
+    if (cv_memory_try_charge(memory, bytes - owed))
+        return true;
+    cv_memory_release(memory, owed);
+    return false;
 }
 
 static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
 {
     ShuffleIterator *it = (ShuffleIterator *)base;
     const ShuffleParams *p = base->dataset->params;
+    CvMemory *memory = base->dataset->memory;
     while (!it->input_done && it->count < p->buffer_size) {
         CvElement e = {0};
-        bool input_end = false;
-        CvStatus s = cv_iterator_next(it->base.input, &e, &input_end);
-        if (s)
-            return s; /* the buffer is intact; the next call goes on filling */
-        if (input_end) {
-            it->input_done = true;
-            break;
+        CvStatus s;
+        if (it->has_pending) {
+            cv_element_move(&e, &it->pending);
+            it->has_pending = false;
+        } else {
+            bool input_end = false;
+            s = cv_iterator_next(it->base.input, &e, &input_end);
+            if (s)
+                return s; /* the buffer is intact; the next call goes on filling */
+            if (input_end) {
+                it->input_done = true;
+                break;
+            }
         }
-        if ((s = ring_push(it, p->buffer_size, &e))) {
+        size_t bytes = cv_element_bytes(&e);
+        if (!charge_incoming(it, memory, bytes)) {
+            char knob[128];
+            snprintf(knob, sizeof(knob), "lower shuffle's buffer_size (%lld; %lld elements fit)",
+                     (long long)p->buffer_size, (long long)it->count);
+            cv_element_move(&it->pending, &e);
+            it->has_pending = true;
+            return cv_memory_exceeded(memory, bytes, "Shuffle", it->held, knob);
+        }
+        if ((s = ring_push(it, p->buffer_size, &e, bytes))) {
+            cv_memory_release(memory, bytes);
             cv_element_clear(&e);
             return s;
         }
+        it->held += bytes;
+    }
+    if (it->owed) { /* no incoming element settled it */
+        cv_memory_release(memory, it->owed);
+        it->owed = 0;
     }
     if (it->count == 0) {
         *end = true;
@@ -111,10 +176,14 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
     }
     *end = false;
     int64_t offset = (int64_t)(cv_philox_next(&it->rng) % (uint64_t)it->count);
-    CvElement *chosen = &it->ring[(it->start + offset) % it->capacity];
-    cv_element_move(out, chosen);
-    if (offset != 0)
-        cv_element_move(chosen, &it->ring[it->start]);
+    int64_t k = (it->start + offset) % it->capacity;
+    cv_element_move(out, &it->ring[k]);
+    it->owed = it->sizes[k];
+    it->held -= it->sizes[k];
+    if (offset != 0) {
+        cv_element_move(&it->ring[k], &it->ring[it->start]);
+        it->sizes[k] = it->sizes[it->start];
+    }
     it->start = (it->start + 1) % it->capacity;
     it->count--;
     return CV_STATUS_OK;
@@ -125,7 +194,10 @@ static void shuffle_destroy(CvIterator *base)
     ShuffleIterator *it = (ShuffleIterator *)base;
     for (int64_t i = 0; i < it->count; i++)
         cv_element_clear(&it->ring[(it->start + i) % it->capacity]);
+    cv_memory_release(base->dataset->memory, it->held + it->owed);
+    cv_element_clear(&it->pending);
     free(it->ring);
+    free(it->sizes);
     cv_unary_iterator_destroy(base);
 }
 

@@ -151,7 +151,7 @@ static CvStatus write_all(CvCacheWriter *w, struct iovec *iov, int n)
         if (done < 0) {
             if (errno == EINTR)
                 continue;
-            return cv_errno_status(errno, w->temp, "(while writing the cache file)");
+            return cv_file_error(errno, w->temp, "(while writing the cache file)");
         }
         w->offset += (uint64_t)done;
         while (n > 0 && (size_t)done >= iov->iov_len) {
@@ -178,7 +178,7 @@ static CvStatus make_parents(const char *path)
             continue;
         *p = '\0';
         if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
-            s = cv_errno_status(errno, copy, "(creating the cache directory)");
+            s = cv_file_error(errno, copy, "(creating the cache directory)");
             break;
         }
         *p = '/';
@@ -212,7 +212,7 @@ CvStatus cv_cache_writer_open(const char *path, CvCacheWriter **out)
             break;
     }
     if (w->fd < 0) {
-        s = cv_errno_status(errno, w->temp, "(creating the cache file)");
+        s = cv_file_error(errno, w->temp, "(creating the cache file)");
         free(w->temp);
         free(w->path);
         free(w);
@@ -519,12 +519,12 @@ CvStatus cv_cache_writer_commit(CvCacheWriter *w, const char *structure, size_t 
     CvStatus s;
     if (!(s = flush_chunk(w)) && !(s = write_trailer(w, structure, structure_len))) {
         if (fsync(w->fd) != 0)
-            s = cv_errno_status(errno, w->temp, "(while syncing the cache file)");
+            s = cv_file_error(errno, w->temp, "(while syncing the cache file)");
         else if (close(w->fd) != 0)
-            s = cv_errno_status(errno, w->temp, "(while closing the cache file)");
+            s = cv_file_error(errno, w->temp, "(while closing the cache file)");
         w->fd = -1;
         if (!s && rename(w->temp, w->path) != 0)
-            s = cv_errno_status(errno, w->path, "(while renaming the finished cache file)");
+            s = cv_file_error(errno, w->path, "(while renaming the finished cache file)");
     }
     if (s) {
         cv_cache_writer_abort(w);
@@ -583,7 +583,7 @@ static CvStatus read_at(CvCacheReader *r, void *dst, size_t n, uint64_t offset)
         if (got < 0) {
             if (errno == EINTR)
                 continue;
-            return cv_errno_status(errno, r->path, "(while reading the cache file)");
+            return cv_file_error(errno, r->path, "(while reading the cache file)");
         }
         if (got == 0)
             return data_loss(r, offset, "the file ends early (truncated)");
@@ -651,7 +651,7 @@ static CvStatus reader_check(CvCacheReader *r)
 {
     struct stat st;
     if (fstat(r->fd, &st) != 0)
-        return cv_errno_status(errno, r->path, NULL);
+        return cv_file_error(errno, r->path, NULL);
     if (!S_ISREG(st.st_mode))
         return cv_error(CV_FAILED_PRECONDITION, "Dataset.cache: '%s' is not a regular file",
                         r->path);
@@ -704,7 +704,7 @@ CvStatus cv_cache_reader_open(const char *path, CvCacheReader **out)
         return cv_error_nomem();
     }
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    CvStatus s = r->fd < 0 ? cv_errno_status(errno, path, NULL) : reader_check(r);
+    CvStatus s = r->fd < 0 ? cv_file_error(errno, path, NULL) : reader_check(r);
     if (!s) {
         r->shape_at = calloc(r->info.num_components + 1, sizeof(*r->shape_at));
         r->shape_uniform = calloc(r->info.num_components + 1, sizeof(bool));
@@ -925,13 +925,13 @@ CvStatus cv_cache_lock_try(const char *lock_path, int *fd_out)
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (fd < 0)
-            return cv_errno_status(errno, lock_path, "(creating the cache lock file)");
+            return cv_file_error(errno, lock_path, "(creating the cache lock file)");
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             int e = errno;
             close(fd);
             if (e == EWOULDBLOCK || e == EINTR)
                 return CV_STATUS_OK; /* another writer */
-            return cv_errno_status(e, lock_path, "(locking the cache lock file)");
+            return cv_file_error(e, lock_path, "(locking the cache lock file)");
         }
         /* The holder before us may have removed the file after we opened it:
          * then our lock is on a dead inode; start over on the live one. */

@@ -55,7 +55,7 @@ static CvStatus errno_error(int e, const char *path, const char *what)
     return cv_error(errno_code(e), "%s; %s%s%s", path, strerror(e), what ? " " : "", what ? what : "");
 }
 
-CvStatus cv_errno_status(int e, const char *path, const char *what)
+CvStatus cv_file_error(int e, const char *path, const char *what)
 {
     return errno_error(e, path, what);
 }

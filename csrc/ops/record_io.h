@@ -17,10 +17,6 @@
 
 #include "core/dataset.h"
 
-/* An error for errno `e` on `path`, with TensorFlow's code for it
- * (NOT_FOUND, PERMISSION_DENIED, ...) and words ("<path>; <strerror> <what>"). */
-CvStatus cv_errno_status(int e, const char *path, const char *what);
-
 typedef enum CvCompression {
     CV_COMPRESSION_NONE = 0,
     CV_COMPRESSION_ZLIB = 1, /* zlib stream, window bits 15 */
@@ -35,6 +31,11 @@ typedef struct CvReadOptions {
     size_t buffer_size;        /* bytes per read (and per inflate output); 0 = default */
     uint64_t max_record_bytes; /* TFRecord: larger declared lengths are data loss; 0 = default */
 } CvReadOptions;
+
+/* An errno as TensorFlow reports file errors: "<path>; No such file or
+ * directory" with the matching code (NOT_FOUND, PERMISSION_DENIED,
+ * FAILED_PRECONDITION for a directory, ...); `what` (may be NULL) is appended. */
+CvStatus cv_file_error(int e, const char *path, const char *what);
 
 /* ---------------------------------------------------------------- readers */
 

@@ -12,6 +12,10 @@ extern const CvOp cv_op_one_hot;
 extern const CvOp cv_op_parse_example;
 extern const CvOp cv_op_uniform;
 extern const CvOp cv_op_reshape;
+extern const CvOp cv_op_read_file;
+extern const CvOp cv_op_decode_jpeg;
+extern const CvOp cv_op_decode_image;
+extern const CvOp cv_op_decode_raw;
 extern const CvOp cv_op_shape;
 extern const CvOp cv_op_strided_slice;
 extern const CvOp cv_op_resize_area;
@@ -36,6 +40,10 @@ static const CvOp *const all_ops[] = {
     &cv_op_parse_example,
     &cv_op_uniform,
     &cv_op_reshape,
+    &cv_op_read_file,
+    &cv_op_decode_jpeg,
+    &cv_op_decode_image,
+    &cv_op_decode_raw,
     &cv_op_shape,
     &cv_op_strided_slice,
     &cv_op_resize_area,

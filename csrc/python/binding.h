@@ -44,6 +44,7 @@ extern PyMethodDef cv_transform_functions[]; /* transform.c: filter, zip, unbatc
 extern PyMethodDef cv_grouping_functions[]; /* grouping.c: choose, sample, window, group_by_window */
 extern PyMethodDef cv_cache_functions[];   /* cache.c: Dataset.cache */
 extern PyMethodDef cv_op_functions[];      /* ops.c: element ops and traced programs */
+extern PyMethodDef cv_memory_functions[];  /* memory.c: RAM budgets, process limits */
 
 /* ops.c: an engine function from a map/filter argument: a compiled program
  * capsule, or a Python callable (see cv_function_from_python). */
@@ -96,6 +97,10 @@ PyGILState_STATE cv_gil_acquire(void);
 void cv_gil_thread_exit(void);
 /* Installed around GIL-released next() calls on the consumer thread. */
 int cv_check_signals(void *arg);
+
+/* memory.c: an "O&" converter: a budget capsule (borrowed) or None (NULL,
+ * the process default) into *out. */
+int cv_memory_arg(PyObject *obj, CvMemory **out);
 
 /* example.c: the CvExampleConfig inside a capsule from
  * _engine.example_config (borrowed), or NULL with TypeError set. */

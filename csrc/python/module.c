@@ -44,6 +44,15 @@ PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds)
     return (PyObject *)obj;
 }
 
+/* cv_wrap_dataset for the stages that buffer elements: the new dataset
+ * charges `memory` (NULL: the process default budget). */
+static PyObject *wrap_buffering(PyObject *module, CvStatus s, CvDataset *ds, CvMemory *memory)
+{
+    if (!s)
+        cv_dataset_set_memory(ds, memory);
+    return cv_wrap_dataset(module, s, ds);
+}
+
 static void dataset_dealloc(PyObject *op)
 {
     DatasetObject *self = (DatasetObject *)op;
@@ -428,8 +437,9 @@ static PyObject *engine_map(PyObject *module, PyObject *args)
     PyObject *input, *fn, *out_convert, *name;
     long long parallel;
     int deterministic, with_id = 0;
-    if (!PyArg_ParseTuple(args, "OOOLpU|p:map", &input, &fn, &out_convert, &parallel,
-                          &deterministic, &name, &with_id))
+    CvMemory *memory = NULL;
+    if (!PyArg_ParseTuple(args, "OOOLpU|pO&:map", &input, &fn, &out_convert, &parallel,
+                          &deterministic, &name, &with_id, cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -439,7 +449,7 @@ static PyObject *engine_map(PyObject *module, PyObject *args)
     CvStatus s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
     if (!s)
         s = cv_map_dataset(in, f, parallel, deterministic, &ds);
-    return cv_wrap_dataset(module, s, ds);
+    return wrap_buffering(module, s, ds, memory);
 }
 
 static PyObject *engine_batch(PyObject *module, PyObject *args)
@@ -447,15 +457,16 @@ static PyObject *engine_batch(PyObject *module, PyObject *args)
     PyObject *input;
     long long batch_size, parallel;
     int drop_remainder, deterministic;
-    if (!PyArg_ParseTuple(args, "OLpLp:batch", &input, &batch_size, &drop_remainder, &parallel,
-                          &deterministic))
+    CvMemory *memory = NULL;
+    if (!PyArg_ParseTuple(args, "OLpLp|O&:batch", &input, &batch_size, &drop_remainder, &parallel,
+                          &deterministic, cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
         return NULL;
     CvDataset *ds = NULL;
     CvStatus s = cv_batch_dataset(in, batch_size, drop_remainder, parallel, deterministic, &ds);
-    return cv_wrap_dataset(module, s, ds);
+    return wrap_buffering(module, s, ds, memory);
 }
 
 static PyObject *engine_interleave(PyObject *module, PyObject *args)
@@ -463,8 +474,9 @@ static PyObject *engine_interleave(PyObject *module, PyObject *args)
     PyObject *input, *fn, *name;
     long long cycle_length, block_length, parallel;
     int deterministic;
-    if (!PyArg_ParseTuple(args, "OOLLLpU:interleave", &input, &fn, &cycle_length, &block_length,
-                          &parallel, &deterministic, &name))
+    CvMemory *memory = NULL;
+    if (!PyArg_ParseTuple(args, "OOLLLpU|O&:interleave", &input, &fn, &cycle_length, &block_length,
+                          &parallel, &deterministic, &name, cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -474,7 +486,7 @@ static PyObject *engine_interleave(PyObject *module, PyObject *args)
     CvStatus s = cv_dataset_function_from_python(module, fn, name, &f);
     if (!s)
         s = cv_interleave_dataset(in, f, cycle_length, block_length, parallel, deterministic, &ds);
-    return cv_wrap_dataset(module, s, ds);
+    return wrap_buffering(module, s, ds, memory);
 }
 
 static PyObject *engine_ignore_errors(PyObject *module, PyObject *args)
@@ -496,14 +508,16 @@ static PyObject *engine_shuffle(PyObject *module, PyObject *args)
     PyObject *input;
     long long buffer_size, seed, seed2;
     int reshuffle;
-    if (!PyArg_ParseTuple(args, "OLLLp:shuffle", &input, &buffer_size, &seed, &seed2, &reshuffle))
+    CvMemory *memory = NULL;
+    if (!PyArg_ParseTuple(args, "OLLLp|O&:shuffle", &input, &buffer_size, &seed, &seed2, &reshuffle,
+                          cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
         return NULL;
     CvDataset *ds = NULL;
     CvStatus s = cv_shuffle_dataset(in, buffer_size, seed, seed2, reshuffle, &ds);
-    return cv_wrap_dataset(module, s, ds);
+    return wrap_buffering(module, s, ds, memory);
 }
 
 typedef CvStatus (*CountedKernel)(CvDataset *, int64_t, CvDataset **);
@@ -524,7 +538,17 @@ static PyObject *counted(PyObject *module, PyObject *args, CountedKernel make, c
 
 static PyObject *engine_prefetch(PyObject *module, PyObject *args)
 {
-    return counted(module, args, cv_prefetch_dataset, "OL:prefetch");
+    PyObject *input;
+    long long buffer_size;
+    CvMemory *memory = NULL;
+    if (!PyArg_ParseTuple(args, "OL|O&:prefetch", &input, &buffer_size, cv_memory_arg, &memory))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    if (!in)
+        return NULL;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_prefetch_dataset(in, buffer_size, &ds);
+    return wrap_buffering(module, s, ds, memory);
 }
 
 static PyObject *engine_take(PyObject *module, PyObject *args)
@@ -626,16 +650,19 @@ static PyMethodDef engine_functions[] = {
     {"range", engine_range, METH_VARARGS, "range(start, stop, step, dtype_code) -> Dataset"},
     {"generator", engine_generator, METH_VARARGS, "generator(factory, name) -> Dataset"},
     {"map", engine_map, METH_VARARGS,
-     "map(input, fn, out_convert, num_parallel_calls, deterministic, name) -> Dataset"},
+     "map(input, fn, out_convert, num_parallel_calls, deterministic, name, with_id=False, "
+     "memory=None) -> Dataset"},
     {"batch", engine_batch, METH_VARARGS,
-     "batch(input, batch_size, drop_remainder, num_parallel_calls, deterministic) -> Dataset"},
+     "batch(input, batch_size, drop_remainder, num_parallel_calls, deterministic, memory=None) "
+     "-> Dataset"},
     {"interleave", engine_interleave, METH_VARARGS,
-     "interleave(input, fn, cycle_length, block_length, num_parallel_calls, deterministic, name) "
+     "interleave(input, fn, cycle_length, block_length, num_parallel_calls, deterministic, name, "
+     "memory=None) "
      "-> Dataset; fn(*components) returns an engine Dataset"},
     {"ignore_errors", engine_ignore_errors, METH_VARARGS, "ignore_errors(input, log_warning) -> Dataset"},
-    {"prefetch", engine_prefetch, METH_VARARGS, "prefetch(input, buffer_size) -> Dataset"},
+    {"prefetch", engine_prefetch, METH_VARARGS, "prefetch(input, buffer_size, memory=None) -> Dataset"},
     {"shuffle", engine_shuffle, METH_VARARGS,
-     "shuffle(input, buffer_size, seed, seed2, reshuffle_each_iteration) -> Dataset"},
+     "shuffle(input, buffer_size, seed, seed2, reshuffle_each_iteration, memory=None) -> Dataset"},
     {"take", engine_take, METH_VARARGS, "take(input, count) -> Dataset"},
     {"skip", engine_skip, METH_VARARGS, "skip(input, count) -> Dataset"},
     {"repeat", engine_repeat, METH_VARARGS, "repeat(input, count) -> Dataset"},
@@ -667,6 +694,7 @@ static int engine_exec(PyObject *module)
         PyModule_AddFunctions(module, cv_transform_functions) < 0 ||
         PyModule_AddFunctions(module, cv_grouping_functions) < 0 ||
         PyModule_AddFunctions(module, cv_op_functions) < 0 ||
+        PyModule_AddFunctions(module, cv_memory_functions) < 0 ||
         PyModule_AddFunctions(module, cv_cache_functions) < 0)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */

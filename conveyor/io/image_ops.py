@@ -1,0 +1,231 @@
+"""File and image ops of ``tf.io``: ``read_file``, ``decode_jpeg``,
+``decode_image`` and ``decode_raw``.
+
+Each runs eagerly on NumPy values (``bytes``, ``str``, object arrays of
+bytes) and is traced into the native program of a ``Dataset.map`` function,
+where it runs on the map's worker threads without the GIL:
+
+    ds = tf.data.Dataset.list_files("/data/*.jpg")
+    ds = ds.map(lambda f: tf.io.decode_jpeg(tf.io.read_file(f), channels=3),
+                num_parallel_calls=tf.data.AUTOTUNE)
+
+JPEG decoding uses libjpeg-turbo the way TensorFlow's DecodeJpeg does, so it
+gives TensorFlow's pixels. Images whose header declares more than
+:func:`get_max_image_pixels` pixels are refused before any image memory is
+allocated (a decompression-bomb guard; see :func:`set_max_image_pixels`).
+"""
+from conveyor import dtypes as _dtypes
+from conveyor import errors as _errors
+from conveyor._tracing import Tensor, apply, convert, op_error, static_shape
+
+__all__ = ["read_file", "decode_jpeg", "decode_image", "decode_raw", "set_max_image_pixels",
+           "get_max_image_pixels"]
+
+# Pillow's error threshold (twice its warning limit), which is also the
+# largest RGB image TensorFlow's decoder accepts (2**29 bytes).
+DEFAULT_MAX_IMAGE_PIXELS = 178_956_970
+_max_image_pixels = DEFAULT_MAX_IMAGE_PIXELS
+
+
+def set_max_image_pixels(limit):
+    """Set the decompression-bomb guard of the image decoders.
+
+    ``decode_jpeg`` and ``decode_image`` refuse, with an
+    ``InvalidArgumentError`` giving the dimensions and the limit, an image
+    whose header declares more than `limit` pixels (width x height, before
+    any ``ratio`` scaling), before they allocate memory for it. The default
+    is 178,956,970 pixels (Pillow's limit, and TensorFlow's own for RGB).
+    ``None`` or ``0`` removes the limit.
+
+    The limit is read when a decode op is called eagerly or traced (when
+    ``Dataset.map`` builds its program), so a pipeline keeps the limit it was
+    built with. Returns the previous limit.
+    """
+    global _max_image_pixels
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"set_max_image_pixels: `limit` must be a non-negative int or None, "
+                             f"got {limit!r}")
+    previous = _max_image_pixels
+    _max_image_pixels = limit or None
+    return previous
+
+
+def get_max_image_pixels():
+    """The decoders' pixel limit (``None`` when there is none)."""
+    return _max_image_pixels
+
+
+def _pixel_limit():
+    return _max_image_pixels or 0
+
+
+def _invalid(message):
+    return op_error(_errors.InvalidArgumentError, message)
+
+
+def _scalar_string(value, name, what):
+    x = convert(value, dtype=_dtypes.string, name=name)
+    shape = static_shape(x)
+    if shape is not None and len(shape) != 0:
+        raise _invalid(f"{what} must be scalar, but had shape: {list(shape)}")
+    return x
+
+
+def _int_arg(value, name):
+    if isinstance(value, Tensor):
+        raise op_error(TypeError, f"`{name}` must be a Python int in conveyor, not a tensor")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise op_error(TypeError, f"`{name}` must be an int, got {value!r}") from None
+
+
+def read_file(filename, name=None):
+    """The entire contents of the file `filename`, as a scalar string
+    (``tf.io.read_file``).
+
+    Raises ``NotFoundError`` when the file does not exist,
+    ``PermissionDeniedError`` when it cannot be read and
+    ``FailedPreconditionError`` for a directory, each naming the file.
+    """
+    x = _scalar_string(filename, "filename", "Input filename tensor")
+    return apply("ReadFile", [x], [((), _dtypes.string)])
+
+
+_DCT_METHODS = {"": 0, "INTEGER_FAST": 0, "INTEGER_ACCURATE": 1}
+
+
+def _check_channels(channels):
+    channels = _int_arg(channels, "channels")
+    if channels not in (0, 1, 3, 4):
+        raise _invalid(f"`channels` must be 0, 1, 3 or 4 but got {channels}")
+    return channels
+
+
+def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover_truncated=False,
+                acceptable_fraction=1, dct_method="", name=None):
+    """Decode a JPEG-encoded image to a uint8 tensor (``tf.io.decode_jpeg``).
+
+    Args:
+      contents: a scalar string, the JPEG-encoded image.
+      channels: 0 (the image's own: 1 for grayscale, 3 for color; CMYK
+        images are converted to RGB), 1 (grayscale) or 3 (RGB).
+      ratio: 1, 2, 4 or 8: downscale by this factor while decoding
+        (libjpeg's scaled IDCT; much faster than decoding then resizing).
+      fancy_upscaling: smooth chroma upsampling (slower, better quality).
+      try_recover_truncated: decode a truncated image, repeating the last
+        decoded row over the missing ones.
+      acceptable_fraction: the fraction of rows that must be present in a
+        truncated image (without `try_recover_truncated`); the missing rows
+        are black.
+      dct_method: ``''`` or ``'INTEGER_FAST'`` (TensorFlow's default, the fast
+        integer IDCT) or ``'INTEGER_ACCURATE'``.
+
+    Returns:
+      A uint8 tensor of shape ``[height, width, channels]``; its static shape
+      is ``(None, None, channels or None)``.
+
+    Raises ``InvalidArgumentError`` for invalid or truncated JPEG data, for
+    data of no known image format, and for images larger than
+    :func:`get_max_image_pixels`; ``UnimplementedError`` for PNG, GIF, BMP,
+    WebP and JPEG XL data (which TensorFlow's op also decodes).
+    """
+    x = _scalar_string(contents, "contents", "`contents`")
+    channels = _check_channels(channels)
+    ratio = _int_arg(ratio, "ratio")
+    if ratio not in (1, 2, 4, 8):
+        raise _invalid(f"ratio must be 1, 2, 4, or 8, got {ratio}")
+    if dct_method not in _DCT_METHODS:
+        raise _invalid("dct_method must be one of {'', 'INTEGER_FAST', 'INTEGER_ACCURATE'}")
+    if isinstance(acceptable_fraction, Tensor):
+        raise op_error(TypeError, "`acceptable_fraction` must be a Python number in conveyor")
+    ints = [channels, ratio, int(bool(fancy_upscaling)), int(bool(try_recover_truncated)),
+            _DCT_METHODS[dct_method], _pixel_limit()]
+    return apply("DecodeJpeg", [x], [((None, None, channels or None), _dtypes.uint8)],
+                 ints=ints, floats=[float(acceptable_fraction)])
+
+
+def decode_image(contents, channels=None, dtype=_dtypes.uint8, name=None, expand_animations=True):
+    """Decode an image, detecting its format from its first bytes
+    (``tf.io.decode_image``).
+
+    conveyor decodes JPEG images (with ``decode_jpeg``'s defaults); PNG, GIF,
+    BMP, WebP and JPEG XL data raise ``UnimplementedError`` naming the
+    format, and data of no known format raises ``InvalidArgumentError``.
+
+    Args:
+      contents: a scalar string, the encoded image.
+      channels: ``None`` or 0 (the image's own), 1 or 3.
+      dtype: the output type. uint8 values are the decoded pixels; other
+        types are scaled as ``tf.image.convert_image_dtype`` does (float32:
+        ``value / 255``, in [0, 1]; uint16: ``value * 256``).
+      expand_animations: as in TensorFlow: when True (the default) the static
+        shape is unknown (an animated GIF would be 4-D); pass False to get
+        ``(None, None, channels or None)``. JPEG images are always 3-D.
+
+    Returns:
+      A tensor of type `dtype`, ``[height, width, channels]``.
+    """
+    x = _scalar_string(contents, "contents", "`contents`")
+    channels = _check_channels(0 if channels is None else channels)
+    dtype = _dtypes.as_dtype(dtype)
+    shape = None if expand_animations else (None, None, channels or None)
+    native = (_dtypes.uint8, _dtypes.uint16, _dtypes.float32)
+    ints = [channels, dtype._code if dtype in native else _dtypes.uint16._code,
+            int(bool(expand_animations)), _pixel_limit()]
+    if dtype in native:
+        return apply("DecodeImage", [x], [(shape, dtype)], ints=ints)
+    # As TensorFlow does: decode to uint16, then convert.
+    try:
+        from conveyor.image import convert_image_dtype
+    except ImportError:
+        raise op_error(TypeError, f"decode_image: dtype {dtype.name} is not supported yet; use "
+                                  f"uint8, uint16 or float32") from None
+    return convert_image_dtype(apply("DecodeImage", [x], [(shape, _dtypes.uint16)], ints=ints),
+                               dtype)
+
+
+_RAW_TYPES = ("float16", "float32", "float64", "int32", "uint16", "uint8", "int16", "int8",
+              "int64", "bool")
+
+
+def decode_raw(input_bytes, out_type, little_endian=True, fixed_length=None, name=None):
+    """Reinterpret the bytes of each string as a vector of numbers
+    (``tf.io.decode_raw``).
+
+    The result has the shape of `input_bytes` plus one last dimension: the
+    string length divided by the size of `out_type`. Without `fixed_length`
+    all strings must have the same length, a multiple of that size; with it,
+    each string is cut or zero-padded to `fixed_length` bytes.
+
+    Args:
+      input_bytes: a string tensor of any shape.
+      out_type: float16, float32, float64, int8, int16, int32, int64, uint8,
+        uint16 or bool (bool is not allowed with `fixed_length`).
+      little_endian: whether the values are stored little-endian.
+      fixed_length: None, or the number of bytes of each string to decode
+        (a Python int in conveyor).
+
+    Raises ``InvalidArgumentError`` when the strings differ in length or their
+    length is not a multiple of the type's size.
+    """
+    x = convert(input_bytes, dtype=_dtypes.string, name="input_bytes")
+    out_type = _dtypes.as_dtype(out_type)
+    allowed = _RAW_TYPES if fixed_length is None else _RAW_TYPES[:-1]
+    if out_type.name not in allowed:
+        raise _invalid(f"Value for attr 'out_type' of {out_type.name} is not in the list of "
+                       f"allowed values: {', '.join(allowed)}")
+    width = None
+    if fixed_length is not None:
+        fixed_length = _int_arg(fixed_length, "fixed_length")
+        if fixed_length <= 0:
+            raise _invalid(f"fixed_length ({fixed_length}) must be greater than zero.")
+        if fixed_length % out_type.size:
+            raise _invalid(f"fixed_length ({fixed_length}) must be a multiple of the size of "
+                           f"out_type ({out_type.size})")
+        width = fixed_length // out_type.size
+    shape = static_shape(x)
+    out_shape = None if shape is None else tuple(shape) + (width,)
+    return apply("DecodeRaw", [x], [(out_shape, out_type)],
+                 ints=[out_type._code, int(bool(little_endian)), fixed_length or 0])

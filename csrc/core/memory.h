@@ -1,0 +1,91 @@
+/* RAM budgets: how much memory a pipeline's buffers may hold.
+ *
+ * DESIGN
+ * A CvMemory is a budget: a limit in bytes and an atomic count of the bytes
+ * charged to it. Every stage that keeps elements between calls (shuffle's
+ * buffer, the results queued by prefetch / parallel map / parallel batch,
+ * interleave's read-ahead, cache) charges the bytes of each element it keeps
+ * (cv_element_bytes) and releases them when the element leaves it. A charge
+ * that would take the budget over its limit fails, without charging, with
+ * RESOURCE_EXHAUSTED naming the stage, the bytes it holds, the budget and
+ * the knob to turn, long before the kernel's OOM killer would act.
+ *
+ * Which budget: CvDataset.memory, set when the dataset is built for a
+ * pipeline (options.autotune.ram_budget: one budget per with_options() call
+ * that sets it, shared by every stage and every iterator under it). NULL
+ * means the process-wide default budget, shared by all pipelines without a
+ * ram_budget: CV_MEMORY_DEFAULT_FRACTION of the memory this process may use
+ * (cv_memory_process_limit: physical RAM, cgroup limit, RLIMIT_AS).
+ *
+ * Usage in a kernel (m = it->base.dataset->memory, NULL is fine):
+ *     size_t bytes = cv_element_bytes(&e);
+ *     if ((s = cv_memory_charge(m, bytes, "Shuffle", held, "lower shuffle's buffer_size")))
+ *         return s;                       // nothing was charged
+ *     held += bytes; ...keep e...
+ *     cv_memory_release(m, bytes);        // when e leaves the stage (or is freed)
+ * A stage releases exactly what it charged: it remembers each element's
+ * bytes, or recomputes them from the same (unchanged) element.
+ *
+ * Cost: one atomic add per charge and one per release; stages charge per
+ * element or per chunk of elements, never per byte. All functions are
+ * thread-safe.
+ */
+#ifndef CV_MEMORY_H
+#define CV_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+/* The default budget is this fraction of what the process may use (as
+ * tf.data's default ram_budget: half of the RAM). */
+#define CV_MEMORY_DEFAULT_FRACTION 0.5
+
+typedef struct CvMemory CvMemory;
+
+/* A new budget of `limit` bytes (> 0), with one reference; NULL when out of
+ * memory. */
+CvMemory *cv_memory_new(int64_t limit);
+CvMemory *cv_memory_ref(CvMemory *m);  /* NULL-safe; returns m */
+void cv_memory_unref(CvMemory *m);     /* NULL-safe */
+/* The process-wide default budget (never freed). */
+CvMemory *cv_memory_default(void);
+
+/* m == NULL means the default budget in all of these. */
+int64_t cv_memory_limit(const CvMemory *m);
+int64_t cv_memory_used(const CvMemory *m);
+
+/* Charge `bytes` to m. On RESOURCE_EXHAUSTED nothing is charged; the
+ * message names `stage` (tf.data's name: "Shuffle", "Prefetch"), the bytes
+ * the stage holds already (`held`), the budget, and says "<knob> or raise
+ * options.autotune.ram_budget" (knob: "lower shuffle's buffer_size"). */
+CvStatus cv_memory_charge(CvMemory *m, size_t bytes, const char *stage, size_t held,
+                          const char *knob);
+/* The same in two steps: charge if it fits (true), or nothing; and the
+ * error cv_memory_charge would return for a charge that did not fit. */
+bool cv_memory_try_charge(CvMemory *m, size_t bytes);
+CvStatus cv_memory_exceeded(CvMemory *m, size_t bytes, const char *stage, size_t held,
+                            const char *knob);
+/* Give back bytes charged earlier (0 is a no-op). */
+void cv_memory_release(CvMemory *m, size_t bytes);
+
+/* Bytes an element holds: each tensor's nbytes, plus the string bytes its
+ * refs point to. */
+size_t cv_element_bytes(const CvElement *e);
+
+/* Bytes charged to all live budgets of the process (tests, statistics). */
+int64_t cv_memory_in_use(void);
+
+/* In a fork() child: every count restarts at zero (the parent's iterators
+ * are never destroyed in the child, so their charges would never be
+ * released). */
+void cv_memory_after_fork(void);
+
+/* Bytes this process may use: min(physical RAM, cgroup memory limit,
+ * RLIMIT_AS when set). Read afresh on each call. */
+int64_t cv_memory_process_limit(void);
+
+#endif

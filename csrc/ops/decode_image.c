@@ -1,0 +1,62 @@
+/* DecodeImage(contents): an image of any format TensorFlow knows by its
+ * first bytes, as [height, width, channels] of uint8, uint16 or float32
+ * (tf.io.decode_image). JPEG is decoded with TensorFlow's DecodeImage
+ * defaults (see ops/jpeg.h); the other formats are UNIMPLEMENTED so far.
+ * uint16 is value * 256 and float32 is value * (1/255 in float), as
+ * TensorFlow computes them.
+ *
+ * ints: [0] channels (0, 1, 3; 4 is refused for JPEG), [1] output CvDtype
+ * (CV_UINT8, CV_UINT16 or CV_FLOAT32), [2] expand_animations (for GIF; no
+ * effect on JPEG), [3] max_pixels (<= 0: no limit). */
+#include "ops/jpeg.h"
+#include "ops/op.h"
+
+static CvStatus decode_image_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
+                                 CvTensor *out, int num_out, CvOpContext *ctx)
+{
+    (void)num_in;
+    (void)num_out;
+    (void)ctx;
+    if (attrs->num_ints < 4)
+        return cv_error(CV_INVALID_ARGUMENT, "DecodeImage needs 4 int attributes");
+    CvDtype dtype = (CvDtype)attrs->ints[1];
+    if (dtype != CV_UINT8 && dtype != CV_UINT16 && dtype != CV_FLOAT32)
+        return cv_error(CV_INVALID_ARGUMENT, "`dtype` for `DecodeImage` must be uint8, uint16 or "
+                                             "float32, got %s", cv_dtype_name(dtype));
+    CvJpegOptions o = {
+        .channels = (int)attrs->ints[0],
+        .ratio = 1,
+        .fancy_upscaling = true,
+        .try_recover_truncated = false,
+        .acceptable_fraction = 1.0f,
+        .dct = CV_JPEG_DCT_FAST,
+        .max_pixels = attrs->ints[3],
+    };
+    CvTensor pixels;
+    CvStatus s = cv_jpeg_decode_contents("DecodeImage", &in[0], &o, &pixels);
+    if (s || dtype == CV_UINT8) {
+        out[0] = pixels;
+        return s;
+    }
+    s = cv_tensor_alloc(&out[0], dtype, pixels.rank, pixels.shape, 0, NULL);
+    if (s)
+        goto done;
+    const uint8_t *src = (const uint8_t *)pixels.data;
+    int64_t n = cv_tensor_num_elements(&pixels);
+    if (dtype == CV_UINT16) {
+        uint16_t *dst = (uint16_t *)out[0].data;
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = (uint16_t)(src[i] * 256u);
+    } else {
+        const float scale = (float)(1.0 / 255.0);
+        float *dst = (float *)out[0].data;
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = (float)src[i] * scale;
+    }
+done:
+    cv_tensor_clear(&pixels);
+    return s;
+}
+
+const CvOp cv_op_decode_image = {
+    .name = "DecodeImage", .min_inputs = 1, .max_inputs = 1, .run = decode_image_run};

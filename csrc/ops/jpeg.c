@@ -1,0 +1,426 @@
+/* JPEG decoding on libjpeg-turbo, following TensorFlow's jpeg::Uncompress.
+ *
+ * Error handling: libjpeg reports a fatal error by calling error_exit, which
+ * must not return. Ours formats the message and longjmps back into
+ * decode_steps(), whose caller then releases everything. All state that
+ * outlives a longjmp lives in the caller's Decoder (never in locals of the
+ * function that called setjmp), so nothing needs `volatile`.
+ *
+ * The source manager is TensorFlow's memory source, because its answers
+ * decide what a truncated or damaged stream gives: without
+ * try_recover_truncated it suspends when asked for more data than it has (the
+ * decoder then stops at the last complete row and acceptable_fraction
+ * decides); with it, it appends a fake EOI once (libjpeg fills the missing
+ * blocks) and fails the second time.
+ */
+#include "ops/jpeg.h"
+
+#include <limits.h>
+#include <setjmp.h>
+#include <stdio.h> /* jpeglib.h uses FILE */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+/* ------------------------------------------------------- format sniffing */
+
+CvImageFormat cv_image_format(const uint8_t *d, size_t n)
+{
+    if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff)
+        return CV_IMAGE_JPEG;
+    if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0)
+        return CV_IMAGE_PNG;
+    if (n >= 4 && memcmp(d, "GIF8", 4) == 0)
+        return CV_IMAGE_GIF;
+    if (n >= 2 && d[0] == 'B' && d[1] == 'M')
+        return CV_IMAGE_BMP;
+    if (n > 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0)
+        return CV_IMAGE_WEBP;
+    if ((n >= 2 && d[0] == 0xff && d[1] == 0x0a) ||
+        (n >= 12 && memcmp(d, "\0\0\0\x0cJXL \r\n\x87\n", 12) == 0))
+        return CV_IMAGE_JXL;
+    return CV_IMAGE_UNKNOWN;
+}
+
+const char *cv_image_format_name(CvImageFormat f)
+{
+    switch (f) {
+    case CV_IMAGE_JPEG:
+        return "JPEG";
+    case CV_IMAGE_PNG:
+        return "PNG";
+    case CV_IMAGE_GIF:
+        return "GIF";
+    case CV_IMAGE_BMP:
+        return "BMP";
+    case CV_IMAGE_WEBP:
+        return "WebP";
+    case CV_IMAGE_JXL:
+        return "JPEG XL";
+    default:
+        return "unknown";
+    }
+}
+
+/* ---------------------------------------------------------- the decoder */
+
+typedef struct ErrorMgr {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+    char message[JMSG_LENGTH_MAX]; /* the fatal error */
+    char warning[JMSG_LENGTH_MAX]; /* the first warning ("" when none) */
+} ErrorMgr;
+
+typedef struct SourceMgr {
+    struct jpeg_source_mgr pub;
+    const JOCTET *data;
+    size_t size;
+    bool recover;
+    uint64_t replayed; /* bytes handed out again by "bytes left" answers */
+} SourceMgr;
+
+typedef struct Decoder {
+    struct jpeg_decompress_struct cinfo;
+    ErrorMgr err;
+    SourceMgr src;
+    bool created;      /* cinfo needs jpeg_destroy_decompress */
+    JSAMPLE *cmyk_row; /* malloc'd: one CMYK row, converted to RGB by us */
+    CvStatus status;   /* a refusal found by us (not by libjpeg) */
+    int64_t height;    /* output rows */
+    int64_t rows_read; /* rows decoded before the data ended */
+    size_t stride;     /* output bytes per row */
+} Decoder;
+
+static void on_error_exit(j_common_ptr cinfo)
+{
+    ErrorMgr *err = (ErrorMgr *)cinfo->err;
+    (*err->pub.format_message)(cinfo, err->message);
+    longjmp(err->jump, 1);
+}
+
+/* Warnings are counted (as libjpeg's default does) and the first one kept
+ * for messages; nothing is printed. */
+static void on_emit_message(j_common_ptr cinfo, int msg_level)
+{
+    ErrorMgr *err = (ErrorMgr *)cinfo->err;
+    if (msg_level >= 0)
+        return; /* trace messages */
+    if (err->pub.num_warnings == 0)
+        (*err->pub.format_message)(cinfo, err->warning);
+    err->pub.num_warnings++;
+}
+
+static void on_output_message(j_common_ptr cinfo)
+{
+    (void)cinfo;
+}
+
+static void src_init(j_decompress_ptr cinfo)
+{
+    SourceMgr *src = (SourceMgr *)cinfo->src;
+    src->pub.next_input_byte = src->data;
+    src->pub.bytes_in_buffer = src->size;
+}
+
+static const JOCTET fake_eoi[2] = {0xff, JPEG_EOI};
+
+#define MAX_REPLAYED_BYTES ((uint64_t)1 << 20)
+
+/* Called when the decoder wants bytes past what it was given. libjpeg-turbo's
+ * Huffman decoders call this with a stale pub.bytes_in_buffer (their own copy
+ * ran out), which is why "bytes left" means "suspend" here, as in
+ * TensorFlow. */
+static boolean src_fill(j_decompress_ptr cinfo)
+{
+    SourceMgr *src = (SourceMgr *)cinfo->src;
+    if (src->pub.bytes_in_buffer == 0 && src->pub.next_input_byte == src->data) {
+        ERREXIT(cinfo, JERR_INPUT_EMPTY);
+        return FALSE;
+    }
+    if (src->pub.bytes_in_buffer) {
+        if (!src->recover)
+            return FALSE;
+        /* "Go on" makes the caller re-read its last bytes. That normally
+         * completes the current MCU within a few KB; on some damaged data
+         * (a trailing 0xFF re-read as fill bytes) it would loop forever, as
+         * TensorFlow does: past a bound, end the data with the fake EOI. */
+        src->replayed += src->pub.bytes_in_buffer;
+        if (src->replayed <= MAX_REPLAYED_BYTES)
+            return TRUE;
+        src->pub.bytes_in_buffer = 0;
+    }
+    if (src->pub.next_input_byte != fake_eoi && src->recover) {
+        WARNMS(cinfo, JWRN_JPEG_EOF);
+        src->pub.next_input_byte = fake_eoi;
+        src->pub.bytes_in_buffer = 2;
+        return TRUE;
+    }
+    ERREXIT(cinfo, JERR_FILE_READ);
+    return FALSE;
+}
+
+static void src_skip(j_decompress_ptr cinfo, long count)
+{
+    SourceMgr *src = (SourceMgr *)cinfo->src;
+    if (count < 0)
+        return;
+    if ((unsigned long)count > src->pub.bytes_in_buffer) {
+        src->pub.bytes_in_buffer = 0;
+        (void)src_fill(cinfo); /* a fake EOI or an error */
+    } else {
+        src->pub.bytes_in_buffer -= (size_t)count;
+        src->pub.next_input_byte += count;
+    }
+}
+
+static void src_term(j_decompress_ptr cinfo)
+{
+    (void)cinfo;
+}
+
+/* Adobe's CMYK JPEGs store inverted values; TensorFlow converts either kind
+ * with integer arithmetic, and so do we. */
+static void cmyk_to_rgb(const JSAMPLE *in, uint8_t *out, JDIMENSION width, bool adobe)
+{
+    for (JDIMENSION i = 0; i < width; i++, in += 4, out += 3) {
+        int c = in[0], m = in[1], y = in[2], k = in[3];
+        if (adobe) {
+            out[0] = (uint8_t)(k * c / 255);
+            out[1] = (uint8_t)(k * m / 255);
+            out[2] = (uint8_t)(k * y / 255);
+        } else {
+            out[0] = (uint8_t)((255 - k) * (255 - c) / 255);
+            out[1] = (uint8_t)((255 - k) * (255 - m) / 255);
+            out[2] = (uint8_t)((255 - k) * (255 - y) / 255);
+        }
+    }
+}
+
+#define ROWS_PER_CALL 16
+
+/* Everything that may longjmp. Returns false on failure: d->status set, or
+ * libjpeg's message in d->err.message. */
+static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJpegOptions *o,
+                         CvTensor *out)
+{
+    struct jpeg_decompress_struct *ci = &d->cinfo;
+    ci->err = jpeg_std_error(&d->err.pub);
+    d->err.pub.error_exit = on_error_exit;
+    d->err.pub.emit_message = on_emit_message;
+    d->err.pub.output_message = on_output_message;
+    if (setjmp(d->err.jump))
+        return false;
+
+    d->created = true; /* cinfo is zeroed, so destroying a half-made one is safe */
+    jpeg_create_decompress(ci);
+    d->src.pub.init_source = src_init;
+    d->src.pub.fill_input_buffer = src_fill;
+    d->src.pub.skip_input_data = src_skip;
+    d->src.pub.resync_to_restart = jpeg_resync_to_restart;
+    d->src.pub.term_source = src_term;
+    d->src.data = data;
+    d->src.size = size;
+    d->src.recover = o->try_recover_truncated;
+    ci->src = &d->src.pub;
+    if (jpeg_read_header(ci, TRUE) != JPEG_HEADER_OK) {
+        d->status = cv_error(CV_INVALID_ARGUMENT,
+                             "Invalid JPEG data: the data ends inside the header (%zu bytes)", size);
+        return false;
+    }
+
+    int components = o->channels ? o->channels : (ci->num_components < 3 ? ci->num_components : 3);
+    switch (components) {
+    case 1:
+        ci->out_color_space = JCS_GRAYSCALE;
+        break;
+    case 3:
+        /* CMYK and YCCK decode to CMYK; we convert that to RGB below. */
+        if (ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK)
+            ci->out_color_space = JCS_CMYK;
+        else
+            ci->out_color_space = JCS_RGB;
+        break;
+    default:
+        d->status = cv_error(CV_INVALID_ARGUMENT,
+                             "Invalid JPEG data: an image with %d color components cannot be "
+                             "decoded with channels=0; ask for channels=1 or 3",
+                             ci->num_components);
+        return false;
+    }
+    ci->do_fancy_upsampling = o->fancy_upscaling ? TRUE : FALSE;
+    ci->scale_num = 1;
+    ci->scale_denom = (unsigned)o->ratio;
+    ci->dct_method = o->dct == CV_JPEG_DCT_ACCURATE ? JDCT_ISLOW : JDCT_IFAST;
+
+    /* The bomb guard: from the header alone, before libjpeg or we allocate
+     * image-sized memory (a progressive image's coefficients are
+     * image-sized whatever the ratio). */
+    int64_t pixels = (int64_t)ci->image_width * (int64_t)ci->image_height;
+    if (o->max_pixels > 0 && pixels > o->max_pixels) {
+        d->status = cv_error(CV_INVALID_ARGUMENT,
+                             "JPEG image of %ux%u pixels (%lld) exceeds the limit of %lld pixels "
+                             "(a decompression bomb?); raise it with "
+                             "conveyor.io.set_max_image_pixels()",
+                             (unsigned)ci->image_width, (unsigned)ci->image_height,
+                             (long long)pixels, (long long)o->max_pixels);
+        return false;
+    }
+    jpeg_calc_output_dimensions(ci);
+    if (ci->output_width == 0 || ci->output_height == 0) {
+        d->status = cv_error(CV_INVALID_ARGUMENT, "Invalid JPEG data: image size %ux%u",
+                             (unsigned)ci->output_width, (unsigned)ci->output_height);
+        return false;
+    }
+    /* A multi-scan (progressive) image is read whole here; running out of
+     * data suspends it, which TensorFlow reports as a failure. */
+    if (!jpeg_start_decompress(ci)) {
+        d->status = cv_error(CV_INVALID_ARGUMENT,
+                             "Invalid JPEG data: %s (the data ends before the last scan; "
+                             "try_recover_truncated=True decodes what is there)",
+                             d->err.warning[0] ? d->err.warning : "Premature end of JPEG file");
+        return false;
+    }
+
+    const JDIMENSION width = ci->output_width, height = ci->output_height;
+    int64_t shape[3] = {height, width, components};
+    CvStatus s = cv_tensor_alloc(out, CV_UINT8, 3, shape, 0, NULL);
+    if (s) {
+        d->status = s;
+        return false;
+    }
+    uint8_t *base = (uint8_t *)out->data;
+    d->stride = (size_t)width * (size_t)components;
+    d->height = height;
+    d->rows_read = height;
+    const bool cmyk = ci->out_color_space == JCS_CMYK;
+    if (cmyk && !(d->cmyk_row = malloc((size_t)width * 4))) {
+        d->status = cv_error_nomem();
+        return false;
+    }
+    bool suspended = false;
+    while (ci->output_scanline < height) {
+        JDIMENSION line = ci->output_scanline, n;
+        if (cmyk) {
+            JSAMPROW row = d->cmyk_row;
+            n = jpeg_read_scanlines(ci, &row, 1);
+            if (n)
+                cmyk_to_rgb(d->cmyk_row, base + (size_t)line * d->stride, width,
+                            ci->saw_Adobe_marker);
+        } else {
+            /* Straight into the output tensor, several rows per call. */
+            JSAMPROW rows[ROWS_PER_CALL];
+            JDIMENSION want = height - line < ROWS_PER_CALL ? height - line : ROWS_PER_CALL;
+            for (JDIMENSION i = 0; i < want; i++)
+                rows[i] = base + (size_t)(line + i) * d->stride;
+            n = jpeg_read_scanlines(ci, rows, want);
+        }
+        if (n > 0)
+            continue;
+        /* The source suspended: the data ended. */
+        if (!o->try_recover_truncated) {
+            d->rows_read = line;
+            suspended = true;
+        } else {
+            /* Repeat the last row (black when there is none), as TensorFlow does. */
+            for (JDIMENSION r = line; r < height; r++) {
+                uint8_t *row = base + (size_t)r * d->stride;
+                if (r == 0)
+                    memset(row, 0, d->stride);
+                else
+                    memcpy(row, row - d->stride, d->stride);
+            }
+            ci->output_scanline = height; /* lets jpeg_finish_decompress finish */
+        }
+        break;
+    }
+    if (suspended)
+        jpeg_abort((j_common_ptr)ci);
+    else
+        (void)jpeg_finish_decompress(ci); /* may fail (longjmp) on damage after the image */
+    return true;
+}
+
+CvStatus cv_jpeg_decode(const uint8_t *data, size_t size, const CvJpegOptions *o, CvTensor *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (size == 0)
+        return cv_error(CV_INVALID_ARGUMENT, "Input is empty.");
+    if (size > INT_MAX)
+        return cv_error(CV_INVALID_ARGUMENT, "Input contents are too large for int: %zu", size);
+    if (o->ratio != 1 && o->ratio != 2 && o->ratio != 4 && o->ratio != 8)
+        return cv_error(CV_INVALID_ARGUMENT, "ratio must be 1, 2, 4, or 8, got %d", o->ratio);
+    if (o->channels != 0 && o->channels != 1 && o->channels != 3)
+        return cv_error(CV_INVALID_ARGUMENT, "JPEG does not support %d channels", o->channels);
+
+    Decoder *d = calloc(1, sizeof(*d));
+    if (!d)
+        return cv_error_nomem();
+    CvStatus status = CV_STATUS_OK;
+    bool ok = decode_steps(d, data, size, o, out);
+    if (d->created)
+        jpeg_destroy_decompress(&d->cinfo);
+    free(d->cmyk_row);
+    if (!ok) {
+        status = d->status ? d->status
+                           : cv_error(CV_INVALID_ARGUMENT, "Invalid JPEG data: %s", d->err.message);
+        goto error;
+    }
+    if (d->rows_read < d->height) {
+        float fraction = (float)d->rows_read / (float)d->height;
+        float needed = o->acceptable_fraction < 1.0f ? o->acceptable_fraction : 1.0f;
+        if (fraction < needed) {
+            status = cv_error(CV_INVALID_ARGUMENT,
+                              "Invalid JPEG data: %s: the data ends after row %lld of %lld "
+                              "(acceptable_fraction=%g; try_recover_truncated=True fills the "
+                              "missing rows)",
+                              d->err.warning[0] ? d->err.warning : "Premature end of JPEG file",
+                              (long long)d->rows_read, (long long)d->height,
+                              (double)o->acceptable_fraction);
+            goto error;
+        }
+        /* Rows that were never decoded are black. */
+        memset(out->data + (size_t)d->rows_read * d->stride, 0,
+               (size_t)(d->height - d->rows_read) * d->stride);
+    }
+    free(d);
+    return CV_STATUS_OK;
+error:
+    free(d);
+    cv_tensor_clear(out);
+    return status;
+}
+
+/* The bytes of a scalar string tensor. */
+static const uint8_t *string_scalar(const CvTensor *t, size_t *size)
+{
+    const CvStringRef *ref = (const CvStringRef *)t->data;
+    *size = (size_t)ref->length;
+    return (const uint8_t *)t->buf->data + ref->offset;
+}
+
+CvStatus cv_jpeg_decode_contents(const char *op, const CvTensor *contents, const CvJpegOptions *o,
+                                 CvTensor *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (contents->dtype != CV_STRING || contents->rank != 0) {
+        char shape[64];
+        return cv_error(CV_INVALID_ARGUMENT, "`contents` must be a scalar string but got %s shape %s",
+                        cv_dtype_name(contents->dtype),
+                        cv_shape_str(contents->shape, contents->rank, shape, sizeof(shape)));
+    }
+    size_t size;
+    const uint8_t *data = string_scalar(contents, &size);
+    if (size == 0)
+        return cv_error(CV_INVALID_ARGUMENT, "Input is empty.");
+    CvImageFormat format = cv_image_format(data, size);
+    if (format == CV_IMAGE_UNKNOWN)
+        return cv_error(CV_INVALID_ARGUMENT, "Unknown image file format. One of JPEG, JPEG XL, "
+                                             "PNG, GIF, BMP, WebP required.");
+    if (format != CV_IMAGE_JPEG)
+        return cv_error(CV_UNIMPLEMENTED,
+                        "%s: the data is a %s image; conveyor decodes only JPEG images so far",
+                        op, cv_image_format_name(format));
+    return cv_jpeg_decode(data, size, o, out);
+}

@@ -1,0 +1,69 @@
+/* JPEG decoding with libjpeg-turbo, as TensorFlow's DecodeJpeg does it, and
+ * the image-format sniffing that DecodeJpeg and DecodeImage share.
+ *
+ * The decoder reproduces TensorFlow's jpeg::Uncompress step by step (color
+ * space choice, the Adobe-inverted CMYK -> RGB conversion, how a truncated
+ * stream suspends or is completed with a fake EOI, acceptable_fraction, the
+ * black or repeated rows), so the same bytes and options give the same pixels
+ * and the same success or failure. libjpeg's fatal errors longjmp back to
+ * the decoder (its default error_exit would exit the process) and its
+ * warnings are counted, never printed.
+ *
+ * Plain C, no globals: any number of threads may decode at once.
+ */
+#ifndef CV_JPEG_H
+#define CV_JPEG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+
+typedef enum CvImageFormat {
+    CV_IMAGE_UNKNOWN = 0,
+    CV_IMAGE_JPEG,
+    CV_IMAGE_PNG,
+    CV_IMAGE_GIF,
+    CV_IMAGE_BMP,
+    CV_IMAGE_WEBP,
+    CV_IMAGE_JXL,
+} CvImageFormat;
+
+/* The format named by the first bytes (TensorFlow's magic-byte rules). */
+CvImageFormat cv_image_format(const uint8_t *data, size_t size);
+const char *cv_image_format_name(CvImageFormat f); /* "JPEG", "PNG", ... */
+
+typedef enum CvJpegDct {
+    CV_JPEG_DCT_FAST = 0,     /* JDCT_IFAST: TensorFlow's default ('' or 'INTEGER_FAST') */
+    CV_JPEG_DCT_ACCURATE = 1, /* JDCT_ISLOW: 'INTEGER_ACCURATE' */
+} CvJpegDct;
+
+typedef struct CvJpegOptions {
+    int channels; /* 0 (the image's, CMYK -> 3), 1 or 3 */
+    int ratio;    /* 1, 2, 4 or 8: libjpeg's scaled decoding */
+    bool fancy_upscaling;
+    bool try_recover_truncated;
+    float acceptable_fraction; /* rows that must decode when the data ends early */
+    CvJpegDct dct;
+    /* Decompression-bomb guard: images whose header declares more pixels
+     * (width x height, before any ratio) are refused before anything is
+     * allocated. <= 0: no limit. */
+    int64_t max_pixels;
+} CvJpegOptions;
+
+/* Decode `size` bytes of JPEG into a new uint8 tensor [height, width,
+ * channels] (*out, owned by the caller on OK, cleared on error). Errors:
+ * INVALID_ARGUMENT naming what libjpeg found wrong (or the row where the
+ * data ended), or the dimensions and the limit for a refused large image. */
+CvStatus cv_jpeg_decode(const uint8_t *data, size_t size, const CvJpegOptions *options,
+                        CvTensor *out);
+
+/* What DecodeJpeg and DecodeImage do with their input: `contents` must be
+ * a scalar string (INVALID_ARGUMENT otherwise, or when empty or of no known
+ * format) holding a JPEG; the other image formats that TensorFlow decodes
+ * are UNIMPLEMENTED here. `op` names the op in messages. */
+CvStatus cv_jpeg_decode_contents(const char *op, const CvTensor *contents,
+                                 const CvJpegOptions *options, CvTensor *out);
+
+#endif

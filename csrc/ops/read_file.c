@@ -1,0 +1,131 @@
+/* ReadFile(filename): the bytes of a file as a scalar string (tf.io.read_file).
+ *
+ * A regular file is read straight into the output tensor (sized by fstat; a
+ * file that shrinks meanwhile gives the bytes that were there); anything
+ * else (a pipe, /proc) is read to its end. Errors name the file with
+ * TensorFlow's codes: NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION for a
+ * directory. No attributes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ops/op.h"
+#include "ops/record_io.h"
+
+#define MAX_READ ((size_t)1 << 30) /* bytes per read() call */
+
+/* Read up to `n` bytes at `dst`; *got says how many came before EOF. */
+static CvStatus read_fully(int fd, const char *path, char *dst, size_t n, size_t *got)
+{
+    *got = 0;
+    while (*got < n) {
+        size_t want = n - *got < MAX_READ ? n - *got : MAX_READ;
+        ssize_t r = read(fd, dst + *got, want);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return cv_file_error(errno, path, "(while reading)");
+        if (r == 0)
+            break;
+        *got += (size_t)r;
+    }
+    return CV_STATUS_OK;
+}
+
+/* A file of unknown size: read to EOF into a growing buffer, then copy. */
+static CvStatus read_stream(int fd, const char *path, CvTensor *out)
+{
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = malloc(cap), *blob;
+    CvStatus s = CV_STATUS_OK;
+    if (!buf)
+        return cv_error_nomem();
+    for (;;) {
+        if ((s = read_fully(fd, path, buf + len, cap - len, &got)))
+            goto done;
+        len += got;
+        if (len < cap)
+            break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            s = cv_error(CV_RESOURCE_EXHAUSTED, "%s: out of memory after reading %zu bytes", path,
+                         len);
+            goto done;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    if ((s = cv_tensor_alloc(out, CV_STRING, 0, NULL, len, &blob)))
+        goto done;
+    memcpy(blob, buf, len);
+    ((CvStringRef *)out->data)->offset = (uint64_t)(blob - out->buf->data);
+    ((CvStringRef *)out->data)->length = len;
+done:
+    free(buf);
+    return s;
+}
+
+static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
+                              CvTensor *out, int num_out, CvOpContext *ctx)
+{
+    (void)attrs;
+    (void)num_in;
+    (void)num_out;
+    (void)ctx;
+    if (in[0].dtype != CV_STRING || in[0].rank != 0) {
+        char shape[64];
+        return cv_error(CV_INVALID_ARGUMENT,
+                        "Input filename tensor must be a scalar string, but had %s shape: %s",
+                        cv_dtype_name(in[0].dtype),
+                        cv_shape_str(in[0].shape, in[0].rank, shape, sizeof(shape)));
+    }
+    const CvStringRef *ref = (const CvStringRef *)in[0].data;
+    size_t n = (size_t)ref->length;
+    const char *name = in[0].buf->data + ref->offset;
+    char *path = malloc(n + 1);
+    if (!path)
+        return cv_error_nomem();
+    memcpy(path, name, n);
+    path[n] = '\0';
+    CvStatus s = CV_STATUS_OK;
+    int fd = -1;
+    if (memchr(path, '\0', n)) {
+        s = cv_error(CV_NOT_FOUND, "%s...; a filename cannot contain a NUL byte", path);
+        goto done;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0) {
+        s = cv_file_error(errno, path, NULL);
+        goto done;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        s = cv_file_error(EISDIR, path, NULL);
+        goto done;
+    }
+    if (!S_ISREG(sb.st_mode) || sb.st_size == 0) {
+        s = read_stream(fd, path, out); /* size unknown (a pipe, /proc) */
+        goto done;
+    }
+    char *blob;
+    size_t got;
+    if ((s = cv_tensor_alloc(out, CV_STRING, 0, NULL, (size_t)sb.st_size, &blob)))
+        goto done;
+    if ((s = read_fully(fd, path, blob, (size_t)sb.st_size, &got))) {
+        cv_tensor_clear(out);
+        goto done;
+    }
+    ((CvStringRef *)out->data)->offset = (uint64_t)(blob - out->buf->data);
+    ((CvStringRef *)out->data)->length = got;
+done:
+    if (fd >= 0)
+        close(fd);
+    free(path);
+    return s;
+}
+
+const CvOp cv_op_read_file = {
+    .name = "ReadFile", .min_inputs = 1, .max_inputs = 1, .run = read_file_run};

@@ -1,0 +1,105 @@
+/* Binding of RAM budgets (core/memory.h) and of the process's limits.
+ *
+ * A budget reaches Python as a capsule (MEMORY_CAPSULE) owning one
+ * reference; conveyor/data/dataset.py creates one per with_options() call
+ * that sets options.autotune.ram_budget and passes it to the constructors of
+ * the stages that buffer, which record it in their engine dataset. */
+#include "python/binding.h"
+
+#include "core/cgroup.h"
+#include "core/memory.h"
+
+#define MEMORY_CAPSULE "conveyor._engine.MemoryBudget"
+
+static void memory_capsule_free(PyObject *capsule)
+{
+    cv_memory_unref(PyCapsule_GetPointer(capsule, MEMORY_CAPSULE));
+}
+
+int cv_memory_arg(PyObject *obj, CvMemory **out)
+{
+    if (obj == Py_None) {
+        *out = NULL;
+        return 1;
+    }
+    CvMemory *m = PyCapsule_GetPointer(obj, MEMORY_CAPSULE);
+    if (!m) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "expected a memory budget or None, got %s", Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    *out = m;
+    return 1;
+}
+
+static PyObject *memory_budget(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    long long limit = PyLong_AsLongLong(arg);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    if (limit <= 0) {
+        PyErr_Format(PyExc_ValueError, "a RAM budget must be positive, got %lld", limit);
+        return NULL;
+    }
+    CvMemory *m = cv_memory_new(limit);
+    if (!m)
+        return PyErr_NoMemory();
+    PyObject *capsule = PyCapsule_New(m, MEMORY_CAPSULE, memory_capsule_free);
+    if (!capsule)
+        cv_memory_unref(m);
+    return capsule;
+}
+
+static PyObject *memory_budget_usage(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    CvMemory *m;
+    if (!cv_memory_arg(arg, &m))
+        return NULL;
+    return Py_BuildValue("LL", (long long)cv_memory_used(m), (long long)cv_memory_limit(m));
+}
+
+static PyObject *memory_in_use(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyLong_FromLongLong(cv_memory_in_use());
+}
+
+static PyObject *memory_process_limit(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyLong_FromLongLong(cv_memory_process_limit());
+}
+
+static PyObject *memory_cgroup_limits(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    int64_t bytes = cv_cgroup_memory_limit();
+    double cpus = cv_cgroup_cpu_limit();
+    PyObject *b = bytes < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(bytes);
+    PyObject *c = cpus < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(cpus);
+    if (!b || !c) {
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+        return NULL;
+    }
+    return Py_BuildValue("NN", b, c);
+}
+
+PyMethodDef cv_memory_functions[] = {
+    {"memory_budget", memory_budget, METH_O,
+     "memory_budget(limit_bytes) -> a RAM budget for the stages of one pipeline"},
+    {"memory_budget_usage", memory_budget_usage, METH_O,
+     "memory_budget_usage(budget or None) -> (bytes charged, limit); None: the process default"},
+    {"memory_in_use", memory_in_use, METH_NOARGS,
+     "Bytes that the buffers of all pipelines hold (charged to any budget)."},
+    {"process_memory_limit", memory_process_limit, METH_NOARGS,
+     "Bytes this process may use: min(physical RAM, cgroup limit, RLIMIT_AS)."},
+    {"cgroup_limits", memory_cgroup_limits, METH_NOARGS,
+     "(memory bytes or None, CPUs or None) from this process's cgroup, read afresh (tests)."},
+    {NULL, NULL, 0, NULL},
+};
