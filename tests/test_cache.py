@@ -257,6 +257,35 @@ def test_fork_child_replays_the_parents_cache():
     assert out.stdout.strip() == "0"
 
 
+def test_memory_cache_charges_its_bytes_to_the_budget():
+    opts = cv.data.Options()
+    opts.autotune.ram_budget = 1 << 30
+    ds = cv.data.Dataset.from_tensor_slices(np.zeros((1000, 10), np.float32)).cache().with_options(opts)
+    before = cv._engine.memory_in_use()
+    assert len(list(ds)) == 1000
+    assert cv._engine.memory_in_use() - before == 1000 * 10 * 4  # the published cache
+    assert len(list(ds)) == 1000
+    assert cv._engine.memory_in_use() - before == 1000 * 10 * 4
+    del ds
+    gc.collect()
+    assert cv._engine.memory_in_use() == before
+
+
+def test_memory_cache_over_budget_warns_and_passes_through():
+    opts = cv.data.Options()
+    opts.autotune.ram_budget = 10_000  # room for about 60 of the 160-byte elements
+    fn, calls = counting()
+    ds = cv.data.Dataset.from_tensor_slices(np.arange(4000).reshape(200, 20)).map(
+        fn).cache().with_options(opts)
+    before = cv._engine.memory_in_use()
+    with pytest.warns(CacheWarning, match="RESOURCE_EXHAUSTED.*Cache.*cache to a file") as record:
+        assert len(list(ds)) == 200
+        assert len(list(ds)) == 200   # not cached: computed again, no second warning
+    assert len([r for r in record if r.category is CacheWarning]) == 1
+    assert len(calls) == 400
+    assert cv._engine.memory_in_use() == before
+
+
 # ----------------------------------------------------------------- warnings
 
 

@@ -473,7 +473,9 @@ class Dataset:
 
         With `filename` empty (the default) the cache is in memory: elements
         are kept by reference (no copies; the arrays you get from a cached
-        pass are read-only). With a `filename`, elements are streamed in
+        pass are read-only) and their bytes count against the RAM budget
+        (``options.autotune.ram_budget``); a cache that does not fit is
+        dropped with a warning. With a `filename`, elements are streamed in
         chunks to the file ``filename + ".cvcache"`` (directories are
         created), which is committed atomically when the pass completes; any
         later iterator, also in another process, reads it and never runs the
@@ -2114,7 +2116,7 @@ class _CacheDataset(_UnaryDataset):
     def _build(self, ctx, engine_inputs):
         spec = self._inputs[0]._known_spec()
         expected = None if spec is None else _flat_component_specs(spec)
-        return _engine.cache(engine_inputs[0], self._store, expected)
+        return _engine.cache(engine_inputs[0], self._store, expected, ctx.memory)
 
     def _spec_from_file(self):
         """The element spec stored in the committed cache file, if there is one."""

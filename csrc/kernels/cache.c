@@ -43,6 +43,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/memory.h"
+#include "core/thread.h"
 #include "kernels/kernels.h"
 
 /* ------------------------------------------------------------- recording */
@@ -63,16 +65,25 @@ typedef struct {
     uint32_t last_form;
 } Column;
 
+/* A recording charges its elements' bytes to a RAM budget until it is freed
+ * (a published one: with the store). */
 typedef struct {
     uint32_t ncomp;
     Column *cols;
     int64_t count;
-    size_t bytes; /* the recorded elements' bytes */
+    CvMemory *memory;         /* owned reference (NULL: the default budget) */
+    size_t charged;           /* bytes charged to it */
+    unsigned long generation; /* fork generation of the charges */
 } Recording;
 
-static Recording *recording_new(void)
+static Recording *recording_new(CvMemory *memory)
 {
-    return calloc(1, sizeof(Recording));
+    Recording *m = calloc(1, sizeof(Recording));
+    if (m) {
+        m->memory = cv_memory_ref(memory);
+        m->generation = cv_fork_generation();
+    }
+    return m;
 }
 
 static void recording_free(Recording *m)
@@ -87,6 +98,9 @@ static void recording_free(Recording *m)
         free(col->forms);
     }
     free(m->cols);
+    if (m->generation == cv_fork_generation()) /* a fork child's budgets start at zero */
+        cv_memory_release(m->memory, m->charged);
+    cv_memory_unref(m->memory);
     free(m);
 }
 
@@ -115,26 +129,14 @@ static bool form_matches(const int64_t *f, const CvTensor *t)
     return true;
 }
 
-static size_t tensor_bytes(const CvTensor *t)
+/* Record one more element by reference, charging its bytes (the element
+ * may share them with its source, but the cache keeps them alive). */
+static CvStatus record(Recording *m, const CvElement *e, size_t bytes)
 {
-    size_t n = (size_t)cv_tensor_num_elements(t), bytes = n * cv_dtype_size(t->dtype);
-    if (t->dtype == CV_STRING)
-        for (size_t i = 0; i < n; i++)
-            bytes += ((const CvStringRef *)t->data)[i].length;
-    return bytes;
-}
-
-static size_t element_bytes(const CvElement *e)
-{
-    size_t bytes = 0;
-    for (uint32_t i = 0; i < e->n; i++)
-        bytes += tensor_bytes(&e->t[i]);
-    return bytes;
-}
-
-/* Record one more element by reference. */
-static CvStatus record(Recording *m, const CvElement *e)
-{
+    if (!cv_memory_try_charge(m->memory, bytes))
+        return cv_memory_exceeded(m->memory, bytes, "Cache", m->charged,
+                                  "cache to a file (cache(filename))");
+    m->charged += bytes;
     if (!m->cols) {
         m->cols = calloc(e->n ? e->n : 1, sizeof(Column));
         if (!m->cols)
@@ -179,7 +181,6 @@ static CvStatus record(Recording *m, const CvElement *e)
         col->runs[col->n_runs++] = (Run){cv_buffer_ref(t->buf), t->data, 0, 1, form};
     }
     m->count++;
-    m->bytes += element_bytes(e);
     return CV_STATUS_OK;
 }
 
@@ -579,7 +580,7 @@ static CvStatus cache_make_iterator(const CvDataset *ds, CvIterator **out)
         } else {
             it->mode = MEM_WRITE;
             it->recording = true;
-            it->temp = recording_new();
+            it->temp = recording_new(ds->memory);
             s = it->temp ? open_input(it) : cv_error_nomem();
         }
     } else {
@@ -638,9 +639,9 @@ static CvStatus cache_next(CvIterator *base, CvElement *out, bool *end)
         return CV_STATUS_OK;
     }
     it->produced++;
-    size_t bytes = element_bytes(out);
+    size_t bytes = cv_element_bytes(out);
     it->bytes += bytes;
-    CvStatus r = it->mode == MEM_WRITE ? record(it->temp, out)
+    CvStatus r = it->mode == MEM_WRITE ? record(it->temp, out, bytes)
                                        : cv_cache_writer_append(it->writer, out);
     if (r) {
         if (it->mode == FILE_WRITE) {

@@ -202,11 +202,12 @@ static int component_arg(PyObject *item, CvComponentSpec *c)
     return 0;
 }
 
-/* cache(input, store, expected or None) -> Dataset */
+/* cache(input, store, expected or None, memory=None) -> Dataset */
 static PyObject *engine_cache(PyObject *module, PyObject *args)
 {
     PyObject *input, *store, *expected;
-    if (!PyArg_ParseTuple(args, "OOO:cache", &input, &store, &expected))
+    CvMemory *memory = NULL;
+    if (!PyArg_ParseTuple(args, "OOO|O&:cache", &input, &store, &expected, cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvCacheStore *st = in ? store_arg(store) : NULL;
@@ -236,6 +237,8 @@ static PyObject *engine_cache(PyObject *module, PyObject *args)
     CvDataset *ds = NULL;
     CvStatus s = cv_cache_dataset(in, st, spec, (uint32_t)n, &ds);
     PyMem_RawFree(spec);
+    if (!s) /* a memory cache charges what it keeps to this budget */
+        cv_dataset_set_memory(ds, memory);
     return cv_wrap_dataset(module, s, ds);
 }
 
@@ -304,7 +307,8 @@ static PyObject *engine_cache_store_count(PyObject *module, PyObject *store)
 PyMethodDef cv_cache_functions[] = {
     {"cache_store", engine_cache_store, METH_VARARGS,
      "cache_store(filename or None, warn, progress, describe, progress_delay_s) -> store"},
-    {"cache", engine_cache, METH_VARARGS, "cache(input, store, expected or None) -> Dataset"},
+    {"cache", engine_cache, METH_VARARGS,
+     "cache(input, store, expected or None, memory=None) -> Dataset"},
     {"cache_file_info", engine_cache_file_info, METH_O,
      "cache_file_info(store) -> None or (structure, components, count)"},
     {"cache_store_count", engine_cache_store_count, METH_O,
