@@ -1,11 +1,12 @@
 """``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
 from conveyor import _tracing
 from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
+from conveyor.data.dataset import CacheWarning
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
-           "disable_debug_mode", "SHARD_HINT"]
+           "disable_debug_mode", "SHARD_HINT", "CacheWarning", "cache_progress"]
 
 
 def cardinality(dataset):
@@ -65,3 +66,18 @@ def bucket_by_sequence_length(element_length_func, bucket_boundaries, bucket_bat
             element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
             padding_values, pad_to_bucket_boundary, no_padding, drop_remainder)
     return _apply_fn
+
+
+def cache_progress(enabled=True):
+    """Show a progress bar (tqdm) while ``Dataset.cache`` fills its cache.
+
+    `enabled`: True shows one for every first pass that takes more than a
+    second (tqdm must be installed: ``ImportError`` otherwise); False never;
+    None (the default) shows them when tqdm is installed and stderr is a
+    terminal. Applies to every cache in the process, also those already
+    built.
+    """
+    from conveyor.data import dataset as _dataset
+    if enabled and _dataset._tqdm() is None:
+        raise ImportError("cache_progress(True) needs tqdm: pip install tqdm")
+    _dataset._set_cache_progress(None if enabled is None else bool(enabled))

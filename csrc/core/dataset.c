@@ -114,3 +114,17 @@ void cv_unary_iterator_destroy(CvIterator *it)
     cv_iterator_destroy(((CvUnaryIterator *)it)->input);
     cv_iterator_free(it);
 }
+
+static _Thread_local CvStopReason stop_reason;
+
+CvStopReason cv_stop_reason(void)
+{
+    return stop_reason;
+}
+
+CvStopReason cv_set_stop_reason(CvStopReason reason)
+{
+    CvStopReason prev = stop_reason;
+    stop_reason = reason;
+    return prev;
+}

@@ -109,6 +109,22 @@ static inline CvStatus cv_iterator_next(CvIterator *it, CvElement *out, bool *en
 void cv_iterator_cancel(CvIterator *it); /* NULL-safe */
 void cv_iterator_destroy(CvIterator *it); /* NULL-safe */
 
+/* Why an iterator is being destroyed before its end. A kernel that keeps
+ * the result of a whole pass (cache) treats a pass a take() cut short on
+ * purpose (a preview) differently from an abandoned one. destroy() runs the
+ * whole subtree on the calling thread, so the reason travels in a
+ * thread-local that the destroying kernel sets around destroying its input
+ * (and restores afterwards). */
+typedef enum CvStopReason {
+    CV_STOP_ABANDONED = 0, /* the consumer dropped it (the default) */
+    CV_STOP_TAKE = 1,      /* a take() above reached its count */
+    CV_STOP_EPOCH = 2,     /* repeat() ends an epoch of its input */
+    CV_STOP_TAKE_EPOCH = 3 /* a take() that reached its count, ended as a repeat() epoch */
+} CvStopReason;
+CvStopReason cv_stop_reason(void);
+/* Set this thread's reason; returns the previous one, to restore. */
+CvStopReason cv_set_stop_reason(CvStopReason reason);
+
 /* Where an element sits: `epoch` numbers the iterators made of the calling
  * dataset (each pass differs), `index` is the element's position in its pass.
  * Random element ops seed from it, so their results do not depend on thread

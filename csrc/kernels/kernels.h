@@ -77,5 +77,13 @@ CvStatus cv_window_source_dataset(CvElement *packed, const bool *ragged, uint32_
 CvStatus cv_group_by_window_dataset(CvDataset *input, CvFunction key_fn, CvFunction size_fn,
                                     int64_t window_size, const bool *ragged, uint32_t ncomp,
                                     CvDataset **out);
+/* cache: the store (kernels/cache.h) is shared, a new reference is taken.
+ * `expected` (n components, copied; NULL when the element spec is not known
+ * yet) must fit a cache file before it is read. */
+struct CvCacheStore;
+struct CvComponentSpec;
+CvStatus cv_cache_dataset(CvDataset *input, struct CvCacheStore *store,
+                          const struct CvComponentSpec *expected, uint32_t n_expected,
+                          CvDataset **out);
 
 #endif

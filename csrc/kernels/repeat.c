@@ -82,7 +82,9 @@ static CvStatus repeat_next(CvIterator *base, CvElement *out, bool *end)
         bool cancelled = it->cancelled;
         it->input = cancelled ? NULL : fresh;
         pthread_mutex_unlock(&it->mu);
+        CvStopReason prev = cv_set_stop_reason(CV_STOP_EPOCH);
         cv_iterator_destroy(old);
+        cv_set_stop_reason(prev);
         if (cancelled && fresh) {
             cv_iterator_destroy(fresh);
             return cv_error(CV_CANCELLED, "Repeat: the iterator was cancelled");

@@ -49,6 +49,20 @@ static CvStatus take_next(CvIterator *base, CvElement *out, bool *end)
     return s;
 }
 
+/* A take that reached its count ends its input's pass on purpose: say so
+ * to the subtree (cache keeps quiet about such a preview). */
+static void take_destroy(CvIterator *base)
+{
+    TakeIterator *it = (TakeIterator *)base;
+    int64_t count = take_count(base->dataset);
+    CvStopReason prev = cv_stop_reason();
+    if (count >= 0 && it->taken >= count)
+        cv_set_stop_reason(prev == CV_STOP_EPOCH || prev == CV_STOP_TAKE_EPOCH ? CV_STOP_TAKE_EPOCH
+                                                                               : CV_STOP_TAKE);
+    cv_unary_iterator_destroy(base);
+    cv_set_stop_reason(prev);
+}
+
 const CvKernel cv_kernel_take = {
     .name = "Take",
     .make_iterator = take_make_iterator,
@@ -56,7 +70,7 @@ const CvKernel cv_kernel_take = {
     .free_dataset = take_free,
     .next = take_next,
     .cancel = cv_unary_iterator_cancel,
-    .destroy = cv_unary_iterator_destroy,
+    .destroy = take_destroy,
 };
 
 CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out)

@@ -42,6 +42,7 @@ extern PyMethodDef cv_io_functions[];      /* io.c: record files */
 extern PyMethodDef cv_example_functions[]; /* example.c: tf.train.Example */
 extern PyMethodDef cv_transform_functions[]; /* transform.c: filter, zip, unbatch, ... */
 extern PyMethodDef cv_grouping_functions[]; /* grouping.c: choose, sample, window, group_by_window */
+extern PyMethodDef cv_cache_functions[];   /* cache.c: Dataset.cache */
 extern PyMethodDef cv_op_functions[];      /* ops.c: element ops and traced programs */
 extern PyMethodDef cv_memory_functions[];  /* memory.c: RAM budgets, process limits */
 

@@ -694,7 +694,8 @@ static int engine_exec(PyObject *module)
         PyModule_AddFunctions(module, cv_transform_functions) < 0 ||
         PyModule_AddFunctions(module, cv_grouping_functions) < 0 ||
         PyModule_AddFunctions(module, cv_op_functions) < 0 ||
-        PyModule_AddFunctions(module, cv_memory_functions) < 0)
+        PyModule_AddFunctions(module, cv_memory_functions) < 0 ||
+        PyModule_AddFunctions(module, cv_cache_functions) < 0)
         return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */
     cv_set_thread_exit_hook(cv_gil_thread_exit);

@@ -1,0 +1,714 @@
+/* cache(filename): the first complete pass over the input is kept, and later
+ * passes replay it without running the input.
+ *
+ * MEMORY (filename ""). A pass that reaches the end of its input (or has
+ * produced as many elements as the input's known cardinality, as tf.data
+ * decides) publishes what it recorded; iterators created afterwards replay
+ * it. Elements are recorded by reference: their buffers are shared, never
+ * copied. The recording is a list of runs per component: consecutive
+ * elements that are slices of one buffer with a constant stride and the same
+ * shape take one 32-byte run, so caching a from_tensor_slices source costs
+ * next to nothing beyond the source itself. As in tf.data, iterators created
+ * while no pass has completed each read the input and record on their own;
+ * the first to complete publishes, the others' recordings are dropped.
+ *
+ * FILE (see ops/cache_file.h). An iterator reads the committed file when
+ * there is one, and then never opens its input's iterator. Otherwise, at its
+ * first next(), it takes the writers' lock and streams the elements into a
+ * temporary file that is committed (fsync + rename) when the pass completes.
+ * Without the lock (another iterator or process is writing the same cache)
+ * it passes the input's elements through and writes nothing.
+ *
+ * A pass that stops early is discarded: its recording freed, its temporary
+ * file removed. The user is told once per store (hooks.warn), except when a
+ * take() above ended the pass on purpose (cv_stop_reason): a preview such as
+ * ds.cache().take(5) is silent, the same take ending every epoch of a
+ * repeat() is not (that cache would never fill).
+ *
+ * Errors from the input are passed on and not recorded, as in tf.data. A
+ * cache file that cannot be written (disk full, permissions) is reported
+ * once and the pass goes on uncached.
+ *
+ * Threads: the store's published recording is immutable, so any number of
+ * iterators replay it without locks; `mu` only orders publishing. next()
+ * and destroy() of one iterator never overlap; cancel() may come from any
+ * thread and only sets a flag and cancels the input.
+ */
+#include "kernels/cache.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kernels.h"
+
+/* ------------------------------------------------------------- recording */
+
+typedef struct {
+    CvBuffer *buf;  /* one reference */
+    char *data;     /* the first element's data */
+    int64_t stride; /* bytes from one element's data to the next one's */
+    uint32_t count;
+    uint32_t form; /* offset of the elements' (dtype, rank, dims) in Column.forms */
+} Run;
+
+typedef struct {
+    Run *runs;
+    size_t n_runs, cap_runs;
+    int64_t *forms; /* dtype, rank, dims[rank], dtype, rank, ... */
+    size_t forms_len, forms_cap;
+    uint32_t last_form;
+} Column;
+
+typedef struct {
+    uint32_t ncomp;
+    Column *cols;
+    int64_t count;
+    size_t bytes; /* the recorded elements' bytes */
+} Recording;
+
+static Recording *recording_new(void)
+{
+    return calloc(1, sizeof(Recording));
+}
+
+static void recording_free(Recording *m)
+{
+    if (!m)
+        return;
+    for (uint32_t c = 0; c < m->ncomp; c++) {
+        Column *col = &m->cols[c];
+        for (size_t i = 0; i < col->n_runs; i++)
+            cv_buffer_unref(col->runs[i].buf);
+        free(col->runs);
+        free(col->forms);
+    }
+    free(m->cols);
+    free(m);
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t item)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap : 16;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * item);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+static bool form_matches(const int64_t *f, const CvTensor *t)
+{
+    if (f[0] != (int64_t)t->dtype || f[1] != t->rank)
+        return false;
+    for (int i = 0; i < t->rank; i++)
+        if (f[2 + i] != t->shape[i])
+            return false;
+    return true;
+}
+
+static size_t tensor_bytes(const CvTensor *t)
+{
+    size_t n = (size_t)cv_tensor_num_elements(t), bytes = n * cv_dtype_size(t->dtype);
+    if (t->dtype == CV_STRING)
+        for (size_t i = 0; i < n; i++)
+            bytes += ((const CvStringRef *)t->data)[i].length;
+    return bytes;
+}
+
+static size_t element_bytes(const CvElement *e)
+{
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < e->n; i++)
+        bytes += tensor_bytes(&e->t[i]);
+    return bytes;
+}
+
+/* Record one more element by reference. */
+static CvStatus record(Recording *m, const CvElement *e)
+{
+    if (!m->cols) {
+        m->cols = calloc(e->n ? e->n : 1, sizeof(Column));
+        if (!m->cols)
+            return cv_error_nomem();
+        m->ncomp = e->n;
+    }
+    if (e->n != m->ncomp)
+        return cv_error(CV_INTERNAL, "Dataset.cache: element %" PRId64 " has %u components, the "
+                        "first had %u", m->count, e->n, m->ncomp);
+    for (uint32_t c = 0; c < e->n; c++) {
+        const CvTensor *t = &e->t[c];
+        Column *col = &m->cols[c];
+        Run *r = col->n_runs ? &col->runs[col->n_runs - 1] : NULL;
+        if (r && r->buf == t->buf && r->count < UINT32_MAX && form_matches(col->forms + r->form, t)) {
+            intptr_t step = (intptr_t)t->data - (intptr_t)r->data;
+            if (r->count == 1) {
+                r->stride = step;
+                r->count = 2;
+                continue;
+            }
+            if (step == (intptr_t)(r->stride * (int64_t)r->count)) {
+                r->count++;
+                continue;
+            }
+        }
+        uint32_t form = col->last_form;
+        if (!col->forms_len || !form_matches(col->forms + form, t)) {
+            size_t need = col->forms_len + 2 + (size_t)t->rank;
+            if (need > UINT32_MAX)
+                return cv_error(CV_RESOURCE_EXHAUSTED, "Dataset.cache: too many element shapes");
+            if (!grow((void **)&col->forms, &col->forms_cap, need, sizeof(int64_t)))
+                return cv_error_nomem();
+            form = (uint32_t)col->forms_len;
+            col->forms[col->forms_len++] = t->dtype;
+            col->forms[col->forms_len++] = t->rank;
+            for (int i = 0; i < t->rank; i++)
+                col->forms[col->forms_len++] = t->shape[i];
+            col->last_form = form;
+        }
+        if (!grow((void **)&col->runs, &col->cap_runs, col->n_runs + 1, sizeof(Run)))
+            return cv_error_nomem();
+        col->runs[col->n_runs++] = (Run){cv_buffer_ref(t->buf), t->data, 0, 1, form};
+    }
+    m->count++;
+    m->bytes += element_bytes(e);
+    return CV_STATUS_OK;
+}
+
+typedef struct {
+    size_t run;
+    uint32_t offset;
+} Cursor;
+
+/* Element `index` of a recording read in order through cursors. */
+static CvStatus replay(const Recording *m, Cursor *cursors, CvElement *out)
+{
+    CvStatus s = cv_element_init(out, m->ncomp);
+    if (s)
+        return s;
+    for (uint32_t c = 0; c < m->ncomp; c++) {
+        const Column *col = &m->cols[c];
+        Cursor *cur = &cursors[c];
+        const Run *r = &col->runs[cur->run];
+        const int64_t *f = col->forms + r->form;
+        CvTensor *t = &out->t[c];
+        t->dtype = (CvDtype)f[0];
+        t->rank = (int)f[1];
+        for (int i = 0; i < t->rank; i++)
+            t->shape[i] = f[2 + i];
+        t->data = (char *)((intptr_t)r->data + (intptr_t)(r->stride * (int64_t)cur->offset));
+        t->buf = cv_buffer_ref(r->buf);
+        if (++cur->offset == r->count) {
+            cur->run++;
+            cur->offset = 0;
+        }
+    }
+    return CV_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------ store */
+
+struct CvCacheStore {
+    atomic_long refcount;
+    char *path;      /* "<filename>.cvcache"; NULL for memory */
+    char *lock_path; /* "<path>.lock" */
+    CvCacheHooks hooks;
+    atomic_bool warned_partial;
+    atomic_bool warned_write;
+    pthread_mutex_t mu; /* orders publishing */
+    _Atomic(Recording *) complete;
+};
+
+CvStatus cv_cache_store_new(const char *filename, CvCacheHooks hooks, CvCacheStore **out)
+{
+    CvCacheStore *st = calloc(1, sizeof(*st));
+    if (!st) {
+        if (hooks.release)
+            hooks.release(hooks.ctx);
+        return cv_error_nomem();
+    }
+    st->hooks = hooks;
+    if (st->hooks.progress_delay_ns < 0)
+        st->hooks.progress_delay_ns = CV_CACHE_PROGRESS_DELAY_NS;
+    atomic_init(&st->refcount, 1);
+    pthread_mutex_init(&st->mu, NULL);
+    if (filename && filename[0]) {
+        size_t n = strlen(filename) + sizeof(CV_CACHE_FILE_SUFFIX) + 8;
+        st->path = malloc(n);
+        st->lock_path = malloc(n);
+        if (!st->path || !st->lock_path) {
+            cv_cache_store_unref(st);
+            return cv_error_nomem();
+        }
+        snprintf(st->path, n, "%s%s", filename, CV_CACHE_FILE_SUFFIX);
+        snprintf(st->lock_path, n, "%s.lock", st->path);
+    }
+    *out = st;
+    return CV_STATUS_OK;
+}
+
+CvCacheStore *cv_cache_store_ref(CvCacheStore *st)
+{
+    atomic_fetch_add_explicit(&st->refcount, 1, memory_order_relaxed);
+    return st;
+}
+
+void cv_cache_store_unref(CvCacheStore *st)
+{
+    if (!st || atomic_fetch_sub_explicit(&st->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    recording_free(atomic_load(&st->complete));
+    if (st->hooks.release)
+        st->hooks.release(st->hooks.ctx);
+    pthread_mutex_destroy(&st->mu);
+    free(st->path);
+    free(st->lock_path);
+    free(st);
+}
+
+const char *cv_cache_store_path(const CvCacheStore *st)
+{
+    return st->path;
+}
+
+int64_t cv_cache_store_count(const CvCacheStore *st)
+{
+    const Recording *m = atomic_load_explicit(&((CvCacheStore *)st)->complete, memory_order_acquire);
+    return m ? m->count : -1;
+}
+
+static void warn_once(CvCacheStore *st, atomic_bool *flag, const char *fmt, ...) CV_PRINTF(3, 4);
+
+static void warn_once(CvCacheStore *st, atomic_bool *flag, const char *fmt, ...)
+{
+    if (!st->hooks.warn || atomic_exchange(flag, true))
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    st->hooks.warn(st->hooks.ctx, msg);
+}
+
+/* ---------------------------------------------------------------- kernel */
+
+typedef struct {
+    CvCacheStore *store;     /* one reference */
+    CvComponentSpec *expected; /* NULL when the element spec was not known */
+    uint32_t n_expected;
+} CacheParams;
+
+enum {
+    MEM_READ,     /* replaying the published recording */
+    MEM_WRITE,    /* reading the input, recording */
+    FILE_READ,    /* reading the committed file */
+    FILE_PENDING, /* no committed file: decide at the first next() */
+    FILE_WRITE,   /* reading the input, writing the temporary file */
+    PASS_THROUGH  /* reading the input only */
+};
+
+typedef struct {
+    CvIterator base;
+    int mode;
+    CvIterator *input; /* owned; the write and pass-through modes */
+    atomic_bool cancelled;
+    bool recording; /* this pass still records (MEM_WRITE / FILE_WRITE) */
+    /* MEM_WRITE / MEM_READ */
+    Recording *temp;
+    const Recording *replay;
+    Cursor *cursors;
+    int64_t replayed;
+    /* FILE_* */
+    CvCacheReader *reader;
+    CvCacheWriter *writer;
+    int lock_fd;
+    /* This pass. */
+    int64_t produced;
+    uint64_t bytes;
+    int64_t total;
+    int64_t started_ns, reported_ns;
+    bool reporting;
+} CacheIterator;
+
+static CvCacheStore *store_of(const CacheIterator *it)
+{
+    return ((const CacheParams *)it->base.dataset->params)->store;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void report(CacheIterator *it, int state)
+{
+    CvCacheStore *st = store_of(it);
+    st->hooks.progress(st->hooks.ctx, (uint64_t)(uintptr_t)it, it->produced, it->bytes, it->total,
+                       state);
+}
+
+static void progress_tick(CacheIterator *it)
+{
+    if (!store_of(it)->hooks.progress || (it->produced & 255) != 1)
+        return;
+    int64_t now = now_ns();
+    if (it->produced == 1) {
+        it->started_ns = now;
+        return;
+    }
+    if (it->reporting ? now - it->reported_ns < CV_CACHE_PROGRESS_PERIOD_NS
+                      : now - it->started_ns < store_of(it)->hooks.progress_delay_ns)
+        return;
+    it->reporting = true;
+    it->reported_ns = now;
+    report(it, CV_CACHE_FILLING);
+}
+
+static void progress_end(CacheIterator *it, int state)
+{
+    if (it->reporting && store_of(it)->hooks.progress)
+        report(it, state);
+    it->reporting = false;
+}
+
+static void release_lock(CacheIterator *it)
+{
+    cv_cache_lock_release(store_of(it)->lock_path, it->lock_fd);
+    it->lock_fd = -1;
+}
+
+static void warn_write_failure(CacheIterator *it, CvStatus s)
+{
+    CvCacheStore *st = store_of(it);
+    warn_once(st, &st->warned_write,
+              "Dataset.cache: could not write the cache file '%s' (%s: %s). This pass goes on "
+              "with the input's elements and nothing is cached; the next pass tries again.",
+              st->path, cv_code_name(s->code), s->message);
+    cv_status_free(s);
+}
+
+/* Stop recording this pass (a failure): drop what was recorded. */
+static void give_up(CacheIterator *it)
+{
+    recording_free(it->temp);
+    it->temp = NULL;
+    cv_cache_writer_abort(it->writer);
+    it->writer = NULL;
+    release_lock(it);
+    it->recording = false;
+    progress_end(it, CV_CACHE_DISCARDED);
+}
+
+/* The pass is complete: publish the recording or commit the file. */
+static void finish_pass(CacheIterator *it)
+{
+    CvCacheStore *st = store_of(it);
+    if (!it->recording)
+        return;
+    it->recording = false;
+    if (it->mode == MEM_WRITE) {
+        pthread_mutex_lock(&st->mu);
+        if (!atomic_load_explicit(&st->complete, memory_order_relaxed)) {
+            atomic_store_explicit(&st->complete, it->temp, memory_order_release);
+            it->temp = NULL;
+        }
+        pthread_mutex_unlock(&st->mu);
+        recording_free(it->temp); /* another iterator published first */
+        it->temp = NULL;
+    } else {
+        char *blob = NULL;
+        size_t len = 0;
+        if (st->hooks.describe)
+            st->hooks.describe(st->hooks.ctx, &blob, &len);
+        CvStatus s = cv_cache_writer_commit(it->writer, blob, len);
+        it->writer = NULL;
+        free(blob);
+        release_lock(it);
+        if (s) {
+            warn_write_failure(it, s);
+            progress_end(it, CV_CACHE_DISCARDED);
+            return;
+        }
+    }
+    progress_end(it, CV_CACHE_DONE);
+}
+
+/* The pass stopped before its end: drop it, and tell the user unless a
+ * take() ended it on purpose or another pass has completed the cache. */
+static void discard_pass(CacheIterator *it)
+{
+    CvCacheStore *st = store_of(it);
+    int64_t produced = it->produced;
+    bool memory = it->mode == MEM_WRITE;
+    give_up(it);
+    if (produced == 0)
+        return;
+    if (memory ? atomic_load_explicit(&st->complete, memory_order_acquire) != NULL
+               : cv_cache_file_exists(st->path))
+        return;
+    CvStopReason why = cv_stop_reason();
+    if (why == CV_STOP_TAKE)
+        return;
+    const char *what = memory ? "the elements it had cached in memory were discarded"
+                              : "the partly written cache file was deleted";
+    if (why == CV_STOP_TAKE_EPOCH)
+        warn_once(st, &st->warned_partial,
+                  "Dataset.cache() is followed by take(k) inside repeat(): every epoch stops "
+                  "after %" PRId64 " element%s, before the end of the dataset being cached, so %s "
+                  "and the cache never fills: each epoch runs the input pipeline again. Write "
+                  "`dataset.take(k).cache().repeat()` to cache those k elements.",
+                  produced, produced == 1 ? "" : "s", what);
+    else
+        warn_once(st, &st->warned_partial,
+                  "Dataset.cache(): an iterator stopped after %" PRId64 " element%s, before the end "
+                  "of the dataset being cached, so %s. Only a complete pass is kept (a truncated "
+                  "cache would silently shorten every later epoch); the next pass computes the "
+                  "elements again. To cache only the first k elements, write "
+                  "`dataset.take(k).cache()`. (Shown once per dataset.)",
+                  produced, produced == 1 ? "" : "s", what);
+}
+
+static void cache_free(CvDataset *ds)
+{
+    CacheParams *p = ds->params;
+    cv_cache_store_unref(p->store);
+    free(p->expected);
+    free(p);
+}
+
+static int64_t cache_cardinality(const CvDataset *ds)
+{
+    return cv_dataset_cardinality(ds->inputs[0]);
+}
+
+static CvStatus open_input(CacheIterator *it)
+{
+    it->total = cv_dataset_cardinality(it->base.dataset->inputs[0]);
+    return cv_iterator_make(it->base.dataset->inputs[0], &it->input);
+}
+
+/* FILE_READ if the committed file is there and fits the expected spec. Sets
+ * *found false (and returns OK) when there is no committed file. */
+static CvStatus open_reader(CacheIterator *it, bool *found)
+{
+    const CacheParams *p = it->base.dataset->params;
+    *found = false;
+    CvStatus s = cv_cache_reader_open(p->store->path, &it->reader);
+    if (s && s->code == CV_NOT_FOUND) {
+        cv_status_free(s);
+        return CV_STATUS_OK;
+    }
+    if (!s && p->expected)
+        s = cv_cache_check_spec(cv_cache_reader_info(it->reader), p->expected, p->n_expected,
+                                p->store->path);
+    if (s) {
+        cv_cache_reader_close(it->reader);
+        it->reader = NULL;
+        return s;
+    }
+    *found = true;
+    it->mode = FILE_READ;
+    return CV_STATUS_OK;
+}
+
+/* FILE_PENDING at the first next(): read a file committed meanwhile, or
+ * write one, or (another writer holds the lock) pass through. */
+static CvStatus start_file_pass(CacheIterator *it)
+{
+    CvCacheStore *st = store_of(it);
+    bool found;
+    CvStatus s = open_reader(it, &found);
+    if (s || found)
+        return s;
+    it->mode = PASS_THROUGH;
+    s = cv_cache_lock_try(st->lock_path, &it->lock_fd);
+    if (s) {
+        warn_write_failure(it, s);
+        return CV_STATUS_OK;
+    }
+    if (it->lock_fd < 0)
+        return CV_STATUS_OK; /* another writer */
+    if (cv_cache_file_exists(st->path)) { /* committed since open_reader looked */
+        release_lock(it);
+        if ((s = open_reader(it, &found)) || found)
+            return s;
+        it->mode = PASS_THROUGH;
+        return CV_STATUS_OK;
+    }
+    cv_cache_remove_stale_temps(st->path, NULL);
+    s = cv_cache_writer_open(st->path, &it->writer);
+    if (s) {
+        release_lock(it);
+        warn_write_failure(it, s);
+        return CV_STATUS_OK;
+    }
+    it->mode = FILE_WRITE;
+    it->recording = true;
+    return CV_STATUS_OK;
+}
+
+static CvStatus cache_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    const CacheParams *p = ds->params;
+    CvCacheStore *st = p->store;
+    CacheIterator *it = cv_iterator_alloc(ds, sizeof(*it));
+    if (!it)
+        return cv_error_nomem();
+    it->lock_fd = -1;
+    it->total = -1;
+    CvStatus s = CV_STATUS_OK;
+    if (!st->path) {
+        const Recording *done = atomic_load_explicit(&st->complete, memory_order_acquire);
+        if (done) {
+            it->mode = MEM_READ;
+            it->replay = done;
+            it->cursors = calloc(done->ncomp ? done->ncomp : 1, sizeof(Cursor));
+            if (!it->cursors)
+                s = cv_error_nomem();
+        } else {
+            it->mode = MEM_WRITE;
+            it->recording = true;
+            it->temp = recording_new();
+            s = it->temp ? open_input(it) : cv_error_nomem();
+        }
+    } else {
+        bool found;
+        s = open_reader(it, &found);
+        if (!s && !found) {
+            it->mode = FILE_PENDING;
+            s = open_input(it);
+        }
+    }
+    if (s) {
+        it->recording = false;
+        it->base.kernel->destroy(&it->base);
+        return s;
+    }
+    *out = &it->base;
+    return CV_STATUS_OK;
+}
+
+static CvStatus cancelled_error(void)
+{
+    return cv_error(CV_CANCELLED, "Cache: the iterator was cancelled");
+}
+
+static CvStatus cache_next(CvIterator *base, CvElement *out, bool *end)
+{
+    CacheIterator *it = (CacheIterator *)base;
+    *end = false;
+    if (it->mode == MEM_READ) {
+        if (atomic_load_explicit(&it->cancelled, memory_order_relaxed))
+            return cancelled_error();
+        if (it->replayed >= it->replay->count) {
+            *end = true;
+            return CV_STATUS_OK;
+        }
+        CvStatus s = replay(it->replay, it->cursors, out);
+        if (!s)
+            it->replayed++;
+        return s;
+    }
+    if (it->mode == FILE_PENDING) {
+        CvStatus s = start_file_pass(it);
+        if (s)
+            return s;
+    }
+    if (it->mode == FILE_READ) {
+        if (atomic_load_explicit(&it->cancelled, memory_order_relaxed))
+            return cancelled_error();
+        return cv_cache_reader_next(it->reader, out, end);
+    }
+    CvStatus s = cv_iterator_next(it->input, out, end);
+    if (s || !it->recording)
+        return s;
+    if (*end) {
+        finish_pass(it);
+        return CV_STATUS_OK;
+    }
+    it->produced++;
+    size_t bytes = element_bytes(out);
+    it->bytes += bytes;
+    CvStatus r = it->mode == MEM_WRITE ? record(it->temp, out)
+                                       : cv_cache_writer_append(it->writer, out);
+    if (r) {
+        if (it->mode == FILE_WRITE) {
+            warn_write_failure(it, r);
+        } else {
+            CvCacheStore *st = store_of(it);
+            warn_once(st, &st->warned_write,
+                      "Dataset.cache(): could not keep the elements in memory (%s: %s). This pass "
+                      "goes on with the input's elements and nothing is cached.",
+                      cv_code_name(r->code), r->message);
+            cv_status_free(r);
+        }
+        give_up(it);
+        return CV_STATUS_OK;
+    }
+    if (it->total >= 0 && it->produced == it->total)
+        finish_pass(it); /* all the elements there are (tf.data's rule too) */
+    else
+        progress_tick(it);
+    return CV_STATUS_OK;
+}
+
+static void cache_cancel(CvIterator *base)
+{
+    CacheIterator *it = (CacheIterator *)base;
+    atomic_store(&it->cancelled, true);
+    cv_iterator_cancel(it->input);
+}
+
+static void cache_destroy(CvIterator *base)
+{
+    CacheIterator *it = (CacheIterator *)base;
+    if (it->recording)
+        discard_pass(it);
+    cv_iterator_destroy(it->input);
+    cv_cache_reader_close(it->reader);
+    cv_cache_writer_abort(it->writer);
+    release_lock(it);
+    recording_free(it->temp);
+    free(it->cursors);
+    cv_iterator_free(base);
+}
+
+const CvKernel cv_kernel_cache = {
+    .name = "Cache",
+    .make_iterator = cache_make_iterator,
+    .cardinality = cache_cardinality,
+    .free_dataset = cache_free,
+    .next = cache_next,
+    .cancel = cache_cancel,
+    .destroy = cache_destroy,
+};
+
+CvStatus cv_cache_dataset(CvDataset *input, CvCacheStore *store, const CvComponentSpec *expected,
+                          uint32_t n_expected, CvDataset **out)
+{
+    CacheParams *p = calloc(1, sizeof(*p));
+    if (!p)
+        return cv_error_nomem();
+    p->store = cv_cache_store_ref(store);
+    if (expected) {
+        p->expected = malloc(sizeof(CvComponentSpec) * (n_expected ? n_expected : 1));
+        if (!p->expected) {
+            cache_free(&(CvDataset){.params = p});
+            return cv_error_nomem();
+        }
+        memcpy(p->expected, expected, sizeof(CvComponentSpec) * n_expected);
+        p->n_expected = n_expected;
+    }
+    return cv_dataset_new(&cv_kernel_cache, &input, 1, p, false, out);
+}

@@ -1,0 +1,313 @@
+/* Binding of Dataset.cache: the store (a capsule around a CvCacheStore whose
+ * hooks call Python), the kernel, and the description of a committed cache
+ * file. Argument checks and the element structure live in
+ * conveyor/data/dataset.py. */
+#include "python/binding.h"
+
+#include "kernels/cache.h"
+#include "kernels/kernels.h"
+
+#define STORE_CAPSULE "conveyor._engine.CacheStore"
+
+/* The Python side of a store's hooks; each callable may be NULL. They may
+ * be called from any thread, and never when Python is unavailable. */
+typedef struct {
+    PyObject *warn;     /* warn(message) */
+    PyObject *progress; /* progress(token, elements, bytes, total, state) */
+    PyObject *describe; /* describe() -> bytes or None */
+} PyCacheHooks;
+
+/* Hooks may run while an exception is on its way (an iterator freed during
+ * unwinding): set it aside around the call. */
+typedef struct {
+    PyObject *type, *value, *tb;
+} SavedError;
+
+static SavedError save_error(void)
+{
+    SavedError e;
+    PyErr_Fetch(&e.type, &e.value, &e.tb);
+    return e;
+}
+
+static void restore_error(SavedError e)
+{
+    PyErr_Restore(e.type, e.value, e.tb);
+}
+
+/* Report an exception a hook raised (a warning filter set to "error", a
+ * broken progress bar) without disturbing the pipeline. */
+static void hook_failed(PyObject *hook)
+{
+    PyErr_WriteUnraisable(hook);
+}
+
+static void hooks_warn(void *ctx, const char *message)
+{
+    PyCacheHooks *h = ctx;
+    if (!h->warn || cv_python_enter() < 0)
+        return;
+    PyGILState_STATE g = cv_gil_acquire();
+    SavedError exc = save_error();
+    PyObject *r = PyObject_CallFunction(h->warn, "s", message);
+    if (!r)
+        hook_failed(h->warn);
+    Py_XDECREF(r);
+    restore_error(exc);
+    PyGILState_Release(g);
+    cv_python_leave();
+}
+
+static void hooks_progress(void *ctx, uint64_t token, int64_t elements, uint64_t bytes,
+                           int64_t total, int state)
+{
+    PyCacheHooks *h = ctx;
+    if (!h->progress || cv_python_enter() < 0)
+        return;
+    PyGILState_STATE g = cv_gil_acquire();
+    SavedError exc = save_error();
+    PyObject *r = PyObject_CallFunction(h->progress, "KLKLi", (unsigned long long)token,
+                                        (long long)elements, (unsigned long long)bytes,
+                                        (long long)total, state);
+    if (!r)
+        hook_failed(h->progress);
+    Py_XDECREF(r);
+    restore_error(exc);
+    PyGILState_Release(g);
+    cv_python_leave();
+}
+
+static void hooks_describe(void *ctx, char **blob, size_t *len)
+{
+    PyCacheHooks *h = ctx;
+    *blob = NULL;
+    *len = 0;
+    if (!h->describe || cv_python_enter() < 0)
+        return;
+    PyGILState_STATE g = cv_gil_acquire();
+    SavedError exc = save_error();
+    PyObject *r = PyObject_CallNoArgs(h->describe);
+    if (!r) {
+        hook_failed(h->describe);
+    } else if (PyBytes_Check(r) && PyBytes_GET_SIZE(r) > 0) {
+        size_t n = (size_t)PyBytes_GET_SIZE(r);
+        *blob = malloc(n);
+        if (*blob) {
+            memcpy(*blob, PyBytes_AS_STRING(r), n);
+            *len = n;
+        }
+    }
+    Py_XDECREF(r);
+    restore_error(exc);
+    PyGILState_Release(g);
+    cv_python_leave();
+}
+
+static void hooks_release(void *ctx)
+{
+    PyCacheHooks *h = ctx;
+    if (cv_python_enter() == 0) { /* else: interpreter exit, leak */
+        PyGILState_STATE g = cv_gil_acquire();
+        Py_XDECREF(h->warn);
+        Py_XDECREF(h->progress);
+        Py_XDECREF(h->describe);
+        PyGILState_Release(g);
+        cv_python_leave();
+    }
+    PyMem_RawFree(h);
+}
+
+static void store_capsule_free(PyObject *capsule)
+{
+    CvCacheStore *st = PyCapsule_GetPointer(capsule, STORE_CAPSULE);
+    if (!st) {
+        PyErr_Clear();
+        return;
+    }
+    cv_cache_store_unref(st);
+}
+
+static CvCacheStore *store_arg(PyObject *obj)
+{
+    if (!PyCapsule_IsValid(obj, STORE_CAPSULE)) {
+        PyErr_SetString(PyExc_TypeError, "expected a cache store");
+        return NULL;
+    }
+    return PyCapsule_GetPointer(obj, STORE_CAPSULE);
+}
+
+static PyObject *none_to_null(PyObject *o)
+{
+    return o == Py_None ? NULL : Py_NewRef(o);
+}
+
+/* cache_store(filename or None, warn, progress, describe, progress_delay_s) -> store */
+static PyObject *engine_cache_store(PyObject *module, PyObject *args)
+{
+    PyObject *filename, *warn, *progress, *describe, *path = NULL;
+    double delay;
+    if (!PyArg_ParseTuple(args, "OOOOd:cache_store", &filename, &warn, &progress, &describe,
+                          &delay))
+        return NULL;
+    if (filename != Py_None && !PyUnicode_FSConverter(filename, &path))
+        return NULL;
+    PyCacheHooks *h = PyMem_RawCalloc(1, sizeof(*h));
+    if (!h) {
+        Py_XDECREF(path);
+        return PyErr_NoMemory();
+    }
+    h->warn = none_to_null(warn);
+    h->progress = none_to_null(progress);
+    h->describe = none_to_null(describe);
+    CvCacheHooks hooks = {h->warn ? hooks_warn : NULL, h->progress ? hooks_progress : NULL,
+                          h->describe ? hooks_describe : NULL, hooks_release, h,
+                          delay < 0 ? -1 : (int64_t)(delay * 1e9)};
+    CvCacheStore *st = NULL;
+    CvStatus s = cv_cache_store_new(path ? PyBytes_AS_STRING(path) : NULL, hooks, &st);
+    Py_XDECREF(path);
+    if (s)
+        return cv_raise_status(cv_get_state(module), s);
+    PyObject *cap = PyCapsule_New(st, STORE_CAPSULE, store_capsule_free);
+    if (!cap)
+        cv_cache_store_unref(st);
+    return cap;
+}
+
+/* One expected component: (dtype code, None or a tuple of ints / None). */
+static int component_arg(PyObject *item, CvComponentSpec *c)
+{
+    int dtype;
+    PyObject *shape;
+    if (!PyArg_ParseTuple(item, "iO:cache", &dtype, &shape))
+        return -1;
+    if (dtype < 0 || dtype >= CV_NUM_DTYPES) {
+        PyErr_Format(PyExc_ValueError, "invalid dtype code %d", dtype);
+        return -1;
+    }
+    c->dtype = (CvDtype)dtype;
+    c->rank = -1;
+    if (shape == Py_None)
+        return 0;
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > CV_MAX_RANK) {
+        PyErr_SetString(PyExc_TypeError, "a shape must be None or a tuple of at most MAX_RANK dims");
+        return -1;
+    }
+    c->rank = (int)PyTuple_GET_SIZE(shape);
+    for (int i = 0; i < c->rank; i++) {
+        PyObject *d = PyTuple_GET_ITEM(shape, i);
+        c->dims[i] = d == Py_None ? -1 : PyLong_AsLongLong(d);
+        if (c->dims[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+/* cache(input, store, expected or None) -> Dataset */
+static PyObject *engine_cache(PyObject *module, PyObject *args)
+{
+    PyObject *input, *store, *expected;
+    if (!PyArg_ParseTuple(args, "OOO:cache", &input, &store, &expected))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    CvCacheStore *st = in ? store_arg(store) : NULL;
+    if (!st)
+        return NULL;
+    CvComponentSpec *spec = NULL;
+    Py_ssize_t n = 0;
+    if (expected != Py_None) {
+        PyObject *seq = PySequence_Fast(expected, "expected must be a sequence or None");
+        if (!seq)
+            return NULL;
+        n = PySequence_Fast_GET_SIZE(seq);
+        spec = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof(*spec));
+        if (!spec) {
+            Py_DECREF(seq);
+            return PyErr_NoMemory();
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (component_arg(PySequence_Fast_GET_ITEM(seq, i), &spec[i]) < 0) {
+                Py_DECREF(seq);
+                PyMem_RawFree(spec);
+                return NULL;
+            }
+        }
+        Py_DECREF(seq);
+    }
+    CvDataset *ds = NULL;
+    CvStatus s = cv_cache_dataset(in, st, spec, (uint32_t)n, &ds);
+    PyMem_RawFree(spec);
+    return cv_wrap_dataset(module, s, ds);
+}
+
+/* cache_file_info(store) -> None (memory store, or no committed file) or
+ * (structure bytes, [(dtype code, shape tuple or None)], element count).
+ * Raises DataLossError & co. for a damaged file. */
+static PyObject *engine_cache_file_info(PyObject *module, PyObject *store)
+{
+    CvCacheStore *st = store_arg(store);
+    if (!st)
+        return NULL;
+    const char *path = cv_cache_store_path(st);
+    if (!path)
+        Py_RETURN_NONE;
+    CvCacheReader *r = NULL;
+    CvStatus s;
+    Py_BEGIN_ALLOW_THREADS
+    s = cv_cache_reader_open(path, &r);
+    Py_END_ALLOW_THREADS
+    if (s && s->code == CV_NOT_FOUND) {
+        cv_status_free(s);
+        Py_RETURN_NONE;
+    }
+    if (s)
+        return cv_raise_status(cv_get_state(module), s);
+    const CvCacheFileInfo *info = cv_cache_reader_info(r);
+    PyObject *result = NULL, *comps = PyList_New(info->num_components);
+    for (uint32_t i = 0; comps && i < info->num_components; i++) {
+        const CvComponentSpec *c = &info->components[i];
+        PyObject *shape = Py_None;
+        if (c->rank >= 0) {
+            shape = PyTuple_New(c->rank);
+            for (int k = 0; shape && k < c->rank; k++) {
+                PyObject *d = c->dims[k] < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(c->dims[k]);
+                if (!d)
+                    Py_CLEAR(shape);
+                else
+                    PyTuple_SET_ITEM(shape, k, d);
+            }
+        } else {
+            Py_INCREF(shape);
+        }
+        PyObject *item = shape ? Py_BuildValue("(iN)", (int)c->dtype, shape) : NULL;
+        if (!item) {
+            Py_CLEAR(comps);
+            break;
+        }
+        PyList_SET_ITEM(comps, i, item);
+    }
+    if (comps)
+        result = Py_BuildValue("(y#NK)", info->structure ? info->structure : "",
+                               (Py_ssize_t)info->structure_len, comps,
+                               (unsigned long long)info->num_elements);
+    cv_cache_reader_close(r);
+    return result;
+}
+
+/* cache_store_count(store) -> elements held by a completed memory cache, or -1. */
+static PyObject *engine_cache_store_count(PyObject *module, PyObject *store)
+{
+    (void)module;
+    CvCacheStore *st = store_arg(store);
+    return st ? PyLong_FromLongLong(cv_cache_store_count(st)) : NULL;
+}
+
+PyMethodDef cv_cache_functions[] = {
+    {"cache_store", engine_cache_store, METH_VARARGS,
+     "cache_store(filename or None, warn, progress, describe, progress_delay_s) -> store"},
+    {"cache", engine_cache, METH_VARARGS, "cache(input, store, expected or None) -> Dataset"},
+    {"cache_file_info", engine_cache_file_info, METH_O,
+     "cache_file_info(store) -> None or (structure, components, count)"},
+    {"cache_store_count", engine_cache_store_count, METH_O,
+     "cache_store_count(store) -> elements in the completed memory cache, or -1"},
+    {NULL, NULL, 0, NULL},
+};
