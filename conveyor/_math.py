@@ -211,20 +211,18 @@ def _unary(fname, x):
     return cast(result, _dtypes.float16) if half else result
 
 
-def _make_binary(fname, doc):
-    def op(x, y, name=None):
-        return _binary(fname, x, y)
+def _named(op, fname, doc):
     op.__name__ = op.__qualname__ = fname
     op.__doc__ = doc
     return op
+
+
+def _make_binary(fname, doc):
+    return _named(lambda x, y, name=None: _binary(fname, x, y), fname, doc)
 
 
 def _make_unary(fname, doc):
-    def op(x, name=None):
-        return _unary(fname, x)
-    op.__name__ = op.__qualname__ = fname
-    op.__doc__ = doc
-    return op
+    return _named(lambda x, name=None: _unary(fname, x), fname, doc)
 
 
 add = _make_binary("add", "x + y elementwise, broadcasting (``tf.math.add``).")

@@ -200,6 +200,19 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
 # ---------------------------------------------------------------------------
 
 
+def _box_args(image, offset_height, offset_width, target_height, target_width):
+    """The converted image, its shape as a batch, whether it was one, and the
+    four box parameters (ints or scalar integer tensors)."""
+    x, shape = _image(image)
+    shape4, is_batch = _as_batch(shape)
+    _check_inner_dims(shape4)
+    params = [_int_param(v, n) for v, n in ((offset_height, "offset_height"),
+                                            (offset_width, "offset_width"),
+                                            (target_height, "target_height"),
+                                            (target_width, "target_width"))]
+    return x, shape4, is_batch, params
+
+
 def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
     """Crop `image` to the box whose top-left corner is at (`offset_height`,
     `offset_width`), of size `target_height` x `target_width`
@@ -209,13 +222,8 @@ def crop_to_bounding_box(image, offset_height, offset_width, target_height, targ
     past a traced image of unknown size raises ``InvalidArgumentError`` at
     that element.
     """
-    x, shape = _image(image)
-    shape4, is_batch = _as_batch(shape)
-    _check_inner_dims(shape4)
-    params = [_int_param(v, n) for v, n in ((offset_height, "offset_height"),
-                                            (offset_width, "offset_width"),
-                                            (target_height, "target_height"),
-                                            (target_width, "target_width"))]
+    x, shape4, is_batch, params = _box_args(image, offset_height, offset_width, target_height,
+                                            target_width)
     oh, ow, th, tw = (_static(p) for p in params)
     batch, height, width, depth = shape4
     for ok, message in ((ow is None or ow >= 0, "offset_width must be >= 0."),
@@ -235,13 +243,8 @@ def pad_to_bounding_box(image, offset_height, offset_width, target_height, targe
     """Pad `image` with zeros to `target_height` x `target_width`, placing
     it at (`offset_height`, `offset_width`) (``tf.image.pad_to_bounding_box``).
     """
-    x, shape = _image(image)
-    shape4, is_batch = _as_batch(shape)
-    _check_inner_dims(shape4)
-    params = [_int_param(v, n) for v, n in ((offset_height, "offset_height"),
-                                            (offset_width, "offset_width"),
-                                            (target_height, "target_height"),
-                                            (target_width, "target_width"))]
+    x, shape4, is_batch, params = _box_args(image, offset_height, offset_width, target_height,
+                                            target_width)
     oh, ow, th, tw = (_static(p) for p in params)
     batch, height, width, depth = shape4
     for ok, message in ((oh is None or oh >= 0, "offset_height must be >= 0"),

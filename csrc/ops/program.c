@@ -29,6 +29,7 @@ struct CvProgram {
     /* Per value: the node after which it is no longer needed (num_nodes for
      * results and unused values, which are dropped at the end). */
     int *last_use;
+    int max_inputs; /* the most inputs of any node (sizes run()'s argument array) */
     bool finished;
 };
 
@@ -175,6 +176,9 @@ CvStatus cv_program_finish(CvProgram *p, const int *results, int num_results)
         p->results[i] = results[i];
     }
     p->num_results = num_results;
+    for (int n = 0; n < p->num_nodes; n++)
+        if (p->nodes[n].num_inputs > p->max_inputs)
+            p->max_inputs = p->nodes[n].num_inputs;
     for (int v = 0; v < p->num_values; v++)
         p->last_use[v] = -1;
     for (int n = 0; n < p->num_nodes; n++)
@@ -236,16 +240,13 @@ CvStatus cv_program_run(const CvProgram *p, const CvElement *in, const CvElement
     CvTensor stack_values[CV_PROGRAM_STACK_VALUES];
     CvTensor stack_inputs[CV_PROGRAM_STACK_INPUTS];
     CvTensor *values = stack_values, *args = stack_inputs;
-    int max_in = 0;
     if (in->n != (uint32_t)p->num_args)
         return cv_error(CV_INVALID_ARGUMENT, "%s: expected %d components, got %u", p->name,
                         p->num_args, in->n);
-    for (int n = 0; n < p->num_nodes; n++)
-        max_in = p->nodes[n].num_inputs > max_in ? p->nodes[n].num_inputs : max_in;
     if (p->num_values > CV_PROGRAM_STACK_VALUES)
         values = malloc((size_t)p->num_values * sizeof(*values));
-    if (max_in > CV_PROGRAM_STACK_INPUTS)
-        args = malloc((size_t)max_in * sizeof(*args));
+    if (p->max_inputs > CV_PROGRAM_STACK_INPUTS)
+        args = malloc((size_t)p->max_inputs * sizeof(*args));
     if (!values || !args) {
         s = cv_error_nomem();
         goto cleanup;
