@@ -18,7 +18,7 @@ from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor import _tracing
 from conveyor import nest
-from conveyor import random as _random
+from conveyor import _seed
 from conveyor._convert import spec_of, to_array
 from conveyor.data.options import Options
 from conveyor.tensor_spec import TensorShape, TensorSpec
@@ -441,7 +441,7 @@ class Dataset:
             raise _errors.InvalidArgumentError("buffer_size must be greater than zero.")
         if seed is not None:
             seed = _check_count(seed, "seed")
-        seed, seed2 = _random.get_seed(seed)
+        seed, seed2 = _seed.get_seed(seed)
         reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
         return _ShuffleDataset(self, buffer_size, seed or 0, seed2 or 0, reshuffle)
 
@@ -654,7 +654,7 @@ class Dataset:
         """
         if seed is not None:
             seed = _check_count(seed, "seed")
-        seed, seed2 = _random.get_seed(seed)
+        seed, seed2 = _seed.get_seed(seed)
         handle = _engine.random(seed or 0, seed2 or 0, bool(rerandomize_each_iteration))
         return _SourceDataset(handle, TensorSpec([], _dtypes.int64))
 
