@@ -7,4 +7,5 @@ from conveyor.data import experimental
 from conveyor.data.readers import *  # noqa: F401,F403
 
 __all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Options",
-           "ThreadingOptions", "AutotuneOptions", "OptimizationOptions", "experimental", "DatasetSpec"]
+           "ThreadingOptions", "AutotuneOptions", "OptimizationOptions", "experimental",
+           "DatasetSpec"]

@@ -11,6 +11,9 @@ and ``experimental_optimization.parallel_batch`` (on by default, as in
 tf.data: ``batch`` copies on worker threads, in order). The other fields are
 accepted so that tf.data code runs unchanged, and are recorded for later
 use; see docs/differences.md and the Memory section of docs/guide.md.
+
+``BuildContext`` (at the end) is what the engine datasets are built from
+besides their arguments: the options that matter to the engine, once merged.
 """
 
 import operator

@@ -1,7 +1,8 @@
 """``Dataset.filter`` (FilterDataset)."""
 from conveyor import _engine
 from conveyor import dtypes as _dtypes
-from conveyor.data.ops.dataset_base import UNKNOWN_CARDINALITY, Cardinality, UnaryUnchangedStructureDataset
+from conveyor.data.ops.dataset_base import (UNKNOWN_CARDINALITY, Cardinality,
+                                            UnaryUnchangedStructureDataset)
 from conveyor.data.ops.structured_function import MapFunction
 from conveyor.tensor_spec import TensorSpec
 

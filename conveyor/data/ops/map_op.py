@@ -53,7 +53,8 @@ class MapDataset(Dataset):
         mode = f.mode or "untraced"
         if f.mode == "python":
             mode += f" ({f.reason})"
-        return (f"<{type(self).__name__} mode={mode} num_parallel_calls={self._parallelism or None} "
+        return (f"<{type(self).__name__} mode={mode} "
+                f"num_parallel_calls={self._parallelism or None} "
                 f"element_spec={self._known_spec()!r}>")
 
 
