@@ -596,6 +596,8 @@ class _DatasetMethods:
 
 
 def _add_methods(methods, cls):
+    """Put the members of `methods` on `cls` (the base class every op class
+    subclasses), once, when this module is imported."""
     for name, member in vars(methods).items():
         if name.startswith("__"):
             continue
