@@ -12,7 +12,7 @@
  * while no pass has completed each read the input and record on their own;
  * the first to complete publishes, the others' recordings are dropped.
  *
- * FILE (see ops/cache_file.h). An iterator reads the committed file when
+ * FILE (see io/cache_file.h). An iterator reads the committed file when
  * there is one, and then never opens its input's iterator. Otherwise, at its
  * first next(), it takes the writers' lock and streams the elements into a
  * temporary file that is committed (fsync + rename) when the pass completes.

@@ -3,6 +3,7 @@
  * whole number of records fail at open (InvalidArgument, no records);
  * compressed ones yield the whole records, then DataLoss, as tf.data does.
  * Never needs the GIL. */
+#include "kernels/common/file_records.h"
 #include "kernels/readers.h"
 
 static int64_t fixed_length_cardinality(const CvDataset *ds)

@@ -65,7 +65,7 @@ CvStatus cv_random_dataset(int64_t seed, int64_t seed2, bool rerandomize_each_it
  * weights_dataset is not NULL, one weights vector per element of it. */
 CvStatus cv_sample_choice_dataset(CvDataset *random, CvDataset *weights_dataset,
                                   const CvTensor *weights, CvDataset **out);
-/* window: each window packed as core/rows.h describes; ragged has ncomp
+/* window: each window packed as kernels/common/packed_rows.h describes; ragged has ncomp
  * entries (copied). */
 CvStatus cv_window_dataset(CvDataset *input, int64_t size, int64_t shift, int64_t stride,
                            bool drop_remainder, const bool *ragged, uint32_t ncomp, CvDataset **out);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "ops/op.h"
-#include "ops/record_io.h"
+#include "io/file_error.h"
 
 #define MAX_READ ((size_t)1 << 30) /* bytes per read() call */
 

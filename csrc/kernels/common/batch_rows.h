@@ -3,8 +3,8 @@
  * tensors (numbers by memcpy, strings by copying their bytes into the
  * destination's blob).
  */
-#ifndef CV_BATCH_UTIL_H
-#define CV_BATCH_UTIL_H
+#ifndef CV_BATCH_ROWS_H
+#define CV_BATCH_ROWS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "core/batch_util.h"
+#include "kernels/common/batch_rows.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "core/rows.h"
+#include "kernels/common/packed_rows.h"
 
 #include <string.h>
 

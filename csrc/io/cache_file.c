@@ -1,6 +1,6 @@
 /* Cache files: writer, reader and lock. The format is described in
  * cache_file.h. */
-#include "ops/cache_file.h"
+#include "io/cache_file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ops/crc32c.h"
-#include "ops/record_io.h"
+#include "io/crc32c.h"
+#include "io/file_error.h"
 
 #define PROLOGUE_BYTES 32
 #define CHUNK_HEADER_BYTES 32
