@@ -7,12 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/array.h"
 #include "io/crc32c.h"
 #include "io/input_stream.h"
 
 struct CvRecordReader {
     CvReaderParams p;
     CvInputStream *s;
+    const char *path;          /* the stream's */
+    CvCompression compression; /* p.options.compression */
     uint64_t index; /* records returned so far */
     /* Text lines: the line being assembled. Fixed-length compressed: the
      * lookahead (record + footer). */
@@ -46,16 +49,9 @@ static CvStatus string_alloc(CvTensor *out, size_t n, unsigned char **blob)
 
 static CvStatus scratch_reserve(CvRecordReader *r, size_t need)
 {
-    if (need <= r->scratch_cap)
-        return CV_STATUS_OK;
-    size_t cap = r->scratch_cap ? r->scratch_cap : 256;
-    while (cap < need)
-        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    unsigned char *p = realloc(r->scratch, cap);
-    if (!p)
-        return cv_error(CV_RESOURCE_EXHAUSTED, "out of memory growing a record buffer to %zu bytes", cap);
-    r->scratch = p;
-    r->scratch_cap = cap;
+    if (!cv_array_reserve((void **)&r->scratch, &r->scratch_cap, need, 1, 256))
+        return cv_error(CV_RESOURCE_EXHAUSTED, "out of memory growing a record buffer to %zu bytes",
+                        need);
     return CV_STATUS_OK;
 }
 
@@ -64,17 +60,17 @@ static CvStatus stream_error(CvRecordReader *r, CvStatus st, uint64_t offset)
 {
     if (st->code == CV_DATA_LOSS)
         return cv_status_prefix(st, "%s: %s stream is corrupted (reading record %" PRIu64
-                                " at offset %" PRIu64 "): ", cv_input_stream_path(r->s),
-                                cv_compression_name(cv_input_stream_compression(r->s)), r->index, offset);
+                                " at offset %" PRIu64 "): ", r->path,
+                                cv_compression_name(r->compression), r->index, offset);
     return st;
 }
 
 static CvStatus record_error(CvRecordReader *r, const char *what, uint64_t offset)
 {
     return cv_error(CV_DATA_LOSS, "%s record at %" PRIu64 " in \"%s\" (record %" PRIu64 ")%s%s",
-                    what, offset, cv_input_stream_path(r->s), r->index,
-                    cv_input_stream_compression(r->s) != CV_COMPRESSION_NONE ? ", " : "",
-                    cv_input_stream_compression(r->s) != CV_COMPRESSION_NONE ? cv_compression_name(cv_input_stream_compression(r->s)) : "");
+                    what, offset, r->path, r->index,
+                    r->compression != CV_COMPRESSION_NONE ? ", " : "",
+                    r->compression != CV_COMPRESSION_NONE ? cv_compression_name(r->compression) : "");
 }
 
 static inline uint64_t le64(const unsigned char *p)
@@ -110,17 +106,17 @@ static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
     if (cv_crc32c_masked(hdr, 8) != le32(hdr + 8))
         return record_error(r, "corrupted", start);
     uint64_t len = le64(hdr);
-    if (cv_input_stream_compression(s) == CV_COMPRESSION_NONE && cv_input_stream_offset(s) <= cv_input_stream_file_size(s) &&
-        len > cv_input_stream_file_size(s) - cv_input_stream_offset(s))
+    uint64_t at = cv_input_stream_offset(s), size = cv_input_stream_file_size(s);
+    if (r->compression == CV_COMPRESSION_NONE && at <= size && len > size - at)
         return record_error(r, "truncated", start); /* before allocating anything */
     if (len > r->p.options.max_record_bytes || len > SIZE_MAX - 64)
         return cv_error(CV_DATA_LOSS, "record size too large: corrupted record at %" PRIu64
                         " in \"%s\" (record %" PRIu64 ") declares %" PRIu64 " bytes, more than "
-                        "max_record_bytes (%" PRIu64 ")", start, cv_input_stream_path(s), r->index, len,
+                        "max_record_bytes (%" PRIu64 ")", start, r->path, r->index, len,
                         r->p.options.max_record_bytes);
     unsigned char *blob = NULL;
     size_t n = (size_t)len;
-    if (cv_input_stream_compression(s) == CV_COMPRESSION_NONE || n <= GROW_START) {
+    if (r->compression == CV_COMPRESSION_NONE || n <= GROW_START) {
         st = string_alloc(out, n, &blob);
         if (st)
             return st;
@@ -248,7 +244,7 @@ static CvStatus fixed_length_next(CvRecordReader *r, CvTensor *out, bool *eof)
     size_t rec = (size_t)p->record_bytes, foot = (size_t)p->footer_bytes;
     size_t got;
     CvStatus st;
-    if (cv_input_stream_compression(s) == CV_COMPRESSION_NONE) {
+    if (r->compression == CV_COMPRESSION_NONE) {
         if (start >= r->limit) {
             *eof = true;
             return CV_STATUS_OK;
@@ -278,7 +274,7 @@ static CvStatus fixed_length_next(CvRecordReader *r, CvTensor *out, bool *eof)
         return cv_error(CV_DATA_LOSS, "Excluding the header (%" PRIu64 " bytes) and footer (%" PRIu64
                         " bytes), input file \"%s\" has body length %" PRIu64 " bytes, which is not "
                         "an exact multiple of the record length (%" PRIu64 " bytes).",
-                        p->header_bytes, p->footer_bytes, cv_input_stream_path(s), body, p->record_bytes);
+                        p->header_bytes, p->footer_bytes, r->path, body, p->record_bytes);
     }
     if ((st = emit(out, r->scratch, rec)))
         return st;
@@ -294,17 +290,17 @@ static CvStatus fixed_length_start(CvRecordReader *r)
     const CvReaderParams *p = &r->p;
     uint64_t hf = p->header_bytes + p->footer_bytes, got;
     CvStatus st;
-    if (cv_input_stream_compression(s) == CV_COMPRESSION_NONE) {
+    if (r->compression == CV_COMPRESSION_NONE) {
         if (cv_input_stream_file_size(s) < hf)
             return cv_error(CV_INVALID_ARGUMENT, "input file \"%s\" has %" PRIu64 " bytes, fewer than "
                             "the header (%" PRIu64 " bytes) and footer (%" PRIu64 " bytes)",
-                            cv_input_stream_path(s), cv_input_stream_file_size(s), p->header_bytes, p->footer_bytes);
+                            r->path, cv_input_stream_file_size(s), p->header_bytes, p->footer_bytes);
         uint64_t body = cv_input_stream_file_size(s) - hf;
         if (body % p->record_bytes)
             return cv_error(CV_INVALID_ARGUMENT, "Excluding the header (%" PRIu64 " bytes) and footer (%"
                             PRIu64 " bytes), input file \"%s\" has body length %" PRIu64 " bytes, "
                             "which is not an exact multiple of the record length (%" PRIu64 " bytes).",
-                            p->header_bytes, p->footer_bytes, cv_input_stream_path(s), body, p->record_bytes);
+                            p->header_bytes, p->footer_bytes, r->path, body, p->record_bytes);
         r->limit = cv_input_stream_file_size(s) - p->footer_bytes;
         return cv_input_stream_seek(s, p->header_bytes, "(seeking past the header)");
     }
@@ -315,12 +311,13 @@ static CvStatus fixed_length_start(CvRecordReader *r)
     if ((st = cv_input_stream_skip(s, p->header_bytes, &got)))
         return stream_error(r, st, 0);
     size_t n = 0;
-    if (got == p->header_bytes && (st = cv_input_stream_read(s, r->scratch, (size_t)p->footer_bytes, &n)))
+    if (got == p->header_bytes &&
+        (st = cv_input_stream_read(s, r->scratch, (size_t)p->footer_bytes, &n)))
         return stream_error(r, st, got);
     if (got < p->header_bytes || n < p->footer_bytes)
         return cv_error(CV_DATA_LOSS, "input file \"%s\" has %" PRIu64 " bytes (uncompressed), fewer "
                         "than the header (%" PRIu64 " bytes) and footer (%" PRIu64 " bytes)",
-                        cv_input_stream_path(s), got + n, p->header_bytes, p->footer_bytes);
+                        r->path, got + n, p->header_bytes, p->footer_bytes);
     r->scratch_len = n;
     return CV_STATUS_OK;
 }
@@ -333,8 +330,10 @@ CvStatus cv_record_reader_open(const char *path, const CvReaderParams *params, C
     r->p = *params;
     if (!r->p.options.max_record_bytes)
         r->p.options.max_record_bytes = CV_DEFAULT_MAX_RECORD_BYTES;
-    CvStatus st = cv_input_stream_open(path, r->p.options.compression, r->p.options.buffer_size,
-                                       &r->s);
+    r->compression = r->p.options.compression;
+    CvStatus st = cv_input_stream_open(path, r->compression, r->p.options.buffer_size, &r->s);
+    if (!st)
+        r->path = cv_input_stream_path(r->s);
     if (!st && r->p.format == CV_FORMAT_FIXED_LENGTH)
         st = fixed_length_start(r);
     if (st) {

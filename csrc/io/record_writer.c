@@ -94,10 +94,12 @@ static CvStatus deflate_some(CvTFRecordWriter *w, const void *p, size_t n, int f
 
 static CvStatus put(CvTFRecordWriter *w, const void *p, size_t n)
 {
-    return w->compression == CV_COMPRESSION_NONE ? put_plain(w, p, n) : deflate_some(w, p, n, Z_NO_FLUSH);
+    return w->compression == CV_COMPRESSION_NONE ? put_plain(w, p, n)
+                                                 : deflate_some(w, p, n, Z_NO_FLUSH);
 }
 
-CvStatus cv_tfrecord_writer_open(const char *path, const CvRecordWriterOptions *o, CvTFRecordWriter **out)
+CvStatus cv_tfrecord_writer_open(const char *path, const CvRecordWriterOptions *o,
+                                 CvTFRecordWriter **out)
 {
     CvStatus st = CV_STATUS_OK;
     if (!cv_compression_valid(o->compression))
