@@ -1,8 +1,9 @@
 /* TFRecordDataset: the records of each file in turn (flat_map over the
- * filenames), framing and CRC-32C checks in io/record_reader.c; the iterator in
- * kernels/common/file_records.c. Errors
- * (DataLoss "truncated/corrupted record at <offset>") belong to one position;
- * the next call goes on with the next file. Never needs the GIL. */
+ * filenames). The iterator is the record-file kernels' shared one
+ * (kernels/common/file_records.c); framing and CRC-32C checks are in
+ * io/record_reader.c. Errors (DataLoss "truncated/corrupted record at
+ * <offset>") belong to one position; the next call goes on with the next
+ * file. Never needs the GIL. */
 #include "kernels/common/file_records.h"
 #include "kernels/readers.h"
 

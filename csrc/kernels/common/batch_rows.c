@@ -1,3 +1,4 @@
+/* Gathering rows into batches and copying values (see batch_rows.h). */
 #include "kernels/common/batch_rows.h"
 
 #include <stdlib.h>

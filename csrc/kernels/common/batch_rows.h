@@ -1,5 +1,5 @@
-/* Helpers shared by the batching kernels (batch, padded_batch, rebatch,
- * unbatch): gathering input rows into a batch, and copying values between
+/* Helpers shared by the batching kernels (batch, padded_batch, rebatch):
+ * gathering input rows into a batch, and copying values between
  * tensors (numbers by memcpy, strings by copying their bytes into the
  * destination's blob).
  */

@@ -1,3 +1,4 @@
+/* Packing rows of elements into tensors (see packed_rows.h). */
 #include "kernels/common/packed_rows.h"
 
 #include <string.h>
