@@ -36,15 +36,10 @@ void cv_record_reader_close(CvRecordReader *r)
 /* A scalar string tensor of n bytes; *blob receives the bytes' address. */
 static CvStatus string_alloc(CvTensor *out, size_t n, unsigned char **blob)
 {
-    char *b;
-    CvStatus st = cv_tensor_alloc(out, CV_STRING, 0, NULL, n, &b);
-    if (st)
-        return st;
-    CvStringRef *ref = (CvStringRef *)out->data;
-    ref->offset = (uint64_t)(b - out->buf->data);
-    ref->length = n;
+    char *b = NULL;
+    CvStatus st = cv_tensor_alloc_scalar_string(out, n, &b);
     *blob = (unsigned char *)b;
-    return CV_STATUS_OK;
+    return st;
 }
 
 static CvStatus scratch_reserve(CvRecordReader *r, size_t need)

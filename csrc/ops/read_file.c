@@ -58,11 +58,9 @@ static CvStatus read_stream(int fd, const char *path, CvTensor *out)
         buf = bigger;
         cap *= 2;
     }
-    if ((s = cv_tensor_alloc(out, CV_STRING, 0, NULL, len, &blob)))
+    if ((s = cv_tensor_alloc_scalar_string(out, len, &blob)))
         goto done;
     memcpy(blob, buf, len);
-    ((CvStringRef *)out->data)->offset = (uint64_t)(blob - out->buf->data);
-    ((CvStringRef *)out->data)->length = len;
 done:
     free(buf);
     return s;
@@ -112,14 +110,13 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     }
     char *blob;
     size_t got;
-    if ((s = cv_tensor_alloc(out, CV_STRING, 0, NULL, (size_t)sb.st_size, &blob)))
+    if ((s = cv_tensor_alloc_scalar_string(out, (size_t)sb.st_size, &blob)))
         goto done;
     if ((s = read_fully(fd, path, blob, (size_t)sb.st_size, &got))) {
         cv_tensor_clear(out);
         goto done;
     }
-    ((CvStringRef *)out->data)->offset = (uint64_t)(blob - out->buf->data);
-    ((CvStringRef *)out->data)->length = got;
+    ((CvStringRef *)out->data)->length = got; /* the file may have shrunk */
 done:
     if (fd >= 0)
         close(fd);
