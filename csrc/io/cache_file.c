@@ -18,7 +18,7 @@
 
 #include "core/array.h"
 #include "io/crc32c.h"
-#include "io/file_error.h"
+#include "io/file.h"
 
 #define PROLOGUE_BYTES 32
 #define CHUNK_HEADER_BYTES 32

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "io/file_error.h"
+#include "io/file.h"
 
 struct CvInputStream {
     int fd;
@@ -50,25 +50,13 @@ uint64_t cv_input_stream_offset(const CvInputStream *s)
     return s->buf_start + s->pos;
 }
 
+/* Read from the file; a short count means it ended (raw_eof). */
 static CvStatus raw_read(CvInputStream *s, void *dst, size_t n, size_t *got)
 {
-    size_t done = 0;
-    while (done < n) {
-        ssize_t r = read(s->fd, (char *)dst + done, n - done);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            *got = done;
-            return cv_file_error(errno, s->path, "(while reading)");
-        }
-        if (r == 0) {
-            s->raw_eof = true;
-            break;
-        }
-        done += (size_t)r;
-    }
-    *got = done;
-    return CV_STATUS_OK;
+    CvStatus st = cv_file_read(s->fd, s->path, dst, n, got);
+    if (!st && *got < n)
+        s->raw_eof = true;
+    return st;
 }
 
 void cv_input_stream_close(CvInputStream *s)

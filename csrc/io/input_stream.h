@@ -28,7 +28,7 @@ typedef struct CvInputStream CvInputStream;
 
 /* Open `path` for reading; buffer_size 0 means CV_DEFAULT_READ_BUFFER (it is
  * kept within [4 KiB, 64 MiB]: the bytes read are the same). Errors name the
- * path (io/file_error.h; a directory is FAILED_PRECONDITION). */
+ * path (io/file.h; a directory is FAILED_PRECONDITION). */
 CvStatus cv_input_stream_open(const char *path, CvCompression compression, size_t buffer_size,
                               CvInputStream **out);
 void cv_input_stream_close(CvInputStream *s); /* NULL-safe */

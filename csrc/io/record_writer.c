@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 #include "io/crc32c.h"
-#include "io/file_error.h"
+#include "io/file.h"
 
 #define WRITE_BUFFER (256u << 10)
 
@@ -29,18 +29,7 @@ struct CvTFRecordWriter {
 
 static CvStatus write_all(CvTFRecordWriter *w, const void *p, size_t n)
 {
-    const char *c = p;
-    while (n) {
-        ssize_t r = write(w->fd, c, n);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return cv_file_error(errno, w->path, "(while writing)");
-        }
-        c += r;
-        n -= (size_t)r;
-    }
-    return CV_STATUS_OK;
+    return cv_file_write(w->fd, w->path, p, n);
 }
 
 static CvStatus out_flush(CvTFRecordWriter *w)

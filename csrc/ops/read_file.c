@@ -12,28 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/file.h"
 #include "ops/op.h"
-#include "io/file_error.h"
-
-#define MAX_READ ((size_t)1 << 30) /* bytes per read() call */
-
-/* Read up to `n` bytes at `dst`; *got says how many came before EOF. */
-static CvStatus read_fully(int fd, const char *path, char *dst, size_t n, size_t *got)
-{
-    *got = 0;
-    while (*got < n) {
-        size_t want = n - *got < MAX_READ ? n - *got : MAX_READ;
-        ssize_t r = read(fd, dst + *got, want);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return cv_file_error(errno, path, "(while reading)");
-        if (r == 0)
-            break;
-        *got += (size_t)r;
-    }
-    return CV_STATUS_OK;
-}
 
 /* A file of unknown size: read to EOF into a growing buffer, then copy. */
 static CvStatus read_stream(int fd, const char *path, CvTensor *out)
@@ -44,7 +24,7 @@ static CvStatus read_stream(int fd, const char *path, CvTensor *out)
     if (!buf)
         return cv_error_nomem();
     for (;;) {
-        if ((s = read_fully(fd, path, buf + len, cap - len, &got)))
+        if ((s = cv_file_read(fd, path, buf + len, cap - len, &got)))
             goto done;
         len += got;
         if (len < cap)
@@ -112,7 +92,7 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     size_t got;
     if ((s = cv_tensor_alloc_scalar_string(out, (size_t)sb.st_size, &blob)))
         goto done;
-    if ((s = read_fully(fd, path, blob, (size_t)sb.st_size, &got))) {
+    if ((s = cv_file_read(fd, path, blob, (size_t)sb.st_size, &got))) {
         cv_tensor_clear(out);
         goto done;
     }
