@@ -10,7 +10,7 @@
 #define CV_CACHE_H
 
 #include "core/dataset.h"
-#include "ops/cache_file.h"
+#include "io/cache_file.h"
 
 /* Progress states. */
 enum { CV_CACHE_FILLING = 0, CV_CACHE_DONE = 1, CV_CACHE_DISCARDED = 2 };

@@ -5,8 +5,8 @@
  * A key's window size is window_size_fn(key) (or a constant), computed when
  * the key is first seen and kept for the iterator's life. When a group holds
  * its window size of elements, it is emitted as [key, packed window] (the
- * window packed with core/rows.h) and starts again empty. At the end of the
- * input the remaining groups are emitted, smallest key first, as tf.data's
+ * window packed with kernels/common/packed_rows.h) and starts again empty.
+ * At the end of the input the remaining groups are emitted, smallest key first, as tf.data's
  * ordered map of groups does. The Python layer runs the reduce function on
  * each emitted window (a flat_map).
  *
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rows.h"
+#include "kernels/common/packed_rows.h"
 #include "kernels/kernels.h"
 
 typedef struct {

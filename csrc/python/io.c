@@ -5,8 +5,9 @@
  * it while compressing and writing. */
 #include "python/binding.h"
 
+#include "io/crc32c.h"
+#include "io/record_writer.h"
 #include "kernels/readers.h"
-#include "ops/crc32c.h"
 
 #define WRITER_CAPSULE "conveyor._engine.TFRecordWriter"
 
