@@ -245,7 +245,7 @@ def has_datasets(spec):
 
 
 def ragged_mask(spec):
-    """Which components of a window travel ragged (values + shapes, core/rows.h):
+    """Which components of a window travel ragged (values + shapes, kernels/common/packed_rows.h):
     those whose static shape is not fully known, so their rows may differ."""
     return [not s.shape.is_fully_defined() for s in nest.flatten(spec)]
 

@@ -3,7 +3,7 @@
 built on it in conveyor/data/dataset.py).
 
 The engine gathers each window's elements and packs them into tensors
-(ragged components as values + shapes, core/rows.h); ``pack_element`` in
+(ragged components as values + shapes, kernels/common/packed_rows.h); ``pack_element`` in
 dataset_base.py turns them into ``VariantDataset`` objects, for every dataset
 downstream of a window."""
 import numpy as np
