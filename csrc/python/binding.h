@@ -21,8 +21,10 @@
  * method or type slot start with the file's (or its type's) prefix:
  * constructors_, transform_, grouping_, io_, cache_, example_, ops_,
  * memory_, errors_, iterator_, dataset_, holder_ (convert.c's
- * BufferHolder), module_. Other static helpers have plain names. Types are
- * Cv-prefixed (never Py, which is CPython's); a wrapper of a Python object
+ * BufferHolder), module_; engine callbacks are named after the wrapper
+ * they serve (pyfunc.c: element_function_, dataset_function_, source_;
+ * cache.c: hooks_). Other static helpers have plain names. Types are
+ * Cv-prefixed (never Py, which is CPython's); a wrapper of Python objects
  * says so with CvPy (CvPyElementFunction).
  *
  * Ownership: functions returning PyObject* return a new reference or NULL
