@@ -51,17 +51,18 @@ void cv_dataset_set_memory(CvDataset *ds, CvMemory *m)
     cv_memory_unref(old);
 }
 
-int cv_dataset_traverse_exclusive(const CvDataset *ds, CvVisit visit, void *arg)
+int cv_dataset_traverse_owned(const CvDataset *ds, long holders, CvVisit visit, void *arg)
 {
     /* The last input is walked by the loop, not by recursion, so a long
      * chain of unary stages costs no stack. */
-    while (ds && atomic_load_explicit(&((CvDataset *)ds)->refcount, memory_order_acquire) == 1) {
+    while (ds && atomic_load_explicit(&((CvDataset *)ds)->refcount, memory_order_acquire) == holders) {
         int rc = ds->kernel->traverse ? ds->kernel->traverse(ds, visit, arg) : 0;
         for (int i = 0; !rc && i + 1 < ds->num_inputs; i++)
-            rc = cv_dataset_traverse_exclusive(ds->inputs[i], visit, arg);
+            rc = cv_dataset_traverse_owned(ds->inputs[i], 1, visit, arg);
         if (rc)
             return rc;
         ds = ds->num_inputs > 0 ? ds->inputs[ds->num_inputs - 1] : NULL;
+        holders = 1;
     }
     return 0;
 }

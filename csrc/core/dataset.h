@@ -58,7 +58,7 @@ typedef struct CvKernel {
     void (*destroy)(CvIterator *it);
     /* Optional: visit the foreign references that ds->params holds through
      * its callbacks (CvFunction, CvSource, ... traverse). Inputs are walked
-     * by the core (cv_dataset_traverse_exclusive). */
+     * by the core (cv_dataset_traverse_owned). */
     int (*traverse)(const CvDataset *ds, CvVisit visit, void *arg);
 } CvKernel;
 
@@ -73,6 +73,10 @@ struct CvDataset {
      * they keep (owned reference; NULL: the process default). Set once,
      * right after construction, by whoever builds the pipeline. */
     CvMemory *memory;
+    /* The object that stands for this dataset in the layer above (the
+     * binding's wrapper), borrowed; NULL when none. Read and written by that
+     * layer only (the binding: under the GIL); the engine never touches it. */
+    void *wrapper;
     int num_inputs;
     CvDataset *inputs[]; /* num_inputs owned references (zip takes any number) */
 };
@@ -93,15 +97,16 @@ int64_t cv_dataset_cardinality(const CvDataset *ds);
 /* Make ds charge budget m (a new reference is taken; NULL: the default).
  * Call only before ds is shared (right after its constructor). */
 void cv_dataset_set_memory(CvDataset *ds, CvMemory *m);
-/* Visit the foreign references of the part of a pipeline that one holder
- * owns alone: ds itself when its refcount is 1 (the caller's reference is the
- * only one), then, recursively, each input whose refcount is 1 (held only by
- * a dataset so owned). Anything shared (another holder, a live iterator,
- * which holds its dataset and inputs) is skipped: it is reported by none,
- * which is conservative. Counts in the owned part cannot change meanwhile:
- * taking a reference needs a reference, and the caller holds the only
- * path to it (for the binding: the GIL). Returns the first nonzero visit. */
-int cv_dataset_traverse_exclusive(const CvDataset *ds, CvVisit visit, void *arg);
+/* Visit the foreign references of the part of a pipeline that the caller
+ * owns: ds itself when its refcount is `holders` (the references the caller
+ * accounts for: 1 for its own alone), then, recursively, each input whose
+ * refcount is 1 (held only by a dataset so owned). Anything shared (another
+ * holder, a live iterator, which holds its dataset and inputs) is skipped:
+ * it is reported by none, which is conservative. Counts in the owned part
+ * cannot go up meanwhile: taking a reference needs a reference, and the
+ * caller holds the only paths to it (for the binding: under the GIL).
+ * Returns the first nonzero visit. */
+int cv_dataset_traverse_owned(const CvDataset *ds, long holders, CvVisit visit, void *arg);
 
 /* Iterator base helpers for kernels: allocate `size` bytes whose first
  * member is a CvIterator, filled in for `ds`. */

@@ -70,10 +70,19 @@ static inline PyObject *cv_module_of(PyObject *obj)
 
 /* A conveyor._engine.Dataset (its type and methods: dataset_type.c). The
  * layout is here so that the lower files can unwrap one without calling up. */
-typedef struct CvDatasetObject {
+typedef struct CvDatasetObject CvDatasetObject;
+struct CvDatasetObject {
     PyObject_HEAD
     CvDataset *ds; /* owned reference; NULL only after tp_clear */
-} CvDatasetObject;
+    /* The links that let the gc see through shared engine datasets (see
+     * dataset_type.c): the wrappers of ds's inputs (strong references, one
+     * per input that had a wrapper), and the wrappers whose inputs include
+     * this one (borrowed, one entry per link; each holds this object). */
+    CvDatasetObject **inputs;
+    int num_inputs;
+    CvDatasetObject **parents;
+    Py_ssize_t num_parents, cap_parents;
+};
 
 /* The engine dataset inside a conveyor._engine.Dataset (borrowed), or NULL
  * with TypeError set (ValueError once the gc has cleared it). */
