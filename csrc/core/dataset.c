@@ -55,13 +55,14 @@ int cv_dataset_traverse_owned(const CvDataset *ds, long holders, CvVisit visit, 
 {
     /* The last input is walked by the loop, not by recursion, so a long
      * chain of unary stages costs no stack. */
-    while (ds && atomic_load_explicit(&((CvDataset *)ds)->refcount, memory_order_acquire) == holders) {
-        int rc = ds->kernel->traverse ? ds->kernel->traverse(ds, visit, arg) : 0;
-        for (int i = 0; !rc && i + 1 < ds->num_inputs; i++)
-            rc = cv_dataset_traverse_owned(ds->inputs[i], 1, visit, arg);
+    CvDataset *d = (CvDataset *)ds; /* refcount is atomic: read only */
+    while (d && atomic_load_explicit(&d->refcount, memory_order_acquire) == holders) {
+        int rc = d->kernel->traverse ? d->kernel->traverse(d, visit, arg) : 0;
+        for (int i = 0; !rc && i + 1 < d->num_inputs; i++)
+            rc = cv_dataset_traverse_owned(d->inputs[i], 1, visit, arg);
         if (rc)
             return rc;
-        ds = ds->num_inputs > 0 ? ds->inputs[ds->num_inputs - 1] : NULL;
+        d = d->num_inputs > 0 ? d->inputs[d->num_inputs - 1] : NULL;
         holders = 1;
     }
     return 0;

@@ -84,25 +84,33 @@ struct CvDatasetObject {
     Py_ssize_t num_parents, cap_parents;
 };
 
-/* The engine dataset inside a conveyor._engine.Dataset (borrowed), or NULL
- * with TypeError set (ValueError once the gc has cleared it). */
+/* The engine dataset of a Dataset object (borrowed), or NULL with
+ * ValueError set once the gc has cleared it (reachable then only from a
+ * finalizer of the same garbage). */
+static inline CvDataset *cv_dataset_of(PyObject *obj)
+{
+    CvDataset *ds = ((CvDatasetObject *)obj)->ds;
+    if (!ds)
+        PyErr_SetString(PyExc_ValueError, "engine Dataset cleared by the garbage collector");
+    return ds;
+}
+
+/* The engine dataset inside a conveyor._engine.Dataset argument (borrowed),
+ * or NULL with TypeError (or ValueError, see above) set. */
 static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
 {
     if (!PyObject_TypeCheck(obj, cv_get_state(module)->dataset_type)) {
         PyErr_Format(PyExc_TypeError, "expected an engine Dataset, got %s", Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    CvDataset *ds = ((CvDatasetObject *)obj)->ds;
-    if (!ds)
-        PyErr_SetString(PyExc_ValueError, "this engine Dataset was cleared by the garbage collector");
-    return ds;
+    return cv_dataset_of(obj);
 }
 
 /* Module functions defined in the binding files (NULL-terminated);
  * module.c adds them all. */
 extern PyMethodDef cv_constructor_functions[]; /* constructors.c: sources, map, batch, ... */
 extern PyMethodDef cv_transform_functions[];   /* transform.c: filter, zip, unbatch, ... */
-extern PyMethodDef cv_grouping_functions[];    /* grouping.c: choose, sample, window, group_by_window */
+extern PyMethodDef cv_grouping_functions[];    /* grouping.c: choose, sample, windows */
 extern PyMethodDef cv_io_functions[];          /* io.c: record files */
 extern PyMethodDef cv_cache_functions[];       /* cache.c: Dataset.cache */
 extern PyMethodDef cv_example_functions[];     /* example.c: tf.train.Example */

@@ -179,27 +179,17 @@ static void dataset_dealloc(PyObject *op)
     Py_DECREF(tp);
 }
 
-/* The engine dataset of self, or NULL with ValueError set (cleared by the
- * gc: reachable only from a finalizer of the same garbage). */
-static CvDataset *dataset_of(PyObject *op)
-{
-    CvDataset *ds = ((CvDatasetObject *)op)->ds;
-    if (!ds)
-        PyErr_SetString(PyExc_ValueError, "this engine Dataset was cleared by the garbage collector");
-    return ds;
-}
-
 static PyObject *dataset_cardinality(PyObject *op, PyObject *unused)
 {
     (void)unused;
-    CvDataset *ds = dataset_of(op);
+    CvDataset *ds = cv_dataset_of(op);
     return ds ? PyLong_FromLongLong(cv_dataset_cardinality(ds)) : NULL;
 }
 
 static PyObject *dataset_kernel_name(PyObject *op, void *closure)
 {
     (void)closure;
-    CvDataset *ds = dataset_of(op);
+    CvDataset *ds = cv_dataset_of(op);
     return ds ? PyUnicode_FromString(ds->kernel->name) : NULL;
 }
 
@@ -209,7 +199,7 @@ static PyObject *dataset_make_iterator(PyObject *op, PyObject *args)
     if (!PyArg_ParseTuple(args, "O:make_iterator", &structure))
         return NULL;
     PyObject *module = cv_module_of(op);
-    CvDataset *ds = module ? dataset_of(op) : NULL;
+    CvDataset *ds = module ? cv_dataset_of(op) : NULL;
     if (!ds)
         return NULL;
     return cv_iterator_object_new(module, ds, structure);
