@@ -201,15 +201,84 @@ def _functions(text):
 
 
 def test_gil_taken_and_released_in_the_same_function():
-    """Binding code on engine threads takes the GIL with cv_gil_acquire() and gives it
-    back with PyGILState_Release() in the same function; raw PyGILState_Ensure() is
-    only for the thread-state helpers in pyfunc.c."""
-    helpers = {"cv_gil_acquire", "cv_gil_thread_exit", "cv_check_signals"}
+    """Binding code enters Python from engine threads through the GIL bridge: every
+    cv_python_begin() has its cv_python_end() in the same function; raw PyGILState
+    calls are only for the bridge itself, in gil.c."""
     for path in sorted((CSRC / "python").glob("*.c")):
         for name, body in _functions(path.read_text()):
-            if name in helpers:
+            if path.name == "gil.c":
                 continue
-            assert "PyGILState_Ensure" not in body, f"{path.name}:{name}: use cv_gil_acquire()"
-            acquired = body.count("cv_gil_acquire()")
-            released = body.count("PyGILState_Release(")
-            assert acquired == released, f"{path.name}:{name}: {acquired} acquire vs {released} release"
+            assert "PyGILState_" not in body, f"{path.name}:{name}: use cv_python_begin()"
+            begun = body.count("cv_python_begin(")
+            ended = body.count("cv_python_end(")
+            assert begun == ended, f"{path.name}:{name}: {begun} begin vs {ended} end"
+
+
+# -- the CPython binding (csrc/python/) ------------------------------------
+
+BINDING = CSRC / "python"
+
+
+def _binding_sources():
+    return {p.name: p.read_text() for p in sorted(BINDING.glob("*.c"))}
+
+
+def _binding_cross_file_symbols(sources):
+    """cv_ functions and variables defined at file scope -> the file defining them."""
+    owner = {}
+    for name, text in sources.items():
+        for fn, _ in _functions(text):
+            if fn.startswith("cv_"):
+                owner[fn] = name
+        for var in re.findall(r"^[A-Za-z][\w \t\*]*?\b(cv_\w+)\s*(?:\[\])?\s*[=;]", text, re.M):
+            owner[var] = name
+    return owner
+
+
+def test_binding_files_do_not_depend_on_module_init():
+    """module.c only assembles the module: no other binding file includes it or
+    uses a symbol it defines."""
+    sources = _binding_sources()
+    init = sources.pop("module.c")
+    symbols = {fn for fn, _ in _functions(init)} | set(re.findall(r"\b(module_\w+|PyInit_\w+)\b", init))
+    sources["binding.h"] = (BINDING / "binding.h").read_text()
+    for name, text in sources.items():
+        assert not re.search(r'#\s*include\s*"[^"]*module\.c"', text), f"{name} includes module.c"
+        used = sorted(s for s in symbols if re.search(rf"\b{s}\b", text))
+        assert not used, f"{name} uses module.c's {used}"
+
+
+def test_binding_call_graph_has_no_cycles():
+    """Binding files call each other's cv_ functions bottom-up only (binding.h lists
+    the order): the file-level call graph is acyclic."""
+    sources = _binding_sources()
+    owner = _binding_cross_file_symbols(sources)
+    edges = {name: set() for name in sources}
+    for name, text in sources.items():
+        for symbol, where in owner.items():
+            if where != name and re.search(rf"\b{symbol}\b", text):
+                edges[name].add(where)
+    state = {}  # name -> "open" while on the DFS stack, "done" after
+
+    def visit(name, path):
+        if state.get(name) == "done":
+            return
+        assert state.get(name) != "open", f"call cycle: {' -> '.join(path + [name])}"
+        state[name] = "open"
+        for callee in sorted(edges[name]):
+            visit(callee, path + [name])
+        state[name] = "done"
+    for name in sorted(edges):
+        visit(name, [])
+
+
+def test_binding_defines_no_py_prefixed_types():
+    """Py is CPython's prefix: binding types are Cv-prefixed (CvPy... for wrappers)."""
+    pattern = re.compile(r"^\}[ \t]*(Py\w*)[ \t]*;|\bstruct\s+(Py\w*)\s*\{"
+                         r"|\btypedef\b[^;{}]*?\b(Py\w*)\s*;|\btypedef\b[^;{}]*\(\s*\*\s*(Py\w*)\s*\)",
+                         re.M)
+    offenders = []
+    for path in sorted(BINDING.glob("*.[ch]")):
+        for match in pattern.finditer(path.read_text()):
+            offenders.append(f"{path.name}: {next(g for g in match.groups() if g)}")
+    assert not offenders, offenders

@@ -467,6 +467,17 @@ static void cache_free(CvDataset *ds)
     free(p);
 }
 
+/* The store's hooks belong to this dataset's part of the graph only while
+ * no one else (another dataset, an iterator, the binding's store handle)
+ * holds the store. */
+static int cache_traverse(const CvDataset *ds, CvVisit visit, void *arg)
+{
+    const CvCacheStore *st = ((const CacheParams *)ds->params)->store;
+    if (!st->hooks.traverse || atomic_load(&((CvCacheStore *)st)->refcount) != 1)
+        return 0;
+    return st->hooks.traverse(st->hooks.ctx, visit, arg);
+}
+
 static int64_t cache_cardinality(const CvDataset *ds)
 {
     return cv_dataset_cardinality(ds->inputs[0]);
@@ -669,6 +680,7 @@ const CvKernel cv_kernel_cache = {
     .make_iterator = cache_make_iterator,
     .cardinality = cache_cardinality,
     .free_dataset = cache_free,
+    .traverse = cache_traverse,
     .next = cache_next,
     .cancel = cache_cancel,
     .destroy = cache_destroy,

@@ -57,6 +57,13 @@ static void group_free(CvDataset *ds)
     free(p);
 }
 
+static int group_traverse(const CvDataset *ds, CvVisit visit, void *arg)
+{
+    const GroupParams *p = ds->params;
+    int rc = cv_function_traverse(&p->key_fn, visit, arg);
+    return rc ? rc : cv_function_traverse(&p->size_fn, visit, arg);
+}
+
 static int64_t group_cardinality(const CvDataset *ds)
 {
     int64_t n = cv_dataset_cardinality(ds->inputs[0]);
@@ -267,6 +274,7 @@ const CvKernel cv_kernel_group_by_window = {
     .next = group_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = group_destroy,
+    .traverse = group_traverse,
 };
 
 CvStatus cv_group_by_window_dataset(CvDataset *input, CvFunction key_fn, CvFunction size_fn,

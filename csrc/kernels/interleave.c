@@ -554,6 +554,11 @@ static void interleave_free(CvDataset *ds)
     free(p);
 }
 
+static int interleave_traverse(const CvDataset *ds, CvVisit visit, void *arg)
+{
+    return cv_dataset_function_traverse(&((const InterleaveParams *)ds->params)->fn, visit, arg);
+}
+
 static int64_t interleave_cardinality(const CvDataset *ds)
 {
     (void)ds;
@@ -646,6 +651,7 @@ const CvKernel cv_kernel_interleave = {
     .next = interleave_next,
     .cancel = interleave_cancel,
     .destroy = interleave_destroy,
+    .traverse = interleave_traverse,
 };
 
 CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t cycle_length,
