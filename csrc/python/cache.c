@@ -1,7 +1,7 @@
 /* Binding of Dataset.cache: the store (a capsule around a CvCacheStore whose
  * hooks call Python), the kernel, and the description of a committed cache
  * file. Argument checks and the element structure live in
- * conveyor/data/dataset.py. */
+ * conveyor/data/ops/cache_op.py. */
 #include "python/binding.h"
 
 #include "kernels/cache.h"

@@ -2,7 +2,7 @@
  * tensors, range, generator) and the common transformations (map, batch,
  * interleave, prefetch, shuffle, take, skip, repeat, ignore_errors). The
  * other builders live next to their kind: transform.c, grouping.c, io.c,
- * cache.c. Arguments arrive normalized by conveyor/data/dataset.py.
+ * cache.c. Arguments arrive normalized by conveyor/data/dataset.py and conveyor/data/ops/.
  */
 #include "python/binding.h"
 

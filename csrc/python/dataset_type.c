@@ -1,6 +1,7 @@
 /* conveyor._engine.Dataset: an immutable engine dataset (CvDataset) as a
  * Python object, wrapped in turn by conveyor.data.Dataset. Argument checking
- * and structure handling live in Python (conveyor/data/dataset.py).
+ * and structure handling live in Python (conveyor/data/dataset.py and the
+ * op classes in conveyor/data/ops/).
  *
  * Garbage collection. A pipeline can sit on a reference cycle: a map
  * function whose closure refers to the conveyor Dataset that holds this

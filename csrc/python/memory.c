@@ -2,7 +2,7 @@
  * (memory, cgroup, CPU count).
  *
  * A budget reaches Python as a capsule (MEMORY_CAPSULE) owning one
- * reference; conveyor/data/dataset.py creates one per with_options() call
+ * reference; conveyor/data/ops/options_op.py creates one per with_options() call
  * that sets options.autotune.ram_budget and passes it to the constructors of
  * the stages that buffer, which record it in their engine dataset. */
 #include "python/binding.h"

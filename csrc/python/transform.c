@@ -1,6 +1,6 @@
 /* Binding of the structural transformations: filter, zip, concatenate,
  * shard, unbatch, rebatch, padded_batch. Argument checks and element specs
- * live in Python (conveyor/data/dataset.py); these functions take
+ * live in Python (conveyor/data/dataset.py, conveyor/data/ops/); these functions take
  * normalized arguments. */
 #include "python/binding.h"
 
