@@ -155,7 +155,7 @@ def main(argv=None):
               f"normalise; AUTOTUNE) -> batch({BATCH}) -> prefetch; one epoch, best of "
               f"{args.epochs}")
         ds = file_pipeline(cv, folder)
-        print(f"conveyor's map: {ds._inputs[0]._inputs[0]!r:.60}...")
+        print(f"conveyor's pipeline: {ds!r}")
         print()
 
         rows = [("naive Python loop (conveyor ops, eager)",

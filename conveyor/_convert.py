@@ -8,6 +8,7 @@ rectangular. Strings are returned as object arrays of bytes.
 import numpy as np
 
 from conveyor import dtypes as _dtypes
+from conveyor.tensor_spec import TensorSpec
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -126,5 +127,4 @@ def to_array(value, dtype=None):
 
 def spec_of(arr):
     """The TensorSpec of a converted array."""
-    from conveyor.tensor_spec import TensorSpec
     return TensorSpec(arr.shape, _dtypes.as_dtype(arr.dtype))

@@ -384,3 +384,38 @@ def stack(values, axis=0, name=None):
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """`t` with values below/above the bounds replaced by them (``tf.clip_by_value``)."""
     return minimum(maximum(t, clip_value_min), clip_value_max)
+
+
+# -- Tensor's operators ---------------------------------------------------------
+# A traced Tensor's operators run the ops above (TensorFlow's semantics); they
+# are installed here, where those ops are defined, as TensorFlow's math_ops
+# overrides tf.Tensor's operators. conveyor/__init__.py imports this module, so
+# every Tensor has them.
+
+def _operator(fname, reflected=False):
+    def method(self, other):
+        if other is None and fname in ("equal", "not_equal"):
+            return fname == "not_equal"
+        x, y = (other, self) if reflected else (self, other)
+        return _binary(fname, x, y, operator=True)
+    method.__name__ = fname
+    return method
+
+
+def _install_operators(cls):
+    for dunder, fname in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                          ("truediv", "truediv"), ("floordiv", "floordiv"), ("mod", "floormod"),
+                          ("pow", "pow"), ("and", "logical_and"), ("or", "logical_or"),
+                          ("xor", "logical_xor")):
+        setattr(cls, f"__{dunder}__", _operator(fname))
+        setattr(cls, f"__r{dunder}__", _operator(fname, reflected=True))
+    for dunder, fname in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                          ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
+        setattr(cls, f"__{dunder}__", _operator(fname))
+    cls.__neg__ = lambda self: negative(self)
+    cls.__abs__ = lambda self: abs(self)
+    cls.__invert__ = lambda self: logical_not(self)
+    cls.__getitem__ = _getitem
+
+
+_install_operators(Tensor)

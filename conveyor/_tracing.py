@@ -18,20 +18,20 @@ the function, element id), so a traced program, its Python twin and any
 thread count give the same values (see ``element_scope``).
 """
 import os
+import sys
 import threading
+import warnings
 
 import numpy as np
 
 from conveyor import _engine
+from conveyor import _seed
 from conveyor import dtypes as _dtypes
-from conveyor import random as _random
+from conveyor import nest
 from conveyor._convert import to_array
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
 __all__ = ["Tensor", "UntraceableError", "apply", "convert", "op_error", "static_shape", "dtype_of"]
-
-_DEFAULT_GRAPH_SEED = 87654321
-_MAXINT31 = 2 ** 31 - 1
 
 
 class UntraceableError(Exception):
@@ -110,47 +110,9 @@ class Tensor:
 
     __hash__ = object.__hash__
 
-    # Operators: conveyor's elementwise ops (TensorFlow's semantics).
-    def _binary(name, reflected=False):  # noqa: N805 - helper run at class creation
-        def method(self, other):
-            from conveyor import _math
-            if other is None and name in ("equal", "not_equal"):
-                return name == "not_equal"
-            x, y = (other, self) if reflected else (self, other)
-            return _math._binary(name, x, y, operator=True)
-        method.__name__ = name
-        return method
-
-    __add__, __radd__ = _binary("add"), _binary("add", True)
-    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
-    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
-    __truediv__, __rtruediv__ = _binary("truediv"), _binary("truediv", True)
-    __floordiv__, __rfloordiv__ = _binary("floordiv"), _binary("floordiv", True)
-    __mod__, __rmod__ = _binary("floormod"), _binary("floormod", True)
-    __pow__, __rpow__ = _binary("pow"), _binary("pow", True)
-    __lt__, __le__ = _binary("less"), _binary("less_equal")
-    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
-    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
-    __and__, __rand__ = _binary("logical_and"), _binary("logical_and", True)
-    __or__, __ror__ = _binary("logical_or"), _binary("logical_or", True)
-    __xor__, __rxor__ = _binary("logical_xor"), _binary("logical_xor", True)
-    del _binary
-
-    def __neg__(self):
-        from conveyor import _math
-        return _math.negative(self)
-
-    def __abs__(self):
-        from conveyor import _math
-        return _math.abs(self)
-
-    def __invert__(self):
-        from conveyor import _math
-        return _math.logical_not(self)
-
-    def __getitem__(self, key):
-        from conveyor import _math
-        return _math._getitem(self, key)
+    # The operators (+ - * / // % ** < <= > >= == != & | ^, unary - abs ~,
+    # and [] indexing) are installed by conveyor._math, which defines the ops
+    # they run (as TensorFlow's math_ops overrides tf.Tensor's operators).
 
 
 class _Trace:
@@ -233,13 +195,7 @@ class element_scope:
         _local.scope = self._saved
 
 
-def new_base_seed():
-    """The random base seed of one map function: from the global seed when
-    set (so runs repeat), otherwise fresh."""
-    if _random._global_seed is not None:
-        return (_random._global_seed % _MAXINT31, 0)
-    r = int.from_bytes(os.urandom(8), "little")
-    return (r & _MAXINT31, (r >> 32) & _MAXINT31)
+new_base_seed = _seed.map_base_seed
 
 
 def _op_seed(op_seed, base_seed, ordinal):
@@ -247,11 +203,7 @@ def _op_seed(op_seed, base_seed, ordinal):
     TensorFlow's seed rules decide the seed pair; the ordinal tells apart
     random ops that share it. Only random ops are counted, so a function's
     Python twin (where NumPy operators run without conveyor) keys alike."""
-    if op_seed is not None:
-        s0 = _random._global_seed if _random._global_seed is not None else _DEFAULT_GRAPH_SEED
-        pair = (s0 % _MAXINT31, int(op_seed) % _MAXINT31)
-    else:
-        pair = base_seed
+    pair = base_seed if op_seed is None else _seed.op_seed_pair(op_seed)
     key = ((pair[0] << 31) | pair[1]) ^ (ordinal * 0x9E3779B97F4A7C15)
     key &= (1 << 64) - 1
     return key - (1 << 64) if key >= 1 << 63 else key
@@ -357,7 +309,6 @@ def trace(fn, flat_specs, pack, name):
         # through side effects (a counter, a sleep, I/O), which must happen per
         # element, so it stays plain Python.
         raise _PlainPython("it calls no conveyor op")
-    from conveyor import nest
     if type(result) is list:
         result = tuple(result)
     flat = nest.flatten(result)
@@ -398,6 +349,18 @@ class TracingWarning(UserWarning):
 
 
 _warned = set()  # code objects (or callables) already warned about
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` that makes a warning raised by our caller point at
+    the innermost frame outside the conveyor package: the user's
+    ``Dataset.map`` call (or the loop that first iterates the pipeline, when
+    the function is traced then)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def warn_untraceable(fn, stage, reason):
@@ -406,11 +369,10 @@ def warn_untraceable(fn, stage, reason):
     if key in _warned:
         return
     _warned.add(key)
-    import warnings
     warnings.warn(f"{stage} runs in Python per element (under the GIL, so parallel calls do "
                   f"not scale): {reason}. Use conveyor ops (conveyor.image, conveyor.io, "
                   f"conveyor.cast, + - * /) on its arguments to run it natively.",
-                  TracingWarning, stacklevel=4)
+                  TracingWarning, stacklevel=_user_stacklevel())
 
 
 def numpy_function(func, inp, Tout, stateful=True, name=None):

@@ -1,6 +1,7 @@
 """``conveyor.random``: seeds, with ``tf.random``'s rules.
 
-``set_seed(seed)`` sets the global seed. A random transformation's seeds are
+``set_seed(seed)`` sets the global seed (kept in ``conveyor._seed``, which
+derives every random operation's seeds). A random transformation's seeds are
 derived as TensorFlow derives them (``get_seed``), so a pipeline seeded the
 same way gives the same order as in TensorFlow, run after run:
 
@@ -10,39 +11,13 @@ same way gives the same order as in TensorFlow, run after run:
 * op seed only: ``(87654321, op % (2**31 - 1))``;
 * neither: unseeded (a different order every run).
 """
-import random as _random
+import numpy as np
+
+from conveyor import dtypes as _dtypes
+from conveyor._seed import get_seed, set_seed
+from conveyor._tracing import apply, op_error
 
 __all__ = ["set_seed", "get_seed", "uniform"]
-
-_MAXINT32 = 2 ** 31 - 1
-_DEFAULT_GRAPH_SEED = 87654321
-_global_seed = None
-_rng = None
-
-
-def set_seed(seed):
-    """Set the global random seed (``tf.random.set_seed``); None clears it."""
-    global _global_seed, _rng
-    if seed is None:
-        _global_seed, _rng = None, None
-        return
-    seed = int(seed)
-    _global_seed, _rng = seed, _random.Random(seed)
-
-
-def get_seed(op_seed):
-    """The (seed, seed2) pair a random operation uses, as ``tf.compat.v1.get_seed``."""
-    if _global_seed is not None:
-        if op_seed is None:
-            op_seed = _rng.randint(0, _MAXINT32)
-        seeds = (_global_seed % _MAXINT32, int(op_seed) % _MAXINT32)
-    elif op_seed is not None:
-        seeds = (_DEFAULT_GRAPH_SEED, int(op_seed) % _MAXINT32)
-    else:
-        seeds = (None, None)
-    if seeds == (0, 0):
-        return 0, _MAXINT32
-    return seeds
 
 
 def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
@@ -53,9 +28,6 @@ def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
     not depend on thread count or scheduling (unlike TensorFlow's stateful
     op). Integer dtypes (int32, int64) need `maxval`.
     """
-    import numpy as np
-    from conveyor import dtypes as _dtypes
-    from conveyor._tracing import apply, op_error
     dtype = _dtypes.float32 if dtype is None else _dtypes.as_dtype(dtype)
     dims = [int(d) for d in np.asarray(shape, dtype=np.int64).reshape(-1)]
     if any(d < 0 for d in dims) or len(dims) > 16:

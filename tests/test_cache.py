@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import conveyor as cv
-from conveyor.data import dataset as dataset_module
+from conveyor.data.ops import cache_op as dataset_module
 from conveyor.data.experimental import CacheWarning
 
 # Many map functions here compute in Python on purpose (the work a cache saves);

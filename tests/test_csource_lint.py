@@ -1,14 +1,38 @@
 """Standing rules for the C sources (msgspec's cpylint idea).
 
-- The engine (core, kernels, ops, device) is plain C: Python.h and PyObject
-  appear only under csrc/python/.
+- The engine (core, io, kernels, ops, device) is plain C: Python.h and
+  PyObject appear only under csrc/python/.
 - Every Py_BEGIN_ALLOW_THREADS has its Py_END_ALLOW_THREADS in the same function.
-- Each kernel file exports exactly one const CvKernel.
+- Layers (docs/design.md): each csrc/ folder includes only itself and the
+  layers below it (LAYERS): core <- io <- kernels, ops <- python; kernels and
+  ops are siblings that never include each other (they meet through core's
+  contracts); device uses core only. Every quoted #include resolves to a file,
+  and the #include graph has no circle.
+- Each file directly in kernels/ is a kernel: it exports exactly one const
+  CvKernel cv_kernel_<file>. Helpers shared by several kernels live in
+  kernels/common/: they export no kernel, and each <name>.c has its
+  interface in <name>.h.
+- Each file in ops/ is an op or a helper. An op file defines exactly one
+  const CvOp cv_op_<file>, listed in ops/registry.c; a helper defines none and
+  has its interface in a header of the same name (registry.c itself aside).
+- No source file (csrc/, conveyor/) is over MAX_LINES lines.
 """
 import pathlib
 import re
 
-CSRC = pathlib.Path(__file__).resolve().parent.parent / "csrc"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+MAX_LINES = 1200
+
+# The layers each csrc/ folder may include (itself included).
+LAYERS = {
+    "core": {"core"},
+    "io": {"core", "io"},
+    "kernels": {"core", "io", "kernels"},
+    "ops": {"core", "io", "ops"},
+    "device": {"core", "device"},
+    "python": {"core", "io", "kernels", "ops", "device", "python"},
+}
 
 
 def c_files():
@@ -35,10 +59,139 @@ def test_allow_threads_pairs():
 
 
 def test_one_vtable_per_kernel_file():
+    """A file directly in kernels/ is one kernel; kernels/common/ holds the helpers."""
     for path in sorted((CSRC / "kernels").glob("*.c")):
         exported = re.findall(r"^const CvKernel (\w+)\s*=", path.read_text(), re.M)
         assert len(exported) == 1, f"{path.name} exports {exported}"
         assert exported[0] == f"cv_kernel_{path.stem}", f"{path.name}: name it cv_kernel_{path.stem}"
+
+
+def test_kernel_helpers_export_no_kernel():
+    helpers = sorted((CSRC / "kernels" / "common").glob("*.c"))
+    assert helpers, "kernels/common/ holds the kernels' shared helpers"
+    for path in helpers:
+        rel = path.relative_to(CSRC)
+        assert not re.search(r"^const CvKernel ", path.read_text(), re.M), \
+            f"{rel} defines a kernel: kernels go directly in kernels/"
+        assert path.with_suffix(".h").exists(), f"{rel}: a helper declares its interface in {path.stem}.h"
+    assert not [p for p in (CSRC / "kernels").iterdir() if p.is_dir() and p.name != "common"], \
+        "kernels/ has one helper folder, common/"
+
+
+OP_DEFINITION = re.compile(r"^const CvOp (\w+)\s*=", re.M)
+
+
+def test_every_op_file_is_registered():
+    """An op file defines one CvOp named after it and is listed in registry.c; a file
+    that defines no CvOp is a helper with a header of its own (registry.c aside)."""
+    registry = (CSRC / "ops" / "registry.c").read_text()
+    listed = set(re.findall(r"^\s*&(cv_op_\w+),", registry, re.M))
+    defined = set()
+    for path in sorted((CSRC / "ops").glob("*.c")):
+        if path.name == "registry.c":
+            continue
+        ops = OP_DEFINITION.findall(path.read_text())
+        if not ops:
+            assert path.with_suffix(".h").exists(), \
+                f"ops/{path.name} defines no CvOp, so it is a helper: declare its interface in {path.stem}.h"
+            continue
+        assert ops == [f"cv_op_{path.stem}"], f"ops/{path.name} defines {ops}: one op, cv_op_{path.stem}"
+        assert ops[0] in listed, f"ops/{path.name}: add &{ops[0]} to all_ops in ops/registry.c"
+        defined.add(ops[0])
+    assert listed <= defined, f"registry.c lists ops without a file: {sorted(listed - defined)}"
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def _include_graph():
+    """{file: [included files]} over csrc/, paths relative to csrc/. A quoted include
+    resolves against csrc/ (the build's include path) or the including file's folder."""
+    graph, unresolved = {}, []
+    for path in c_files():
+        rel = path.relative_to(CSRC).as_posix()
+        graph[rel] = []
+        for name in INCLUDE.findall(path.read_text()):
+            for candidate in (CSRC / name, path.parent / name):
+                if candidate.is_file():
+                    graph[rel].append(candidate.resolve().relative_to(CSRC).as_posix())
+                    break
+            else:
+                unresolved.append(f"{rel}: {name}")
+    return graph, unresolved
+
+
+def _layer_offenders(layers):
+    graph, _ = _include_graph()
+    offenders = []
+    for src, targets in sorted(graph.items()):
+        layer = src.split("/")[0]
+        if layer not in layers:
+            continue
+        offenders += [f"{src} -> {dst}" for dst in targets if dst.split("/")[0] not in LAYERS[layer]]
+    return offenders
+
+
+def test_includes_resolve():
+    _, unresolved = _include_graph()
+    assert not unresolved, f"quoted #includes that name no file under csrc/: {unresolved}"
+
+
+def test_every_folder_is_a_known_layer():
+    folders = {p.relative_to(CSRC).parts[0] for p in c_files()}
+    assert folders <= set(LAYERS), f"csrc/ folders without a layer in LAYERS: {folders - set(LAYERS)}"
+
+
+def test_core_and_io_never_include_upward():
+    offenders = _layer_offenders({"core", "io"})
+    assert not offenders, f"core/ and io/ must not include kernels/, ops/ or python/: {offenders}"
+
+
+def test_io_includes_only_core_and_io():
+    offenders = _layer_offenders({"io"})
+    assert not offenders, f"io/ includes only core/ and io/: {offenders}"
+
+
+def test_kernels_and_ops_never_include_each_other():
+    """Siblings: what both need moves down to core/ (contracts) or io/ (file formats)."""
+    offenders = _layer_offenders({"kernels", "ops"})
+    assert not offenders, f"kernels/ and ops/ meet only through core/ and io/: {offenders}"
+
+
+def test_every_layer_includes_only_layers_below():
+    offenders = _layer_offenders(set(LAYERS))
+    assert not offenders, f"#includes against the layer order (LAYERS): {offenders}"
+
+
+def test_no_include_circle():
+    graph, _ = _include_graph()
+    state = {}  # 1: on the current path, 2: done
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in graph.get(node, ()):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                raise AssertionError("#include circle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+
+
+def test_no_source_file_over_the_line_limit():
+    """The C engine and the Python package; tests and benchmarks are not counted."""
+    files = [p for p in c_files()] + sorted((ROOT / "conveyor").rglob("*.py"))
+    too_long = []
+    for path in files:
+        with path.open("rb") as f:
+            lines = sum(1 for _ in f)
+        if lines > MAX_LINES:
+            too_long.append(f"{path.relative_to(ROOT)} ({lines} lines)")
+    assert not too_long, f"source files over {MAX_LINES} lines (split them by concern): {too_long}"
 
 
 def _functions(text):
@@ -48,15 +201,84 @@ def _functions(text):
 
 
 def test_gil_taken_and_released_in_the_same_function():
-    """Binding code on engine threads takes the GIL with cv_gil_acquire() and gives it
-    back with PyGILState_Release() in the same function; raw PyGILState_Ensure() is
-    only for the thread-state helpers in pyfunc.c."""
-    helpers = {"cv_gil_acquire", "cv_gil_thread_exit", "cv_check_signals"}
+    """Binding code enters Python from engine threads through the GIL bridge: every
+    cv_python_begin() has its cv_python_end() in the same function; raw PyGILState
+    calls are only for the bridge itself, in gil.c."""
     for path in sorted((CSRC / "python").glob("*.c")):
         for name, body in _functions(path.read_text()):
-            if name in helpers:
+            if path.name == "gil.c":
                 continue
-            assert "PyGILState_Ensure" not in body, f"{path.name}:{name}: use cv_gil_acquire()"
-            acquired = body.count("cv_gil_acquire()")
-            released = body.count("PyGILState_Release(")
-            assert acquired == released, f"{path.name}:{name}: {acquired} acquire vs {released} release"
+            assert "PyGILState_" not in body, f"{path.name}:{name}: use cv_python_begin()"
+            begun = body.count("cv_python_begin(")
+            ended = body.count("cv_python_end(")
+            assert begun == ended, f"{path.name}:{name}: {begun} begin vs {ended} end"
+
+
+# -- the CPython binding (csrc/python/) ------------------------------------
+
+BINDING = CSRC / "python"
+
+
+def _binding_sources():
+    return {p.name: p.read_text() for p in sorted(BINDING.glob("*.c"))}
+
+
+def _binding_cross_file_symbols(sources):
+    """cv_ functions and variables defined at file scope -> the file defining them."""
+    owner = {}
+    for name, text in sources.items():
+        for fn, _ in _functions(text):
+            if fn.startswith("cv_"):
+                owner[fn] = name
+        for var in re.findall(r"^[A-Za-z][\w \t\*]*?\b(cv_\w+)\s*(?:\[\])?\s*[=;]", text, re.M):
+            owner[var] = name
+    return owner
+
+
+def test_binding_files_do_not_depend_on_module_init():
+    """module.c only assembles the module: no other binding file includes it or
+    uses a symbol it defines."""
+    sources = _binding_sources()
+    init = sources.pop("module.c")
+    symbols = {fn for fn, _ in _functions(init)} | set(re.findall(r"\b(module_\w+|PyInit_\w+)\b", init))
+    sources["binding.h"] = (BINDING / "binding.h").read_text()
+    for name, text in sources.items():
+        assert not re.search(r'#\s*include\s*"[^"]*module\.c"', text), f"{name} includes module.c"
+        used = sorted(s for s in symbols if re.search(rf"\b{s}\b", text))
+        assert not used, f"{name} uses module.c's {used}"
+
+
+def test_binding_call_graph_has_no_cycles():
+    """Binding files call each other's cv_ functions bottom-up only (binding.h lists
+    the order): the file-level call graph is acyclic."""
+    sources = _binding_sources()
+    owner = _binding_cross_file_symbols(sources)
+    edges = {name: set() for name in sources}
+    for name, text in sources.items():
+        for symbol, where in owner.items():
+            if where != name and re.search(rf"\b{symbol}\b", text):
+                edges[name].add(where)
+    state = {}  # name -> "open" while on the DFS stack, "done" after
+
+    def visit(name, path):
+        if state.get(name) == "done":
+            return
+        assert state.get(name) != "open", f"call cycle: {' -> '.join(path + [name])}"
+        state[name] = "open"
+        for callee in sorted(edges[name]):
+            visit(callee, path + [name])
+        state[name] = "done"
+    for name in sorted(edges):
+        visit(name, [])
+
+
+def test_binding_defines_no_py_prefixed_types():
+    """Py is CPython's prefix: binding types are Cv-prefixed (CvPy... for wrappers)."""
+    pattern = re.compile(r"^\}[ \t]*(Py\w*)[ \t]*;|\bstruct\s+(Py\w*)\s*\{"
+                         r"|\btypedef\b[^;{}]*?\b(Py\w*)\s*;|\btypedef\b[^;{}]*\(\s*\*\s*(Py\w*)\s*\)",
+                         re.M)
+    offenders = []
+    for path in sorted(BINDING.glob("*.[ch]")):
+        for match in pattern.finditer(path.read_text()):
+            offenders.append(f"{path.name}: {next(g for g in match.groups() if g)}")
+    assert not offenders, offenders

@@ -34,7 +34,7 @@ def with_budget(ds, ram_budget):
 def usage(ds):
     """(bytes charged, limit) of the budget that `ds`'s stages charge."""
     budget = ds._ram_budget()
-    return _engine.memory_budget_usage(None if budget is tf.data.dataset._UNSET else budget)
+    return _engine.memory_budget_usage(None if budget is tf.data.options.UNSET else budget)
 
 
 def blobs(n, nbytes):

@@ -139,7 +139,7 @@ def check(build, spec=True, card=True):
 
 
 def _has_map(ds):
-    from conveyor.data.dataset import _MapDataset
+    from conveyor.data.ops.map_op import MapDataset as _MapDataset
     stack = [ds]
     while stack:
         d = stack.pop()

@@ -1,4 +1,5 @@
 """Traced map functions: native programs, their Python twins, and the fallback."""
+import sys
 import warnings
 
 import numpy as np
@@ -112,6 +113,32 @@ def test_python_control_flow_falls_back():
     with pytest.warns(_tracing.TracingWarning, match="control flow"):
         ds = Dataset.range(5).map(branchy)
     assert [int(v) for v in ds] == [0, 1, 2, 6, 8]
+
+
+def test_tracing_warning_points_at_the_users_map_call():
+    def branches(x):
+        return x if x > 0 else -x
+
+    with pytest.warns(_tracing.TracingWarning) as record:
+        line = sys._getframe().f_lineno + 1
+        Dataset.range(3).map(branches, num_parallel_calls=2)
+    assert [(w.filename, w.lineno) for w in record] == [(__file__, line)]
+
+
+def test_tracing_warning_of_a_function_traced_when_iterated_points_at_the_loop():
+    def python_map(x):
+        return np.int64(x) + 1  # NumPy on a traced value: Python
+
+    def branches(x):
+        return x if x > 1 else x + 10
+
+    with pytest.warns(_tracing.TracingWarning):
+        ds = Dataset.range(3).map(python_map)
+    ds = ds.map(branches)  # its input spec is known once python_map has run: traced later
+    with pytest.warns(_tracing.TracingWarning, match="branches") as record:
+        line = sys._getframe().f_lineno + 1
+        assert [int(v) for v in ds] == [11, 2, 3]
+    assert [(w.filename, w.lineno) for w in record] == [(__file__, line)]
 
 
 def test_numpy_function_is_python_without_a_warning():

@@ -1,14 +1,11 @@
 """``conveyor.data``: the ``tf.data`` namespace."""
 from conveyor.data.dataset import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY,
-                                   Dataset)
+                                   Dataset, DatasetSpec)
 from conveyor.data.options import (AutoShardPolicy, AutotuneOptions, OptimizationOptions,
                                    Options, ThreadingOptions)
 from conveyor.data import experimental
 from conveyor.data.readers import *  # noqa: F401,F403
 
 __all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Options",
-           "ThreadingOptions", "AutotuneOptions", "OptimizationOptions", "experimental"]
-
-from conveyor.data.dataset import DatasetSpec  # noqa: E402
-
-__all__ += ["DatasetSpec"]
+           "ThreadingOptions", "AutotuneOptions", "OptimizationOptions", "experimental",
+           "DatasetSpec"]

@@ -1,7 +1,9 @@
 """``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
 from conveyor import _tracing
 from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
-from conveyor.data.dataset import CacheWarning
+from conveyor.data.dataset import Dataset as _Dataset
+from conveyor.data.ops import cache_op
+from conveyor.data.ops.cache_op import CacheWarning
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
@@ -32,8 +34,6 @@ def disable_debug_mode():
 
 
 # -- choosing among datasets, grouping ---------------------------------------------
-
-from conveyor.data.dataset import Dataset as _Dataset  # noqa: E402
 
 __all__ += ["choose_from_datasets", "sample_from_datasets", "group_by_window",
             "bucket_by_sequence_length"]
@@ -77,7 +77,6 @@ def cache_progress(enabled=True):
     terminal. Applies to every cache in the process, also those already
     built.
     """
-    from conveyor.data import dataset as _dataset
-    if enabled and _dataset._tqdm() is None:
+    if enabled and cache_op.tqdm_class() is None:
         raise ImportError("cache_progress(True) needs tqdm: pip install tqdm")
-    _dataset._set_cache_progress(None if enabled is None else bool(enabled))
+    cache_op.set_cache_progress(None if enabled is None else bool(enabled))

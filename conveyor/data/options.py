@@ -11,10 +11,21 @@ and ``experimental_optimization.parallel_batch`` (on by default, as in
 tf.data: ``batch`` copies on worker threads, in order). The other fields are
 accepted so that tf.data code runs unchanged, and are recorded for later
 use; see docs/differences.md and the Memory section of docs/guide.md.
+
+``BuildContext`` (at the end) is what the engine datasets are built from
+besides their arguments: the options that matter to the engine, once merged.
 """
+
+import operator
+
+import numpy as np
+
+from conveyor import _engine
 
 __all__ = ["Options", "ThreadingOptions", "AutotuneOptions", "OptimizationOptions",
            "AutoShardPolicy"]
+
+AUTOTUNE = -1
 
 
 class _OptionsGroup:
@@ -106,3 +117,56 @@ class Options(_OptionsGroup):
         new = self._copy()
         new._merge(options)
         return new
+
+
+# -- how options reach the engine -------------------------------------------------
+# Dataset._context (conveyor/data/ops/dataset_base.py) turns a dataset's merged
+# Options into a BuildContext; engine datasets are built once per context.
+
+UNSET = object()  # no with_options() below a dataset sets autotune.ram_budget
+
+
+def check_budget(value, what):
+    """An options.autotune budget: None or 0 (the default) or a positive int."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"options.autotune.{what} must be an int, got {value!r} "
+                        f"({type(value).__name__}).")
+    if value < 0:
+        raise ValueError(f"options.autotune.{what} must be >= 0 (0: the default), got {value}.")
+    return int(value)
+
+
+class BuildContext(tuple):
+    """What engine datasets depend on beyond their arguments (from Options)."""
+
+    def __new__(cls, deterministic, max_threads, parallel_batch, memory=None, cpu_budget=0):
+        return super().__new__(cls, (deterministic, max_threads, parallel_batch, memory,
+                                     cpu_budget))
+
+    deterministic = property(operator.itemgetter(0))
+    max_threads = property(operator.itemgetter(1))
+    parallel_batch = property(operator.itemgetter(2))
+    # The engine RAM budget (a capsule) that buffering stages charge; None: the
+    # process-wide default. Hashed by identity: one per with_options() call.
+    memory = property(operator.itemgetter(3))
+    # options.autotune.cpu_budget; 0: the CPUs this process may use.
+    cpu_budget = property(operator.itemgetter(4))
+
+    def cpus(self):
+        """CPUs that AUTOTUNE decisions may assume."""
+        return self.cpu_budget or _engine.cpu_count()
+
+    def parallelism(self, value):
+        """num_parallel_calls -> worker count for the engine (0 = sequential).
+
+        AUTOTUNE is one worker per CPU plus one: a worker pulls its own input
+        element, so with one per CPU all can be busy processing while nobody
+        reads ahead (a slow source then stalls the stage). With
+        options.autotune.cpu_budget it is exactly that budget."""
+        if value == AUTOTUNE:
+            value = self.cpu_budget or _engine.cpu_count() + 1
+        if self.max_threads and value > self.max_threads:
+            value = self.max_threads
+        return value

@@ -4,6 +4,8 @@ Missing paths raise ``NotFoundError`` (a ``FileNotFoundError``) as TensorFlow do
 """
 import glob as _glob
 import os
+import shutil
+import sys
 
 from conveyor import errors as _errors
 
@@ -30,7 +32,6 @@ def glob(pattern):
 
 
 def _has_include_hidden():
-    import sys
     return sys.version_info >= (3, 11)
 
 
@@ -79,7 +80,6 @@ def remove(path):
 
 def rmtree(path):
     """Delete the directory `path` and everything under it."""
-    import shutil
     path = _path(path)
     if not os.path.exists(path):
         raise _errors.NotFoundError(f"{path}; No such file or directory")

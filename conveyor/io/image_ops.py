@@ -16,6 +16,7 @@ allocated (a decompression-bomb guard; see :func:`set_max_image_pixels`).
 """
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
+from conveyor._image_dtype import convert_image_dtype
 from conveyor._tracing import Tensor, apply, convert, op_error, static_shape
 
 __all__ = ["read_file", "decode_jpeg", "decode_image", "decode_raw", "set_max_image_pixels",
@@ -177,11 +178,6 @@ def decode_image(contents, channels=None, dtype=_dtypes.uint8, name=None, expand
     if dtype in native:
         return apply("DecodeImage", [x], [(shape, dtype)], ints=ints)
     # As TensorFlow does: decode to uint16, then convert.
-    try:
-        from conveyor.image import convert_image_dtype
-    except ImportError:
-        raise op_error(TypeError, f"decode_image: dtype {dtype.name} is not supported yet; use "
-                                  f"uint8, uint16 or float32") from None
     return convert_image_dtype(apply("DecodeImage", [x], [(shape, _dtypes.uint16)], ints=ints),
                                dtype)
 

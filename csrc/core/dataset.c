@@ -51,6 +51,23 @@ void cv_dataset_set_memory(CvDataset *ds, CvMemory *m)
     cv_memory_unref(old);
 }
 
+int cv_dataset_traverse_owned(const CvDataset *ds, long holders, CvVisit visit, void *arg)
+{
+    /* The last input is walked by the loop, not by recursion, so a long
+     * chain of unary stages costs no stack. */
+    CvDataset *d = (CvDataset *)ds; /* refcount is atomic: read only */
+    while (d && atomic_load_explicit(&d->refcount, memory_order_acquire) == holders) {
+        int rc = d->kernel->traverse ? d->kernel->traverse(d, visit, arg) : 0;
+        for (int i = 0; !rc && i + 1 < d->num_inputs; i++)
+            rc = cv_dataset_traverse_owned(d->inputs[i], 1, visit, arg);
+        if (rc)
+            return rc;
+        d = d->num_inputs > 0 ? d->inputs[d->num_inputs - 1] : NULL;
+        holders = 1;
+    }
+    return 0;
+}
+
 int64_t cv_dataset_cardinality(const CvDataset *ds)
 {
     return ds->kernel->cardinality(ds);

@@ -39,6 +39,13 @@
 typedef struct CvDataset CvDataset;
 typedef struct CvIterator CvIterator;
 
+/* Visits one foreign reference: an object owned by a callback's context but
+ * managed by the layer that made the callback (a Python object, for the
+ * binding's garbage collector). A nonzero return stops the walk and is
+ * passed back up. Traverse hooks only report references; they never change
+ * them, take locks or call the callback. */
+typedef int (*CvVisit)(void *object, void *arg);
+
 typedef struct CvKernel {
     const char *name; /* tf.data's name for the stage: "ParallelMap", "Batch", ... */
     /* Dataset side. */
@@ -49,6 +56,10 @@ typedef struct CvKernel {
     CvStatus (*next)(CvIterator *it, CvElement *out, bool *end);
     void (*cancel)(CvIterator *it);
     void (*destroy)(CvIterator *it);
+    /* Optional: visit the foreign references that ds->params holds through
+     * its callbacks (CvFunction, CvSource, ... traverse). Inputs are walked
+     * by the core (cv_dataset_traverse_owned). */
+    int (*traverse)(const CvDataset *ds, CvVisit visit, void *arg);
 } CvKernel;
 
 struct CvDataset {
@@ -62,6 +73,10 @@ struct CvDataset {
      * they keep (owned reference; NULL: the process default). Set once,
      * right after construction, by whoever builds the pipeline. */
     CvMemory *memory;
+    /* The object that stands for this dataset in the layer above (the
+     * binding's wrapper), borrowed; NULL when none. Read and written by that
+     * layer only (the binding: under the GIL); the engine never touches it. */
+    void *wrapper;
     int num_inputs;
     CvDataset *inputs[]; /* num_inputs owned references (zip takes any number) */
 };
@@ -82,6 +97,16 @@ int64_t cv_dataset_cardinality(const CvDataset *ds);
 /* Make ds charge budget m (a new reference is taken; NULL: the default).
  * Call only before ds is shared (right after its constructor). */
 void cv_dataset_set_memory(CvDataset *ds, CvMemory *m);
+/* Visit the foreign references of the part of a pipeline that the caller
+ * owns: ds itself when its refcount is `holders` (the references the caller
+ * accounts for: 1 for its own alone), then, recursively, each input whose
+ * refcount is 1 (held only by a dataset so owned). Anything shared (another
+ * holder, a live iterator, which holds its dataset and inputs) is skipped:
+ * it is reported by none, which is conservative. Counts in the owned part
+ * cannot go up meanwhile: taking a reference needs a reference, and the
+ * caller holds the only paths to it (for the binding: under the GIL).
+ * Returns the first nonzero visit. */
+int cv_dataset_traverse_owned(const CvDataset *ds, long holders, CvVisit visit, void *arg);
 
 /* Iterator base helpers for kernels: allocate `size` bytes whose first
  * member is a CvIterator, filled in for `ds`. */
@@ -147,6 +172,8 @@ typedef struct CvFunction {
                        CvStatus *status, int n);
     void (*release)(void *ctx); /* drops ctx; may run on any thread */
     void *ctx;
+    /* Optional: visit the foreign references ctx holds (see CvVisit). */
+    int (*traverse)(void *ctx, CvVisit visit, void *arg);
 } CvFunction;
 
 /* A function from an element to a dataset (interleave's map_func). `in` is
@@ -156,6 +183,7 @@ typedef struct CvDatasetFunction {
     CvStatus (*call)(void *ctx, const CvElement *in, CvDataset **out);
     void (*release)(void *ctx);
     void *ctx;
+    int (*traverse)(void *ctx, CvVisit visit, void *arg); /* optional, see CvVisit */
 } CvDatasetFunction;
 
 /* A source of elements implemented outside the engine (from_generator).
@@ -167,6 +195,23 @@ typedef struct CvSource {
     void (*close)(void *ctx, void *state);
     void (*release)(void *ctx);
     void *ctx;
+    /* Optional: visit the foreign references ctx holds (not the per-iterator
+     * states, which belong to iterators). */
+    int (*traverse)(void *ctx, CvVisit visit, void *arg);
 } CvSource;
+
+/* For kernels' traverse: each callback's hook, or 0 when it has none. */
+static inline int cv_function_traverse(const CvFunction *f, CvVisit visit, void *arg)
+{
+    return f->traverse ? f->traverse(f->ctx, visit, arg) : 0;
+}
+static inline int cv_dataset_function_traverse(const CvDatasetFunction *f, CvVisit visit, void *arg)
+{
+    return f->traverse ? f->traverse(f->ctx, visit, arg) : 0;
+}
+static inline int cv_source_traverse(const CvSource *s, CvVisit visit, void *arg)
+{
+    return s->traverse ? s->traverse(s->ctx, visit, arg) : 0;
+}
 
 #endif

@@ -55,6 +55,37 @@ uint32_t cv_philox_next(CvPhilox *p)
     return p->results[p->used++];
 }
 
+void cv_seed_generator_init(CvSeedGenerator *g, int64_t seed, int64_t seed2,
+                            bool fresh_each_iterator)
+{
+    g->fresh_each_iterator = fresh_each_iterator;
+    g->seed = (uint64_t)seed;
+    g->seed2 = (uint64_t)seed2;
+    if (seed == 0 && seed2 == 0) {
+        g->seed = cv_random_seed();
+        g->seed2 = cv_random_seed();
+    }
+    pthread_mutex_init(&g->mu, NULL);
+    cv_philox_init(&g->generator, g->seed, g->seed2);
+}
+
+void cv_seed_generator_destroy(CvSeedGenerator *g)
+{
+    pthread_mutex_destroy(&g->mu);
+}
+
+void cv_seed_generator_next(CvSeedGenerator *g, CvPhilox *rng)
+{
+    uint64_t seed = g->seed, seed2 = g->seed2;
+    if (g->fresh_each_iterator) {
+        pthread_mutex_lock(&g->mu);
+        seed = cv_philox_next(&g->generator);
+        seed2 = cv_philox_next(&g->generator);
+        pthread_mutex_unlock(&g->mu);
+    }
+    cv_philox_init(rng, seed, seed2);
+}
+
 uint64_t cv_random_seed(void)
 {
     static atomic_ullong calls;

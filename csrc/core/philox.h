@@ -4,6 +4,8 @@
 #ifndef CV_PHILOX_H
 #define CV_PHILOX_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct CvPhilox {
@@ -22,5 +24,25 @@ uint32_t cv_philox_next(CvPhilox *p);
 /* A fresh 64-bit seed for unseeded random transformations (tf.data's
  * random::New64): different in every call and process. Thread-safe. */
 uint64_t cv_random_seed(void);
+
+/* The seeds of a random dataset's iterators (shuffle, Dataset.random), as
+ * tf.data derives them. The dataset owns one generator shared by all its
+ * iterators. (seed, seed2) == (0, 0) means "unseeded": two random seeds are
+ * drawn once, at init. With `fresh_each_iterator` (reshuffle_each_iteration,
+ * rerandomize_each_iteration) every new iterator draws two uint32 seeds from
+ * a Philox generator keyed by (seed, seed2); without it every iterator uses
+ * (seed, seed2). Thread-safe. */
+typedef struct CvSeedGenerator {
+    bool fresh_each_iterator;
+    uint64_t seed, seed2;
+    pthread_mutex_t mu; /* guards generator */
+    CvPhilox generator;
+} CvSeedGenerator;
+
+void cv_seed_generator_init(CvSeedGenerator *g, int64_t seed, int64_t seed2,
+                            bool fresh_each_iterator);
+void cv_seed_generator_destroy(CvSeedGenerator *g);
+/* Key a new iterator's Philox generator `rng`. */
+void cv_seed_generator_next(CvSeedGenerator *g, CvPhilox *rng);
 
 #endif

@@ -1,7 +1,6 @@
 #include "core/stage.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 static void *stage_worker(void *arg);
 
@@ -56,13 +55,6 @@ void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob)
     st->memory = memory;
     if (knob)
         st->memory_knob = knob;
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 /* mu held: fit the chunk (and the window) to the time and bytes the last
@@ -153,7 +145,7 @@ static void *stage_worker(void *arg)
         pthread_mutex_unlock(&st->mu);
 
         int n = 0;
-        int64_t pull_started = want > 1 ? now_ns() : 0;
+        int64_t pull_started = want > 1 ? cv_now_ns() : 0;
         while (n < want) {
             CvStageUnit *u = &units[n];
             *u = (CvStageUnit){0};
@@ -165,7 +157,7 @@ static void *stage_worker(void *arg)
             }
             n++;
             /* A slow input must not hold back what was already pulled. */
-            if (want > 1 && now_ns() - pull_started > CV_STAGE_CHUNK_NS)
+            if (want > 1 && cv_now_ns() - pull_started > CV_STAGE_CHUNK_NS)
                 break;
         }
 
@@ -184,9 +176,9 @@ static void *stage_worker(void *arg)
         for (int i = 0; i < n; i++)
             if (units[i].status)
                 cv_element_clear(&units[i].work);
-        int64_t started = st->max_chunk > 1 ? now_ns() : 0;
+        int64_t started = st->max_chunk > 1 ? cv_now_ns() : 0;
         process_units(st, units, n);
-        int64_t elapsed = st->max_chunk > 1 ? now_ns() - started : 0;
+        int64_t elapsed = st->max_chunk > 1 ? cv_now_ns() - started : 0;
 
         size_t bytes[CV_STAGE_MAX_CHUNK], total = 0;
         for (int i = 0; i < n; i++)

@@ -182,6 +182,19 @@ CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *
     return CV_STATUS_OK;
 }
 
+CvStatus cv_tensor_alloc_scalar_string(CvTensor *out, size_t n, char **bytes)
+{
+    char *blob = NULL;
+    CvStatus s = cv_tensor_alloc(out, CV_STRING, 0, NULL, n, &blob);
+    if (s)
+        return s;
+    CvStringRef *ref = (CvStringRef *)out->data;
+    ref->offset = (uint64_t)(blob - out->buf->data);
+    ref->length = n;
+    *bytes = blob;
+    return CV_STATUS_OK;
+}
+
 void cv_tensor_copy_ref(CvTensor *dst, const CvTensor *src)
 {
     *dst = *src;

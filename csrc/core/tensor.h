@@ -101,6 +101,9 @@ size_t cv_tensor_nbytes(const CvTensor *t); /* num_elements * dtype size */
  * array plus `string_bytes` of blob after it, returned in *blob. */
 CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
                          size_t string_bytes, char **blob);
+/* A scalar string of n bytes (its ref set to them): the caller writes them
+ * at *bytes. */
+CvStatus cv_tensor_alloc_scalar_string(CvTensor *out, size_t n, char **bytes);
 /* A new reference to the same memory. */
 void cv_tensor_copy_ref(CvTensor *dst, const CvTensor *src);
 /* Row `index` of a rank >= 1 tensor, sharing memory. */

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "core/status.h"
 
@@ -56,6 +57,15 @@ CvStatus cv_wait(pthread_cond_t *cond, pthread_mutex_t *mu);
  * counter moved. */
 #define CV_SPIN_NS 30000
 bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen);
+
+/* Nanoseconds on CLOCK_MONOTONIC (the clock condition variables use): for
+ * measuring how long something took, never for the time of day. */
+static inline int64_t cv_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
 
 /* Condition variables use CLOCK_MONOTONIC. */
 void cv_cond_init(pthread_cond_t *cond);

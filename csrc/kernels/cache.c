@@ -12,7 +12,7 @@
  * while no pass has completed each read the input and record on their own;
  * the first to complete publishes, the others' recordings are dropped.
  *
- * FILE (see ops/cache_file.h). An iterator reads the committed file when
+ * FILE (see io/cache_file.h). An iterator reads the committed file when
  * there is one, and then never opens its input's iterator. Otherwise, at its
  * first next(), it takes the writers' lock and streams the elements into a
  * temporary file that is committed (fsync + rename) when the pass completes.
@@ -41,8 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/array.h"
 #include "core/memory.h"
 #include "core/thread.h"
 #include "kernels/kernels.h"
@@ -104,21 +104,6 @@ static void recording_free(Recording *m)
     free(m);
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t item)
-{
-    if (need <= *cap)
-        return true;
-    size_t n = *cap ? *cap : 16;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * item);
-    if (!q)
-        return false;
-    *p = q;
-    *cap = n;
-    return true;
-}
-
 static bool form_matches(const int64_t *f, const CvTensor *t)
 {
     if (f[0] != (int64_t)t->dtype || f[1] != t->rank)
@@ -167,7 +152,8 @@ static CvStatus record(Recording *m, const CvElement *e, size_t bytes)
             size_t need = col->forms_len + 2 + (size_t)t->rank;
             if (need > UINT32_MAX)
                 return cv_error(CV_RESOURCE_EXHAUSTED, "Dataset.cache: too many element shapes");
-            if (!grow((void **)&col->forms, &col->forms_cap, need, sizeof(int64_t)))
+            if (!cv_array_reserve((void **)&col->forms, &col->forms_cap, need, sizeof(int64_t),
+                                  16))
                 return cv_error_nomem();
             form = (uint32_t)col->forms_len;
             col->forms[col->forms_len++] = t->dtype;
@@ -176,7 +162,7 @@ static CvStatus record(Recording *m, const CvElement *e, size_t bytes)
                 col->forms[col->forms_len++] = t->shape[i];
             col->last_form = form;
         }
-        if (!grow((void **)&col->runs, &col->cap_runs, col->n_runs + 1, sizeof(Run)))
+        if (!cv_array_reserve((void **)&col->runs, &col->cap_runs, col->n_runs + 1, sizeof(Run), 16))
             return cv_error_nomem();
         col->runs[col->n_runs++] = (Run){cv_buffer_ref(t->buf), t->data, 0, 1, form};
     }
@@ -345,13 +331,6 @@ static CvCacheStore *store_of(const CacheIterator *it)
     return ((const CacheParams *)it->base.dataset->params)->store;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void report(CacheIterator *it, int state)
 {
     CvCacheStore *st = store_of(it);
@@ -363,7 +342,7 @@ static void progress_tick(CacheIterator *it)
 {
     if (!store_of(it)->hooks.progress || (it->produced & 255) != 1)
         return;
-    int64_t now = now_ns();
+    int64_t now = cv_now_ns();
     if (it->produced == 1) {
         it->started_ns = now;
         return;
@@ -486,6 +465,17 @@ static void cache_free(CvDataset *ds)
     cv_cache_store_unref(p->store);
     free(p->expected);
     free(p);
+}
+
+/* The store's hooks belong to this dataset's part of the graph only while
+ * no one else (another dataset, an iterator, the binding's store handle)
+ * holds the store. */
+static int cache_traverse(const CvDataset *ds, CvVisit visit, void *arg)
+{
+    const CvCacheStore *st = ((const CacheParams *)ds->params)->store;
+    if (!st->hooks.traverse || atomic_load(&((CvCacheStore *)st)->refcount) != 1)
+        return 0;
+    return st->hooks.traverse(st->hooks.ctx, visit, arg);
 }
 
 static int64_t cache_cardinality(const CvDataset *ds)
@@ -690,6 +680,7 @@ const CvKernel cv_kernel_cache = {
     .make_iterator = cache_make_iterator,
     .cardinality = cache_cardinality,
     .free_dataset = cache_free,
+    .traverse = cache_traverse,
     .next = cache_next,
     .cancel = cache_cancel,
     .destroy = cache_destroy,

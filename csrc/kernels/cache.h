@@ -10,7 +10,7 @@
 #define CV_CACHE_H
 
 #include "core/dataset.h"
-#include "ops/cache_file.h"
+#include "io/cache_file.h"
 
 /* Progress states. */
 enum { CV_CACHE_FILLING = 0, CV_CACHE_DONE = 1, CV_CACHE_DISCARDED = 2 };
@@ -33,6 +33,9 @@ typedef struct CvCacheHooks {
     void (*release)(void *ctx);
     void *ctx;
     int64_t progress_delay_ns; /* < 0: CV_CACHE_PROGRESS_DELAY_NS */
+    /* Optional: visit the foreign references ctx holds (see CvVisit); the
+     * kernel calls it only while a single dataset holds the store. */
+    int (*traverse)(void *ctx, CvVisit visit, void *arg);
 } CvCacheHooks;
 
 #define CV_CACHE_PROGRESS_DELAY_NS 1000000000LL

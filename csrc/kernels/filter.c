@@ -27,6 +27,11 @@ static void filter_free(CvDataset *ds)
     free(p);
 }
 
+static int filter_traverse(const CvDataset *ds, CvVisit visit, void *arg)
+{
+    return cv_function_traverse(&((const FilterParams *)ds->params)->predicate, visit, arg);
+}
+
 static int64_t filter_cardinality(const CvDataset *ds)
 {
     (void)ds;
@@ -93,6 +98,7 @@ const CvKernel cv_kernel_filter = {
     .next = filter_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = cv_unary_iterator_destroy,
+    .traverse = filter_traverse,
 };
 
 CvStatus cv_filter_dataset(CvDataset *input, CvFunction predicate, CvDataset **out)

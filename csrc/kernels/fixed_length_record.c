@@ -2,7 +2,10 @@
  * until footer_bytes before the end. Uncompressed files whose body is not a
  * whole number of records fail at open (InvalidArgument, no records);
  * compressed ones yield the whole records, then DataLoss, as tf.data does.
- * Never needs the GIL. */
+ * The iterator is the record-file kernels' shared one
+ * (kernels/common/file_records.c); framing is in io/record_reader.c. Never
+ * needs the GIL. */
+#include "kernels/common/file_records.h"
 #include "kernels/readers.h"
 
 static int64_t fixed_length_cardinality(const CvDataset *ds)

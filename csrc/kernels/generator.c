@@ -20,6 +20,11 @@ static void generator_free(CvDataset *ds)
     free(src);
 }
 
+static int generator_traverse(const CvDataset *ds, CvVisit visit, void *arg)
+{
+    return cv_source_traverse(ds->params, visit, arg);
+}
+
 static int64_t generator_cardinality(const CvDataset *ds)
 {
     (void)ds;
@@ -76,6 +81,7 @@ const CvKernel cv_kernel_generator = {
     .free_dataset = generator_free,
     .next = generator_next,
     .destroy = generator_destroy,
+    .traverse = generator_traverse,
 };
 
 CvStatus cv_generator_dataset(CvSource source, CvDataset **out)

@@ -5,8 +5,8 @@
  * A key's window size is window_size_fn(key) (or a constant), computed when
  * the key is first seen and kept for the iterator's life. When a group holds
  * its window size of elements, it is emitted as [key, packed window] (the
- * window packed with core/rows.h) and starts again empty. At the end of the
- * input the remaining groups are emitted, smallest key first, as tf.data's
+ * window packed with kernels/common/packed_rows.h) and starts again empty.
+ * At the end of the input the remaining groups are emitted, smallest key first, as tf.data's
  * ordered map of groups does. The Python layer runs the reduce function on
  * each emitted window (a flat_map).
  *
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rows.h"
+#include "kernels/common/packed_rows.h"
 #include "kernels/kernels.h"
 
 typedef struct {
@@ -55,6 +55,13 @@ static void group_free(CvDataset *ds)
         p->size_fn.release(p->size_fn.ctx);
     free(p->ragged);
     free(p);
+}
+
+static int group_traverse(const CvDataset *ds, CvVisit visit, void *arg)
+{
+    const GroupParams *p = ds->params;
+    int rc = cv_function_traverse(&p->key_fn, visit, arg);
+    return rc ? rc : cv_function_traverse(&p->size_fn, visit, arg);
 }
 
 static int64_t group_cardinality(const CvDataset *ds)
@@ -267,6 +274,7 @@ const CvKernel cv_kernel_group_by_window = {
     .next = group_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = group_destroy,
+    .traverse = group_traverse,
 };
 
 CvStatus cv_group_by_window_dataset(CvDataset *input, CvFunction key_fn, CvFunction size_fn,

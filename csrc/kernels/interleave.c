@@ -39,7 +39,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/thread.h"
 #include "kernels/kernels.h"
@@ -240,19 +239,12 @@ static Slot *pick_work(InterleaveIterator *it)
     return NULL;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* No lock held; the slot is ours (busy). Read up to `room` results ahead:
  * stop at the end, at an error, or when CV_INTERLEAVE_PUBLISH_NS have passed. */
 static int read_ahead(Slot *slot, Result *run, int room, size_t *bytes)
 {
     int got = 0;
-    int64_t started = now_ns();
+    int64_t started = cv_now_ns();
     *bytes = 0;
     while (got < room) {
         Result *r = &run[got++];
@@ -263,7 +255,7 @@ static int read_ahead(Slot *slot, Result *run, int room, size_t *bytes)
         if (r->end || r->status)
             break;
         *bytes += r->bytes = cv_element_bytes(&r->element);
-        if (now_ns() - started > CV_INTERLEAVE_PUBLISH_NS)
+        if (cv_now_ns() - started > CV_INTERLEAVE_PUBLISH_NS)
             break;
     }
     return got;
@@ -562,6 +554,11 @@ static void interleave_free(CvDataset *ds)
     free(p);
 }
 
+static int interleave_traverse(const CvDataset *ds, CvVisit visit, void *arg)
+{
+    return cv_dataset_function_traverse(&((const InterleaveParams *)ds->params)->fn, visit, arg);
+}
+
 static int64_t interleave_cardinality(const CvDataset *ds)
 {
     (void)ds;
@@ -654,6 +651,7 @@ const CvKernel cv_kernel_interleave = {
     .next = interleave_next,
     .cancel = interleave_cancel,
     .destroy = interleave_destroy,
+    .traverse = interleave_traverse,
 };
 
 CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t cycle_length,

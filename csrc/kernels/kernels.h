@@ -1,8 +1,12 @@
 /* Constructors for every dataset kernel. Each kernel lives in its own file
- * and exports one const CvKernel; these functions validate parameters and
- * build the dataset. Ownership: inputs are borrowed (the new dataset takes
- * its own reference); CvFunction/CvSource contexts and element contents
- * passed in are owned by the dataset from the call on, even on failure. */
+ * directly in kernels/ and exports one const CvKernel cv_kernel_<file>;
+ * helpers that several kernels share (and that export no kernel) live in
+ * kernels/common/ (tests/test_csource_lint.py holds both rules). These
+ * functions validate parameters and build the dataset. Ownership: inputs are
+ * borrowed (the new dataset takes its own reference); CvFunction/CvSource
+ * contexts and element contents passed in are owned by the dataset from the
+ * call on, even on failure. The record-file readers' constructors are in
+ * kernels/readers.h, the cache's shared store in kernels/cache.h. */
 #ifndef CV_KERNELS_H
 #define CV_KERNELS_H
 
@@ -65,8 +69,8 @@ CvStatus cv_random_dataset(int64_t seed, int64_t seed2, bool rerandomize_each_it
  * weights_dataset is not NULL, one weights vector per element of it. */
 CvStatus cv_sample_choice_dataset(CvDataset *random, CvDataset *weights_dataset,
                                   const CvTensor *weights, CvDataset **out);
-/* window: each window packed as core/rows.h describes; ragged has ncomp
- * entries (copied). */
+/* window: each window packed as kernels/common/packed_rows.h describes;
+ * ragged has ncomp entries (copied). */
 CvStatus cv_window_dataset(CvDataset *input, int64_t size, int64_t shift, int64_t stride,
                            bool drop_remainder, const bool *ragged, uint32_t ncomp, CvDataset **out);
 /* The elements of one packed window (takes `packed`). */

@@ -32,6 +32,11 @@ static void map_free(CvDataset *ds)
     free(p);
 }
 
+static int map_traverse(const CvDataset *ds, CvVisit visit, void *arg)
+{
+    return cv_function_traverse(&((const MapParams *)ds->params)->fn, visit, arg);
+}
+
 static int64_t map_cardinality(const CvDataset *ds)
 {
     return cv_dataset_cardinality(ds->inputs[0]);
@@ -144,6 +149,7 @@ const CvKernel cv_kernel_map = {
     .next = map_next,
     .cancel = cv_staged_iterator_cancel,
     .destroy = cv_staged_iterator_destroy,
+    .traverse = map_traverse,
 };
 
 CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_calls,

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/batch_util.h"
+#include "kernels/common/batch_rows.h"
 #include "kernels/kernels.h"
 
 typedef struct {

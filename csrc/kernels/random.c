@@ -2,8 +2,8 @@
  * bit for bit. An infinite dataset of scalar int64 values, each one uint32
  * sample of Philox4x32-10 keyed by the iterator's seeds.
  *
- * Seeds (as shuffle's): the dataset owns a seed generator shared by its
- * iterators. With rerandomize_each_iteration every new iterator draws two
+ * Seeds (as shuffle's): the dataset owns a seed generator (core/philox.h's
+ * CvSeedGenerator) shared by its iterators. With rerandomize_each_iteration every new iterator draws two
  * uint32 seeds from a generator keyed by (seed, seed2); without it every
  * iterator uses (seed, seed2). seed == seed2 == 0: random seeds, drawn once
  * when the dataset is built.
@@ -11,14 +11,10 @@
 #include <stdlib.h>
 
 #include "core/philox.h"
-#include "core/thread.h"
 #include "kernels/kernels.h"
 
 typedef struct {
-    bool rerandomize;
-    uint64_t seed, seed2;
-    pthread_mutex_t mu; /* guards generator */
-    CvPhilox generator;
+    CvSeedGenerator seeds;
 } RandomParams;
 
 typedef struct {
@@ -29,7 +25,7 @@ typedef struct {
 static void random_free(CvDataset *ds)
 {
     RandomParams *p = ds->params;
-    pthread_mutex_destroy(&p->mu);
+    cv_seed_generator_destroy(&p->seeds);
     free(p);
 }
 
@@ -45,14 +41,7 @@ static CvStatus random_make_iterator(const CvDataset *ds, CvIterator **out)
     RandomIterator *it = cv_iterator_alloc(ds, sizeof(*it));
     if (!it)
         return cv_error_nomem();
-    uint64_t seed = p->seed, seed2 = p->seed2;
-    if (p->rerandomize) {
-        pthread_mutex_lock(&p->mu);
-        seed = cv_philox_next(&p->generator);
-        seed2 = cv_philox_next(&p->generator);
-        pthread_mutex_unlock(&p->mu);
-    }
-    cv_philox_init(&it->rng, seed, seed2);
+    cv_seed_generator_next(&p->seeds, &it->rng);
     *out = &it->base;
     return CV_STATUS_OK;
 }
@@ -93,14 +82,6 @@ CvStatus cv_random_dataset(int64_t seed, int64_t seed2, bool rerandomize_each_it
     RandomParams *p = calloc(1, sizeof(*p));
     if (!p)
         return cv_error_nomem();
-    p->rerandomize = rerandomize_each_iteration;
-    p->seed = (uint64_t)seed;
-    p->seed2 = (uint64_t)seed2;
-    if (seed == 0 && seed2 == 0) {
-        p->seed = cv_random_seed();
-        p->seed2 = cv_random_seed();
-    }
-    pthread_mutex_init(&p->mu, NULL);
-    cv_philox_init(&p->generator, p->seed, p->seed2);
+    cv_seed_generator_init(&p->seeds, seed, seed2, rerandomize_each_iteration);
     return cv_dataset_new(&cv_kernel_random, NULL, 0, p, false, out);
 }

@@ -6,7 +6,7 @@
 #define CV_READERS_H
 
 #include "core/dataset.h"
-#include "ops/record_io.h"
+#include "io/record_reader.h"
 
 CvStatus cv_tfrecord_dataset(CvDataset *filenames, const CvReadOptions *options, CvDataset **out);
 CvStatus cv_text_line_dataset(CvDataset *filenames, const CvReadOptions *options, CvDataset **out);

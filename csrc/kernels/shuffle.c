@@ -5,8 +5,9 @@
  * draw one uint32 r from the iterator's Philox generator, output the element
  * at r % count, move the oldest element into its place.
  *
- * Seeds: the dataset owns a seed generator shared by all its iterators (the
- * one mutable part of a dataset, behind its own mutex). With
+ * Seeds: the dataset owns a seed generator (core/philox.h's CvSeedGenerator)
+ * shared by all its iterators (the one mutable part of a dataset, behind its
+ * own mutex). With
  * reshuffle_each_iteration each new iterator draws two fresh uint32 seeds
  * from a Philox generator keyed by (seed, seed2); without it every iterator
  * uses (seed, seed2). seed == seed2 == 0 means "unseeded": random seeds.
@@ -23,15 +24,11 @@
 #include <stdlib.h>
 
 #include "core/philox.h"
-#include "core/thread.h"
 #include "kernels/kernels.h"
 
 typedef struct {
     int64_t buffer_size;
-    bool reshuffle;
-    uint64_t seed, seed2;
-    pthread_mutex_t mu; /* guards generator */
-    CvPhilox generator;
+    CvSeedGenerator seeds;
 } ShuffleParams;
 
 typedef struct {
@@ -51,7 +48,7 @@ typedef struct {
 static void shuffle_free(CvDataset *ds)
 {
     ShuffleParams *p = ds->params;
-    pthread_mutex_destroy(&p->mu);
+    cv_seed_generator_destroy(&p->seeds);
     free(p);
 }
 
@@ -67,14 +64,7 @@ static CvStatus shuffle_make_iterator(const CvDataset *ds, CvIterator **out)
     if (s)
         return s;
     ShuffleIterator *it = (ShuffleIterator *)*out;
-    uint64_t seed = p->seed, seed2 = p->seed2;
-    if (p->reshuffle) {
-        pthread_mutex_lock(&p->mu);
-        seed = cv_philox_next(&p->generator);
-        seed2 = cv_philox_next(&p->generator);
-        pthread_mutex_unlock(&p->mu);
-    }
-    cv_philox_init(&it->rng, seed, seed2);
+    cv_seed_generator_next(&p->seeds, &it->rng);
     return CV_STATUS_OK;
 }
 
@@ -220,14 +210,6 @@ CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed,
     if (!p)
         return cv_error_nomem();
     p->buffer_size = buffer_size;
-    p->reshuffle = reshuffle_each_iteration;
-    p->seed = (uint64_t)seed;
-    p->seed2 = (uint64_t)seed2;
-    if (seed == 0 && seed2 == 0) {
-        p->seed = cv_random_seed();
-        p->seed2 = cv_random_seed();
-    }
-    pthread_mutex_init(&p->mu, NULL);
-    cv_philox_init(&p->generator, p->seed, p->seed2);
+    cv_seed_generator_init(&p->seeds, seed, seed2, reshuffle_each_iteration);
     return cv_dataset_new(&cv_kernel_shuffle, &input, 1, p, false, out);
 }

@@ -1,6 +1,9 @@
 /* TextLineDataset: the lines of each file in turn, without '\n' and with
  * every '\r' dropped; a last segment without '\n' is a line only when it is
- * non-empty (tf.data's ReadLine). Never needs the GIL. */
+ * non-empty (tf.data's ReadLine). The iterator is the record-file kernels'
+ * shared one (kernels/common/file_records.c); line framing is in
+ * io/record_reader.c. Never needs the GIL. */
+#include "kernels/common/file_records.h"
 #include "kernels/readers.h"
 
 static int64_t text_line_cardinality(const CvDataset *ds)

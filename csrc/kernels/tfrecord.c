@@ -1,7 +1,10 @@
 /* TFRecordDataset: the records of each file in turn (flat_map over the
- * filenames), framing and CRC-32C checks in ops/record_io.c. Errors
- * (DataLoss "truncated/corrupted record at <offset>") belong to one position;
- * the next call goes on with the next file. Never needs the GIL. */
+ * filenames). The iterator is the record-file kernels' shared one
+ * (kernels/common/file_records.c); framing and CRC-32C checks are in
+ * io/record_reader.c. Errors (DataLoss "truncated/corrupted record at
+ * <offset>") belong to one position; the next call goes on with the next
+ * file. Never needs the GIL. */
+#include "kernels/common/file_records.h"
 #include "kernels/readers.h"
 
 static int64_t tfrecord_cardinality(const CvDataset *ds)

@@ -2,8 +2,8 @@
  *
  * A buffer holds up to target = (size - 1) * stride + 1 input positions,
  * each an element or the error the input returned there. A window is the
- * buffer's positions 0, stride, 2 * stride, ... packed with core/rows.h;
- * then the buffer drops its first `shift` positions, or, when shift is
+ * buffer's positions 0, stride, 2 * stride, ... packed with
+ * kernels/common/packed_rows.h; then the buffer drops its first `shift` positions, or, when shift is
  * larger than the buffer, the whole buffer and the next input positions up
  * to `shift` (their errors ignored). A window that holds an error position
  * fails with that error (and is dropped), as in tf.data. Partial windows
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rows.h"
+#include "kernels/common/packed_rows.h"
 #include "kernels/kernels.h"
 
 typedef struct {

@@ -1,10 +1,10 @@
-/* The elements of one packed window (core/rows.h), as a source: the inner
- * datasets that window() and group_by_window() hand to the user. Rows are
- * views of the packed tensors (no copy). */
+/* The elements of one packed window (kernels/common/packed_rows.h), as a
+ * source: the inner datasets that window() and group_by_window() hand to the
+ * user. Rows are views of the packed tensors (no copy). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rows.h"
+#include "kernels/common/packed_rows.h"
 #include "kernels/kernels.h"
 
 typedef struct {

@@ -24,6 +24,7 @@
  */
 #include <string.h>
 
+#include "ops/image.h"
 #include "ops/op.h"
 
 enum { BOX, PAD, CROP_OR_PAD, CENTRAL, RANDOM };
@@ -213,9 +214,8 @@ static CvStatus crop_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         if ((s = random_spans(attrs, in, num_in, ctx, span)))
             return s;
     } else if (mode >= BOX && mode <= CENTRAL) {
-        if (v->rank != 3 && v->rank != 4)
-            return cv_error(CV_INVALID_ARGUMENT,
-                            "'image' must have either 3 or 4 dimensions, got rank %d", v->rank);
+        if ((s = cv_image_check_rank(v, "image")))
+            return s;
         int hd = v->rank - 3, wd = v->rank - 2;
         int64_t h = v->shape[hd], w = v->shape[wd];
         if (mode == CENTRAL) {

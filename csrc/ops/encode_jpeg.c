@@ -84,13 +84,9 @@ static CvStatus encode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     jpeg_finish_compress(&cinfo);
     jpeg_destroy_compress(&cinfo);
     char *blob = NULL;
-    CvStatus s = cv_tensor_alloc(&out[0], CV_STRING, 0, NULL, size, &blob);
-    if (!s) {
+    CvStatus s = cv_tensor_alloc_scalar_string(&out[0], size, &blob);
+    if (!s)
         memcpy(blob, err.dest, size);
-        CvStringRef *ref = (CvStringRef *)out[0].data;
-        ref->offset = (uint64_t)(blob - out[0].buf->data);
-        ref->length = size;
-    }
     free(err.dest);
     return s;
 }

@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "ops/image.h"
 #include "ops/op.h"
 
 /* Reverse n blocks of `block` bytes from src into dst. Fixed sizes let the
@@ -87,13 +88,9 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     if (v->dtype == CV_STRING)
         return cv_error(CV_UNIMPLEMENTED, "reversing string tensors is not supported");
     if (image || random) {
-        if (v->rank < 3)
-            return cv_error(CV_INVALID_ARGUMENT, "'image' must be at least three-dimensional.");
-        if (v->rank > 4)
-            return cv_error(CV_INVALID_ARGUMENT, "'image' must have either 3 or 4 dimensions.");
-        for (int d = v->rank - 3; d < v->rank; d++)
-            if (v->shape[d] == 0)
-                return cv_error(CV_INVALID_ARGUMENT, "inner 3 dims of 'image.shape' must be > 0.");
+        CvStatus s = cv_image_check(v, 4);
+        if (s)
+            return s;
     }
     for (int i = 2; i < attrs->num_ints; i++) {
         int64_t axis = attrs->ints[i] < 0 ? attrs->ints[i] + v->rank : attrs->ints[i];

@@ -12,28 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/file.h"
 #include "ops/op.h"
-#include "ops/record_io.h"
-
-#define MAX_READ ((size_t)1 << 30) /* bytes per read() call */
-
-/* Read up to `n` bytes at `dst`; *got says how many came before EOF. */
-static CvStatus read_fully(int fd, const char *path, char *dst, size_t n, size_t *got)
-{
-    *got = 0;
-    while (*got < n) {
-        size_t want = n - *got < MAX_READ ? n - *got : MAX_READ;
-        ssize_t r = read(fd, dst + *got, want);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return cv_file_error(errno, path, "(while reading)");
-        if (r == 0)
-            break;
-        *got += (size_t)r;
-    }
-    return CV_STATUS_OK;
-}
 
 /* A file of unknown size: read to EOF into a growing buffer, then copy. */
 static CvStatus read_stream(int fd, const char *path, CvTensor *out)
@@ -44,7 +24,7 @@ static CvStatus read_stream(int fd, const char *path, CvTensor *out)
     if (!buf)
         return cv_error_nomem();
     for (;;) {
-        if ((s = read_fully(fd, path, buf + len, cap - len, &got)))
+        if ((s = cv_file_read(fd, path, buf + len, cap - len, &got)))
             goto done;
         len += got;
         if (len < cap)
@@ -58,11 +38,9 @@ static CvStatus read_stream(int fd, const char *path, CvTensor *out)
         buf = bigger;
         cap *= 2;
     }
-    if ((s = cv_tensor_alloc(out, CV_STRING, 0, NULL, len, &blob)))
+    if ((s = cv_tensor_alloc_scalar_string(out, len, &blob)))
         goto done;
     memcpy(blob, buf, len);
-    ((CvStringRef *)out->data)->offset = (uint64_t)(blob - out->buf->data);
-    ((CvStringRef *)out->data)->length = len;
 done:
     free(buf);
     return s;
@@ -112,14 +90,13 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     }
     char *blob;
     size_t got;
-    if ((s = cv_tensor_alloc(out, CV_STRING, 0, NULL, (size_t)sb.st_size, &blob)))
+    if ((s = cv_tensor_alloc_scalar_string(out, (size_t)sb.st_size, &blob)))
         goto done;
-    if ((s = read_fully(fd, path, blob, (size_t)sb.st_size, &got))) {
+    if ((s = cv_file_read(fd, path, blob, (size_t)sb.st_size, &got))) {
         cv_tensor_clear(out);
         goto done;
     }
-    ((CvStringRef *)out->data)->offset = (uint64_t)(blob - out->buf->data);
-    ((CvStringRef *)out->data)->length = got;
+    ((CvStringRef *)out->data)->length = got; /* the file may have shrunk */
 done:
     if (fd >= 0)
         close(fd);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/image.h"
 #include "ops/numeric.h"
 #include "ops/resize_common.h"
 
@@ -28,13 +29,12 @@ static int64_t preserved_size(int64_t requested_h, int64_t requested_w, int64_t 
 
 CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *image, CvResizeGeom *g)
 {
-    char shape[96];
     if (attrs->num_ints < 3)
         return cv_error(CV_INVALID_ARGUMENT,
                         "resize needs size and preserve_aspect_ratio attributes");
-    if (image->rank != 3 && image->rank != 4)
-        return cv_error(CV_INVALID_ARGUMENT, "'images' must have either 3 or 4 dimensions, got %s",
-                        cv_shape_str(image->shape, image->rank, shape, sizeof(shape)));
+    CvStatus s = cv_image_check_rank(image, "images");
+    if (s)
+        return s;
     if (!is_numeric(image->dtype))
         return cv_error(CV_INVALID_ARGUMENT, "images of dtype %s cannot be resized",
                         cv_dtype_name(image->dtype));

@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "ops/image.h"
 #include "ops/op.h"
 
 static void gather(char *dst, const char *src, int64_t rows, int64_t cols, int64_t base,
@@ -52,13 +53,9 @@ static CvStatus rot90_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
         return cv_error(CV_INVALID_ARGUMENT, "Rot90: bad k %lld", (long long)k);
     if (v->dtype == CV_STRING)
         return cv_error(CV_UNIMPLEMENTED, "rotating string tensors is not supported");
-    if (v->rank < 3)
-        return cv_error(CV_INVALID_ARGUMENT, "'image' must be at least three-dimensional.");
-    if (v->rank > 4)
-        return cv_error(CV_INVALID_ARGUMENT, "'image' must have either 3 or 4 dimensions.");
-    for (int d = v->rank - 3; d < v->rank; d++)
-        if (v->shape[d] == 0)
-            return cv_error(CV_INVALID_ARGUMENT, "inner 3 dims of 'image.shape' must be > 0.");
+    CvStatus s = cv_image_check(v, 4);
+    if (s)
+        return s;
     if (k == 0) {
         cv_tensor_copy_ref(&out[0], v);
         return CV_STATUS_OK;
@@ -70,7 +67,7 @@ static CvStatus rot90_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
         shape[hd] = w;
         shape[hd + 1] = h;
     }
-    CvStatus s = cv_tensor_alloc(&out[0], v->dtype, v->rank, shape, 0, NULL);
+    s = cv_tensor_alloc(&out[0], v->dtype, v->rank, shape, 0, NULL);
     if (s)
         return s;
     /* Output (y, x) reads input pixel base + y * dy + x * dx. */

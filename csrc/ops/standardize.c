@@ -8,6 +8,7 @@
  */
 #include <math.h>
 
+#include "ops/image.h"
 #include "ops/image_convert.h"
 #include "ops/op.h"
 
@@ -23,12 +24,10 @@ static CvStatus standardize_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     const CvTensor *v = &in[0];
     if (v->dtype == CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "per_image_standardization of strings");
-    if (v->rank < 3)
-        return cv_error(CV_INVALID_ARGUMENT, "'image' must be at least three-dimensional.");
-    for (int d = v->rank - 3; d < v->rank; d++)
-        if (v->shape[d] == 0)
-            return cv_error(CV_INVALID_ARGUMENT, "inner 3 dims of 'image.shape' must be > 0.");
-    CvStatus s = cv_tensor_alloc(&out[0], CV_FLOAT32, v->rank, v->shape, 0, NULL);
+    CvStatus s = cv_image_check(v, CV_MAX_RANK);
+    if (s)
+        return s;
+    s = cv_tensor_alloc(&out[0], CV_FLOAT32, v->rank, v->shape, 0, NULL);
     if (s)
         return s;
     int64_t total = cv_tensor_num_elements(v);

@@ -1,7 +1,34 @@
 /* Shared declarations of the CPython binding (the only C that sees Python.h).
  *
- * Ownership conventions: functions returning PyObject* return a new
- * reference or NULL with an exception set; "borrowed" is said where not.
+ * Files, bottom to top (a file uses only the files listed before it; no
+ * file includes or calls module.c):
+ *   binding.h        this header; module state and Dataset unwrapping (inline)
+ *   gil.c            the GIL bridge: entering Python from engine threads
+ *   errors.c         status -> exception, exception -> status
+ *   convert.c        tensors and elements <-> NumPy
+ *   memory.c         RAM budgets, process limits (argument converter)
+ *   example.c        tf.train.Example configs (argument converter)
+ *   pyfunc.c         Python callables as engine functions and sources
+ *   ops.c            element ops, traced programs, map/filter function args
+ *   iterator_type.c  the Iterator type, the live list, shutdown
+ *   dataset_type.c   the Dataset type (wrapping, argument checks, gc)
+ *   constructors.c, transform.c, grouping.c, io.c, cache.c
+ *                    module functions that build datasets and file handles
+ *   module.c         module init: exec slot, state, the method table
+ *
+ * Naming: functions shared between files start with cv_ and are declared
+ * here; a file's static functions that implement a Python-visible function,
+ * method or type slot start with the file's (or its type's) prefix:
+ * constructors_, transform_, grouping_, io_, cache_, example_, ops_,
+ * memory_, errors_, iterator_, dataset_, holder_ (convert.c's
+ * BufferHolder), module_; engine callbacks are named after the wrapper
+ * they serve (pyfunc.c: element_function_, dataset_function_, source_;
+ * cache.c: hooks_). Other static helpers have plain names. Types are
+ * Cv-prefixed (never Py, which is CPython's); a wrapper of Python objects
+ * says so with CvPy (CvPyElementFunction).
+ *
+ * Ownership: functions returning PyObject* return a new reference or NULL
+ * with an exception set; "borrowed" is said where not.
  */
 #ifndef CV_BINDING_H
 #define CV_BINDING_H
@@ -18,47 +45,121 @@
 #include "core/dataset.h"
 #include "core/thread.h"
 
-typedef struct IteratorObject IteratorObject;
+typedef struct CvIteratorObject CvIteratorObject;
 
 typedef struct CvModuleState {
     PyTypeObject *dataset_type;
     PyTypeObject *iterator_type;
     PyTypeObject *holder_type;
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */
-    IteratorObject *live;    /* intrusive list of open iterators (GIL-guarded) */
+    CvIteratorObject *live;  /* intrusive list of open iterators (GIL-guarded) */
 } CvModuleState;
 
-CvModuleState *cv_get_state(PyObject *module);
+static inline CvModuleState *cv_get_state(PyObject *module)
+{
+    return (CvModuleState *)PyModule_GetState(module);
+}
 
-/* module.c */
-/* Wrap a new dataset (or raise the status); steals the reference to ds. */
-PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds);
-/* The engine dataset inside a conveyor._engine.Dataset (borrowed), or NULL
- * with TypeError set. */
-CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj);
+/* The module that made obj's type (borrowed), or NULL with an exception
+ * set. Our types are not subclassable, so Py_TYPE(obj) is always the heap
+ * type made by PyType_FromModuleAndSpec. */
+static inline PyObject *cv_module_of(PyObject *obj)
+{
+    return PyType_GetModule(Py_TYPE(obj));
+}
 
-/* Module functions defined in other binding files (NULL-terminated). */
-extern PyMethodDef cv_io_functions[];      /* io.c: record files */
-extern PyMethodDef cv_example_functions[]; /* example.c: tf.train.Example */
-extern PyMethodDef cv_transform_functions[]; /* transform.c: filter, zip, unbatch, ... */
-extern PyMethodDef cv_grouping_functions[]; /* grouping.c: choose, sample, window, group_by_window */
-extern PyMethodDef cv_cache_functions[];   /* cache.c: Dataset.cache */
-extern PyMethodDef cv_op_functions[];      /* ops.c: element ops and traced programs */
-extern PyMethodDef cv_memory_functions[];  /* memory.c: RAM budgets, process limits */
+/* A conveyor._engine.Dataset (its type and methods: dataset_type.c). The
+ * layout is here so that the lower files can unwrap one without calling up. */
+typedef struct CvDatasetObject CvDatasetObject;
+struct CvDatasetObject {
+    PyObject_HEAD
+    CvDataset *ds; /* owned reference; NULL only after tp_clear */
+    /* The links that let the gc see through shared engine datasets (see
+     * dataset_type.c): the wrappers of ds's inputs (strong references, one
+     * per input that had a wrapper), and the wrappers whose inputs include
+     * this one (borrowed, one entry per link; each holds this object). */
+    CvDatasetObject **inputs;
+    int num_inputs;
+    CvDatasetObject **parents;
+    Py_ssize_t num_parents, cap_parents;
+};
 
-/* ops.c: an engine function from a map/filter argument: a compiled program
- * capsule, or a Python callable (see cv_function_from_python). */
-CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_convert,
-                              PyObject *name, int with_id, CvFunction *out);
+/* The engine dataset of a Dataset object (borrowed), or NULL with
+ * ValueError set once the gc has cleared it (reachable then only from a
+ * finalizer of the same garbage). */
+static inline CvDataset *cv_dataset_of(PyObject *obj)
+{
+    CvDataset *ds = ((CvDatasetObject *)obj)->ds;
+    if (!ds)
+        PyErr_SetString(PyExc_ValueError, "engine Dataset cleared by the garbage collector");
+    return ds;
+}
 
-/* errors.c */
+/* The engine dataset inside a conveyor._engine.Dataset argument (borrowed),
+ * or NULL with TypeError (or ValueError, see above) set. */
+static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
+{
+    if (!PyObject_TypeCheck(obj, cv_get_state(module)->dataset_type)) {
+        PyErr_Format(PyExc_TypeError, "expected an engine Dataset, got %s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return cv_dataset_of(obj);
+}
+
+/* Module functions defined in the binding files (NULL-terminated);
+ * module.c adds them all. */
+extern PyMethodDef cv_constructor_functions[]; /* constructors.c: sources, map, batch, ... */
+extern PyMethodDef cv_transform_functions[];   /* transform.c: filter, zip, unbatch, ... */
+extern PyMethodDef cv_grouping_functions[];    /* grouping.c: choose, sample, windows */
+extern PyMethodDef cv_io_functions[];          /* io.c: record files */
+extern PyMethodDef cv_cache_functions[];       /* cache.c: Dataset.cache */
+extern PyMethodDef cv_example_functions[];     /* example.c: tf.train.Example */
+extern PyMethodDef cv_op_functions[];          /* ops.c: element ops and traced programs */
+extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, process limits */
+extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown, live_iterators */
+extern PyMethodDef cv_error_functions[];       /* errors.c: set_error_classes */
+
+/* ---------------------------------------------------------------- gil.c */
+
+/* The GIL bridge. Every entry into Python from engine code (a worker, or
+ * the consumer inside a GIL-released next()) is bracketed by one pair in
+ * one function:
+ *
+ *     CvPythonCall call;
+ *     if (cv_python_begin(&call) < 0)
+ *         return ...;          // interpreter exiting: nothing was taken
+ *     ... Python C API ...
+ *     cv_python_end(&call);
+ *
+ * begin counts the call (so the atexit hook can wait for calls in flight),
+ * refuses once Python is unavailable, and takes the GIL, pinning a thread
+ * state on threads Python does not know (see gil.c). */
+typedef struct CvPythonCall {
+    PyGILState_STATE gil;
+} CvPythonCall;
+int cv_python_begin(CvPythonCall *call);
+void cv_python_end(CvPythonCall *call);
+
+extern atomic_int cv_shutting_down; /* set by _engine.shutdown (atexit) */
+extern atomic_int cv_python_calls;  /* engine-thread calls into Python in flight */
+/* True when Python code must no longer be entered from engine threads. */
+int cv_python_unavailable(void);
+/* Engine hooks installed at module exec. */
+void cv_python_after_fork_child(void); /* fork child: nothing is in flight */
+void cv_gil_thread_exit(void);         /* thread exit: releases a pinned thread state */
+int cv_check_signals(void *arg);       /* interrupt check around GIL-released next() */
+
+/* ------------------------------------------------------------- errors.c */
+
 /* Raise the Python exception for a non-OK status and free it; returns NULL. */
 PyObject *cv_raise_status(CvModuleState *st, CvStatus s);
 /* Capture the current Python exception into a status whose payload keeps
  * the exception object; `where` names the stage for the note added to it. */
 CvStatus cv_status_from_pyerr(const char *where);
 
-/* convert.c */
+/* ------------------------------------------------------------ convert.c */
+
+/* Creates the BufferHolder type into st. */
 int cv_convert_init(PyObject *module, CvModuleState *st);
 /* A numpy array (any numeric or string dtype, or a Python value numpy can
  * convert) -> tensor. Shares memory when the array already views an engine
@@ -73,38 +174,60 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t);
 PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e);
 int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out);
 
-/* pyfunc.c */
-extern atomic_int cv_shutting_down;
-extern atomic_int cv_python_calls; /* engine-thread calls into Python in flight */
-/* True when Python code must no longer be entered from engine threads. */
-int cv_python_unavailable(void);
-/* Every entry into Python from engine code is bracketed by these, so the
- * atexit hook can wait for calls in flight: enter returns -1 (and counts
- * nothing) once Python is unavailable. */
-int cv_python_enter(void);
-void cv_python_leave(void);
-void cv_python_after_fork_child(void);
+/* ------------------------------------------------------------- memory.c */
+
+/* An "O&" converter: a budget capsule (borrowed) or None (NULL, the
+ * process default) into *out. */
+int cv_memory_arg(PyObject *obj, CvMemory **out);
+
+/* ------------------------------------------------------------ example.c */
+
+/* The CvExampleConfig inside a capsule from _engine.example_config
+ * (borrowed), or NULL with TypeError set. */
+struct CvExampleConfig;
+struct CvExampleConfig *cv_example_config_arg(PyObject *obj);
+
+/* ------------------------------------------------------------- pyfunc.c */
+
+/* Python callables wrapped as engine callbacks. Each wrapper holds strong
+ * references to its callables and to the module, drops them from any thread
+ * through the GIL bridge, and reports them to the garbage collector through
+ * the callback's traverse hook (see dataset_type.c). */
 /* with_id: fn is called as fn(epoch, index, *components) (see CvElementId). */
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
                                  PyObject *name, int with_id, CvFunction *out);
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out);
+/* fn(*components) returns an engine Dataset. */
 CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObject *name,
                                          CvDatasetFunction *out);
-/* PyGILState_Ensure for any thread; engine threads keep their thread state
- * until they exit. Pair with PyGILState_Release. */
-PyGILState_STATE cv_gil_acquire(void);
-/* The engine's thread-exit hook: releases a pinned thread state. */
-void cv_gil_thread_exit(void);
-/* Installed around GIL-released next() calls on the consumer thread. */
-int cv_check_signals(void *arg);
+/* The CvVisit that forwards to a CPython visitproc; arg points to this. */
+typedef struct CvPyVisit {
+    visitproc visit;
+    void *arg;
+} CvPyVisit;
+int cv_py_visit(void *object, void *arg);
 
-/* memory.c: an "O&" converter: a budget capsule (borrowed) or None (NULL,
- * the process default) into *out. */
-int cv_memory_arg(PyObject *obj, CvMemory **out);
+/* ---------------------------------------------------------------- ops.c */
 
-/* example.c: the CvExampleConfig inside a capsule from
- * _engine.example_config (borrowed), or NULL with TypeError set. */
-struct CvExampleConfig;
-struct CvExampleConfig *cv_example_config_arg(PyObject *obj);
+/* An engine function from a map/filter argument: a compiled program
+ * capsule, or a Python callable (see cv_function_from_python). */
+CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_convert,
+                              PyObject *name, int with_id, CvFunction *out);
+
+/* ------------------------------------------------------ iterator_type.c */
+
+int cv_iterator_type_init(PyObject *module, CvModuleState *st);
+/* A new Iterator over ds (a new engine iterator; ds is borrowed);
+ * structure() is resolved at the first element (see Dataset.make_iterator). */
+PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure);
+
+/* ------------------------------------------------------- dataset_type.c */
+
+int cv_dataset_type_init(PyObject *module, CvModuleState *st);
+/* Wrap a new dataset (or raise the status); steals the reference to ds. */
+PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds);
+/* cv_wrap_dataset for the stages that buffer elements: the new dataset
+ * charges `memory` (NULL: the process default budget). */
+PyObject *cv_wrap_buffering(PyObject *module, CvStatus s, CvDataset *ds, CvMemory *memory);
 
 #endif

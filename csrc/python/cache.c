@@ -1,7 +1,7 @@
 /* Binding of Dataset.cache: the store (a capsule around a CvCacheStore whose
  * hooks call Python), the kernel, and the description of a committed cache
  * file. Argument checks and the element structure live in
- * conveyor/data/dataset.py. */
+ * conveyor/data/ops/cache_op.py. */
 #include "python/binding.h"
 
 #include "kernels/cache.h"
@@ -15,22 +15,22 @@ typedef struct {
     PyObject *warn;     /* warn(message) */
     PyObject *progress; /* progress(token, elements, bytes, total, state) */
     PyObject *describe; /* describe() -> bytes or None */
-} PyCacheHooks;
+} CvPyCacheHooks;
 
 /* Hooks may run while an exception is on its way (an iterator freed during
  * unwinding): set it aside around the call. */
 typedef struct {
     PyObject *type, *value, *tb;
-} SavedError;
+} CvSavedError;
 
-static SavedError save_error(void)
+static CvSavedError save_error(void)
 {
-    SavedError e;
+    CvSavedError e;
     PyErr_Fetch(&e.type, &e.value, &e.tb);
     return e;
 }
 
-static void restore_error(SavedError e)
+static void restore_error(CvSavedError e)
 {
     PyErr_Restore(e.type, e.value, e.tb);
 }
@@ -44,28 +44,27 @@ static void hook_failed(PyObject *hook)
 
 static void hooks_warn(void *ctx, const char *message)
 {
-    PyCacheHooks *h = ctx;
-    if (!h->warn || cv_python_enter() < 0)
+    CvPyCacheHooks *h = ctx;
+    CvPythonCall call;
+    if (!h->warn || cv_python_begin(&call) < 0)
         return;
-    PyGILState_STATE g = cv_gil_acquire();
-    SavedError exc = save_error();
+    CvSavedError exc = save_error();
     PyObject *r = PyObject_CallFunction(h->warn, "s", message);
     if (!r)
         hook_failed(h->warn);
     Py_XDECREF(r);
     restore_error(exc);
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
 }
 
 static void hooks_progress(void *ctx, uint64_t token, int64_t elements, uint64_t bytes,
                            int64_t total, int state)
 {
-    PyCacheHooks *h = ctx;
-    if (!h->progress || cv_python_enter() < 0)
+    CvPyCacheHooks *h = ctx;
+    CvPythonCall call;
+    if (!h->progress || cv_python_begin(&call) < 0)
         return;
-    PyGILState_STATE g = cv_gil_acquire();
-    SavedError exc = save_error();
+    CvSavedError exc = save_error();
     PyObject *r = PyObject_CallFunction(h->progress, "KLKLi", (unsigned long long)token,
                                         (long long)elements, (unsigned long long)bytes,
                                         (long long)total, state);
@@ -73,19 +72,18 @@ static void hooks_progress(void *ctx, uint64_t token, int64_t elements, uint64_t
         hook_failed(h->progress);
     Py_XDECREF(r);
     restore_error(exc);
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
 }
 
 static void hooks_describe(void *ctx, char **blob, size_t *len)
 {
-    PyCacheHooks *h = ctx;
+    CvPyCacheHooks *h = ctx;
     *blob = NULL;
     *len = 0;
-    if (!h->describe || cv_python_enter() < 0)
+    CvPythonCall call;
+    if (!h->describe || cv_python_begin(&call) < 0)
         return;
-    PyGILState_STATE g = cv_gil_acquire();
-    SavedError exc = save_error();
+    CvSavedError exc = save_error();
     PyObject *r = PyObject_CallNoArgs(h->describe);
     if (!r) {
         hook_failed(h->describe);
@@ -99,22 +97,34 @@ static void hooks_describe(void *ctx, char **blob, size_t *len)
     }
     Py_XDECREF(r);
     restore_error(exc);
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
 }
 
 static void hooks_release(void *ctx)
 {
-    PyCacheHooks *h = ctx;
-    if (cv_python_enter() == 0) { /* else: interpreter exit, leak */
-        PyGILState_STATE g = cv_gil_acquire();
+    CvPyCacheHooks *h = ctx;
+    CvPythonCall call;
+    if (cv_python_begin(&call) == 0) { /* else: interpreter exit, leak */
         Py_XDECREF(h->warn);
         Py_XDECREF(h->progress);
         Py_XDECREF(h->describe);
-        PyGILState_Release(g);
-        cv_python_leave();
+        cv_python_end(&call);
     }
     PyMem_RawFree(h);
+}
+
+/* GIL held, by the gc (see dataset_type.c; the cache kernel calls this only
+ * while one dataset holds the store). */
+static int hooks_traverse(void *ctx, CvVisit visit, void *arg)
+{
+    CvPyCacheHooks *h = ctx;
+    PyObject *refs[] = {h->warn, h->progress, h->describe};
+    for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+        int rc = refs[i] ? visit(refs[i], arg) : 0;
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 static void store_capsule_free(PyObject *capsule)
@@ -142,7 +152,7 @@ static PyObject *none_to_null(PyObject *o)
 }
 
 /* cache_store(filename or None, warn, progress, describe, progress_delay_s) -> store */
-static PyObject *engine_cache_store(PyObject *module, PyObject *args)
+static PyObject *cache_store_new(PyObject *module, PyObject *args)
 {
     PyObject *filename, *warn, *progress, *describe, *path = NULL;
     double delay;
@@ -151,7 +161,7 @@ static PyObject *engine_cache_store(PyObject *module, PyObject *args)
         return NULL;
     if (filename != Py_None && !PyUnicode_FSConverter(filename, &path))
         return NULL;
-    PyCacheHooks *h = PyMem_RawCalloc(1, sizeof(*h));
+    CvPyCacheHooks *h = PyMem_RawCalloc(1, sizeof(*h));
     if (!h) {
         Py_XDECREF(path);
         return PyErr_NoMemory();
@@ -161,7 +171,7 @@ static PyObject *engine_cache_store(PyObject *module, PyObject *args)
     h->describe = none_to_null(describe);
     CvCacheHooks hooks = {h->warn ? hooks_warn : NULL, h->progress ? hooks_progress : NULL,
                           h->describe ? hooks_describe : NULL, hooks_release, h,
-                          delay < 0 ? -1 : (int64_t)(delay * 1e9)};
+                          delay < 0 ? -1 : (int64_t)(delay * 1e9), hooks_traverse};
     CvCacheStore *st = NULL;
     CvStatus s = cv_cache_store_new(path ? PyBytes_AS_STRING(path) : NULL, hooks, &st);
     Py_XDECREF(path);
@@ -203,7 +213,7 @@ static int component_arg(PyObject *item, CvComponentSpec *c)
 }
 
 /* cache(input, store, expected or None, memory=None) -> Dataset */
-static PyObject *engine_cache(PyObject *module, PyObject *args)
+static PyObject *cache_dataset(PyObject *module, PyObject *args)
 {
     PyObject *input, *store, *expected;
     CvMemory *memory = NULL;
@@ -245,7 +255,7 @@ static PyObject *engine_cache(PyObject *module, PyObject *args)
 /* cache_file_info(store) -> None (memory store, or no committed file) or
  * (structure bytes, [(dtype code, shape tuple or None)], element count).
  * Raises DataLossError & co. for a damaged file. */
-static PyObject *engine_cache_file_info(PyObject *module, PyObject *store)
+static PyObject *cache_file_info(PyObject *module, PyObject *store)
 {
     CvCacheStore *st = store_arg(store);
     if (!st)
@@ -297,7 +307,7 @@ static PyObject *engine_cache_file_info(PyObject *module, PyObject *store)
 }
 
 /* cache_store_count(store) -> elements held by a completed memory cache, or -1. */
-static PyObject *engine_cache_store_count(PyObject *module, PyObject *store)
+static PyObject *cache_store_count(PyObject *module, PyObject *store)
 {
     (void)module;
     CvCacheStore *st = store_arg(store);
@@ -305,13 +315,13 @@ static PyObject *engine_cache_store_count(PyObject *module, PyObject *store)
 }
 
 PyMethodDef cv_cache_functions[] = {
-    {"cache_store", engine_cache_store, METH_VARARGS,
+    {"cache_store", cache_store_new, METH_VARARGS,
      "cache_store(filename or None, warn, progress, describe, progress_delay_s) -> store"},
-    {"cache", engine_cache, METH_VARARGS,
+    {"cache", cache_dataset, METH_VARARGS,
      "cache(input, store, expected or None, memory=None) -> Dataset"},
-    {"cache_file_info", engine_cache_file_info, METH_O,
+    {"cache_file_info", cache_file_info, METH_O,
      "cache_file_info(store) -> None or (structure, components, count)"},
-    {"cache_store_count", engine_cache_store_count, METH_O,
+    {"cache_store_count", cache_store_count, METH_O,
      "cache_store_count(store) -> elements in the completed memory cache, or -1"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,10 +1,10 @@
 /* Tensors <-> NumPy.
  *
  * Engine -> Python is zero-copy for numeric tensors: the array points into
- * the engine buffer and its base is a BufferHolder that owns one buffer
- * reference. The array is writable only when nothing else in the engine
- * shares the buffer (so a user writing into a batch cannot corrupt a cached
- * or sliced source). Strings are copied into bytes objects.
+ * the engine buffer and its base is a BufferHolder (CvBufferHolder) that
+ * owns one buffer reference. The array is writable only when nothing else
+ * in the engine shares the buffer (so a user writing into a batch cannot
+ * corrupt a cached or sliced source). Strings are copied into bytes objects.
  *
  * Python -> engine copies into a fresh buffer, except when the array
  * already views an engine buffer (a map function returning its input or a
@@ -17,11 +17,11 @@
 typedef struct {
     PyObject_HEAD
     CvBuffer *buf; /* owned reference */
-} BufferHolder;
+} CvBufferHolder;
 
 static void holder_dealloc(PyObject *op)
 {
-    BufferHolder *self = (BufferHolder *)op;
+    CvBufferHolder *self = (CvBufferHolder *)op;
     PyTypeObject *tp = Py_TYPE(op);
     cv_buffer_unref(self->buf);
     tp->tp_free(op);
@@ -36,7 +36,7 @@ static PyType_Slot holder_slots[] = {
 
 static PyType_Spec holder_spec = {
     .name = "conveyor._engine.BufferHolder",
-    .basicsize = sizeof(BufferHolder),
+    .basicsize = sizeof(CvBufferHolder),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = holder_slots,
 };
@@ -171,7 +171,7 @@ static CvBuffer *viewed_buffer(CvModuleState *st, PyArrayObject *arr)
         base = PyArray_BASE((PyArrayObject *)base);
     if (!base || Py_TYPE(base) != st->holder_type)
         return NULL;
-    return ((BufferHolder *)base)->buf;
+    return ((CvBufferHolder *)base)->buf;
 }
 
 CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out)
@@ -325,7 +325,7 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
     PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, t->rank, dims, NULL, t->data, flags, NULL);
     if (!arr)
         return NULL;
-    BufferHolder *holder = PyObject_New(BufferHolder, st->holder_type);
+    CvBufferHolder *holder = PyObject_New(CvBufferHolder, st->holder_type);
     if (!holder) {
         Py_DECREF(arr);
         return NULL;

@@ -1,4 +1,5 @@
-/* The one place where a status becomes a Python exception. */
+/* The one place where a status becomes a Python exception, and where a
+ * Python exception becomes a status (kept as the status's payload). */
 #include "python/binding.h"
 
 PyObject *cv_raise_status(CvModuleState *st, CvStatus s)
@@ -32,24 +33,23 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s)
     return NULL;
 }
 
+/* Payload hooks: statuses travel between engine threads. */
 static void payload_free(void *payload)
 {
-    if (cv_python_enter() < 0)
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0)
         return; /* leak rather than touch a finalizing interpreter */
-    PyGILState_STATE g = cv_gil_acquire();
     Py_DECREF((PyObject *)payload);
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
 }
 
 static int payload_ref(void *payload)
 {
-    if (cv_python_enter() < 0)
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0)
         return -1;
-    PyGILState_STATE g = cv_gil_acquire();
     Py_INCREF((PyObject *)payload);
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
     return 0;
 }
 
@@ -97,3 +97,18 @@ CvStatus cv_status_from_pyerr(const char *where)
     s->payload_ref = payload_ref;
     return s;
 }
+
+static PyObject *errors_set_error_classes(PyObject *module, PyObject *mapping)
+{
+    if (!PyDict_Check(mapping)) {
+        PyErr_SetString(PyExc_TypeError, "expected a dict of code -> exception class");
+        return NULL;
+    }
+    Py_XSETREF(cv_get_state(module)->error_classes, Py_NewRef(mapping));
+    Py_RETURN_NONE;
+}
+
+PyMethodDef cv_error_functions[] = {
+    {"set_error_classes", errors_set_error_classes, METH_O, "Register the conveyor.errors classes."},
+    {NULL, NULL, 0, NULL},
+};

@@ -30,7 +30,7 @@ CvExampleConfig *cv_example_config_arg(PyObject *obj)
     return PyCapsule_GetPointer(obj, CONFIG_CAPSULE);
 }
 
-static PyObject *py_example_config(PyObject *module, PyObject *arg)
+static PyObject *example_config(PyObject *module, PyObject *arg)
 {
     CvModuleState *st = cv_get_state(module);
     PyObject *seq = PySequence_Fast(arg, "example_config expects a sequence of feature specs");
@@ -128,7 +128,7 @@ static int bytes_views(PyObject *seq, CvBytesView *views, const char *what, size
     return 0;
 }
 
-static PyObject *py_parse_example(PyObject *module, PyObject *args)
+static PyObject *example_parse(PyObject *module, PyObject *args)
 {
     CvModuleState *st = cv_get_state(module);
     PyObject *config, *serialized, *names;
@@ -224,9 +224,9 @@ done:
 }
 
 PyMethodDef cv_example_functions[] = {
-    {"example_config", py_example_config, METH_O,
+    {"example_config", example_config, METH_O,
      "example_config(specs) -> a compiled tf.train.Example feature configuration."},
-    {"parse_example", py_parse_example, METH_VARARGS,
+    {"parse_example", example_parse, METH_VARARGS,
      "parse_example(config, serialized, names, single) -> list of arrays (feature order)."},
     {NULL, NULL, 0, NULL},
 };

@@ -1,7 +1,8 @@
 /* Binding of the kernels that pick among datasets and group elements into
  * windows: choose_from_datasets, Dataset.random, sample_from_datasets'
  * choices, window, the window datasets, group_by_window. Argument checks
- * and structure live in Python (conveyor/data/dataset.py). */
+ * and structure live in Python (conveyor/data/ops/window_op.py,
+ * directed_interleave_op.py). */
 #include "python/binding.h"
 
 #include "kernels/kernels.h"

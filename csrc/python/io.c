@@ -5,8 +5,9 @@
  * it while compressing and writing. */
 #include "python/binding.h"
 
+#include "io/crc32c.h"
+#include "io/record_writer.h"
 #include "kernels/readers.h"
-#include "ops/crc32c.h"
 
 #define WRITER_CAPSULE "conveyor._engine.TFRecordWriter"
 
@@ -158,9 +159,9 @@ static PyObject *io_writer_write(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
-typedef CvStatus (*WriterOp)(CvTFRecordWriter *);
+typedef CvStatus (*CvWriterOp)(CvTFRecordWriter *);
 
-static PyObject *writer_op(PyObject *module, PyObject *handle, WriterOp op)
+static PyObject *writer_op(PyObject *module, PyObject *handle, CvWriterOp op)
 {
     CvTFRecordWriter *w = writer_arg(handle);
     if (!w)

@@ -1,7 +1,8 @@
-/* Binding of RAM budgets (core/memory.h) and of the process's limits.
+/* Binding of RAM budgets (core/memory.h) and of the process's limits
+ * (memory, cgroup, CPU count).
  *
  * A budget reaches Python as a capsule (MEMORY_CAPSULE) owning one
- * reference; conveyor/data/dataset.py creates one per with_options() call
+ * reference; conveyor/data/ops/options_op.py creates one per with_options() call
  * that sets options.autotune.ram_budget and passes it to the constructors of
  * the stages that buffer, which record it in their engine dataset. */
 #include "python/binding.h"
@@ -90,6 +91,13 @@ static PyObject *memory_cgroup_limits(PyObject *module, PyObject *unused)
     return Py_BuildValue("NN", b, c);
 }
 
+static PyObject *memory_cpu_count(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyLong_FromLong(cv_cpu_count());
+}
+
 PyMethodDef cv_memory_functions[] = {
     {"memory_budget", memory_budget, METH_O,
      "memory_budget(limit_bytes) -> a RAM budget for the stages of one pipeline"},
@@ -101,5 +109,6 @@ PyMethodDef cv_memory_functions[] = {
      "Bytes this process may use: min(physical RAM, cgroup limit, RLIMIT_AS)."},
     {"cgroup_limits", memory_cgroup_limits, METH_NOARGS,
      "(memory bytes or None, CPUs or None) from this process's cgroup, read afresh (tests)."},
+    {"cpu_count", memory_cpu_count, METH_NOARGS, "CPUs this process may use."},
     {NULL, NULL, 0, NULL},
 };

@@ -21,12 +21,11 @@
  * may happen on any thread, so it goes through the GIL like every wrapper. */
 static void release_capsule(void *owner)
 {
-    if (cv_python_enter() < 0)
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0)
         return; /* interpreter exit: leak the reference */
-    PyGILState_STATE g = cv_gil_acquire();
     Py_DECREF((PyObject *)owner);
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
 }
 
 /* Fill attrs from Python values; -1 with an exception set on failure. */

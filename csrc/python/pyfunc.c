@@ -1,104 +1,32 @@
-/* Python callables as engine functions and sources.
+/* Python callables as engine functions, dataset functions and sources.
  *
  * A map function or generator runs on whichever thread calls it (a worker
- * or the consumer). The thread takes the GIL for the call only, converts
- * the element in and the result out, and lets go. No engine lock is held
- * across these calls (see core/stage.h).
+ * or the consumer), inside the GIL bridge (gil.c): the thread takes the GIL
+ * for the call only, converts the element in and the result out, and lets
+ * go. Once Python is unavailable (interpreter exit) calls fail with
+ * CV_CANCELLED and references are leaked rather than dropped.
  *
- * Shutdown: once the interpreter starts finalizing, a thread that asks for
- * the GIL may hang or be killed. cv_shutting_down is set by the atexit hook
- * (_engine.shutdown) before live iterators are closed; from then on engine
- * threads never enter Python, and calls fail with CV_CANCELLED.
+ * Every wrapper reports the Python objects it holds through its callback's
+ * traverse hook, so a cycle through a pipeline can be collected (the rule
+ * for when it may be called is in dataset_type.c).
  */
 #include "python/binding.h"
-
-atomic_int cv_shutting_down;
-atomic_int cv_python_calls;
-
-/* Enter/leave a call into Python from an engine thread. The count goes up
- * before the shutdown check, so the atexit hook, which sets the flag and then
- * waits for the count to drain, never misses a call on its way in. */
-int cv_python_enter(void)
-{
-    atomic_fetch_add(&cv_python_calls, 1);
-    if (cv_python_unavailable()) {
-        atomic_fetch_sub(&cv_python_calls, 1);
-        return -1;
-    }
-    return 0;
-}
-
-void cv_python_leave(void)
-{
-    atomic_fetch_sub(&cv_python_calls, 1);
-}
-
-/* In a fork() child no engine thread exists: nothing is inside Python. */
-void cv_python_after_fork_child(void)
-{
-    atomic_store(&cv_python_calls, 0);
-}
-
-int cv_python_unavailable(void)
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    return atomic_load(&cv_shutting_down) || Py_IsFinalizing();
-#else
-    return atomic_load(&cv_shutting_down) || _Py_IsFinalizing();
-#endif
-}
-
-int cv_check_signals(void *arg)
-{
-    (void)arg;
-    PyGILState_STATE g = PyGILState_Ensure();
-    int stop = PyErr_CheckSignals() < 0;
-    PyGILState_Release(g);
-    return stop;
-}
-
-/* Engine threads keep one Python thread state for their whole life. Without
- * this, every PyGILState_Ensure/Release pair on a thread Python does not
- * know creates and destroys a thread state (an mmap, a munmap and a page
- * fault per element). The pin is one extra Ensure; the engine's thread-exit
- * hook undoes it, which deletes the thread state. */
-static _Thread_local int pinned;
-
-PyGILState_STATE cv_gil_acquire(void)
-{
-    int fresh = PyGILState_GetThisThreadState() == NULL;
-    PyGILState_STATE g = PyGILState_Ensure();
-    if (fresh) {
-        (void)PyGILState_Ensure();
-        pinned = 1;
-    }
-    return g;
-}
-
-void cv_gil_thread_exit(void)
-{
-    if (!pinned || cv_python_enter() < 0)
-        return; /* at finalization the interpreter frees thread states itself */
-    pinned = 0;
-    PyGILState_STATE g = PyGILState_Ensure();
-    PyGILState_Release(PyGILState_LOCKED); /* drop the pin, keep the GIL */
-    PyGILState_Release(g);                 /* the last one: deletes the thread state */
-    cv_python_leave();
-}
 
 /* How results can skip the Python-level converter once the first result has
  * shown their form: a single array, or a plain tuple of arrays, of the same
  * dtypes as the first. */
 enum { FAST_UNKNOWN, FAST_SINGLE, FAST_TUPLE, FAST_NONE };
 
-/* The head of every wrapped Python callable. */
+/* The head of every wrapper of Python callables. */
 typedef struct {
     PyObject *module; /* strong: keeps the module state alive */
     char *name;       /* stage name for messages, owned */
-} PyWrapper;
+} CvPyCallable;
 
+/* A map function, filter predicate or group_by_window key/size function:
+ * element in, element out. */
 typedef struct {
-    PyWrapper base;
+    CvPyCallable base;
     PyObject *fn;          /* strong: called as fn(*components), or fn(epoch, index, *components) */
     PyObject *out_convert; /* strong: result -> list of arrays, checks structure */
     int with_id;           /* pass the element's CvElementId first */
@@ -106,7 +34,7 @@ typedef struct {
     int fast;
     Py_ssize_t fast_n;
     CvDtype fast_dtypes[64];
-} PyFunction;
+} CvPyElementFunction;
 
 static CvStatus python_gone(const char *name)
 {
@@ -139,7 +67,7 @@ static CvDtype dtype_of(PyObject *o)
 }
 
 /* Does `result` match the learned fast form? Only numeric dtypes qualify. */
-static int fast_match(PyFunction *f, PyObject *result)
+static int fast_match(CvPyElementFunction *f, PyObject *result)
 {
     if (f->fast == FAST_SINGLE)
         return is_array_like(result) && dtype_of(result) == f->fast_dtypes[0];
@@ -153,7 +81,7 @@ static int fast_match(PyFunction *f, PyObject *result)
     return 1;
 }
 
-static void learn_fast_form(PyFunction *f, PyObject *result)
+static void learn_fast_form(CvPyElementFunction *f, PyObject *result)
 {
     f->fast = FAST_NONE;
     if (is_array_like(result)) {
@@ -203,7 +131,7 @@ fail:
 }
 
 /* One call, GIL held. */
-static CvStatus call_locked(PyFunction *f, CvModuleState *st, const CvElement *in,
+static CvStatus call_locked(CvPyElementFunction *f, CvModuleState *st, const CvElement *in,
                             const CvElementId *id, CvElement *out)
 {
     CvStatus s = CV_STATUS_OK;
@@ -244,52 +172,74 @@ done:
     return s;
 }
 
-static void function_call_chunk(void *ctx, const CvElement *in, const CvElementId *ids,
+static void element_function_call_chunk(void *ctx, const CvElement *in, const CvElementId *ids,
                                 CvElement *out, CvStatus *status, int n)
 {
-    PyFunction *f = ctx;
-    if (cv_python_enter() < 0) {
+    CvPyElementFunction *f = ctx;
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0) {
         for (int i = 0; i < n; i++)
             status[i] = python_gone(f->base.name);
         return;
     }
-    PyGILState_STATE g = cv_gil_acquire();
     CvModuleState *st = cv_get_state(f->base.module);
     for (int i = 0; i < n; i++)
         status[i] = call_locked(f, st, &in[i], &ids[i], &out[i]);
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
 }
 
-static CvStatus function_call(void *ctx, const CvElement *in, const CvElementId *id,
+static CvStatus element_function_call(void *ctx, const CvElement *in, const CvElementId *id,
                               CvElement *out)
 {
     CvStatus s;
-    function_call_chunk(ctx, in, id, out, &s, 1);
+    element_function_call_chunk(ctx, in, id, out, &s, 1);
     return s;
 }
 
 /* Free a wrapper: drop its references (module, a, b; NULLs skipped) from
  * any thread, or leak them once Python is no longer available (interpreter
  * exit), then free the name and the struct. */
-static void wrapper_free(PyWrapper *w, PyObject *a, PyObject *b)
+static void wrapper_free(CvPyCallable *w, PyObject *a, PyObject *b)
 {
-    if (cv_python_enter() == 0) {
-        PyGILState_STATE g = cv_gil_acquire();
+    CvPythonCall call;
+    if (cv_python_begin(&call) == 0) {
         Py_XDECREF(a);
         Py_XDECREF(b);
         Py_XDECREF(w->module);
-        PyGILState_Release(g);
-        cv_python_leave();
+        cv_python_end(&call);
     }
     PyMem_RawFree(w->name);
     PyMem_RawFree(w);
 }
 
-static void function_release(void *ctx)
+static void element_function_release(void *ctx)
 {
-    PyFunction *f = ctx;
+    CvPyElementFunction *f = ctx;
     wrapper_free(&f->base, f->fn, f->out_convert);
+}
+
+/* Traverse hooks: called with the GIL held, by the gc (see dataset_type.c).
+ * Visit a wrapper's references (module, a, b; NULLs skipped). */
+static int wrapper_traverse(CvPyCallable *w, PyObject *a, PyObject *b, CvVisit visit, void *arg)
+{
+    int rc = a ? visit(a, arg) : 0;
+    if (!rc && b)
+        rc = visit(b, arg);
+    if (!rc && w->module)
+        rc = visit(w->module, arg);
+    return rc;
+}
+
+static int element_function_traverse(void *ctx, CvVisit visit, void *arg)
+{
+    CvPyElementFunction *f = ctx;
+    return wrapper_traverse(&f->base, f->fn, f->out_convert, visit, arg);
+}
+
+int cv_py_visit(void *object, void *arg)
+{
+    CvPyVisit *v = arg;
+    return v->visit((PyObject *)object, v->arg);
 }
 
 /* Allocate a zeroed wrapper of `size` bytes holding module and a copy of
@@ -303,7 +253,7 @@ static void *wrapper_new(size_t size, PyObject *module, PyObject *name, CvStatus
         return NULL;
     }
     size_t n = strlen(text) + 1;
-    PyWrapper *w = PyMem_RawCalloc(1, size);
+    CvPyCallable *w = PyMem_RawCalloc(1, size);
     char *copy = PyMem_RawMalloc(n);
     if (!w || !copy) {
         PyMem_RawFree(w);
@@ -321,30 +271,31 @@ CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_c
                                  PyObject *name, int with_id, CvFunction *out)
 {
     CvStatus s = CV_STATUS_OK;
-    PyFunction *f = wrapper_new(sizeof(*f), module, name, &s);
+    CvPyElementFunction *f = wrapper_new(sizeof(*f), module, name, &s);
     if (!f)
         return s;
     f->fn = Py_NewRef(fn);
     f->out_convert = Py_NewRef(out_convert);
     f->with_id = with_id;
-    *out = (CvFunction){function_call, function_call_chunk, function_release, f};
+    *out = (CvFunction){element_function_call, element_function_call_chunk,
+                        element_function_release, f, element_function_traverse};
     return CV_STATUS_OK;
 }
 
 /* Dataset functions (interleave's map_func): fn(*components) returns an
  * engine Dataset (the Python layer unwraps the user's conveyor Dataset). */
 typedef struct {
-    PyWrapper base;
+    CvPyCallable base;
     PyObject *fn;
-} PyDatasetFunction;
+} CvPyDatasetFunction;
 
 static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset **out)
 {
-    PyDatasetFunction *f = ctx;
+    CvPyDatasetFunction *f = ctx;
     CvStatus s = CV_STATUS_OK;
-    if (cv_python_enter() < 0)
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0)
         return python_gone(f->base.name);
-    PyGILState_STATE g = cv_gil_acquire();
     PyObject *args = cv_element_to_tuple(cv_get_state(f->base.module), in);
     PyObject *result = args ? PyObject_Call(f->fn, args, NULL) : NULL;
     CvDataset *ds = result ? cv_dataset_arg(f->base.module, result) : NULL;
@@ -354,42 +305,48 @@ static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset 
         s = cv_status_from_pyerr(f->base.name);
     Py_XDECREF(args);
     Py_XDECREF(result);
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
     return s;
 }
 
 static void dataset_function_release(void *ctx)
 {
-    PyDatasetFunction *f = ctx;
+    CvPyDatasetFunction *f = ctx;
     wrapper_free(&f->base, f->fn, NULL);
+}
+
+static int dataset_function_traverse(void *ctx, CvVisit visit, void *arg)
+{
+    CvPyDatasetFunction *f = ctx;
+    return wrapper_traverse(&f->base, f->fn, NULL, visit, arg);
 }
 
 CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObject *name,
                                          CvDatasetFunction *out)
 {
     CvStatus s = CV_STATUS_OK;
-    PyDatasetFunction *f = wrapper_new(sizeof(*f), module, name, &s);
+    CvPyDatasetFunction *f = wrapper_new(sizeof(*f), module, name, &s);
     if (!f)
         return s;
     f->fn = Py_NewRef(fn);
-    *out = (CvDatasetFunction){dataset_function_call, dataset_function_release, f};
+    *out = (CvDatasetFunction){dataset_function_call, dataset_function_release, f,
+                               dataset_function_traverse};
     return CV_STATUS_OK;
 }
 
 /* Sources: factory() returns a Python iterator whose items are lists of
  * arrays already checked against the element signature. */
 typedef struct {
-    PyWrapper base;
+    CvPyCallable base;
     PyObject *factory;
-} PySource;
+} CvPySource;
 
 static CvStatus source_open(void *ctx, void **state)
 {
-    PySource *src = ctx;
-    if (cv_python_enter() < 0)
+    CvPySource *src = ctx;
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0)
         return python_gone(src->base.name);
-    PyGILState_STATE g = cv_gil_acquire();
     CvStatus s = CV_STATUS_OK;
     PyObject *it = PyObject_CallNoArgs(src->factory);
     if (it)
@@ -397,17 +354,16 @@ static CvStatus source_open(void *ctx, void **state)
     if (!it)
         s = cv_status_from_pyerr(src->base.name);
     *state = it;
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
     return s;
 }
 
 static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
 {
-    PySource *src = ctx;
-    if (cv_python_enter() < 0)
+    CvPySource *src = ctx;
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0)
         return python_gone(src->base.name);
-    PyGILState_STATE g = cv_gil_acquire();
     CvStatus s = CV_STATUS_OK;
     PyObject *item = PyIter_Next((PyObject *)state);
     *end = false;
@@ -422,35 +378,40 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
             s = cv_status_prefix(s, "%s: ", src->base.name);
         Py_DECREF(item);
     }
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
     return s;
 }
 
 static void source_close(void *ctx, void *state)
 {
     (void)ctx;
-    if (!state || cv_python_enter() < 0)
+    CvPythonCall call;
+    if (!state || cv_python_begin(&call) < 0)
         return;
-    PyGILState_STATE g = cv_gil_acquire();
     Py_DECREF((PyObject *)state);
-    PyGILState_Release(g);
-    cv_python_leave();
+    cv_python_end(&call);
 }
 
 static void source_release(void *ctx)
 {
-    PySource *src = ctx;
+    CvPySource *src = ctx;
     wrapper_free(&src->base, src->factory, NULL);
+}
+
+static int source_traverse(void *ctx, CvVisit visit, void *arg)
+{
+    CvPySource *src = ctx;
+    return wrapper_traverse(&src->base, src->factory, NULL, visit, arg);
 }
 
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out)
 {
     CvStatus s = CV_STATUS_OK;
-    PySource *src = wrapper_new(sizeof(*src), module, name, &s);
+    CvPySource *src = wrapper_new(sizeof(*src), module, name, &s);
     if (!src)
         return s;
     src->factory = Py_NewRef(factory);
-    *out = (CvSource){source_open, source_next, source_close, source_release, src};
+    *out = (CvSource){source_open, source_next, source_close, source_release, src,
+                      source_traverse};
     return CV_STATUS_OK;
 }

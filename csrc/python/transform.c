@@ -1,6 +1,6 @@
 /* Binding of the structural transformations: filter, zip, concatenate,
  * shard, unbatch, rebatch, padded_batch. Argument checks and element specs
- * live in Python (conveyor/data/dataset.py); these functions take
+ * live in Python (conveyor/data/dataset.py, conveyor/data/ops/); these functions take
  * normalized arguments. */
 #include "python/binding.h"
 
@@ -26,10 +26,10 @@ static PyObject *transform_filter(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
-typedef CvStatus (*MultiKernel)(CvDataset *const *, int, CvDataset **);
+typedef CvStatus (*CvMultiKernel)(CvDataset *const *, int, CvDataset **);
 
 /* A list of engine datasets -> a dataset over all of them. */
-static PyObject *multi(PyObject *module, PyObject *list, MultiKernel make)
+static PyObject *multi(PyObject *module, PyObject *list, CvMultiKernel make)
 {
     PyObject *seq = PySequence_Fast(list, "expected a list of engine Datasets");
     if (!seq)

@@ -1,5 +1,5 @@
 /* CRC-32C: SSE4.2 instruction with run-time detection, slicing-by-8 fallback. */
-#include "ops/crc32c.h"
+#include "io/crc32c.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

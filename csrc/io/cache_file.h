@@ -17,7 +17,7 @@
  *   footer    32 B   u64 trailer offset, u64 trailer length, u32 trailer crc,
  *                    u32 footer crc, "CVCEND\0\0"
  *
- * Every crc is a masked CRC-32C (ops/crc32c.h). A chunk's data section holds
+ * Every crc is a masked CRC-32C (io/crc32c.h). A chunk's data section holds
  * its elements' components in order, each padded to 8 bytes: numeric values
  * as they are in memory; strings as {u64 offset, u64 length} pairs (offsets
  * from the start of the data section, each string right after the previous)

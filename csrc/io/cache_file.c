@@ -1,6 +1,6 @@
 /* Cache files: writer, reader and lock. The format is described in
  * cache_file.h. */
-#include "ops/cache_file.h"
+#include "io/cache_file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,8 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ops/crc32c.h"
-#include "ops/record_io.h"
+#include "core/array.h"
+#include "io/crc32c.h"
+#include "io/file.h"
 
 #define PROLOGUE_BYTES 32
 #define CHUNK_HEADER_BYTES 32
@@ -234,21 +235,6 @@ CvStatus cv_cache_writer_open(const char *path, CvCacheWriter **out)
     return CV_STATUS_OK;
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t item)
-{
-    if (need <= *cap && *p) /* allocated even when nothing is needed yet */
-        return true;
-    size_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * item);
-    if (!q)
-        return false;
-    *p = q;
-    *cap = n;
-    return true;
-}
-
 /* Bytes a tensor takes in the data section; strings: the refs and the text. */
 static size_t tensor_record_bytes(const CvTensor *t)
 {
@@ -322,7 +308,7 @@ static CvStatus flush_chunk(CvCacheWriter *w)
         }
     }
     CvStatus s = CV_STATUS_OK;
-    if (!grow((void **)&out, &cap, w->shapes_len + nc, sizeof(int64_t))) {
+    if (!cv_array_reserve((void **)&out, &cap, w->shapes_len + nc, sizeof(int64_t), 64)) {
         s = cv_error_nomem();
         goto done;
     }
@@ -413,8 +399,9 @@ CvStatus cv_cache_writer_append(CvCacheWriter *w, const CvElement *e)
         bytes += tensor_record_bytes(&e->t[i]);
         words += 1 + (size_t)e->t[i].rank;
     }
-    if (!grow((void **)&w->data, &w->data_cap, w->data_len + bytes, 1) ||
-        !grow((void **)&w->shapes, &w->shapes_cap, w->shapes_len + words, sizeof(int64_t)))
+    if (!cv_array_reserve((void **)&w->data, &w->data_cap, w->data_len + bytes, 1, 64) ||
+        !cv_array_reserve((void **)&w->shapes, &w->shapes_cap, w->shapes_len + words,
+                          sizeof(int64_t), 64))
         return cv_error_nomem();
     for (uint32_t i = 0; i < e->n; i++) {
         const CvTensor *t = &e->t[i];

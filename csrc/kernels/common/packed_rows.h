@@ -12,8 +12,8 @@
  * The Python layer picks ragged for components whose static shape is not
  * fully known, so a window of variable-length sequences works as in tf.data.
  */
-#ifndef CV_ROWS_H
-#define CV_ROWS_H
+#ifndef CV_PACKED_ROWS_H
+#define CV_PACKED_ROWS_H
 
 #include <stdbool.h>
 #include <stdint.h>

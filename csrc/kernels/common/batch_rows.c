@@ -1,4 +1,5 @@
-#include "core/batch_util.h"
+/* Gathering rows into batches and copying values (see batch_rows.h). */
+#include "kernels/common/batch_rows.h"
 
 #include <stdlib.h>
 #include <string.h>

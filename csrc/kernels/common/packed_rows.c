@@ -1,4 +1,5 @@
-#include "core/rows.h"
+/* Packing rows of elements into tensors (see packed_rows.h). */
+#include "kernels/common/packed_rows.h"
 
 #include <string.h>
 

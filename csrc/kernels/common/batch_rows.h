@@ -1,10 +1,10 @@
-/* Helpers shared by the batching kernels (batch, padded_batch, rebatch,
- * unbatch): gathering input rows into a batch, and copying values between
+/* Helpers shared by the batching kernels (batch, padded_batch, rebatch):
+ * gathering input rows into a batch, and copying values between
  * tensors (numbers by memcpy, strings by copying their bytes into the
  * destination's blob).
  */
-#ifndef CV_BATCH_UTIL_H
-#define CV_BATCH_UTIL_H
+#ifndef CV_BATCH_ROWS_H
+#define CV_BATCH_ROWS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,0 +1,190 @@
+"""``Dataset.cache`` (CacheDataset), in memory or in a file, with its hooks:
+``CacheWarning``, the progress bars (tqdm, optional) and the element spec
+stored in cache files."""
+import collections
+import importlib
+import json
+import sys
+import warnings
+
+from conveyor import _engine
+from conveyor import dtypes as _dtypes
+from conveyor import errors as _errors
+from conveyor import nest
+from conveyor.data.ops.dataset_base import UnaryUnchangedStructureDataset
+from conveyor.tensor_spec import TensorSpec
+
+__all__ = ["CacheDataset", "CacheWarning"]
+
+
+class CacheWarning(UserWarning):
+    """``Dataset.cache`` discarded a partial pass, or could not write its file."""
+
+
+_cache_progress = None  # None: auto (tqdm installed and stderr a terminal); see experimental
+_CACHE_PROGRESS_DELAY = 1.0  # seconds of filling before a bar appears
+
+
+def set_cache_progress(enabled):
+    global _cache_progress
+    _cache_progress = enabled
+
+
+def tqdm_class():
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def _cache_progress_active():
+    if _cache_progress is False:
+        return False
+    if _cache_progress is None:
+        try:
+            if not sys.stderr.isatty():
+                return False
+        except (AttributeError, ValueError):
+            return False
+    return tqdm_class() is not None
+
+
+def _cache_warn(message):
+    warnings.warn(message, CacheWarning, stacklevel=2)
+
+
+def _cache_progress_hook(label):
+    """A hook showing one tqdm bar per filling pass (keyed by the engine's token)."""
+    bars = {}
+
+    def progress(token, elements, nbytes, total, state):
+        bar = bars.get(token)
+        if bar is None:
+            if state != 0 or not _cache_progress_active():
+                return
+            bar = bars[token] = tqdm_class()(total=total if total >= 0 else None, desc=label,
+                                        unit=" elements", unit_scale=True, dynamic_ncols=True)
+        bar.set_postfix_str(f"{nbytes / 2**20:.1f} MiB", refresh=False)
+        bar.update(elements - bar.n)
+        if state != 0:
+            if state == 2:
+                bar.set_description_str(label + " (discarded)", refresh=False)
+            bar.close()
+            del bars[token]
+    return progress
+
+
+def _flat_component_specs(spec):
+    """[(dtype code, dims tuple or None)] of a spec's TensorSpec leaves, or None."""
+    out = []
+    for leaf in nest.flatten(spec):
+        if not isinstance(leaf, TensorSpec):
+            return None
+        dims = leaf.shape.dims
+        out.append((leaf.dtype._code, None if dims is None else tuple(dims)))
+    return out
+
+
+class _Unencodable(Exception):
+    pass
+
+
+def _encode_structure(spec):
+    """The element spec as JSON bytes, stored in cache files (None if it cannot be)."""
+    def enc(s):
+        if isinstance(s, TensorSpec):
+            return {"t": "spec", "dtype": s.dtype.name, "shape": s.shape.dims}
+        if type(s) is dict:
+            keys = list(s)
+            if not all(type(k) in (str, int) for k in keys):
+                raise _Unencodable
+            return {"t": "dict", "keys": keys, "values": [enc(s[k]) for k in keys]}
+        if isinstance(s, tuple) and hasattr(type(s), "_fields"):
+            return {"t": "namedtuple", "module": type(s).__module__,
+                    "name": type(s).__qualname__, "fields": list(type(s)._fields),
+                    "values": [enc(v) for v in s]}
+        if type(s) is tuple:
+            return {"t": "tuple", "values": [enc(v) for v in s]}
+        raise _Unencodable
+
+    try:
+        return json.dumps({"conveyor_element_spec": 1, "spec": enc(spec)}).encode()
+    except (_Unencodable, TypeError, ValueError):
+        return None
+
+
+def _namedtuple_type(module, name, fields):
+    try:
+        obj = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        if isinstance(obj, type) and issubclass(obj, tuple) and list(obj._fields) == fields:
+            return obj
+    except Exception:  # noqa: BLE001 - any failure: rebuild the type
+        pass
+    return collections.namedtuple(name.rsplit(".", 1)[-1], fields)
+
+
+def _decode_structure(blob):
+
+    def dec(d):
+        t = d["t"]
+        if t == "spec":
+            return TensorSpec(d["shape"], _dtypes.as_dtype(d["dtype"]))
+        values = [dec(v) for v in d["values"]]
+        if t == "dict":
+            return dict(zip(d["keys"], values))
+        if t == "namedtuple":
+            return _namedtuple_type(d["module"], d["name"], d["fields"])(*values)
+        if t == "tuple":
+            return tuple(values)
+        raise ValueError(t)
+
+    try:
+        doc = json.loads(blob.decode())
+        return dec(doc["spec"]) if doc.get("conveyor_element_spec") == 1 else None
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        return None
+
+
+class CacheDataset(UnaryUnchangedStructureDataset):
+    def __init__(self, input_dataset, filename):
+        super().__init__(input_dataset)
+        self._filename = filename
+        self._file_spec = None
+        # The hooks may outlive this object (an iterator keeps only the engine's
+        # datasets), and must not refer to it (the store it holds would form a cycle
+        # that the garbage collector cannot see through the capsule).
+        def describe():
+            spec = input_dataset._known_spec()
+            return None if spec is None else _encode_structure(spec)
+
+        label = f"cache {filename}" if filename else "cache (memory)"
+        self._store = _engine.cache_store(filename or None, _cache_warn,
+                                          _cache_progress_hook(label), describe,
+                                          _CACHE_PROGRESS_DELAY)
+
+    def _build(self, ctx, engine_inputs):
+        spec = self._inputs[0]._known_spec()
+        expected = None if spec is None else _flat_component_specs(spec)
+        return _engine.cache(engine_inputs[0], self._store, expected, ctx.memory)
+
+    def _spec_from_file(self):
+        """The element spec stored in the committed cache file, if there is one."""
+        if self._file_spec is None and self._filename:
+            try:
+                info = _engine.cache_file_info(self._store)
+            except (_errors.OpError, OSError):
+                info = None  # iterating reports the damaged file
+            if info is not None and info[0]:
+                self._file_spec = _decode_structure(info[0])
+        return self._file_spec
+
+    def _known_spec(self):
+        spec = self._inputs[0]._known_spec()
+        return spec if spec is not None else self._spec_from_file()
+
+    def _derive_spec(self):
+        spec = self._known_spec()
+        return spec if spec is not None else self._inputs[0].element_spec

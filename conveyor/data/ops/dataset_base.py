@@ -1,0 +1,276 @@
+"""What every dataset is: the ``Dataset`` base class and its element structure.
+
+A ``Dataset`` is an immutable description of a pipeline. Each transformation
+or source is a subclass (an op class, in conveyor/data/ops/<name>_op.py) that
+holds its arguments and its input datasets and says how to build its engine
+dataset (``_build``) and what its elements are (``_derive_spec``). Iterating a
+dataset builds (once per build context, then cached) the engine datasets of
+the whole chain and opens an engine iterator, which yields NumPy arrays; the
+flat components it gives are packed into the element's structure here
+(``structure_kind``, ``pack_element``), windows (``DatasetSpec`` components)
+into ``VariantDataset`` objects.
+
+tf.data's methods (``map``, ``batch``, ``from_tensor_slices``...) are added
+to this class by conveyor/data/dataset.py, which constructs the op classes:
+the op modules import only this module, so no import goes in a circle.
+"""
+import threading
+
+import numpy as np
+
+from conveyor import _engine
+from conveyor import nest
+from conveyor.data.options import AUTOTUNE, UNSET, BuildContext, Options, check_budget
+from conveyor.tensor_spec import TensorShape, TensorSpec
+
+__all__ = ["Dataset", "DatasetSpec", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
+
+INFINITE_CARDINALITY = -1
+UNKNOWN_CARDINALITY = -2
+
+
+class Cardinality(int):
+    """An int that also answers ``.numpy()``, as the tensor TensorFlow returns does."""
+
+    def numpy(self):
+        return np.int64(self)
+
+
+class Dataset:
+    """A pipeline of elements, as ``tf.data.Dataset``.
+
+    Build one with a source (``from_tensor_slices``, ``from_tensors``, ``range``,
+    ``from_generator``), chain transformations (``map``, ``batch``, ``prefetch``,
+    ``take``, ``skip``, ``repeat``), and iterate it: each element comes out with
+    its structure (tuples, dicts, namedtuples) and NumPy arrays as leaves;
+    scalars come out as NumPy scalars and strings as ``bytes``, as
+    ``as_numpy_iterator()`` gives in TensorFlow.
+    """
+
+    def __init__(self, inputs=()):
+        self._inputs = tuple(inputs)
+        self._engine_cache = {}
+        self._lock = threading.Lock()
+
+    # -- subclass hooks -----------------------------------------------------
+
+    def _build(self, ctx, engine_inputs):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _derive_spec(self):
+        """The element spec, possibly by computing it (a probe for Python maps)."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _known_spec(self):
+        """The element spec if it is known without running anything, else None."""
+        return self._derive_spec()
+
+    def _functions(self):
+        """The user functions this dataset runs (MapFunction objects), for repr."""
+        return ()
+
+    # -- engine plumbing ----------------------------------------------------
+
+    def _engine(self, ctx):
+        with self._lock:
+            handle = self._engine_cache.get(ctx)
+            if handle is None:
+                handle = self._build(ctx, [i._engine(ctx) for i in self._inputs])
+                self._engine_cache[ctx] = handle
+            return handle
+
+    def _context(self):
+        options = self.options()
+        deterministic = True if options.deterministic is None else bool(options.deterministic)
+        parallel_batch = options.experimental_optimization.parallel_batch
+        memory = self._ram_budget()
+        return BuildContext(deterministic, options.threading.private_threadpool_size or 0,
+                             parallel_batch is not False, None if memory is UNSET else memory,
+                             check_budget(options.autotune.cpu_budget, "cpu_budget"))
+
+    def _ram_budget(self):
+        """The engine RAM budget of the with_options() call that set
+        options.autotune.ram_budget last (as options() merges them), None for
+        the process default, or UNSET when no call below this dataset sets it."""
+        budget = UNSET
+        for i in self._inputs:
+            found = i._ram_budget()
+            if found is not UNSET:
+                budget = found
+        return budget
+
+    def _packing(self):
+        return structure_kind(self.element_spec)
+
+    # -- properties -----------------------------------------------------------
+
+    @property
+    def element_spec(self):
+        """The structure of ``TensorSpec`` objects describing each element."""
+        return self._derive_spec()
+
+    def options(self):
+        """The ``Options`` of this dataset (merged from its inputs)."""
+        merged = Options()
+        for i in self._inputs:
+            merged = merged.merge(i.options())
+        return merged
+
+    def cardinality(self):
+        """The number of elements, or ``INFINITE_CARDINALITY`` (-1) / ``UNKNOWN_CARDINALITY`` (-2)."""
+        return Cardinality(self._engine(self._context()).cardinality())
+
+    def __len__(self):
+        n = self.cardinality()
+        if n == INFINITE_CARDINALITY:
+            raise TypeError("The dataset is infinite.")
+        if n == UNKNOWN_CARDINALITY:
+            raise TypeError("The dataset length is unknown.")
+        return int(n)
+
+    def __bool__(self):
+        return True  # never fall back to __len__
+
+    def __iter__(self):
+        """A new iterator over the elements; each call starts from the beginning."""
+        return self._engine(self._context()).make_iterator(self._packing)
+
+    def as_numpy_iterator(self):
+        """An iterator of NumPy values (conveyor's iterators already yield NumPy)."""
+        for component in nest.flatten(self.element_spec):
+            if not isinstance(component, TensorSpec):
+                raise TypeError(f"Dataset.as_numpy_iterator() does not support {component!r}.")
+        return iter(self)
+
+    def __repr__(self):
+        modes = self._map_modes()
+        shown = f" maps={modes}" if modes else ""
+        return f"<{type(self).__name__} element_spec={self._known_spec()!r}{shown}>"
+
+    def _map_modes(self):
+        """How each map/filter function upstream runs, source first: "native"
+        (a compiled program, no GIL) or "python" (per element, under the GIL)."""
+        modes, seen, stack = [], set(), [self]
+        while stack:
+            ds = stack.pop()
+            if id(ds) in seen:
+                continue
+            seen.add(id(ds))
+            modes += [f"{f.name}: {f.mode or 'untraced'}" for f in ds._functions()]
+            stack.extend(ds._inputs)
+        return modes[::-1]
+
+
+class UnaryUnchangedStructureDataset(Dataset):
+    """A dataset with one input whose elements have the input's structure
+    (take, skip, repeat, prefetch, shuffle, shard, cache...)."""
+
+    def __init__(self, input_dataset):
+        super().__init__([input_dataset])
+
+    def _derive_spec(self):
+        return self._inputs[0].element_spec
+
+    def _known_spec(self):
+        return self._inputs[0]._known_spec()
+
+
+class SourceDataset(Dataset):
+    """A source whose engine dataset does not depend on options."""
+
+    def __init__(self, handle, spec):
+        super().__init__()
+        self._handle = handle
+        self._spec = spec
+
+    def _build(self, ctx, engine_inputs):
+        return self._handle
+
+    def _derive_spec(self):
+        return self._spec
+
+
+# -- element structure: flat engine components <-> elements ----------------------
+
+
+def structure_kind(spec):
+    """How the engine iterator repacks flat components: 0 single, 1 plain tuple, 2 call."""
+    if has_datasets(spec):
+        return 2, lambda flat: pack_element(spec, flat)
+    if not nest.is_nested(spec):
+        return 0, None
+    if type(spec) is tuple and not any(nest.is_nested(s) for s in spec):
+        return 1, None
+    return 2, lambda flat: nest.pack_sequence_as(spec, flat)
+
+
+class DatasetSpec:
+    """The type of a dataset-valued component (a window), as ``tf.data.DatasetSpec``."""
+
+    __slots__ = ("_element_spec", "_dataset_shape")
+
+    def __init__(self, element_spec, dataset_shape=()):
+        self._element_spec = element_spec
+        self._dataset_shape = TensorShape(dataset_shape)
+
+    @property
+    def element_spec(self):
+        """The element spec of the datasets this describes."""
+        return self._element_spec
+
+    @property
+    def value_type(self):
+        return Dataset
+
+    @staticmethod
+    def from_value(value):
+        """The spec of a Dataset."""
+        return DatasetSpec(value.element_spec)
+
+    def __eq__(self, other):
+        return (isinstance(other, DatasetSpec) and self._dataset_shape == other._dataset_shape
+                and nest.structure_key(self._element_spec) == nest.structure_key(other._element_spec)
+                and nest.flatten(self._element_spec) == nest.flatten(other._element_spec))
+
+    def __hash__(self):
+        return hash((nest.structure_key(self._element_spec),
+                     tuple(nest.flatten(self._element_spec)), self._dataset_shape))
+
+    def __repr__(self):
+        return f"DatasetSpec({self._element_spec!r}, {self._dataset_shape!r})"
+
+
+def has_datasets(spec):
+    return any(isinstance(s, DatasetSpec) for s in nest.flatten(spec))
+
+
+def ragged_mask(spec):
+    """Which components of a window travel ragged (values + shapes, kernels/common/packed_rows.h):
+    those whose static shape is not fully known, so their rows may differ."""
+    return [not s.shape.is_fully_defined() for s in nest.flatten(spec)]
+
+
+def pack_element(spec, flat):
+    """Flat engine components -> the element: DatasetSpec components (windows)
+    are read from their packed tensors into datasets."""
+    if not has_datasets(spec):
+        return nest.pack_sequence_as(spec, flat)
+    leaves, pos = [], 0
+    for s in nest.flatten(spec):
+        if isinstance(s, DatasetSpec):
+            mask = ragged_mask(s.element_spec)
+            width = len(mask) + sum(mask)
+            leaves.append(VariantDataset(s.element_spec, flat[pos:pos + width], mask))
+            pos += width
+        else:
+            leaves.append(flat[pos])
+            pos += 1
+    return nest.pack_sequence_as(spec, leaves)
+
+
+class VariantDataset(SourceDataset):
+    """The elements of one window (tf.data's class name for a dataset held in
+    an element): views of the tensors the engine packed."""
+
+    def __init__(self, spec, packed, mask):
+        super().__init__(_engine.window_source(list(packed), mask), spec)

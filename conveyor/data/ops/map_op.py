@@ -1,0 +1,62 @@
+"""``Dataset.map`` (MapDataset; ParallelMapDataset with num_parallel_calls).
+
+The function is traced into a native program when it can be (see
+structured_function.MapFunction and conveyor/_tracing.py), else called per
+element in Python."""
+from conveyor import _engine
+from conveyor import _tracing
+from conveyor.data.ops.dataset_base import Dataset
+from conveyor.data.ops.structured_function import MapFunction
+
+__all__ = ["MapDataset", "ParallelMapDataset"]
+
+
+class MapDataset(Dataset):
+    def __init__(self, input_dataset, map_func, parallelism, deterministic):
+        super().__init__([input_dataset])
+        self._function = MapFunction(map_func, input_dataset)
+        self._parallelism = parallelism
+        self._deterministic = deterministic
+
+    def _build(self, ctx, engine_inputs):
+        deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
+        fn, with_id = self._function.function_for_engine()
+        parallelism = 0 if _tracing.debug_mode() else ctx.parallelism(self._parallelism)
+        return _engine.map(engine_inputs[0], fn, self._function.convert, parallelism,
+                           deterministic, self._function.name, with_id, ctx.memory)
+
+    def _functions(self):
+        return (self._function,)
+
+    def _known_spec(self):
+        return self._function.spec
+
+    def _derive_spec(self):
+        self._function.resolve()
+        if self._function.spec is None:
+            # The function is Python: its output structure is known once it has run.
+            # Run it on the first input element (as tracing would run it once).
+            probe = self._engine(self._context())
+            it = _engine.take(probe, 1).make_iterator(lambda: (1, None))
+            for _ in it:
+                pass
+            if self._function.spec is None:
+                raise ValueError("Cannot infer the element_spec of this Dataset.map: its input "
+                                 "produced no element, and the output structure of a Python "
+                                 "function is known only once it has run.")
+        return self._function.spec
+
+    def __repr__(self):
+        # mode: how the function runs: "native" (a compiled program, no GIL) or
+        # "python" (per element, under the GIL), with the reason.
+        f = self._function
+        mode = f.mode or "untraced"
+        if f.mode == "python":
+            mode += f" ({f.reason})"
+        return (f"<{type(self).__name__} mode={mode} "
+                f"num_parallel_calls={self._parallelism or None} "
+                f"element_spec={self._known_spec()!r}>")
+
+
+class ParallelMapDataset(MapDataset):
+    """``map`` with ``num_parallel_calls``: the calls run on worker threads."""

@@ -1,0 +1,15 @@
+"""``Dataset.shuffle`` (ShuffleDataset); its seeds come from conveyor._seed."""
+from conveyor import _engine
+from conveyor.data.ops.dataset_base import UnaryUnchangedStructureDataset
+
+__all__ = ["ShuffleDataset"]
+
+
+class ShuffleDataset(UnaryUnchangedStructureDataset):
+    def __init__(self, input_dataset, buffer_size, seed, seed2, reshuffle):
+        super().__init__(input_dataset)
+        self._args = (buffer_size, seed, seed2, reshuffle)
+
+    def _build(self, ctx, engine_inputs):
+        # Built once per build context and cached: iterators share the seed generator.
+        return _engine.shuffle(engine_inputs[0], *self._args, ctx.memory)

@@ -1,0 +1,277 @@
+/* The buffered, inflating input stream (see input_stream.h). */
+#include "io/input_stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "io/file.h"
+
+struct CvInputStream {
+    int fd;
+    char *path; /* owned */
+    CvCompression compression;
+    uint64_t file_size; /* at open */
+    /* Buffered (decompressed) bytes: buf[pos, len) unread; buf[0] is at
+     * uncompressed offset buf_start. */
+    unsigned char *buf;
+    size_t cap, pos, len;
+    uint64_t buf_start;
+    /* Compressed input. */
+    unsigned char *in;
+    size_t in_cap;
+    z_stream z;
+    bool z_init;
+    bool raw_eof;     /* read() returned 0 */
+    bool stream_done; /* ZLIB stream ended: the rest of the file is ignored */
+};
+
+const char *cv_input_stream_path(const CvInputStream *s)
+{
+    return s->path;
+}
+
+CvCompression cv_input_stream_compression(const CvInputStream *s)
+{
+    return s->compression;
+}
+
+uint64_t cv_input_stream_file_size(const CvInputStream *s)
+{
+    return s->file_size;
+}
+
+uint64_t cv_input_stream_offset(const CvInputStream *s)
+{
+    return s->buf_start + s->pos;
+}
+
+/* Read from the file; a short count means it ended (raw_eof). */
+static CvStatus raw_read(CvInputStream *s, void *dst, size_t n, size_t *got)
+{
+    CvStatus st = cv_file_read(s->fd, s->path, dst, n, got);
+    if (!st && *got < n)
+        s->raw_eof = true;
+    return st;
+}
+
+void cv_input_stream_close(CvInputStream *s)
+{
+    if (!s)
+        return;
+    if (s->fd >= 0)
+        close(s->fd);
+    if (s->z_init)
+        inflateEnd(&s->z);
+    free(s->buf);
+    free(s->in);
+    free(s->path);
+    free(s);
+}
+
+CvStatus cv_input_stream_open(const char *path, CvCompression compression, size_t buffer_size,
+                              CvInputStream **out)
+{
+    CvStatus st = CV_STATUS_OK;
+    CvInputStream *s = calloc(1, sizeof(*s));
+    if (!s)
+        return cv_error_nomem();
+    s->fd = -1;
+    s->compression = compression;
+    s->cap = buffer_size ? buffer_size : CV_DEFAULT_READ_BUFFER;
+    if (s->cap < 4096)
+        s->cap = 4096; /* buffer_size=0 (no buffering) reads the same bytes */
+    if (s->cap > ((size_t)64 << 20))
+        s->cap = (size_t)64 << 20;
+    s->path = strdup(path);
+    if (!s->path) {
+        st = cv_error_nomem();
+        goto error;
+    }
+    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (s->fd < 0) {
+        st = cv_file_error(errno, path, NULL);
+        goto error;
+    }
+    struct stat sb;
+    if (fstat(s->fd, &sb) < 0) {
+        st = cv_file_error(errno, path, NULL);
+        goto error;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        st = cv_file_error(EISDIR, path, NULL);
+        goto error;
+    }
+    s->file_size = S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : UINT64_MAX;
+    (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    s->buf = malloc(s->cap);
+    if (!s->buf) {
+        st = cv_error_nomem();
+        goto error;
+    }
+    if (s->compression != CV_COMPRESSION_NONE) {
+        s->in_cap = s->cap;
+        s->in = malloc(s->in_cap);
+        if (!s->in) {
+            st = cv_error_nomem();
+            goto error;
+        }
+        int wbits = s->compression == CV_COMPRESSION_GZIP ? MAX_WBITS + 16 : MAX_WBITS;
+        if (inflateInit2(&s->z, wbits) != Z_OK) {
+            st = cv_error(CV_RESOURCE_EXHAUSTED, "%s: could not start zlib's inflate", path);
+            goto error;
+        }
+        s->z_init = true;
+    }
+    *out = s;
+    return CV_STATUS_OK;
+error:
+    cv_input_stream_close(s);
+    return st;
+}
+
+/* Refill an empty buffer. *eof when nothing more comes. Errors: I/O, and a
+ * damaged compressed stream (DATA_LOSS, message without context). */
+static CvStatus fill(CvInputStream *s, bool *eof)
+{
+    s->buf_start += s->len;
+    s->pos = s->len = 0;
+    *eof = false;
+    if (s->compression == CV_COMPRESSION_NONE) {
+        if (s->raw_eof) {
+            *eof = true;
+            return CV_STATUS_OK;
+        }
+        CvStatus st = raw_read(s, s->buf, s->cap, &s->len);
+        if (!st && s->len == 0)
+            *eof = true;
+        return st;
+    }
+    for (;;) {
+        if (s->stream_done) {
+            *eof = true;
+            return CV_STATUS_OK;
+        }
+        s->z.next_out = s->buf;
+        s->z.avail_out = (uInt)s->cap;
+        int r = inflate(&s->z, Z_NO_FLUSH);
+        if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
+            return cv_error(CV_DATA_LOSS, "inflate() failed with error %d%s%s", r,
+                            s->z.msg ? ": " : "", s->z.msg ? s->z.msg : "");
+        s->len = s->cap - s->z.avail_out;
+        if (r == Z_STREAM_END) {
+            if (s->compression == CV_COMPRESSION_GZIP)
+                inflateReset(&s->z); /* a following gzip member, if any */
+            else
+                s->stream_done = true;
+        }
+        if (s->len)
+            return CV_STATUS_OK;
+        /* No progress: more compressed input. */
+        if (s->raw_eof) {
+            *eof = true;
+            return CV_STATUS_OK;
+        }
+        size_t keep = s->z.avail_in;
+        if (keep && s->z.next_in != s->in)
+            memmove(s->in, s->z.next_in, keep);
+        size_t got = 0;
+        CvStatus st = raw_read(s, s->in + keep, s->in_cap - keep, &got);
+        if (st)
+            return st;
+        s->z.next_in = s->in;
+        s->z.avail_in = (uInt)(keep + got);
+        if (got == 0) {
+            *eof = true;
+            return CV_STATUS_OK;
+        }
+    }
+}
+
+CvStatus cv_input_stream_read(CvInputStream *s, void *dst, size_t n, size_t *got)
+{
+    size_t done = 0;
+    CvStatus st = CV_STATUS_OK;
+    while (done < n) {
+        if (s->pos < s->len) {
+            size_t k = s->len - s->pos;
+            if (k > n - done)
+                k = n - done;
+            memcpy((char *)dst + done, s->buf + s->pos, k);
+            s->pos += k;
+            done += k;
+            continue;
+        }
+        if (s->compression == CV_COMPRESSION_NONE && n - done >= s->cap) {
+            /* Big read: straight from the file into dst. */
+            size_t r = 0;
+            s->buf_start += s->len;
+            s->pos = s->len = 0;
+            st = raw_read(s, (char *)dst + done, n - done, &r);
+            s->buf_start += r;
+            done += r;
+            break;
+        }
+        bool eof;
+        st = fill(s, &eof);
+        if (st || eof)
+            break;
+    }
+    *got = done;
+    return st;
+}
+
+CvStatus cv_input_stream_skip(CvInputStream *s, uint64_t n, uint64_t *got)
+{
+    uint64_t done = 0;
+    CvStatus st = CV_STATUS_OK;
+    while (done < n) {
+        if (s->pos < s->len) {
+            size_t k = s->len - s->pos;
+            if (k > n - done)
+                k = (size_t)(n - done);
+            s->pos += k;
+            done += k;
+            continue;
+        }
+        bool eof;
+        st = fill(s, &eof);
+        if (st || eof)
+            break;
+    }
+    *got = done;
+    return st;
+}
+
+CvStatus cv_input_stream_peek(CvInputStream *s, const unsigned char **data, size_t *avail,
+                              bool *eof)
+{
+    *eof = false;
+    if (s->pos == s->len) {
+        CvStatus st = fill(s, eof);
+        if (st || *eof)
+            return st;
+    }
+    *data = s->buf + s->pos;
+    *avail = s->len - s->pos;
+    return CV_STATUS_OK;
+}
+
+void cv_input_stream_consume(CvInputStream *s, size_t n)
+{
+    s->pos += n;
+}
+
+CvStatus cv_input_stream_seek(CvInputStream *s, uint64_t offset, const char *what)
+{
+    if (s->compression != CV_COMPRESSION_NONE || s->buf_start + s->len != 0)
+        return cv_error(CV_INTERNAL, "%s: seek on a compressed or already read stream", s->path);
+    if (offset && lseek(s->fd, (off_t)offset, SEEK_SET) < 0)
+        return cv_file_error(errno, s->path, what);
+    s->buf_start = offset;
+    return CV_STATUS_OK;
+}

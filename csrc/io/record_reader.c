@@ -1,0 +1,367 @@
+/* Record framing of TFRecord, text-line and fixed-length files (see
+ * record_reader.h), over the buffered input stream (io/input_stream.h).
+ */
+#include "io/record_reader.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/array.h"
+#include "io/crc32c.h"
+#include "io/input_stream.h"
+
+struct CvRecordReader {
+    CvReaderParams p;
+    CvInputStream *s;
+    const char *path;          /* the stream's */
+    CvCompression compression; /* p.options.compression */
+    uint64_t index; /* records returned so far */
+    /* Text lines: the line being assembled. Fixed-length compressed: the
+     * lookahead (record + footer). */
+    unsigned char *scratch;
+    size_t scratch_len, scratch_cap;
+    uint64_t limit; /* fixed-length uncompressed: offset where the footer starts */
+};
+
+void cv_record_reader_close(CvRecordReader *r)
+{
+    if (!r)
+        return;
+    cv_input_stream_close(r->s);
+    free(r->scratch);
+    free(r);
+}
+
+/* A scalar string tensor of n bytes; *blob receives the bytes' address. */
+static CvStatus string_alloc(CvTensor *out, size_t n, unsigned char **blob)
+{
+    char *b = NULL;
+    CvStatus st = cv_tensor_alloc_scalar_string(out, n, &b);
+    *blob = (unsigned char *)b;
+    return st;
+}
+
+static CvStatus scratch_reserve(CvRecordReader *r, size_t need)
+{
+    if (!cv_array_reserve((void **)&r->scratch, &r->scratch_cap, need, 1, 256))
+        return cv_error(CV_RESOURCE_EXHAUSTED, "out of memory growing a record buffer to %zu bytes",
+                        need);
+    return CV_STATUS_OK;
+}
+
+/* Context for an error from the stream (a damaged compressed stream, I/O). */
+static CvStatus stream_error(CvRecordReader *r, CvStatus st, uint64_t offset)
+{
+    if (st->code == CV_DATA_LOSS)
+        return cv_status_prefix(st, "%s: %s stream is corrupted (reading record %" PRIu64
+                                " at offset %" PRIu64 "): ", r->path,
+                                cv_compression_name(r->compression), r->index, offset);
+    return st;
+}
+
+static CvStatus record_error(CvRecordReader *r, const char *what, uint64_t offset)
+{
+    return cv_error(CV_DATA_LOSS, "%s record at %" PRIu64 " in \"%s\" (record %" PRIu64 ")%s%s",
+                    what, offset, r->path, r->index,
+                    r->compression != CV_COMPRESSION_NONE ? ", " : "",
+                    r->compression != CV_COMPRESSION_NONE ? cv_compression_name(r->compression) : "");
+}
+
+static inline uint64_t le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+#define GROW_START ((size_t)1 << 20)
+
+static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
+{
+    CvInputStream *s = r->s;
+    uint64_t start = cv_input_stream_offset(s);
+    unsigned char hdr[12], foot[4];
+    size_t got;
+    CvStatus st = cv_input_stream_read(s, hdr, sizeof(hdr), &got);
+    if (st)
+        return stream_error(r, st, start);
+    if (got < sizeof(hdr)) {
+        /* TensorFlow (2.x) ends the file quietly at a partial header too: its
+         * header read reports OutOfRange, which the dataset takes as the end. */
+        *eof = true;
+        return CV_STATUS_OK;
+    }
+    if (cv_crc32c_masked(hdr, 8) != le32(hdr + 8))
+        return record_error(r, "corrupted", start);
+    uint64_t len = le64(hdr);
+    uint64_t at = cv_input_stream_offset(s), size = cv_input_stream_file_size(s);
+    if (r->compression == CV_COMPRESSION_NONE && at <= size && len > size - at)
+        return record_error(r, "truncated", start); /* before allocating anything */
+    if (len > r->p.options.max_record_bytes || len > SIZE_MAX - 64)
+        return cv_error(CV_DATA_LOSS, "record size too large: corrupted record at %" PRIu64
+                        " in \"%s\" (record %" PRIu64 ") declares %" PRIu64 " bytes, more than "
+                        "max_record_bytes (%" PRIu64 ")", start, r->path, r->index, len,
+                        r->p.options.max_record_bytes);
+    unsigned char *blob = NULL;
+    size_t n = (size_t)len;
+    if (r->compression == CV_COMPRESSION_NONE || n <= GROW_START) {
+        st = string_alloc(out, n, &blob);
+        if (st)
+            return st;
+        st = cv_input_stream_read(s, blob, n, &got);
+    } else {
+        /* A compressed stream: grow the buffer as the data actually arrives,
+         * so a forged length costs nothing until its bytes exist. */
+        size_t target = GROW_START;
+        got = 0;
+        for (;;) {
+            if (target > n)
+                target = n;
+            if ((st = scratch_reserve(r, target)))
+                break;
+            size_t k = 0;
+            st = cv_input_stream_read(s, r->scratch + got, target - got, &k);
+            got += k;
+            if (st || got < target || got == n)
+                break;
+            target *= 2;
+        }
+        if (!st && got == n) {
+            st = string_alloc(out, n, &blob);
+            if (!st)
+                memcpy(blob, r->scratch, n);
+        }
+        if (r->scratch_cap > 4 * GROW_START) { /* do not keep a huge buffer */
+            free(r->scratch);
+            r->scratch = NULL;
+            r->scratch_cap = 0;
+        }
+        if (st)
+            return stream_error(r, st, start);
+        if (got < n)
+            return record_error(r, "truncated", start);
+    }
+    if (!st && got == n)
+        st = cv_input_stream_read(s, foot, sizeof(foot), &got);
+    else if (!st)
+        got = 0;
+    if (st || got < sizeof(foot)) {
+        cv_tensor_clear(out);
+        return st ? stream_error(r, st, start) : record_error(r, "truncated", start);
+    }
+    if (cv_crc32c_masked(blob, n) != le32(foot)) {
+        cv_tensor_clear(out);
+        return record_error(r, "corrupted", start + sizeof(hdr)); /* TF: the data's offset */
+    }
+    r->index++;
+    return CV_STATUS_OK;
+}
+
+/* Append bytes to the line, dropping every '\r' (tf.data's ReadLine). */
+static CvStatus line_append(CvRecordReader *r, const unsigned char *p, size_t n)
+{
+    CvStatus st = scratch_reserve(r, r->scratch_len + n);
+    if (st)
+        return st;
+    const unsigned char *end = p + n;
+    while (p < end) {
+        const unsigned char *cr = memchr(p, '\r', (size_t)(end - p));
+        size_t k = (size_t)((cr ? cr : end) - p);
+        memcpy(r->scratch + r->scratch_len, p, k);
+        r->scratch_len += k;
+        p += k + (cr ? 1 : 0);
+    }
+    return CV_STATUS_OK;
+}
+
+static CvStatus emit(CvTensor *out, const unsigned char *p, size_t n)
+{
+    unsigned char *blob;
+    CvStatus st = string_alloc(out, n, &blob);
+    if (!st && n)
+        memcpy(blob, p, n);
+    return st;
+}
+
+static CvStatus text_line_next(CvRecordReader *r, CvTensor *out, bool *eof)
+{
+    CvInputStream *s = r->s;
+    r->scratch_len = 0;
+    uint64_t start = cv_input_stream_offset(s);
+    for (;;) {
+        const unsigned char *p = NULL;
+        size_t avail = 0;
+        bool end;
+        CvStatus st = cv_input_stream_peek(s, &p, &avail, &end);
+        if (st)
+            return stream_error(r, st, start);
+        if (end) {
+            if (r->scratch_len == 0) { /* a last segment is a line only if non-empty */
+                *eof = true;
+                return CV_STATUS_OK;
+            }
+            st = emit(out, r->scratch, r->scratch_len);
+            if (!st)
+                r->index++;
+            return st;
+        }
+        const unsigned char *nl = memchr(p, '\n', avail);
+        size_t seg = nl ? (size_t)(nl - p) : avail;
+        if (nl && r->scratch_len == 0 && !memchr(p, '\r', seg)) {
+            st = emit(out, p, seg); /* the common case: one copy */
+        } else {
+            st = line_append(r, p, seg);
+            if (!st && nl)
+                st = emit(out, r->scratch, r->scratch_len);
+        }
+        if (st)
+            return st;
+        cv_input_stream_consume(s, seg + (nl ? 1 : 0));
+        if (nl) {
+            r->index++;
+            return CV_STATUS_OK;
+        }
+    }
+}
+
+static CvStatus fixed_length_next(CvRecordReader *r, CvTensor *out, bool *eof)
+{
+    CvInputStream *s = r->s;
+    const CvReaderParams *p = &r->p;
+    uint64_t start = cv_input_stream_offset(s);
+    size_t rec = (size_t)p->record_bytes, foot = (size_t)p->footer_bytes;
+    size_t got;
+    CvStatus st;
+    if (r->compression == CV_COMPRESSION_NONE) {
+        if (start >= r->limit) {
+            *eof = true;
+            return CV_STATUS_OK;
+        }
+        unsigned char *blob;
+        if ((st = string_alloc(out, rec, &blob)))
+            return st;
+        st = cv_input_stream_read(s, blob, rec, &got);
+        if (st || got < rec) {
+            cv_tensor_clear(out);
+            return st ? st : record_error(r, "truncated", start); /* the file shrank */
+        }
+        r->index++;
+        return CV_STATUS_OK;
+    }
+    /* Compressed: the size is unknown, so keep `footer_bytes` of lookahead. */
+    st = cv_input_stream_read(s, r->scratch + r->scratch_len, rec + foot - r->scratch_len, &got);
+    if (st)
+        return stream_error(r, st, start);
+    r->scratch_len += got;
+    if (r->scratch_len < rec + foot) {
+        if (r->scratch_len == foot) {
+            *eof = true;
+            return CV_STATUS_OK;
+        }
+        uint64_t body = cv_input_stream_offset(s) - p->header_bytes - p->footer_bytes;
+        return cv_error(CV_DATA_LOSS, "Excluding the header (%" PRIu64 " bytes) and footer (%" PRIu64
+                        " bytes), input file \"%s\" has body length %" PRIu64 " bytes, which is not "
+                        "an exact multiple of the record length (%" PRIu64 " bytes).",
+                        p->header_bytes, p->footer_bytes, r->path, body, p->record_bytes);
+    }
+    if ((st = emit(out, r->scratch, rec)))
+        return st;
+    memmove(r->scratch, r->scratch + rec, foot);
+    r->scratch_len = foot;
+    r->index++;
+    return CV_STATUS_OK;
+}
+
+static CvStatus fixed_length_start(CvRecordReader *r)
+{
+    CvInputStream *s = r->s;
+    const CvReaderParams *p = &r->p;
+    uint64_t hf = p->header_bytes + p->footer_bytes, got;
+    CvStatus st;
+    if (r->compression == CV_COMPRESSION_NONE) {
+        if (cv_input_stream_file_size(s) < hf)
+            return cv_error(CV_INVALID_ARGUMENT, "input file \"%s\" has %" PRIu64 " bytes, fewer than "
+                            "the header (%" PRIu64 " bytes) and footer (%" PRIu64 " bytes)",
+                            r->path, cv_input_stream_file_size(s), p->header_bytes, p->footer_bytes);
+        uint64_t body = cv_input_stream_file_size(s) - hf;
+        if (body % p->record_bytes)
+            return cv_error(CV_INVALID_ARGUMENT, "Excluding the header (%" PRIu64 " bytes) and footer (%"
+                            PRIu64 " bytes), input file \"%s\" has body length %" PRIu64 " bytes, "
+                            "which is not an exact multiple of the record length (%" PRIu64 " bytes).",
+                            p->header_bytes, p->footer_bytes, r->path, body, p->record_bytes);
+        r->limit = cv_input_stream_file_size(s) - p->footer_bytes;
+        return cv_input_stream_seek(s, p->header_bytes, "(seeking past the header)");
+    }
+    if (p->record_bytes + p->footer_bytes > SIZE_MAX / 2)
+        return cv_error(CV_INVALID_ARGUMENT, "record_bytes + footer_bytes is too large");
+    if ((st = scratch_reserve(r, (size_t)(p->record_bytes + p->footer_bytes))))
+        return st;
+    if ((st = cv_input_stream_skip(s, p->header_bytes, &got)))
+        return stream_error(r, st, 0);
+    size_t n = 0;
+    if (got == p->header_bytes &&
+        (st = cv_input_stream_read(s, r->scratch, (size_t)p->footer_bytes, &n)))
+        return stream_error(r, st, got);
+    if (got < p->header_bytes || n < p->footer_bytes)
+        return cv_error(CV_DATA_LOSS, "input file \"%s\" has %" PRIu64 " bytes (uncompressed), fewer "
+                        "than the header (%" PRIu64 " bytes) and footer (%" PRIu64 " bytes)",
+                        r->path, got + n, p->header_bytes, p->footer_bytes);
+    r->scratch_len = n;
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_record_reader_open(const char *path, const CvReaderParams *params, CvRecordReader **out)
+{
+    CvRecordReader *r = calloc(1, sizeof(*r));
+    if (!r)
+        return cv_error_nomem();
+    r->p = *params;
+    if (!r->p.options.max_record_bytes)
+        r->p.options.max_record_bytes = CV_DEFAULT_MAX_RECORD_BYTES;
+    r->compression = r->p.options.compression;
+    CvStatus st = cv_input_stream_open(path, r->compression, r->p.options.buffer_size, &r->s);
+    if (!st)
+        r->path = cv_input_stream_path(r->s);
+    if (!st && r->p.format == CV_FORMAT_FIXED_LENGTH)
+        st = fixed_length_start(r);
+    if (st) {
+        cv_record_reader_close(r);
+        return st;
+    }
+    *out = r;
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_record_reader_next(CvRecordReader *r, CvTensor *out, bool *eof)
+{
+    *eof = false;
+    switch (r->p.format) {
+    case CV_FORMAT_TFRECORD:
+        return tfrecord_next(r, out, eof);
+    case CV_FORMAT_TEXT_LINE:
+        return text_line_next(r, out, eof);
+    case CV_FORMAT_FIXED_LENGTH:
+        return fixed_length_next(r, out, eof);
+    }
+    return cv_error(CV_INTERNAL, "unknown record format %d", (int)r->p.format);
+}
+
+CvStatus cv_reader_params_check(const CvReaderParams *params)
+{
+    const CvReadOptions *o = &params->options;
+    if (!cv_compression_valid(o->compression))
+        return cv_error(CV_INVALID_ARGUMENT, "unknown compression code %d", (int)o->compression);
+    if (params->format == CV_FORMAT_FIXED_LENGTH && params->record_bytes == 0)
+        return cv_error(CV_INVALID_ARGUMENT, "`record_bytes` must be > 0");
+    if (params->header_bytes > INT64_MAX || params->record_bytes > INT64_MAX ||
+        params->footer_bytes > INT64_MAX || params->header_bytes + params->footer_bytes > INT64_MAX)
+        return cv_error(CV_INVALID_ARGUMENT, "header_bytes/record_bytes/footer_bytes are too large");
+    return CV_STATUS_OK;
+}

@@ -1,0 +1,59 @@
+/* Record framing of the three record-file formats of tf.data, read from one
+ * file: TFRecord (length, masked CRC-32C of the length, data, masked CRC-32C
+ * of the data), text lines, and fixed-length records (header, records,
+ * footer). Each record comes out as a scalar string tensor.
+ *
+ * The dataset kernels that read many files in turn (kernels/tfrecord.c,
+ * text_line.c, fixed_length_record.c) open one reader per file. Plain C;
+ * nothing here needs the GIL; a reader belongs to one thread at a time.
+ * Offsets in messages count bytes of the uncompressed stream, as TensorFlow
+ * reports them.
+ */
+#ifndef CV_RECORD_READER_H
+#define CV_RECORD_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "io/compression.h"
+
+#define CV_DEFAULT_MAX_RECORD_BYTES ((uint64_t)256 << 20)
+
+typedef struct CvReadOptions {
+    CvCompression compression;
+    size_t buffer_size;        /* bytes per read (and per inflate output); 0 = default */
+    uint64_t max_record_bytes; /* TFRecord: larger declared lengths are data loss; 0 = default */
+} CvReadOptions;
+
+typedef enum CvRecordFormat {
+    CV_FORMAT_TFRECORD = 0,
+    CV_FORMAT_TEXT_LINE = 1,
+    CV_FORMAT_FIXED_LENGTH = 2,
+} CvRecordFormat;
+
+/* How to read the records of a file. */
+typedef struct CvReaderParams {
+    CvRecordFormat format;
+    CvReadOptions options;
+    uint64_t header_bytes, record_bytes, footer_bytes; /* fixed-length only */
+} CvReaderParams;
+
+/* INVALID_ARGUMENT unless the params can be read with: a known compression;
+ * fixed-length: record_bytes > 0 and the sizes fit in int64. */
+CvStatus cv_reader_params_check(const CvReaderParams *params);
+
+typedef struct CvRecordReader CvRecordReader;
+
+/* Open `path` for reading records. Errors: NOT_FOUND (missing), PERMISSION_DENIED,
+ * FAILED_PRECONDITION (a directory), INVALID_ARGUMENT (a fixed-length file whose
+ * size does not fit the layout), each naming the path. */
+CvStatus cv_record_reader_open(const char *path, const CvReaderParams *params, CvRecordReader **out);
+/* The next record as a scalar string tensor (owned by the caller), or *eof.
+ * Errors (DATA_LOSS with "truncated record at <offset>" / "corrupted record at
+ * <offset>", the path and the record index) leave the reader unusable: close it. */
+CvStatus cv_record_reader_next(CvRecordReader *r, CvTensor *out, bool *eof);
+void cv_record_reader_close(CvRecordReader *r); /* NULL-safe */
+
+#endif

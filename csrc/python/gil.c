@@ -1,0 +1,98 @@
+/* The GIL bridge: how engine threads enter Python.
+ *
+ * A map function, a generator or a hook runs on whichever thread calls it
+ * (a worker or the consumer). The thread takes the GIL for the call only,
+ * through cv_python_begin/cv_python_end, and no engine lock is held across
+ * the call (see core/stage.h).
+ *
+ * Shutdown: once the interpreter starts finalizing, a thread that asks for
+ * the GIL may hang or be killed. cv_shutting_down is set by the atexit hook
+ * (_engine.shutdown, iterator_type.c) before live iterators are closed; from
+ * then on cv_python_begin refuses, and callers fail with CV_CANCELLED or
+ * leak what they would have released.
+ */
+#include "python/binding.h"
+
+atomic_int cv_shutting_down;
+atomic_int cv_python_calls;
+
+int cv_python_unavailable(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return atomic_load(&cv_shutting_down) || Py_IsFinalizing();
+#else
+    return atomic_load(&cv_shutting_down) || _Py_IsFinalizing();
+#endif
+}
+
+/* Engine threads keep one Python thread state for their whole life. Without
+ * this, every PyGILState_Ensure/Release pair on a thread Python does not
+ * know creates and destroys a thread state (an mmap, a munmap and a page
+ * fault per element). The pin is one extra Ensure; the engine's thread-exit
+ * hook undoes it, which deletes the thread state. */
+static _Thread_local int pinned;
+
+static PyGILState_STATE gil_acquire(void)
+{
+    int fresh = PyGILState_GetThisThreadState() == NULL;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (fresh) {
+        (void)PyGILState_Ensure();
+        pinned = 1;
+    }
+    return g;
+}
+
+/* The count goes up before the shutdown check, so the atexit hook, which
+ * sets the flag and then waits for the count to drain, never misses a call
+ * on its way in. */
+int cv_python_begin(CvPythonCall *call)
+{
+    atomic_fetch_add(&cv_python_calls, 1);
+    if (cv_python_unavailable()) {
+        atomic_fetch_sub(&cv_python_calls, 1);
+        return -1;
+    }
+    call->gil = gil_acquire();
+    return 0;
+}
+
+void cv_python_end(CvPythonCall *call)
+{
+    PyGILState_Release(call->gil);
+    atomic_fetch_sub(&cv_python_calls, 1);
+}
+
+/* In a fork() child no engine thread exists: nothing is inside Python. */
+void cv_python_after_fork_child(void)
+{
+    atomic_store(&cv_python_calls, 0);
+}
+
+void cv_gil_thread_exit(void)
+{
+    if (!pinned)
+        return;
+    /* Counted like a call, but without gil_acquire: this drops the pin. */
+    atomic_fetch_add(&cv_python_calls, 1);
+    if (cv_python_unavailable()) {
+        atomic_fetch_sub(&cv_python_calls, 1);
+        return; /* at finalization the interpreter frees thread states itself */
+    }
+    pinned = 0;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_Release(PyGILState_LOCKED); /* drop the pin, keep the GIL */
+    PyGILState_Release(g);                 /* the last one: deletes the thread state */
+    atomic_fetch_sub(&cv_python_calls, 1);
+}
+
+/* Runs on the consumer thread, which Python knows; not counted, so that
+ * Ctrl-C still reaches a next() that runs while shutdown is under way. */
+int cv_check_signals(void *arg)
+{
+    (void)arg;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = PyErr_CheckSignals() < 0;
+    PyGILState_Release(g);
+    return stop;
+}

@@ -1,0 +1,353 @@
+/* conveyor._engine.Iterator: one pass over an engine dataset, the list of
+ * live iterators, and the atexit hook that stops them.
+ *
+ * GIL rules: an iterator whose pipeline may block (worker threads, joins)
+ * runs next() with the GIL released, waiting in short slices so Ctrl-C gets
+ * through; other pipelines run next() with the GIL held, which is cheaper.
+ * Destroying an iterator always happens with the GIL released, because a
+ * worker may be waiting for the GIL to finish a Python map function.
+ */
+#include "python/binding.h"
+
+#include <time.h>
+
+struct CvIteratorObject {
+    PyObject_HEAD
+    CvIterator *it;      /* owned; NULL once closed or exhausted */
+    PyObject *structure; /* strong until resolved; see make_iterator's doc */
+    PyObject *pack;      /* strong, for kind 2 */
+    int kind;            /* -1 unresolved, 0 single, 1 tuple, 2 pack */
+    bool may_block;
+    bool busy;            /* inside next() */
+    bool close_requested; /* close() arrived while busy */
+    unsigned long fork_generation;
+    CvIteratorObject *prev, *next; /* live list in module state */
+    PyObject *module;              /* strong */
+};
+
+static void live_link(CvModuleState *st, CvIteratorObject *self)
+{
+    self->prev = NULL;
+    self->next = st->live;
+    if (st->live)
+        st->live->prev = self;
+    st->live = self;
+}
+
+static void live_unlink(CvModuleState *st, CvIteratorObject *self)
+{
+    if (self->prev)
+        self->prev->next = self->next;
+    else if (st->live == self)
+        st->live = self->next;
+    if (self->next)
+        self->next->prev = self->prev;
+    self->prev = self->next = NULL;
+}
+
+static bool forked_away(CvIteratorObject *self)
+{
+    return self->fork_generation != cv_fork_generation();
+}
+
+/* Stop and free the engine iterator with the GIL released. */
+static void iterator_release(CvIteratorObject *self)
+{
+    CvIterator *it = self->it;
+    self->it = NULL;
+    if (!it)
+        return;
+    if (forked_away(self))
+        return; /* its threads and locks belong to the parent: leak, never join */
+    Py_BEGIN_ALLOW_THREADS
+    cv_iterator_cancel(it);
+    cv_iterator_destroy(it);
+    Py_END_ALLOW_THREADS
+}
+
+/* make_iterator's work: structure is kept until the first element. */
+PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure)
+{
+    CvModuleState *st = cv_get_state(module);
+    if (atomic_load(&cv_shutting_down)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "conveyor: cannot start an iterator while the interpreter is shutting down");
+        return NULL;
+    }
+    CvIteratorObject *self = PyObject_GC_New(CvIteratorObject, st->iterator_type);
+    if (!self)
+        return NULL;
+    self->it = NULL;
+    self->structure = Py_NewRef(structure);
+    self->pack = NULL;
+    self->kind = -1;
+    self->may_block = ds->may_block;
+    self->busy = false;
+    self->close_requested = false;
+    self->fork_generation = cv_fork_generation();
+    self->module = Py_NewRef(module);
+    live_link(st, self);
+    PyObject_GC_Track(self);
+    CvStatus s = cv_iterator_make(ds, &self->it);
+    if (s) {
+        Py_DECREF(self);
+        return cv_raise_status(st, s);
+    }
+    return (PyObject *)self;
+}
+
+static int resolve_structure(CvIteratorObject *self)
+{
+    PyObject *r = PyObject_CallNoArgs(self->structure);
+    if (!r)
+        return -1;
+    int kind;
+    PyObject *pack;
+    if (!PyArg_ParseTuple(r, "iO", &kind, &pack) || kind < 0 || kind > 2) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "structure() must return (kind, pack)");
+        Py_DECREF(r);
+        return -1;
+    }
+    self->kind = kind;
+    Py_XSETREF(self->pack, kind == 2 ? Py_NewRef(pack) : NULL);
+    Py_CLEAR(self->structure);
+    Py_DECREF(r);
+    return 0;
+}
+
+static PyObject *element_to_python(CvIteratorObject *self, CvModuleState *st, CvElement *e)
+{
+    if (self->kind < 0 && resolve_structure(self) < 0)
+        return NULL;
+    if (self->kind == 0) {
+        if (e->n != 1) {
+            PyErr_Format(PyExc_RuntimeError, "conveyor: expected one component, got %u", e->n);
+            return NULL;
+        }
+        return cv_tensor_to_python(st, &e->t[0]);
+    }
+    PyObject *tuple = cv_element_to_tuple(st, e);
+    if (!tuple || self->kind == 1)
+        return tuple;
+    PyObject *packed = PyObject_CallOneArg(self->pack, tuple);
+    Py_DECREF(tuple);
+    return packed;
+}
+
+static PyObject *iterator_next(PyObject *op)
+{
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    CvModuleState *st = cv_get_state(self->module);
+    if (forked_away(self)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "conveyor: this iterator was created before fork() and cannot be used in "
+                        "the child process; create a new iterator (iter(dataset)) in the child");
+        return NULL;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "conveyor: next() called on an iterator that another thread is using");
+        return NULL;
+    }
+    if (!self->it)
+        return NULL; /* exhausted or closed: StopIteration, sticky */
+    CvElement e = {0};
+    bool end = false;
+    CvStatus s;
+    self->busy = true;
+    if (self->may_block) {
+        Py_BEGIN_ALLOW_THREADS
+        CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
+        s = cv_iterator_next(self->it, &e, &end);
+        cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
+        Py_END_ALLOW_THREADS
+    } else {
+        s = cv_iterator_next(self->it, &e, &end);
+    }
+    self->busy = false;
+    if (self->close_requested || (!s && end)) {
+        cv_element_clear(&e);
+        iterator_release(self);
+        if (s)
+            return cv_raise_status(st, s);
+        return NULL;
+    }
+    if (s)
+        return cv_raise_status(st, s);
+    PyObject *result = element_to_python(self, st, &e);
+    cv_element_clear(&e);
+    return result;
+}
+
+static PyObject *iterator_close(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    if (self->busy) {
+        /* Another thread is inside next(): wake it; it frees the engine
+         * iterator when it returns. Cancel keeps the GIL: the thread in next()
+         * may free the tree as soon as it gets the GIL back, so the tree must
+         * not be walked without it. Cancel only takes short engine mutexes,
+         * and no engine thread waits for the GIL while holding one. */
+        self->close_requested = true;
+        if (!forked_away(self))
+            cv_iterator_cancel(self->it);
+    } else {
+        iterator_release(self);
+    }
+    Py_RETURN_NONE;
+}
+
+/* Visits what the object holds directly. The engine iterator (self->it) is
+ * not walked: it holds its datasets, and through them Python callables, but
+ * worker threads use and re-count those while the gc runs, so a cycle
+ * through a live iterator is collected only once the iterator is exhausted
+ * or closed (which frees the engine iterator). See dataset_type.c. */
+static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    Py_VISIT(Py_TYPE(op));
+    Py_VISIT(self->structure);
+    Py_VISIT(self->pack);
+    Py_VISIT(self->module);
+    return 0;
+}
+
+static int iterator_clear(PyObject *op)
+{
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    Py_CLEAR(self->structure);
+    Py_CLEAR(self->pack);
+    return 0;
+}
+
+static void iterator_dealloc(PyObject *op)
+{
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    iterator_release(self);
+    if (self->module)
+        live_unlink(cv_get_state(self->module), self);
+    iterator_clear(op);
+    Py_CLEAR(self->module);
+    tp->tp_free(op);
+    Py_DECREF(tp);
+}
+
+/* tf.data's Iterator.get_next(): the next element, or OutOfRangeError at the end. */
+static PyObject *iterator_get_next(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    PyObject *element = iterator_next(op);
+    if (element || PyErr_Occurred())
+        return element;
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    return cv_raise_status(cv_get_state(self->module), cv_error(CV_OUT_OF_RANGE, "End of sequence"));
+}
+
+static PyMethodDef iterator_methods[] = {
+    {"get_next", iterator_get_next, METH_NOARGS,
+     "The next element; raises conveyor.errors.OutOfRangeError at the end (as tf.data's)."},
+    {"close", iterator_close, METH_NOARGS,
+     "Stop the iterator now: cancel its work, join its threads and free its buffers."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot iterator_slots[] = {
+    {Py_tp_dealloc, iterator_dealloc},
+    {Py_tp_traverse, iterator_traverse},
+    {Py_tp_clear, iterator_clear},
+    {Py_tp_iter, PyObject_SelfIter},
+    {Py_tp_iternext, iterator_next},
+    {Py_tp_methods, iterator_methods},
+    {Py_tp_doc, "An iterator over a conveyor dataset; yields NumPy arrays."},
+    {0, NULL},
+};
+
+static PyType_Spec iterator_spec = {
+    .name = "conveyor._engine.Iterator",
+    .basicsize = sizeof(CvIteratorObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_GC |
+             Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = iterator_slots,
+};
+
+/* ------------------------------------------------------- module functions */
+
+/* The atexit hook, run before finalization:
+ * 1. From now on no engine thread may enter Python (cv_shutting_down).
+ * 2. Cancel every live iterator, which wakes all waits.
+ * 3. With the GIL released, give Python calls already running on workers
+ *    (a map function mid-call) up to `timeout` seconds to return.
+ * 4. Join and free every iterator if they did; otherwise abandon them: their
+ *    threads die with the process, and joining a thread stuck in a user
+ *    function would hang the exit. */
+static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
+{
+    double timeout = 2.0;
+    if (!PyArg_ParseTuple(args, "|d:shutdown", &timeout))
+        return NULL;
+    CvModuleState *st = cv_get_state(module);
+    atomic_store(&cv_shutting_down, 1);
+    /* A snapshot with strong references: releasing drops the GIL, and other
+     * threads may unlink iterators from the live list meanwhile. */
+    PyObject *live = PyList_New(0);
+    if (!live)
+        return NULL;
+    for (CvIteratorObject *self = st->live; self; self = self->next) {
+        if (self->it && !forked_away(self) && PyList_Append(live, (PyObject *)self) < 0) {
+            Py_DECREF(live);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = PyList_GET_SIZE(live);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        CvIteratorObject *self = (CvIteratorObject *)PyList_GET_ITEM(live, i);
+        if (self->it)
+            cv_iterator_cancel(self->it); /* GIL held: see iterator_close */
+    }
+    bool drained;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec nap = {0, 1000000};
+    for (double waited = 0; atomic_load(&cv_python_calls) > 0 && waited < timeout; waited += 1e-3)
+        nanosleep(&nap, NULL);
+    drained = atomic_load(&cv_python_calls) == 0;
+    Py_END_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        CvIteratorObject *self = (CvIteratorObject *)PyList_GET_ITEM(live, i);
+        if (self->busy)
+            self->close_requested = true; /* its next() returns CANCELLED and frees it */
+        else if (drained)
+            iterator_release(self);
+        else
+            self->it = NULL; /* abandoned */
+    }
+    Py_DECREF(live);
+    Py_RETURN_NONE;
+}
+
+static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
+{
+    (void)unused;
+    long n = 0;
+    for (CvIteratorObject *self = cv_get_state(module)->live; self; self = self->next)
+        n += self->it != NULL;
+    return PyLong_FromLong(n);
+}
+
+PyMethodDef cv_iterator_functions[] = {
+    {"shutdown", iterator_shutdown, METH_VARARGS,
+     "shutdown(timeout=2.0): stop all live iterators (run at interpreter exit)."},
+    {"live_iterators", iterator_live_iterators, METH_NOARGS, "Number of open iterators."},
+    {NULL, NULL, 0, NULL},
+};
+
+int cv_iterator_type_init(PyObject *module, CvModuleState *st)
+{
+    st->iterator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &iterator_spec, NULL);
+    if (!st->iterator_type || PyModule_AddType(module, st->iterator_type) < 0)
+        return -1;
+    return 0;
+}
