@@ -20,16 +20,13 @@
  * against the incoming element's: equal sizes (the usual case) cost no
  * atomic operation at all.
  */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/philox.h"
+#include "kernels/common/shuffle_buffer.h"
 #include "kernels/kernels.h"
 
-typedef struct {
-    int64_t buffer_size;
-    CvSeedGenerator seeds;
-} ShuffleParams;
+typedef CvShuffleParams ShuffleParams;
 
 typedef struct {
     CvUnaryIterator base;
@@ -95,28 +92,13 @@ static CvStatus ring_push(ShuffleIterator *it, int64_t buffer_size, CvElement *e
         it->capacity = grown;
         it->start = 0;
     }
-    int64_t k = (it->start + it->count) % it->capacity;
+    int64_t k = it->start + it->count;
+    if (k >= it->capacity)
+        k -= it->capacity;
     cv_element_move(&it->ring[k], e);
     it->sizes[k] = bytes;
     it->count++;
     return CV_STATUS_OK;
-}
-
-/* Charge an incoming element of `bytes`, netted against the bytes still owed
- * for the last element handed out (which are settled either way). */
-static bool charge_incoming(ShuffleIterator *it, CvMemory *memory, size_t bytes)
-{
-    size_t owed = it->owed;
-    it->owed = 0;
-    if (owed >= bytes) {
-        if (owed > bytes)
-            cv_memory_release(memory, owed - bytes);
-        return true;
-    }
-    if (cv_memory_try_charge(memory, bytes - owed))
-        return true;
-    cv_memory_release(memory, owed);
-    return false;
 }
 
 static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
@@ -141,13 +123,10 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
             }
         }
         size_t bytes = cv_element_bytes(&e);
-        if (!charge_incoming(it, memory, bytes)) {
-            char knob[128];
-            snprintf(knob, sizeof(knob), "lower shuffle's buffer_size (%lld; %lld elements fit)",
-                     (long long)p->buffer_size, (long long)it->count);
+        if (!cv_shuffle_charge_incoming(&it->owed, memory, bytes)) {
             cv_element_move(&it->pending, &e);
             it->has_pending = true;
-            return cv_memory_exceeded(memory, bytes, "Shuffle", it->held, knob);
+            return cv_shuffle_exceeded(memory, bytes, p->buffer_size, it->count, it->held);
         }
         if ((s = ring_push(it, p->buffer_size, &e, bytes))) {
             cv_memory_release(memory, bytes);
@@ -165,8 +144,10 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
         return CV_STATUS_OK;
     }
     *end = false;
-    int64_t offset = (int64_t)(cv_philox_next(&it->rng) % (uint64_t)it->count);
-    int64_t k = (it->start + offset) % it->capacity;
+    int64_t offset = cv_shuffle_offset(cv_philox_next(&it->rng), it->count);
+    int64_t k = it->start + offset; /* (start + offset) % capacity, without a division */
+    if (k >= it->capacity)
+        k -= it->capacity;
     cv_element_move(out, &it->ring[k]);
     it->owed = it->sizes[k];
     it->held -= it->sizes[k];
@@ -174,7 +155,8 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
         cv_element_move(&it->ring[k], &it->ring[it->start]);
         it->sizes[k] = it->sizes[it->start];
     }
-    it->start = (it->start + 1) % it->capacity;
+    if (++it->start == it->capacity)
+        it->start = 0;
     it->count--;
     return CV_STATUS_OK;
 }
@@ -200,6 +182,11 @@ const CvKernel cv_kernel_shuffle = {
     .cancel = cv_unary_iterator_cancel,
     .destroy = shuffle_destroy,
 };
+
+CvShuffleParams *cv_shuffle_params(const CvDataset *ds)
+{
+    return ds->kernel == &cv_kernel_shuffle ? ds->params : NULL;
+}
 
 CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed, int64_t seed2,
                             bool reshuffle_each_iteration, CvDataset **out)
