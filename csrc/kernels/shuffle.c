@@ -29,10 +29,19 @@
 typedef CvShuffleParams ShuffleParams;
 
 typedef struct {
+    CvElement e;
+    size_t bytes; /* charged for e */
+} Slot;
+
+/* Draws looked ahead (see prefetch_ahead). */
+#define AHEAD 3
+
+typedef struct {
     CvUnaryIterator base;
     CvPhilox rng;
-    CvElement *ring; /* logical element i at ring[(start + i) % capacity] */
-    size_t *sizes;   /* sizes[k]: the bytes charged for ring[k] */
+    uint32_t ahead[AHEAD]; /* the stream's next samples, drawn early, in order */
+    int nahead;
+    Slot *ring; /* logical element i at ring[(start + i) % capacity] */
     int64_t capacity, start, count;
     bool input_done;
     size_t held;       /* bytes of the buffered elements, charged to the budget */
@@ -73,32 +82,76 @@ static CvStatus ring_push(ShuffleIterator *it, int64_t buffer_size, CvElement *e
         int64_t grown = it->capacity ? it->capacity * 2 : 64;
         if (grown > buffer_size)
             grown = buffer_size;
-        CvElement *ring = malloc((size_t)grown * sizeof(CvElement));
-        size_t *sizes = malloc((size_t)grown * sizeof(size_t));
-        if (!ring || !sizes) {
-            free(ring);
-            free(sizes);
+        Slot *ring = malloc((size_t)grown * sizeof(Slot));
+        if (!ring)
             return cv_error(CV_RESOURCE_EXHAUSTED, "Shuffle: out of memory growing the buffer to "
                             "%lld elements", (long long)grown);
-        }
-        for (int64_t i = 0; i < it->count; i++) {
+        for (int64_t i = 0; i < it->count; i++)
             ring[i] = it->ring[(it->start + i) % it->capacity];
-            sizes[i] = it->sizes[(it->start + i) % it->capacity];
-        }
         free(it->ring);
-        free(it->sizes);
         it->ring = ring;
-        it->sizes = sizes;
         it->capacity = grown;
         it->start = 0;
     }
     int64_t k = it->start + it->count;
     if (k >= it->capacity)
         k -= it->capacity;
-    cv_element_move(&it->ring[k], e);
-    it->sizes[k] = bytes;
+    cv_element_move(&it->ring[k].e, e);
+    it->ring[k].bytes = bytes;
     it->count++;
     return CV_STATUS_OK;
+}
+
+/* The next sample of the iterator's Philox stream. */
+static uint32_t next_sample(ShuffleIterator *it)
+{
+    if (it->nahead == 0)
+        return cv_philox_next(&it->rng);
+    uint32_t r = it->ahead[0];
+    for (int i = 1; i < it->nahead; i++)
+        it->ahead[i - 1] = it->ahead[i];
+    it->nahead--;
+    return r;
+}
+
+/* A draw touches a random ring slot, then the element's tensor array, then
+ * (in the batch that follows, usually) its values: three dependent cache
+ * misses, which dominated the cost of shuffling small elements. The draws of
+ * the next calls are known (the Philox stream, and a buffer that stays as
+ * full as it is now), so each call prefetches the slot three draws ahead,
+ * the tensors two ahead and the values of the next one, each from what the
+ * previous calls brought in. A wrong guess (the input ends, an element moved)
+ * only wastes a prefetch; the order is untouched. */
+static void prefetch_ahead(ShuffleIterator *it, int64_t buffer_size)
+{
+    while (it->nahead < AHEAD)
+        it->ahead[it->nahead++] = cv_philox_next(&it->rng);
+    for (int j = AHEAD - 1; j >= 0; j--) {
+        int64_t count = it->input_done ? it->count - j : buffer_size;
+        if (count <= 0)
+            continue;
+        /* Its place among the elements buffered now; only those are read
+         * (the others are not pulled yet). */
+        int64_t logical = j + cv_shuffle_offset(it->ahead[j], count);
+        if (logical >= it->count)
+            continue;
+        int64_t k = it->start + logical;
+        if (k >= it->capacity)
+            k -= it->capacity;
+        const Slot *slot = &it->ring[k];
+        if (j == 2) {
+            __builtin_prefetch(slot);
+        } else if (slot->e.n) {
+            const CvTensor *t = slot->e.t;
+            if (j == 1) {
+                __builtin_prefetch(t);
+                __builtin_prefetch(&t->data);
+            } else {
+                for (uint32_t c = 0; c < slot->e.n && c < 4; c++)
+                    __builtin_prefetch(t[c].data);
+            }
+        }
+    }
 }
 
 static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
@@ -144,20 +197,19 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
         return CV_STATUS_OK;
     }
     *end = false;
-    int64_t offset = cv_shuffle_offset(cv_philox_next(&it->rng), it->count);
+    int64_t offset = cv_shuffle_offset(next_sample(it), it->count);
     int64_t k = it->start + offset; /* (start + offset) % capacity, without a division */
     if (k >= it->capacity)
         k -= it->capacity;
-    cv_element_move(out, &it->ring[k]);
-    it->owed = it->sizes[k];
-    it->held -= it->sizes[k];
-    if (offset != 0) {
-        cv_element_move(&it->ring[k], &it->ring[it->start]);
-        it->sizes[k] = it->sizes[it->start];
-    }
+    cv_element_move(out, &it->ring[k].e);
+    it->owed = it->ring[k].bytes;
+    it->held -= it->ring[k].bytes;
+    if (offset != 0)
+        it->ring[k] = it->ring[it->start]; /* the oldest fills the hole */
     if (++it->start == it->capacity)
         it->start = 0;
     it->count--;
+    prefetch_ahead(it, p->buffer_size);
     return CV_STATUS_OK;
 }
 
@@ -165,11 +217,10 @@ static void shuffle_destroy(CvIterator *base)
 {
     ShuffleIterator *it = (ShuffleIterator *)base;
     for (int64_t i = 0; i < it->count; i++)
-        cv_element_clear(&it->ring[(it->start + i) % it->capacity]);
+        cv_element_clear(&it->ring[(it->start + i) % it->capacity].e);
     cv_memory_release(base->dataset->memory, it->held + it->owed);
     cv_element_clear(&it->pending);
     free(it->ring);
-    free(it->sizes);
     cv_unary_iterator_destroy(base);
 }
 

@@ -182,7 +182,8 @@ static CvStatus grow(ShuffleBatchIterator *it)
 {
     /* At most buffer_size in the ring, plus the rows of the batch being built. */
     const ShuffleBatchParams *p = it->staged.base.dataset->params;
-    int64_t limit = it->shuffle->buffer_size + p->batch_size;
+    int64_t limit = it->shuffle->buffer_size > INT64_MAX - p->batch_size
+                        ? INT64_MAX : it->shuffle->buffer_size + p->batch_size;
     int64_t grown = it->capacity ? it->capacity * 2 : 64;
     if (grown > limit)
         grown = limit;
