@@ -42,3 +42,11 @@ def test_memory_benchmark_small():
     assert result.returncode == 0, result.stdout + result.stderr
     assert "shuffle(200)" in result.stdout and "conveyor" in result.stdout
     assert "failed" not in result.stdout
+
+
+def test_shuffle_benchmark_small():
+    result = run(["benchmarks/shuffle.py", "--no-tf", "--n", "3000", "--buffer", "500",
+                  "--epochs", "2"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "conveyor / NumPy permute+gather" in result.stdout
+    assert "failed" not in result.stdout and "CHECK FAILED" not in result.stdout

@@ -189,3 +189,8 @@ CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remain
     p->num_workers = workers;
     return cv_dataset_new(&cv_kernel_batch, &input, 1, p, workers > 0, out);
 }
+
+CvStatus cv_batch_stack(CvElement *bundle, int64_t rows, CvElement *out)
+{
+    return stack(bundle, rows, out);
+}

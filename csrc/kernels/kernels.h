@@ -22,6 +22,10 @@ CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_ca
                         bool deterministic, CvDataset **out);
 CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remainder,
                           int64_t num_parallel_calls, bool deterministic, CvDataset **out);
+/* batch's stacking of a bundle of `rows` rows (row r's component c at
+ * bundle->t[r * ncomp + c]) into one element, with batch's errors. Takes the
+ * bundle. */
+CvStatus cv_batch_stack(CvElement *bundle, int64_t rows, CvElement *out);
 /* buffer_size: CV_AUTOTUNE, 0 (no prefetching) or > 0. */
 CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **out);
 /* interleave: cycle_length >= 1, block_length >= 1; num_parallel_calls 0
@@ -33,6 +37,13 @@ CvStatus cv_ignore_errors_dataset(CvDataset *input, bool log_warning, CvDataset 
 /* seed == seed2 == 0: unseeded (random seeds). */
 CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed, int64_t seed2,
                             bool reshuffle_each_iteration, CvDataset **out);
+/* shuffle followed by batch, fused (kernels/shuffle_batch.c): `shuffle` is a
+ * shuffle dataset (its input and seed generator are used); the other
+ * arguments are batch's. Elements of fixed shape whose numbers take at most
+ * CV_ARENA_MAX_ROW_BYTES wait in one arena; others are kept whole. */
+#define CV_ARENA_MAX_ROW_BYTES 4096
+CvStatus cv_shuffle_batch_dataset(CvDataset *shuffle, int64_t batch_size, bool drop_remainder,
+                                  int64_t num_parallel_calls, bool deterministic, CvDataset **out);
 CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out);

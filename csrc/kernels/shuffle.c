@@ -20,22 +20,28 @@
  * against the incoming element's: equal sizes (the usual case) cost no
  * atomic operation at all.
  */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/philox.h"
+#include "kernels/common/shuffle_buffer.h"
 #include "kernels/kernels.h"
 
+typedef CvShuffleParams ShuffleParams;
+
 typedef struct {
-    int64_t buffer_size;
-    CvSeedGenerator seeds;
-} ShuffleParams;
+    CvElement e;
+    size_t bytes; /* charged for e */
+} Slot;
+
+/* Draws looked ahead (see prefetch_ahead). */
+#define AHEAD 3
 
 typedef struct {
     CvUnaryIterator base;
     CvPhilox rng;
-    CvElement *ring; /* logical element i at ring[(start + i) % capacity] */
-    size_t *sizes;   /* sizes[k]: the bytes charged for ring[k] */
+    uint32_t ahead[AHEAD]; /* the stream's next samples, drawn early, in order */
+    int nahead;
+    Slot *ring; /* logical element i at ring[(start + i) % capacity] */
     int64_t capacity, start, count;
     bool input_done;
     size_t held;       /* bytes of the buffered elements, charged to the budget */
@@ -76,47 +82,76 @@ static CvStatus ring_push(ShuffleIterator *it, int64_t buffer_size, CvElement *e
         int64_t grown = it->capacity ? it->capacity * 2 : 64;
         if (grown > buffer_size)
             grown = buffer_size;
-        CvElement *ring = malloc((size_t)grown * sizeof(CvElement));
-        size_t *sizes = malloc((size_t)grown * sizeof(size_t));
-        if (!ring || !sizes) {
-            free(ring);
-            free(sizes);
+        Slot *ring = malloc((size_t)grown * sizeof(Slot));
+        if (!ring)
             return cv_error(CV_RESOURCE_EXHAUSTED, "Shuffle: out of memory growing the buffer to "
                             "%lld elements", (long long)grown);
-        }
-        for (int64_t i = 0; i < it->count; i++) {
+        for (int64_t i = 0; i < it->count; i++)
             ring[i] = it->ring[(it->start + i) % it->capacity];
-            sizes[i] = it->sizes[(it->start + i) % it->capacity];
-        }
         free(it->ring);
-        free(it->sizes);
         it->ring = ring;
-        it->sizes = sizes;
         it->capacity = grown;
         it->start = 0;
     }
-    int64_t k = (it->start + it->count) % it->capacity;
-    cv_element_move(&it->ring[k], e);
-    it->sizes[k] = bytes;
+    int64_t k = it->start + it->count;
+    if (k >= it->capacity)
+        k -= it->capacity;
+    cv_element_move(&it->ring[k].e, e);
+    it->ring[k].bytes = bytes;
     it->count++;
     return CV_STATUS_OK;
 }
 
-/* Charge an incoming element of `bytes`, netted against the bytes still owed
- * for the last element handed out (which are settled either way). */
-static bool charge_incoming(ShuffleIterator *it, CvMemory *memory, size_t bytes)
+/* The next sample of the iterator's Philox stream. */
+static uint32_t next_sample(ShuffleIterator *it)
 {
-    size_t owed = it->owed;
-    it->owed = 0;
-    if (owed >= bytes) {
-        if (owed > bytes)
-            cv_memory_release(memory, owed - bytes);
-        return true;
+    if (it->nahead == 0)
+        return cv_philox_next(&it->rng);
+    uint32_t r = it->ahead[0];
+    for (int i = 1; i < it->nahead; i++)
+        it->ahead[i - 1] = it->ahead[i];
+    it->nahead--;
+    return r;
+}
+
+/* A draw touches a random ring slot, then the element's tensor array, then
+ * (in the batch that follows, usually) its values: three dependent cache
+ * misses, which dominated the cost of shuffling small elements. The draws of
+ * the next calls are known (the Philox stream, and a buffer that stays as
+ * full as it is now), so each call prefetches the slot three draws ahead,
+ * the tensors two ahead and the values of the next one, each from what the
+ * previous calls brought in. A wrong guess (the input ends, an element moved)
+ * only wastes a prefetch; the order is untouched. */
+static void prefetch_ahead(ShuffleIterator *it, int64_t buffer_size)
+{
+    while (it->nahead < AHEAD)
+        it->ahead[it->nahead++] = cv_philox_next(&it->rng);
+    for (int j = AHEAD - 1; j >= 0; j--) {
+        int64_t count = it->input_done ? it->count - j : buffer_size;
+        if (count <= 0)
+            continue;
+        /* Its place among the elements buffered now; only those are read
+         * (the others are not pulled yet). */
+        int64_t logical = j + cv_shuffle_offset(it->ahead[j], count);
+        if (logical >= it->count)
+            continue;
+        int64_t k = it->start + logical;
+        if (k >= it->capacity)
+            k -= it->capacity;
+        const Slot *slot = &it->ring[k];
+        if (j == 2) {
+            __builtin_prefetch(slot);
+        } else if (slot->e.n) {
+            const CvTensor *t = slot->e.t;
+            if (j == 1) {
+                __builtin_prefetch(t);
+                __builtin_prefetch(&t->data);
+            } else {
+                for (uint32_t c = 0; c < slot->e.n && c < 4; c++)
+                    __builtin_prefetch(t[c].data);
+            }
+        }
     }
-    if (cv_memory_try_charge(memory, bytes - owed))
-        return true;
-    cv_memory_release(memory, owed);
-    return false;
 }
 
 static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
@@ -141,13 +176,10 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
             }
         }
         size_t bytes = cv_element_bytes(&e);
-        if (!charge_incoming(it, memory, bytes)) {
-            char knob[128];
-            snprintf(knob, sizeof(knob), "lower shuffle's buffer_size (%lld; %lld elements fit)",
-                     (long long)p->buffer_size, (long long)it->count);
+        if (!cv_shuffle_charge_incoming(&it->owed, memory, bytes)) {
             cv_element_move(&it->pending, &e);
             it->has_pending = true;
-            return cv_memory_exceeded(memory, bytes, "Shuffle", it->held, knob);
+            return cv_shuffle_exceeded(memory, bytes, p->buffer_size, it->count, it->held);
         }
         if ((s = ring_push(it, p->buffer_size, &e, bytes))) {
             cv_memory_release(memory, bytes);
@@ -165,17 +197,19 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
         return CV_STATUS_OK;
     }
     *end = false;
-    int64_t offset = (int64_t)(cv_philox_next(&it->rng) % (uint64_t)it->count);
-    int64_t k = (it->start + offset) % it->capacity;
-    cv_element_move(out, &it->ring[k]);
-    it->owed = it->sizes[k];
-    it->held -= it->sizes[k];
-    if (offset != 0) {
-        cv_element_move(&it->ring[k], &it->ring[it->start]);
-        it->sizes[k] = it->sizes[it->start];
-    }
-    it->start = (it->start + 1) % it->capacity;
+    int64_t offset = cv_shuffle_offset(next_sample(it), it->count);
+    int64_t k = it->start + offset; /* (start + offset) % capacity, without a division */
+    if (k >= it->capacity)
+        k -= it->capacity;
+    cv_element_move(out, &it->ring[k].e);
+    it->owed = it->ring[k].bytes;
+    it->held -= it->ring[k].bytes;
+    if (offset != 0)
+        it->ring[k] = it->ring[it->start]; /* the oldest fills the hole */
+    if (++it->start == it->capacity)
+        it->start = 0;
     it->count--;
+    prefetch_ahead(it, p->buffer_size);
     return CV_STATUS_OK;
 }
 
@@ -183,11 +217,10 @@ static void shuffle_destroy(CvIterator *base)
 {
     ShuffleIterator *it = (ShuffleIterator *)base;
     for (int64_t i = 0; i < it->count; i++)
-        cv_element_clear(&it->ring[(it->start + i) % it->capacity]);
+        cv_element_clear(&it->ring[(it->start + i) % it->capacity].e);
     cv_memory_release(base->dataset->memory, it->held + it->owed);
     cv_element_clear(&it->pending);
     free(it->ring);
-    free(it->sizes);
     cv_unary_iterator_destroy(base);
 }
 
@@ -200,6 +233,11 @@ const CvKernel cv_kernel_shuffle = {
     .cancel = cv_unary_iterator_cancel,
     .destroy = shuffle_destroy,
 };
+
+CvShuffleParams *cv_shuffle_params(const CvDataset *ds)
+{
+    return ds->kernel == &cv_kernel_shuffle ? ds->params : NULL;
+}
 
 CvStatus cv_shuffle_dataset(CvDataset *input, int64_t buffer_size, int64_t seed, int64_t seed2,
                             bool reshuffle_each_iteration, CvDataset **out)

@@ -188,6 +188,24 @@ static PyObject *constructors_repeat(PyObject *module, PyObject *args)
     return counted(module, args, cv_repeat_dataset, "OL:repeat");
 }
 
+static PyObject *constructors_shuffle_batch(PyObject *module, PyObject *args)
+{
+    PyObject *shuffle;
+    long long batch_size, parallel;
+    int drop_remainder, deterministic;
+    CvMemory *memory = NULL;
+    if (!PyArg_ParseTuple(args, "OLpLp|O&:shuffle_batch", &shuffle, &batch_size, &drop_remainder,
+                          &parallel, &deterministic, cv_memory_arg, &memory))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, shuffle);
+    if (!in)
+        return NULL;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_shuffle_batch_dataset(in, batch_size, drop_remainder, parallel, deterministic,
+                                          &ds);
+    return cv_wrap_buffering(module, s, ds, memory);
+}
+
 PyMethodDef cv_constructor_functions[] = {
     {"tensor_slices", constructors_tensor_slices, METH_O, "tensor_slices(list of arrays) -> Dataset"},
     {"tensors", constructors_tensors, METH_O, "tensors(list of arrays) -> Dataset"},
@@ -206,6 +224,9 @@ PyMethodDef cv_constructor_functions[] = {
     {"prefetch", constructors_prefetch, METH_VARARGS, "prefetch(input, buffer_size, memory=None) -> Dataset"},
     {"shuffle", constructors_shuffle, METH_VARARGS,
      "shuffle(input, buffer_size, seed, seed2, reshuffle_each_iteration, memory=None) -> Dataset"},
+    {"shuffle_batch", constructors_shuffle_batch, METH_VARARGS,
+     "shuffle_batch(shuffle, batch_size, drop_remainder, num_parallel_calls, deterministic, "
+     "memory=None) -> Dataset: shuffle followed by batch, fused"},
     {"take", constructors_take, METH_VARARGS, "take(input, count) -> Dataset"},
     {"skip", constructors_skip, METH_VARARGS, "skip(input, count) -> Dataset"},
     {"repeat", constructors_repeat, METH_VARARGS, "repeat(input, count) -> Dataset"},

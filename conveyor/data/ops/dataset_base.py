@@ -86,7 +86,9 @@ class Dataset:
         memory = self._ram_budget()
         return BuildContext(deterministic, options.threading.private_threadpool_size or 0,
                              parallel_batch is not False, None if memory is UNSET else memory,
-                             check_budget(options.autotune.cpu_budget, "cpu_budget"))
+                             check_budget(options.autotune.cpu_budget, "cpu_budget"),
+                             options.experimental_optimization.shuffle_and_batch_fusion
+                             is not False)
 
     def _ram_budget(self):
         """The engine RAM budget of the with_options() call that set
