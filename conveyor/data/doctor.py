@@ -160,7 +160,14 @@ def _jsonable(x):
 
 
 def _ms(seconds):
-    return f"{seconds * 1e3:.3f} ms" if abs(seconds) < 1 else f"{seconds:.2f} s"
+    ms = seconds * 1e3
+    if abs(seconds) >= 1:
+        return f"{seconds:.2f} s"
+    return f"{ms:.3f} ms" if abs(ms) < 1 else f"{ms:.1f} ms"
+
+
+def _rate(per_second):
+    return f"{per_second:,.0f}" if per_second >= 100 else f"{per_second:.3g}"
 
 
 def _mib(n):
@@ -690,7 +697,7 @@ class _Doctor:
             return Check(name, SKIPPED, threshold=threshold,
                          detail="too few elements to time (raise steps)")
         speedup = fast / slow
-        detail = f"{speedup:.2f}x ({fast:,.0f} vs {slow:,.0f} elements/s)"
+        detail = f"{speedup:.2f}x ({_rate(fast)} vs {_rate(slow)} elements/s)"
         if not any(_is_parallel(ds, t.ctx) for ds in _stages(t.dataset)):
             return Check(name, OK, speedup, threshold,
                          detail + ": no parallel stage or prefetch to remove")
@@ -744,7 +751,7 @@ class _Doctor:
         top = max(measured, key=lambda s: s.added)
         ds = _stages(t.dataset)[top.position]
         detail = (f"{top.name}: {top.share:.0%} of the time "
-                  f"({_ms(top.added)} per element)")
+                  f"({_ms(top.added)} per pipeline element)")
         remedy = _stage_remedy(ds, t.ctx)
         if input_bound.status == OK:
             return Check(name, OK, top.name, "", detail + "; the step does not wait on it"), top
