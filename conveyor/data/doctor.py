@@ -21,13 +21,17 @@ The bottleneck is found by timing each prefix of the pipeline alone (the
 classic tf.data method) in :func:`stage_rates`; per-stage statistics from the
 engine can replace that one function later.
 """
+import argparse
 import collections
 import dataclasses
 import hashlib
+import importlib
+import importlib.util
 import json
 import math
 import os
 import resource
+import sys
 import threading
 import textwrap
 import time
@@ -500,6 +504,7 @@ class _Doctor:
         self.stage_seconds = stage_seconds
         self.seed_state = _seed.get_state()
         self.built = []  # (dataset, ctx) of every build, dropped at the end
+        self.errors = []  # raised by the runs
 
     # builds
 
@@ -553,6 +558,17 @@ class _Doctor:
                 return sa, _contained(ra[:n], rb) or _contained(rb[:n], ra)
         return None, False
 
+    def iterate(self, build, steps, **kwargs):
+        """_iterate, keeping the first error of each kind for the RAM and
+        descriptor checks."""
+        run = _iterate(build, steps, **kwargs)
+        if run.error is not None:
+            self.errors.append(run.error)
+        return run
+
+    def error(self, kind):
+        return next((e for e in self.errors if kind(e)), None)
+
     # the checklist
 
     def run(self):
@@ -566,26 +582,26 @@ class _Doctor:
         steps = self.steps
         a = self.build()
         self.pipeline = repr(a.dataset)
-        run_a = _iterate(a, steps, digest=True)
+        run_a = self.iterate(a, steps, digest=True)
         checks = {}
         if run_a.error is not None:
             return self._failed(run_a, sampler)
         # Determinism: two fresh builds, as two runs of a training script.
         b = self.build()
-        run_b = _iterate(b, steps, digest=True)
+        run_b = self.iterate(b, steps, digest=True)
         s = self.build(sequential=True, like=a)
-        run_s = _iterate(s, steps, digest=True)
+        run_s = self.iterate(s, steps, digest=True)
         checks["determinism"], compare = self.check_determinism(a, run_a, b, run_b, s, run_s)
         checks["identical output"] = self.check_identical(*(compare or ()))
         # Throughput: the pipeline (its own threads overlap the loop) vs the baseline.
         t = self.build(like=a)
-        run_t = _iterate(t, steps)
+        run_t = self.iterate(t, steps)
         checks["speedup"] = self.check_speedup(t, run_t, run_s)
         if self.step_fn is not None:
             gpu, why = _nvml()
             sampler.gpu = gpu
             try:
-                run_f = _iterate(self.build(like=a), steps, step_fn=self.step_fn)
+                run_f = self.iterate(self.build(like=a), steps, step_fn=self.step_fn)
             finally:
                 sampler.gpu = None
             checks["input-bound"] = self.check_input_bound(run_f, t)
@@ -598,8 +614,8 @@ class _Doctor:
         stages = stage_rates(t.dataset, t.ctx, steps, self.stage_seconds)
         checks["bottleneck"], bottleneck = self.check_bottleneck(t, stages, checks["input-bound"])
         sampler.stop()
-        checks["peak RAM"] = self.check_ram(sampler, None, t)
-        checks["open descriptors"] = self.check_fds(sampler, None, t)
+        checks["peak RAM"] = self.check_ram(sampler, t)
+        checks["open descriptors"] = self.check_fds(sampler, t)
         return Diagnosis(self.pipeline, steps, [checks[k] for k in _ORDER], stages,
                          bottleneck and bottleneck.name)
 
@@ -611,8 +627,8 @@ class _Doctor:
         why = f"the pipeline raised {type(e).__name__} at element {run.count}"
         a = _Build(self.built[0][0], self.built[0][1])
         checks = {n: Check(n, SKIPPED, detail=why) for n in _ORDER}
-        checks["peak RAM"] = self.check_ram(sampler, e, a)
-        checks["open descriptors"] = self.check_fds(sampler, e, a)
+        checks["peak RAM"] = self.check_ram(sampler, a)
+        checks["open descriptors"] = self.check_fds(sampler, a)
         checks = [checks[n] for n in _ORDER]
         if all(c.status != FAIL for c in checks):
             checks.insert(0, Check("pipeline runs", FAIL, False, "no error", f"{why}: {e}",
@@ -632,7 +648,7 @@ class _Doctor:
         where = stage_name(stage) if stage is not None else "a stage"
         # Does the baseline differ between builds too? Then it is not parallelism.
         s2 = self.build(sequential=True, like=b)
-        run_s2 = _iterate(s2, self.steps, digest=True)
+        run_s2 = self.iterate(s2, self.steps, digest=True)
         if run_s.digests == run_s2.digests:
             return (Check("determinism", FAIL, False, threshold,
                           f"2 runs differ from {where} on (its parallel order)",
@@ -640,10 +656,10 @@ class _Doctor:
                     (a, run_a, s, run_s))
         if self.factory is not None:
             a2, b2 = self.build(seeded=True), self.build(seeded=True)
-            run_a2 = _iterate(a2, self.steps, digest=True)
-            run_b2 = _iterate(b2, self.steps, digest=True)
+            run_a2 = self.iterate(a2, self.steps, digest=True)
+            run_b2 = self.iterate(b2, self.steps, digest=True)
             s3 = self.build(sequential=True, like=a2)
-            compare = (a2, run_a2, s3, _iterate(s3, self.steps, digest=True))
+            compare = (a2, run_a2, s3, self.iterate(s3, self.steps, digest=True))
             if run_a2.digests == run_b2.digests:
                 return (Check("determinism", FAIL, False, threshold,
                               f"unseeded randomness: 2 runs differ from {where} on, and agree "
@@ -758,11 +774,12 @@ class _Doctor:
         status = WARN if remedy and top.share >= 0.5 else OK
         return Check(name, status, top.name, "", detail, remedy if status == WARN else ""), top
 
-    def check_ram(self, sampler, error, build):
+    def check_ram(self, sampler, build):
         name = "peak RAM"
         threshold = f"<= {RAM_WARN:.0%} of {_mib(self.ram_limit)}"
         remedy = _ram_remedy(build)
-        if isinstance(error, _errors.ResourceExhaustedError):
+        error = self.error(lambda e: isinstance(e, _errors.ResourceExhaustedError))
+        if error is not None:
             return Check(name, FAIL, None, threshold, str(error), remedy)
         fraction = sampler.peak_rss / self.ram_limit
         detail = (f"{_mib(sampler.peak_rss)} RSS ({fraction:.0%}); pipeline buffers "
@@ -771,13 +788,14 @@ class _Doctor:
             return Check(name, WARN, fraction, threshold, detail, remedy)
         return Check(name, OK, fraction, threshold, detail)
 
-    def check_fds(self, sampler, error, build):
+    def check_fds(self, sampler, build):
         name = "open descriptors"
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         limit = None if soft == resource.RLIM_INFINITY else soft
         threshold = f"<= {FD_WARN:.0%} of ulimit -n ({limit or 'unlimited'})"
         remedy = _fd_remedy(build)
-        if error is not None and "Too many open files" in str(error):
+        error = self.error(lambda e: "Too many open files" in str(e))
+        if error is not None:
             return Check(name, FAIL, None, threshold, str(error), remedy)
         fds = sampler.peak_fds
         if limit is None:
@@ -824,7 +842,8 @@ def _stage_remedy(ds, ctx):
         return ("filter runs its Python predicate on one thread: compute it in a parallel map "
                 "and filter on the result")
     if "InterleaveDataset" in names and not getattr(ds, "_parallelism", None):
-        return "parallelism up: interleave(..., num_parallel_calls=AUTOTUNE) reads files in parallel"
+        return ("parallelism up: interleave(..., num_parallel_calls=AUTOTUNE) reads files "
+                "in parallel")
     if "GeneratorDataset" in names:
         return ("from_generator runs Python on one thread: move per-element work into a "
                 "parallel map, or read record files with num_parallel_reads")
@@ -905,12 +924,8 @@ def diagnose(dataset, steps=100, step_fn=None, *, seed=0, ram_limit=None, stage_
 
 
 def main(argv=None):
-    """``python -m conveyor.doctor MODULE_OR_SCRIPT:FACTORY [--steps N] [--step-time S] [--json]``."""
-    import argparse
-    import importlib
-    import importlib.util
-    import sys
-
+    """``python -m conveyor.doctor MODULE_OR_SCRIPT:FACTORY [--steps N] [--step-time S]
+    [--json]``: the exit status is 1 when a check fails."""
     parser = argparse.ArgumentParser(
         prog="python -m conveyor.doctor",
         description="Run the pipeline doctor's checks on a dataset factory.")
