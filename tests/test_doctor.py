@@ -14,6 +14,7 @@ import sys
 import textwrap
 import time
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -84,6 +85,17 @@ def test_the_doctor_leaves_the_users_builds_and_seed_alone():
     assert _seed.get_state() == before
     assert result.ok, str(result)
     tf.random.set_seed(None)
+
+
+def test_a_cache_inside_sees_previews_and_keeps_its_warning_for_the_user():
+    ds = tf.data.Dataset.range(1000).map(lambda x: x * 2).cache().shuffle(10, seed=1).batch(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run(ds, steps=5, stage_seconds=0.2)["identical output"].status == "ok"
+    with pytest.warns(tf.data.experimental.CacheWarning):
+        it = iter(ds)
+        next(it)
+        del it
 
 
 # -- planted faults -------------------------------------------------------------------
