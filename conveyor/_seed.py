@@ -18,7 +18,8 @@ TensorFlow's rules (``get_seed``):
 import os
 import random as _random
 
-__all__ = ["set_seed", "get_seed", "global_seed", "op_seed_pair", "map_base_seed"]
+__all__ = ["set_seed", "get_seed", "global_seed", "op_seed_pair", "map_base_seed", "get_state",
+           "set_state"]
 
 _MAXINT32 = 2 ** 31 - 1
 _DEFAULT_GRAPH_SEED = 87654321
@@ -34,6 +35,23 @@ def set_seed(seed):
         return
     seed = int(seed)
     _global_seed, _rng = seed, _random.Random(seed)
+
+
+def get_state():
+    """The global seed and how far its op-seed sequence has been drawn: what
+    :func:`set_state` puts back (the pipeline doctor builds a pipeline several
+    times as if each were a fresh run, then leaves the state as it found it)."""
+    return _global_seed, None if _rng is None else _rng.getstate()
+
+
+def set_state(state):
+    """Restore a state from :func:`get_state`."""
+    global _global_seed, _rng
+    _global_seed, rng_state = state
+    _rng = None
+    if rng_state is not None:
+        _rng = _random.Random()
+        _rng.setstate(rng_state)
 
 
 def global_seed():

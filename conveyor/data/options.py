@@ -166,6 +166,9 @@ class BuildContext(tuple):
     cpu_budget = property(operator.itemgetter(4))
     # options.experimental_optimization.shuffle_and_batch_fusion (None -> True).
     shuffle_batch_fusion = property(operator.itemgetter(5))
+    # True in the doctor's baseline (DerivedContext): parallel stages run
+    # sequentially, prefetch passes elements through.
+    sequential = False
 
     def cpus(self):
         """CPUs that AUTOTUNE decisions may assume."""
@@ -183,3 +186,20 @@ class BuildContext(tuple):
         if self.max_threads and value > self.max_threads:
             value = self.max_threads
         return value
+
+
+class DerivedContext(BuildContext):
+    """`ctx` with engine datasets of its own: the extra items (`tag`, `sequential`)
+    keep them apart in the build caches, so a pipeline can be built afresh (new
+    shuffle seed generators) without touching the user's builds. With
+    `sequential`, every parallel stage runs sequentially, in order, and prefetch
+    passes elements through: the baseline of the pipeline doctor
+    (conveyor/data/doctor.py). Only ops that read `sequential` need to know."""
+
+    def __new__(cls, ctx, tag, sequential=False):
+        return tuple.__new__(cls, tuple(ctx) + (tag, bool(sequential)))
+
+    sequential = property(operator.itemgetter(-1))
+
+    def parallelism(self, value):
+        return 0 if self.sequential else super().parallelism(value)

@@ -65,6 +65,8 @@ class InterleaveDataset(Dataset):
             return self._inner_dataset(call(*components))._engine(ctx)
 
         cycle, workers = self._resolved(ctx)
+        if ctx.sequential:  # the doctor's baseline: the same order, on the consumer's thread
+            workers = 0
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
         return _engine.interleave(engine_inputs[0], make_inner, cycle, self._block_length, workers,
                                   deterministic, "Dataset.interleave", ctx.memory)

@@ -11,5 +11,7 @@ class PrefetchDataset(UnaryUnchangedStructureDataset):
         self._buffer_size = buffer_size
 
     def _build(self, ctx, engine_inputs):
+        if ctx.sequential:  # the doctor's baseline: no prefetch
+            return engine_inputs[0]
         # It buffers elements: it charges the pipeline's RAM budget.
         return _engine.prefetch(engine_inputs[0], self._buffer_size, ctx.memory)

@@ -1,0 +1,971 @@
+"""The pipeline doctor: the checks the field runs on an input pipeline before
+a training run, as one call (``conveyor.data.experimental.diagnose``) or one
+command (``python -m conveyor.doctor script.py:make_dataset``).
+
+It runs the pipeline a few times for `steps` elements and prints a verdict
+table: identical output and speedup against a *baseline* (the same pipeline
+with every parallel stage sequential and every prefetch a pass-through, built
+by ``DerivedContext(..., sequential=True)`` in data/options.py), the stage
+that costs the most, the input-bound fraction of a training step, peak RSS
+against the machine's or cgroup's RAM, open descriptors against ``ulimit -n``,
+determinism across two fresh builds, and GPU utilisation (NVML) when a GPU is
+there. Every check that does not pass says what to change.
+
+Every run uses engine datasets of its own (a fresh ``DerivedContext``), never
+the user's, and the doctor drops them when it is done. Given a factory instead
+of a Dataset, the doctor builds the pipeline anew for each run (with the
+global seed state it found), so "two runs" means two builds as two training
+processes would make them, and it can check whether a seed makes them agree.
+
+The bottleneck is found by timing each prefix of the pipeline alone (the
+classic tf.data method) in :func:`stage_rates`; per-stage statistics from the
+engine can replace that one function later.
+"""
+import argparse
+import collections
+import dataclasses
+import hashlib
+import importlib
+import importlib.util
+import json
+import math
+import os
+import resource
+import sys
+import threading
+import textwrap
+import time
+
+import numpy as np
+
+from conveyor import _engine
+from conveyor import _seed
+from conveyor import errors as _errors
+from conveyor.data.ops.dataset_base import Dataset
+from conveyor.data.options import DerivedContext
+
+__all__ = ["diagnose", "Diagnosis", "Check", "StageRate", "stage_rates"]
+
+OK, WARN, FAIL, SKIPPED = "ok", "warn", "fail", "skipped"
+
+# The field's thresholds.
+RAM_WARN = 0.70          # peak RSS / RAM limit
+FD_WARN = 0.70           # open descriptors / ulimit -n
+INPUT_BOUND_OK = 0.10    # time in next() / step time: healthy under 10%
+INPUT_BOUND_FAIL = 0.50  # the step waits on input more than it computes
+GPU_BUSY = 0.80          # NVML utilisation
+SPEEDUP_WARN = 0.9       # parallel pipeline slower than its sequential form
+
+# Sources whose output differs between builds unless seeded.
+_RANDOM_SOURCES = ("ShuffleDataset", "RandomDataset", "SampleChoiceDataset")
+_ORDER = ("identical output", "speedup", "bottleneck", "input-bound", "peak RAM",
+          "open descriptors", "determinism", "GPU busy")
+_DETAIL_WIDTH = 64  # the verdict table's "measured" column wraps here
+_FLAT = lambda: (1, None)  # noqa: E731 - engine iterators yield flat tuples of components
+
+
+# -- the result -------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Check:
+    """One line of the verdict: `status` is "ok", "warn", "fail" or "skipped";
+    `measured` the number (or name) measured, `threshold` what passes,
+    `detail` the sentence shown, `remedy` what to change (empty when ok)."""
+    name: str
+    status: str
+    measured: object = None
+    threshold: str = ""
+    detail: str = ""
+    remedy: str = ""
+
+
+@dataclasses.dataclass
+class StageRate:
+    """One stage of the pipeline, measured alone (its prefix: the stage and
+    everything upstream). `rate`: its own elements per second; `per_output`:
+    its elements per element of the whole pipeline (batch sizes and the like;
+    `approximate` when a filter or interleave makes it unknown);
+    `seconds_per_output`: the prefix's time per pipeline element; `added`:
+    what this stage adds to that; `share`: its part of all stages' added time."""
+    position: int
+    name: str
+    rate: float = None
+    per_output: float = 1.0
+    seconds_per_output: float = None
+    added: float = None
+    share: float = None
+    approximate: bool = False
+
+
+@dataclasses.dataclass
+class Diagnosis:
+    """What :func:`diagnose` found: ``str()`` is the verdict table, ``to_dict()``
+    and ``to_json()`` are for logs, ``diagnosis["speedup"]`` is one check."""
+    pipeline: str
+    steps: int
+    checks: list
+    stages: list
+    bottleneck: str = None
+
+    def __getitem__(self, name):
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    @property
+    def ok(self):
+        """No check failed (warnings and skipped checks allowed)."""
+        return all(c.status != FAIL for c in self.checks)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    def to_json(self, **kwargs):
+        return json.dumps(self.to_dict(), default=_jsonable, **kwargs)
+
+    def __str__(self):
+        heads = ("check", "status", "measured", "passes when")
+        rows = [(c.name, c.status.upper() if c.status in (WARN, FAIL) else c.status,
+                 textwrap.wrap(c.detail, _DETAIL_WIDTH) or [""], c.threshold)
+                for c in self.checks]
+        w0 = max(len(r[0]) for r in rows + [heads])
+        w2 = max([len(x) for r in rows for x in r[2]] + [len(heads[2])])
+        line = lambda a, b, c, d: f"{a:<{w0}}  {b:<7}  {c:<{w2}}  {d}".rstrip()  # noqa: E731
+        out = [f"conveyor pipeline doctor: {self.pipeline}",
+               f"{self.steps} steps per run; baseline: the same pipeline with parallelism "
+               "and prefetch removed", "", line(*heads),
+               line("-" * w0, "-" * 7, "-" * w2, "-" * 11)]
+        for name, status, detail, threshold in rows:
+            out.append(line(name, status, detail[0], threshold))
+            out += [line("", "", more, "") for more in detail[1:]]
+        if self.stages:
+            out += ["", "stages, source first (time each adds per pipeline element):"]
+            for s in self.stages:
+                if s.added is None:
+                    out.append(f"  {s.position:2d} {s.name}: not measured")
+                    continue
+                mark = "  <- bottleneck" if s.name == self.bottleneck else ""
+                approx = " (approx.)" if s.approximate else ""
+                out.append(f"  {s.position:2d} {s.name:<40} {_ms(s.added):>10} "
+                           f"{s.share:4.0%}{approx}{mark}")
+        fixes = [c for c in self.checks if c.remedy]
+        if fixes:
+            out += ["", "what to change:"]
+            out += [f"  {c.name}: {c.remedy}" for c in fixes]
+        return "\n".join(out)
+
+
+def _jsonable(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    return str(x)
+
+
+def _ms(seconds):
+    ms = seconds * 1e3
+    if abs(seconds) >= 1:
+        return f"{seconds:.2f} s"
+    return f"{ms:.3f} ms" if abs(ms) < 1 else f"{ms:.1f} ms"
+
+
+def _rate(per_second):
+    return f"{per_second:,.0f}" if per_second >= 100 else f"{per_second:.3g}"
+
+
+def _mib(n):
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+# -- the pipeline graph -------------------------------------------------------------
+
+
+def _stages(dataset):
+    """Every dataset of the pipeline, inputs before the datasets that read them."""
+    order, seen = [], set()
+
+    def visit(ds):
+        if id(ds) in seen:
+            return
+        seen.add(id(ds))
+        for i in ds._inputs:
+            visit(i)
+        order.append(ds)
+    visit(dataset)
+    return order
+
+
+def _func_name(f):
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def stage_name(ds):
+    """A stage as the repr names it: TensorFlow's class name and the user's function."""
+    names = [_func_name(f.map_func) for f in ds._functions()]
+    if not names and getattr(ds, "_map_func", None) is not None:
+        names = [_func_name(ds._map_func)]
+    return f"{type(ds).__name__}({', '.join(names)})" if names else type(ds).__name__
+
+
+def _class_names(ds):
+    return {c.__name__ for c in type(ds).__mro__}
+
+
+def _inputs_per_output(ds, ctx):
+    """(input elements per element of `ds`, exact?) for a one-input stage."""
+    size = getattr(ds, "_batch_size", None)  # batch, padded_batch
+    if isinstance(size, (int, np.integer)) and not isinstance(size, bool) and size > 0:
+        return float(size), True
+    names = _class_names(ds)
+    if "ShardDataset" in names:
+        return float(ds._args[0]), True
+    if names & {"FilterDataset", "UnbatchDataset", "RebatchDataset", "WindowDataset",
+                "GroupByWindowDataset", "InterleaveDataset"}:
+        try:
+            out = int(ds._engine(ctx).cardinality())
+            inp = int(ds._inputs[0]._engine(ctx).cardinality())
+        except Exception:  # noqa: BLE001 - a guess only
+            return 1.0, False
+        if out > 0 and inp > 0:
+            return inp / out, True
+        return 1.0, False
+    return 1.0, True
+
+
+def _per_output(stages, ctx):
+    """{id(stage): (its elements per pipeline element, exact?)}."""
+    factor = {id(stages[-1]): (1.0, True)}
+    for ds in reversed(stages):
+        f, exact = factor[id(ds)]
+        ratio, known = (_inputs_per_output(ds, ctx) if len(ds._inputs) == 1 else (1.0, True))
+        for i in ds._inputs:
+            old = factor.get(id(i), (0.0, True))
+            factor[id(i)] = (max(old[0], f * ratio), old[1] and exact and known)
+    return factor
+
+
+def _is_parallel(ds, ctx):
+    names = _class_names(ds)
+    return bool(getattr(ds, "_parallelism", None)) or "PrefetchDataset" in names or (
+        "BatchDataset" in names and ctx.parallel_batch)
+
+
+def _deterministic_false(ds, ctx):
+    own = getattr(ds, "_deterministic", None)
+    return bool(getattr(ds, "_parallelism", None)) and (
+        own is False or (own is None and not ctx.deterministic))
+
+
+# -- running --------------------------------------------------------------------------
+
+
+class _Build:
+    """A dataset and the context its engine datasets are built under."""
+
+    def __init__(self, dataset, ctx):
+        self.dataset, self.ctx = dataset, ctx
+
+    def iterator(self, count, packed=False):
+        """An iterator over the first `count` elements. Through take(), so a
+        cache() inside sees a preview when it stops there, and neither warns
+        nor spends its one warning on the doctor."""
+        return _engine.take(self.dataset._engine(self.ctx), count).make_iterator(
+            self.dataset._packing if packed else _FLAT)
+
+
+@dataclasses.dataclass
+class _Run:
+    count: int = 0
+    wall: float = 0.0      # from the first element to the last
+    waiting: float = 0.0   # in next(), after the first element
+    stepping: float = 0.0  # in step_fn, after the first element
+    digests: list = None
+    error: BaseException = None
+
+    def rate(self, busy_only=False):
+        elapsed = self.waiting if busy_only else self.wall
+        return (self.count - 1) / elapsed if self.count > 1 and elapsed > 0 else None
+
+
+def _digest(component):
+    h = hashlib.blake2b(digest_size=16)
+    if isinstance(component, bytes):
+        h.update(b"b" + component)
+    else:
+        a = np.asarray(component)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        if a.dtype == object:
+            for x in a.ravel():
+                h.update(repr(x).encode())
+        else:
+            h.update(np.ascontiguousarray(a).tobytes())
+    return h.digest()
+
+
+def _contained(part, whole):
+    """Whether every element of `part` is in `whole` (as many times)."""
+    return not (collections.Counter(part) - collections.Counter(whole))
+
+
+def _element_digest(element):
+    return b"".join(_digest(c) for c in element)
+
+
+def _iterate(build, steps, digest=False, step_fn=None):
+    """Take up to `steps` elements."""
+    run = _Run(digests=[] if digest else None)
+    it = build.iterator(steps, packed=step_fn is not None)
+    perf = time.perf_counter
+    try:
+        start = perf()
+        while run.count < steps:
+            t0 = perf()
+            try:
+                element = next(it)
+            except StopIteration:
+                break
+            t1 = perf()
+            if run.count == 0:
+                start = t1  # the first element (threads starting, buffers filling) is warm-up
+            else:
+                run.waiting += t1 - t0
+            run.count += 1
+            if digest:
+                run.digests.append(_element_digest(element))
+            if step_fn is not None:
+                step_fn(element)
+                if run.count > 1:
+                    run.stepping += perf() - t1
+            run.wall = perf() - start
+    except Exception as e:  # noqa: BLE001 - reported as a check
+        run.error = e
+    finally:
+        it.close()
+    return run
+
+
+# -- the machine: RSS, descriptors, GPU -----------------------------------------------
+
+
+def _proc_status(field):
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _rss():
+    rss = _proc_status("VmRSS")
+    if rss is None:  # no /proc: the peak so far (kB on Linux, bytes on macOS)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        rss = peak if os.uname().sysname == "Darwin" else peak * 1024
+    return rss
+
+
+def _open_descriptors():
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return len(os.listdir(folder)) - 1  # minus the one listdir opened
+        except OSError:
+            continue
+    return None
+
+
+def _nvml():
+    """(pynvml, [handles of this process's GPUs, else all]) or (None, why not)."""
+    try:
+        import pynvml
+    except ImportError:
+        return None, "pynvml is not installed (pip install nvidia-ml-py)"
+    try:
+        pynvml.nvmlInit()
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
+                   for i in range(pynvml.nvmlDeviceGetCount())]
+    except Exception as e:  # noqa: BLE001 - NVMLError: no driver, no device
+        return None, f"no NVIDIA GPU or driver ({e})"
+    if not handles:
+        return None, "no NVIDIA GPU"
+    mine = []
+    for h in handles:
+        try:
+            if any(p.pid == os.getpid() for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h)):
+                mine.append(h)
+        except Exception:  # noqa: BLE001 - not supported on this device
+            pass
+    return (pynvml, mine or handles), None
+
+
+class _Sampler:
+    """A thread that samples RSS, open descriptors, the engine's buffered bytes
+    and (while `gpu` is set) GPU utilisation, every 20 ms."""
+
+    def __init__(self):
+        self.peak_rss = _rss() or 0
+        self.hwm_before = _proc_status("VmHWM")
+        self.peak_fds = _open_descriptors() or 0
+        self.peak_buffered = _engine.memory_in_use()
+        self.gpu = None           # (pynvml, handles) while the step run goes
+        self.gpu_samples = {}     # handle index -> [utilisation 0..1]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="conveyor-doctor", daemon=True)
+        self._thread.start()
+
+    def _loop(self):
+        last_gpu = 0.0
+        while not self._stop.wait(0.02):
+            self.sample()
+            gpu = self.gpu
+            if gpu is not None and time.monotonic() - last_gpu >= 0.1:
+                last_gpu = time.monotonic()
+                nvml, handles = gpu
+                for i, h in enumerate(handles):
+                    try:
+                        busy = nvml.nvmlDeviceGetUtilizationRates(h).gpu / 100.0
+                    except Exception:  # noqa: BLE001
+                        continue
+                    self.gpu_samples.setdefault(i, []).append(busy)
+
+    def sample(self):
+        self.peak_rss = max(self.peak_rss, _rss() or 0)
+        self.peak_fds = max(self.peak_fds, _open_descriptors() or 0)
+        self.peak_buffered = max(self.peak_buffered, _engine.memory_in_use())
+
+    def stop(self):
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+        hwm = _proc_status("VmHWM")
+        if hwm is not None and self.hwm_before is not None and hwm > self.hwm_before:
+            self.peak_rss = max(self.peak_rss, hwm)  # a peak between two samples
+
+
+# -- per-stage rates ------------------------------------------------------------------
+
+
+def stage_rates(dataset, ctx, steps, seconds=1.0):
+    """[StageRate] for every stage of `dataset` built under `ctx`, source first.
+
+    The classic tf.data method: each prefix of the pipeline (a stage and what
+    feeds it) runs alone for as many elements as `steps` elements of the whole
+    pipeline need (batch sizes multiply), or about `seconds`; a stage's cost is the
+    time its prefix takes per pipeline element minus its inputs' (the slowest
+    input, for zip). The engine's per-stage statistics can replace this.
+    """
+    stages = _stages(dataset)
+    factor = _per_output(stages, ctx)
+    results, by_id = [], {}
+    for pos, ds in enumerate(stages):
+        per_output, exact = factor[id(ds)]
+        r = StageRate(pos, stage_name(ds), per_output=per_output, approximate=not exact)
+        inputs = [by_id[id(i)] for i in ds._inputs]
+        if len(ds._inputs) == 1 and ds._engine(ctx) is ds._inputs[0]._engine(ctx):
+            r.rate = inputs[0].rate  # a pass-through (with_options): nothing of its own
+            r.seconds_per_output = inputs[0].seconds_per_output
+        else:
+            n = max(3, int(math.ceil(steps * per_output)))
+            probe = _iterate(_Build(ds, ctx), min(n, 5))  # about how long one takes
+            if probe.count > 1 and probe.wall > 0:
+                n = min(n, max(3, int(seconds * (probe.count - 1) / probe.wall)))
+            run = _iterate(_Build(ds, ctx), n)
+            r.rate = run.rate()
+            if r.rate:
+                r.seconds_per_output = per_output / r.rate
+        if r.seconds_per_output is not None:
+            upstream = [i.seconds_per_output for i in inputs if i.seconds_per_output is not None]
+            r.added = r.seconds_per_output - max(upstream, default=0.0)
+        results.append(r)
+        by_id[id(ds)] = r
+    total = sum(max(r.added, 0.0) for r in results if r.added is not None)
+    for r in results:
+        if r.added is not None:
+            r.share = max(r.added, 0.0) / total if total > 0 else 0.0
+    return results
+
+
+# -- the doctor -------------------------------------------------------------------------
+
+
+class _Doctor:
+    def __init__(self, target, steps, step_fn, seed, ram_limit, stage_seconds):
+        if isinstance(target, Dataset):
+            self.factory, self.dataset = None, target
+        elif callable(target):
+            self.factory, self.dataset = target, None
+        else:
+            raise TypeError(f"diagnose() needs a Dataset or a function returning one, "
+                            f"got {type(target).__name__}.")
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 2:
+            raise ValueError(f"steps must be an int >= 2, got {steps!r}.")
+        self.steps, self.step_fn, self.seed = int(steps), step_fn, seed
+        self.ram_limit = ram_limit or _engine.process_memory_limit()
+        self.stage_seconds = stage_seconds
+        self.seed_state = _seed.get_state()
+        self.built = []  # (dataset, ctx) of every build, dropped at the end
+        self.errors = []  # raised by the runs
+
+    # builds
+
+    def build(self, sequential=False, seeded=False, like=None):
+        """A fresh build: the user's dataset under a new context, or a new
+        dataset from the factory (with the global seed state the doctor found,
+        or the doctor's seed). `like`: another context of the same dataset."""
+        if like is not None:
+            ds = like.dataset
+        elif self.factory is None:
+            ds = self.dataset
+        else:
+            if seeded:
+                _seed.set_seed(self.seed)
+            else:
+                _seed.set_state(self.seed_state)
+            try:
+                ds = self.factory()
+            finally:
+                _seed.set_state(self.seed_state)
+            if not isinstance(ds, Dataset):
+                raise TypeError(f"the factory returned {type(ds).__name__}, not a Dataset.")
+        ctx = DerivedContext(ds._context(), object(), sequential)
+        self.built.append((ds, ctx))
+        return _Build(ds, ctx)
+
+    def forget(self):
+        """Drop the doctor's engine datasets from the build caches."""
+        for ds, ctx in self.built:
+            for stage in _stages(ds):
+                with stage._lock:
+                    stage._engine_cache.pop(ctx, None)
+        self.built.clear()
+        _seed.set_state(self.seed_state)
+
+    def first_difference(self, a, b):
+        """The first stage (source first) whose output differs between builds
+        `a` and `b`: (stage, order_only), or (None, False)."""
+        stages_a, stages_b = _stages(a.dataset), _stages(b.dataset)
+        if [type(s) for s in stages_a] != [type(s) for s in stages_b]:
+            return None, False
+        factor = _per_output(stages_a, a.ctx)
+        for sa, sb in zip(stages_a, stages_b):
+            n = min(max(2, int(math.ceil(self.steps * factor[id(sa)][0]))), 50_000)
+            # Twice as many, to tell a reordering stage: the first n elements of
+            # one run are among the first 2n of the other (a stage that completes
+            # out of order delays elements, it does not bring far ones forward).
+            ra = _iterate(_Build(sa, a.ctx), 2 * n, digest=True).digests
+            rb = _iterate(_Build(sb, b.ctx), 2 * n, digest=True).digests
+            if ra[:n] != rb[:n]:
+                return sa, _contained(ra[:n], rb) or _contained(rb[:n], ra)
+        return None, False
+
+    def iterate(self, build, steps, **kwargs):
+        """_iterate, keeping the first error of each kind for the RAM and
+        descriptor checks."""
+        run = _iterate(build, steps, **kwargs)
+        if run.error is not None:
+            self.errors.append(run.error)
+        return run
+
+    def error(self, kind):
+        return next((e for e in self.errors if kind(e)), None)
+
+    # the checklist
+
+    def run(self):
+        sampler = _Sampler()
+        try:
+            return self._run(sampler)
+        finally:
+            sampler.stop()
+
+    def _run(self, sampler):
+        steps = self.steps
+        a = self.build()
+        self.pipeline = repr(a.dataset)
+        run_a = self.iterate(a, steps, digest=True)
+        checks = {}
+        if run_a.error is not None:
+            return self._failed(run_a, sampler)
+        # Determinism: two fresh builds, as two runs of a training script.
+        b = self.build()
+        run_b = self.iterate(b, steps, digest=True)
+        s = self.build(sequential=True, like=a)
+        run_s = self.iterate(s, steps, digest=True)
+        checks["determinism"], compare = self.check_determinism(a, run_a, b, run_b, s, run_s)
+        checks["identical output"] = self.check_identical(*(compare or ()))
+        # Throughput: the pipeline (its own threads overlap the loop) vs the baseline.
+        t = self.build(like=a)
+        run_t = self.iterate(t, steps)
+        checks["speedup"] = self.check_speedup(t, run_t, run_s)
+        if self.step_fn is not None:
+            gpu, why = _nvml()
+            sampler.gpu = gpu
+            try:
+                run_f = self.iterate(self.build(like=a), steps, step_fn=self.step_fn)
+            finally:
+                sampler.gpu = None
+            checks["input-bound"] = self.check_input_bound(run_f, t)
+            checks["GPU busy"] = self.check_gpu(gpu, why, sampler)
+        else:
+            checks["input-bound"] = Check("input-bound", SKIPPED, threshold="< 10% of a step",
+                                          detail="no step_fn (or --step-time) given")
+            checks["GPU busy"] = Check("GPU busy", SKIPPED, threshold=">= 80%",
+                                       detail="no step_fn: nothing runs on a GPU")
+        stages = stage_rates(t.dataset, t.ctx, steps, self.stage_seconds)
+        checks["bottleneck"], bottleneck = self.check_bottleneck(t, stages, checks["input-bound"])
+        sampler.stop()
+        checks["peak RAM"] = self.check_ram(sampler, t)
+        checks["open descriptors"] = self.check_fds(sampler, t)
+        return Diagnosis(self.pipeline, steps, [checks[k] for k in _ORDER], stages,
+                         bottleneck and bottleneck.name)
+
+    def _failed(self, run, sampler):
+        """The pipeline raised before `steps` elements: the check it belongs to
+        fails, the others cannot run."""
+        sampler.stop()
+        e = run.error
+        why = f"the pipeline raised {type(e).__name__} at element {run.count}"
+        a = _Build(self.built[0][0], self.built[0][1])
+        checks = {n: Check(n, SKIPPED, detail=why) for n in _ORDER}
+        checks["peak RAM"] = self.check_ram(sampler, a)
+        checks["open descriptors"] = self.check_fds(sampler, a)
+        checks = [checks[n] for n in _ORDER]
+        if all(c.status != FAIL for c in checks):
+            checks.insert(0, Check("pipeline runs", FAIL, False, "no error", f"{why}: {e}",
+                                   "fix the error (the message names the stage)"))
+        return Diagnosis(self.pipeline, self.steps, checks, [])
+
+    # the checks
+
+    def check_determinism(self, a, run_a, b, run_b, s, run_s):
+        """(Check, (baseline comparison args)): two fresh builds must agree."""
+        threshold = "2 runs equal"
+        n = run_a.count
+        if run_a.digests == run_b.digests:
+            return (Check("determinism", OK, True, threshold, f"2 runs equal ({n} elements)"),
+                    (a, run_a, s, run_s))
+        stage, _ = self.first_difference(a, b)
+        where = stage_name(stage) if stage is not None else "a stage"
+        # Does the baseline differ between builds too? Then it is not parallelism.
+        s2 = self.build(sequential=True, like=b)
+        run_s2 = self.iterate(s2, self.steps, digest=True)
+        if run_s.digests == run_s2.digests:
+            return (Check("determinism", FAIL, False, threshold,
+                          f"2 runs differ from {where} on (its parallel order)",
+                          f"deterministic=True on {where} (or options.deterministic=True)"),
+                    (a, run_a, s, run_s))
+        if self.factory is not None:
+            a2, b2 = self.build(seeded=True), self.build(seeded=True)
+            run_a2 = self.iterate(a2, self.steps, digest=True)
+            run_b2 = self.iterate(b2, self.steps, digest=True)
+            s3 = self.build(sequential=True, like=a2)
+            compare = (a2, run_a2, s3, self.iterate(s3, self.steps, digest=True))
+            if run_a2.digests == run_b2.digests:
+                return (Check("determinism", FAIL, False, threshold,
+                              f"unseeded randomness: 2 runs differ from {where} on, and agree "
+                              f"with conveyor.random.set_seed({self.seed})",
+                              _SEED_REMEDY), compare)
+        elif stage is not None and _class_names(stage) & set(_RANDOM_SOURCES):
+            return (Check("determinism", FAIL, False, threshold,
+                          f"unseeded randomness: 2 runs differ from {where} on", _SEED_REMEDY),
+                    None)
+        return (Check("determinism", FAIL, False, threshold,
+                      f"2 runs differ from {where} on, also without parallelism",
+                      _noise_remedy(stage, where)), None)
+
+    def check_identical(self, a=None, run_a=None, s=None, run_s=None):
+        name, threshold = "identical output", "equal to the baseline"
+        if a is None:
+            return Check(name, SKIPPED, threshold=threshold,
+                         detail="the pipeline differs from run to run (see determinism), so "
+                                "no baseline can match it")
+        if run_s.error is not None:
+            return Check(name, FAIL, False, threshold,
+                         f"the baseline raised {type(run_s.error).__name__} at element "
+                         f"{run_s.count}: {run_s.error}", "fix the error")
+        n = min(len(run_a.digests), len(run_s.digests))
+        same = sum(x == y for x, y in zip(run_a.digests, run_s.digests))
+        if run_a.digests == run_s.digests:
+            return Check(name, OK, True, threshold, f"{same} of {n} elements equal")
+        if len(run_a.digests) != len(run_s.digests):
+            return Check(name, FAIL, False, threshold,
+                         f"{len(run_a.digests)} elements vs {len(run_s.digests)} in the baseline",
+                         "report it: parallel and sequential stages must give the same elements")
+        stage, order_only = self.first_difference(a, s)
+        where = stage_name(stage) if stage is not None else "a stage"
+        first = next(i for i, (x, y) in enumerate(zip(run_a.digests, run_s.digests)) if x != y)
+        unordered = stage is not None and _deterministic_false(stage, a.ctx)
+        what = "another order" if order_only or unordered else "other values"
+        note = " (deterministic=False)" if unordered else ""
+        if unordered:
+            remedy = f"deterministic=True on {where} (or options.deterministic=True)"
+        else:
+            remedy = (f"{where} gives {what} on threads: its function must not depend on "
+                      "call order or shared state")
+        return Check(name, FAIL, first, threshold,
+                     f"{what} from {where}{note} on; first difference at element {first}",
+                     remedy)
+
+    def check_speedup(self, t, run_t, run_s):
+        name, threshold = "speedup", f">= {SPEEDUP_WARN}x the baseline"
+        fast, slow = run_t.rate(), run_s.rate(busy_only=True)
+        if not fast or not slow:
+            return Check(name, SKIPPED, threshold=threshold,
+                         detail="too few elements to time (raise steps)")
+        speedup = fast / slow
+        detail = f"{speedup:.2f}x ({_rate(fast)} vs {_rate(slow)} elements/s)"
+        if not any(_is_parallel(ds, t.ctx) for ds in _stages(t.dataset)):
+            return Check(name, OK, speedup, threshold,
+                         detail + ": no parallel stage or prefetch to remove")
+        if speedup < SPEEDUP_WARN:
+            return Check(name, WARN, speedup, threshold, detail,
+                         "parallelism down: its threads cost more than they save here (fewer "
+                         "num_parallel_calls on cheap stages, one prefetch at the end)")
+        return Check(name, OK, speedup, threshold, detail)
+
+    def check_input_bound(self, run_f, t):
+        name, threshold = "input-bound", f"< {INPUT_BOUND_OK:.0%} of a step"
+        if run_f.error is not None:
+            return Check(name, FAIL, None, threshold,
+                         f"{type(run_f.error).__name__}: {run_f.error}", "fix the error")
+        total = run_f.waiting + run_f.stepping
+        if run_f.count < 2 or total <= 0:
+            return Check(name, SKIPPED, threshold=threshold, detail="too few steps")
+        fraction = run_f.waiting / total
+        detail = (f"{fraction:.0%} of each step in next() "
+                  f"({_ms(run_f.waiting / (run_f.count - 1))} of "
+                  f"{_ms(total / (run_f.count - 1))})")
+        if fraction < INPUT_BOUND_OK:
+            return Check(name, OK, fraction, threshold, detail)
+        remedy = "speed up the bottleneck stage (see bottleneck)"
+        top = t.dataset
+        if "PrefetchDataset" not in _class_names(top):
+            remedy += "; prefetch(AUTOTUNE) at the end, so input overlaps the step"
+        return Check(name, FAIL if fraction >= INPUT_BOUND_FAIL else WARN, fraction, threshold,
+                     detail, remedy)
+
+    def check_gpu(self, gpu, why, sampler):
+        name, threshold = "GPU busy", f">= {GPU_BUSY:.0%}"
+        if gpu is None:
+            return Check(name, SKIPPED, threshold=threshold, detail=why)
+        means = [sum(v) / len(v) for v in sampler.gpu_samples.values() if v]
+        if not means:
+            return Check(name, SKIPPED, threshold=threshold, detail="no NVML sample (run longer)")
+        busy = max(means)
+        detail = f"{busy:.0%} busy during the steps"
+        if busy >= GPU_BUSY:
+            return Check(name, OK, busy, threshold, detail)
+        return Check(name, WARN, busy, threshold, detail,
+                     "if input-bound is high, the pipeline starves the GPU (fix the bottleneck); "
+                     "otherwise the step itself leaves it idle (small batches, host work)")
+
+    def check_bottleneck(self, t, stages, input_bound):
+        name = "bottleneck"
+        measured = [s for s in stages if s.added is not None]
+        if not measured:
+            return Check(name, SKIPPED, detail="no stage produced enough elements"), None
+        top = max(measured, key=lambda s: s.added)
+        ds = _stages(t.dataset)[top.position]
+        detail = (f"{top.name}: {top.share:.0%} of the time "
+                  f"({_ms(top.added)} per pipeline element)")
+        remedy = _stage_remedy(ds, t.ctx)
+        if input_bound.status == OK:
+            return Check(name, OK, top.name, "", detail + "; the step does not wait on it"), top
+        status = WARN if remedy and top.share >= 0.5 else OK
+        return Check(name, status, top.name, "", detail, remedy if status == WARN else ""), top
+
+    def check_ram(self, sampler, build):
+        name = "peak RAM"
+        threshold = f"<= {RAM_WARN:.0%} of {_mib(self.ram_limit)}"
+        remedy = _ram_remedy(build)
+        error = self.error(lambda e: isinstance(e, _errors.ResourceExhaustedError))
+        if error is not None:
+            return Check(name, FAIL, None, threshold, str(error), remedy)
+        fraction = sampler.peak_rss / self.ram_limit
+        detail = (f"{_mib(sampler.peak_rss)} RSS ({fraction:.0%}); pipeline buffers "
+                  f"{_mib(sampler.peak_buffered)}")
+        if fraction > RAM_WARN:
+            return Check(name, WARN, fraction, threshold, detail, remedy)
+        return Check(name, OK, fraction, threshold, detail)
+
+    def check_fds(self, sampler, build):
+        name = "open descriptors"
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        limit = None if soft == resource.RLIM_INFINITY else soft
+        threshold = f"<= {FD_WARN:.0%} of ulimit -n ({limit or 'unlimited'})"
+        remedy = _fd_remedy(build)
+        error = self.error(lambda e: "Too many open files" in str(e))
+        if error is not None:
+            return Check(name, FAIL, None, threshold, str(error), remedy)
+        fds = sampler.peak_fds
+        if limit is None:
+            return Check(name, OK, fds, threshold, f"{fds} open")
+        fraction = fds / limit
+        detail = f"{fds} of {limit} ({fraction:.0%})"
+        if fraction > FD_WARN:
+            return Check(name, WARN, fds, threshold, detail, remedy)
+        return Check(name, OK, fds, threshold, detail)
+
+
+# -- remedies -------------------------------------------------------------------------
+
+_SEED_REMEDY = ("seed it: seed= on shuffle/list_files/random ops, or "
+                "conveyor.random.set_seed(...) before building the pipeline")
+
+
+def _noise_remedy(stage, where):
+    if stage is not None and stage._functions():
+        return (f"{where}'s function gives other values each run (np.random, random, time or "
+                "shared state): draw randomness from conveyor.random ops, seeded per element")
+    return f"{where} is not reproducible: check its inputs (files changing, unseeded randomness)"
+
+
+def _stage_remedy(ds, ctx):
+    names, where = _class_names(ds), stage_name(ds)
+    fns = ds._functions()
+    python = any(f.mode == "python" for f in fns)
+    if "MapDataset" in names:
+        n = getattr(ds, "_parallelism", None)
+        if not n:
+            tip = "map(..., num_parallel_calls=AUTOTUNE): run it on worker threads"
+            if python:
+                tip += (" (its function runs in Python: threads help while it releases the "
+                        "GIL, as NumPy, I/O and sleep do; a function of conveyor ops runs "
+                        "natively)")
+            return f"parallelism up: {tip}"
+        if python:
+            return (f"{where} runs Python under the GIL ({fns[0].reason}): write it with "
+                    "conveyor ops so it compiles, or cache() after it if its output fits in RAM")
+        return (f"parallelism up (num_parallel_calls={n}, {ctx.cpus()} CPUs) if CPUs are idle, "
+                "or cache() right after it if its output is the same every epoch and fits")
+    if "FilterDataset" in names and python:
+        return ("filter runs its Python predicate on one thread: compute it in a parallel map "
+                "and filter on the result")
+    if "InterleaveDataset" in names and not getattr(ds, "_parallelism", None):
+        return ("parallelism up: interleave(..., num_parallel_calls=AUTOTUNE) reads files "
+                "in parallel")
+    if "GeneratorDataset" in names:
+        return ("from_generator runs Python on one thread: move per-element work into a "
+                "parallel map, or read record files with num_parallel_reads")
+    if getattr(ds, "_inputs", None) and names & {"TFRecordDataset", "TextLineDataset",
+                                                 "FixedLengthRecordDataset"}:
+        return "num_parallel_reads=AUTOTUNE reads several files at once"
+    return ""
+
+
+def _knobs(build):
+    """What in this pipeline holds RAM or descriptors: (prefetches, shuffles,
+    interleaves, caches in memory, parallel stages)."""
+    found = {"prefetch": [], "shuffle": [], "interleave": [], "cache": [], "parallel": []}
+    for ds in _stages(build.dataset):
+        names = _class_names(ds)
+        if "PrefetchDataset" in names:
+            found["prefetch"].append(ds._buffer_size)
+        elif "ShuffleDataset" in names:
+            found["shuffle"].append(ds._args[0])
+        elif "InterleaveDataset" in names:
+            found["interleave"].append(ds._cycle_length)
+        elif "CacheDataset" in names and not getattr(ds, "_filename", ""):
+            found["cache"].append(ds)
+        if getattr(ds, "_parallelism", None):
+            found["parallel"].append(stage_name(ds))
+    return found
+
+
+def _ram_remedy(build):
+    k = _knobs(build)
+    tips = []
+    if k["prefetch"]:
+        tips.append(f"a smaller prefetch (buffer_size now {', '.join(map(str, k['prefetch']))})")
+    if k["shuffle"]:
+        tips.append(f"a smaller shuffle buffer (now {', '.join(map(str, k['shuffle']))})")
+    if k["interleave"]:
+        tips.append("a lower cycle_length")
+    if k["parallel"]:
+        tips.append("fewer num_parallel_calls (each keeps 2 results per worker)")
+    if k["cache"]:
+        tips.append("cache placement: cache(filename) to a file, or cache before the map that "
+                    "enlarges elements")
+    tips.append("or a larger options.autotune.ram_budget if the machine has room")
+    return "; ".join(tips)
+
+
+def _fd_remedy(build):
+    k = _knobs(build)
+    tip = "a lower cycle_length / num_parallel_reads; " if k["interleave"] else ""
+    return tip + "or raise the limit (ulimit -n, resource.setrlimit(RLIMIT_NOFILE))"
+
+
+# -- the entry point --------------------------------------------------------------------
+
+
+def diagnose(dataset, steps=100, step_fn=None, *, seed=0, ram_limit=None, stage_seconds=1.0,
+             quiet=False):
+    """Run the field's checks on a pipeline before training; print and return
+    a :class:`Diagnosis`.
+
+    `dataset`: a Dataset, or a function that builds one (then each run builds
+    it anew, as separate training runs would, and unseeded randomness shows).
+    `steps`: elements taken per run (the pipeline runs about 5 times, plus
+    each stage alone). `step_fn(element)`: your training step, to measure
+    the input-bound fraction and, with pynvml, GPU utilisation. `seed`: the
+    global seed tried when a factory's runs differ. `ram_limit`: bytes to
+    compare peak RSS with (default: the machine's or cgroup's limit).
+    `stage_seconds`: the longest time spent timing one stage.
+    """
+    doctor = _Doctor(dataset, steps, step_fn, seed, ram_limit, stage_seconds)
+    try:
+        result = doctor.run()
+    finally:
+        doctor.forget()
+    if not quiet:
+        print(result)
+    return result
+
+
+def main(argv=None):
+    """``python -m conveyor.doctor MODULE_OR_SCRIPT:FACTORY [--steps N] [--step-time S]
+    [--json]``: the exit status is 1 when a check fails."""
+    parser = argparse.ArgumentParser(
+        prog="python -m conveyor.doctor",
+        description="Run the pipeline doctor's checks on a dataset factory.")
+    parser.add_argument("target", help="path/to/script.py:factory or package.module:factory "
+                                       "(a function of no arguments returning a Dataset)")
+    parser.add_argument("--steps", type=int, default=100, help="elements per run (100)")
+    parser.add_argument("--step-time", type=float, default=None, metavar="SECONDS",
+                        help="simulate a training step of this many seconds")
+    parser.add_argument("--seed", type=int, default=0, help="the seed tried on unseeded runs")
+    parser.add_argument("--ram-limit", type=int, default=None, metavar="BYTES",
+                        help="compare peak RSS with this (default: the machine's or cgroup's)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    args = parser.parse_args(argv)
+
+    where, sep, name = args.target.rpartition(":")
+    if not sep or not where or not name:
+        parser.error(f"expected MODULE_OR_SCRIPT:FACTORY, got {args.target!r}")
+    if where.endswith(".py") or os.sep in where:
+        path = os.path.abspath(where)
+        if not os.path.isfile(path):
+            parser.error(f"no such script: {where}")
+        sys.path.insert(0, os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location(
+            os.path.splitext(os.path.basename(path))[0], path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        sys.path.insert(0, os.getcwd())
+        module = importlib.import_module(where)
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        parser.error(f"{where} has no function {name!r}")
+    step_fn = None
+    if args.step_time is not None:
+        step_fn = lambda element: time.sleep(args.step_time)  # noqa: E731
+    result = diagnose(factory, args.steps, step_fn, seed=args.seed, ram_limit=args.ram_limit,
+                      quiet=True)
+    print(result.to_json(indent=2) if args.json else result)
+    return 0 if result.ok else 1

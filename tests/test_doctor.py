@@ -1,0 +1,346 @@
+"""The pipeline doctor (conveyor.data.experimental.diagnose, python -m conveyor.doctor).
+
+Planted faults the doctor must find (a slow stage, a non-deterministic stage,
+a reordering stage, a prefetch over a small RAM budget), its speedup and
+identical-output verdicts against comparisons written by hand, the baseline
+build, the machine checks, and the command line. No time is asserted: the
+slow stages sleep long enough (20-100 ms) that which stage is slowest, and
+whether threads help, does not depend on the machine's load.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import types
+import warnings
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+import conveyor as tf
+from conveyor import _seed
+from conveyor.data import doctor
+from conveyor.data.experimental import diagnose
+from conveyor.data.options import DerivedContext
+
+
+def sleeping(seconds, name, every=1):
+    """A map function that sleeps `seconds` on every `every`-th element (a Python
+    function through numpy_function, which releases the GIL while it sleeps)."""
+    def sleep(v):
+        if v % every == 0:
+            time.sleep(seconds)
+        return v
+
+    def stage(x):
+        return tf.numpy_function(sleep, [x], tf.int64)
+    stage.__name__ = name
+    return stage
+
+
+def noisy(x):
+    return tf.numpy_function(lambda v: v + np.random.randint(1, 1_000_000), [x], tf.int64)
+
+
+def values(ds):
+    return [np.asarray(x).tolist() for x in ds]
+
+
+def run(ds, **kwargs):
+    kwargs.setdefault("stage_seconds", 0.5)
+    return diagnose(ds, quiet=True, **kwargs)
+
+
+# -- the baseline ---------------------------------------------------------------------
+
+
+def test_the_baseline_is_the_same_pipeline_without_parallelism_or_prefetch():
+    ds = (tf.data.Dataset.range(60)
+          .interleave(lambda i: tf.data.Dataset.range(i, i + 3), cycle_length=tf.data.AUTOTUNE,
+                      num_parallel_calls=tf.data.AUTOTUNE)
+          .map(lambda x: x * 2, num_parallel_calls=3).batch(7, num_parallel_calls=2).prefetch(4))
+    ctx = ds._context()
+    base = DerivedContext(ctx, "t", sequential=True)
+    flat = lambda: (1, None)  # noqa: E731
+    got = [np.asarray(x[0]).tolist() for x in ds._engine(base).make_iterator(flat)]
+    assert got == values(ds)
+    assert base != ctx and DerivedContext(ctx, "t") != base
+    assert base.parallelism(8) == 0 and DerivedContext(ctx, "t").parallelism(8) == 8
+    # prefetch is a pass-through in the baseline
+    assert ds._engine(base) is ds._inputs[0]._engine(base)
+
+
+def test_the_doctor_leaves_the_users_builds_and_seed_alone():
+    tf.random.set_seed(5)
+    _seed.get_seed(None)  # draw once: the position in the op-seed sequence must survive
+    before = _seed.get_state()
+    ds = tf.data.Dataset.range(20).map(lambda x: x + 1, num_parallel_calls=2).batch(4)
+    list(ds)
+    caches = {id(s): dict(s._engine_cache) for s in doctor._stages(ds)}
+    result = run(ds, steps=4)
+    assert {id(s): dict(s._engine_cache) for s in doctor._stages(ds)} == caches
+    assert _seed.get_state() == before
+    assert result.ok, str(result)
+    tf.random.set_seed(None)
+
+
+def test_a_cache_inside_sees_previews_and_keeps_its_warning_for_the_user():
+    ds = tf.data.Dataset.range(1000).map(lambda x: x * 2).cache().shuffle(10, seed=1).batch(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run(ds, steps=5, stage_seconds=0.2)["identical output"].status == "ok"
+    with pytest.warns(tf.data.experimental.CacheWarning):
+        it = iter(ds)
+        next(it)
+        del it
+
+
+# -- planted faults -------------------------------------------------------------------
+
+
+def test_it_names_a_planted_slow_stage():
+    ds = (tf.data.Dataset.range(400).map(lambda x: x + 1).map(sleeping(0.02, "slow_stage"))
+          .batch(4).map(lambda x: x * 2).prefetch(2))
+    result = run(ds, steps=6)
+    assert result.bottleneck == "MapDataset(slow_stage)"
+    check = result["bottleneck"]
+    assert check.status == "warn" and check.measured == "MapDataset(slow_stage)"
+    assert "num_parallel_calls=AUTOTUNE" in check.remedy
+    slow = [s for s in result.stages if s.name == "MapDataset(slow_stage)"][0]
+    assert slow.share > 0.5 and slow.per_output == 4  # 4 elements per batch
+    assert result.stages[0].name == "RangeDataset" and result.stages[0].per_output == 4
+    assert "<- bottleneck" in str(result)
+
+
+def test_it_finds_a_planted_non_deterministic_stage():
+    result = run(tf.data.Dataset.range(50).map(lambda x: x * 3).map(noisy).batch(2), steps=5)
+    check = result["determinism"]
+    assert check.status == "fail"
+    assert "MapDataset(noisy)" in check.detail and "also without parallelism" in check.detail
+    assert "conveyor.random" in check.remedy
+    assert result["identical output"].status == "skipped"
+    assert not result.ok
+
+
+def test_a_reordering_stage_fails_identical_output_as_a_hand_written_comparison_does():
+    # element 0 of every 8 sleeps 100 ms: with deterministic=False the others overtake it
+    def make():
+        return (tf.data.Dataset.range(64)
+                .map(sleeping(0.1, "reorder", every=8), num_parallel_calls=4, deterministic=False)
+                .batch(2))
+    result = run(make(), steps=8)
+    check = result["identical output"]
+    hand_parallel = values(make().take(8))
+    hand_sequential = values(tf.data.Dataset.range(64).map(sleeping(0.1, "reorder", every=8))
+                             .batch(2).take(8))
+    assert hand_parallel != hand_sequential
+    hand_first = next(i for i, (a, b) in enumerate(zip(hand_parallel, hand_sequential)) if a != b)
+    assert check.status == "fail" and check.measured == hand_first == 0
+    assert "ParallelMapDataset(reorder)" in check.detail and "another order" in check.detail
+    assert "deterministic=True" in check.remedy
+
+
+def test_a_prefetch_over_a_small_ram_budget_fails_the_ram_check():
+    options = tf.data.Options()
+    options.autotune.ram_budget = 4 << 20
+    ds = (tf.data.Dataset.from_tensors(np.zeros((256, 1024), np.float32)).repeat(100)
+          .map(lambda x: x + 1.0).prefetch(50).with_options(options))
+    result = run(ds, steps=30)
+    check = result["peak RAM"]
+    assert check.status == "fail"
+    assert "Prefetch" in check.detail and "RAM budget exceeded" in check.detail
+    assert "a smaller prefetch (buffer_size now 50)" in check.remedy
+    assert result["identical output"].status == "skipped"
+    assert not result.ok
+    # the same pipeline with room passes
+    assert run(ds.with_options(tf.data.Options()), steps=4)["peak RAM"].status != "fail"
+
+
+def test_the_speedup_and_identical_output_agree_with_a_hand_written_comparison():
+    def pipeline(parallel):
+        ds = tf.data.Dataset.range(200).map(sleeping(0.01, "decode"),
+                                             num_parallel_calls=4 if parallel else None)
+        return ds.batch(2).prefetch(2) if parallel else ds.batch(2)
+
+    result = run(pipeline(True), steps=16)
+    assert result["identical output"].status == "ok"
+    assert values(pipeline(True).take(16)) == values(pipeline(False).take(16))
+
+    def rate(ds):
+        it = iter(ds.take(17))
+        next(it)  # warm-up, as the doctor does
+        start = time.perf_counter()
+        n = sum(1 for _ in it)
+        return n / (time.perf_counter() - start)
+    hand = rate(pipeline(True)) / rate(pipeline(False))
+    speedup = result["speedup"].measured
+    assert result["speedup"].status == "ok"
+    # 4 threads over a sleeping function: both see a clear gain, of the same size
+    assert speedup > 1.5 and hand > 1.5
+    assert 0.4 < speedup / hand < 2.5
+
+
+# -- seeds --------------------------------------------------------------------------------
+
+
+def test_unseeded_shuffle_is_reported():
+    result = run(tf.data.Dataset.range(100).shuffle(50).batch(4), steps=5)
+    assert result["determinism"].status == "fail"
+    assert "unseeded randomness" in result["determinism"].detail
+    assert "ShuffleDataset" in result["determinism"].detail
+    assert "set_seed" in result["determinism"].remedy
+    assert result["identical output"].status == "skipped"
+
+    seeded = run(tf.data.Dataset.range(100).shuffle(50, seed=1).batch(4), steps=5)
+    assert seeded["determinism"].status == "ok" and seeded["identical output"].status == "ok"
+
+
+def test_a_factory_is_built_per_run_and_tried_with_a_seed():
+    assert _seed.global_seed() is None
+    result = run(lambda: tf.data.Dataset.range(100).shuffle(50).batch(4), steps=5, seed=7)
+    check = result["determinism"]
+    assert check.status == "fail" and "agree with conveyor.random.set_seed(7)" in check.detail
+    assert result["identical output"].status == "ok"  # compared with the seed set
+    assert _seed.global_seed() is None
+
+
+# -- the step, the machine --------------------------------------------------------------
+
+
+def test_input_bound_fraction_with_a_step_fn():
+    slow_input = run(tf.data.Dataset.range(100).map(sleeping(0.02, "load")), steps=6,
+                     step_fn=lambda x: None)
+    assert slow_input["input-bound"].status == "fail"
+    assert slow_input["input-bound"].measured > 0.5
+    assert "prefetch(AUTOTUNE)" in slow_input["input-bound"].remedy
+    fast_input = run(tf.data.Dataset.range(100).prefetch(2), steps=6,
+                     step_fn=lambda x: time.sleep(0.02))
+    assert fast_input["input-bound"].status == "ok"
+    assert fast_input["bottleneck"].status == "ok"
+    assert "does not wait on it" in fast_input["bottleneck"].detail
+
+
+def test_gpu_is_skipped_without_pynvml(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    result = run(tf.data.Dataset.range(10), steps=4, step_fn=lambda x: None)
+    assert result["GPU busy"].status == "skipped"
+    assert "pynvml is not installed" in result["GPU busy"].detail
+    assert run(tf.data.Dataset.range(10), steps=4)["GPU busy"].status == "skipped"
+
+
+@pytest.mark.parametrize("busy,status", [(95, "ok"), (40, "warn")])
+def test_gpu_utilisation_from_nvml(monkeypatch, busy, status):
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda i: f"gpu{i}",
+        nvmlDeviceGetComputeRunningProcesses=lambda h: [types.SimpleNamespace(pid=os.getpid())],
+        nvmlDeviceGetUtilizationRates=lambda h: types.SimpleNamespace(gpu=busy))
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    result = run(tf.data.Dataset.range(100), steps=8, step_fn=lambda x: time.sleep(0.05))
+    check = result["GPU busy"]
+    assert check.status == status and check.measured == pytest.approx(busy / 100)
+    assert bool(check.remedy) == (status == "warn")
+
+
+def test_no_gpu_is_skipped_cleanly(monkeypatch):
+    def no_driver():
+        raise RuntimeError("NVML Shared Library Not Found")
+    monkeypatch.setitem(sys.modules, "pynvml", types.SimpleNamespace(nvmlInit=no_driver))
+    result = run(tf.data.Dataset.range(10), steps=4, step_fn=lambda x: None)
+    assert result["GPU busy"].status == "skipped" and "no NVIDIA GPU" in result["GPU busy"].detail
+
+
+def test_ram_and_descriptors_against_their_limits(monkeypatch):
+    ds = tf.data.Dataset.range(50).interleave(lambda i: tf.data.Dataset.range(3),
+                                              cycle_length=4, num_parallel_calls=2).prefetch(3)
+    result = run(ds, steps=5)
+    assert result["peak RAM"].status == "ok" and result["open descriptors"].status == "ok"
+    # a machine with little RAM and a low `ulimit -n`
+    fds = doctor._open_descriptors()
+    monkeypatch.setattr(doctor.resource, "getrlimit", lambda which: (fds, fds))
+    result = run(ds, steps=5, ram_limit=doctor._rss())
+    ram, files = result["peak RAM"], result["open descriptors"]
+    assert ram.status == "warn" and ram.measured > 0.7
+    assert "a smaller prefetch (buffer_size now 3)" in ram.remedy
+    assert "a lower cycle_length" in ram.remedy
+    assert files.status == "warn" and "ulimit -n" in files.remedy
+
+
+# -- the result -------------------------------------------------------------------------
+
+
+def test_the_result_prints_and_serialises():
+    result = run(tf.data.Dataset.range(30).map(lambda x: x + 1, num_parallel_calls=2), steps=5)
+    text = str(result)
+    for name in ("identical output", "speedup", "bottleneck", "input-bound", "peak RAM",
+                 "open descriptors", "determinism", "GPU busy"):
+        assert name in text
+    data = json.loads(result.to_json())
+    assert [c["name"] for c in data["checks"]] == [c.name for c in result.checks]
+    assert data["steps"] == 5 and data["stages"][0]["name"] == "RangeDataset"
+    assert {c["status"] for c in data["checks"]} <= {"ok", "warn", "fail", "skipped"}
+
+
+def test_it_prints_unless_quiet(capsys):
+    diagnose(tf.data.Dataset.range(10), steps=3, stage_seconds=0.2)
+    assert "conveyor pipeline doctor" in capsys.readouterr().out
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="Dataset or a function"):
+        diagnose([1, 2, 3], quiet=True)
+    with pytest.raises(ValueError, match="steps"):
+        diagnose(tf.data.Dataset.range(3), steps=1, quiet=True)
+    with pytest.raises(TypeError, match="not a Dataset"):
+        diagnose(lambda: [1], quiet=True)
+
+
+# -- the command line -------------------------------------------------------------------
+
+SCRIPT = """
+import time
+import numpy as np
+import conveyor as tf
+
+def make_dataset():
+    return tf.data.Dataset.range(100).map(lambda x: x * 2, num_parallel_calls=2).batch(4)
+
+def make_noisy():
+    return tf.data.Dataset.range(100).map(
+        lambda x: tf.numpy_function(lambda v: v + np.random.randint(1, 10**6), [x], tf.int64))
+"""
+
+
+def cli(args, cwd):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "conveyor.doctor", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_command_line_with_a_script(tmp_path):
+    (tmp_path / "pipeline.py").write_text(textwrap.dedent(SCRIPT))
+    done = cli([str(tmp_path / "pipeline.py") + ":make_dataset", "--steps", "5"], ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "conveyor pipeline doctor" in done.stdout and "BatchDataset" in done.stdout
+    assert "RuntimeWarning" not in done.stderr
+
+    done = cli([str(tmp_path / "pipeline.py") + ":make_noisy", "--steps", "4", "--json"], ROOT)
+    assert done.returncode == 1, done.stdout + done.stderr  # a check failed
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    assert checks["determinism"]["status"] == "fail"
+
+
+def test_command_line_with_a_module_and_a_step_time(tmp_path):
+    (tmp_path / "mypipeline.py").write_text(textwrap.dedent(SCRIPT))
+    done = cli(["mypipeline:make_dataset", "--steps", "5", "--step-time", "0.01", "--json"],
+               tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    assert checks["input-bound"]["status"] == "ok"
+    done = cli(["mypipeline:nothing_here"], tmp_path)
+    assert done.returncode == 2 and "no function 'nothing_here'" in done.stderr
+    done = cli(["no_colon_here"], tmp_path)
+    assert done.returncode == 2
