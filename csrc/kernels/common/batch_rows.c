@@ -113,7 +113,7 @@ void cv_copy_values(CvTensor *dst, int64_t at, const CvTensor *src, int64_t from
     CvStringRef *out = (CvStringRef *)dst->data + at;
     char *base = dst->buf->data;
     for (int64_t k = 0; k < count; k++) {
-        memcpy(*blob, src->buf->data + in[k].offset, in[k].length);
+        memcpy(*blob, cv_string_data(src, &in[k]), in[k].length);
         out[k].offset = (uint64_t)(*blob - base);
         out[k].length = in[k].length;
         *blob += in[k].length;
