@@ -64,7 +64,8 @@ struct CvBuffer {
     size_t capacity; /* bytes usable at data (>= size) */
     /* Buffers the strings of a tensor over this buffer may live in (see
      * CvStringRef): owned references, released with this buffer; never
-     * changed once the buffer is shared. NULL / 0 for most buffers. */
+     * changed once the buffer is shared; a part has no parts of its own.
+     * NULL / 0 for most buffers. */
     CvBuffer **parts;
     uint32_t nparts;
     /* Frees the buffer (and its memory) when the last reference drops; may
@@ -109,8 +110,8 @@ static inline bool cv_buffer_is_unique(CvBuffer *b)
     return atomic_load_explicit(&b->refcount, memory_order_acquire) == 1;
 }
 
-/* Give b the parts array (n owned references; the array is malloc'd and
- * taken). b must have no parts yet and be unshared. */
+/* Give b the parts array (n owned references to part-less buffers; the
+ * array is malloc'd and taken). b must have no parts yet and be unshared. */
 void cv_buffer_set_parts(CvBuffer *b, CvBuffer **parts, uint32_t n);
 
 /* The buffer holding the bytes of string `ref` of t (t's own or a part). */
