@@ -30,6 +30,7 @@ pages in anew and both sides run slower.
 """
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -107,6 +108,12 @@ def measure_limits(payloads_bytes, gz_blob):
     return out
 
 
+def _cpu_seconds():
+    """CPU time of the whole process (all threads), user + system."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def _ratio_range(values):
     s = summary(values)
     return f"{s['median']:.2f}x [{s['min']:.2f}-{s['max']:.2f}]"
@@ -181,9 +188,10 @@ def main(argv=None):
             def run(warmup, lib=lib, pattern=pattern, compression=compression, spec=spec,
                     count=count, numpy=lib_name.endswith("numpy")):
                 ds = pipeline(lib, pattern, compression, spec)
+                cpu = _cpu_seconds()
                 seconds, records = epoch(ds.as_numpy_iterator() if numpy else ds)
                 assert records == count, (records, count)
-                return {"s": seconds}
+                return {"s": seconds, "cpu": _cpu_seconds() - cpu}
             variants.append(((name, lib_name), run))
     results = run_rounds(variants, rounds)
 
@@ -194,7 +202,7 @@ def main(argv=None):
     print()
     print(f"{'workload':<58}{'conveyor MB/s':>22}{'tf.data MB/s':>22}{'cv/tf':>19}"
           f"{'tf numpy MB/s':>22}{'cv/tfnp':>19}{'cv rec/s':>12}{'cv/limit':>10}{'cv/memcpy':>11}")
-    verdicts = []
+    verdicts, cpu_rows = [], []
     for name, (pattern, compression, nbytes, count, parse) in workloads.items():
         c = [nbytes / m["s"] / 1e6 for m in results[(name, "conveyor")]]
         t = [nbytes / m["s"] / 1e6 for m in results[(name, "tf.data")]] if tf is not None else None
@@ -212,6 +220,14 @@ def main(argv=None):
         print(f"{name:<58}{fmt_range(c):>22}{tf_text:>22}{ratio_text:>19}{tn_text:>22}"
               f"{ratio_np_text:>19}{cmed * 1e6 / (nbytes / count):>12,.0f}"
               f"{cmed * 1e6 / limit:>10.2f}{memcpy_text:>11}")
+        if t:
+            cpu = {k: [m["cpu"] * 1e9 / nbytes for m in results[(name, k)]]
+                   for k in ("conveyor", "tf.data", "tf.data numpy")}
+            label = f"{name.split(':')[0]}, {name.split(', ')[-1]}"
+            cpu_rows.append(f"  {label:<40}"
+                            + "".join(f"{summary(cpu[k])['median']:>12.3f}" for k in cpu)
+                            + f"{summary(cpu['tf.data'])['median'] / summary(cpu['conveyor'])['median']:>10.2f}x"
+                            + f"{summary(cpu['tf.data numpy'])['median'] / summary(cpu['conveyor'])['median']:>10.2f}x")
         if ratio and not compression and not parse:
             worst = min(summary(ratio)["median"], summary(ratio_np)["median"])
             verdicts.append(f"{name.split(':')[0]} {worst:.2f}x "
@@ -221,6 +237,12 @@ def main(argv=None):
           "ratios of MB/s, median [min-max]; cv/limit: conveyor's MB/s over the CRC32C rate "
           "(uncompressed) or twice the 1-core inflate rate (GZIP, 2 cores); cv/memcpy: over the "
           "memcpy rate (uncompressed))")
+    if cpu_rows:
+        print()
+        print(f"{'CPU seconds per GB (all threads), median':<42}{'conveyor':>12}{'tf.data':>12}"
+              f"{'tf numpy':>12}{'tf/cv':>11}{'tfnp/cv':>11}")
+        print("\n".join(cpu_rows))
+        print("(CPU time is less sensitive than wall time to other load on a shared machine)")
     if verdicts:
         print(f"goal: uncompressed reading >= {GOAL}x tf.data, both ways of iterating (median of "
               f"the paired ratios, the lower of cv/tf and cv/tfnp): " + "; ".join(verdicts))
