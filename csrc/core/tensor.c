@@ -56,6 +56,11 @@ static size_t header_size(void)
  * boundary so NumPy and SIMD code see aligned data. */
 static void buffer_release(CvBuffer *b)
 {
+    for (uint32_t i = 0; i < b->nparts; i++)
+        cv_buffer_unref(b->parts[i]); /* leaves: a part never has parts of its own */
+    free(b->parts);
+    b->parts = NULL;
+    b->nparts = 0;
     if (b->capacity >= CV_POOL_MIN_BYTES) {
         pthread_mutex_lock(&pool_mu);
         if (pool_count < CV_POOL_SLOTS && pool_bytes + b->capacity <= CV_POOL_MAX_BYTES) {
@@ -124,7 +129,15 @@ CvBuffer *cv_buffer_new(size_t size)
     }
     atomic_init(&b->refcount, 1);
     b->size = size;
+    b->parts = NULL;
+    b->nparts = 0;
     return b;
+}
+
+void cv_buffer_set_parts(CvBuffer *b, CvBuffer **parts, uint32_t n)
+{
+    b->parts = parts;
+    b->nparts = n;
 }
 
 void cv_buffer_unref(CvBuffer *b)
@@ -167,6 +180,9 @@ CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *
     if (count > SIZE_MAX / item || count * item > SIZE_MAX - string_bytes)
         return cv_error(CV_RESOURCE_EXHAUSTED, "tensor size overflows the address space");
     size_t bytes = count * item + (dtype == CV_STRING ? string_bytes : 0);
+    if (dtype == CV_STRING && bytes > CV_STRING_OFFSET_MASK)
+        return cv_error(CV_RESOURCE_EXHAUSTED, "a string tensor of %zu bytes is larger than "
+                        "conveyor's limit of 1 TiB", bytes);
     CvBuffer *b = cv_buffer_new(bytes);
     if (!b)
         return cv_error(CV_RESOURCE_EXHAUSTED, "out of memory allocating a %s tensor of %zu bytes",

@@ -7,7 +7,11 @@
  *
  * Strings (CV_STRING) are stored as an array of CvStringRef {offset, length}
  * pairs at `data`, each offset counted from the start of the buffer's memory,
- * so a slice of a string tensor is a slice of its refs array.
+ * so a slice of a string tensor is a slice of its refs array. A buffer may
+ * also hold references to other buffers, its parts (a batch of large records
+ * refers to the records' own buffers instead of copying them): the top bits
+ * of an offset then select the part the string lives in. Read a string's
+ * bytes only through cv_string_data.
  *
  * A CvElement is a flat array of tensors; nesting (tuples, dicts) lives only
  * in Python. An element owns its tensors.
@@ -42,9 +46,15 @@ typedef enum CvDtype {
 } CvDtype;
 
 typedef struct CvStringRef {
-    uint64_t offset; /* from CvBuffer.data */
+    uint64_t offset; /* part << CV_STRING_PART_SHIFT | offset from that buffer's data */
     uint64_t length;
 } CvStringRef;
+
+/* An offset's low 40 bits count bytes (string blobs are limited to 1 TiB),
+ * its top 24 bits select the buffer: 0 the tensor's own, k its part k - 1. */
+#define CV_STRING_PART_SHIFT 40
+#define CV_STRING_OFFSET_MASK ((UINT64_C(1) << CV_STRING_PART_SHIFT) - 1)
+#define CV_STRING_MAX_PARTS ((UINT32_C(1) << (64 - CV_STRING_PART_SHIFT)) - 1)
 
 typedef struct CvBuffer CvBuffer;
 struct CvBuffer {
@@ -52,6 +62,12 @@ struct CvBuffer {
     char *data;
     size_t size;
     size_t capacity; /* bytes usable at data (>= size) */
+    /* Buffers the strings of a tensor over this buffer may live in (see
+     * CvStringRef): owned references, released with this buffer; never
+     * changed once the buffer is shared; a part has no parts of its own.
+     * NULL / 0 for most buffers. */
+    CvBuffer **parts;
+    uint32_t nparts;
     /* Frees the buffer (and its memory) when the last reference drops; may
      * run on any thread, so it must not need the GIL. */
     void (*release)(CvBuffer *buf);
@@ -94,11 +110,29 @@ static inline bool cv_buffer_is_unique(CvBuffer *b)
     return atomic_load_explicit(&b->refcount, memory_order_acquire) == 1;
 }
 
+/* Give b the parts array (n owned references to part-less buffers; the
+ * array is malloc'd and taken). b must have no parts yet and be unshared. */
+void cv_buffer_set_parts(CvBuffer *b, CvBuffer **parts, uint32_t n);
+
+/* The buffer holding the bytes of string `ref` of t (t's own or a part). */
+static inline CvBuffer *cv_string_owner(const CvTensor *t, const CvStringRef *ref)
+{
+    uint64_t part = ref->offset >> CV_STRING_PART_SHIFT;
+    return part ? t->buf->parts[part - 1] : t->buf;
+}
+
+/* The first byte of string `ref` of t. */
+static inline const char *cv_string_data(const CvTensor *t, const CvStringRef *ref)
+{
+    return cv_string_owner(t, ref)->data + (ref->offset & CV_STRING_OFFSET_MASK);
+}
+
 /* Tensors. */
 int64_t cv_tensor_num_elements(const CvTensor *t);
 size_t cv_tensor_nbytes(const CvTensor *t); /* num_elements * dtype size */
 /* Allocate a dense tensor of the given dtype and shape. Strings get a refs
- * array plus `string_bytes` of blob after it, returned in *blob. */
+ * array plus `string_bytes` of blob after it, returned in *blob (the whole
+ * buffer at most CV_STRING_OFFSET_MASK bytes, so offsets fit their field). */
 CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
                          size_t string_bytes, char **blob);
 /* A scalar string of n bytes (its ref set to them): the caller writes them

@@ -267,7 +267,7 @@ static void put_tensor(CvCacheWriter *w, const CvTensor *t)
         put64(dst + 16 * i, at);
         put64(dst + 16 * i + 8, refs[i].length);
         if (refs[i].length)
-            memcpy(text, t->buf->data + refs[i].offset, refs[i].length);
+            memcpy(text, cv_string_data(t, &refs[i]), refs[i].length);
         text += refs[i].length;
         at += refs[i].length;
     }

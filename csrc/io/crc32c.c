@@ -62,6 +62,82 @@ uint32_t cv_crc32c_extend_software(uint32_t crc, const void *data, size_t n)
 }
 
 #ifdef CV_CRC32C_X86
+/* The crc32 instruction has a latency of 3 cycles and a throughput of one
+ * per cycle, so one dependent chain runs at a third of the unit's speed.
+ * Long inputs are cut into blocks of three stripes of `len` bytes, CRC'd as
+ * three independent chains, and joined: for raw (uninverted) CRC registers,
+ * crc(c, A || B) = shift_|B|(crc(c, A)) ^ crc(0, B), where shift_n (the
+ * register after n zero bytes) is linear, so a table per register byte
+ * applies it. */
+typedef struct Stripe {
+    size_t len; /* bytes per stripe, a multiple of 8 */
+    uint32_t shift[4][256];
+} Stripe;
+
+static Stripe long_stripe = {.len = 8192}, short_stripe = {.len = 256};
+static pthread_once_t stripe_once = PTHREAD_ONCE_INIT;
+
+__attribute__((target("sse4.2"))) static uint32_t zeros_hw(uint32_t c, size_t n)
+{
+    uint64_t r = c;
+    for (size_t i = 0; i < n; i += 8)
+        r = _mm_crc32_u64(r, 0);
+    return (uint32_t)r;
+}
+
+__attribute__((target("sse4.2"))) static void stripe_init(Stripe *st)
+{
+    uint32_t basis[32];
+    for (int b = 0; b < 32; b++)
+        basis[b] = zeros_hw(UINT32_C(1) << b, st->len);
+    for (int k = 0; k < 4; k++)
+        for (uint32_t v = 0; v < 256; v++) {
+            uint32_t x = 0;
+            for (int b = 0; b < 8; b++)
+                if (v >> b & 1)
+                    x ^= basis[8 * k + b];
+            st->shift[k][v] = x;
+        }
+}
+
+static void stripes_init(void)
+{
+    stripe_init(&long_stripe);
+    stripe_init(&short_stripe);
+}
+
+static inline uint32_t shift(const Stripe *st, uint32_t c)
+{
+    return st->shift[0][c & 0xff] ^ st->shift[1][(c >> 8) & 0xff] ^
+           st->shift[2][(c >> 16) & 0xff] ^ st->shift[3][c >> 24];
+}
+
+/* Raw register c over as many whole blocks of 3 * st->len bytes as fit. */
+__attribute__((target("sse4.2"))) static uint64_t blocks_hw(const Stripe *st, uint64_t c,
+                                                             const unsigned char **pp, size_t *np)
+{
+    const unsigned char *p = *pp;
+    size_t n = *np, len = st->len;
+    while (n >= 3 * len) {
+        uint64_t c1 = 0, c2 = 0;
+        for (size_t i = 0; i < len; i += 8) {
+            uint64_t a, b, d;
+            memcpy(&a, p + i, 8);
+            memcpy(&b, p + len + i, 8);
+            memcpy(&d, p + 2 * len + i, 8);
+            c = _mm_crc32_u64(c, a);
+            c1 = _mm_crc32_u64(c1, b);
+            c2 = _mm_crc32_u64(c2, d);
+        }
+        c = shift(st, shift(st, (uint32_t)c) ^ (uint32_t)c1) ^ (uint32_t)c2;
+        p += 3 * len;
+        n -= 3 * len;
+    }
+    *pp = p;
+    *np = n;
+    return c;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const void *data, size_t n)
 {
     const unsigned char *p = data;
@@ -70,20 +146,10 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
         c = _mm_crc32_u8((uint32_t)c, *p++);
         n--;
     }
-    /* Four independent 8-byte steps per iteration still form one chain; the
-     * unrolling only trims loop overhead. */
-    while (n >= 32) {
-        uint64_t a, b, d, e;
-        memcpy(&a, p, 8);
-        memcpy(&b, p + 8, 8);
-        memcpy(&d, p + 16, 8);
-        memcpy(&e, p + 24, 8);
-        c = _mm_crc32_u64(c, a);
-        c = _mm_crc32_u64(c, b);
-        c = _mm_crc32_u64(c, d);
-        c = _mm_crc32_u64(c, e);
-        p += 32;
-        n -= 32;
+    if (n >= 3 * short_stripe.len) {
+        pthread_once(&stripe_once, stripes_init);
+        c = blocks_hw(&long_stripe, c, &p, &n);
+        c = blocks_hw(&short_stripe, c, &p, &n);
     }
     while (n >= 8) {
         uint64_t a;

@@ -20,6 +20,11 @@ struct CvInputStream {
      * uncompressed offset buf_start. */
     unsigned char *buf;
     size_t cap, pos, len;
+    /* Uncompressed: bytes per refill (<= cap). Large reads shrink it so that
+     * little of the next large record is read ahead into buf: a read of at
+     * least fill_size unbuffered bytes goes straight into the caller's
+     * memory, one copy instead of two; small reads grow it back. */
+    size_t fill_size;
     uint64_t buf_start;
     /* Compressed input. */
     unsigned char *in;
@@ -87,6 +92,7 @@ CvStatus cv_input_stream_open(const char *path, CvCompression compression, size_
         s->cap = 4096; /* buffer_size=0 (no buffering) reads the same bytes */
     if (s->cap > ((size_t)64 << 20))
         s->cap = (size_t)64 << 20;
+    s->fill_size = s->cap;
     s->path = strdup(path);
     if (!s->path) {
         st = cv_error_nomem();
@@ -146,7 +152,7 @@ static CvStatus fill(CvInputStream *s, bool *eof)
             *eof = true;
             return CV_STATUS_OK;
         }
-        CvStatus st = raw_read(s, s->buf, s->cap, &s->len);
+        CvStatus st = raw_read(s, s->buf, s->fill_size, &s->len);
         if (!st && s->len == 0)
             *eof = true;
         return st;
@@ -192,10 +198,21 @@ static CvStatus fill(CvInputStream *s, bool *eof)
     }
 }
 
+/* Reads of at least this many bytes (uncompressed) shrink the refills to
+ * CV_SMALL_FILL, so that large records are read mostly unbuffered. */
+#define CV_LARGE_READ ((size_t)64 << 10)
+#define CV_SMALL_FILL ((size_t)4 << 10)
+
 CvStatus cv_input_stream_read(CvInputStream *s, void *dst, size_t n, size_t *got)
 {
     size_t done = 0;
     CvStatus st = CV_STATUS_OK;
+    if (s->compression == CV_COMPRESSION_NONE) {
+        if (n >= CV_LARGE_READ)
+            s->fill_size = CV_SMALL_FILL < s->cap ? CV_SMALL_FILL : s->cap;
+        else if (s->pos + n > s->len && s->fill_size < s->cap) /* small reads that refill */
+            s->fill_size = s->fill_size * 2 < s->cap ? s->fill_size * 2 : s->cap;
+    }
     while (done < n) {
         if (s->pos < s->len) {
             size_t k = s->len - s->pos;
@@ -206,7 +223,7 @@ CvStatus cv_input_stream_read(CvInputStream *s, void *dst, size_t n, size_t *got
             done += k;
             continue;
         }
-        if (s->compression == CV_COMPRESSION_NONE && n - done >= s->cap) {
+        if (s->compression == CV_COMPRESSION_NONE && n - done >= s->fill_size) {
             /* Big read: straight from the file into dst. */
             size_t r = 0;
             s->buf_start += s->len;

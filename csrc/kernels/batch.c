@@ -1,7 +1,8 @@
 /* batch(batch_size, drop_remainder, num_parallel_calls, deterministic).
  *
  * Pulls batch_size elements and stacks each component along a new leading
- * axis, one copy per component per element into a fresh buffer. With
+ * axis, one copy per component per element into a fresh buffer (large
+ * strings are referenced instead: kernels/common/batch_rows.h). With
  * num_parallel_calls the pulls stay sequential and in order (a CvStage) and
  * the copying runs on the workers. An input error fails the batch it falls
  * in (the elements gathered so far are dropped) and the next batch starts
@@ -77,16 +78,8 @@ static CvStatus stack(CvElement *bundle, int64_t rows, CvElement *out)
         int64_t shape[CV_MAX_RANK];
         shape[0] = rows;
         memcpy(shape + 1, first->shape, (size_t)first->rank * sizeof(int64_t));
-        int64_t per_row = cv_tensor_num_elements(first);
-        size_t blob_bytes = 0;
-        for (int64_t r = 0; r < rows; r++)
-            blob_bytes += cv_string_bytes(&bundle->t[r * ncomp + c]);
-        char *blob = NULL;
-        s = cv_tensor_alloc(&out->t[c], first->dtype, first->rank + 1, shape, blob_bytes, &blob);
-        if (s)
+        if ((s = cv_stack_rows(&out->t[c], bundle, rows, ncomp, c, first->rank + 1, shape)))
             goto done;
-        for (int64_t r = 0; r < rows; r++)
-            cv_copy_values(&out->t[c], r * per_row, &bundle->t[r * ncomp + c], 0, per_row, &blob);
     }
 done:
     if (s)

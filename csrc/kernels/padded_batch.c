@@ -55,7 +55,7 @@ static void fill(CvTensor *t, const CvTensor *pad, char **blob)
     if (t->dtype == CV_STRING) {
         const CvStringRef *ref = (const CvStringRef *)pad->data;
         CvStringRef value = {(uint64_t)(*blob - t->buf->data), ref->length};
-        memcpy(*blob, pad->buf->data + ref->offset, ref->length);
+        memcpy(*blob, cv_string_data(pad, ref), ref->length);
         *blob += ref->length;
         for (int64_t k = 0; k < n; k++)
             ((CvStringRef *)t->data)[k] = value;

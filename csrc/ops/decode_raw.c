@@ -47,7 +47,6 @@ static CvStatus decode_raw_run(const CvOpAttrs *attrs, const CvTensor *in, int n
                         (long long)fixed, size);
     const int64_t n = cv_tensor_num_elements(&in[0]);
     const CvStringRef *refs = (const CvStringRef *)in[0].data;
-    const char *base = in[0].buf->data;
     uint64_t bytes = (uint64_t)fixed; /* per string */
     if (!fixed && n > 0) {
         bytes = refs[0].length;
@@ -73,7 +72,7 @@ static CvStatus decode_raw_run(const CvOpAttrs *attrs, const CvTensor *in, int n
     uint8_t *dst = (uint8_t *)out[0].data;
     for (int64_t i = 0; i < n; i++, dst += bytes) {
         uint64_t len = refs[i].length < bytes ? refs[i].length : bytes;
-        memcpy(dst, base + refs[i].offset, (size_t)len);
+        memcpy(dst, cv_string_data(&in[0], &refs[i]), (size_t)len);
         memset(dst + len, 0, (size_t)(bytes - len));
     }
     dst = (uint8_t *)out[0].data;

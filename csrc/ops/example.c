@@ -729,7 +729,7 @@ static void place_default_strings(const Feature *f, OutInfo *o)
     int64_t n = cv_tensor_num_elements(&f->dflt);
     for (int64_t k = 0; k < n; k++) {
         if (r[k].length)
-            memcpy(o->blob, f->dflt.buf->data + r[k].offset, r[k].length);
+            memcpy(o->blob, cv_string_data(&f->dflt, &r[k]), r[k].length);
         o->blob += r[k].length;
     }
 }
@@ -960,13 +960,13 @@ CvStatus cv_parse_example_tensor(const CvExampleConfig *cfg, const CvTensor *ser
         return cv_error_nomem();
     const CvStringRef *r = (const CvStringRef *)serialized->data;
     for (int64_t i = 0; i < n; i++) {
-        views[i].data = serialized->buf->data + r[i].offset;
+        views[i].data = cv_string_data(serialized, &r[i]);
         views[i].size = r[i].length;
     }
     if (names) {
         const CvStringRef *nr = (const CvStringRef *)names->data;
         for (int64_t i = 0; i < n; i++) {
-            views[n + i].data = names->buf->data + nr[i].offset;
+            views[n + i].data = cv_string_data(names, &nr[i]);
             views[n + i].size = nr[i].length;
         }
     }

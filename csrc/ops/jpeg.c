@@ -397,7 +397,7 @@ static const uint8_t *string_scalar(const CvTensor *t, size_t *size)
 {
     const CvStringRef *ref = (const CvStringRef *)t->data;
     *size = (size_t)ref->length;
-    return (const uint8_t *)t->buf->data + ref->offset;
+    return (const uint8_t *)cv_string_data(t, ref);
 }
 
 CvStatus cv_jpeg_decode_contents(const char *op, const CvTensor *contents, const CvJpegOptions *o,

@@ -62,7 +62,7 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     }
     const CvStringRef *ref = (const CvStringRef *)in[0].data;
     size_t n = (size_t)ref->length;
-    const char *name = in[0].buf->data + ref->offset;
+    const char *name = cv_string_data(&in[0], ref);
     char *path = malloc(n + 1);
     if (!path)
         return cv_error_nomem();

@@ -286,7 +286,7 @@ CvStatus cv_element_from_sequence(CvModuleState *st, PyObject *seq, CvElement *o
 
 static PyObject *string_scalar(const CvTensor *t, const CvStringRef *ref)
 {
-    return PyBytes_FromStringAndSize(t->buf->data + ref->offset, (Py_ssize_t)ref->length);
+    return PyBytes_FromStringAndSize(cv_string_data(t, ref), (Py_ssize_t)ref->length);
 }
 
 PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)

@@ -113,7 +113,7 @@ void cv_copy_values(CvTensor *dst, int64_t at, const CvTensor *src, int64_t from
     CvStringRef *out = (CvStringRef *)dst->data + at;
     char *base = dst->buf->data;
     for (int64_t k = 0; k < count; k++) {
-        memcpy(*blob, src->buf->data + in[k].offset, in[k].length);
+        memcpy(*blob, cv_string_data(src, &in[k]), in[k].length);
         out[k].offset = (uint64_t)(*blob - base);
         out[k].length = in[k].length;
         *blob += in[k].length;
@@ -126,4 +126,91 @@ void cv_tensor_rows(CvTensor *dst, const CvTensor *src, int64_t start, int64_t c
     dst->rank = src->rank;
     memcpy(dst->shape, src->shape, (size_t)src->rank * sizeof(int64_t));
     dst->shape[0] = count;
+}
+
+/* Whether cv_stack_rows references string `ref` of t instead of copying it:
+ * long enough, and its buffer is a leaf (no parts: the result's parts stay
+ * one level deep) that the string fills at least half of (so a slice of a
+ * large blob is copied, not kept alive whole). */
+static bool share_string(const CvTensor *t, const CvStringRef *ref)
+{
+    if (ref->length < CV_STACK_SHARE_MIN_BYTES)
+        return false;
+    const CvBuffer *owner = cv_string_owner(t, ref);
+    return owner->nparts == 0 && owner->size / 2 <= ref->length;
+}
+
+static CvStatus stack_strings(CvTensor *out, const CvElement *bundle, int64_t rows,
+                              uint32_t ncomp, uint32_t c, int rank, const int64_t *shape)
+{
+    int64_t per_row = cv_tensor_num_elements(&bundle->t[c]);
+    size_t blob_bytes = 0, shared = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const CvTensor *t = &bundle->t[r * ncomp + c];
+        const CvStringRef *refs = (const CvStringRef *)t->data;
+        for (int64_t k = 0; k < per_row; k++) {
+            if (share_string(t, &refs[k]))
+                shared++;
+            else
+                blob_bytes += refs[k].length;
+        }
+    }
+    bool share = shared > 0 && shared <= CV_STRING_MAX_PARTS;
+    if (shared && !share) { /* more than the part index can name: copy them all */
+        blob_bytes = 0;
+        for (int64_t r = 0; r < rows; r++)
+            blob_bytes += cv_string_bytes(&bundle->t[r * ncomp + c]);
+    }
+    CvBuffer **parts = NULL; /* owned references, at most one per shared string */
+    if (share && !(parts = malloc(shared * sizeof(CvBuffer *))))
+        return cv_error_nomem();
+    char *blob = NULL;
+    CvStatus s = cv_tensor_alloc(out, CV_STRING, rank, shape, blob_bytes, &blob);
+    if (s) {
+        free(parts);
+        return s;
+    }
+    CvStringRef *dst = (CvStringRef *)out->data;
+    char *base = out->buf->data;
+    uint32_t nparts = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const CvTensor *t = &bundle->t[r * ncomp + c];
+        const CvStringRef *refs = (const CvStringRef *)t->data;
+        for (int64_t k = 0; k < per_row; k++, dst++) {
+            const CvStringRef *ref = &refs[k];
+            dst->length = ref->length;
+            if (share && share_string(t, ref)) {
+                CvBuffer *owner = cv_string_owner(t, ref);
+                if (nparts == 0 || parts[nparts - 1] != owner) /* rows of one buffer share a part */
+                    parts[nparts++] = cv_buffer_ref(owner);
+                dst->offset = (uint64_t)nparts << CV_STRING_PART_SHIFT |
+                              (uint64_t)(cv_string_data(t, ref) - owner->data);
+                continue;
+            }
+            if (ref->length)
+                memcpy(blob, cv_string_data(t, ref), ref->length);
+            dst->offset = (uint64_t)(blob - base);
+            blob += ref->length;
+        }
+    }
+    if (nparts)
+        cv_buffer_set_parts(out->buf, parts, nparts);
+    else
+        free(parts);
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_stack_rows(CvTensor *out, const CvElement *bundle, int64_t rows, uint32_t ncomp,
+                       uint32_t c, int rank, const int64_t *shape)
+{
+    const CvTensor *first = &bundle->t[c];
+    if (first->dtype == CV_STRING)
+        return stack_strings(out, bundle, rows, ncomp, c, rank, shape);
+    CvStatus s = cv_tensor_alloc(out, first->dtype, rank, shape, 0, NULL);
+    if (s)
+        return s;
+    int64_t per_row = cv_tensor_num_elements(first);
+    for (int64_t r = 0; r < rows; r++)
+        cv_copy_values(out, r * per_row, &bundle->t[r * ncomp + c], 0, per_row, NULL);
+    return CV_STATUS_OK;
 }

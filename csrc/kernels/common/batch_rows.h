@@ -1,7 +1,7 @@
 /* Helpers shared by the batching kernels (batch, padded_batch, rebatch):
- * gathering input rows into a batch, and copying values between
- * tensors (numbers by memcpy, strings by copying their bytes into the
- * destination's blob).
+ * gathering input rows into a batch, stacking rows (large strings by
+ * reference), and copying values between tensors (numbers by memcpy,
+ * strings by copying their bytes into the destination's blob).
  */
 #ifndef CV_BATCH_ROWS_H
 #define CV_BATCH_ROWS_H
@@ -30,6 +30,20 @@ typedef struct CvRowGatherer {
 CvStatus cv_gather_rows(CvRowGatherer *g, CvIterator *input, int64_t batch_size,
                         bool drop_remainder, CvElement *bundle, int64_t *rows, bool *end);
 void cv_row_gatherer_clear(CvRowGatherer *g);
+
+/* Strings at least this long that fill at least half of the buffer holding
+ * them (a record's own buffer, typically) are stacked by reference. */
+#define CV_STACK_SHARE_MIN_BYTES 4096
+
+/* Stack component c of the `rows` rows of a bundle (row r's is
+ * bundle->t[r * ncomp + c]; same dtype and shape, checked by the caller)
+ * into a new dense tensor of the given shape (rows first). Numbers and small
+ * strings are copied; a large string that fills at least half of its buffer
+ * is not copied: that buffer becomes a part of out's buffer (tensor.h), so
+ * batching large records costs no copy and retains at most twice the bytes
+ * the batch accounts for. */
+CvStatus cv_stack_rows(CvTensor *out, const CvElement *bundle, int64_t rows, uint32_t ncomp,
+                       uint32_t c, int rank, const int64_t *shape);
 
 /* Bytes of string data a string tensor refers to (0 for other dtypes). */
 size_t cv_string_bytes(const CvTensor *t);

@@ -45,7 +45,7 @@ static CvStatus filename_of(const CvElement *e, char **out)
     if (e->n != 1 || e->t[0].dtype != CV_STRING || e->t[0].rank != 0)
         return cv_error(CV_INVALID_ARGUMENT, "a file reader's input must be scalar strings (filenames)");
     const CvStringRef *ref = (const CvStringRef *)e->t[0].data;
-    const char *p = e->t[0].buf->data + ref->offset;
+    const char *p = cv_string_data(&e->t[0], ref);
     if (memchr(p, '\0', ref->length))
         return cv_error(CV_INVALID_ARGUMENT, "a filename contains a NUL byte");
     char *name = malloc(ref->length + 1);

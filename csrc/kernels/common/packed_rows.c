@@ -36,7 +36,7 @@ static CvStatus concat(CvElement *const *rows, int64_t n, uint32_t c, int rank,
             const CvTensor *t = &rows[r]->t[c];
             const CvStringRef *refs = (const CvStringRef *)t->data;
             for (int64_t k = 0, m = cv_tensor_num_elements(t); k < m; k++, dst++) {
-                memcpy(blob, t->buf->data + refs[k].offset, refs[k].length);
+                memcpy(blob, cv_string_data(t, &refs[k]), refs[k].length);
                 dst->offset = (uint64_t)(blob - out->buf->data);
                 dst->length = refs[k].length;
                 blob += refs[k].length;
