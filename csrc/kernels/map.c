@@ -141,6 +141,15 @@ static CvStatus map_next(CvIterator *base, CvElement *out, bool *end)
     return call_fn(p, &in, &id, out);
 }
 
+static CvStatus map_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
+{
+    MapIterator *it = (MapIterator *)base;
+    if (((const MapParams *)base->dataset->params)->num_workers > 0)
+        return cv_stage_try_next(&it->staged.stage, out, end, would_block);
+    *would_block = true; /* sequential: fn runs in next() */
+    return CV_STATUS_OK;
+}
+
 const CvKernel cv_kernel_map = {
     .name = "Map",
     .make_iterator = map_make_iterator,
@@ -150,6 +159,7 @@ const CvKernel cv_kernel_map = {
     .cancel = cv_staged_iterator_cancel,
     .destroy = cv_staged_iterator_destroy,
     .traverse = map_traverse,
+    .try_next = map_try_next,
 };
 
 CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_calls,

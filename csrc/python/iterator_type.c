@@ -2,8 +2,10 @@
  * live iterators, and the atexit hook that stops them.
  *
  * GIL rules: an iterator whose pipeline may block (worker threads, joins)
- * runs next() with the GIL released, waiting in short slices so Ctrl-C gets
- * through; other pipelines run next() with the GIL held, which is cheaper.
+ * first asks for an element that is ready now (try_next, with the GIL held:
+ * no GIL round trip per element); only when that would block does it run
+ * next() with the GIL released, waiting in short slices so Ctrl-C gets
+ * through. Other pipelines run next() with the GIL held, which is cheaper.
  * Destroying an iterator always happens with the GIL released, because a
  * worker may be waiting for the GIL to finish a Python map function.
  */
@@ -157,11 +159,15 @@ static PyObject *iterator_next(PyObject *op)
     CvStatus s;
     self->busy = true;
     if (self->may_block) {
-        Py_BEGIN_ALLOW_THREADS
-        CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
-        s = cv_iterator_next(self->it, &e, &end);
-        cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
-        Py_END_ALLOW_THREADS
+        bool would_block = false;
+        s = cv_iterator_try_next(self->it, &e, &end, &would_block);
+        if (!s && would_block) {
+            Py_BEGIN_ALLOW_THREADS
+            CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
+            s = cv_iterator_next(self->it, &e, &end);
+            cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
+            Py_END_ALLOW_THREADS
+        }
     } else {
         s = cv_iterator_next(self->it, &e, &end);
     }
