@@ -25,7 +25,7 @@
  *    what became ready meanwhile as the next run), or after low_water
  *    elements, whichever comes first: one lock per run, not per element.
  *  - Workers are woken in batches: a retire wakes waiting workers only once
- *    the free room reaches low_water = max(1, capacity / 2), or at once when
+ *    the free room reaches low_water = max(1, capacity * 3/4), or at once when
  *    the consumer is starved (about to wait). A woken worker pulls up to
  *    `chunk` units per turn. Workers wake the consumer only when it sleeps.
  *  - cv_stage_try_next never waits, so the binding can call it with the GIL
