@@ -22,6 +22,13 @@
  *    user function is running, which is waited for). It must be idempotent.
  *  - destroy(it) cancels, joins every thread the iterator started, destroys
  *    its inputs and frees it. It must not be called while next() runs.
+ *  - try_next(it, out, end, would_block) is optional: next() for when the
+ *    answer is there now (an element, an error or the end), without waiting
+ *    for another thread. Otherwise it sets *would_block, returns OK and
+ *    takes nothing, and the caller calls next(). It may be called with a
+ *    foreign lock held (the binding holds the GIL), so it takes only locks
+ *    whose holders never wait for another lock or call out. Same thread
+ *    rules as next(); the two are never concurrent.
  */
 #ifndef CV_DATASET_H
 #define CV_DATASET_H
@@ -60,6 +67,8 @@ typedef struct CvKernel {
      * its callbacks (CvFunction, CvSource, ... traverse). Inputs are walked
      * by the core (cv_dataset_traverse_owned). */
     int (*traverse)(const CvDataset *ds, CvVisit visit, void *arg);
+    /* Optional: see try_next in the iterator contract above. */
+    CvStatus (*try_next)(CvIterator *it, CvElement *out, bool *end, bool *would_block);
 } CvKernel;
 
 struct CvDataset {
@@ -130,6 +139,15 @@ void cv_unary_iterator_destroy(CvIterator *it);
 static inline CvStatus cv_iterator_next(CvIterator *it, CvElement *out, bool *end)
 {
     return it->kernel->next(it, out, end);
+}
+/* try_next, or *would_block for kernels without one. */
+static inline CvStatus cv_iterator_try_next(CvIterator *it, CvElement *out, bool *end, bool *would_block)
+{
+    if (!it->kernel->try_next) {
+        *would_block = true;
+        return CV_STATUS_OK;
+    }
+    return it->kernel->try_next(it, out, end, would_block);
 }
 void cv_iterator_cancel(CvIterator *it); /* NULL-safe */
 void cv_iterator_destroy(CvIterator *it); /* NULL-safe */

@@ -15,17 +15,43 @@
  * Errors travel in their slot, so a parallel stage fails at exactly the
  * element where the sequential one would, and goes on afterwards.
  *
+ * Hand-offs (what a stage costs per element when its work is cheap):
+ *  - The consumer takes every ready slot per lock: under mu it extends its
+ *    *run*, the consecutive ready slots from the next sequence number (in
+ *    completion order for a non-deterministic stage, so all ready ones), and
+ *    hands them out one per next() with no lock. The slots stay reserved
+ *    while the run is handed out; the consumer *retires* them (frees them
+ *    for the workers) under mu, in groups: when the run is used up (taking
+ *    what became ready meanwhile as the next run), or after low_water
+ *    elements, whichever comes first: one lock per run, not per element.
+ *  - Workers are woken in batches: a retire wakes waiting workers only once
+ *    the free room reaches low_water = max(1, capacity * 3/4), or at once when
+ *    the consumer is starved (about to wait). A woken worker pulls up to
+ *    `chunk` units per turn. Workers wake the consumer only when it sleeps.
+ *  - cv_stage_try_next never waits, so the binding can call it with the GIL
+ *    held and release the GIL only when it answers "would block".
+ *  - Wake-ups are signalled after unlocking mu. Before sleeping, the
+ *    consumer spins for a time fitted to its recent waits: a failed spin
+ *    halves the next one (down to none: a slow producer costs no CPU), a
+ *    wait shorter than CV_SPIN_NS sets it to twice that wait.
+ *
  * Memory: results waiting in slots are charged to a RAM budget
  * (cv_stage_set_memory; the process default otherwise), once per chunk, and
- * released as the consumer takes them. A result that does not fit becomes a
- * RESOURCE_EXHAUSTED error in its slot (its element is dropped). An
+ * released when their slots are retired, once per group: an element handed
+ * out stays charged until then, i.e. while fewer than low_water elements of
+ * a longer run have been handed out after it; when next() returns with its
+ * run used up, nothing handed out is charged. A result that does not fit becomes
+ * a RESOURCE_EXHAUSTED error in its slot (its element is dropped). An
  * autotuned capacity grows only while the budget has room for another
  * element of the average size.
  *
  * Locks: input_mu (serializes pull) is taken before mu (everything else);
  * never the other way round. Neither is held while calling process() or
- * while the consumer runs its interrupt check. Threads start on the first
- * next() and are joined by cv_stage_destroy().
+ * while the consumer runs its interrupt check. mu guards short bookkeeping
+ * only: it is never held across a call out or a wait for another lock, so
+ * the consumer may take it while holding a foreign lock (the binding's GIL,
+ * in try_next). The consumer never takes input_mu (pull may take the GIL).
+ * Threads start on the first next() and are joined by cv_stage_destroy().
  */
 #ifndef CV_STAGE_H
 #define CV_STAGE_H
@@ -93,13 +119,24 @@ typedef struct CvStage {
     /* Guarded by mu. */
     CvStageSlot *slots;
     uint64_t issued;    /* units pulled from the input */
-    uint64_t consumed;  /* units handed to the consumer */
+    uint64_t consumed;  /* units retired: their slots are free for workers */
     uint64_t completed; /* units processed (slot index in completion order) */
-    size_t held;        /* bytes of the results in slots, charged to memory */
+    size_t held;        /* bytes of the results in unretired slots, charged to memory */
+    int space_waiters;  /* workers that went to sleep on space_cv since its last broadcast */
+    bool consumer_waiting; /* the consumer is asleep on ready_cv */
     bool input_done;
     bool cancelled;
-    bool started;
+    bool started; /* written by the consumer only */
     CvStatus start_error;
+
+    /* Consumer-private (the thread in next()/try_next(); no lock): slots
+     * [consumed, run_next) were handed out and wait to be retired, slots
+     * [run_next, run_end) are ready and not yet handed out. Workers never
+     * touch a slot before it is retired. */
+    uint64_t run_next;
+    uint64_t run_end;
+    size_t run_bytes;     /* bytes of the handed-out, unretired slots */
+    int64_t spin_ns;      /* how long to spin before sleeping, fitted to recent waits */
 
     CvThread *threads;
 } CvStage;
@@ -125,7 +162,13 @@ void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob);
 
 #define CV_STAGE_CHUNK_NS 200000
 #define CV_STAGE_CHUNK_BYTES ((size_t)1 << 20)
+/* The kernel's next(): the next {status, element} in order, waiting for it
+ * (in interruptible slices) when none is ready. Consumer only. */
 CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end);
+/* The kernel's try_next(): as cv_stage_next when a result or the end is
+ * there now; otherwise *would_block (OK returned, nothing taken). Never
+ * waits for another thread beyond mu's short holds (see Locks). */
+CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_block);
 /* Wake everything and make it stop; safe from any thread, idempotent. */
 void cv_stage_cancel(CvStage *st);
 /* Cancel, join the workers, free buffered elements. Call only after the

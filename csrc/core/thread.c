@@ -166,7 +166,7 @@ CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers)
     return CV_STATUS_OK;
 }
 
-bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen)
+bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen, int64_t limit_ns)
 {
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
@@ -178,7 +178,7 @@ bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen)
 #endif
         if ((i & 63) == 63) {
             clock_gettime(CLOCK_MONOTONIC, &now);
-            if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > CV_SPIN_NS)
+            if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > limit_ns)
                 return false;
         }
     }

@@ -50,13 +50,13 @@ CvInterruptSlot cv_set_interrupt_check(CvInterruptCheck fn, void *arg);
  * case (spurious and timed-out wake-ups are normal). */
 CvStatus cv_wait(pthread_cond_t *cond, pthread_mutex_t *mu);
 
-/* Before sleeping on a condition variable, a consumer may spin this long
- * (mu released) watching a progress counter: a producer on another core is
- * usually a few microseconds from the next result, and a futex sleep and
- * wake-up costs more than that on every element. Returns true when the
- * counter moved. */
+/* Before sleeping on a condition variable, a consumer may spin up to
+ * limit_ns (mu released) watching a progress counter: a producer on another
+ * core is usually a few microseconds from the next result, and a futex sleep
+ * and wake-up costs more than that on every element. Returns true when the
+ * counter moved. CV_SPIN_NS is the longest spin worth its CPU. */
 #define CV_SPIN_NS 30000
-bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen);
+bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen, int64_t limit_ns);
 
 /* Nanoseconds on CLOCK_MONOTONIC (the clock condition variables use): for
  * measuring how long something took, never for the time of day. */

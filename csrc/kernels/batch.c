@@ -145,6 +145,15 @@ static CvStatus batch_next(CvIterator *base, CvElement *out, bool *end)
     return stack(&bundle, rows, out);
 }
 
+static CvStatus batch_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
+{
+    BatchIterator *it = (BatchIterator *)base;
+    if (((const BatchParams *)base->dataset->params)->num_workers > 0)
+        return cv_stage_try_next(&it->staged.stage, out, end, would_block);
+    *would_block = true; /* sequential: the rows are gathered in next() */
+    return CV_STATUS_OK;
+}
+
 static void batch_destroy(CvIterator *base)
 {
     cv_row_gatherer_clear(&((BatchIterator *)base)->rows);
@@ -159,6 +168,7 @@ const CvKernel cv_kernel_batch = {
     .next = batch_next,
     .cancel = cv_staged_iterator_cancel,
     .destroy = batch_destroy,
+    .try_next = batch_try_next,
 };
 
 CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remainder,

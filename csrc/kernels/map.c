@@ -95,9 +95,11 @@ static void map_process_chunk(void *owner, CvStageUnit *units, int n)
 static const CvStageOps map_stage_ops = {map_pull, map_process, NULL};
 static const CvStageOps map_chunk_stage_ops = {map_pull, map_process, map_process_chunk};
 
-/* Most units per worker turn when the function takes chunks: a GIL hand-off
- * and a wake-up cost ~10-20 us here, so small elements go 16 at a time; the
- * stage shrinks the chunk for large ones (CV_STAGE_CHUNK_BYTES). */
+/* Most units per worker turn: a GIL hand-off (a function that takes chunks
+ * gets the whole chunk in one call) and a wake-up cost ~10-20 us here, so
+ * cheap calls on small elements go 16 at a time; the stage shrinks the chunk
+ * for slow calls (CV_STAGE_CHUNK_NS: a slow native function keeps one unit
+ * per worker and full parallelism) and large elements (CV_STAGE_CHUNK_BYTES). */
 #define CV_MAP_CHUNK 16
 
 
@@ -110,7 +112,7 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
     it->epoch = atomic_fetch_add(&p->epochs, 1);
     CvStatus s = cv_iterator_make(ds->inputs[0], &it->staged.input);
     if (!s && p->num_workers > 0) {
-        int chunk = p->fn.call_chunk ? CV_MAP_CHUNK : 1;
+        int chunk = CV_MAP_CHUNK;
         int window = 2 * p->num_workers * chunk;
         s = cv_stage_init(&it->staged.stage, p->fn.call_chunk ? &map_chunk_stage_ops : &map_stage_ops, it,
                           "ParallelMap", p->num_workers, window, window, p->deterministic);
@@ -141,6 +143,15 @@ static CvStatus map_next(CvIterator *base, CvElement *out, bool *end)
     return call_fn(p, &in, &id, out);
 }
 
+static CvStatus map_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
+{
+    MapIterator *it = (MapIterator *)base;
+    if (((const MapParams *)base->dataset->params)->num_workers > 0)
+        return cv_stage_try_next(&it->staged.stage, out, end, would_block);
+    *would_block = true; /* sequential: fn runs in next() */
+    return CV_STATUS_OK;
+}
+
 const CvKernel cv_kernel_map = {
     .name = "Map",
     .make_iterator = map_make_iterator,
@@ -150,6 +161,7 @@ const CvKernel cv_kernel_map = {
     .cancel = cv_staged_iterator_cancel,
     .destroy = cv_staged_iterator_destroy,
     .traverse = map_traverse,
+    .try_next = map_try_next,
 };
 
 CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_calls,

@@ -82,6 +82,14 @@ static CvStatus prefetch_next(CvIterator *base, CvElement *out, bool *end)
     return cv_stage_next(&it->stage, out, end);
 }
 
+static CvStatus prefetch_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
+{
+    PrefetchIterator *it = (PrefetchIterator *)base;
+    if (!it->stage.slots) /* buffer_size 0 */
+        return cv_iterator_try_next(it->input, out, end, would_block);
+    return cv_stage_try_next(&it->stage, out, end, would_block);
+}
+
 const CvKernel cv_kernel_prefetch = {
     .name = "Prefetch",
     .make_iterator = prefetch_make_iterator,
@@ -90,6 +98,7 @@ const CvKernel cv_kernel_prefetch = {
     .next = prefetch_next,
     .cancel = cv_staged_iterator_cancel,
     .destroy = cv_staged_iterator_destroy,
+    .try_next = prefetch_try_next,
 };
 
 CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **out)

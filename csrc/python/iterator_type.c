@@ -2,10 +2,25 @@
  * live iterators, and the atexit hook that stops them.
  *
  * GIL rules: an iterator whose pipeline may block (worker threads, joins)
- * runs next() with the GIL released, waiting in short slices so Ctrl-C gets
- * through; other pipelines run next() with the GIL held, which is cheaper.
+ * first asks for an element that is ready now (try_next, with the GIL held:
+ * no GIL round trip per element); only when that would block does it run
+ * next() with the GIL released, waiting in short slices so Ctrl-C gets
+ * through. Other pipelines run next() with the GIL held, which is cheaper.
  * Destroying an iterator always happens with the GIL released, because a
  * worker may be waiting for the GIL to finish a Python map function.
+ *
+ * Ctrl-C and elements: an interrupt that arrives while next() waits makes it
+ * raise with the element left in the pipeline. One that arrives while the
+ * element is on its way out would be raised by the eval loop right after
+ * next() returns, and the element would be lost; so next() checks signals
+ * after converting the element, and if a handler raises, it keeps the
+ * element ("held back") and raises instead: the next call returns it. One
+ * that a handler raises inside the conversion (structure() and pack() run
+ * Python code) keeps the engine element ("pending") to convert again. A
+ * real signal that lands in the last few instructions before next()
+ * returns can still be raised by the caller's eval loop; interrupts raised
+ * from other Python threads cannot (they need the GIL, which next() holds
+ * from its check to its return).
  */
 #include "python/binding.h"
 
@@ -16,6 +31,9 @@ struct CvIteratorObject {
     CvIterator *it;      /* owned; NULL once closed or exhausted */
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
     PyObject *pack;      /* strong, for kind 2 */
+    PyObject *held;      /* strong: an element held back by an interrupt, returned next */
+    CvElement pending;   /* owned when has_pending: interrupted while converting */
+    bool has_pending;
     int kind;            /* -1 unresolved, 0 single, 1 tuple, 2 pack */
     bool may_block;
     bool busy;            /* inside next() */
@@ -80,6 +98,9 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     self->it = NULL;
     self->structure = Py_NewRef(structure);
     self->pack = NULL;
+    self->held = NULL;
+    self->pending = (CvElement){0};
+    self->has_pending = false;
     self->kind = -1;
     self->may_block = ds->may_block;
     self->busy = false;
@@ -135,6 +156,24 @@ static PyObject *element_to_python(CvIteratorObject *self, CvModuleState *st, Cv
     return packed;
 }
 
+/* The element's Python value; takes e. An interrupt during or right after
+ * the conversion keeps the element for the next call (see the top). */
+static PyObject *convert(CvIteratorObject *self, CvModuleState *st, CvElement *e)
+{
+    PyObject *result = element_to_python(self, st, e);
+    if (!result && !PyErr_ExceptionMatches(PyExc_Exception)) { /* KeyboardInterrupt, SystemExit */
+        cv_element_move(&self->pending, e);
+        self->has_pending = true;
+        return NULL;
+    }
+    cv_element_clear(e);
+    if (result && PyErr_CheckSignals() < 0) {
+        self->held = result;
+        return NULL;
+    }
+    return result;
+}
+
 static PyObject *iterator_next(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
@@ -150,18 +189,32 @@ static PyObject *iterator_next(PyObject *op)
                         "conveyor: next() called on an iterator that another thread is using");
         return NULL;
     }
+    if (self->held) { /* held back by an interrupt: it comes first */
+        PyObject *held = self->held;
+        self->held = NULL;
+        return held;
+    }
+    CvElement e = {0};
+    if (self->has_pending) {
+        cv_element_move(&e, &self->pending);
+        self->has_pending = false;
+        return convert(self, st, &e);
+    }
     if (!self->it)
         return NULL; /* exhausted or closed: StopIteration, sticky */
-    CvElement e = {0};
     bool end = false;
     CvStatus s;
     self->busy = true;
     if (self->may_block) {
-        Py_BEGIN_ALLOW_THREADS
-        CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
-        s = cv_iterator_next(self->it, &e, &end);
-        cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
-        Py_END_ALLOW_THREADS
+        bool would_block = false;
+        s = cv_iterator_try_next(self->it, &e, &end, &would_block);
+        if (!s && would_block) {
+            Py_BEGIN_ALLOW_THREADS
+            CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
+            s = cv_iterator_next(self->it, &e, &end);
+            cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
+            Py_END_ALLOW_THREADS
+        }
     } else {
         s = cv_iterator_next(self->it, &e, &end);
     }
@@ -175,9 +228,7 @@ static PyObject *iterator_next(PyObject *op)
     }
     if (s)
         return cv_raise_status(st, s);
-    PyObject *result = element_to_python(self, st, &e);
-    cv_element_clear(&e);
-    return result;
+    return convert(self, st, &e);
 }
 
 static PyObject *iterator_close(PyObject *op, PyObject *unused)
@@ -196,6 +247,9 @@ static PyObject *iterator_close(PyObject *op, PyObject *unused)
     } else {
         iterator_release(self);
     }
+    Py_CLEAR(self->held); /* closed: nothing more comes out */
+    cv_element_clear(&self->pending);
+    self->has_pending = false;
     Py_RETURN_NONE;
 }
 
@@ -210,6 +264,7 @@ static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
     Py_VISIT(Py_TYPE(op));
     Py_VISIT(self->structure);
     Py_VISIT(self->pack);
+    Py_VISIT(self->held);
     Py_VISIT(self->module);
     return 0;
 }
@@ -219,6 +274,7 @@ static int iterator_clear(PyObject *op)
     CvIteratorObject *self = (CvIteratorObject *)op;
     Py_CLEAR(self->structure);
     Py_CLEAR(self->pack);
+    Py_CLEAR(self->held);
     return 0;
 }
 
@@ -228,6 +284,7 @@ static void iterator_dealloc(PyObject *op)
     PyTypeObject *tp = Py_TYPE(op);
     PyObject_GC_UnTrack(op);
     iterator_release(self);
+    cv_element_clear(&self->pending);
     if (self->module)
         live_unlink(cv_get_state(self->module), self);
     iterator_clear(op);
