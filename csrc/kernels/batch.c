@@ -36,10 +36,8 @@ static void batch_free(CvDataset *ds)
 static int64_t batch_cardinality(const CvDataset *ds)
 {
     const BatchParams *p = ds->params;
-    int64_t n = cv_dataset_cardinality(ds->inputs[0]);
-    if (n < 0)
-        return n;
-    return n / p->batch_size + (!p->drop_remainder && n % p->batch_size != 0);
+    return cv_batched_cardinality(cv_dataset_cardinality(ds->inputs[0]), p->batch_size,
+                                  p->drop_remainder);
 }
 
 /* Stack a bundle of `rows` rows into one element. Takes the bundle. */

@@ -37,10 +37,8 @@ static void padded_batch_free(CvDataset *ds)
 static int64_t padded_batch_cardinality(const CvDataset *ds)
 {
     const PaddedBatchParams *p = ds->params;
-    int64_t n = cv_dataset_cardinality(ds->inputs[0]);
-    if (n < 0)
-        return n;
-    return n / p->batch_size + (!p->drop_remainder && n % p->batch_size != 0);
+    return cv_batched_cardinality(cv_dataset_cardinality(ds->inputs[0]), p->batch_size,
+                                  p->drop_remainder);
 }
 
 static CvStatus padded_batch_make_iterator(const CvDataset *ds, CvIterator **out)

@@ -40,6 +40,7 @@
 #include "core/memory.h"
 #include "core/philox.h"
 #include "core/stage.h"
+#include "kernels/common/batch_rows.h"
 #include "kernels/common/shuffle_buffer.h"
 #include "kernels/kernels.h"
 
@@ -108,10 +109,8 @@ static void shuffle_batch_free(CvDataset *ds)
 static int64_t shuffle_batch_cardinality(const CvDataset *ds)
 {
     const ShuffleBatchParams *p = ds->params;
-    int64_t n = cv_dataset_cardinality(ds->inputs[0]);
-    if (n < 0)
-        return n;
-    return n / p->batch_size + (!p->drop_remainder && n % p->batch_size != 0);
+    return cv_batched_cardinality(cv_dataset_cardinality(ds->inputs[0]), p->batch_size,
+                                  p->drop_remainder);
 }
 
 /* memcpy of a row part: an inlined word loop for the usual small sizes (a

@@ -11,6 +11,15 @@
 
 #include "core/dataset.h"
 
+/* Batches of batch_size made from n input elements, the last one partial
+ * unless drop_remainder; n < 0 (infinite or unknown) passes through. */
+static inline int64_t cv_batched_cardinality(int64_t n, int64_t batch_size, bool drop_remainder)
+{
+    if (n < 0)
+        return n;
+    return n / batch_size + (!drop_remainder && n % batch_size != 0);
+}
+
 /* Gathers the rows of one batch from an input iterator. Per-iterator state;
  * not thread-safe (a batch kernel pulls under its own input lock). */
 typedef struct CvRowGatherer {
