@@ -172,13 +172,11 @@ const CvKernel cv_kernel_batch = {
 CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remainder,
                           int64_t num_parallel_calls, bool deterministic, CvDataset **out)
 {
-    if (batch_size <= 0)
-        return cv_error(CV_INVALID_ARGUMENT, "Batch size must be greater than zero, got %lld.",
-                        (long long)batch_size);
-    if (batch_size > (INT64_C(1) << 31))
-        return cv_error(CV_INVALID_ARGUMENT, "Batch size %lld is too large.", (long long)batch_size);
+    CvStatus s = cv_check_batch_size(batch_size);
+    if (s)
+        return s;
     int workers = 0;
-    CvStatus s = cv_parallelism(num_parallel_calls, &workers);
+    s = cv_parallelism(num_parallel_calls, &workers);
     if (s)
         return s;
     BatchParams *p = malloc(sizeof(*p));

@@ -636,13 +636,11 @@ CvStatus cv_shuffle_batch_dataset(CvDataset *shuffle, int64_t batch_size, bool d
 {
     if (!cv_shuffle_params(shuffle))
         return cv_error(CV_INVALID_ARGUMENT, "shuffle_batch: the input is not a shuffle dataset");
-    if (batch_size <= 0)
-        return cv_error(CV_INVALID_ARGUMENT, "Batch size must be greater than zero, got %lld.",
-                        (long long)batch_size);
-    if (batch_size > (INT64_C(1) << 31))
-        return cv_error(CV_INVALID_ARGUMENT, "Batch size %lld is too large.", (long long)batch_size);
+    CvStatus s = cv_check_batch_size(batch_size);
+    if (s)
+        return s;
     int workers = 0;
-    CvStatus s = cv_parallelism(num_parallel_calls, &workers);
+    s = cv_parallelism(num_parallel_calls, &workers);
     if (s)
         return s;
     ShuffleBatchParams *p = malloc(sizeof(*p));

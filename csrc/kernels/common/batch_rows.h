@@ -11,6 +11,18 @@
 
 #include "core/dataset.h"
 
+/* batch_size as batch and the fused shuffle+batch accept it: positive, and
+ * small enough that row counts fit the engine's 32-bit row arithmetic. */
+static inline CvStatus cv_check_batch_size(int64_t batch_size)
+{
+    if (batch_size <= 0)
+        return cv_error(CV_INVALID_ARGUMENT, "Batch size must be greater than zero, got %lld.",
+                        (long long)batch_size);
+    if (batch_size > (INT64_C(1) << 31))
+        return cv_error(CV_INVALID_ARGUMENT, "Batch size %lld is too large.", (long long)batch_size);
+    return NULL;
+}
+
 /* Batches of batch_size made from n input elements, the last one partial
  * unless drop_remainder; n < 0 (infinite or unknown) passes through. */
 static inline int64_t cv_batched_cardinality(int64_t n, int64_t batch_size, bool drop_remainder)
