@@ -97,7 +97,8 @@ class OptimizationOptions(_OptionsGroup):
     _fields = ("apply_default_optimizations", "map_parallelization", "parallel_batch",
                "inject_prefetch", "noop_elimination", "shuffle_and_repeat_fusion",
                "map_and_batch_fusion", "map_fusion", "map_and_filter_fusion",
-               "filter_fusion", "filter_parallelization", "shuffle_and_batch_fusion")
+               "filter_fusion", "filter_parallelization", "shuffle_and_batch_fusion",
+               "jpeg_scaled_decode")
 
 
 class DistributeOptions(_OptionsGroup):
@@ -152,9 +153,9 @@ class BuildContext(tuple):
     """What engine datasets depend on beyond their arguments (from Options)."""
 
     def __new__(cls, deterministic, max_threads, parallel_batch, memory=None, cpu_budget=0,
-                shuffle_batch_fusion=True):
+                shuffle_batch_fusion=True, jpeg_scaled_decode=False):
         return super().__new__(cls, (deterministic, max_threads, parallel_batch, memory,
-                                     cpu_budget, shuffle_batch_fusion))
+                                     cpu_budget, shuffle_batch_fusion, jpeg_scaled_decode))
 
     deterministic = property(operator.itemgetter(0))
     max_threads = property(operator.itemgetter(1))
@@ -166,6 +167,9 @@ class BuildContext(tuple):
     cpu_budget = property(operator.itemgetter(4))
     # options.experimental_optimization.shuffle_and_batch_fusion (None -> True).
     shuffle_batch_fusion = property(operator.itemgetter(5))
+    # options.experimental_optimization.jpeg_scaled_decode (None -> False): maps
+    # compile their programs with _tracing.jpeg_scaled_decode_pass.
+    jpeg_scaled_decode = property(operator.itemgetter(6))
     # True in the doctor's baseline (DerivedContext): parallel stages run
     # sequentially, prefetch passes elements through.
     sequential = False
