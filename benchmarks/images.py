@@ -71,7 +71,9 @@ def source_photos():
     return [synthetic], "synthetic gradients"
 
 
-def make_files(folder, count, seed=0):
+def make_files(folder, count, seed=0, size=(375, 500)):
+    """`count` JPEGs of `size` (height, width; a quarter of them turned to
+    portrait) in `folder`, made once."""
     os.makedirs(folder, exist_ok=True)
     paths = [os.path.join(folder, f"img{i:05d}.jpg") for i in range(count)]
     if all(os.path.exists(p) for p in paths):
@@ -86,8 +88,8 @@ def make_files(folder, count, seed=0):
         crop = src[y0:y0 + ch, x0:x0 + cw]
         if rng.random() < 0.5:
             crop = crop[:, ::-1]
-        size = [375, 500] if rng.random() < 0.75 else [500, 375]
-        img = cv.image.resize(np.ascontiguousarray(crop), size, antialias=True)
+        shape = list(size) if rng.random() < 0.75 else list(size[::-1])
+        img = cv.image.resize(np.ascontiguousarray(crop), shape, antialias=True)
         img = np.clip(img + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
         with open(path + ".tmp", "wb") as f:
             f.write(cv.io.encode_jpeg(img, quality=90))

@@ -37,6 +37,16 @@ def test_image_benchmark_tiny(tmp_path):
     assert "decode limit" in result.stdout
     assert "check: first batch equals eager decode+resize: ok" in result.stdout
 
+
+def test_scaled_decode_benchmark_tiny(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TMPDIR=str(tmp_path))
+    result = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks/scaled_decode.py"),
+                             "--files", "8", "--rounds", "1"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "fused/exact" in result.stdout and "bicubic antialias" in result.stdout
+
 def test_memory_benchmark_small():
     result = run(["benchmarks/memory.py", "--no-tf", "--n", "200"])
     assert result.returncode == 0, result.stdout + result.stderr

@@ -7,7 +7,8 @@
  *
  * ints: [0] channels (0, 1, 3; 4 is refused for JPEG), [1] output CvDtype
  * (CV_UINT8, CV_UINT16 or CV_FLOAT32), [2] expand_animations (for GIF; no
- * effect on JPEG), [3] max_pixels (<= 0: no limit). */
+ * effect on JPEG), [3] max_pixels (<= 0: no limit), optionally [4], [5] a
+ * resize hint (see ops/decode_jpeg.c: the image may come out smaller). */
 #include "ops/jpeg.h"
 #include "ops/op.h"
 
@@ -31,6 +32,8 @@ static CvStatus decode_image_run(const CvOpAttrs *attrs, const CvTensor *in, int
         .acceptable_fraction = 1.0f,
         .dct = CV_JPEG_DCT_FAST,
         .max_pixels = attrs->ints[3],
+        .min_height = attrs->num_ints >= 6 ? attrs->ints[4] : 0,
+        .min_width = attrs->num_ints >= 6 ? attrs->ints[5] : 0,
     };
     CvTensor pixels;
     CvStatus s = cv_jpeg_decode_contents("DecodeImage", &in[0], &o, &pixels);

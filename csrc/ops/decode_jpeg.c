@@ -3,7 +3,11 @@
  *
  * ints: [0] channels (0, 1, 3), [1] ratio (1, 2, 4, 8), [2] fancy_upscaling,
  * [3] try_recover_truncated, [4] DCT (CvJpegDct: 0 fast, 1 accurate),
- * [5] max_pixels (<= 0: no limit). floats: [0] acceptable_fraction. */
+ * [5] max_pixels (<= 0: no limit), optionally [6], [7] a resize hint: the
+ * height and width of the resize that alone consumes the image (put there by
+ * the jpeg_scaled_decode program pass, conveyor/_tracing.py), which lets the
+ * decoder decode at a reduced scale (CvJpegOptions.min_height; the output is
+ * then smaller than the image). floats: [0] acceptable_fraction. */
 #include "ops/jpeg.h"
 #include "ops/op.h"
 
@@ -23,6 +27,8 @@ static CvStatus decode_jpeg_run(const CvOpAttrs *attrs, const CvTensor *in, int 
         .acceptable_fraction = (float)attrs->floats[0],
         .dct = attrs->ints[4] == CV_JPEG_DCT_ACCURATE ? CV_JPEG_DCT_ACCURATE : CV_JPEG_DCT_FAST,
         .max_pixels = attrs->ints[5],
+        .min_height = attrs->num_ints >= 8 ? attrs->ints[6] : 0,
+        .min_width = attrs->num_ints >= 8 ? attrs->ints[7] : 0,
     };
     return cv_jpeg_decode_contents("DecodeJpeg", &in[0], &o, &out[0]);
 }

@@ -78,6 +78,7 @@ typedef struct SourceMgr {
     const JOCTET *data;
     size_t size;
     bool recover;
+    bool wanted_more;  /* the decoder asked for bytes past the data */
     uint64_t replayed; /* bytes handed out again by "bytes left" answers */
 } SourceMgr;
 
@@ -88,6 +89,7 @@ typedef struct Decoder {
     bool created;      /* cinfo needs jpeg_destroy_decompress */
     JSAMPLE *cmyk_row; /* malloc'd: one CMYK row, converted to RGB by us */
     CvStatus status;   /* a refusal found by us (not by libjpeg) */
+    unsigned eighths;  /* the scale chosen for a resize hint (8: full size) */
     int64_t height;    /* output rows */
     int64_t rows_read; /* rows decoded before the data ended */
     size_t stride;     /* output bytes per row */
@@ -135,6 +137,7 @@ static const JOCTET fake_eoi[2] = {0xff, JPEG_EOI};
 static boolean src_fill(j_decompress_ptr cinfo)
 {
     SourceMgr *src = (SourceMgr *)cinfo->src;
+    src->wanted_more = true;
     if (src->pub.bytes_in_buffer == 0 && src->pub.next_input_byte == src->data) {
         ERREXIT(cinfo, JERR_INPUT_EMPTY);
         return FALSE;
@@ -200,10 +203,27 @@ static void cmyk_to_rgb(const JSAMPLE *in, uint8_t *out, JDIMENSION width, bool 
 
 #define ROWS_PER_CALL 16
 
+/* The scale, in eighths, of a decode followed by a resize to at least
+ * min_h x min_w (CvJpegOptions.min_height/min_width): when the target is
+ * under half the image in both dimensions, the smallest of 1/8, 1/4 and 1/2
+ * whose output (libjpeg rounds up) still covers it; otherwise 8, full size.
+ * These are the scales whose IDCT libjpeg-turbo has in SIMD (TensorFlow's
+ * `ratio` values); its 3/8 IDCT is plain C and measured no faster than the
+ * 1/2 one (benchmarks/images.py --scaled-decode). */
+static unsigned hint_eighths(JDIMENSION h, JDIMENSION w, int64_t min_h, int64_t min_w)
+{
+    if (min_h <= 0 || min_w <= 0 || min_h > ((int64_t)h - 1) / 2 || min_w > ((int64_t)w - 1) / 2)
+        return 8;
+    for (unsigned m = 1; m < 4; m *= 2)
+        if (((int64_t)h * m + 7) / 8 >= min_h && ((int64_t)w * m + 7) / 8 >= min_w)
+            return m;
+    return 4; /* covers the target: it is under half the image */
+}
+
 /* Everything that may longjmp. Returns false on failure: d->status set, or
- * libjpeg's message in d->err.message. */
+ * libjpeg's message in d->err.message. `hint`: honour o's resize hint. */
 static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJpegOptions *o,
-                         CvTensor *out)
+                         bool hint, CvTensor *out)
 {
     struct jpeg_decompress_struct *ci = &d->cinfo;
     ci->err = jpeg_std_error(&d->err.pub);
@@ -252,6 +272,14 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
     ci->do_fancy_upsampling = o->fancy_upscaling ? TRUE : FALSE;
     ci->scale_num = 1;
     ci->scale_denom = (unsigned)o->ratio;
+    d->eighths = 8;
+    if (hint && o->ratio == 1) {
+        d->eighths = hint_eighths(ci->image_height, ci->image_width, o->min_height, o->min_width);
+        if (d->eighths < 8) {
+            ci->scale_num = d->eighths;
+            ci->scale_denom = 8;
+        }
+    }
     ci->dct_method = o->dct == CV_JPEG_DCT_ACCURATE ? JDCT_ISLOW : JDCT_IFAST;
 
     /* The bomb guard: from the header alone, before libjpeg or we allocate
@@ -342,26 +370,27 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
     return true;
 }
 
-CvStatus cv_jpeg_decode(const uint8_t *data, size_t size, const CvJpegOptions *o, CvTensor *out)
+/* One decode. With `hint`, *redo says that it used a reduced scale and
+ * failed or ran out of data: out is then cleared, nothing is reported, and
+ * the caller decodes again at full size, which decides. */
+static CvStatus decode(const uint8_t *data, size_t size, const CvJpegOptions *o, bool hint,
+                       CvTensor *out, bool *redo)
 {
-    memset(out, 0, sizeof(*out));
-    if (size == 0)
-        return cv_error(CV_INVALID_ARGUMENT, "Input is empty.");
-    if (size > INT_MAX)
-        return cv_error(CV_INVALID_ARGUMENT, "Input contents are too large for int: %zu", size);
-    if (o->ratio != 1 && o->ratio != 2 && o->ratio != 4 && o->ratio != 8)
-        return cv_error(CV_INVALID_ARGUMENT, "ratio must be 1, 2, 4, or 8, got %d", o->ratio);
-    if (o->channels != 0 && o->channels != 1 && o->channels != 3)
-        return cv_error(CV_INVALID_ARGUMENT, "JPEG does not support %d channels", o->channels);
-
+    *redo = false;
     Decoder *d = calloc(1, sizeof(*d));
     if (!d)
         return cv_error_nomem();
+    d->eighths = 8;
     CvStatus status = CV_STATUS_OK;
-    bool ok = decode_steps(d, data, size, o, out);
+    bool ok = decode_steps(d, data, size, o, hint, out);
     if (d->created)
         jpeg_destroy_decompress(&d->cinfo);
     free(d->cmyk_row);
+    if (hint && d->eighths < 8 && (!ok || d->src.wanted_more || d->rows_read < d->height)) {
+        *redo = true;
+        cv_status_free(d->status);
+        goto error;
+    }
     if (!ok) {
         status = d->status ? d->status
                            : cv_error(CV_INVALID_ARGUMENT, "Invalid JPEG data: %s", d->err.message);
@@ -390,6 +419,24 @@ error:
     free(d);
     cv_tensor_clear(out);
     return status;
+}
+
+CvStatus cv_jpeg_decode(const uint8_t *data, size_t size, const CvJpegOptions *o, CvTensor *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (size == 0)
+        return cv_error(CV_INVALID_ARGUMENT, "Input is empty.");
+    if (size > INT_MAX)
+        return cv_error(CV_INVALID_ARGUMENT, "Input contents are too large for int: %zu", size);
+    if (o->ratio != 1 && o->ratio != 2 && o->ratio != 4 && o->ratio != 8)
+        return cv_error(CV_INVALID_ARGUMENT, "ratio must be 1, 2, 4, or 8, got %d", o->ratio);
+    if (o->channels != 0 && o->channels != 1 && o->channels != 3)
+        return cv_error(CV_INVALID_ARGUMENT, "JPEG does not support %d channels", o->channels);
+    bool hint = o->min_height > 0 && o->min_width > 0, redo;
+    CvStatus s = decode(data, size, o, hint, out, &redo);
+    if (redo)
+        s = decode(data, size, o, false, out, &redo);
+    return s;
 }
 
 /* The bytes of a scalar string tensor. */

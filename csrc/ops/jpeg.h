@@ -50,6 +50,16 @@ typedef struct CvJpegOptions {
      * (width x height, before any ratio) are refused before anything is
      * allocated. <= 0: no limit. */
     int64_t max_pixels;
+    /* Scaled decoding for a resize that follows (a traced program with
+     * options.experimental_optimization.jpeg_scaled_decode): when both are > 0,
+     * ratio is 1 and the image's height and width are each more than twice
+     * these, the image is decoded at the smallest of libjpeg's scales 1/8,
+     * 1/4 and 1/2 whose output is still at least min_height x min_width (less
+     * IDCT, color conversion and memory; the entropy decoding is the same).
+     * An image that fails or whose data ends early at that scale is
+     * decoded again at full size, so errors, messages and the handling of
+     * truncated data are those of the full-size decode. 0: full size. */
+    int64_t min_height, min_width;
 } CvJpegOptions;
 
 /* Decode `size` bytes of JPEG into a new uint8 tensor [height, width,

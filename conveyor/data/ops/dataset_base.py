@@ -88,7 +88,8 @@ class Dataset:
                              parallel_batch is not False, None if memory is UNSET else memory,
                              check_budget(options.autotune.cpu_budget, "cpu_budget"),
                              options.experimental_optimization.shuffle_and_batch_fusion
-                             is not False)
+                             is not False,
+                             bool(options.experimental_optimization.jpeg_scaled_decode))
 
     def _ram_budget(self):
         """The engine RAM budget of the with_options() call that set

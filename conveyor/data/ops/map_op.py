@@ -20,7 +20,8 @@ class MapDataset(Dataset):
 
     def _build(self, ctx, engine_inputs):
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
-        fn, with_id = self._function.function_for_engine()
+        fn, with_id = self._function.function_for_engine(
+            jpeg_scaled_decode=ctx.jpeg_scaled_decode)
         parallelism = 0 if _tracing.debug_mode() else ctx.parallelism(self._parallelism)
         return _engine.map(engine_inputs[0], fn, self._function.convert, parallelism,
                            deterministic, self._function.name, with_id, ctx.memory)

@@ -38,6 +38,8 @@ class MapFunction:
         self.reason = None    # why a function runs in Python
         self.program = None
         self.base_seed = None
+        self._recorded = None  # (trace, result keys): to compile with program passes
+        self._variants = {}    # pass keywords -> program
         self._lock = threading.Lock()
         if input_dataset._known_spec() is not None:
             self.resolve()  # trace now, so type errors show where the pipeline is built
@@ -66,7 +68,7 @@ class MapFunction:
             self.base_seed = _tracing.new_base_seed()
             return
         try:
-            program, result, specs, seed = _tracing.trace(
+            tr, keys, result, specs = _tracing.record(
                 self.map_func, nest.flatten(spec), self._pack(spec), self.name)
         except _tracing.UntraceableError as e:
             self.mode, self.reason = "python", str(e)
@@ -74,18 +76,28 @@ class MapFunction:
             if not e.quiet:
                 _tracing.warn_untraceable(self.map_func, self.name, self.reason)
             return
-        self.program, self.base_seed = program, seed
+        self.program, self.base_seed = tr.compile(keys), tr.base_seed
+        self._recorded = (tr, keys)
         self.flat_specs = specs
         self.spec = nest.pack_sequence_as(result, specs)
         self.mode = "native"
 
-    def function_for_engine(self):
+    def function_for_engine(self, jpeg_scaled_decode=False):
         """(fn, with_id): the compiled program, or a Python callable taking
         (epoch, index, *components) whose random ops draw what the traced
-        program would."""
+        program would. Keywords ask for program passes (_tracing.py, "program
+        passes"; the build options decide): such a program is compiled once."""
         self.resolve()
         if self.mode == "native":
-            return self.program, False
+            if not jpeg_scaled_decode:
+                return self.program, False
+            with self._lock:
+                program = self._variants.get("jpeg_scaled_decode")
+                if program is None:
+                    tr, keys = self._recorded
+                    program = tr.compile(keys, jpeg_scaled_decode=True)
+                    self._variants["jpeg_scaled_decode"] = program
+            return program, False
         map_func, pack = self.map_func, self._pack(self.input_dataset.element_spec)
         base_seed = self.base_seed
 
