@@ -196,17 +196,20 @@ class BuildContext(tuple):
         return self.cpu_budget or _engine.cpu_count()
 
     def parallelism(self, value):
-        """num_parallel_calls -> worker count for the engine (0 = sequential).
+        """num_parallel_calls -> the engine's parallelism: 0 (sequential), n > 0
+        (n turns at once on the pipeline's pool) or, for AUTOTUNE, -n: at most n,
+        as many as the autotuner picks.
 
-        AUTOTUNE is one worker per CPU plus one: a worker pulls its own input
+        AUTOTUNE's most is one per CPU plus one: a turn pulls its own input
         element, so with one per CPU all can be busy processing while nobody
         reads ahead (a slow source then stalls the stage). With
         options.autotune.cpu_budget it is exactly that budget."""
-        if value == AUTOTUNE:
+        tuned = value == AUTOTUNE
+        if tuned:
             value = self.cpu_budget or _engine.cpu_count() + 1
         if self.max_threads and value > self.max_threads:
             value = self.max_threads
-        return value
+        return -value if tuned and value > 1 else value
 
 
 class DerivedContext(BuildContext):

@@ -2,6 +2,9 @@
 
 #include <stdlib.h>
 
+#include "core/pool.h"
+#include "core/stats.h"
+
 CvStatus cv_dataset_new(const CvKernel *kernel, CvDataset *const *inputs, int num_inputs,
                         void *params, bool may_block, CvDataset **out)
 {
@@ -80,11 +83,15 @@ void *cv_iterator_alloc(const CvDataset *ds, size_t size)
         return NULL;
     it->kernel = ds->kernel;
     it->dataset = cv_dataset_ref((CvDataset *)ds);
+    CvPool *pool = cv_pool_current();
+    if (pool && cv_pool_stats(pool))
+        cv_stats_attach(cv_pool_stats(pool), it);
     return it;
 }
 
 void cv_iterator_free(CvIterator *it)
 {
+    cv_stats_detach(it); /* when make failed half-way; destroy detached it already */
     cv_dataset_unref(it->dataset);
     free(it);
 }
@@ -103,8 +110,10 @@ void cv_iterator_cancel(CvIterator *it)
 
 void cv_iterator_destroy(CvIterator *it)
 {
-    if (it)
-        it->kernel->destroy(it);
+    if (!it)
+        return;
+    cv_stats_detach(it); /* first: statistics readers never see a stage being torn down */
+    it->kernel->destroy(it);
 }
 
 CvStatus cv_unary_iterator_new(const CvDataset *ds, size_t size, CvIterator **out)

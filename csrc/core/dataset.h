@@ -45,6 +45,8 @@
 
 typedef struct CvDataset CvDataset;
 typedef struct CvIterator CvIterator;
+struct CvNodeTotals;
+struct CvGauges;
 
 /* Visits one foreign reference: an object owned by a callback's context but
  * managed by the layer that made the callback (a Python object, for the
@@ -69,6 +71,11 @@ typedef struct CvKernel {
     int (*traverse)(const CvDataset *ds, CvVisit visit, void *arg);
     /* Optional: see try_next in the iterator contract above. */
     CvStatus (*try_next)(CvIterator *it, CvElement *out, bool *end, bool *would_block);
+    /* Optional, for kernels with a parallel stage: add its counters to
+     * *totals and its gauges to *gauges (core/stats.h). Called from any
+     * thread while the iterator is attached to its statistics node, also
+     * while next() runs; it takes the kernel's short locks only. */
+    void (*measure)(CvIterator *it, struct CvNodeTotals *totals, struct CvGauges *gauges);
 } CvKernel;
 
 struct CvDataset {
@@ -93,6 +100,14 @@ struct CvDataset {
 struct CvIterator {
     const CvKernel *kernel;
     CvDataset *dataset; /* owned reference: the dataset outlives the iterator */
+    /* Statistics (core/stats.h): set by cv_iterator_alloc when a pipeline's
+     * pool is current, and guarded by that CvStats' lock; NULL otherwise. */
+    struct CvStats *stats;
+    struct CvNode *node;
+    CvIterator *node_prev, *node_next;
+    /* Written by the consumer only (cv_iterator_next), read by anyone. */
+    _Atomic uint64_t elements;
+    _Atomic uint64_t errors;
 };
 
 /* Allocate a dataset of `kernel` with the given inputs (new references are
@@ -136,9 +151,21 @@ typedef struct CvUnaryIterator {
 CvStatus cv_unary_iterator_new(const CvDataset *ds, size_t size, CvIterator **out);
 void cv_unary_iterator_cancel(CvIterator *it);
 void cv_unary_iterator_destroy(CvIterator *it);
+/* One writer: a relaxed load and store, no locked instruction. */
+static inline void cv_iterator_count(_Atomic uint64_t *counter)
+{
+    atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
 static inline CvStatus cv_iterator_next(CvIterator *it, CvElement *out, bool *end)
 {
-    return it->kernel->next(it, out, end);
+    CvStatus s = it->kernel->next(it, out, end);
+    if (s)
+        cv_iterator_count(&it->errors);
+    else if (!*end)
+        cv_iterator_count(&it->elements);
+    return s;
 }
 /* try_next, or *would_block for kernels without one. */
 static inline CvStatus cv_iterator_try_next(CvIterator *it, CvElement *out, bool *end, bool *would_block)
@@ -147,7 +174,12 @@ static inline CvStatus cv_iterator_try_next(CvIterator *it, CvElement *out, bool
         *would_block = true;
         return CV_STATUS_OK;
     }
-    return it->kernel->try_next(it, out, end, would_block);
+    CvStatus s = it->kernel->try_next(it, out, end, would_block);
+    if (s)
+        cv_iterator_count(&it->errors);
+    else if (!*end && !*would_block)
+        cv_iterator_count(&it->elements);
+    return s;
 }
 void cv_iterator_cancel(CvIterator *it); /* NULL-safe */
 void cv_iterator_destroy(CvIterator *it); /* NULL-safe */

@@ -2,13 +2,14 @@
 
 #include <stdlib.h>
 
-static void *stage_worker(void *arg);
+static CvTurn stage_turn(void *arg);
 
 CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const char *name,
-                       int num_workers, int capacity, int max_capacity, bool deterministic)
+                       int workers, bool tune_workers, int capacity, int max_capacity,
+                       bool deterministic)
 {
-    if (num_workers < 1)
-        num_workers = 1;
+    if (workers < 1)
+        workers = 1;
     if (max_capacity < 1)
         max_capacity = 1;
     if (capacity < 1 || capacity > max_capacity)
@@ -16,7 +17,8 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->ops = ops;
     st->owner = owner;
     st->name = name;
-    st->num_workers = num_workers;
+    st->max_workers = workers;
+    st->tune_workers = tune_workers && workers > 1;
     st->chunk = st->max_chunk = 1;
     st->deterministic = deterministic;
     st->autotune = capacity < max_capacity;
@@ -28,19 +30,22 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->run_next = st->run_end = 0;
     st->run_bytes = 0;
     st->spin_ns = CV_SPIN_NS;
+    st->task = (CvTask){0};
     st->slots = calloc((size_t)max_capacity, sizeof(CvStageSlot));
-    st->threads = calloc((size_t)num_workers, sizeof(CvThread));
-    if (!st->slots || !st->threads) {
+    /* The pipeline's pool, or one of our own when made outside a pipeline. */
+    CvPool *pool = cv_pool_current() ? cv_pool_ref(cv_pool_current()) : cv_pool_new(workers);
+    if (!st->slots || !pool) {
         free(st->slots);
-        free(st->threads);
         st->slots = NULL;
-        st->threads = NULL;
+        cv_pool_unref(pool);
         return cv_error_nomem();
     }
     pthread_mutex_init(&st->input_mu, NULL);
+    atomic_init(&st->input_contended, false);
     pthread_mutex_init(&st->mu, NULL);
     cv_cond_init(&st->ready_cv);
-    cv_cond_init(&st->space_cv);
+    cv_task_attach(&st->task, pool, stage_turn, st, name, workers);
+    cv_pool_unref(pool); /* the task holds one */
     return CV_STATUS_OK;
 }
 
@@ -49,8 +54,8 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk)
     st->max_chunk = max_chunk < 1 ? 1 : max_chunk > CV_STAGE_MAX_CHUNK ? CV_STAGE_MAX_CHUNK : max_chunk;
     st->chunk = 1;
     st->window_follows_chunk = window_follows_chunk;
-    if (window_follows_chunk && st->capacity > 2 * st->num_workers)
-        st->capacity = 2 * st->num_workers;
+    if (window_follows_chunk && st->capacity > 2 * st->max_workers)
+        st->capacity = 2 * st->max_workers;
 }
 
 void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob)
@@ -71,12 +76,8 @@ static void adapt_chunk(CvStage *st, int n, size_t bytes, int64_t elapsed_ns)
     if (chunk != st->chunk) {
         st->chunk = chunk;
         if (st->window_follows_chunk) {
-            int window = 2 * st->num_workers * chunk;
+            int window = 2 * st->max_workers * chunk;
             st->capacity = window > st->max_capacity ? st->max_capacity : window;
-            if (st->space_waiters) {
-                pthread_cond_broadcast(&st->space_cv);
-                st->space_waiters = 0;
-            }
         }
     }
 }
@@ -126,109 +127,147 @@ static bool budget_has_room(const CvStage *st)
     return cv_memory_used(st->memory) + (int64_t)average <= cv_memory_limit(st->memory);
 }
 
-/* Worker loop:
- * 1. Under input_mu, wait (on mu) for room in the window, then pull up to
- *    `chunk` units (no more than the room left).
+static void count(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+/* The input lock, if free. A turn that finds another pulling ends at once
+ * (the pool thread runs other work) and leaves a note: the puller
+ * resubmits the task when it lets go (unlock_input), so the next chunk is
+ * pulled as soon as it can be. The second try closes the race with an
+ * unlock that came before the note. */
+static bool lock_input(CvStage *st)
+{
+    if (pthread_mutex_trylock(&st->input_mu) == 0)
+        return true;
+    atomic_store_explicit(&st->input_contended, true, memory_order_seq_cst);
+    if (pthread_mutex_trylock(&st->input_mu) == 0)
+        return true;
+    return false;
+}
+
+static void unlock_input(CvStage *st)
+{
+    pthread_mutex_unlock(&st->input_mu);
+    if (atomic_exchange_explicit(&st->input_contended, false, memory_order_seq_cst))
+        cv_task_submit(&st->task);
+}
+
+/* One turn:
+ * 1. Under input_mu, pull up to `chunk` units (no more than the room left);
+ *    with no room, end the turn: the task is idle ("full") until the
+ *    consumer resubmits it.
  * 2. Process them with no lock held.
  * 3. Store each result in its slot and wake the consumer once. */
-static void *stage_worker(void *arg)
+static CvTurn stage_turn(void *arg)
 {
     CvStage *st = arg;
     CvStageUnit units[CV_STAGE_MAX_CHUNK];
-    for (bool end = false; !end;) {
-        pthread_mutex_lock(&st->input_mu);
-        pthread_mutex_lock(&st->mu);
-        while (!st->cancelled && !st->input_done && st->issued - st->consumed >= (uint64_t)st->capacity) {
-            st->space_waiters++; /* whoever wakes it resets the count */
-            pthread_cond_wait(&st->space_cv, &st->mu);
+    bool end = false;
+    int64_t turn_started = cv_now_ns();
+    int64_t blocked_before = cv_blocking_ns();
+    if (!lock_input(st))
+        return CV_TURN_IDLE; /* another turn is pulling: it resubmits the task */
+    pthread_mutex_lock(&st->mu);
+    if (st->cancelled || st->input_done) {
+        pthread_mutex_unlock(&st->mu);
+        unlock_input(st);
+        return CV_TURN_DONE;
+    }
+    if (st->issued - st->consumed >= (uint64_t)st->capacity) {
+        if (!st->full) {
+            st->full = true;
+            st->full_since = turn_started;
         }
-        if (st->cancelled || st->input_done) {
-            pthread_mutex_unlock(&st->mu);
-            pthread_mutex_unlock(&st->input_mu);
+        pthread_mutex_unlock(&st->mu);
+        unlock_input(st);
+        return CV_TURN_IDLE;
+    }
+    uint64_t first_seq = st->issued;
+    uint64_t room = (uint64_t)st->capacity - (st->issued - st->consumed);
+    int want = room < (uint64_t)st->chunk ? (int)room : st->chunk;
+    pthread_mutex_unlock(&st->mu);
+
+    int n = 0;
+    int64_t pull_started = cv_now_ns();
+    atomic_fetch_add_explicit(&st->counters.pulling, 1, memory_order_relaxed);
+    while (n < want) {
+        CvStageUnit *u = &units[n];
+        *u = (CvStageUnit){0};
+        bool unit_end = false;
+        u->status = st->ops->pull(st->owner, &u->work, &u->aux, &unit_end);
+        if (!u->status && unit_end) {
+            end = true;
             break;
         }
-        uint64_t first_seq = st->issued;
-        uint64_t room = (uint64_t)st->capacity - (st->issued - st->consumed); /* > 0: checked above */
-        int want = room < (uint64_t)st->chunk ? (int)room : st->chunk;
-        pthread_mutex_unlock(&st->mu);
-
-        int n = 0;
-        int64_t pull_started = want > 1 ? cv_now_ns() : 0;
-        while (n < want) {
-            CvStageUnit *u = &units[n];
-            *u = (CvStageUnit){0};
-            bool unit_end = false;
-            u->status = st->ops->pull(st->owner, &u->work, &u->aux, &unit_end);
-            if (!u->status && unit_end) {
-                end = true;
-                break;
-            }
-            n++;
-            /* A slow input must not hold back what was already pulled. The
-             * clock is read after units 1, 2, 4, 8, ...: a turn's pulls take
-             * at most about twice CV_STAGE_CHUNK_NS, for a few clock reads. */
-            if (want > 1 && (n & (n - 1)) == 0 && cv_now_ns() - pull_started > CV_STAGE_CHUNK_NS)
-                break;
-        }
-
-        pthread_mutex_lock(&st->mu);
-        st->issued += (uint64_t)n;
-        if (end) {
-            st->input_done = true;
-            pthread_cond_broadcast(&st->ready_cv);
-            pthread_cond_broadcast(&st->space_cv);
-            st->space_waiters = 0;
-        }
-        pthread_mutex_unlock(&st->mu);
-        pthread_mutex_unlock(&st->input_mu);
-        if (n == 0)
-            continue;
-
-        for (int i = 0; i < n; i++)
-            if (units[i].status)
-                cv_element_clear(&units[i].work);
-        int64_t started = st->max_chunk > 1 ? cv_now_ns() : 0;
-        process_units(st, units, n);
-        int64_t elapsed = st->max_chunk > 1 ? cv_now_ns() - started : 0;
-
-        size_t bytes[CV_STAGE_MAX_CHUNK], total = 0;
-        for (int i = 0; i < n; i++)
-            total += bytes[i] = cv_element_bytes(&units[i].out);
-
-        pthread_mutex_lock(&st->mu);
-        if (st->max_chunk > 1)
-            adapt_chunk(st, n, total, elapsed);
-        charge_units(st, units, bytes, n, total);
-        for (int i = 0; i < n; i++) {
-            uint64_t index = st->deterministic ? first_seq + (uint64_t)i : st->completed;
-            __atomic_store_n(&st->completed, st->completed + 1, __ATOMIC_RELEASE); /* spun on */
-            CvStageSlot *slot = &st->slots[index % (uint64_t)st->max_capacity];
-            slot->status = units[i].status;
-            cv_element_move(&slot->element, &units[i].out);
-            slot->bytes = bytes[i];
-            slot->ready = true;
-        }
-        bool wake = st->consumer_waiting; /* a spinning or busy consumer needs no wake-up */
-        pthread_mutex_unlock(&st->mu);
-        if (wake) /* after unlocking: woken, it would only wait for mu */
-            pthread_cond_signal(&st->ready_cv);
+        n++;
+        /* A slow input must not hold back what was already pulled. The
+         * clock is read after units 1, 2, 4, 8, ...: a turn's pulls take
+         * at most about twice CV_STAGE_CHUNK_NS, for a few clock reads. */
+        if (want > 1 && (n & (n - 1)) == 0 && cv_now_ns() - pull_started > CV_STAGE_CHUNK_NS)
+            break;
     }
-    return NULL;
+
+    pthread_mutex_lock(&st->mu);
+    st->issued += (uint64_t)n;
+    bool wake = false;
+    if (end) {
+        st->input_done = true;
+        wake = st->consumer_waiting;
+    }
+    pthread_mutex_unlock(&st->mu);
+    unlock_input(st);
+    atomic_fetch_sub_explicit(&st->counters.pulling, 1, memory_order_relaxed);
+    int64_t pulled = cv_now_ns();
+    count(&st->counters.input_ns, (uint64_t)(pulled - turn_started));
+    count(&st->counters.turns, 1);
+    if (n == 0) {
+        if (wake)
+            pthread_cond_broadcast(&st->ready_cv);
+        return end ? CV_TURN_DONE : CV_TURN_AGAIN;
+    }
+
+    for (int i = 0; i < n; i++)
+        if (units[i].status)
+            cv_element_clear(&units[i].work);
+    atomic_fetch_add_explicit(&st->counters.processing, 1, memory_order_relaxed);
+    process_units(st, units, n);
+    atomic_fetch_sub_explicit(&st->counters.processing, 1, memory_order_relaxed);
+    int64_t elapsed = cv_now_ns() - pulled;
+    count(&st->counters.busy_ns, (uint64_t)elapsed);
+    count(&st->counters.units, (uint64_t)n);
+    count(&st->counters.blocked_ns, (uint64_t)(cv_blocking_ns() - blocked_before));
+
+    size_t bytes[CV_STAGE_MAX_CHUNK], total = 0;
+    for (int i = 0; i < n; i++)
+        total += bytes[i] = cv_element_bytes(&units[i].out);
+
+    pthread_mutex_lock(&st->mu);
+    if (st->max_chunk > 1)
+        adapt_chunk(st, n, total, elapsed);
+    charge_units(st, units, bytes, n, total);
+    for (int i = 0; i < n; i++) {
+        uint64_t index = st->deterministic ? first_seq + (uint64_t)i : st->completed;
+        __atomic_store_n(&st->completed, st->completed + 1, __ATOMIC_RELEASE); /* spun on */
+        CvStageSlot *slot = &st->slots[index % (uint64_t)st->max_capacity];
+        slot->status = units[i].status;
+        cv_element_move(&slot->element, &units[i].out);
+        slot->bytes = bytes[i];
+        slot->ready = true;
+    }
+    wake |= st->consumer_waiting; /* a spinning or busy consumer needs no wake-up */
+    bool done = st->input_done || st->cancelled;
+    pthread_mutex_unlock(&st->mu);
+    if (wake) /* after unlocking: woken, it would only wait for mu */
+        pthread_cond_broadcast(&st->ready_cv);
+    return done ? CV_TURN_DONE : CV_TURN_AGAIN;
 }
 
 static CvStatus stage_start(CvStage *st)
 {
     st->started = true;
-    for (int i = 0; i < st->num_workers; i++) {
-        CvStatus s = cv_thread_start(&st->threads[i], stage_worker, st, st->name);
-        if (s) {
-            if (i > 0) { /* run with the workers we have */
-                cv_status_free(s);
-                break;
-            }
-            return s;
-        }
-    }
+    cv_task_submit(&st->task);
     return CV_STATUS_OK;
 }
 
@@ -260,10 +299,9 @@ static CvStatus run_pop(CvStage *st, CvElement *out)
 }
 
 /* mu held, consumer: retire the slots handed out so far (one budget release
- * for all of them). Returns true when the waiting workers should be woken:
+ * for all of them). Returns true when a full stage should be resubmitted:
  * the room reached low_water, or the consumer is starved and there is any.
- * The caller broadcasts space_cv after unlocking mu (wake_workers), so the
- * workers do not wake up only to wait for mu. */
+ * The caller submits after unlocking mu (wake_workers). */
 static bool run_retire(CvStage *st, bool starved)
 {
     if (st->run_next != st->consumed) {
@@ -274,12 +312,13 @@ static bool run_retire(CvStage *st, bool starved)
             st->run_bytes = 0;
         }
     }
-    if (!st->space_waiters)
+    if (!st->full)
         return false;
     uint64_t in_flight = st->issued - st->consumed;
     uint64_t room = in_flight < (uint64_t)st->capacity ? (uint64_t)st->capacity - in_flight : 0;
     if (room >= low_water(st) || (starved && room > 0)) {
-        st->space_waiters = 0; /* woken: not woken again before they wait again */
+        st->full = false; /* resubmitted: not again before a turn finds it full again */
+        count(&st->counters.full_ns, (uint64_t)(cv_now_ns() - st->full_since));
         return true;
     }
     return false;
@@ -288,7 +327,7 @@ static bool run_retire(CvStage *st, bool starved)
 static void wake_workers(CvStage *st, bool wake)
 {
     if (wake)
-        pthread_cond_broadcast(&st->space_cv);
+        cv_task_submit(&st->task);
 }
 
 /* mu held, consumer: add the ready slots that follow the run to it. */
@@ -344,7 +383,7 @@ CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_b
     *would_block = false;
     if (st->run_next < st->run_end)
         return run_next(st, out);
-    if (!st->started) { /* starting threads is next()'s work */
+    if (!st->started) { /* starting is next()'s work */
         *would_block = true;
         return CV_STATUS_OK;
     }
@@ -378,14 +417,18 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
         goto done;
     }
     wake = run_retire(st, false);
-    bool spun = false;
+    bool spun = false, tried_help = false;
     int64_t wait_started = 0;
     for (;;) {
         if (run_extend(st)) {
             pthread_mutex_unlock(&st->mu);
             wake_workers(st, wake);
-            if (wait_started)
-                note_wait(st, cv_now_ns() - wait_started);
+            if (wait_started) {
+                int64_t waited = cv_now_ns() - wait_started;
+                note_wait(st, waited);
+                count(&st->counters.wait_ns, (uint64_t)waited);
+                count(&st->counters.waits, 1);
+            }
             return run_next(st, out);
         }
         if (st->input_done && st->consumed == st->issued) {
@@ -413,11 +456,20 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             continue; /* mu was released: everything must be checked again */
         }
         spun = true;
-        wake_workers(st, wake); /* under mu here: the workers wait for it until cv_wait */
+        if (!tried_help && !st->full) { /* on a pool thread (a stage above): run a turn */
+            pthread_mutex_unlock(&st->mu);
+            wake_workers(st, wake);
+            wake = false;
+            tried_help = !cv_task_help(&st->task); /* after a turn, help again if need be */
+            pthread_mutex_lock(&st->mu);
+            continue; /* mu was released: everything must be checked again */
+        }
+        wake_workers(st, wake); /* under mu: the pool's mutex is a leaf */
         wake = false;
         st->consumer_waiting = true;
         s = cv_wait(&st->ready_cv, &st->mu);
         st->consumer_waiting = false;
+        tried_help = false;
         if (s)
             break;
     }
@@ -434,8 +486,6 @@ void cv_stage_cancel(CvStage *st)
     pthread_mutex_lock(&st->mu);
     st->cancelled = true;
     pthread_cond_broadcast(&st->ready_cv);
-    pthread_cond_broadcast(&st->space_cv);
-    st->space_waiters = 0;
     pthread_mutex_unlock(&st->mu);
 }
 
@@ -444,8 +494,7 @@ void cv_stage_destroy(CvStage *st)
     if (!st->slots)
         return;
     cv_stage_cancel(st);
-    for (int i = 0; i < st->num_workers; i++)
-        cv_thread_join(&st->threads[i]);
+    cv_task_remove(&st->task); /* waits for the running turns */
     for (int i = 0; i < st->max_capacity; i++) {
         cv_status_free(st->slots[i].status);
         cv_element_clear(&st->slots[i].element);
@@ -454,12 +503,10 @@ void cv_stage_destroy(CvStage *st)
     st->held = 0;
     cv_status_free(st->start_error);
     free(st->slots);
-    free(st->threads);
     st->slots = NULL;
     pthread_mutex_destroy(&st->input_mu);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->ready_cv);
-    pthread_cond_destroy(&st->space_cv);
 }
 
 void cv_staged_iterator_cancel(CvIterator *it)
@@ -476,4 +523,37 @@ void cv_staged_iterator_destroy(CvIterator *it)
     cv_stage_destroy(&staged->stage);
     cv_iterator_destroy(staged->input);
     cv_iterator_free(it);
+}
+
+static uint64_t counted(_Atomic uint64_t *counter)
+{
+    return atomic_load_explicit(counter, memory_order_relaxed);
+}
+
+void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *gauges)
+{
+    CvStage *st = &((CvStagedIterator *)it)->stage;
+    if (!st->slots) /* sequential */
+        return;
+    totals->units += counted(&st->counters.units);
+    totals->turns += counted(&st->counters.turns);
+    totals->busy_ns += counted(&st->counters.busy_ns);
+    totals->input_ns += counted(&st->counters.input_ns);
+    totals->full_ns += counted(&st->counters.full_ns);
+    totals->wait_ns += counted(&st->counters.wait_ns);
+    totals->waits += counted(&st->counters.waits);
+    totals->blocked_ns += counted(&st->counters.blocked_ns);
+    pthread_mutex_lock(&st->mu);
+    gauges->buffer += st->capacity;
+    gauges->buffered += (int64_t)(st->issued - st->consumed);
+    gauges->bytes += (int64_t)st->held;
+    pthread_mutex_unlock(&st->mu);
+    gauges->pulling += atomic_load_explicit(&st->counters.pulling, memory_order_relaxed);
+    gauges->processing += atomic_load_explicit(&st->counters.processing, memory_order_relaxed);
+    gauges->max_buffer += st->max_capacity;
+    gauges->tuned_buffer |= st->autotune;
+    gauges->parallelism += atomic_load_explicit(&st->task.limit, memory_order_relaxed);
+    gauges->max_parallelism += st->max_workers;
+    gauges->tuned_parallelism |= st->tune_workers;
+    gauges->task = &st->task;
 }

@@ -2,15 +2,19 @@
  *
  * DESIGN
  * The asynchronous kernels (parallel map, parallel batch, prefetch) share
- * one mechanism. Worker threads repeatedly (1) take the input lock and pull
- * up to `chunk` units of work from the input, numbering them with sequence
- * numbers, (2) process them with no lock held, and (3) store each {status,
- * element} in its slot. Chunks amortize lock hand-offs and wake-ups (and,
- * for Python functions, GIL acquisitions) over several elements.
+ * one mechanism. The stage is a task of the pipeline's pool (core/pool.h):
+ * each turn (1) takes the input lock and pulls up to `chunk` units of work
+ * from the input, numbering them with sequence numbers, (2) processes them
+ * with no lock held, and (3) stores each {status, element} in its slot. Up
+ * to `limit` turns run at once on pool threads (the stage's parallelism).
+ * Chunks amortize lock hand-offs and wake-ups (and, for Python functions,
+ * GIL acquisitions) over several elements.
  * The consumer takes slots in sequence order (deterministic) or in completion
  * order (non-deterministic). At most `capacity` units are in flight or
- * buffered, so memory is bounded; an autotuned stage grows its capacity by
- * one, up to max_capacity, whenever the consumer finds it empty.
+ * buffered, so memory is bounded; a turn that finds no room ends (the task
+ * goes idle, "full") and the consumer resubmits it when it retires slots. An
+ * autotuned stage grows its capacity by one, up to max_capacity, whenever
+ * the consumer finds it empty.
  *
  * Errors travel in their slot, so a parallel stage fails at exactly the
  * element where the sequential one would, and goes on afterwards.
@@ -24,10 +28,10 @@
  *    for the workers) under mu, in groups: when the run is used up (taking
  *    what became ready meanwhile as the next run), or after low_water
  *    elements, whichever comes first: one lock per run, not per element.
- *  - Workers are woken in batches: a retire wakes waiting workers only once
+ *  - Workers are woken in batches: a retire resubmits a full stage only once
  *    the free room reaches low_water = max(1, capacity * 3/4), or at once when
- *    the consumer is starved (about to wait). A woken worker pulls up to
- *    `chunk` units per turn. Workers wake the consumer only when it sleeps.
+ *    the consumer is starved (about to wait). A turn pulls up to `chunk`
+ *    units. Turns wake the consumer only when it sleeps.
  *  - cv_stage_try_next never waits, so the binding can call it with the GIL
  *    held and release the GIL only when it answers "would block".
  *  - Wake-ups are signalled after unlocking mu. Before sleeping, the
@@ -51,7 +55,12 @@
  * only: it is never held across a call out or a wait for another lock, so
  * the consumer may take it while holding a foreign lock (the binding's GIL,
  * in try_next). The consumer never takes input_mu (pull may take the GIL).
- * Threads start on the first next() and are joined by cv_stage_destroy().
+ * A consumer on a pool thread (a stage above) that finds nothing ready runs
+ * a turn of this stage itself when it can (cv_task_help), and otherwise
+ * waits in a blocking section. The task joins the pool on the first next()
+ * (the pool current on the thread that made the stage, or a private one of
+ * `workers` threads) and leaves it in cv_stage_destroy(). Measurements go
+ * to `counters` (see CvStageCounters).
  */
 #ifndef CV_STAGE_H
 #define CV_STAGE_H
@@ -60,6 +69,8 @@
 #include <stdint.h>
 
 #include "core/dataset.h"
+#include "core/pool.h"
+#include "core/stats.h"
 #include "core/tensor.h"
 #include "core/thread.h"
 
@@ -96,12 +107,31 @@ typedef struct CvStageSlot {
     bool ready;
 } CvStageSlot;
 
+/* What a stage measured, for statistics and the autotuner. Counters only
+ * grow; turns add to them once per turn (relaxed atomics, no lock), the
+ * consumer once per wait. */
+typedef struct CvStageCounters {
+    _Atomic uint64_t units;   /* units processed */
+    _Atomic uint64_t turns;
+    _Atomic uint64_t busy_ns;  /* processing (the stage's own work) */
+    _Atomic uint64_t input_ns; /* pulling: the input's work and waits for it */
+    _Atomic uint64_t full_ns;  /* idle with a full buffer: waiting for the consumer */
+    _Atomic uint64_t wait_ns;  /* the consumer waiting in next() for a result */
+    _Atomic uint64_t waits;
+    _Atomic uint64_t blocked_ns; /* turns inside blocking sections (core/pool.h) */
+    /* Gauges: turns pulling from the input / processing now (a stall
+     * watchdog names the stage and what it waits on). */
+    _Atomic int pulling;
+    _Atomic int processing;
+} CvStageCounters;
+
 typedef struct CvStage {
     const CvStageOps *ops;
     void *owner;
     const char *name;
-    int num_workers;
-    int chunk;     /* units pulled per worker turn, 1..max_chunk; guarded by mu */
+    int max_workers; /* most turns at once; the autotuner moves the task's limit in [1, max_workers] */
+    bool tune_workers; /* num_parallel_calls=AUTOTUNE: the autotuner may change the limit */
+    int chunk;     /* units pulled per turn, 1..max_chunk; guarded by mu */
     int max_chunk; /* 1 unless set by cv_stage_set_chunk */
     bool window_follows_chunk;
     bool deterministic;
@@ -112,9 +142,9 @@ typedef struct CvStage {
     const char *memory_knob;
 
     pthread_mutex_t input_mu;
+    atomic_bool input_contended; /* a turn found input_mu taken: resubmit on unlock */
     pthread_mutex_t mu;
     pthread_cond_t ready_cv; /* the consumer waits here */
-    pthread_cond_t space_cv; /* workers wait here */
 
     /* Guarded by mu. */
     CvStageSlot *slots;
@@ -122,7 +152,8 @@ typedef struct CvStage {
     uint64_t consumed;  /* units retired: their slots are free for workers */
     uint64_t completed; /* units processed (slot index in completion order) */
     size_t held;        /* bytes of the results in unretired slots, charged to memory */
-    int space_waiters;  /* workers that went to sleep on space_cv since its last broadcast */
+    bool full;          /* the task went idle for want of room; the consumer resubmits it */
+    int64_t full_since; /* when it did */
     bool consumer_waiting; /* the consumer is asleep on ready_cv */
     bool input_done;
     bool cancelled;
@@ -138,11 +169,15 @@ typedef struct CvStage {
     size_t run_bytes;     /* bytes of the handed-out, unretired slots */
     int64_t spin_ns;      /* how long to spin before sleeping, fitted to recent waits */
 
-    CvThread *threads;
+    CvTask task;       /* attached to the pipeline's pool at the first next() */
+    CvStageCounters counters;
 } CvStage;
 
+/* workers: most turns at once (>= 1); tune_workers: num_parallel_calls was
+ * AUTOTUNE, so the autotuner may run fewer. */
 CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const char *name,
-                       int num_workers, int capacity, int max_capacity, bool deterministic);
+                       int workers, bool tune_workers, int capacity, int max_capacity,
+                       bool deterministic);
 /* Set before the first next(): let workers pull and process up to
  * `max_chunk` units per turn. The chunk starts at 1 and adapts after each
  * turn: as many units as take about CV_STAGE_CHUNK_NS to process and fit in
@@ -171,8 +206,9 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end);
 CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_block);
 /* Wake everything and make it stop; safe from any thread, idempotent. */
 void cv_stage_cancel(CvStage *st);
-/* Cancel, join the workers, free buffered elements. Call only after the
- * input has been cancelled too (a worker may be blocked inside pull). */
+/* Cancel, wait for the running turns, free buffered elements. Call only
+ * after the input has been cancelled too (a turn may be blocked inside
+ * pull). */
 void cv_stage_destroy(CvStage *st);
 
 /* Iterators of kernels that run a stage over one input start with this. */
@@ -183,8 +219,10 @@ typedef struct CvStagedIterator {
 } CvStagedIterator;
 
 /* Kernel vtable slots for such iterators: cancel the stage and the input;
- * destroy = cancel, join the workers, destroy the input, free. */
+ * destroy = cancel, wait for the turns, destroy the input, free; measure =
+ * the stage's counters and gauges (core/stats.h), nothing when sequential. */
 void cv_staged_iterator_cancel(CvIterator *it);
 void cv_staged_iterator_destroy(CvIterator *it);
+void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *gauges);
 
 #endif

@@ -1,6 +1,8 @@
 #include "core/thread.h"
+
 #include "core/cgroup.h"
 #include "core/memory.h"
+#include "core/pool.h"
 #include "core/tensor.h"
 
 #include <errno.h>
@@ -115,8 +117,10 @@ void cv_cond_init(pthread_cond_t *cond)
 
 CvStatus cv_wait(pthread_cond_t *cond, pthread_mutex_t *mu)
 {
-    if (!interrupt_check) {
+    if (!interrupt_check) { /* a pool thread's wait lets another thread run (core/pool.h) */
+        cv_blocking_begin();
         pthread_cond_wait(cond, mu);
+        cv_blocking_end();
         return CV_STATUS_OK;
     }
     struct timespec deadline;
@@ -155,14 +159,14 @@ int cv_cpu_count(void)
     return n > 0 ? n : 1;
 }
 
-CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers)
+CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers, bool *autotune)
 {
-    if (num_parallel_calls < -1)
-        return cv_error(CV_INVALID_ARGUMENT,
-                        "num_parallel_calls must be positive or AUTOTUNE (-1), got %lld",
-                        (long long)num_parallel_calls);
-    *workers = num_parallel_calls == -1 ? cv_cpu_count()
-               : num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
+    *autotune = num_parallel_calls < 0;
+    if (num_parallel_calls == -1)
+        num_parallel_calls = cv_cpu_count();
+    else if (num_parallel_calls < 0)
+        num_parallel_calls = -num_parallel_calls;
+    *workers = num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
     return CV_STATUS_OK;
 }
 

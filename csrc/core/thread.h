@@ -76,8 +76,10 @@ void cv_cond_init(pthread_cond_t *cond);
 int cv_cpu_count(void);
 
 /* Worker count for a num_parallel_calls argument: 0 (sequential), a
- * positive count (capped at 1024), or -1 for AUTOTUNE (the CPU count). */
-CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers);
+ * positive count (capped at 1024), or AUTOTUNE: -1 (up to the CPU count) or
+ * -n (up to n workers, the binding's form), which sets *autotune (the
+ * autotuner may run fewer). */
+CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers, bool *autotune);
 
 /* Incremented in the child after fork(). */
 unsigned long cv_fork_generation(void);

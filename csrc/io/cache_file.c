@@ -2,6 +2,8 @@
  * cache_file.h. */
 #include "io/cache_file.h"
 
+#include "core/pool.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -566,7 +568,9 @@ static CvStatus read_at(CvCacheReader *r, void *dst, size_t n, uint64_t offset)
 {
     char *p = dst;
     while (n > 0) {
+        cv_blocking_begin();
         ssize_t got = pread(r->fd, p, n, (off_t)offset);
+        cv_blocking_end();
         if (got < 0) {
             if (errno == EINTR)
                 continue;

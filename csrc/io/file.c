@@ -1,6 +1,8 @@
 /* File errors and read/write loops (see file.h). */
 #include "io/file.h"
 
+#include "core/pool.h"
+
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,7 +46,9 @@ CvStatus cv_file_read(int fd, const char *path, void *dst, size_t n, size_t *got
     size_t done = 0;
     while (done < n) {
         size_t want = n - done < MAX_TRANSFER ? n - done : MAX_TRANSFER;
+        cv_blocking_begin(); /* on a pool thread, let another thread run meanwhile */
         ssize_t r = read(fd, (char *)dst + done, want);
+        cv_blocking_end();
         if (r < 0) {
             if (errno == EINTR)
                 continue;

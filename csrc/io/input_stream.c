@@ -1,6 +1,8 @@
 /* The buffered, inflating input stream (see input_stream.h). */
 #include "io/input_stream.h"
 
+#include "core/pool.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -98,7 +100,9 @@ CvStatus cv_input_stream_open(const char *path, CvCompression compression, size_
         st = cv_error_nomem();
         goto error;
     }
+    cv_blocking_begin();
     s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    cv_blocking_end();
     if (s->fd < 0) {
         st = cv_file_error(errno, path, NULL);
         goto error;

@@ -20,6 +20,7 @@ typedef struct {
     int64_t batch_size;
     bool drop_remainder;
     int num_workers; /* 0: sequential */
+    bool tune_workers; /* AUTOTUNE: num_workers is the most */
     bool deterministic;
 } BatchParams;
 
@@ -117,7 +118,7 @@ static CvStatus batch_make_iterator(const CvDataset *ds, CvIterator **out)
     CvStatus s = cv_iterator_make(ds->inputs[0], &it->staged.input);
     if (!s && p->num_workers > 0) {
         s = cv_stage_init(&it->staged.stage, &batch_stage_ops, it, "ParallelBatch", p->num_workers,
-                          2 * p->num_workers, 2 * p->num_workers, p->deterministic);
+                          p->tune_workers, 2 * p->num_workers, 2 * p->num_workers, p->deterministic);
         if (!s)
             cv_stage_set_memory(&it->staged.stage, ds->memory,
                                 "lower batch's batch_size or num_parallel_calls");
@@ -166,6 +167,7 @@ const CvKernel cv_kernel_batch = {
     .next = batch_next,
     .cancel = cv_staged_iterator_cancel,
     .destroy = batch_destroy,
+    .measure = cv_staged_iterator_measure,
     .try_next = batch_try_next,
 };
 
@@ -176,7 +178,8 @@ CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remain
     if (s)
         return s;
     int workers = 0;
-    s = cv_parallelism(num_parallel_calls, &workers);
+    bool tune = false;
+    s = cv_parallelism(num_parallel_calls, &workers, &tune);
     if (s)
         return s;
     BatchParams *p = malloc(sizeof(*p));
@@ -186,6 +189,7 @@ CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remain
     p->drop_remainder = drop_remainder;
     p->deterministic = deterministic;
     p->num_workers = workers;
+    p->tune_workers = tune;
     return cv_dataset_new(&cv_kernel_batch, &input, 1, p, workers > 0, out);
 }
 

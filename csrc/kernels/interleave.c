@@ -12,7 +12,7 @@
  * directly.
  *
  * Parallel: the consumer runs the same algorithm, over Slots whose inner
- * iterators worker threads advance ahead of it into small per-slot buffers
+ * iterators turns on the pipeline's pool (core/pool.h) advance ahead of it into small per-slot buffers
  * ({status, element} or an end marker). Workers also open "future" slots
  * ahead of need (pull the input, call map_func, make the iterator, prefetch),
  * in input order, up to max_futures; the consumer takes them in that order
@@ -31,6 +31,11 @@
  * that does not fit becomes a RESOURCE_EXHAUSTED error in its place (its
  * element is dropped), delivered in its turn like any inner error.
  *
+ * The kernel is a task of the pool, at most num_workers turns at once: a
+ * turn reads ahead one slot or opens one future, then ends; with nothing to
+ * do it goes idle until the consumer makes room (pop_result, take_future
+ * resubmit it).
+ *
  * Locks: mu guards everything below "parallel only"; it is never held while
  * calling into the input, map_func or an inner iterator, except cancel(),
  * which is allowed to take the inner locks (inner code never takes mu).
@@ -40,7 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/thread.h"
+#include "core/pool.h"
+#include "core/stats.h"
 #include "kernels/kernels.h"
 
 #define CV_INTERLEAVE_MAX_FUTURES 8
@@ -61,6 +67,7 @@ typedef struct {
     int64_t cycle_length;
     int64_t block_length;
     int num_workers; /* 0: sequential */
+    bool tune_workers;
     bool deterministic;
 } InterleaveParams;
 
@@ -91,7 +98,6 @@ typedef struct {
     /* Parallel only; guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t ready_cv; /* the consumer waits here */
-    pthread_cond_t work_cv;  /* workers wait here */
     Slot *futures[CV_INTERLEAVE_MAX_FUTURES];
     int future_head, future_count, max_futures;
     int ring_size;  /* CV_INTERLEAVE_MAX_BUFFER */
@@ -101,8 +107,7 @@ typedef struct {
     bool cancelled, started;
     CvStatus fatal; /* out of memory in a worker: sticky */
     _Atomic size_t held; /* bytes of all buffered results, charged to the budget */
-    CvThread *threads;
-    int num_threads;
+    CvTask task; /* attached at make, submitted at the first next() */
 } InterleaveIterator;
 
 static const InterleaveParams *params_of(const InterleaveIterator *it)
@@ -291,72 +296,74 @@ static void charge_run(InterleaveIterator *it, Result *run, int got, size_t tota
     }
 }
 
-/* Worker loop:
+/* One turn:
  * 1. Advance a slot: read a run of results with no lock held, then buffer
  *    them all at once.
  * 2. Otherwise open the next future slot, if there is room and input left.
- * 3. Otherwise wait for the consumer to make room. */
-static void *interleave_worker(void *arg)
+ * 3. Otherwise go idle until the consumer makes room. */
+static CvTurn interleave_turn(void *arg)
 {
     InterleaveIterator *it = arg;
     Result run[CV_INTERLEAVE_MAX_BUFFER];
     pthread_mutex_lock(&it->mu);
-    while (!it->cancelled) {
-        Slot *slot = pick_work(it);
-        if (slot) {
-            slot->busy = true;
-            int room = slot->limit - slot->count;
-            pthread_mutex_unlock(&it->mu);
-            size_t bytes = 0;
-            int got = read_ahead(slot, run, room, &bytes);
-            charge_run(it, run, got, bytes);
-            pthread_mutex_lock(&it->mu);
-            slot->busy = false;
-            for (int i = 0; i < got; i++) {
-                slot->ring[(slot->head + slot->count++) % it->ring_size] = run[i];
-                if (run[i].end)
-                    slot->ended = true;
-            }
-            int elements = got - (run[got - 1].end || run[got - 1].status);
-            if (elements > 0) {
-                size_t per = bytes / (size_t)elements + 1;
-                size_t fit = CV_INTERLEAVE_SLOT_BYTES / per;
-                slot->limit = fit < (size_t)it->min_limit ? it->min_limit
-                              : fit > (size_t)it->ring_size ? it->ring_size : (int)fit;
-            }
-            pthread_cond_signal(&it->ready_cv);
-            continue;
+    if (it->cancelled) {
+        pthread_mutex_unlock(&it->mu);
+        return CV_TURN_DONE;
+    }
+    Slot *slot = pick_work(it);
+    if (slot) {
+        slot->busy = true;
+        int room = slot->limit - slot->count;
+        pthread_mutex_unlock(&it->mu);
+        size_t bytes = 0;
+        int got = read_ahead(slot, run, room, &bytes);
+        charge_run(it, run, got, bytes);
+        pthread_mutex_lock(&it->mu);
+        slot->busy = false;
+        for (int i = 0; i < got; i++) {
+            slot->ring[(slot->head + slot->count++) % it->ring_size] = run[i];
+            if (run[i].end)
+                slot->ended = true;
         }
-        if (!it->opening && !it->input_exhausted && it->future_count < it->max_futures) {
-            it->opening = true;
-            pthread_mutex_unlock(&it->mu);
-            Slot *fresh = slot_new(it->ring_size, it->min_limit);
-            bool input_end = false;
-            CvStatus s = fresh ? open_inner(it, fresh, &input_end) : cv_error_nomem();
-            pthread_mutex_lock(&it->mu);
-            it->opening = false;
-            if (!fresh) {
-                it->fatal = it->fatal ? it->fatal : s;
-                if (it->fatal != s)
-                    cv_status_free(s);
-            } else if (!s && input_end) {
-                it->input_exhausted = true;
-                slot_destroy(it, fresh);
-            } else {
-                if (s) { /* delivered when the cycle would open this slot */
-                    fresh->open_status = s;
-                    fresh->ended = true;
-                }
-                it->futures[(it->future_head + it->future_count++) % CV_INTERLEAVE_MAX_FUTURES] = fresh;
-            }
-            pthread_cond_signal(&it->ready_cv);
-            pthread_cond_broadcast(&it->work_cv);
-            continue;
+        int elements = got - (run[got - 1].end || run[got - 1].status);
+        if (elements > 0) {
+            size_t per = bytes / (size_t)elements + 1;
+            size_t fit = CV_INTERLEAVE_SLOT_BYTES / per;
+            slot->limit = fit < (size_t)it->min_limit ? it->min_limit
+                          : fit > (size_t)it->ring_size ? it->ring_size : (int)fit;
         }
-        pthread_cond_wait(&it->work_cv, &it->mu);
+        pthread_cond_signal(&it->ready_cv);
+        pthread_mutex_unlock(&it->mu);
+        return CV_TURN_AGAIN;
+    }
+    if (!it->opening && !it->input_exhausted && it->future_count < it->max_futures) {
+        it->opening = true;
+        pthread_mutex_unlock(&it->mu);
+        Slot *fresh = slot_new(it->ring_size, it->min_limit);
+        bool input_end = false;
+        CvStatus s = fresh ? open_inner(it, fresh, &input_end) : cv_error_nomem();
+        pthread_mutex_lock(&it->mu);
+        it->opening = false;
+        if (!fresh) {
+            it->fatal = it->fatal ? it->fatal : s;
+            if (it->fatal != s)
+                cv_status_free(s);
+        } else if (!s && input_end) {
+            it->input_exhausted = true;
+            slot_destroy(it, fresh);
+        } else {
+            if (s) { /* delivered when the cycle would open this slot */
+                fresh->open_status = s;
+                fresh->ended = true;
+            }
+            it->futures[(it->future_head + it->future_count++) % CV_INTERLEAVE_MAX_FUTURES] = fresh;
+        }
+        pthread_cond_signal(&it->ready_cv);
+        pthread_mutex_unlock(&it->mu);
+        return CV_TURN_AGAIN;
     }
     pthread_mutex_unlock(&it->mu);
-    return NULL;
+    return CV_TURN_IDLE;
 }
 
 /* mu held: take the oldest future. */
@@ -365,7 +372,7 @@ static Slot *take_future(InterleaveIterator *it)
     Slot *slot = it->futures[it->future_head];
     it->future_head = (it->future_head + 1) % CV_INTERLEAVE_MAX_FUTURES;
     it->future_count--;
-    pthread_cond_broadcast(&it->work_cv); /* room for another future */
+    cv_task_submit(&it->task); /* room for another future */
     return slot;
 }
 
@@ -400,7 +407,7 @@ static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
     /* Wake a worker when the slot is down to half its limit, not at every
      * pop: a worker then refills a run, instead of one result per wake-up. */
     if (!slot->ended && slot->count == slot->limit / 2)
-        pthread_cond_signal(&it->work_cv);
+        cv_task_submit(&it->task);
 }
 
 /* mu held: a slot position whose inner ended is emptied; the slot is freed
@@ -413,22 +420,6 @@ static void retire_slot(InterleaveIterator *it, int64_t position)
     pthread_mutex_unlock(&it->mu);
     slot_destroy(it, slot);
     pthread_mutex_lock(&it->mu);
-}
-
-static CvStatus start_workers(InterleaveIterator *it)
-{
-    it->started = true;
-    for (int i = 0; i < it->num_threads; i++) {
-        CvStatus s = cv_thread_start(&it->threads[i], interleave_worker, it, "ParallelInterleave");
-        if (s) {
-            if (i > 0) {
-                cv_status_free(s);
-                break;
-            }
-            return s;
-        }
-    }
-    return CV_STATUS_OK;
 }
 
 /* mu held. Deterministic: tf.data's algorithm over buffered slots. Returns
@@ -522,9 +513,12 @@ static bool any_step(InterleaveIterator *it, CvElement *out, bool *end, CvStatus
 static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
 {
     CvStatus s = CV_STATUS_OK;
+    bool tried_help = false;
     pthread_mutex_lock(&it->mu);
-    if (!it->started && (s = start_workers(it)))
-        goto done;
+    if (!it->started) {
+        it->started = true;
+        cv_task_submit(&it->task);
+    }
     for (;;) {
         if (it->fatal) {
             s = cv_error(it->fatal->code, "%s", it->fatal->message);
@@ -538,10 +532,16 @@ static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
                                                  : any_step(it, out, end, &s);
         if (done)
             break;
+        if (!tried_help) { /* on a pool thread (a stage above): run a turn rather than wait */
+            pthread_mutex_unlock(&it->mu);
+            tried_help = !cv_task_help(&it->task); /* after a turn, help again if need be */
+            pthread_mutex_lock(&it->mu);
+            continue; /* mu was released: everything must be checked again */
+        }
+        tried_help = false;
         if ((s = cv_wait(&it->ready_cv, &it->mu)))
             break;
     }
-done:
     pthread_mutex_unlock(&it->mu);
     return s;
 }
@@ -577,7 +577,6 @@ static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
         return cv_error_nomem();
     pthread_mutex_init(&it->mu, NULL);
     cv_cond_init(&it->ready_cv);
-    cv_cond_init(&it->work_cv);
     it->cycle = calloc((size_t)p->cycle_length, sizeof(Slot *));
     CvStatus s = it->cycle ? cv_iterator_make(ds->inputs[0], &it->input) : cv_error_nomem();
     if (!s && p->num_workers > 0) {
@@ -586,10 +585,13 @@ static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
         it->min_limit = ring > CV_INTERLEAVE_MAX_BUFFER ? CV_INTERLEAVE_MAX_BUFFER : (int)ring;
         int64_t futures = 2 * p->cycle_length;
         it->max_futures = futures > CV_INTERLEAVE_MAX_FUTURES ? CV_INTERLEAVE_MAX_FUTURES : (int)futures;
-        it->num_threads = p->num_workers;
-        it->threads = calloc((size_t)it->num_threads, sizeof(CvThread));
-        if (!it->threads)
+        /* The pipeline's pool, or one of our own when made outside a pipeline. */
+        CvPool *pool = cv_pool_current() ? cv_pool_ref(cv_pool_current()) : cv_pool_new(p->num_workers);
+        if (pool)
+            cv_task_attach(&it->task, pool, interleave_turn, it, "ParallelInterleave", p->num_workers);
+        else
             s = cv_error_nomem();
+        cv_pool_unref(pool); /* the task holds one */
     }
     if (s) {
         interleave_destroy(&it->base);
@@ -614,7 +616,6 @@ static void interleave_cancel(CvIterator *base)
     pthread_mutex_lock(&it->mu);
     it->cancelled = true;
     pthread_cond_broadcast(&it->ready_cv);
-    pthread_cond_broadcast(&it->work_cv);
     cv_iterator_cancel(it->input);
     for (int64_t k = 0; it->cycle && k < n; k++)
         if (it->cycle[k])
@@ -624,13 +625,32 @@ static void interleave_cancel(CvIterator *base)
     pthread_mutex_unlock(&it->mu);
 }
 
+/* Statistics (core/stats.h): the turns allowed and what the slots hold. */
+static void interleave_measure(CvIterator *base, CvNodeTotals *totals, CvGauges *gauges)
+{
+    InterleaveIterator *it = (InterleaveIterator *)base;
+    (void)totals;
+    if (!it->task.pool)
+        return; /* sequential */
+    int64_t n = params_of(it)->cycle_length, buffered = 0;
+    pthread_mutex_lock(&it->mu);
+    for (int64_t k = 0; it->cycle && k < n; k++)
+        buffered += it->cycle[k] ? it->cycle[k]->count : 0;
+    for (int k = 0; k < it->future_count; k++)
+        buffered += it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]->count;
+    pthread_mutex_unlock(&it->mu);
+    gauges->buffered += buffered;
+    gauges->bytes += (int64_t)atomic_load_explicit(&it->held, memory_order_relaxed);
+    gauges->parallelism += atomic_load_explicit(&it->task.limit, memory_order_relaxed);
+    gauges->max_parallelism += params_of(it)->num_workers;
+}
+
 static void interleave_destroy(CvIterator *base)
 {
     InterleaveIterator *it = (InterleaveIterator *)base;
     int64_t n = params_of(it)->cycle_length;
     interleave_cancel(base);
-    for (int i = 0; it->threads && i < it->num_threads; i++)
-        cv_thread_join(&it->threads[i]);
+    cv_task_remove(&it->task); /* waits for the running turns */
     for (int64_t k = 0; it->cycle && k < n; k++)
         slot_destroy(it, it->cycle[k]);
     for (int k = 0; k < it->future_count; k++)
@@ -638,10 +658,8 @@ static void interleave_destroy(CvIterator *base)
     cv_iterator_destroy(it->input);
     cv_status_free(it->fatal);
     free(it->cycle);
-    free(it->threads);
     pthread_mutex_destroy(&it->mu);
     pthread_cond_destroy(&it->ready_cv);
-    pthread_cond_destroy(&it->work_cv);
     cv_iterator_free(base);
 }
 
@@ -654,6 +672,7 @@ const CvKernel cv_kernel_interleave = {
     .cancel = interleave_cancel,
     .destroy = interleave_destroy,
     .traverse = interleave_traverse,
+    .measure = interleave_measure,
 };
 
 CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t cycle_length,
@@ -662,6 +681,7 @@ CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t c
 {
     CvStatus s = CV_STATUS_OK;
     int workers = 0;
+    bool tune = false;
     if (cycle_length <= 0)
         s = cv_error(CV_INVALID_ARGUMENT, "cycle_length must be greater than zero.");
     else if (block_length <= 0)
@@ -670,14 +690,14 @@ CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t c
         s = cv_error(CV_INVALID_ARGUMENT, "cycle_length %lld is too large (limit 4096)",
                      (long long)cycle_length);
     else
-        s = cv_parallelism(num_parallel_calls, &workers);
+        s = cv_parallelism(num_parallel_calls, &workers, &tune);
     InterleaveParams *p = s ? NULL : malloc(sizeof(*p));
     if (!p) {
         if (fn.release)
             fn.release(fn.ctx);
         return s ? s : cv_error_nomem();
     }
-    *p = (InterleaveParams){fn, cycle_length, block_length, workers, deterministic};
+    *p = (InterleaveParams){fn, cycle_length, block_length, workers, tune, deterministic};
     /* Inner datasets appear at run time and may block: always may_block. */
     return cv_dataset_new(&cv_kernel_interleave, &input, 1, p, true, out);
 }

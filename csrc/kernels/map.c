@@ -14,6 +14,7 @@
 typedef struct {
     CvFunction fn;
     int num_workers; /* 0: sequential */
+    bool tune_workers; /* AUTOTUNE: num_workers is the most */
     bool deterministic;
     atomic_uint_least64_t epochs; /* iterators made so far: each gets the next epoch */
 } MapParams;
@@ -115,7 +116,8 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
         int chunk = CV_MAP_CHUNK;
         int window = 2 * p->num_workers * chunk;
         s = cv_stage_init(&it->staged.stage, p->fn.call_chunk ? &map_chunk_stage_ops : &map_stage_ops, it,
-                          "ParallelMap", p->num_workers, window, window, p->deterministic);
+                          "ParallelMap", p->num_workers, p->tune_workers, window, window,
+                          p->deterministic);
         if (!s) {
             cv_stage_set_chunk(&it->staged.stage, chunk, true);
             cv_stage_set_memory(&it->staged.stage, ds->memory, "lower map's num_parallel_calls");
@@ -160,6 +162,7 @@ const CvKernel cv_kernel_map = {
     .next = map_next,
     .cancel = cv_staged_iterator_cancel,
     .destroy = cv_staged_iterator_destroy,
+    .measure = cv_staged_iterator_measure,
     .traverse = map_traverse,
     .try_next = map_try_next,
 };
@@ -168,7 +171,8 @@ CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_ca
                         bool deterministic, CvDataset **out)
 {
     int workers = 0;
-    CvStatus s = cv_parallelism(num_parallel_calls, &workers);
+    bool tune = false;
+    CvStatus s = cv_parallelism(num_parallel_calls, &workers, &tune);
     MapParams *p = s ? NULL : malloc(sizeof(*p));
     if (!p) {
         if (fn.release)
@@ -178,6 +182,7 @@ CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_ca
     p->fn = fn;
     p->deterministic = deterministic;
     p->num_workers = workers;
+    p->tune_workers = tune;
     atomic_init(&p->epochs, 0);
     return cv_dataset_new(&cv_kernel_map, &input, 1, p, workers > 0, out);
 }

@@ -60,7 +60,7 @@ static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
         int fixed = size > CV_PREFETCH_MAX ? CV_PREFETCH_MAX : (int)size;
         int initial = size == CV_AUTOTUNE ? 1 : fixed;
         int max = size == CV_AUTOTUNE ? CV_PREFETCH_AUTOTUNE_MAX : fixed;
-        s = cv_stage_init(&it->stage, &prefetch_stage_ops, it, "Prefetch", 1, initial, max, true);
+        s = cv_stage_init(&it->stage, &prefetch_stage_ops, it, "Prefetch", 1, false, initial, max, true);
         if (!s) { /* hand elements over in runs: fewer lock round trips per element */
             cv_stage_set_chunk(&it->stage, CV_STAGE_MAX_CHUNK, false);
             cv_stage_set_memory(&it->stage, ds->memory, "lower prefetch's buffer_size");
@@ -98,6 +98,7 @@ const CvKernel cv_kernel_prefetch = {
     .next = prefetch_next,
     .cancel = cv_staged_iterator_cancel,
     .destroy = cv_staged_iterator_destroy,
+    .measure = cv_staged_iterator_measure,
     .try_next = prefetch_try_next,
 };
 

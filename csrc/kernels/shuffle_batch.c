@@ -577,7 +577,7 @@ static CvStatus shuffle_batch_make_iterator(const CvDataset *ds, CvIterator **ou
     it->memory = shuffle->memory;
     CvStatus s = cv_iterator_make(shuffle->inputs[0], &it->staged.input);
     if (!s && p->num_workers > 0) {
-        s = cv_stage_init(&it->staged.stage, &stage_ops, it, "ParallelBatch", p->num_workers,
+        s = cv_stage_init(&it->staged.stage, &stage_ops, it, "ParallelBatch", p->num_workers, false,
                           2 * p->num_workers, 2 * p->num_workers, p->deterministic);
         if (!s)
             cv_stage_set_memory(&it->staged.stage, ds->memory,
@@ -629,6 +629,7 @@ const CvKernel cv_kernel_shuffle_batch = {
     .next = shuffle_batch_next,
     .cancel = cv_staged_iterator_cancel,
     .destroy = shuffle_batch_destroy,
+    .measure = cv_staged_iterator_measure,
 };
 
 CvStatus cv_shuffle_batch_dataset(CvDataset *shuffle, int64_t batch_size, bool drop_remainder,
@@ -640,7 +641,8 @@ CvStatus cv_shuffle_batch_dataset(CvDataset *shuffle, int64_t batch_size, bool d
     if (s)
         return s;
     int workers = 0;
-    s = cv_parallelism(num_parallel_calls, &workers);
+    bool tune = false;
+    s = cv_parallelism(num_parallel_calls, &workers, &tune);
     if (s)
         return s;
     ShuffleBatchParams *p = malloc(sizeof(*p));

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/pool.h"
 #include "io/file.h"
 #include "ops/op.h"
 
@@ -74,7 +75,9 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
         s = cv_error(CV_NOT_FOUND, "%s...; a filename cannot contain a NUL byte", path);
         goto done;
     }
+    cv_blocking_begin();
     fd = open(path, O_RDONLY | O_CLOEXEC);
+    cv_blocking_end();
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) < 0) {
         s = cv_file_error(errno, path, NULL);

@@ -42,7 +42,10 @@
 #endif
 #include <numpy/arrayobject.h>
 
+#include "core/autotune.h"
 #include "core/dataset.h"
+#include "core/pool.h"
+#include "core/stats.h"
 #include "core/thread.h"
 
 typedef struct CvIteratorObject CvIteratorObject;
@@ -219,7 +222,8 @@ CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_conv
 int cv_iterator_type_init(PyObject *module, CvModuleState *st);
 /* A new Iterator over ds (a new engine iterator; ds is borrowed);
  * structure() is resolved at the first element (see Dataset.make_iterator). */
-PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure);
+PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure, int cpu_budget,
+                                 int algorithm, PyObject *describe);
 
 /* ------------------------------------------------------- dataset_type.c */
 

@@ -196,21 +196,24 @@ static PyObject *dataset_kernel_name(PyObject *op, void *closure)
 
 static PyObject *dataset_make_iterator(PyObject *op, PyObject *args)
 {
-    PyObject *structure;
-    if (!PyArg_ParseTuple(args, "O:make_iterator", &structure))
+    PyObject *structure, *describe = Py_None;
+    int cpu_budget = 0, algorithm = CV_AUTOTUNE_MODEL;
+    if (!PyArg_ParseTuple(args, "O|iiO:make_iterator", &structure, &cpu_budget, &algorithm, &describe))
         return NULL;
     PyObject *module = cv_module_of(op);
     CvDataset *ds = module ? cv_dataset_of(op) : NULL;
     if (!ds)
         return NULL;
-    return cv_iterator_object_new(module, ds, structure);
+    return cv_iterator_object_new(module, ds, structure, cpu_budget, algorithm, describe);
 }
 
 static PyMethodDef dataset_methods[] = {
     {"cardinality", dataset_cardinality, METH_NOARGS, "Number of elements, or -1 (infinite) / -2 (unknown)."},
     {"make_iterator", dataset_make_iterator, METH_VARARGS,
-     "make_iterator(structure) -> Iterator. structure() is called once, at the first element, "
-     "and returns (kind, pack): kind 0 = one component, 1 = a plain tuple, 2 = pack(tuple)."},
+     "make_iterator(structure, cpu_budget=0) -> Iterator. structure() is called once, at the first "
+     "element, and returns (kind, pack): kind 0 = one component, 1 = a plain tuple, 2 = "
+     "pack(tuple). cpu_budget: the pool's running threads (0: the CPUs this process may use); "
+     "algorithm: the autotuner's (0 model, 1 fixed); describe(raw) -> what Iterator.stats() returns."},
     {NULL, NULL, 0, NULL},
 };
 

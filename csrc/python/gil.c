@@ -53,6 +53,7 @@ int cv_python_begin(CvPythonCall *call)
         atomic_fetch_sub(&cv_python_calls, 1);
         return -1;
     }
+    cv_blocking_begin();
     call->gil = gil_acquire();
     return 0;
 }
@@ -60,6 +61,7 @@ int cv_python_begin(CvPythonCall *call)
 void cv_python_end(CvPythonCall *call)
 {
     PyGILState_Release(call->gil);
+    cv_blocking_end();
     atomic_fetch_sub(&cv_python_calls, 1);
 }
 

@@ -29,6 +29,10 @@
 struct CvIteratorObject {
     PyObject_HEAD
     CvIterator *it;      /* owned; NULL once closed or exhausted */
+    CvPool *pool;        /* owned: the pipeline's worker pool, outlives it */
+    CvStats *stats;      /* owned: outlive the pool, for stats() after the end */
+    CvAutotuner *tuner;  /* owned, likewise */
+    PyObject *describe;  /* strong or NULL: describe(raw) -> what stats() returns */
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
     PyObject *pack;      /* strong, for kind 2 */
     PyObject *held;      /* strong: an element held back by an interrupt, returned next */
@@ -72,19 +76,25 @@ static bool forked_away(CvIteratorObject *self)
 static void iterator_release(CvIteratorObject *self)
 {
     CvIterator *it = self->it;
+    CvPool *pool = self->pool;
     self->it = NULL;
-    if (!it)
-        return;
-    if (forked_away(self))
-        return; /* its threads and locks belong to the parent: leak, never join */
+    self->pool = NULL;
+    if ((!it && !pool) || forked_away(self))
+        return; /* after fork(), its threads and locks belong to the parent: leak, never join */
     Py_BEGIN_ALLOW_THREADS
+    CvPool *outer = cv_pool_set_current(pool);
     cv_iterator_cancel(it);
     cv_iterator_destroy(it);
+    cv_pool_set_current(outer);
+    cv_pool_unref(pool); /* after the pipeline: joins the pool's threads */
     Py_END_ALLOW_THREADS
 }
 
-/* make_iterator's work: structure is kept until the first element. */
-PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure)
+/* make_iterator's work: structure is kept until the first element.
+ * cpu_budget: the pool's running threads (0: the CPUs this process may use);
+ * algorithm: the autotuner's (CvAutotuneAlgorithm); describe: see stats(). */
+PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure, int cpu_budget,
+                                 int algorithm, PyObject *describe)
 {
     CvModuleState *st = cv_get_state(module);
     if (atomic_load(&cv_shutting_down)) {
@@ -96,6 +106,10 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     if (!self)
         return NULL;
     self->it = NULL;
+    self->pool = NULL;
+    self->stats = NULL;
+    self->tuner = NULL;
+    self->describe = describe == Py_None ? NULL : Py_XNewRef(describe);
     self->structure = Py_NewRef(structure);
     self->pack = NULL;
     self->held = NULL;
@@ -109,7 +123,20 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     self->module = Py_NewRef(module);
     live_link(st, self);
     PyObject_GC_Track(self);
-    CvStatus s = cv_iterator_make(ds, &self->it);
+    int budget = cpu_budget > 0 ? cpu_budget : cv_cpu_count();
+    self->pool = cv_pool_new(budget);
+    self->stats = cv_stats_new();
+    self->tuner = self->stats ? cv_autotuner_new(self->stats, budget, (CvAutotuneAlgorithm)algorithm) : NULL;
+    CvStatus s = self->tuner ? cv_stats_add_pipeline(self->stats, ds) : cv_error_nomem();
+    if (s || !self->pool) {
+        Py_DECREF(self);
+        return cv_raise_status(st, s ? s : cv_error_nomem());
+    }
+    cv_pool_set_stats(self->pool, self->stats);
+    cv_pool_set_autotuner(self->pool, self->tuner);
+    CvPool *outer = cv_pool_set_current(self->pool);
+    s = cv_iterator_make(ds, &self->it);
+    cv_pool_set_current(outer);
     if (s) {
         Py_DECREF(self);
         return cv_raise_status(st, s);
@@ -205,19 +232,24 @@ static PyObject *iterator_next(PyObject *op)
     bool end = false;
     CvStatus s;
     self->busy = true;
+    /* Iterators made during next() (interleave's, repeat's) join this pool. */
+    CvPool *outer_pool = cv_pool_set_current(self->pool);
     if (self->may_block) {
         bool would_block = false;
         s = cv_iterator_try_next(self->it, &e, &end, &would_block);
         if (!s && would_block) {
+            int64_t waited = cv_now_ns();
             Py_BEGIN_ALLOW_THREADS
             CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
             s = cv_iterator_next(self->it, &e, &end);
             cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
             Py_END_ALLOW_THREADS
+            cv_stats_consumer_wait(self->stats, cv_now_ns() - waited);
         }
     } else {
         s = cv_iterator_next(self->it, &e, &end);
     }
+    cv_pool_set_current(outer_pool);
     self->busy = false;
     if (self->close_requested || (!s && end)) {
         cv_element_clear(&e);
@@ -265,6 +297,7 @@ static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
     Py_VISIT(self->structure);
     Py_VISIT(self->pack);
     Py_VISIT(self->held);
+    Py_VISIT(self->describe);
     Py_VISIT(self->module);
     return 0;
 }
@@ -275,6 +308,7 @@ static int iterator_clear(PyObject *op)
     Py_CLEAR(self->structure);
     Py_CLEAR(self->pack);
     Py_CLEAR(self->held);
+    Py_CLEAR(self->describe);
     return 0;
 }
 
@@ -284,6 +318,12 @@ static void iterator_dealloc(PyObject *op)
     PyTypeObject *tp = Py_TYPE(op);
     PyObject_GC_UnTrack(op);
     iterator_release(self);
+    if (!forked_away(self)) { /* after fork(), the parent's: leak */
+        cv_autotuner_free(self->tuner);
+        cv_stats_free(self->stats);
+    }
+    self->tuner = NULL;
+    self->stats = NULL;
     cv_element_clear(&self->pending);
     if (self->module)
         live_unlink(cv_get_state(self->module), self);
@@ -291,6 +331,123 @@ static void iterator_dealloc(PyObject *op)
     Py_CLEAR(self->module);
     tp->tp_free(op);
     Py_DECREF(tp);
+}
+
+/* stats(): what the pipeline did so far (core/stats.h, core/autotune.h), as
+ * plain Python values, passed through describe() when make_iterator got
+ * one (the Python layer names the stages). Safe while another thread is in
+ * next(): it reads counters and takes the stages' short locks only. Valid
+ * after the end too: the nodes keep the totals of finished iterators. */
+static int set_item(PyObject *d, const char *key, PyObject *value)
+{
+    if (!value)
+        return -1;
+    int rc = PyDict_SetItemString(d, key, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+static PyObject *node_dict(const CvNodeSnapshot *n)
+{
+    PyObject *d = PyDict_New();
+    const CvNodeTotals *t = &n->totals;
+    const CvGauges *g = &n->gauges;
+    /* The wrapper's address, compared with id() of the Python layer's
+     * handles (the dataset itself may be gone). */
+    if (!d || set_item(d, "dataset", n->wrapper ? PyLong_FromVoidPtr((void *)n->wrapper) : Py_NewRef(Py_None)) < 0 ||
+        set_item(d, "kernel", PyUnicode_FromString(n->kernel)) < 0 ||
+        set_item(d, "parent", PyLong_FromLong(n->parent)) < 0 ||
+        set_item(d, "inner", PyBool_FromLong(n->inner)) < 0 ||
+        set_item(d, "live", PyLong_FromLong(n->live)) < 0 ||
+        set_item(d, "elements", PyLong_FromUnsignedLongLong(t->elements)) < 0 ||
+        set_item(d, "errors", PyLong_FromUnsignedLongLong(t->errors)) < 0 ||
+        set_item(d, "units", PyLong_FromUnsignedLongLong(t->units)) < 0 ||
+        set_item(d, "turns", PyLong_FromUnsignedLongLong(t->turns)) < 0 ||
+        set_item(d, "busy_ns", PyLong_FromUnsignedLongLong(t->busy_ns)) < 0 ||
+        set_item(d, "input_ns", PyLong_FromUnsignedLongLong(t->input_ns)) < 0 ||
+        set_item(d, "full_ns", PyLong_FromUnsignedLongLong(t->full_ns)) < 0 ||
+        set_item(d, "wait_ns", PyLong_FromUnsignedLongLong(t->wait_ns)) < 0 ||
+        set_item(d, "waits", PyLong_FromUnsignedLongLong(t->waits)) < 0 ||
+        set_item(d, "blocked_ns", PyLong_FromUnsignedLongLong(t->blocked_ns)) < 0 ||
+        set_item(d, "parallelism", PyLong_FromLong(g->parallelism)) < 0 ||
+        set_item(d, "max_parallelism", PyLong_FromLong(g->max_parallelism)) < 0 ||
+        set_item(d, "tuned_parallelism", PyBool_FromLong(g->tuned_parallelism)) < 0 ||
+        set_item(d, "buffer", PyLong_FromLong(g->buffer)) < 0 ||
+        set_item(d, "max_buffer", PyLong_FromLong(g->max_buffer)) < 0 ||
+        set_item(d, "tuned_buffer", PyBool_FromLong(g->tuned_buffer)) < 0 ||
+        set_item(d, "buffered", PyLong_FromLongLong(g->buffered)) < 0 ||
+        set_item(d, "bytes", PyLong_FromLongLong(g->bytes)) < 0 ||
+        set_item(d, "pulling", PyLong_FromLong(g->pulling)) < 0 ||
+        set_item(d, "processing", PyLong_FromLong(g->processing)) < 0) {
+        Py_XDECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+static PyObject *autotune_dict(CvAutotuner *tuner)
+{
+    CvAutotuneChoice choices[CV_AUTOTUNE_HISTORY];
+    int copied = 0;
+    int64_t changes = cv_autotuner_history(tuner, choices, CV_AUTOTUNE_HISTORY, &copied);
+    PyObject *history = PyList_New(copied);
+    for (int i = 0; history && i < copied; i++) {
+        const CvAutotuneChoice *c = &choices[i];
+        PyObject *item = Py_BuildValue("{s:L,s:i,s:i,s:i,s:i,s:d,s:d}", "at_ns", (long long)c->at_ns,
+                                       "node", c->node, "from", c->from, "to", c->to, "bottleneck",
+                                       c->bottleneck, "target_ns", c->target_ns, "interval_ns",
+                                       c->interval_ns);
+        if (!item) {
+            Py_CLEAR(history);
+            break;
+        }
+        PyList_SET_ITEM(history, i, item);
+    }
+    if (!history)
+        return NULL;
+    bool fixed = cv_autotuner_algorithm(tuner) == CV_AUTOTUNE_FIXED;
+    return Py_BuildValue("{s:s,s:L,s:L,s:i,s:N}", "algorithm", fixed ? "fixed" : "model", "runs",
+                         (long long)cv_autotuner_runs(tuner), "changes", (long long)changes,
+                         "bottleneck", cv_autotuner_bottleneck(tuner), "history", history);
+}
+
+static PyObject *iterator_stats(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    if (!self->stats || forked_away(self)) {
+        PyErr_SetString(PyExc_RuntimeError, "conveyor: this iterator has no statistics (created before fork())");
+        return NULL;
+    }
+    int n = cv_stats_snapshot(self->stats, NULL, 0);
+    CvNodeSnapshot *snaps = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(*snaps));
+    if (!snaps)
+        return PyErr_NoMemory();
+    n = cv_stats_snapshot(self->stats, snaps, n); /* nodes only grow: extra ones wait for the next call */
+    PyObject *nodes = PyList_New(0), *raw = NULL;
+    for (int i = 0; nodes && i < n; i++) { /* a node added meanwhile is in the next call */
+        PyObject *d = node_dict(&snaps[i]);
+        if (!d || PyList_Append(nodes, d) < 0)
+            Py_CLEAR(nodes);
+        Py_XDECREF(d);
+    }
+    PyMem_Free(snaps);
+    PyObject *autotune = nodes ? autotune_dict(self->tuner) : NULL;
+    CvPool *pool = self->pool;
+    if (autotune)
+        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N}", "cpu_budget", cv_autotuner_budget(self->tuner),
+                            "threads", pool ? cv_pool_threads(pool) : 0, "running",
+                            pool ? cv_pool_running(pool) : 0, "elapsed_ns",
+                            (long long)(cv_now_ns() - cv_stats_started_ns(self->stats)), "consumer_wait_ns",
+                            (long long)cv_stats_consumer_wait_ns(self->stats), "nodes", nodes, "autotune",
+                            autotune);
+    else
+        Py_XDECREF(nodes);
+    if (!raw || !self->describe)
+        return raw;
+    PyObject *described = PyObject_CallOneArg(self->describe, raw);
+    Py_DECREF(raw);
+    return described;
 }
 
 /* tf.data's Iterator.get_next(): the next element, or OutOfRangeError at the end. */
@@ -309,6 +466,8 @@ static PyMethodDef iterator_methods[] = {
      "The next element; raises conveyor.errors.OutOfRangeError at the end (as tf.data's)."},
     {"close", iterator_close, METH_NOARGS,
      "Stop the iterator now: cancel its work, join its threads and free its buffers."},
+    {"stats", iterator_stats, METH_NOARGS,
+     "What the pipeline did so far, per stage (conveyor.data.experimental.PipelineStats)."},
     {NULL, NULL, 0, NULL},
 };
 

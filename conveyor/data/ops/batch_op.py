@@ -7,7 +7,7 @@ from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import nest
 from conveyor._convert import to_array
-from conveyor.data.ops.dataset_base import UNKNOWN_CARDINALITY, Cardinality, Dataset
+from conveyor.data.ops.dataset_base import AUTOTUNE, UNKNOWN_CARDINALITY, Cardinality, Dataset
 from conveyor.data.ops.shuffle_op import ShuffleDataset
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
@@ -40,7 +40,7 @@ class BatchDataset(Dataset):
         if not parallelism and ctx.parallel_batch:
             # tf.data's default parallel_batch optimization: the copying into
             # batches runs on worker threads, in order (results never change).
-            parallelism, deterministic = ctx.cpus(), True
+            parallelism, deterministic = AUTOTUNE, True
         return _engine.batch(engine_inputs[0], self._batch_size, self._drop_remainder,
                              ctx.parallelism(parallelism), deterministic, ctx.memory)
 

@@ -14,12 +14,14 @@ tf.data's methods (``map``, ``batch``, ``from_tensor_slices``...) are added
 to this class by conveyor/data/dataset.py, which constructs the op classes:
 the op modules import only this module, so no import goes in a circle.
 """
+import functools
 import threading
 
 import numpy as np
 
 from conveyor import _engine
 from conveyor import nest
+from conveyor.data import stats as _stats
 from conveyor.data.options import AUTOTUNE, UNSET, BuildContext, Options, check_budget
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
@@ -136,7 +138,10 @@ class Dataset:
 
     def __iter__(self):
         """A new iterator over the elements; each call starts from the beginning."""
-        return self._engine(self._context()).make_iterator(self._packing)
+        ctx = self._context()
+        return self._engine(ctx).make_iterator(
+            self._packing, ctx.cpu_budget, _stats.algorithm_code(self.options()),
+            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)))
 
     def as_numpy_iterator(self):
         """An iterator of NumPy values (conveyor's iterators already yield NumPy)."""

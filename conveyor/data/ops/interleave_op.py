@@ -56,7 +56,9 @@ class InterleaveDataset(Dataset):
             workers = parallelism
         if ctx.max_threads:
             workers = min(workers, ctx.max_threads)
-        return cycle, min(workers, 64)
+        workers = min(workers, 64)
+        # AUTOTUNE: the autotuner may run fewer (the engine's -n form).
+        return cycle, -workers if parallelism == AUTOTUNE and workers > 1 else workers
 
     def _build(self, ctx, engine_inputs):
         call = calling_convention(self._map_func, self._inputs[0])

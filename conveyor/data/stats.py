@@ -1,0 +1,232 @@
+"""What a running pipeline does, per stage: ``iterator.stats()``.
+
+The engine counts per dataset of the pipeline (csrc/core/stats.h) and keeps
+the autotuner's choices (csrc/core/autotune.h); this module names the stages
+after the Python datasets that built them and presents the figures:
+``PipelineStats`` is a plain dataclass with a readable ``str()`` table,
+``to_dict()`` and ``to_json()`` for logs.
+
+Reading statistics is safe from any thread while the pipeline runs, and
+cheap (counters and a few short locks); they stay readable after the
+iterator is exhausted or closed.
+"""
+import dataclasses
+import json
+
+__all__ = ["PipelineStats", "StageStats", "AutotuneChoice", "AUTOTUNE_ALGORITHMS"]
+
+# options.autotune.autotune_algorithm (tf.data.experimental.AutotuneAlgorithm's
+# values) -> the engine's strategy: 0 the model (HILL_CLIMB on tf.data's
+# model), 1 the fixed rule (every AUTOTUNE stage at its most).
+AUTOTUNE_ALGORITHMS = {None: 0, 0: 0, 1: 0, 2: 0, 3: 1, 4: 0,
+                       "DEFAULT": 0, "HILL_CLIMB": 0, "GRADIENT_DESCENT": 0,
+                       "MAX_PARALLELISM": 1, "STAGE_BASED": 0, "FIXED": 1, "MODEL": 0}
+
+
+def algorithm_code(options):
+    """The engine's autotune strategy for ``options`` (see AUTOTUNE_ALGORITHMS)."""
+    if options.autotune.enabled is False:
+        return 1
+    value = options.autotune.autotune_algorithm
+    key = getattr(value, "name", value)
+    if key not in AUTOTUNE_ALGORITHMS:
+        raise ValueError(f"options.autotune.autotune_algorithm must be one of "
+                         f"tf.data.experimental.AutotuneAlgorithm's values, got {value!r}.")
+    return AUTOTUNE_ALGORITHMS[key]
+
+
+@dataclasses.dataclass(frozen=True)
+class StageStats:
+    """One stage (one dataset of the pipeline), over all its iterators so far.
+
+    Times are in seconds, summed over the threads that ran the stage.
+    ``busy``: processing (a parallel stage's own work); ``input_wait``:
+    pulling from its input (the input's work on this thread, and waiting
+    for it); ``consumer_wait``: idle with a full buffer, waiting for its
+    consumer to take elements; ``starved``: its consumer waiting for this
+    stage's results. Only parallel stages (``parallelism > 0``) measure
+    times; every stage counts ``elements``.
+    """
+    name: str
+    kernel: str
+    index: int
+    parent: int
+    inner: bool
+    elements: int
+    errors: int
+    parallelism: int
+    max_parallelism: int
+    autotuned_parallelism: bool
+    buffer_size: int
+    max_buffer_size: int
+    autotuned_buffer: bool
+    buffered: int
+    bytes_held: int
+    busy: float
+    input_wait: float
+    consumer_wait: float
+    starved: float
+    blocked: float
+    turns: int
+    pulling: int = 0
+    processing: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class AutotuneChoice:
+    """One change the autotuner made: ``stage``'s parallelism went from
+    ``before`` to ``after`` at ``at`` seconds into the run, when ``bottleneck``
+    was the slowest stage in its model."""
+    at: float
+    stage: str
+    before: int
+    after: int
+    bottleneck: str
+    target_interval: float
+    modelled_interval: float
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineStats:
+    """Statistics of one pipeline iterator (``iterator.stats()``)."""
+    stages: list
+    cpu_budget: int
+    threads: int
+    elapsed: float
+    next_wait: float
+    autotune_algorithm: str
+    autotune_runs: int
+    bottleneck: str
+    choices: list
+
+    @property
+    def elements(self):
+        """Elements the iterator has returned."""
+        return self.stages[0].elements if self.stages else 0
+
+    @property
+    def bytes_held(self):
+        return sum(s.bytes_held for s in self.stages)
+
+    def stage(self, name):
+        """The stage called ``name``."""
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise KeyError(f"no stage {name!r}; stages: {[s.name for s in self.stages]}")
+
+    def slowest_stage(self):
+        """The parallel stage that kept its consumer waiting longest, or the
+        autotuner's bottleneck; None when nothing waited."""
+        waited = [s for s in self.stages if s.starved > 0]
+        if waited:
+            return max(waited, key=lambda s: s.starved).name
+        return self.bottleneck
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    def to_json(self, **kwargs):
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def __str__(self):
+        rate = self.elements / self.elapsed if self.elapsed > 0 else 0.0
+        lines = [f"pipeline: {self.elements} elements in {self.elapsed:.3f} s "
+                 f"({rate:,.1f}/s), next() waited {self.next_wait:.3f} s, "
+                 f"{self.threads} threads for a CPU budget of {self.cpu_budget}, "
+                 f"autotune {self.autotune_algorithm} ({self.autotune_runs} runs, "
+                 f"{len(self.choices)} changes, bottleneck {self.bottleneck or '-'})"]
+        header = ("stage", "elements", "parallel", "buffer", "held", "busy s", "input s",
+                  "full s", "starved s")
+        rows = [header]
+        for s in self.stages:
+            par = "-" if not s.max_parallelism else \
+                f"{s.parallelism}/{s.max_parallelism}{'*' if s.autotuned_parallelism else ''}"
+            buf = "-" if not s.max_buffer_size else \
+                f"{s.buffered}/{s.buffer_size}{'*' if s.autotuned_buffer else ''}"
+            timed = s.max_parallelism > 0
+            rows.append((("  " if s.inner else "") + s.name, f"{s.elements:,}", par, buf,
+                         _bytes(s.bytes_held),
+                         *(f"{v:.3f}" if timed else "-"
+                           for v in (s.busy, s.input_wait, s.consumer_wait, s.starved))))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        for r in rows:
+            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                   for i, (c, w) in enumerate(zip(r, widths))))
+        lines.append("(* autotuned; parallel: turns at once now / most; buffer: held / size)")
+        return "\n".join(lines)
+
+
+def _bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def dataset_names(dataset, ctx):
+    """{id of an engine dataset: the class name of the Python dataset that
+    built it} over dataset's graph, the innermost when several share one
+    (with_options() passes its input's on). Taken when the iterator starts,
+    so the iterator need not keep the datasets alive for its statistics."""
+    owner, seen, stack = {}, set(), [(dataset, False)]
+    while stack:
+        ds, inputs_done = stack.pop()
+        if inputs_done:
+            handle = ds._engine_cache.get(ctx)
+            if handle is not None and id(handle) not in owner:
+                owner[id(handle)] = type(ds).__name__
+            continue
+        if id(ds) in seen:
+            continue
+        seen.add(id(ds))
+        stack.append((ds, True))
+        stack.extend((i, False) for i in reversed(ds._inputs))
+    return owner
+
+
+def _names(owner, nodes):
+    """A name per engine node: its Python dataset's class name (see
+    dataset_names), with _1, _2, ... for repeats (as tf.data names ops);
+    the kernel's name otherwise."""
+    names, counts = [], {}
+    for node in nodes:
+        base = owner.get(node["dataset"]) if node["dataset"] is not None else None
+        base = base or node["kernel"] + ("Dataset" if not node["inner"] else "")
+        if node["inner"]:
+            base += " (inner)"
+        k = counts.get(base, 0)
+        counts[base] = k + 1
+        names.append(base if k == 0 else f"{base}_{k}")
+    return names
+
+
+def describe(owner, raw):
+    """The engine's raw statistics (``_engine.Iterator.stats``) -> PipelineStats;
+    owner: dataset_names() of the pipeline."""
+    nodes = raw["nodes"]
+    names = _names(owner, nodes)
+    stages = [StageStats(
+        name=names[i], kernel=n["kernel"], index=i, parent=n["parent"], inner=n["inner"],
+        elements=n["elements"], errors=n["errors"], parallelism=n["parallelism"],
+        max_parallelism=n["max_parallelism"], autotuned_parallelism=n["tuned_parallelism"],
+        buffer_size=n["buffer"], max_buffer_size=n["max_buffer"],
+        autotuned_buffer=n["tuned_buffer"], buffered=n["buffered"], bytes_held=n["bytes"],
+        busy=n["busy_ns"] / 1e9, input_wait=n["input_ns"] / 1e9,
+        consumer_wait=n["full_ns"] / 1e9, starved=n["wait_ns"] / 1e9,
+        blocked=n["blocked_ns"] / 1e9, turns=n["turns"], pulling=n["pulling"],
+        processing=n["processing"]) for i, n in enumerate(nodes)]
+    tune = raw["autotune"]
+
+    def name(i):
+        return names[i] if 0 <= i < len(names) else ""
+    choices = [AutotuneChoice(at=c["at_ns"] / 1e9, stage=name(c["node"]), before=c["from"],
+                              after=c["to"], bottleneck=name(c["bottleneck"]),
+                              target_interval=c["target_ns"] / 1e9,
+                              modelled_interval=c["interval_ns"] / 1e9)
+               for c in tune["history"]]
+    return PipelineStats(stages=stages, cpu_budget=raw["cpu_budget"], threads=raw["threads"],
+                         elapsed=raw["elapsed_ns"] / 1e9,
+                         next_wait=raw["consumer_wait_ns"] / 1e9,
+                         autotune_algorithm=tune["algorithm"], autotune_runs=tune["runs"],
+                         bottleneck=name(tune["bottleneck"]) or None, choices=choices)

@@ -1,0 +1,77 @@
+/* CvAutotuner: picks the parallelism of a pipeline's AUTOTUNE stages.
+ *
+ * DESIGN (tf.data's model, tensorflow/core/framework/model.cc, is the
+ * anchor; docs/design.md has the comparison)
+ * Every period a pool thread, at a turn boundary, takes the statistics of
+ * the window since the last look (core/stats.h) and models the pipeline:
+ *  - per parallel stage s: w_s, the work per unit (busy time plus the part
+ *    of pulling that is not waiting for a stage below it), from the window,
+ *    and its CPU part (less the blocking sections: GIL, Python code, I/O);
+ *    k_s, units of s per element of the root, from the totals so far
+ *    (tf.data's ratios, measured instead of declared);
+ *  - the stage's output interval with p workers, k_s * w_s / p (tf.data's
+ *    self time over parallelism; the pull is serial: its share does not
+ *    shrink with p);
+ *  - the target interval: the slower of the consumer's own time per element
+ *    (time between next() calls, less its waits: STAGE_BASED's target) and
+ *    the CPU floor sum_s k_s * cpu_s / cpu_budget (HILL_CLIMB's stop rule).
+ * Then it climbs as tf.data's HILL_CLIMB does: from p = 1 everywhere, add a
+ * worker to the stage whose interval is the longest, until every stage is
+ * within the target (with 25% headroom) or the slowest one is at its most.
+ * Starting from 1 each time lets parallelism go down as well as up: a stage
+ * that stops being the bottleneck gives its workers back. Buffers keep
+ * their own rule (grow when the consumer finds them empty, core/stage.h).
+ *
+ * The period starts at CV_AUTOTUNE_FIRST_NS, doubles up to
+ * CV_AUTOTUNE_MAX_NS, and drops back after a change. Every change is
+ * recorded (cv_autotuner_history) for the statistics API.
+ *
+ * Algorithms: CV_AUTOTUNE_MODEL (the above; tf.data's DEFAULT, HILL_CLIMB,
+ * GRADIENT_DESCENT and STAGE_BASED all select it) and CV_AUTOTUNE_FIXED
+ * (MAX_PARALLELISM: every AUTOTUNE stage at its most, as before the model),
+ * kept for comparison in benchmarks.
+ */
+#ifndef CV_AUTOTUNE_H
+#define CV_AUTOTUNE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/stats.h"
+
+#define CV_AUTOTUNE_FIRST_NS 20000000LL /* 20 ms */
+#define CV_AUTOTUNE_MAX_NS 200000000LL  /* 0.2 s: adapts within half a second */
+#define CV_AUTOTUNE_HISTORY 256
+
+typedef enum CvAutotuneAlgorithm {
+    CV_AUTOTUNE_MODEL = 0,
+    CV_AUTOTUNE_FIXED = 1,
+} CvAutotuneAlgorithm;
+
+/* One change of one stage's parallelism. */
+typedef struct CvAutotuneChoice {
+    int64_t at_ns;      /* since the pipeline started */
+    int node;           /* the stage's statistics node */
+    int from, to;       /* parallelism */
+    int bottleneck;     /* the node with the longest interval before the change */
+    double target_ns;   /* the target interval per root element */
+    double interval_ns; /* the modelled interval of the stage after the change */
+} CvAutotuneChoice;
+
+typedef struct CvAutotuner CvAutotuner;
+
+CvAutotuner *cv_autotuner_new(CvStats *stats, int cpu_budget, CvAutotuneAlgorithm algorithm);
+void cv_autotuner_free(CvAutotuner *tuner);
+/* Called by pool threads between turns: runs the model when a period has
+ * passed (one thread at a time; the others return at once). */
+void cv_autotuner_tick(CvAutotuner *tuner);
+/* Copy up to `cap` of the latest choices, oldest first; returns how many
+ * were made in all (so a caller can tell when some were dropped). */
+int64_t cv_autotuner_history(CvAutotuner *tuner, CvAutotuneChoice *out, int cap, int *copied);
+/* Model runs so far, and the last modelled bottleneck node (-1: none yet). */
+int64_t cv_autotuner_runs(CvAutotuner *tuner);
+int cv_autotuner_bottleneck(CvAutotuner *tuner);
+CvAutotuneAlgorithm cv_autotuner_algorithm(const CvAutotuner *tuner);
+int cv_autotuner_budget(const CvAutotuner *tuner);
+
+#endif

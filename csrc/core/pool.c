@@ -1,0 +1,343 @@
+#include "core/pool.h"
+
+#include <stdlib.h>
+
+#include "core/autotune.h"
+#include "core/stats.h"
+
+struct CvPool {
+    atomic_int refcount;
+    int budget;      /* turns running outside blocking sections, at most */
+    int max_threads; /* budget + CV_POOL_SPARE */
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;    /* idle threads wait here */
+    pthread_cond_t removed_cv; /* cv_task_remove waits here for running turns */
+    /* Guarded by mu. */
+    CvTask *tasks;  /* attached tasks */
+    CvTask *cursor; /* where the next pick starts: round robin */
+    int running;    /* turns running outside blocking sections */
+    int idle;       /* threads waiting on work_cv */
+    int started;    /* threads[0, started) were started */
+    int exited;
+    bool shutdown;
+    CvThread *threads;
+    CvStats *stats;       /* borrowed; NULL for a stage's private pool */
+    CvAutotuner *tuner;   /* borrowed; NULL likewise */
+};
+
+/* The pool whose iterators this thread makes, and the pool this thread
+ * works for (pool threads only), with its blocking-section depth. */
+static _Thread_local CvPool *current_pool;
+static _Thread_local CvPool *worker_pool;
+static _Thread_local int blocking_depth;
+static _Thread_local int64_t blocking_since, blocking_total;
+
+CvPool *cv_pool_current(void)
+{
+    return current_pool;
+}
+
+CvPool *cv_pool_set_current(CvPool *pool)
+{
+    CvPool *previous = current_pool;
+    current_pool = pool;
+    return previous;
+}
+
+CvPool *cv_pool_new(int budget)
+{
+    CvPool *pool = calloc(1, sizeof(*pool));
+    if (!pool)
+        return NULL;
+    pool->budget = budget < 1 ? 1 : budget;
+    pool->max_threads = pool->budget + CV_POOL_SPARE;
+    pool->threads = calloc((size_t)pool->max_threads, sizeof(CvThread));
+    if (!pool->threads) {
+        free(pool);
+        return NULL;
+    }
+    atomic_init(&pool->refcount, 1);
+    pthread_mutex_init(&pool->mu, NULL);
+    cv_cond_init(&pool->work_cv);
+    cv_cond_init(&pool->removed_cv);
+    return pool;
+}
+
+void cv_pool_set_stats(CvPool *pool, CvStats *stats)
+{
+    pool->stats = stats;
+}
+
+CvStats *cv_pool_stats(const CvPool *pool)
+{
+    return pool->stats;
+}
+
+void cv_pool_set_autotuner(CvPool *pool, CvAutotuner *tuner)
+{
+    pool->tuner = tuner;
+}
+
+CvAutotuner *cv_pool_autotuner(const CvPool *pool)
+{
+    return pool->tuner;
+}
+
+CvPool *cv_pool_ref(CvPool *pool)
+{
+    atomic_fetch_add_explicit(&pool->refcount, 1, memory_order_relaxed);
+    return pool;
+}
+
+int cv_pool_budget(const CvPool *pool)
+{
+    return pool->budget;
+}
+
+int cv_pool_threads(CvPool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    int n = pool->started - pool->exited;
+    pthread_mutex_unlock(&pool->mu);
+    return n;
+}
+
+int cv_pool_running(CvPool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    int n = pool->running;
+    pthread_mutex_unlock(&pool->mu);
+    return n;
+}
+
+/* mu held: the next task with a turn to run, round robin. */
+static CvTask *pick(CvPool *pool)
+{
+    CvTask *start = pool->cursor ? pool->cursor : pool->tasks;
+    CvTask *t = start;
+    if (!t)
+        return NULL;
+    do {
+        CvTask *after = t->next ? t->next : pool->tasks;
+        if (t->queued && t->running < atomic_load_explicit(&t->limit, memory_order_relaxed)) {
+            pool->cursor = after;
+            return t;
+        }
+        t = after;
+    } while (t != start);
+    return NULL;
+}
+
+/* mu held: run one turn of t (picked: queued, below its limit) with mu
+ * released. `counted`: the thread takes a place among the running turns
+ * (a helper already holds one, for the turn it is inside). */
+static void run_turn(CvPool *pool, CvTask *t, bool counted)
+{
+    t->running++;
+    pool->running += counted;
+    uint64_t submits = t->submits;
+    pthread_mutex_unlock(&pool->mu);
+    CvTurn r = t->turn(t->owner);
+    cv_autotuner_tick(pool->tuner); /* between turns: no lock held */
+    pthread_mutex_lock(&pool->mu);
+    pool->running -= counted;
+    t->running--;
+    if (r == CV_TURN_DONE)
+        t->done = true;
+    if (t->done || (r == CV_TURN_IDLE && t->submits == submits))
+        t->queued = false;
+    else if (r == CV_TURN_AGAIN)
+        t->queued = true;
+    if (t->done && t->running == 0)
+        pthread_cond_broadcast(&pool->removed_cv);
+}
+
+static void *pool_worker(void *arg)
+{
+    CvPool *pool = arg;
+    worker_pool = current_pool = pool;
+    pthread_mutex_lock(&pool->mu);
+    while (!pool->shutdown) {
+        /* Over budget (a thread came back from a blocking section): park. */
+        CvTask *t = pool->running < pool->budget ? pick(pool) : NULL;
+        if (t) {
+            run_turn(pool, t, true);
+            continue;
+        }
+        pool->idle++;
+        pthread_cond_wait(&pool->work_cv, &pool->mu);
+        pool->idle--;
+    }
+    pool->exited++;
+    pthread_mutex_unlock(&pool->mu);
+    return NULL;
+}
+
+/* mu held: get a thread to run a turn: wake an idle one, or start one while
+ * the pool has fewer than `most` threads. */
+static void wake_one(CvPool *pool, int most)
+{
+    if (pool->idle > 0) {
+        pthread_cond_signal(&pool->work_cv);
+        return;
+    }
+    if (pool->started < most && !pool->shutdown) {
+        CvStatus s = cv_thread_start(&pool->threads[pool->started], pool_worker, pool, "conveyor pool");
+        if (s)
+            cv_status_free(s); /* run with the threads there are; there is at least the caller's */
+        else
+            pool->started++;
+    }
+}
+
+/* mu held: is there a turn that a thread could start now? */
+static bool has_runnable(CvPool *pool)
+{
+    for (CvTask *t = pool->tasks; t; t = t->next)
+        if (t->queued && t->running < atomic_load_explicit(&t->limit, memory_order_relaxed))
+            return true;
+    return false;
+}
+
+void cv_task_attach(CvTask *t, CvPool *pool, CvTurn (*turn)(void *), void *owner, const char *name,
+                    int limit)
+{
+    t->turn = turn;
+    t->owner = owner;
+    t->name = name;
+    atomic_init(&t->limit, limit < 1 ? 1 : limit);
+    t->submits = 0;
+    t->running = 0;
+    t->queued = t->done = false;
+    t->prev = NULL;
+    t->pool = cv_pool_ref(pool);
+    pthread_mutex_lock(&pool->mu);
+    t->next = pool->tasks;
+    if (pool->tasks)
+        pool->tasks->prev = t;
+    pool->tasks = t;
+    pthread_mutex_unlock(&pool->mu);
+}
+
+void cv_task_submit(CvTask *t)
+{
+    CvPool *pool = t->pool;
+    pthread_mutex_lock(&pool->mu);
+    t->submits++;
+    if (!t->done) {
+        t->queued = true;
+        if (pool->running < pool->budget && t->running < atomic_load_explicit(&t->limit, memory_order_relaxed))
+            wake_one(pool, pool->budget);
+    }
+    pthread_mutex_unlock(&pool->mu);
+}
+
+void cv_task_set_limit(CvTask *t, int limit)
+{
+    if (limit < 1)
+        limit = 1;
+    if (atomic_exchange_explicit(&t->limit, limit, memory_order_relaxed) < limit && t->pool) {
+        CvPool *pool = t->pool;
+        pthread_mutex_lock(&pool->mu);
+        if (t->queued && pool->running < pool->budget)
+            wake_one(pool, pool->budget);
+        pthread_mutex_unlock(&pool->mu);
+    }
+}
+
+bool cv_task_help(CvTask *t)
+{
+    CvPool *pool = t->pool;
+    if (!pool || pool != worker_pool || blocking_depth > 0)
+        return false;
+    pthread_mutex_lock(&pool->mu);
+    bool runnable = t->queued && t->running < atomic_load_explicit(&t->limit, memory_order_relaxed);
+    if (runnable)
+        run_turn(pool, t, false);
+    pthread_mutex_unlock(&pool->mu);
+    return runnable;
+}
+
+void cv_task_remove(CvTask *t)
+{
+    CvPool *pool = t->pool;
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->mu);
+    t->done = true;
+    t->queued = false;
+    if (t->running > 0) {
+        pthread_mutex_unlock(&pool->mu);
+        cv_blocking_begin();
+        pthread_mutex_lock(&pool->mu);
+        while (t->running > 0)
+            pthread_cond_wait(&pool->removed_cv, &pool->mu);
+        pthread_mutex_unlock(&pool->mu);
+        cv_blocking_end();
+        pthread_mutex_lock(&pool->mu);
+    }
+    if (pool->cursor == t)
+        pool->cursor = t->next;
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        pool->tasks = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    t->prev = t->next = NULL;
+    pthread_mutex_unlock(&pool->mu);
+    t->pool = NULL;
+    cv_pool_unref(pool);
+}
+
+void cv_blocking_begin(void)
+{
+    CvPool *pool = worker_pool;
+    if (!pool || blocking_depth++ > 0)
+        return;
+    blocking_since = cv_now_ns();
+    pthread_mutex_lock(&pool->mu);
+    pool->running--;
+    if (has_runnable(pool))
+        wake_one(pool, pool->max_threads);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+void cv_blocking_end(void)
+{
+    CvPool *pool = worker_pool;
+    if (!pool || --blocking_depth > 0)
+        return;
+    blocking_total += cv_now_ns() - blocking_since;
+    pthread_mutex_lock(&pool->mu);
+    pool->running++;
+    pthread_mutex_unlock(&pool->mu);
+}
+
+int64_t cv_blocking_ns(void)
+{
+    return blocking_total;
+}
+
+void cv_pool_unref(CvPool *pool)
+{
+    if (!pool || atomic_fetch_sub_explicit(&pool->refcount, 1, memory_order_acq_rel) != 1)
+        return;
+    /* The owner (the binding's Iterator) drops the last reference after
+     * destroying the pipeline, never a turn: a pool thread cannot join
+     * itself, so it would leak the pool instead. */
+    if (worker_pool == pool)
+        return;
+    pthread_mutex_lock(&pool->mu);
+    pool->shutdown = true;
+    pthread_cond_broadcast(&pool->work_cv);
+    int started = pool->started;
+    pthread_mutex_unlock(&pool->mu);
+    for (int i = 0; i < started; i++)
+        cv_thread_join(&pool->threads[i]);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->work_cv);
+    pthread_cond_destroy(&pool->removed_cv);
+    free(pool->threads);
+    free(pool);
+}

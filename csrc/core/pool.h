@@ -1,0 +1,127 @@
+/* CvPool: the worker threads of one pipeline, shared by all its parallel
+ * stages.
+ *
+ * DESIGN
+ * A pipeline iterator (the binding's Iterator) owns one pool of at most
+ * `budget` threads running work, `budget` = options.autotune.cpu_budget or
+ * the CPUs this process may use. Parallel stages do not own threads: each
+ * is a CvTask whose work comes in bounded *turns* (one chunk pulled,
+ * processed and stored: about CV_STAGE_CHUNK_NS), and the pool runs turns
+ * of runnable tasks round robin, at most `limit` turns of one task at a time
+ * (the stage's parallelism, which the autotuner moves).
+ *
+ * A task is queued while it may have work. A turn that finds none (no room
+ * in its buffer, nothing to open) returns CV_TURN_IDLE and the task leaves
+ * the queue until cv_task_submit() (the consumer made room); a submit
+ * during the turn keeps it queued, so no wake-up is lost. CV_TURN_DONE
+ * (input exhausted, cancelled) retires it for good.
+ *
+ * Blocking sections (cv_blocking_begin/end): a pool thread about to block
+ * (taking the GIL, running Python code, reading a file, waiting for another
+ * stage's element) gives up its place among the `budget` running threads:
+ * another thread is woken, or started while the pool has fewer than
+ * budget + CV_POOL_SPARE threads. A thread leaving a section keeps running
+ * its turn (over budget for a moment) and parks at its next turn boundary
+ * if the pool is over budget. So CPU work never waits for I/O or for the
+ * GIL, and a pipeline never holds more than budget + CV_POOL_SPARE threads,
+ * whatever the number of its stages (tf.data and Go's runtime hand off in
+ * the same way, at blocking calls).
+ *
+ * Nested stages: a turn's pull may wait for an element of a lower stage.
+ * On a pool thread, cv_task_help() first runs a turn of that stage inline
+ * when it is runnable; otherwise the wait is a blocking section. Waits
+ * always point down the pipeline and end at a thread that is running, so
+ * progress never depends on a free thread.
+ *
+ * Locks: the pool mutex is a leaf. Turns run with it released; submit,
+ * help, blocking sections and remove may be called with stage locks held.
+ */
+#ifndef CV_POOL_H
+#define CV_POOL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "core/thread.h"
+
+/* Threads a pool may start beyond its budget, for turns blocked in
+ * blocking sections. */
+#define CV_POOL_SPARE 4
+
+typedef struct CvPool CvPool;
+typedef struct CvStats CvStats;
+
+typedef enum CvTurn {
+    CV_TURN_AGAIN, /* more work may be there: stay queued */
+    CV_TURN_IDLE,  /* nothing to do until the next submit */
+    CV_TURN_DONE   /* never again */
+} CvTurn;
+
+typedef struct CvTask {
+    CvTurn (*turn)(void *owner); /* one bounded piece of work; no lock held */
+    void *owner;
+    const char *name;
+    CvPool *pool; /* a reference, from cv_task_attach until cv_task_remove */
+    _Atomic int limit; /* most turns at once (the stage's parallelism), >= 1 */
+    /* Guarded by the pool mutex. */
+    struct CvTask *prev, *next;
+    uint64_t submits;
+    int running;
+    bool queued, done;
+} CvTask;
+
+/* A pool of `budget` running threads (at least 1). Threads start as work
+ * comes. Returns NULL when out of memory. */
+CvPool *cv_pool_new(int budget);
+/* The pipeline's statistics (core/stats.h), borrowed (they outlive the
+ * pool: the binding reads them after the pipeline ends): set once, before
+ * any iterator is made with the pool current. NULL: none (a stage's
+ * private pool). */
+void cv_pool_set_stats(CvPool *pool, CvStats *stats);
+CvStats *cv_pool_stats(const CvPool *pool);
+/* The autotuner (core/autotune.h), borrowed like the statistics, run by
+ * the pool's threads between turns. Set once, like the statistics. */
+typedef struct CvAutotuner CvAutotuner;
+void cv_pool_set_autotuner(CvPool *pool, CvAutotuner *tuner);
+CvAutotuner *cv_pool_autotuner(const CvPool *pool);
+CvPool *cv_pool_ref(CvPool *pool);
+/* The last reference stops and joins the threads (every task removed by
+ * then). */
+void cv_pool_unref(CvPool *pool);
+int cv_pool_budget(const CvPool *pool);
+/* Threads started and not yet exited; running turns (outside blocking
+ * sections). Snapshots, for statistics. */
+int cv_pool_threads(CvPool *pool);
+int cv_pool_running(CvPool *pool);
+
+/* The pool that iterators made on this thread use: the pipeline's, set by
+ * the binding around make/next/destroy, and on pool threads their own.
+ * Borrowed. */
+CvPool *cv_pool_current(void);
+/* Set this thread's current pool; returns the previous one, to restore. */
+CvPool *cv_pool_set_current(CvPool *pool);
+
+/* Join `pool` (a new reference is taken) with `limit` turns at most. */
+void cv_task_attach(CvTask *t, CvPool *pool, CvTurn (*turn)(void *), void *owner, const char *name,
+                    int limit);
+/* Queue the task (it may have work). Safe from any thread, idempotent. */
+void cv_task_submit(CvTask *t);
+void cv_task_set_limit(CvTask *t, int limit);
+/* On a thread of t's pool: run one turn of t now if it is queued and below
+ * its limit. Returns whether it ran one. Elsewhere, false. */
+bool cv_task_help(CvTask *t);
+/* Take the task out of its pool: no turn starts after this, and it waits
+ * for the running ones (a blocking section on a pool thread). Never call it
+ * from a turn of t. No-op when not attached. */
+void cv_task_remove(CvTask *t);
+
+/* Blocking sections. Nested sections count once; off the pool, no-ops. */
+void cv_blocking_begin(void);
+void cv_blocking_end(void);
+/* Nanoseconds this thread has spent in blocking sections (pool threads;
+ * 0 elsewhere): a turn's share is the difference across it. */
+int64_t cv_blocking_ns(void);
+
+#endif

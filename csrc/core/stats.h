@@ -1,0 +1,122 @@
+/* CvStats: what the iterators of one pipeline did, per stage.
+ *
+ * DESIGN
+ * Each pipeline (the binding's Iterator) has one CvStats, owned by its pool
+ * (core/pool.h). When the pipeline starts, every dataset of its graph gets a
+ * *node*, in depth-first order from the root (a dataset used twice has one
+ * node). Every iterator made while that pool is current (cv_pool_current)
+ * is attached to the node of its dataset; iterators of datasets made at run
+ * time (interleave's and flat_map's inner datasets) share one node per
+ * kernel name, marked `inner`. So a node counts over all its iterators:
+ * repeat()'s epochs, interleave's inner datasets, zip(ds, ds)'s two passes.
+ *
+ * What is measured, and what it costs:
+ *  - elements and errors handed out: the iterator's consumer counts in
+ *    cv_iterator_next (a relaxed store of its own counter: no lock, no
+ *    shared cache line);
+ *  - for parallel stages, their CvStageCounters (once per turn) and gauges
+ *    (parallelism, buffer, bytes held), through the kernel's measure hook;
+ *  - the consumer's time waiting in the root's next() (the binding).
+ * A finished iterator's counts are folded into its node when it is
+ * detached, before it is destroyed, so a reader never sees a freed one.
+ *
+ * Locks: mu guards the nodes and their live lists. It is taken before a
+ * stage's mu (measure hooks) and before the pool's mutex (the autotuner
+ * sets limits), never after them; attach and detach are called with no
+ * stage lock held.
+ */
+#ifndef CV_STATS_H
+#define CV_STATS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/dataset.h"
+
+typedef struct CvTask CvTask;
+
+/* Counters: only grow. */
+typedef struct CvNodeTotals {
+    uint64_t elements; /* handed out by next() */
+    uint64_t errors;   /* non-OK statuses handed out */
+    uint64_t units;    /* units processed by a parallel stage's turns */
+    uint64_t turns;
+    uint64_t busy_ns;  /* processing */
+    uint64_t input_ns; /* pulling from the input, waits included */
+    uint64_t full_ns;  /* buffer full: waiting for the consumer */
+    uint64_t wait_ns;  /* the stage's consumer waiting for a result */
+    uint64_t waits;
+    uint64_t blocked_ns; /* turns inside blocking sections (GIL, Python code, I/O, waits) */
+} CvNodeTotals;
+
+/* Values now, summed over a node's live iterators. */
+typedef struct CvGauges {
+    int parallelism;     /* turns at once allowed now; 0: runs on its consumer's thread */
+    int max_parallelism;
+    bool tuned_parallelism; /* AUTOTUNE: the autotuner moves it */
+    int buffer;          /* elements in flight or buffered, at most (now) */
+    int max_buffer;
+    bool tuned_buffer;
+    int64_t buffered;    /* elements in flight or buffered */
+    int64_t bytes;       /* bytes of buffered elements (charged to the RAM budget) */
+    int pulling;         /* turns pulling from the input now */
+    int processing;      /* turns processing now */
+    CvTask *task;        /* the pool task, for the autotuner (valid under mu only) */
+} CvGauges;
+
+typedef struct CvNode {
+    /* Borrowed, for identity only: the pipeline's datasets outlive its
+     * iterators, and no iterator is attached after those end. Holding
+     * references would keep Python callables alive for the garbage
+     * collector's ownership rule (core/dataset.h). NULL for an inner node. */
+    const CvDataset *dataset;
+    const void *wrapper;      /* the dataset's wrapper when the pipeline started, never dereferenced */
+    const char *kernel;       /* the kernel's name */
+    int parent;               /* index of the node whose dataset uses this one; -1: root or inner */
+    bool inner;
+    int live_count;
+    CvIterator *live;         /* attached iterators (it->node_next) */
+    CvNodeTotals retired;     /* of detached iterators */
+    CvGauges last;            /* of the last one detached: shown while none is live (no task) */
+    /* The autotuner's, under mu: totals at its last look. */
+    CvNodeTotals seen;
+} CvNode;
+
+typedef struct CvStats CvStats;
+
+CvStats *cv_stats_new(void);
+void cv_stats_free(CvStats *stats);
+/* Give the datasets of root's graph their nodes (root first). Call once,
+ * before the root iterator is made. */
+CvStatus cv_stats_add_pipeline(CvStats *stats, const CvDataset *root);
+/* Attach a new iterator to its node; detach one (idempotent). */
+void cv_stats_attach(CvStats *stats, CvIterator *it);
+void cv_stats_detach(CvIterator *it);
+
+/* The consumer of the root waited `ns` in next() (the binding). */
+void cv_stats_consumer_wait(CvStats *stats, int64_t ns);
+
+/* A snapshot of one node. */
+typedef struct CvNodeSnapshot {
+    const void *wrapper;
+    const char *kernel;
+    int parent;
+    bool inner;
+    int live;
+    CvNodeTotals totals;
+    CvGauges gauges;
+} CvNodeSnapshot;
+
+/* Fill up to `cap` snapshots (node order); returns the number of nodes. */
+int cv_stats_snapshot(CvStats *stats, CvNodeSnapshot *out, int cap);
+/* The consumer's total wait in next() and when the pipeline started. */
+int64_t cv_stats_consumer_wait_ns(CvStats *stats);
+int64_t cv_stats_started_ns(const CvStats *stats);
+
+/* For the autotuner (core/autotune.c): run fn under mu with the nodes
+ * measured now (live iterators' totals and gauges added). */
+typedef void (*CvStatsVisit)(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, int n);
+void cv_stats_with_nodes(CvStats *stats, CvStatsVisit fn, void *arg);
+
+#endif

@@ -1,0 +1,202 @@
+"""One pool per pipeline (csrc/core/pool.h) and the autotuner (csrc/core/autotune.h).
+
+The thread count of a pipeline is bounded by its CPU budget whatever the
+number of stages; a stage that becomes the bottleneck gets the workers of
+one that stopped being it (asserted on the autotuner's recorded choices,
+never on time); results never depend on the strategy or the budget.
+"""
+import os
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import conveyor as cv
+from conveyor.data import AUTOTUNE, Dataset
+
+# csrc/core/pool.h: threads a pool may start beyond its budget for turns
+# blocked in blocking sections (the GIL, Python code, I/O).
+POOL_SPARE = 4
+
+
+def _os_threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def _seven_stages(budget=None, algorithm=None, n=400, parallel=True):
+    """interleave -> map -> shuffle -> map -> batch -> map -> prefetch, all AUTOTUNE
+    (or, with parallel=False, all sequential and no prefetch), with Python
+    functions that block (sleep) and native ones."""
+    calls = AUTOTUNE if parallel else None
+    def slow(x):
+        time.sleep(0.0005)
+        return x
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = Dataset.range(8).interleave(
+            lambda i: Dataset.range(i * 1000, i * 1000 + n // 8),
+            cycle_length=4, num_parallel_calls=calls)
+        ds = ds.map(slow, num_parallel_calls=calls)
+        ds = ds.shuffle(32, seed=7)
+        ds = ds.map(lambda x: x * 2, num_parallel_calls=calls)
+        ds = ds.batch(5)
+        ds = ds.map(lambda b: b + 1, num_parallel_calls=calls)
+        ds = ds.prefetch(AUTOTUNE if parallel else 0)
+    options = cv.data.Options()
+    if budget is not None:
+        options.autotune.cpu_budget = budget
+    if algorithm is not None:
+        options.autotune.autotune_algorithm = algorithm
+    return ds.with_options(options)
+
+
+def _drain_counting_threads(ds):
+    """(elements as lists, the most OS threads seen while iterating)."""
+    before = _os_threads()
+    most, stop = [before], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            most[0] = max(most[0], _os_threads())
+            time.sleep(0.001)
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        it = iter(ds)
+        out = [np.asarray(b).tolist() for b in it]
+        stats = it.stats()
+    finally:
+        stop.set()
+        sampler.join()
+    return out, most[0] - before - 1, stats  # less the sampler
+
+
+@pytest.mark.parametrize("budget", [None, 1, 2, 3])
+def test_seven_stage_pipeline_threads_stay_within_the_budget(budget):
+    out, threads, stats = _drain_counting_threads(_seven_stages(budget))
+    expected_budget = budget or cv._engine.cpu_count()
+    assert stats.cpu_budget == expected_budget
+    assert threads <= expected_budget + POOL_SPARE, (threads, expected_budget)
+    assert sorted(x for b in out for x in b) == sorted(
+        2 * x + 1 for i in range(8) for x in range(i * 1000, i * 1000 + 50))
+
+
+def test_threads_are_joined_when_the_iterator_ends():
+    before = _os_threads()
+    ds = _seven_stages(2)
+    it = iter(ds)
+    next(it)
+    assert _os_threads() > before
+    it.close()
+    assert _os_threads() == before
+    list(iter(ds))
+    assert _os_threads() == before
+
+
+@pytest.mark.parametrize("algorithm", [None, "MAX_PARALLELISM", "HILL_CLIMB"])
+@pytest.mark.parametrize("budget", [1, 2, 5])
+def test_results_equal_the_sequential_run_whatever_the_budget_and_strategy(budget, algorithm):
+    sequential = [np.asarray(b).tolist() for b in _seven_stages(parallel=False)]
+    parallel = [np.asarray(b).tolist() for b in _seven_stages(budget, algorithm)]
+    assert parallel == sequential
+
+
+def _sleepy_pair(switch, n, budget):
+    """map(a) then map(b): a sleeps 4 ms per element before `switch`, b after."""
+    def a(x):
+        time.sleep(0.004 if x < switch else 0.0002)
+        return x
+
+    def b(x):
+        time.sleep(0.0002 if x < switch else 0.004)
+        return x
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = (Dataset.range(n).map(a, num_parallel_calls=AUTOTUNE)
+              .map(b, num_parallel_calls=AUTOTUNE).prefetch(2))
+    options = cv.data.Options()
+    options.autotune.cpu_budget = budget
+    return ds.with_options(options)
+
+
+def test_a_bottleneck_that_moves_gets_the_workers():
+    n, switch = 1500, 500
+    it = iter(_sleepy_pair(switch, n, 4))
+    out = [int(x) for x in it]
+    assert out == list(range(n))
+    stats = it.stats()
+    outer, inner = stats.stages[1].name, stats.stages[2].name  # map(b), map(a)
+    assert stats.stages[1].kernel == stats.stages[2].kernel == "Map"
+    choices = stats.choices
+    assert stats.autotune_algorithm == "model" and stats.autotune_runs > 0
+    # Before the switch map(a) is the bottleneck: map(b) gives workers up.
+    early = [c for c in choices if c.bottleneck == inner]
+    assert any(c.stage == outer and c.after < c.before for c in early), choices
+    # After it, map(b) is: it gets workers back, and map(a) gives its up.
+    late = [c for c in choices if c.bottleneck == outer]
+    assert late, choices
+    assert any(c.stage == outer and c.after > c.before for c in late), choices
+    assert any(c.stage == inner and c.after < c.before for c in late), choices
+    final = {c.stage: c.after for c in choices}
+    assert final[outer] > final[inner]
+
+
+def test_the_fixed_rule_changes_nothing():
+    it = iter(_sleepy_pair(100, 300, 4).with_options(_algorithm("MAX_PARALLELISM")))
+    assert [int(x) for x in it] == list(range(300))
+    stats = it.stats()
+    assert stats.autotune_algorithm == "fixed" and stats.choices == []
+    assert stats.stages[1].parallelism == stats.stages[1].max_parallelism == 4
+
+
+def _algorithm(name):
+    options = cv.data.Options()
+    options.autotune.autotune_algorithm = name
+    return options
+
+
+def test_an_unknown_algorithm_is_refused():
+    with pytest.raises(ValueError, match="autotune_algorithm"):
+        iter(Dataset.range(3).with_options(_algorithm("SIMULATED_ANNEALING")))
+
+
+def test_blocking_work_does_not_starve_cpu_work():
+    """Python sleeps (blocking sections) in one stage and native work in
+    another, on a budget of one: the sleeps overlap (spare threads run them),
+    so the run takes about one sleep per element / parallelism, not the sum."""
+    def sleepy(x):
+        time.sleep(0.01)
+        return x
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = Dataset.range(40).map(sleepy, num_parallel_calls=4).map(
+            lambda x: x + 1, num_parallel_calls=AUTOTUNE)
+    options = cv.data.Options()
+    options.autotune.cpu_budget = 1
+    it = iter(ds.with_options(options))
+    assert [int(x) for x in it] == list(range(1, 41))
+    stats = it.stats()
+    sleepy_stage = stats.stages[1]
+    # Four sleeps at a time: 40 x 10 ms of sleeping took well under 400 ms of
+    # the stage's wall time per turn slot (asserted on the engine's own
+    # measure of turns blocked, not on a clock).
+    assert sleepy_stage.blocked >= 0.3
+    assert sleepy_stage.max_parallelism == 4
+
+
+def test_nested_pipelines_in_a_map_function_finish():
+    """A Python function that iterates another pipeline runs on a pool thread
+    (its own pool for the inner pipeline): no deadlock, right values."""
+    def inner_sum(x):
+        return sum(int(v) for v in Dataset.range(int(x)).map(
+            lambda v: v * 2, num_parallel_calls=AUTOTUNE).prefetch(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = Dataset.range(12).map(lambda x: cv.numpy_function(inner_sum, [x], cv.int64),
+                                   num_parallel_calls=AUTOTUNE).prefetch(3)
+    options = cv.data.Options()
+    options.autotune.cpu_budget = 1
+    assert [int(x) for x in ds.with_options(options)] == [x * (x - 1) for x in range(12)]
