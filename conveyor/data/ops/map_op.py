@@ -38,7 +38,8 @@ class MapDataset(Dataset):
             # The function is Python: its output structure is known once it has run.
             # Run it on the first input element (as tracing would run it once).
             probe = self._engine(self._context())
-            it = _engine.take(probe, 1).make_iterator(lambda: (1, None))
+            # A pool of one: the probe wants one element, not the machine.
+            it = _engine.take(probe, 1).make_iterator(lambda: (1, None), 1)
             for _ in it:
                 pass
             if self._function.spec is None:
