@@ -138,9 +138,9 @@ def main():
     p.add_argument("--no-sanitize", action="store_true", help="fuzz the normal build")
     p.add_argument("--save-to", default=REGRESSIONS, help="where findings are copied, in "
                    "<target>/ folders (default tests/fuzz_regressions)")
-    p.add_argument("libfuzzer_args", nargs=argparse.REMAINDER, help="after --: passed on")
-    args = p.parse_args()
-    extra = [a for a in args.libfuzzer_args if a != "--"]
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, extra = p.parse_args(argv[:cut]), argv[cut + 1:]  # after --: libFuzzer's
     for name in args.targets:
         if name not in TARGETS:
             p.error(f"no target {name!r}; targets: {', '.join(TARGETS)}")
