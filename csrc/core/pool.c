@@ -1,5 +1,6 @@
 #include "core/pool.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "core/autotune.h"
@@ -12,6 +13,8 @@ struct CvPool {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;    /* idle threads wait here */
     pthread_cond_t removed_cv; /* cv_task_remove waits here for running turns */
+    pthread_cond_t idle_cv;    /* cv_pool_wait_idle waits here */
+    atomic_bool cancelled;
     /* Guarded by mu. */
     CvTask *tasks;  /* attached tasks */
     CvTask *cursor; /* where the next pick starts: round robin */
@@ -60,6 +63,8 @@ CvPool *cv_pool_new(int budget)
     pthread_mutex_init(&pool->mu, NULL);
     cv_cond_init(&pool->work_cv);
     cv_cond_init(&pool->removed_cv);
+    cv_cond_init(&pool->idle_cv);
+    atomic_init(&pool->cancelled, false);
     return pool;
 }
 
@@ -165,6 +170,8 @@ static void *pool_worker(void *arg)
             continue;
         }
         pool->idle++;
+        if (pool->idle == pool->started - pool->exited)
+            pthread_cond_broadcast(&pool->idle_cv);
         pthread_cond_wait(&pool->work_cv, &pool->mu);
         pool->idle--;
     }
@@ -314,6 +321,29 @@ void cv_blocking_end(void)
     pthread_mutex_unlock(&pool->mu);
 }
 
+void cv_pool_cancel(CvPool *pool)
+{
+    atomic_store(&pool->cancelled, true);
+}
+
+bool cv_pool_cancelled(void)
+{
+    return worker_pool && atomic_load_explicit(&worker_pool->cancelled, memory_order_relaxed);
+}
+
+bool cv_pool_wait_idle(CvPool *pool, int64_t timeout_ns)
+{
+    int64_t deadline = cv_now_ns() + timeout_ns;
+    struct timespec at = {deadline / 1000000000, deadline % 1000000000};
+    pthread_mutex_lock(&pool->mu);
+    while (pool->idle < pool->started - pool->exited &&
+           pthread_cond_timedwait(&pool->idle_cv, &pool->mu, &at) != ETIMEDOUT) {
+    }
+    bool idle = pool->idle >= pool->started - pool->exited;
+    pthread_mutex_unlock(&pool->mu);
+    return idle;
+}
+
 int64_t cv_blocking_ns(void)
 {
     return blocking_total;
@@ -338,6 +368,7 @@ void cv_pool_unref(CvPool *pool)
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->work_cv);
     pthread_cond_destroy(&pool->removed_cv);
+    pthread_cond_destroy(&pool->idle_cv);
     free(pool->threads);
     free(pool);
 }

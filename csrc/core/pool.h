@@ -117,6 +117,15 @@ bool cv_task_help(CvTask *t);
  * from a turn of t. No-op when not attached. */
 void cv_task_remove(CvTask *t);
 
+/* Cancel the pipeline's work that cannot see its stages' cancellation (a
+ * read waiting on a pipe: cv_pool_cancelled); safe from any thread. */
+void cv_pool_cancel(CvPool *pool);
+/* On a pool thread: its pool was cancelled. Elsewhere false. */
+bool cv_pool_cancelled(void);
+/* Wait up to timeout_ns for every thread of the pool to be idle (no turn
+ * running). Returns whether they are. */
+bool cv_pool_wait_idle(CvPool *pool, int64_t timeout_ns);
+
 /* Blocking sections. Nested sections count once; off the pool, no-ops. */
 void cv_blocking_begin(void);
 void cv_blocking_end(void);

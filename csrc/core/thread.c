@@ -98,6 +98,31 @@ void cv_thread_join(CvThread *t)
     }
 }
 
+static _Thread_local CvOutsideHooks outside_hooks;
+
+CvOutsideHooks cv_set_outside_hooks(CvOutsideHooks hooks)
+{
+    CvOutsideHooks previous = outside_hooks;
+    outside_hooks = hooks;
+    return previous;
+}
+
+void *cv_wait_outside_begin(void)
+{
+    return outside_hooks.leave ? outside_hooks.leave() : NULL;
+}
+
+void cv_wait_outside_end(void *token)
+{
+    if (outside_hooks.enter)
+        outside_hooks.enter(token);
+}
+
+bool cv_interrupt_pending(void)
+{
+    return interrupt_check && interrupt_check(interrupt_arg);
+}
+
 CvInterruptSlot cv_set_interrupt_check(CvInterruptCheck fn, void *arg)
 {
     CvInterruptSlot previous = {interrupt_check, interrupt_arg};

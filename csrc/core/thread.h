@@ -45,6 +45,23 @@ typedef struct CvInterruptSlot {
 /* Thread-local; returns the previous check so nested users can restore it. */
 CvInterruptSlot cv_set_interrupt_check(CvInterruptCheck fn, void *arg);
 
+/* Run this thread's interrupt check now (no lock may be held): true when
+ * the wait in progress should stop. False when no check is installed. */
+bool cv_interrupt_pending(void);
+
+/* A consumer that runs next() holding a lock of the layer above (the
+ * binding keeps the GIL for pipelines without threads) lets go of it around
+ * a wait that may last (a read waiting on a pipe): cv_wait_outside_begin()
+ * returns what cv_wait_outside_end() needs to take it back. Thread-local
+ * hooks, set by that layer; without them, no-ops. */
+typedef struct CvOutsideHooks {
+    void *(*leave)(void);
+    void (*enter)(void *token);
+} CvOutsideHooks;
+CvOutsideHooks cv_set_outside_hooks(CvOutsideHooks hooks); /* returns the previous ones */
+void *cv_wait_outside_begin(void);
+void cv_wait_outside_end(void *token);
+
 /* Wait on cond (mu held) for one slice at most. Returns CV_INTERRUPTED status
  * when the interrupt check fired; the caller re-checks its predicate in any
  * case (spurious and timed-out wake-ups are normal). */

@@ -2,8 +2,6 @@
  * cache_file.h. */
 #include "io/cache_file.h"
 
-#include "core/pool.h"
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/array.h"
+#include "core/pool.h"
 #include "io/crc32c.h"
 #include "io/file.h"
 

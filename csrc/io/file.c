@@ -1,11 +1,15 @@
 /* File errors and read/write loops (see file.h). */
 #include "io/file.h"
 
-#include "core/pool.h"
-
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "core/pool.h"
+#include "core/thread.h"
 
 #define MAX_TRANSFER ((size_t)1 << 30) /* bytes per read()/write() call */
 
@@ -51,6 +55,60 @@ CvStatus cv_file_read(int fd, const char *path, void *dst, size_t n, size_t *got
         cv_blocking_end();
         if (r < 0) {
             if (errno == EINTR)
+                continue;
+            *got = done;
+            return cv_file_error(errno, path, "(while reading)");
+        }
+        if (r == 0)
+            break;
+        done += (size_t)r;
+    }
+    *got = done;
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_file_open_read(const char *path, int *fd, bool *waits)
+{
+    cv_blocking_begin(); /* a slow file system, even without a FIFO */
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    cv_blocking_end();
+    if (*fd < 0)
+        return cv_file_error(errno, path, NULL);
+    struct stat sb;
+    if (fstat(*fd, &sb) < 0 || S_ISDIR(sb.st_mode)) {
+        CvStatus s = cv_file_error(S_ISDIR(sb.st_mode) ? EISDIR : errno, path, NULL);
+        close(*fd);
+        *fd = -1;
+        return s;
+    }
+    *waits = !S_ISREG(sb.st_mode) && !S_ISBLK(sb.st_mode);
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_file_read_waiting(int fd, const char *path, void *dst, size_t n, size_t *got)
+{
+    size_t done = 0;
+    while (done < n) {
+        struct pollfd p = {fd, POLLIN, 0};
+        cv_blocking_begin();
+        void *outside = cv_wait_outside_begin(); /* the GIL, on a consumer that holds it */
+        int ready = poll(&p, 1, CV_WAIT_SLICE_MS);
+        cv_wait_outside_end(outside);
+        cv_blocking_end();
+        if (ready == 0 || (ready < 0 && errno == EINTR)) { /* a slice passed: still wanted? */
+            if (cv_pool_cancelled()) {
+                *got = done;
+                return cv_error(CV_CANCELLED, "%s: the read was cancelled", path);
+            }
+            if (cv_interrupt_pending()) {
+                *got = done;
+                return cv_error(CV_INTERRUPTED, "interrupted");
+            }
+            continue;
+        }
+        ssize_t r = ready < 0 ? -1 : read(fd, (char *)dst + done, n - done);
+        if (r < 0) {
+            if (errno == EINTR || errno == EAGAIN)
                 continue;
             *got = done;
             return cv_file_error(errno, path, "(while reading)");

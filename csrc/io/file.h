@@ -7,6 +7,7 @@
 #ifndef CV_FILE_H
 #define CV_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -22,6 +23,16 @@ CvStatus cv_file_error(int e, const char *path, const char *what);
  * end. An error ("(while reading)", naming `path`) keeps *got as far as it
  * came. */
 CvStatus cv_file_read(int fd, const char *path, void *dst, size_t n, size_t *got);
+/* Open `path` for reading without blocking on a FIFO that has no writer
+ * yet (O_NONBLOCK; reads then wait in cv_file_read_waiting). *waits: the
+ * file is not a regular file (a pipe, a character device, a socket), whose
+ * reads may wait indefinitely. A directory is refused. */
+CvStatus cv_file_open_read(const char *path, int *fd, bool *waits);
+/* cv_file_read for files whose reads may wait (see cv_file_open_read): it
+ * waits in slices of CV_WAIT_SLICE_MS and gives up when the pipeline is
+ * cancelled (CV_CANCELLED, on a pool thread) or the consumer is interrupted
+ * (CV_INTERRUPTED: Ctrl-C), keeping *got as far as it came. */
+CvStatus cv_file_read_waiting(int fd, const char *path, void *dst, size_t n, size_t *got);
 /* write() all n bytes; errors say "(while writing)" and name `path`. */
 CvStatus cv_file_write(int fd, const char *path, const void *src, size_t n);
 

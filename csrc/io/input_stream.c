@@ -1,8 +1,6 @@
 /* The buffered, inflating input stream (see input_stream.h). */
 #include "io/input_stream.h"
 
-#include "core/pool.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -11,10 +9,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/pool.h"
 #include "io/file.h"
 
 struct CvInputStream {
     int fd;
+    bool waits; /* a pipe or device: reads wait in slices (cv_file_read_waiting) */
     char *path; /* owned */
     CvCompression compression;
     uint64_t file_size; /* at open */
@@ -60,7 +60,8 @@ uint64_t cv_input_stream_offset(const CvInputStream *s)
 /* Read from the file; a short count means it ended (raw_eof). */
 static CvStatus raw_read(CvInputStream *s, void *dst, size_t n, size_t *got)
 {
-    CvStatus st = cv_file_read(s->fd, s->path, dst, n, got);
+    CvStatus st = s->waits ? cv_file_read_waiting(s->fd, s->path, dst, n, got)
+                           : cv_file_read(s->fd, s->path, dst, n, got);
     if (!st && *got < n)
         s->raw_eof = true;
     return st;
@@ -100,20 +101,11 @@ CvStatus cv_input_stream_open(const char *path, CvCompression compression, size_
         st = cv_error_nomem();
         goto error;
     }
-    cv_blocking_begin();
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
-    cv_blocking_end();
-    if (s->fd < 0) {
-        st = cv_file_error(errno, path, NULL);
+    if ((st = cv_file_open_read(path, &s->fd, &s->waits)))
         goto error;
-    }
     struct stat sb;
     if (fstat(s->fd, &sb) < 0) {
         st = cv_file_error(errno, path, NULL);
-        goto error;
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        st = cv_file_error(EISDIR, path, NULL);
         goto error;
     }
     s->file_size = S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : UINT64_MAX;

@@ -16,8 +16,9 @@
 #include "io/file.h"
 #include "ops/op.h"
 
-/* A file of unknown size: read to EOF into a growing buffer, then copy. */
-static CvStatus read_stream(int fd, const char *path, CvTensor *out)
+/* A file of unknown size: read to EOF into a growing buffer, then copy.
+ * waits: a pipe or device (cv_file_read_waiting). */
+static CvStatus read_stream(int fd, const char *path, bool waits, CvTensor *out)
 {
     size_t cap = 1 << 16, len = 0, got;
     char *buf = malloc(cap), *blob;
@@ -25,7 +26,8 @@ static CvStatus read_stream(int fd, const char *path, CvTensor *out)
     if (!buf)
         return cv_error_nomem();
     for (;;) {
-        if ((s = cv_file_read(fd, path, buf + len, cap - len, &got)))
+        if ((s = waits ? cv_file_read_waiting(fd, path, buf + len, cap - len, &got)
+                       : cv_file_read(fd, path, buf + len, cap - len, &got)))
             goto done;
         len += got;
         if (len < cap)
@@ -75,20 +77,16 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
         s = cv_error(CV_NOT_FOUND, "%s...; a filename cannot contain a NUL byte", path);
         goto done;
     }
-    cv_blocking_begin();
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    cv_blocking_end();
+    bool waits = false;
+    if ((s = cv_file_open_read(path, &fd, &waits)))
+        goto done;
     struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) < 0) {
+    if (fstat(fd, &sb) < 0) {
         s = cv_file_error(errno, path, NULL);
         goto done;
     }
-    if (S_ISDIR(sb.st_mode)) {
-        s = cv_file_error(EISDIR, path, NULL);
-        goto done;
-    }
     if (!S_ISREG(sb.st_mode) || sb.st_size == 0) {
-        s = read_stream(fd, path, out); /* size unknown (a pipe, /proc) */
+        s = read_stream(fd, path, waits, out); /* size unknown (a pipe, /proc) */
         goto done;
     }
     char *blob;

@@ -30,8 +30,7 @@ struct CvIteratorObject {
     PyObject_HEAD
     CvIterator *it;      /* owned; NULL once closed or exhausted */
     CvPool *pool;        /* owned: the pipeline's worker pool, outlives it */
-    CvStats *stats;      /* owned: outlive the pool, for stats() after the end */
-    CvAutotuner *tuner;  /* owned, likewise */
+    struct Measures *measures; /* a reference: outlive the pool, for stats() after the end */
     PyObject *describe;  /* strong or NULL: describe(raw) -> what stats() returns */
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
     PyObject *pack;      /* strong, for kind 2 */
@@ -72,6 +71,104 @@ static bool forked_away(CvIteratorObject *self)
     return self->fork_generation != cv_fork_generation();
 }
 
+/* The statistics and the autotuner of one pipeline, shared by the Python
+ * object (stats() after the end) and, when a release is deferred, by the
+ * thread that finishes it: freed by whichever lets go last. */
+typedef struct Measures {
+    atomic_int refs;
+    CvStats *stats;
+    CvAutotuner *tuner;
+} Measures;
+
+static Measures *measures_new(int budget, int algorithm)
+{
+    Measures *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    m->stats = cv_stats_new();
+    m->tuner = m->stats ? cv_autotuner_new(m->stats, budget, (CvAutotuneAlgorithm)algorithm) : NULL;
+    if (!m->tuner) {
+        cv_stats_free(m->stats);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static Measures *measures_ref(Measures *m)
+{
+    if (m)
+        atomic_fetch_add(&m->refs, 1);
+    return m;
+}
+
+static void measures_unref(Measures *m)
+{
+    if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
+        return;
+    cv_autotuner_free(m->tuner);
+    cv_stats_free(m->stats);
+    free(m);
+}
+
+/* How long a release waits for the pipeline's turns to end after
+ * cancelling them before it hands the rest to a thread of its own. Native
+ * turns end within a turn (~200 us); what takes longer is user code (a
+ * Python function mid-call) or a read that cannot be interrupted. */
+#define CV_RELEASE_WAIT_NS 100000000LL
+
+/* A pipeline whose release was deferred: destroyed on its own thread once
+ * the work in flight returns (its results are discarded). It owns the
+ * engine iterator, the pool and a reference to the measures, so nothing it
+ * touches is freed under it; the Python object is free to go. */
+typedef struct Deferred {
+    CvIterator *it;
+    CvPool *pool;
+    Measures *measures;
+} Deferred;
+
+static void finish(CvIterator *it, CvPool *pool, Measures *measures)
+{
+    CvPool *outer = cv_pool_set_current(pool);
+    cv_iterator_destroy(it);
+    cv_pool_set_current(outer);
+    cv_pool_unref(pool); /* after the pipeline: joins the pool's threads */
+    measures_unref(measures);
+}
+
+static void *finish_deferred(void *arg)
+{
+    Deferred *d = arg;
+    finish(d->it, d->pool, d->measures);
+    free(d);
+    return NULL;
+}
+
+/* No GIL. Cancel everything; finish here when the turns end soon, or else
+ * on a detached thread, so that dropping an iterator, Ctrl-C and interpreter
+ * exit never wait on user code or a blocked read. */
+static void release_pipeline(CvIterator *it, CvPool *pool, Measures *measures)
+{
+    cv_iterator_cancel(it);
+    if (pool) {
+        cv_pool_cancel(pool); /* reads waiting on pipes give up */
+        if (!cv_pool_wait_idle(pool, CV_RELEASE_WAIT_NS)) {
+            Deferred *d = malloc(sizeof(*d));
+            CvThread thread;
+            if (d) {
+                *d = (Deferred){it, pool, measures};
+                if (!cv_thread_start(&thread, finish_deferred, d, "conveyor release")) {
+                    pthread_detach(thread.handle);
+                    return;
+                }
+                free(d);
+            }
+        }
+    }
+    finish(it, pool, measures); /* no memory or thread for a deferral: wait */
+}
+
 /* Stop and free the engine iterator with the GIL released. */
 static void iterator_release(CvIteratorObject *self)
 {
@@ -81,12 +178,9 @@ static void iterator_release(CvIteratorObject *self)
     self->pool = NULL;
     if ((!it && !pool) || forked_away(self))
         return; /* after fork(), its threads and locks belong to the parent: leak, never join */
+    Measures *measures = measures_ref(self->measures);
     Py_BEGIN_ALLOW_THREADS
-    CvPool *outer = cv_pool_set_current(pool);
-    cv_iterator_cancel(it);
-    cv_iterator_destroy(it);
-    cv_pool_set_current(outer);
-    cv_pool_unref(pool); /* after the pipeline: joins the pool's threads */
+    release_pipeline(it, pool, measures);
     Py_END_ALLOW_THREADS
 }
 
@@ -107,8 +201,7 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
         return NULL;
     self->it = NULL;
     self->pool = NULL;
-    self->stats = NULL;
-    self->tuner = NULL;
+    self->measures = NULL;
     self->describe = describe == Py_None ? NULL : Py_XNewRef(describe);
     self->structure = Py_NewRef(structure);
     self->pack = NULL;
@@ -125,15 +218,14 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     PyObject_GC_Track(self);
     int budget = cpu_budget > 0 ? cpu_budget : cv_cpu_count();
     self->pool = cv_pool_new(budget);
-    self->stats = cv_stats_new();
-    self->tuner = self->stats ? cv_autotuner_new(self->stats, budget, (CvAutotuneAlgorithm)algorithm) : NULL;
-    CvStatus s = self->tuner ? cv_stats_add_pipeline(self->stats, ds) : cv_error_nomem();
+    self->measures = measures_new(budget, algorithm);
+    CvStatus s = self->measures ? cv_stats_add_pipeline(self->measures->stats, ds) : cv_error_nomem();
     if (s || !self->pool) {
         Py_DECREF(self);
         return cv_raise_status(st, s ? s : cv_error_nomem());
     }
-    cv_pool_set_stats(self->pool, self->stats);
-    cv_pool_set_autotuner(self->pool, self->tuner);
+    cv_pool_set_stats(self->pool, self->measures->stats);
+    cv_pool_set_autotuner(self->pool, self->measures->tuner);
     CvPool *outer = cv_pool_set_current(self->pool);
     s = cv_iterator_make(ds, &self->it);
     cv_pool_set_current(outer);
@@ -201,6 +293,17 @@ static PyObject *convert(CvIteratorObject *self, CvModuleState *st, CvElement *e
     return result;
 }
 
+/* CvOutsideHooks for a consumer that keeps the GIL in next(). */
+static void *gil_leave(void)
+{
+    return PyEval_SaveThread();
+}
+
+static void gil_enter(void *token)
+{
+    PyEval_RestoreThread(token);
+}
+
 static PyObject *iterator_next(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
@@ -244,10 +347,16 @@ static PyObject *iterator_next(PyObject *op)
             s = cv_iterator_next(self->it, &e, &end);
             cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
             Py_END_ALLOW_THREADS
-            cv_stats_consumer_wait(self->stats, cv_now_ns() - waited);
+            cv_stats_consumer_wait(self->measures->stats, cv_now_ns() - waited);
         }
     } else {
+        /* With the GIL: only a read waiting on a pipe lets go of it and
+         * checks for signals, in slices (io/file.c). */
+        CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
+        CvOutsideHooks outer_hooks = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
         s = cv_iterator_next(self->it, &e, &end);
+        cv_set_outside_hooks(outer_hooks);
+        cv_set_interrupt_check(outer.fn, outer.arg);
     }
     cv_pool_set_current(outer_pool);
     self->busy = false;
@@ -318,12 +427,9 @@ static void iterator_dealloc(PyObject *op)
     PyTypeObject *tp = Py_TYPE(op);
     PyObject_GC_UnTrack(op);
     iterator_release(self);
-    if (!forked_away(self)) { /* after fork(), the parent's: leak */
-        cv_autotuner_free(self->tuner);
-        cv_stats_free(self->stats);
-    }
-    self->tuner = NULL;
-    self->stats = NULL;
+    if (!forked_away(self)) /* after fork(), the parent's: leak */
+        measures_unref(self->measures);
+    self->measures = NULL;
     cv_element_clear(&self->pending);
     if (self->module)
         live_unlink(cv_get_state(self->module), self);
@@ -415,15 +521,16 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
 {
     (void)unused;
     CvIteratorObject *self = (CvIteratorObject *)op;
-    if (!self->stats || forked_away(self)) {
+    Measures *m = self->measures;
+    if (!m || forked_away(self)) {
         PyErr_SetString(PyExc_RuntimeError, "conveyor: this iterator has no statistics (created before fork())");
         return NULL;
     }
-    int n = cv_stats_snapshot(self->stats, NULL, 0);
+    int n = cv_stats_snapshot(m->stats, NULL, 0);
     CvNodeSnapshot *snaps = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(*snaps));
     if (!snaps)
         return PyErr_NoMemory();
-    n = cv_stats_snapshot(self->stats, snaps, n); /* nodes only grow: extra ones wait for the next call */
+    n = cv_stats_snapshot(m->stats, snaps, n); /* nodes only grow: extra ones wait for the next call */
     PyObject *nodes = PyList_New(0), *raw = NULL;
     for (int i = 0; nodes && i < n; i++) { /* a node added meanwhile is in the next call */
         PyObject *d = node_dict(&snaps[i]);
@@ -432,14 +539,14 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
         Py_XDECREF(d);
     }
     PyMem_Free(snaps);
-    PyObject *autotune = nodes ? autotune_dict(self->tuner) : NULL;
+    PyObject *autotune = nodes ? autotune_dict(m->tuner) : NULL;
     CvPool *pool = self->pool;
     if (autotune)
-        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N}", "cpu_budget", cv_autotuner_budget(self->tuner),
+        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N}", "cpu_budget", cv_autotuner_budget(m->tuner),
                             "threads", pool ? cv_pool_threads(pool) : 0, "running",
                             pool ? cv_pool_running(pool) : 0, "elapsed_ns",
-                            (long long)(cv_now_ns() - cv_stats_started_ns(self->stats)), "consumer_wait_ns",
-                            (long long)cv_stats_consumer_wait_ns(self->stats), "nodes", nodes, "autotune",
+                            (long long)(cv_now_ns() - cv_stats_started_ns(m->stats)), "consumer_wait_ns",
+                            (long long)cv_stats_consumer_wait_ns(m->stats), "nodes", nodes, "autotune",
                             autotune);
     else
         Py_XDECREF(nodes);
@@ -502,7 +609,7 @@ static PyType_Spec iterator_spec = {
  *    function would hang the exit. */
 static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
 {
-    double timeout = 2.0;
+    double timeout = 0.5;
     if (!PyArg_ParseTuple(args, "|d:shutdown", &timeout))
         return NULL;
     CvModuleState *st = cv_get_state(module);
@@ -555,7 +662,7 @@ static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
 
 PyMethodDef cv_iterator_functions[] = {
     {"shutdown", iterator_shutdown, METH_VARARGS,
-     "shutdown(timeout=2.0): stop all live iterators (run at interpreter exit)."},
+     "shutdown(timeout=0.5): stop all live iterators (run at interpreter exit)."},
     {"live_iterators", iterator_live_iterators, METH_NOARGS, "Number of open iterators."},
     {NULL, NULL, 0, NULL},
 };
