@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/pool.h"
 #include "io/file.h"
 #include "ops/op.h"
 
