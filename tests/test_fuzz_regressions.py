@@ -22,6 +22,16 @@ def target(name):
     return importlib.import_module(name)
 
 
+@pytest.fixture(autouse=True)
+def _process_settings_restored():
+    """The image target lowers the process-wide pixel limit when imported
+    and on each input: put it back for the tests that run after these."""
+    import conveyor as cv
+    limit = cv.io.get_max_image_pixels()
+    yield
+    cv.io.set_max_image_pixels(limit)
+
+
 def replay(name, data):
     faulthandler.dump_traceback_later(120, exit=True)
     try:
