@@ -92,9 +92,11 @@ static void iterator_release(CvIteratorObject *self)
 
 /* make_iterator's work: structure is kept until the first element.
  * cpu_budget: the pool's running threads (0: the CPUs this process may use);
- * algorithm: the autotuner's (CvAutotuneAlgorithm); describe: see stats(). */
+ * algorithm: the autotuner's (CvAutotuneAlgorithm); describe: see stats().
+ * statistics false: neither statistics nor autotuner (their cost, measured
+ * by benchmarks/stats_overhead.py); stats() then raises. */
 PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure, int cpu_budget,
-                                 int algorithm, PyObject *describe)
+                                 int algorithm, PyObject *describe, bool statistics)
 {
     CvModuleState *st = cv_get_state(module);
     if (atomic_load(&cv_shutting_down)) {
@@ -125,9 +127,12 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     PyObject_GC_Track(self);
     int budget = cpu_budget > 0 ? cpu_budget : cv_cpu_count();
     self->pool = cv_pool_new(budget);
-    self->stats = cv_stats_new();
-    self->tuner = self->stats ? cv_autotuner_new(self->stats, budget, (CvAutotuneAlgorithm)algorithm) : NULL;
-    CvStatus s = self->tuner ? cv_stats_add_pipeline(self->stats, ds) : cv_error_nomem();
+    CvStatus s = CV_STATUS_OK;
+    if (statistics) {
+        self->stats = cv_stats_new();
+        self->tuner = self->stats ? cv_autotuner_new(self->stats, budget, (CvAutotuneAlgorithm)algorithm) : NULL;
+        s = self->tuner ? cv_stats_add_pipeline(self->stats, ds) : cv_error_nomem();
+    }
     if (s || !self->pool) {
         Py_DECREF(self);
         return cv_raise_status(st, s ? s : cv_error_nomem());
@@ -244,7 +249,8 @@ static PyObject *iterator_next(PyObject *op)
             s = cv_iterator_next(self->it, &e, &end);
             cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
             Py_END_ALLOW_THREADS
-            cv_stats_consumer_wait(self->stats, cv_now_ns() - waited);
+            if (self->stats)
+                cv_stats_consumer_wait(self->stats, cv_now_ns() - waited);
         }
     } else {
         s = cv_iterator_next(self->it, &e, &end);
@@ -416,7 +422,8 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
     (void)unused;
     CvIteratorObject *self = (CvIteratorObject *)op;
     if (!self->stats || forked_away(self)) {
-        PyErr_SetString(PyExc_RuntimeError, "conveyor: this iterator has no statistics (created before fork())");
+        PyErr_SetString(PyExc_RuntimeError, self->stats ? "conveyor: this iterator has no statistics (created before fork())"
+                                                        : "conveyor: this iterator was made with statistics off");
         return NULL;
     }
     int n = cv_stats_snapshot(self->stats, NULL, 0);

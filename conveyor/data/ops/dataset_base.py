@@ -138,10 +138,17 @@ class Dataset:
 
     def __iter__(self):
         """A new iterator over the elements; each call starts from the beginning."""
+        return self._make_iterator()
+
+    def _make_iterator(self, statistics=True):
+        """``iter(self)``; ``statistics=False`` makes one without per-stage
+        statistics and without the autotuner (AUTOTUNE stages stay at their
+        most; ``stats()`` raises), to measure what they cost
+        (benchmarks/stats_overhead.py). Not for users: tf.data has no such switch."""
         ctx = self._context()
         return self._engine(ctx).make_iterator(
             self._packing, ctx.cpu_budget, _stats.algorithm_code(self.options()),
-            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)))
+            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)), statistics)
 
     def as_numpy_iterator(self):
         """An iterator of NumPy values (conveyor's iterators already yield NumPy)."""
