@@ -24,6 +24,8 @@
  */
 #include "python/binding.h"
 
+#include <stddef.h>
+#include <structmember.h> /* T_PYSSIZET, READONLY: __weaklistoffset__ (Python >= 3.10) */
 #include <time.h>
 
 struct CvIteratorObject {
@@ -45,6 +47,7 @@ struct CvIteratorObject {
     unsigned long fork_generation;
     CvIteratorObject *prev, *next; /* live list in module state */
     PyObject *module;              /* strong */
+    PyObject *weakrefs;            /* weakref.ref(iterator): a monitor never keeps it alive */
 };
 
 static void live_link(CvModuleState *st, CvIteratorObject *self)
@@ -123,6 +126,7 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     self->close_requested = false;
     self->fork_generation = cv_fork_generation();
     self->module = Py_NewRef(module);
+    self->weakrefs = NULL;
     live_link(st, self);
     PyObject_GC_Track(self);
     int budget = cpu_budget > 0 ? cpu_budget : cv_cpu_count();
@@ -323,6 +327,8 @@ static void iterator_dealloc(PyObject *op)
     CvIteratorObject *self = (CvIteratorObject *)op;
     PyTypeObject *tp = Py_TYPE(op);
     PyObject_GC_UnTrack(op);
+    if (self->weakrefs)
+        PyObject_ClearWeakRefs(op);
     iterator_release(self);
     if (!forked_away(self)) { /* after fork(), the parent's: leak */
         cv_autotuner_free(self->tuner);
@@ -442,12 +448,12 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
     PyObject *autotune = nodes ? autotune_dict(self->tuner) : NULL;
     CvPool *pool = self->pool;
     if (autotune)
-        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N}", "cpu_budget", cv_autotuner_budget(self->tuner),
+        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N,s:O}", "cpu_budget", cv_autotuner_budget(self->tuner),
                             "threads", pool ? cv_pool_threads(pool) : 0, "running",
                             pool ? cv_pool_running(pool) : 0, "elapsed_ns",
                             (long long)(cv_now_ns() - cv_stats_started_ns(self->stats)), "consumer_wait_ns",
                             (long long)cv_stats_consumer_wait_ns(self->stats), "nodes", nodes, "autotune",
-                            autotune);
+                            autotune, "finished", self->it ? Py_False : Py_True);
     else
         Py_XDECREF(nodes);
     if (!raw || !self->describe)
@@ -478,7 +484,13 @@ static PyMethodDef iterator_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef iterator_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(CvIteratorObject, weakrefs), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot iterator_slots[] = {
+    {Py_tp_members, iterator_members},
     {Py_tp_dealloc, iterator_dealloc},
     {Py_tp_traverse, iterator_traverse},
     {Py_tp_clear, iterator_clear},
