@@ -344,3 +344,54 @@ def test_command_line_with_a_module_and_a_step_time(tmp_path):
     assert done.returncode == 2 and "no function 'nothing_here'" in done.stderr
     done = cli(["no_colon_here"], tmp_path)
     assert done.returncode == 2
+
+
+# -- the bottleneck from the engine's statistics --------------------------------------
+
+
+def _raw(ds, ctx, nodes):
+    """Engine statistics for `ds` as _engine.Iterator.stats() gives them: `nodes`
+    root first, (stage position in doctor._stages, parent, fields)."""
+    stages = doctor._stages(ds)
+    out = []
+    for pos, parent, fields in nodes:
+        node = dict(dataset=id(stages[pos]._engine(ctx)), parent=parent, inner=False,
+                    max_parallelism=0, parallelism=0, busy_ns=0, input_ns=0, wait_ns=0)
+        node.update(fields)
+        out.append(node)
+    return {"nodes": out}
+
+
+def test_the_engine_bottleneck_follows_the_waits_down_and_splits_sequential_stages():
+    def f(x):
+        return x + 1
+    ds = (tf.data.Dataset.range(10).map(f).map(lambda x: x * 2, num_parallel_calls=2)
+          .prefetch(1))
+    ctx = ds._context()
+    rates = [doctor.StageRate(i, doctor.stage_name(s), added=a)
+             for i, (s, a) in enumerate(zip(doctor._stages(ds), [0.0, 0.005, 0.001, 0.0]))]
+    par = dict(max_parallelism=2, parallelism=2)
+    s = 10**9
+
+    def nodes(map_busy):
+        return [(3, -1, dict(max_parallelism=1, parallelism=1, input_ns=s, wait_ns=s)),
+                (2, 0, dict(par, busy_ns=map_busy, input_ns=int(1.5 * s), wait_ns=int(0.9 * s))),
+                (1, 1, {}), (0, 2, {})]
+    # the map's turns spend most of their time pulling through the sequential map(f)
+    pos, why = doctor.engine_bottleneck(ds, ctx, _raw(ds, ctx, nodes(s // 5)), 1.0, rates)
+    assert pos == 1 and "sequential stages" in why and "ParallelMapDataset" in why
+    # its own work outweighs its input: the parallel map itself
+    pos, why = doctor.engine_bottleneck(ds, ctx, _raw(ds, ctx, nodes(4 * s)), 1.0, rates)
+    assert pos == 2 and "its consumer waited" in why
+    # no parallel stage: the engine has no times, the prefix timing decides
+    seq = [(3, -1, {}), (2, 0, {}), (1, 1, {}), (0, 2, {})]
+    assert doctor.engine_bottleneck(ds, ctx, _raw(ds, ctx, seq), 1.0, rates) == (None, "")
+
+
+def test_it_names_a_planted_slow_parallel_stage_from_the_engine_statistics():
+    ds = (tf.data.Dataset.range(400).map(sleeping(0.02, "slow_parallel"), num_parallel_calls=2)
+          .map(lambda x: x + 1).batch(4).prefetch(2))
+    result = run(ds, steps=8)
+    check = result["bottleneck"]
+    assert result.bottleneck == "ParallelMapDataset(slow_parallel)", str(result)
+    assert check.status == "warn" and "engine statistics" in check.detail

@@ -17,9 +17,14 @@ of a Dataset, the doctor builds the pipeline anew for each run (with the
 global seed state it found), so "two runs" means two builds as two training
 processes would make them, and it can check whether a seed makes them agree.
 
-The bottleneck is found by timing each prefix of the pipeline alone (the
-classic tf.data method) in :func:`stage_rates`; per-stage statistics from the
-engine can replace that one function later.
+The bottleneck comes from the engine's per-stage statistics of the timed
+run (:func:`engine_bottleneck`: which parallel stage kept its consumer
+waiting, and whether the time went into its own work or into the sequential
+stages it runs). The engine does not time sequential stages one by one (that
+would cost a clock read per element), so each prefix of the pipeline is also
+timed alone (the classic tf.data method, :func:`stage_rates`): that fills
+the per-stage table, picks the stage among sequential ones, and is the
+answer when no stage is parallel.
 """
 import argparse
 import collections
@@ -44,7 +49,7 @@ from conveyor import errors as _errors
 from conveyor.data.ops.dataset_base import Dataset
 from conveyor.data.options import DerivedContext
 
-__all__ = ["diagnose", "Diagnosis", "Check", "StageRate", "stage_rates"]
+__all__ = ["diagnose", "Diagnosis", "Check", "StageRate", "stage_rates", "engine_bottleneck"]
 
 OK, WARN, FAIL, SKIPPED = "ok", "warn", "fail", "skipped"
 
@@ -282,6 +287,7 @@ class _Run:
     stepping: float = 0.0  # in step_fn, after the first element
     digests: list = None
     error: BaseException = None
+    stats: dict = None     # the engine's statistics at the end (_engine.Iterator.stats)
 
     def rate(self, busy_only=False):
         elapsed = self.waiting if busy_only else self.wall
@@ -342,6 +348,7 @@ def _iterate(build, steps, digest=False, step_fn=None):
         run.error = e
     finally:
         it.close()
+        run.stats = it.stats()
     return run
 
 
@@ -489,6 +496,92 @@ def stage_rates(dataset, ctx, steps, seconds=1.0):
     return results
 
 
+# -- the bottleneck from the engine's statistics -----------------------------------------
+
+
+def engine_bottleneck(dataset, ctx, raw, next_seconds, rates):
+    """(position of the bottleneck stage in ``_stages(dataset)``, evidence) from
+    the engine's statistics `raw` of a run of `dataset` built under `ctx`, in
+    which the consumer spent `next_seconds` in next(); (None, "") when no stage
+    is parallel (the engine times parallel stages only). `rates`: stage_rates()
+    of the same pipeline, to choose among sequential stages.
+
+    From the consumer down: a parallel stage's turns spend their time in its
+    own work (busy, shared by its parallel turns), in the sequential stages
+    below it (run on its turns: its pulling time less its waits), or waiting
+    for a parallel stage below (that stage's ``starved`` time). The largest
+    share decides: its own work names it, the sequential stages name the
+    one of them whose prefix adds the most, and a wait moves down to the
+    stage waited for.
+    """
+    nodes = raw["nodes"]
+    stages = _stages(dataset)
+    position = {}
+    for pos, ds in enumerate(stages):  # a pass-through shares its input's handle: the input
+        position.setdefault(id(ds._engine(ctx)), pos)
+    pos_of = [position.get(n["dataset"]) for n in nodes]
+    kids = collections.defaultdict(list)
+    for i, n in enumerate(nodes):
+        if n["parent"] >= 0 and not n["inner"]:
+            kids[n["parent"]].append(i)
+
+    def below(i):
+        """Sequential nodes run on i's turns, and the parallel nodes they pull from."""
+        chain, parallel, todo = [], [], list(kids[i])
+        while todo:
+            j = todo.pop()
+            if nodes[j]["max_parallelism"] > 0:
+                parallel.append(j)
+            else:
+                chain.append(j)
+                todo.extend(kids[j])
+        return chain, parallel
+
+    if not any(n["max_parallelism"] > 0 for n in nodes):
+        return None, ""
+
+    def chosen(chain, why):
+        """The sequential stage of `chain` whose prefix adds the most."""
+        measured = [(rates[pos_of[j]].added, pos_of[j]) for j in chain
+                    if pos_of[j] is not None and rates[pos_of[j]].added is not None]
+        return (max(measured)[1], why) if measured else (None, "")
+
+    # The consumer's thread first: the sequential stages at the top, then
+    # one parallel stage at a time, down the longest waits.
+    i, own, pulled, evidence = None, 0.0, next_seconds, ""
+    if nodes[0]["max_parallelism"] > 0:
+        chain, parallel = [], [0]
+    else:
+        chain, parallel = below(0)
+        chain.append(0)
+    while True:
+        waited = max(parallel, key=lambda j: nodes[j]["wait_ns"], default=None)
+        wait = nodes[waited]["wait_ns"] / 1e9 if waited is not None else 0.0
+        serial = max(pulled - wait, 0.0)  # in the sequential stages run on these turns
+        if waited is not None and wait > 0 and wait >= max(own, serial):
+            i, n = waited, nodes[waited]
+            own, pulled = n["busy_ns"] / 1e9 / max(1, n["parallelism"]), n["input_ns"] / 1e9
+            evidence = f"its consumer waited {_ms(wait)} for it in the run"
+            chain, parallel = below(i)
+            continue
+        if i is None:  # the time went into the stages on the consumer's own thread
+            return chosen(chain, "engine statistics: the consumer's next() spent "
+                                 f"{_ms(serial)} in the sequential stages above every parallel "
+                                 "one; this one adds the most of them, timed alone")
+        if own >= serial or not chain:
+            return pos_of[i], "engine statistics: " + (
+                evidence or f"its own work ({_ms(own)}: busy time / parallelism) outweighed "
+                            "its input in the run")
+        return chosen(chain, f"engine statistics: the turns of {_names_of(stages, pos_of, i)} "
+                             f"spent {_ms(serial)} in the sequential stages they run; this one "
+                             "adds the most of them, timed alone")
+
+
+def _names_of(stages, pos_of, i):
+    pos = pos_of[i]
+    return stage_name(stages[pos]) if pos is not None else "a stage"
+
+
 # -- the doctor -------------------------------------------------------------------------
 
 
@@ -616,7 +709,10 @@ class _Doctor:
             checks["GPU busy"] = Check("GPU busy", SKIPPED, threshold=">= 80%",
                                        detail="no step_fn: nothing runs on a GPU")
         stages = stage_rates(t.dataset, t.ctx, steps, self.stage_seconds)
-        checks["bottleneck"], bottleneck = self.check_bottleneck(t, stages, checks["input-bound"])
+        found = engine_bottleneck(t.dataset, t.ctx, run_t.stats, run_t.waiting, stages) \
+            if run_t.stats is not None and run_t.error is None else (None, "")
+        checks["bottleneck"], bottleneck = self.check_bottleneck(t, stages, checks["input-bound"],
+                                                                 found)
         sampler.stop()
         checks["peak RAM"] = self.check_ram(sampler, t)
         checks["open descriptors"] = self.check_fds(sampler, t)
@@ -763,19 +859,31 @@ class _Doctor:
                      "if input-bound is high, the pipeline starves the GPU (fix the bottleneck); "
                      "otherwise the step itself leaves it idle (small batches, host work)")
 
-    def check_bottleneck(self, t, stages, input_bound):
+    def check_bottleneck(self, t, stages, input_bound, found=(None, "")):
+        """found: engine_bottleneck()'s (position, evidence); else the stage
+        whose prefix adds the most time."""
         name = "bottleneck"
         measured = [s for s in stages if s.added is not None]
-        if not measured:
+        position, evidence = found
+        if position is not None:
+            top = stages[position]
+        elif measured:
+            top = max(measured, key=lambda s: s.added)
+        else:
             return Check(name, SKIPPED, detail="no stage produced enough elements"), None
-        top = max(measured, key=lambda s: s.added)
         ds = _stages(t.dataset)[top.position]
-        detail = (f"{top.name}: {top.share:.0%} of the time "
-                  f"({_ms(top.added)} per pipeline element)")
+        if top.added is not None:
+            detail = (f"{top.name}: {top.share:.0%} of the time "
+                      f"({_ms(top.added)} per pipeline element)")
+        else:
+            detail = top.name
+        if evidence:
+            detail += f"; {evidence}"
         remedy = _stage_remedy(ds, t.ctx)
         if input_bound.status == OK:
             return Check(name, OK, top.name, "", detail + "; the step does not wait on it"), top
-        status = WARN if remedy and top.share >= 0.5 else OK
+        # the engine's view is of the real run: it needs no majority of the prefix times
+        status = WARN if remedy and (evidence or (top.share or 0) >= 0.5) else OK
         return Check(name, status, top.name, "", detail, remedy if status == WARN else ""), top
 
     def check_ram(self, sampler, build):

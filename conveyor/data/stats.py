@@ -45,7 +45,11 @@ class StageStats:
     for it); ``consumer_wait``: idle with a full buffer, waiting for its
     consumer to take elements; ``starved``: its consumer waiting for this
     stage's results. Only parallel stages (``parallelism > 0``) measure
-    times; every stage counts ``elements``.
+    times; every stage counts ``elements``. Gauges, now: ``pulling`` and
+    ``processing``, the stage's turns inside its input and inside its own
+    work (its function); ``buffered``, its elements in flight or ready;
+    ``bytes_held``, what those hold. ``function``: the name of the user's
+    function (map_func, predicate), if any.
     """
     name: str
     kernel: str
@@ -70,6 +74,7 @@ class StageStats:
     turns: int
     pulling: int = 0
     processing: int = 0
+    function: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +93,12 @@ class AutotuneChoice:
 
 @dataclasses.dataclass(frozen=True)
 class PipelineStats:
-    """Statistics of one pipeline iterator (``iterator.stats()``)."""
+    """Statistics of one pipeline iterator (``iterator.stats()``).
+
+    ``elapsed``: seconds since the iterator was made; ``next_wait``: the
+    consumer's time waiting in ``next()``; ``bottleneck``: the autotuner's
+    slowest stage in its last model run; ``choices``: its changes
+    (:class:`AutotuneChoice`); ``finished``: the iterator is exhausted or closed."""
     stages: list
     cpu_budget: int
     threads: int
@@ -98,6 +108,7 @@ class PipelineStats:
     autotune_runs: int
     bottleneck: str
     choices: list
+    finished: bool = False
 
     @property
     def elements(self):
@@ -115,13 +126,30 @@ class PipelineStats:
                 return s
         raise KeyError(f"no stage {name!r}; stages: {[s.name for s in self.stages]}")
 
-    def slowest_stage(self):
-        """The parallel stage that kept its consumer waiting longest, or the
-        autotuner's bottleneck; None when nothing waited."""
-        waited = [s for s in self.stages if s.starved > 0]
+    def slowest_stage(self, since=None):
+        """The parallel stage that keeps its consumer waiting, or the
+        autotuner's bottleneck; None when nothing waited. A stage's consumer
+        also waits when a stage below it is slow, so among the stages whose
+        consumers waited at least half as long as the longest wait, this is
+        the one furthest from the root. `since`: an earlier ``stats()`` of
+        the same iterator, to look only at the time between."""
+        before = {s.index: s.starved for s in since.stages} if since is not None else {}
+        waited = [(s.starved - before.get(s.index, 0.0), s) for s in self.stages]
+        waited = [(w, s) for w, s in waited if w > 0]
         if waited:
-            return max(waited, key=lambda s: s.starved).name
+            longest = max(w for w, _ in waited)
+            depth = self._depths()
+            return max((s for w, s in waited if w >= longest / 2),
+                       key=lambda s: depth[s.index]).name
         return self.bottleneck
+
+    def _depths(self):
+        """{stage index: its distance from the root}; inner stages (interleave's
+        inner datasets) below every other."""
+        depth = {}
+        for s in self.stages:  # a parent comes before its inputs
+            depth[s.index] = len(self.stages) if s.inner else depth.get(s.parent, -1) + 1
+        return depth
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -164,18 +192,27 @@ def _bytes(n):
         n /= 1024
 
 
+def function_name(dataset):
+    """The name of the user's function of a Python dataset (map_func,
+    predicate, ...), "" when it has none."""
+    names = [getattr(f.map_func, "__name__", type(f.map_func).__name__)
+             for f in dataset._functions()]
+    return ", ".join(names)
+
+
 def dataset_names(dataset, ctx):
-    """{id of an engine dataset: the class name of the Python dataset that
-    built it} over dataset's graph, the innermost when several share one
-    (with_options() passes its input's on). Taken when the iterator starts,
-    so the iterator need not keep the datasets alive for its statistics."""
+    """{id of an engine dataset: (the class name of the Python dataset that
+    built it, its function's name)} over dataset's graph, the innermost when
+    several share one (with_options() passes its input's on). Taken when the
+    iterator starts, so the iterator need not keep the datasets alive for
+    its statistics."""
     owner, seen, stack = {}, set(), [(dataset, False)]
     while stack:
         ds, inputs_done = stack.pop()
         if inputs_done:
             handle = ds._engine_cache.get(ctx)
             if handle is not None and id(handle) not in owner:
-                owner[id(handle)] = type(ds).__name__
+                owner[id(handle)] = (type(ds).__name__, function_name(ds))
             continue
         if id(ds) in seen:
             continue
@@ -191,7 +228,7 @@ def _names(owner, nodes):
     the kernel's name otherwise."""
     names, counts = [], {}
     for node in nodes:
-        base = owner.get(node["dataset"]) if node["dataset"] is not None else None
+        base = owner.get(node["dataset"], ("", ""))[0] if node["dataset"] is not None else None
         base = base or node["kernel"] + ("Dataset" if not node["inner"] else "")
         if node["inner"]:
             base += " (inner)"
@@ -215,7 +252,9 @@ def describe(owner, raw):
         busy=n["busy_ns"] / 1e9, input_wait=n["input_ns"] / 1e9,
         consumer_wait=n["full_ns"] / 1e9, starved=n["wait_ns"] / 1e9,
         blocked=n["blocked_ns"] / 1e9, turns=n["turns"], pulling=n["pulling"],
-        processing=n["processing"]) for i, n in enumerate(nodes)]
+        processing=n["processing"],
+        function=owner.get(n["dataset"], ("", ""))[1] if n["dataset"] is not None else "")
+        for i, n in enumerate(nodes)]
     tune = raw["autotune"]
 
     def name(i):
@@ -229,4 +268,5 @@ def describe(owner, raw):
                          elapsed=raw["elapsed_ns"] / 1e9,
                          next_wait=raw["consumer_wait_ns"] / 1e9,
                          autotune_algorithm=tune["algorithm"], autotune_runs=tune["runs"],
-                         bottleneck=name(tune["bottleneck"]) or None, choices=choices)
+                         bottleneck=name(tune["bottleneck"]) or None, choices=choices,
+                         finished=raw.get("finished", False))

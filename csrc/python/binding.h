@@ -221,9 +221,11 @@ CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_conv
 
 int cv_iterator_type_init(PyObject *module, CvModuleState *st);
 /* A new Iterator over ds (a new engine iterator; ds is borrowed);
- * structure() is resolved at the first element (see Dataset.make_iterator). */
+ * structure() is resolved at the first element (see Dataset.make_iterator).
+ * statistics false: no statistics and no autotuner (AUTOTUNE stages stay at
+ * their most), to measure what they cost. */
 PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure, int cpu_budget,
-                                 int algorithm, PyObject *describe);
+                                 int algorithm, PyObject *describe, bool statistics);
 
 /* ------------------------------------------------------- dataset_type.c */
 

@@ -197,14 +197,15 @@ static PyObject *dataset_kernel_name(PyObject *op, void *closure)
 static PyObject *dataset_make_iterator(PyObject *op, PyObject *args)
 {
     PyObject *structure, *describe = Py_None;
-    int cpu_budget = 0, algorithm = CV_AUTOTUNE_MODEL;
-    if (!PyArg_ParseTuple(args, "O|iiO:make_iterator", &structure, &cpu_budget, &algorithm, &describe))
+    int cpu_budget = 0, algorithm = CV_AUTOTUNE_MODEL, statistics = 1;
+    if (!PyArg_ParseTuple(args, "O|iiOp:make_iterator", &structure, &cpu_budget, &algorithm, &describe,
+                          &statistics))
         return NULL;
     PyObject *module = cv_module_of(op);
     CvDataset *ds = module ? cv_dataset_of(op) : NULL;
     if (!ds)
         return NULL;
-    return cv_iterator_object_new(module, ds, structure, cpu_budget, algorithm, describe);
+    return cv_iterator_object_new(module, ds, structure, cpu_budget, algorithm, describe, statistics);
 }
 
 static PyMethodDef dataset_methods[] = {
@@ -213,7 +214,8 @@ static PyMethodDef dataset_methods[] = {
      "make_iterator(structure, cpu_budget=0) -> Iterator. structure() is called once, at the first "
      "element, and returns (kind, pack): kind 0 = one component, 1 = a plain tuple, 2 = "
      "pack(tuple). cpu_budget: the pool's running threads (0: the CPUs this process may use); "
-     "algorithm: the autotuner's (0 model, 1 fixed); describe(raw) -> what Iterator.stats() returns."},
+     "algorithm: the autotuner's (0 model, 1 fixed); describe(raw) -> what Iterator.stats() returns; "
+     "statistics=False: no statistics and no autotuner (to measure their cost)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -24,6 +24,8 @@
  */
 #include "python/binding.h"
 
+#include <stddef.h>
+#include <structmember.h> /* T_PYSSIZET, READONLY: __weaklistoffset__ (Python >= 3.10) */
 #include <time.h>
 
 struct CvIteratorObject {
@@ -44,6 +46,7 @@ struct CvIteratorObject {
     unsigned long fork_generation;
     CvIteratorObject *prev, *next; /* live list in module state */
     PyObject *module;              /* strong */
+    PyObject *weakrefs;            /* weakref.ref(iterator): a monitor never keeps it alive */
 };
 
 static void live_link(CvModuleState *st, CvIteratorObject *self)
@@ -186,9 +189,11 @@ static void iterator_release(CvIteratorObject *self)
 
 /* make_iterator's work: structure is kept until the first element.
  * cpu_budget: the pool's running threads (0: the CPUs this process may use);
- * algorithm: the autotuner's (CvAutotuneAlgorithm); describe: see stats(). */
+ * algorithm: the autotuner's (CvAutotuneAlgorithm); describe: see stats().
+ * statistics false: neither statistics nor autotuner (their cost, measured
+ * by benchmarks/stats_overhead.py); stats() then raises. */
 PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure, int cpu_budget,
-                                 int algorithm, PyObject *describe)
+                                 int algorithm, PyObject *describe, bool statistics)
 {
     CvModuleState *st = cv_get_state(module);
     if (atomic_load(&cv_shutting_down)) {
@@ -214,18 +219,24 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     self->close_requested = false;
     self->fork_generation = cv_fork_generation();
     self->module = Py_NewRef(module);
+    self->weakrefs = NULL;
     live_link(st, self);
     PyObject_GC_Track(self);
     int budget = cpu_budget > 0 ? cpu_budget : cv_cpu_count();
     self->pool = cv_pool_new(budget);
-    self->measures = measures_new(budget, algorithm);
-    CvStatus s = self->measures ? cv_stats_add_pipeline(self->measures->stats, ds) : cv_error_nomem();
+    CvStatus s = CV_STATUS_OK;
+    if (statistics) {
+        self->measures = measures_new(budget, algorithm);
+        s = self->measures ? cv_stats_add_pipeline(self->measures->stats, ds) : cv_error_nomem();
+    }
     if (s || !self->pool) {
         Py_DECREF(self);
         return cv_raise_status(st, s ? s : cv_error_nomem());
     }
-    cv_pool_set_stats(self->pool, self->measures->stats);
-    cv_pool_set_autotuner(self->pool, self->measures->tuner);
+    if (self->measures) {
+        cv_pool_set_stats(self->pool, self->measures->stats);
+        cv_pool_set_autotuner(self->pool, self->measures->tuner);
+    }
     CvPool *outer = cv_pool_set_current(self->pool);
     s = cv_iterator_make(ds, &self->it);
     cv_pool_set_current(outer);
@@ -347,7 +358,8 @@ static PyObject *iterator_next(PyObject *op)
             s = cv_iterator_next(self->it, &e, &end);
             cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
             Py_END_ALLOW_THREADS
-            cv_stats_consumer_wait(self->measures->stats, cv_now_ns() - waited);
+            if (self->measures)
+                cv_stats_consumer_wait(self->measures->stats, cv_now_ns() - waited);
         }
     } else {
         /* With the GIL: only a read waiting on a pipe lets go of it and
@@ -426,6 +438,8 @@ static void iterator_dealloc(PyObject *op)
     CvIteratorObject *self = (CvIteratorObject *)op;
     PyTypeObject *tp = Py_TYPE(op);
     PyObject_GC_UnTrack(op);
+    if (self->weakrefs)
+        PyObject_ClearWeakRefs(op);
     iterator_release(self);
     if (!forked_away(self)) /* after fork(), the parent's: leak */
         measures_unref(self->measures);
@@ -523,7 +537,9 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
     CvIteratorObject *self = (CvIteratorObject *)op;
     Measures *m = self->measures;
     if (!m || forked_away(self)) {
-        PyErr_SetString(PyExc_RuntimeError, "conveyor: this iterator has no statistics (created before fork())");
+        PyErr_SetString(PyExc_RuntimeError, forked_away(self)
+                                                ? "conveyor: this iterator has no statistics (created before fork())"
+                                                : "conveyor: this iterator was made with statistics off");
         return NULL;
     }
     int n = cv_stats_snapshot(m->stats, NULL, 0);
@@ -542,12 +558,12 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
     PyObject *autotune = nodes ? autotune_dict(m->tuner) : NULL;
     CvPool *pool = self->pool;
     if (autotune)
-        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N}", "cpu_budget", cv_autotuner_budget(m->tuner),
+        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N,s:O}", "cpu_budget", cv_autotuner_budget(m->tuner),
                             "threads", pool ? cv_pool_threads(pool) : 0, "running",
                             pool ? cv_pool_running(pool) : 0, "elapsed_ns",
                             (long long)(cv_now_ns() - cv_stats_started_ns(m->stats)), "consumer_wait_ns",
                             (long long)cv_stats_consumer_wait_ns(m->stats), "nodes", nodes, "autotune",
-                            autotune);
+                            autotune, "finished", self->it ? Py_False : Py_True);
     else
         Py_XDECREF(nodes);
     if (!raw || !self->describe)
@@ -578,7 +594,13 @@ static PyMethodDef iterator_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef iterator_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(CvIteratorObject, weakrefs), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot iterator_slots[] = {
+    {Py_tp_members, iterator_members},
     {Py_tp_dealloc, iterator_dealloc},
     {Py_tp_traverse, iterator_traverse},
     {Py_tp_clear, iterator_clear},

@@ -21,6 +21,7 @@ import numpy as np
 
 from conveyor import _engine
 from conveyor import nest
+from conveyor.data import monitor as _monitor
 from conveyor.data import stats as _stats
 from conveyor.data.options import AUTOTUNE, UNSET, BuildContext, Options, check_budget
 from conveyor.tensor_spec import TensorShape, TensorSpec
@@ -138,10 +139,20 @@ class Dataset:
 
     def __iter__(self):
         """A new iterator over the elements; each call starts from the beginning."""
+        return self._make_iterator()
+
+    def _make_iterator(self, statistics=True):
+        """``iter(self)``; ``statistics=False`` makes one without per-stage
+        statistics and without the autotuner (AUTOTUNE stages stay at their
+        most; ``stats()`` raises), to measure what they cost
+        (benchmarks/stats_overhead.py). Not for users: tf.data has no such switch."""
         ctx = self._context()
-        return self._engine(ctx).make_iterator(
+        it = self._engine(ctx).make_iterator(
             self._packing, ctx.cpu_budget, _stats.algorithm_code(self.options()),
-            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)))
+            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)), statistics)
+        if statistics:
+            _monitor.from_environment(it)  # CONVEYOR_LOG_STATS_EVERY, CONVEYOR_STALL_AFTER
+        return it
 
     def as_numpy_iterator(self):
         """An iterator of NumPy values (conveyor's iterators already yield NumPy)."""

@@ -1,0 +1,176 @@
+"""What leaving per-stage statistics on costs (goal: under 2% on every workload).
+
+    python benchmarks/stats_overhead.py               # 7 rounds, ~1-2 min on 2 cores
+    python benchmarks/stats_overhead.py --rounds 9 --scale 2
+    python benchmarks/stats_overhead.py --json out.json
+
+Every iterator keeps statistics (csrc/core/stats.h) and runs the autotuner
+(csrc/core/autotune.h). A private switch, ``dataset._make_iterator(
+statistics=False)``, makes one with neither: no statistics registry (no
+node per iterator, no measure hooks, no consumer-wait clock reads) and no
+autotuner, so AUTOTUNE stages stay at their most. What it cannot switch off
+are the counters a parallel stage updates once per turn (a few relaxed
+atomic adds, in csrc/core/stage.c) and each iterator's element counter in
+next(): those are always there.
+
+Each workload runs three ways, in a rotating order within each round so that
+drift on a shared machine hits all three alike:
+
+* ``off``: statistics and autotuner off;
+* ``on``: the default (statistics on, the model-based autotuner choosing
+  parallelism);
+* ``on/fixed``: statistics on, autotuner idle (``autotune_algorithm =
+  MAX_PARALLELISM``): every AUTOTUNE stage at its most, as with ``off``, so
+  the difference is the statistics alone.
+
+The overhead is computed per round from the runs paired in that round
+(time / time of ``off`` - 1) and summarised as min / median / max, for wall
+time and for the process's CPU time; "best vs best" compares the fastest run
+of each (the least disturbed on a shared machine). Timings are printed,
+never asserted.
+"""
+import argparse
+import gc
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import conveyor as cv  # noqa: E402
+from conveyor.data import AUTOTUNE  # noqa: E402
+from records import record_payloads, write_shards  # noqa: E402
+from run import machine_info  # noqa: E402
+
+GOAL = 0.02
+
+
+def _fixed(ds):
+    options = cv.data.Options()
+    options.autotune.autotune_algorithm = "MAX_PARALLELISM"
+    return ds.with_options(options)
+
+
+def _py_work(x):
+    return np.float32(np.sin(np.float32(x)) * 2.0)
+
+
+def workloads(scale, folder):
+    """{name: (a function building the dataset, what one element is)}."""
+    n = int(scale * 10**6)
+    rows = np.arange(int(scale * 200_000) * 64, dtype=np.float32).reshape(-1, 64)
+    payloads = record_payloads(int(scale * 40_000), 1000, seed=1)
+    pattern = os.path.join(folder, "overhead-*.tfrecord")
+    write_shards(folder, "overhead", payloads, "", None)
+    return {
+        "range(N).prefetch": lambda: cv.data.Dataset.range(n).prefetch(AUTOTUNE),
+        "native map AUTOTUNE + batch": lambda: (
+            cv.data.Dataset.from_tensor_slices(rows)
+            .map(lambda x: x * 2.0 + 1.0, num_parallel_calls=AUTOTUNE)
+            .batch(128).prefetch(AUTOTUNE)),
+        "Python map x2 + batch": lambda: (
+            cv.data.Dataset.range(n // 20)
+            .map(lambda x: cv.numpy_function(_py_work, [x], cv.float32), num_parallel_calls=2)
+            .batch(64)),
+        "TFRecord interleave + batch": lambda: (
+            cv.data.Dataset.list_files(pattern, shuffle=False)
+            .interleave(cv.data.TFRecordDataset, cycle_length=2, num_parallel_calls=2)
+            .batch(256).prefetch(AUTOTUNE)),
+    }
+
+
+def _cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def epoch(ds, statistics_on):
+    """(wall seconds, CPU seconds of the process, elements) of one pass."""
+    it = ds._make_iterator(statistics=statistics_on)
+    start, cpu = time.perf_counter(), _cpu()
+    count = 0
+    for _ in it:
+        count += 1
+    return time.perf_counter() - start, _cpu() - cpu, count
+
+
+VARIANTS = {
+    "off": lambda make: epoch(make(), False),
+    "on": lambda make: epoch(make(), True),
+    "on/fixed": lambda make: epoch(_fixed(make()), True),
+}
+
+
+def measure(make, rounds):
+    """{variant: [wall seconds]}, {variant: [CPU seconds]} over the rounds."""
+    times = {k: [] for k in VARIANTS}
+    cpu = {k: [] for k in VARIANTS}
+    counts = set()
+    for key, run in VARIANTS.items():  # warm-up
+        counts.add(run(make)[2])
+    order = list(VARIANTS)
+    for r in range(rounds):
+        for key in order[r % len(order):] + order[:r % len(order)]:
+            gc.collect()
+            seconds, cpu_seconds, count = VARIANTS[key](make)
+            counts.add(count)
+            times[key].append(seconds)
+            cpu[key].append(cpu_seconds)
+    if len(counts) != 1:
+        raise SystemExit(f"element counts differ between variants: {counts}")
+    return times, cpu
+
+
+def _summary(values):
+    return {"min": min(values), "median": statistics.median(values), "max": max(values),
+            "values": values}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--scale", type=float, default=1.0, help="workload size factor")
+    parser.add_argument("--json", default=None, help="write the figures to this file")
+    args = parser.parse_args(argv)
+    if args.rounds < 5:
+        parser.error("--rounds must be >= 5")
+    info = machine_info(None)
+    print(f"{info['cpus_usable']} CPUs usable ({info['cpu_model']}), Python {info['python']}; "
+          f"{args.rounds} rounds; overhead = time / time with statistics off - 1, "
+          "per round: min / median / max")
+    results = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, make in workloads(args.scale, folder).items():
+            times, cpu = measure(make, args.rounds)
+            off = times["off"]
+            row = {"off_seconds": _summary(off), "off_cpu_seconds": _summary(cpu["off"])}
+            for key in ("on", "on/fixed"):
+                row[key] = _summary([t / o - 1.0 for t, o in zip(times[key], off)])
+                row[key + "_best"] = min(times[key]) / min(off) - 1.0
+                row[key + "_cpu"] = _summary([t / o - 1.0 for t, o in zip(cpu[key], cpu["off"])])
+                row[key + "_seconds"] = _summary(times[key])
+            results[name] = row
+            print(f"{name}: off {row['off_seconds']['median'] * 1e3:.1f} ms "
+                  f"(min {row['off_seconds']['min'] * 1e3:.1f})", flush=True)
+            for key in ("on", "on/fixed"):
+                w, c = row[key], row[key + "_cpu"]
+                print(f"  {key:<9} wall {w['min']:+6.1%} / {w['median']:+6.1%} / {w['max']:+6.1%}"
+                      f"   best vs best {row[key + '_best']:+6.1%}"
+                      f"   CPU {c['min']:+6.1%} / {c['median']:+6.1%} / {c['max']:+6.1%}",
+                      flush=True)
+    worst = max(r["on"]["median"] for r in results.values())
+    print(f"worst median wall overhead (on vs off): {worst:+.1%} (goal: under {GOAL:.0%})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": info, "rounds": args.rounds, "scale": args.scale,
+                       "results": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
