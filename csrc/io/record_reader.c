@@ -23,6 +23,7 @@ struct CvRecordReader {
     size_t scratch_len, scratch_cap;
     uint64_t limit; /* fixed-length uncompressed: offset where the whole records end */
     bool torn_tail; /* fixed-length uncompressed: a partial record follows `limit` */
+    bool torn_told; /* text lines: the cut stream was reported (its last line follows) */
     CvOrigin *origin; /* the path, for the records' buffers (NULL when out of memory) */
 };
 
@@ -252,7 +253,9 @@ static CvStatus text_line_next(CvRecordReader *r, CvTensor *out, bool *eof)
             return stream_error(r, st, start);
         if (end) {
             /* A compressed stream cut short: its last line may be incomplete. */
-            if (cv_input_stream_truncated(s) && r->p.options.on_truncation != CV_TRUNCATION_IGNORE) {
+            if (cv_input_stream_truncated(s) && !r->torn_told &&
+                r->p.options.on_truncation != CV_TRUNCATION_IGNORE) {
+                r->torn_told = true;
                 bool last = r->scratch_len > 0 && r->p.options.on_truncation == CV_TRUNCATION_WARN;
                 st = torn(r, start, eof, last);
                 if (st || !last)
