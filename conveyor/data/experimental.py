@@ -5,11 +5,12 @@ from conveyor.data.dataset import Dataset as _Dataset
 from conveyor.data.doctor import Diagnosis, diagnose
 from conveyor.data.ops import cache_op
 from conveyor.data.ops.cache_op import CacheWarning
+from conveyor.errors import DataLossWarning
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
-           "disable_debug_mode", "SHARD_HINT", "CacheWarning", "cache_progress", "diagnose",
+           "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress", "diagnose",
            "Diagnosis"]
 
 
