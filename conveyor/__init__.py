@@ -37,6 +37,7 @@ __all__ = ["data", "io", "image", "math", "cast", "reshape", "one_hot", "shape",
            "float16", "half", "float32", "float64", "double", "string"]
 
 _engine.set_error_classes(errors._BY_CODE)
+_engine.set_warning_handler(errors._engine_warning)
 # Stop every live pipeline before the interpreter finalizes: a worker thread
 # that asks for the GIL during finalization would hang.
 _atexit.register(_engine.shutdown)

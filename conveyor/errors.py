@@ -9,7 +9,12 @@ catches builtins keeps working.
 Exceptions raised by your own functions inside ``map`` or
 ``from_generator`` are re-raised unchanged (same type, same traceback) with
 a note naming the stage; TensorFlow would wrap them in ``UnknownError``.
+
+``DataLossWarning`` (conveyor only) is the warning of data that could not
+be read but did not stop the pipeline: a record file or cache file that
+ends inside a record (a torn tail).
 """
+import warnings as _warnings
 
 __all__ = ["OpError", "CancelledError", "UnknownError", "InvalidArgumentError",
            "DeadlineExceededError", "NotFoundError", "AlreadyExistsError",
@@ -19,7 +24,7 @@ __all__ = ["OpError", "CancelledError", "UnknownError", "InvalidArgumentError",
            "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
            "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
            "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-           "UNAUTHENTICATED"]
+           "UNAUTHENTICATED", "DataLossWarning"]
 
 OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND = 0, 1, 2, 3, 4, 5
 ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED, FAILED_PRECONDITION = 6, 7, 8, 9
@@ -93,3 +98,28 @@ _BY_CODE = {cls.error_code: cls for cls in (
     AlreadyExistsError, PermissionDeniedError, ResourceExhaustedError, FailedPreconditionError,
     AbortedError, OutOfRangeError, UnimplementedError, InternalError, UnavailableError,
     DataLossError, UnauthenticatedError)}
+
+
+class DataLossWarning(UserWarning):
+    """A file ended inside a record (a torn tail); the records before it were read.
+
+    Conveyor only. Raised as ``DataLossError`` instead with
+    ``on_truncation="error"`` (``TFRecordDataset``, ``TextLineDataset``,
+    ``FixedLengthRecordDataset``, ``Dataset.cache``); each message names the
+    file and the byte offset where the torn record starts, and is shown once
+    per process.
+    """
+
+
+_WARNING_CLASSES = {0: DataLossWarning}  # core/status.h: CvWarningKind
+_warned = set()
+
+
+def _engine_warning(kind, message):
+    """The engine's warnings (from any thread): once per message, i.e. per file and offset."""
+    if message in _warned:
+        return
+    if len(_warned) > 10000:
+        _warned.clear()
+    _warned.add(message)
+    _warnings.warn(message, _WARNING_CLASSES.get(kind, UserWarning), stacklevel=2)

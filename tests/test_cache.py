@@ -547,8 +547,13 @@ def test_truncated_file_is_data_loss(tmp_path, cut):
     with open(path, "r+b") as fh:
         fh.truncate(cut if cut >= 0 else size + cut)
     with pytest.raises(cv.errors.DataLossError, match="c.cvcache") as e:
-        read_all(f)
-    assert "Delete it" in str(e.value)
+        list(cv.data.Dataset.range(1).map(lambda x: (x, np.zeros(50, np.float32), b""))
+             .cache(f, on_truncation="error"))
+    assert "Delete it" in str(e.value) and "torn tail" in str(e.value)
+    # The default warns (naming the file and the offset) and computes the cache again.
+    with pytest.warns(cv.errors.DataLossWarning, match=r"c\.cvcache' is truncated at byte offset \d+"):
+        assert len(read_all(f)) == 1
+    assert os.path.getsize(path) < size  # replaced by the one-element pass
 
 
 @pytest.mark.parametrize("where", [5, 40, 60, 300, 30000, -60, -20])
@@ -582,7 +587,7 @@ def test_corruption_mid_file_fails_at_its_chunk_and_then_ends(tmp_path):
 
 def test_garbage_and_foreign_files(tmp_path):
     f = str(tmp_path / "c")
-    for content in (b"", b"hello world" * 100, os.urandom(5000)):
+    for content in (b"hello world" * 100, os.urandom(5000)):
         with open(f + ".cvcache", "wb") as fh:
             fh.write(content)
         with pytest.raises(cv.errors.DataLossError, match="c.cvcache"):

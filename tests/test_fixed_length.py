@@ -29,26 +29,26 @@ def test_header_footer(tmp_path, compression):
     assert read(path, 4, 2, 3, compression_type=compression) == ([], [])
 
 
-def test_short_trailing_record_uncompressed(tmp_path):
-    # tf.data checks the size when it opens the file: no records, InvalidArgumentError.
-    path = tmp_path / "f.bin"
-    path.write_bytes(b"HH" + b"0123456789" + b"FFF")
-    records, errors = read(path, 4, 2, 3)
-    assert records == [] and len(errors) == 1
-    assert isinstance(errors[0], tf.errors.InvalidArgumentError)
-    assert "has body length 10 bytes, which is not an exact multiple of the record length (4 " \
-        "bytes)" in str(errors[0])
-
-
-@pytest.mark.parametrize("compression", ["ZLIB", "GZIP"])
-def test_short_trailing_record_compressed(tmp_path, compression):
-    # Compressed: the size shows only at the end: whole records, then DataLossError.
+@pytest.mark.parametrize("compression", [None, "ZLIB", "GZIP"])
+def test_short_trailing_record(tmp_path, compression):
+    # A partial last record is a torn tail: the whole records come first, then (default) a
+    # DataLossWarning naming the file and the torn record's offset. tf.data refuses an
+    # uncompressed file at open (InvalidArgumentError, no records) and raises DataLossError
+    # after the whole records of a compressed one.
     path = tmp_path / "f.bin"
     path.write_bytes(compress(b"HH" + b"0123456789" + b"FFF", compression))
-    records, errors = read(path, 4, 2, 3, compression_type=compression)
+    with pytest.warns(tf.errors.DataLossWarning) as w:
+        records, errors = read(path, 4, 2, 3, compression_type=compression)
+    assert records == [b"0123", b"4567"] and not errors
+    assert str(path) in str(w[0].message) and "byte offset 10" in str(w[0].message)
+    records, errors = read(path, 4, 2, 3, compression_type=compression, on_truncation="error")
     assert records == [b"0123", b"4567"] and len(errors) == 1
     assert isinstance(errors[0], tf.errors.DataLossError)
-    assert "body length 10 bytes" in str(errors[0])
+    assert "truncated record at 10" in str(errors[0]) and str(path) in str(errors[0])
+    if compression:
+        assert "body length 10 bytes" in str(errors[0])
+    assert read(path, 4, 2, 3, compression_type=compression, on_truncation="ignore") == (
+        [b"0123", b"4567"], [])
 
 
 @pytest.mark.parametrize("compression", [None, "GZIP"])

@@ -53,20 +53,28 @@ def test_truncation_sweep(tmp_path, compression):
     path = tmp_path / "t.tfr"
     for n in range(len(data) + 1):
         path.write_bytes(data[:n])
-        records, errors = read(path, compression)
+        records, errors = read(path, compression, on_truncation="error")
         assert records == RECORDS[:len(records)], n
         assert len(errors) <= 1
         if errors:
             assert errors[0][0] == "DataLossError"
             if errors[0][1] is not None:
                 assert errors[0][1] == ("truncated", starts[len(records)]), (n, errors)
+        # The default (warn) and ignore give the same records, and never raise for a tear.
+        for mode in ("warn", "ignore"):
+            quiet, quiet_errors = read(path, compression, on_truncation=mode)
+            assert quiet == records, (n, mode)
+            assert not quiet_errors or "torn" not in quiet_errors[0][2], (n, mode)
         if compression is None:
             whole = max(k for k, s in enumerate(starts) if s <= n)
             assert len(records) == whole
-            # A cut inside a header ends the file quietly (as TensorFlow 2.x does); a cut after
-            # the header, in the data or footer, is "truncated record at <start>".
-            in_data = n - starts[whole] >= 12 if whole < len(RECORDS) else False
-            assert bool(errors) == in_data, n
+            # Any cut inside a record (header, data or footer) is a torn tail:
+            # "truncated record at <start>" in error mode (TensorFlow ends quietly at a cut
+            # inside a header).
+            torn = n < len(data) and n != starts[whole]
+            assert bool(errors) == torn, n
+            if torn:
+                assert "torn tail" in errors[0][2] and str(path) in errors[0][2]
 
 
 @pytest.mark.parametrize("length", [2 ** 60, 2 ** 63, 2 ** 33, 100_000_000])
@@ -76,7 +84,8 @@ def test_forged_length_is_data_loss_without_memory(tmp_path, compression, length
     data = frame(b"ok") + frame(b"tiny" * 10, length=length)
     path.write_bytes(compress(data, compression))
     before = rss_bytes()
-    records, errors = read(path, compression)
+    # A length past the end of the file is a torn tail (the default warns; "error" raises).
+    records, errors = read(path, compression, on_truncation="error")
     assert rss_bytes() - before < 20 << 20
     assert records == [b"ok"] and len(errors) == 1 and errors[0][0] == "DataLossError"
     if compression is None or length > 256 << 20:
@@ -102,7 +111,7 @@ def test_gzip_bomb_record_grows_with_data(tmp_path):
     raw = header + struct.pack("<I", masked_crc(header)) + bytes(3_000_000)
     path.write_bytes(compress(raw, "GZIP"))
     before = rss_bytes()
-    records, errors = read(path, "GZIP")
+    records, errors = read(path, "GZIP", on_truncation="error")
     assert rss_bytes() - before < 20 << 20
     assert records == [] and errors[0][1] == ("truncated", 0)
 

@@ -137,7 +137,8 @@ class _DatasetMethods:
 
         Names come sorted, then shuffled unless `shuffle` is False (the
         default is to shuffle, and to reshuffle on each iteration, as in
-        tf.data). No match raises ``InvalidArgumentError``.
+        tf.data). No match raises ``InvalidArgumentError`` ("No files matched
+        pattern: <pattern>").
         """
         patterns = [file_pattern] if isinstance(file_pattern, (str, bytes)) else list(
             to_array(file_pattern, _dtypes.string).reshape(-1))
@@ -146,9 +147,10 @@ class _DatasetMethods:
             pattern = pattern.decode() if isinstance(pattern, bytes) else str(pattern)
             names.extend(sorted(_glob.glob(pattern)))
         if not names:
-            raise _errors.InvalidArgumentError(
-                f"Expected 'tf.Tensor(False, shape=(), dtype=bool)' to be true. Summarized "
-                f"data: b'No files matched pattern: {', '.join(map(str, patterns))}'")
+            # TensorFlow's class (InvalidArgumentError), without the wording of its internal
+            # assertion ("Expected 'tf.Tensor(False, ...)' to be true. Summarized data: ...").
+            shown = ", ".join(p.decode() if isinstance(p, bytes) else str(p) for p in patterns)
+            raise _errors.InvalidArgumentError(f"No files matched pattern: {shown}")
         dataset = Dataset.from_tensor_slices(np.array([n.encode() for n in names], dtype=object))
         if shuffle is None or shuffle:
             dataset = dataset.shuffle(max(len(names), 1), seed=seed)
@@ -301,7 +303,7 @@ class _DatasetMethods:
         """
         return IgnoreErrorsDataset(self, bool(log_warning))
 
-    def cache(self, filename="", name=None):
+    def cache(self, filename="", name=None, on_truncation="warn"):
         """Cache the elements of this dataset: the first complete pass over it
         is kept, and later passes (each new iterator, each epoch of a
         ``repeat``) replay it instead of running the pipeline above.
@@ -316,8 +318,14 @@ class _DatasetMethods:
         later iterator, also in another process, reads it and never runs the
         pipeline above. The file keeps being used even if that pipeline
         changes (as in tf.data); a file written for elements of another
-        structure or dtype raises ``InvalidArgumentError``, a truncated or
-        damaged one ``DataLossError``: delete it to compute the cache again.
+        structure or dtype raises ``InvalidArgumentError``, a damaged one
+        ``DataLossError``: delete it to compute the cache again. A file cut
+        short after it was written (a torn tail: an interrupted copy, a full
+        disk) follows `on_truncation` (conveyor only): ``"warn"`` (default)
+        issues a ``conveyor.errors.DataLossWarning`` naming the file and the
+        byte offset of the tear, then computes the elements again and
+        replaces the file; ``"ignore"`` does the same quietly; ``"error"``
+        raises ``DataLossError`` naming the file and the offset.
 
         Only a complete pass is kept: a pass that stops early is discarded,
         and a warning (``CacheWarning``, once per dataset) says so, except
@@ -342,7 +350,10 @@ class _DatasetMethods:
                             f"({type(filename).__name__}).")
         if "\0" in filename:
             raise _errors.InvalidArgumentError("`filename` must not contain NUL characters.")
-        return CacheDataset(self, filename)
+        if on_truncation not in ("warn", "error", "ignore"):
+            raise ValueError(f"`on_truncation` must be 'warn', 'error' or 'ignore', got "
+                             f"{on_truncation!r}.")
+        return CacheDataset(self, filename, on_truncation)
 
     def apply(self, transformation_func):
         """``transformation_func(self)``, which must return a Dataset."""

@@ -6,13 +6,15 @@ from conveyor.data.doctor import Diagnosis, diagnose
 from conveyor.data.monitor import Monitor, monitor
 from conveyor.data.ops import cache_op
 from conveyor.data.ops.cache_op import CacheWarning
+from conveyor.errors import DataLossWarning
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
 from conveyor.data.stats import AutotuneChoice, PipelineStats, StageStats
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
-           "disable_debug_mode", "SHARD_HINT", "CacheWarning", "cache_progress", "diagnose",
-           "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats", "AutotuneChoice"]
+           "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress",
+           "diagnose", "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats",
+           "AutotuneChoice"]
 
 
 def cardinality(dataset):

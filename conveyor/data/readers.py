@@ -6,10 +6,25 @@ yields one scalar ``tf.string`` element (``bytes``) per record. With
 ``interleave`` over the filenames, one record per file in turn.
 
 Errors follow tf.data: a damaged record raises ``DataLossError``
-("truncated record at <offset>" / "corrupted record at <offset>", plus the
-file and the record index) at its position, and iteration goes on with the
-*next* file, so ``ignore_errors()`` skips the rest of a corrupt file. A
-missing file raises ``NotFoundError`` (a ``FileNotFoundError``) naming it.
+("corrupted record at <offset>", plus the file and the record index) at its
+position, and iteration goes on with the *next* file, so ``ignore_errors()``
+skips the rest of a corrupt file. A missing file raises ``NotFoundError`` (a
+``FileNotFoundError``) naming it.
+
+A file that ends inside a record (a *torn tail*: a writer that died
+mid-write, a copy cut short, a GZIP/ZLIB stream that stops before its end)
+follows conveyor's own rule, ``on_truncation``: every whole record before the
+tear is read, then ``"warn"`` (the default) issues a
+``conveyor.errors.DataLossWarning`` naming the file and the byte offset where
+the torn record starts and goes on with the next file; ``"error"`` raises
+``DataLossError`` ("truncated record at <offset>") there instead;
+``"ignore"`` ends the file quietly. TensorFlow ends quietly at a cut inside a
+TFRecord header, raises ``DataLossError`` at a cut inside its data, and
+refuses an uncompressed fixed-length file whose size is not a whole number of
+records (``InvalidArgumentError``, none of its records).
+
+Records carry their provenance: an error inside a traced ``map`` function
+that works on a record's bytes names the file and the record index.
 """
 import os
 
@@ -26,6 +41,15 @@ __all__ = ["TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"]
 _COMPRESSION = {None: 0, "": 0, "ZLIB": 1, "GZIP": 2}
 _DEFAULT_BUFFER = 256 * 1024
 _STRING_SCALAR = TensorSpec([], _dtypes.string)
+_TRUNCATION = {"warn": 0, "error": 1, "ignore": 2}  # io/record_reader.h: CvTruncation
+
+
+def _truncation_code(on_truncation):
+    try:
+        return _TRUNCATION[on_truncation]
+    except (KeyError, TypeError):
+        raise ValueError(f"`on_truncation` must be 'warn', 'error' or 'ignore', got "
+                         f"{on_truncation!r}.") from None
 
 
 def _compression_code(compression_type):
@@ -160,20 +184,26 @@ class TFRecordDataset(_FileDataset):
       max_record_bytes: conveyor only: a record whose header declares more
         bytes raises ``DataLossError`` ("record size too large") instead of
         allocating; default 256 MiB.
+      on_truncation: conveyor only: what a file that ends inside a record (a
+        torn tail) does once its whole records are read: ``"warn"``
+        (default: a ``conveyor.errors.DataLossWarning`` naming the file and
+        the offset of the torn record, then the next file), ``"error"``
+        (``DataLossError`` "truncated record at <offset>") or ``"ignore"``.
 
     Each element is a scalar ``tf.string``: iteration yields ``bytes``.
     """
 
     def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None,
-                 name=None, max_record_bytes=None):
+                 name=None, max_record_bytes=None, on_truncation="warn"):
         compression = _compression_code(compression_type)
+        truncation = _truncation_code(on_truncation)
         buffer_size = _byte_count(buffer_size, "buffer_size", _DEFAULT_BUFFER)
         max_bytes = _byte_count(max_record_bytes, "max_record_bytes", 0, minimum=1) \
             if max_record_bytes is not None else 0
         self._compression_type = compression_type
 
         def make(files):
-            return _engine.tfrecord(files, compression, buffer_size, max_bytes)
+            return _engine.tfrecord(files, compression, buffer_size, max_bytes, truncation)
         super().__init__(filenames, num_parallel_reads, make)
 
 
@@ -183,16 +213,21 @@ class TextLineDataset(_FileDataset):
     Each line comes without its ``\\n``; every ``\\r`` byte is dropped (not
     only a trailing one), as tf.data does. An empty line in the middle of a
     file yields ``b""``; a last line without ``\\n`` is yielded only if it is
-    not empty. Arguments as for ``TFRecordDataset``.
+    not empty (that is normal, not a torn file). A GZIP or ZLIB file whose
+    stream is cut short is torn: ``on_truncation="warn"`` (default) warns and
+    keeps its incomplete last line, as TensorFlow keeps it (quietly);
+    ``"error"`` raises ``DataLossError`` instead of that line; ``"ignore"``
+    is TensorFlow's behaviour. Other arguments as for ``TFRecordDataset``.
     """
 
     def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None,
-                 name=None):
+                 name=None, on_truncation="warn"):
         compression = _compression_code(compression_type)
+        truncation = _truncation_code(on_truncation)
         buffer_size = _byte_count(buffer_size, "buffer_size", _DEFAULT_BUFFER)
 
         def make(files):
-            return _engine.text_line(files, compression, buffer_size)
+            return _engine.text_line(files, compression, buffer_size, truncation)
         super().__init__(filenames, num_parallel_reads, make)
 
 
@@ -200,15 +235,19 @@ class FixedLengthRecordDataset(_FileDataset):
     """A ``Dataset`` of fixed-length records from one or more binary files.
 
     Each file: ``header_bytes`` skipped, then records of ``record_bytes``
-    bytes, then ``footer_bytes`` skipped. An uncompressed file whose body is
-    not a whole number of records raises ``InvalidArgumentError`` and yields
-    none of its records; a compressed one (whose size is known only at its
-    end) yields its whole records, then raises ``DataLossError``, as in
-    tf.data. Other arguments as for ``TFRecordDataset``.
+    bytes, then ``footer_bytes`` skipped. A file whose body is not a whole
+    number of records ends in a torn record: its whole records come first,
+    then ``on_truncation`` decides (``"warn"``, the default: a
+    ``DataLossWarning`` naming the file and the torn record's offset;
+    ``"error"``: ``DataLossError``; ``"ignore"``). tf.data refuses such an
+    uncompressed file at open (``InvalidArgumentError``, none of its records)
+    and raises ``DataLossError`` after the whole records of a compressed one.
+    Other arguments as for ``TFRecordDataset``.
     """
 
     def __init__(self, filenames, record_bytes, header_bytes=None, footer_bytes=None,
-                 buffer_size=None, compression_type=None, num_parallel_reads=None, name=None):
+                 buffer_size=None, compression_type=None, num_parallel_reads=None, name=None,
+                 on_truncation="warn"):
         record_bytes = _byte_count(record_bytes, "record_bytes", None, minimum=1)
         if record_bytes is None:
             raise TypeError("`record_bytes` must be an int, got None.")
@@ -216,8 +255,9 @@ class FixedLengthRecordDataset(_FileDataset):
         footer_bytes = _byte_count(footer_bytes, "footer_bytes", 0)
         compression = _compression_code(compression_type)
         buffer_size = _byte_count(buffer_size, "buffer_size", _DEFAULT_BUFFER)
+        truncation = _truncation_code(on_truncation)
 
         def make(files):
             return _engine.fixed_length_record(files, header_bytes, record_bytes, footer_bytes,
-                                               compression, buffer_size)
+                                               compression, buffer_size, truncation)
         super().__init__(filenames, num_parallel_reads, make)

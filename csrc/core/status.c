@@ -1,5 +1,6 @@
 #include "core/status.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,4 +112,29 @@ const char *cv_code_name(CvCode code)
     case CV_INTERRUPTED: return "INTERRUPTED";
     }
     return "UNKNOWN";
+}
+
+/* -- warnings ------------------------------------------------------------ */
+
+static _Atomic(CvWarningHandler) warning_handler;
+
+void cv_set_warning_handler(CvWarningHandler handler)
+{
+    atomic_store(&warning_handler, handler);
+}
+
+void cv_warn(CvWarningKind kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vformat(fmt, ap);
+    va_end(ap);
+    if (!msg)
+        return;
+    CvWarningHandler h = atomic_load(&warning_handler);
+    if (h)
+        h(kind, msg);
+    else
+        fprintf(stderr, "conveyor: warning: %s\n", msg);
+    free(msg);
 }

@@ -69,4 +69,16 @@ void cv_status_free(CvStatus s);
 CvStatus cv_status_copy(CvStatus s);
 const char *cv_code_name(CvCode code);
 
+/* Warnings: what the engine reports without failing (a record file that ends
+ * inside a record). One process-wide handler, installed by the binding,
+ * turns them into Python warnings; without one they go to stderr. cv_warn
+ * may be called from any thread, with no engine lock held (the handler may
+ * take the GIL). */
+typedef enum CvWarningKind {
+    CV_WARNING_DATA_LOSS = 0, /* conveyor.errors.DataLossWarning */
+} CvWarningKind;
+typedef void (*CvWarningHandler)(CvWarningKind kind, const char *message);
+void cv_set_warning_handler(CvWarningHandler handler);
+void cv_warn(CvWarningKind kind, const char *fmt, ...) CV_PRINTF(2, 3);
+
 #endif

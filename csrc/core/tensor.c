@@ -61,6 +61,8 @@ static void buffer_release(CvBuffer *b)
     free(b->parts);
     b->parts = NULL;
     b->nparts = 0;
+    cv_origin_unref(b->origin);
+    b->origin = NULL;
     if (b->capacity >= CV_POOL_MIN_BYTES) {
         pthread_mutex_lock(&pool_mu);
         if (pool_count < CV_POOL_SLOTS && pool_bytes + b->capacity <= CV_POOL_MAX_BYTES) {
@@ -131,7 +133,63 @@ CvBuffer *cv_buffer_new(size_t size)
     b->size = size;
     b->parts = NULL;
     b->nparts = 0;
+    b->origin = NULL;
+    b->origin_index = CV_ORIGIN_WHOLE_FILE;
     return b;
+}
+
+struct CvOrigin {
+    atomic_long refcount;
+    char path[];
+};
+
+CvOrigin *cv_origin_new(const char *path)
+{
+    size_t n = strlen(path);
+    CvOrigin *o = malloc(sizeof(*o) + n + 1);
+    if (!o)
+        return NULL;
+    atomic_init(&o->refcount, 1);
+    memcpy(o->path, path, n + 1);
+    return o;
+}
+
+CvOrigin *cv_origin_ref(CvOrigin *o)
+{
+    atomic_fetch_add_explicit(&o->refcount, 1, memory_order_relaxed);
+    return o;
+}
+
+void cv_origin_unref(CvOrigin *o)
+{
+    if (o && atomic_fetch_sub_explicit(&o->refcount, 1, memory_order_acq_rel) == 1)
+        free(o);
+}
+
+const char *cv_origin_path(const CvOrigin *o)
+{
+    return o->path;
+}
+
+void cv_buffer_set_origin(CvBuffer *b, CvOrigin *o, uint64_t index)
+{
+    if (!o)
+        return;
+    cv_origin_unref(b->origin);
+    b->origin = cv_origin_ref(o);
+    b->origin_index = index < CV_ORIGIN_WHOLE_FILE ? (uint32_t)index : CV_ORIGIN_WHOLE_FILE;
+}
+
+bool cv_tensor_origin_str(const CvTensor *t, char *buf, size_t size)
+{
+    const CvBuffer *b = t->buf;
+    if (!b || !b->origin)
+        return false;
+    if (b->origin_index == CV_ORIGIN_WHOLE_FILE)
+        snprintf(buf, size, "\"%s\"", b->origin->path);
+    else
+        snprintf(buf, size, "record %u of \"%s\"", (unsigned)b->origin_index, b->origin->path);
+    return true;
 }
 
 void cv_buffer_set_parts(CvBuffer *b, CvBuffer **parts, uint32_t n)

@@ -68,10 +68,30 @@ struct CvBuffer {
      * NULL / 0 for most buffers. */
     CvBuffer **parts;
     uint32_t nparts;
+    /* Where the bytes came from, for error messages (see CvOrigin): record
+     * `origin_index` of the file, or CV_ORIGIN_WHOLE_FILE. */
+    uint32_t origin_index;
     /* Frees the buffer (and its memory) when the last reference drops; may
      * run on any thread, so it must not need the GIL. */
     void (*release)(CvBuffer *buf);
+    struct CvOrigin *origin; /* one reference, or NULL (most buffers) */
 };
+
+/* The provenance of a record's or a file's bytes: the file's path, shared
+ * (reference counted) by every buffer read from that file. Record readers
+ * and ReadFile set it on the buffers they fill; a traced program whose op
+ * fails cites it (on record 7 of "a.tfr"). The index lives in the
+ * buffer (32 bits, kept inside the 64-byte header): records past
+ * CV_ORIGIN_WHOLE_FILE - 1 are cited without their index. */
+typedef struct CvOrigin CvOrigin;
+#define CV_ORIGIN_WHOLE_FILE UINT32_MAX
+CvOrigin *cv_origin_new(const char *path); /* NULL when out of memory */
+CvOrigin *cv_origin_ref(CvOrigin *o);
+void cv_origin_unref(CvOrigin *o); /* NULL-safe */
+const char *cv_origin_path(const CvOrigin *o);
+/* Attach `o` (a new reference; NULL: nothing) to a buffer not yet shared,
+ * with a record index (CV_ORIGIN_WHOLE_FILE for a whole file). */
+void cv_buffer_set_origin(CvBuffer *b, CvOrigin *o, uint64_t index);
 
 typedef struct CvTensor {
     CvDtype dtype;
@@ -80,6 +100,10 @@ typedef struct CvTensor {
     char *data;    /* first byte of this tensor, inside buf */
     CvBuffer *buf; /* one owned reference */
 } CvTensor;
+
+/* Describe where t's bytes came from into buf (record 7 of "a.tfr", or
+ * "a.jpg" in quotes); false (buf untouched) when unknown. */
+bool cv_tensor_origin_str(const CvTensor *t, char *buf, size_t size);
 
 typedef struct CvElement {
     uint32_t n;

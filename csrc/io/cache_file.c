@@ -712,6 +712,104 @@ CvStatus cv_cache_reader_open(const char *path, CvCacheReader **out)
     return CV_STATUS_OK;
 }
 
+/* pread exactly n bytes at offset (false: error or the file ends first). */
+static bool pread_all(int fd, void *dst, size_t n, uint64_t offset)
+{
+    char *p = dst;
+    while (n > 0) {
+        ssize_t got = pread(fd, p, n, (off_t)offset);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return false;
+        p += got;
+        n -= (size_t)got;
+        offset += (uint64_t)got;
+    }
+    return true;
+}
+
+/* The trailer starts at `at` with `rest` bytes to the end of the file: true
+ * when they are fewer than the trailer (by its own lengths) and the footer. */
+static bool trailer_cut(int fd, uint64_t at, uint64_t rest)
+{
+    if (rest > MAX_STRUCTURE_BYTES + ((uint64_t)MAX_COMPONENTS << 7) + 4096)
+        return false;
+    char *t = malloc(rest ? (size_t)rest : 1);
+    if (!t || !pread_all(fd, t, (size_t)rest, at)) {
+        free(t);
+        return false;
+    }
+    bool cut = true;
+    uint64_t pos = 24;
+    if (rest >= pos) {
+        uint32_t nc = get32(t + 4);
+        for (uint32_t i = 0; i < nc && pos + 8 <= rest; i++) {
+            int32_t rank = (int32_t)get32(t + pos + 4);
+            pos += 8 + (rank > 0 ? (uint64_t)rank * 8 : 0);
+        }
+        if (nc <= MAX_COMPONENTS && pos + 8 <= rest) {
+            uint64_t slen = get64(t + pos);
+            if (slen <= MAX_STRUCTURE_BYTES)
+                cut = pad8((size_t)(pos + 8 + slen)) + FOOTER_BYTES > rest;
+        }
+    }
+    free(t);
+    return cut;
+}
+
+bool cv_cache_file_torn(const char *path, uint64_t *offset)
+{
+    bool torn = false;
+    cv_blocking_begin();
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        goto done;
+    uint64_t size = (uint64_t)st.st_size, at = PROLOGUE_BYTES;
+    char buf[PROLOGUE_BYTES];
+    if (size < PROLOGUE_BYTES) { /* a cut inside the prologue: a prefix of its magic */
+        torn = pread_all(fd, buf, (size_t)size, 0) &&
+               memcmp(buf, prologue_magic, size < 8 ? (size_t)size : 8) == 0;
+        *offset = 0;
+        goto done;
+    }
+    if (!pread_all(fd, buf, PROLOGUE_BYTES, 0) || memcmp(buf, prologue_magic, 8) != 0 ||
+        get32(buf + 28) != cv_crc32c_masked(buf, 28))
+        goto done;
+    if (size >= PROLOGUE_BYTES + FOOTER_BYTES && pread_all(fd, buf, FOOTER_BYTES, size - FOOTER_BYTES) &&
+        memcmp(buf + 24, footer_magic, 8) == 0 && get32(buf + 20) == cv_crc32c_masked(buf, 20))
+        goto done; /* a complete file that is damaged elsewhere */
+    /* Walk the whole chunks; the first part that does not fit is where the tear is. */
+    for (;;) {
+        *offset = at;
+        if (size - at < CHUNK_HEADER_BYTES) {
+            torn = true;
+            break;
+        }
+        if (!pread_all(fd, buf, CHUNK_HEADER_BYTES, at))
+            break;
+        if (get32(buf) == TRAILER_MAGIC) {
+            torn = trailer_cut(fd, at, size - at); /* else the footer is damaged */
+            break;
+        }
+        if (get32(buf) != CHUNK_MAGIC || get32(buf + 28) != cv_crc32c_masked(buf, 28))
+            break; /* damaged, not torn */
+        uint64_t data_len = get64(buf + 8), shape_len = get64(buf + 16);
+        uint64_t room = size - at - CHUNK_HEADER_BYTES;
+        if (data_len > room || shape_len > room - data_len) {
+            torn = true;
+            break;
+        }
+        at += CHUNK_HEADER_BYTES + data_len + shape_len;
+    }
+done:
+    if (fd >= 0)
+        close(fd);
+    cv_blocking_end();
+    return torn;
+}
+
 const CvCacheFileInfo *cv_cache_reader_info(const CvCacheReader *r)
 {
     return &r->info;

@@ -116,6 +116,12 @@ const CvCacheFileInfo *cv_cache_reader_info(const CvCacheReader *r);
  * reader then stays at the end. */
 CvStatus cv_cache_reader_next(CvCacheReader *r, CvElement *out, bool *end);
 void cv_cache_reader_close(CvCacheReader *r); /* NULL-safe */
+/* After cv_cache_reader_open failed with DATA_LOSS: true when the file at
+ * `path` is a cache file cut short (a torn tail: a valid prologue, whole
+ * chunks, then a partial chunk, trailer or footer, or a prefix of the
+ * prologue), with *offset the byte offset where the first incomplete part
+ * starts; false for a damaged or foreign file. */
+bool cv_cache_file_torn(const char *path, uint64_t *offset);
 
 /* ------------------------------------------------------------------ lock */
 

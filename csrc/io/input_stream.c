@@ -35,6 +35,8 @@ struct CvInputStream {
     bool z_init;
     bool raw_eof;     /* read() returned 0 */
     bool stream_done; /* ZLIB stream ended: the rest of the file is ignored */
+    bool in_member;   /* inflate is inside a ZLIB stream / GZIP member */
+    bool truncated;   /* the file ended inside one (a torn compressed stream) */
 };
 
 const char *cv_input_stream_path(const CvInputStream *s)
@@ -50,6 +52,11 @@ CvCompression cv_input_stream_compression(const CvInputStream *s)
 uint64_t cv_input_stream_file_size(const CvInputStream *s)
 {
     return s->file_size;
+}
+
+bool cv_input_stream_truncated(const CvInputStream *s)
+{
+    return s->truncated;
 }
 
 uint64_t cv_input_stream_offset(const CvInputStream *s)
@@ -165,7 +172,10 @@ static CvStatus fill(CvInputStream *s, bool *eof)
             return cv_error(CV_DATA_LOSS, "inflate() failed with error %d%s%s", r,
                             s->z.msg ? ": " : "", s->z.msg ? s->z.msg : "");
         s->len = s->cap - s->z.avail_out;
+        if (r == Z_OK)
+            s->in_member = true;
         if (r == Z_STREAM_END) {
+            s->in_member = false;
             if (s->compression == CV_COMPRESSION_GZIP)
                 inflateReset(&s->z); /* a following gzip member, if any */
             else
@@ -175,6 +185,7 @@ static CvStatus fill(CvInputStream *s, bool *eof)
             return CV_STATUS_OK;
         /* No progress: more compressed input. */
         if (s->raw_eof) {
+            s->truncated = s->in_member || s->z.avail_in > 0;
             *eof = true;
             return CV_STATUS_OK;
         }
@@ -188,6 +199,7 @@ static CvStatus fill(CvInputStream *s, bool *eof)
         s->z.next_in = s->in;
         s->z.avail_in = (uInt)(keep + got);
         if (got == 0) {
+            s->truncated = s->in_member || s->z.avail_in > 0;
             *eof = true;
             return CV_STATUS_OK;
         }

@@ -38,6 +38,9 @@ CvCompression cv_input_stream_compression(const CvInputStream *s);
 /* The file's size at open (compressed bytes); UINT64_MAX when it is not a
  * regular file. */
 uint64_t cv_input_stream_file_size(const CvInputStream *s);
+/* After the end of a compressed stream: true when the file ended inside a
+ * ZLIB stream or GZIP member (it was cut short); false otherwise. */
+bool cv_input_stream_truncated(const CvInputStream *s);
 /* Uncompressed bytes consumed so far (where the next read starts). */
 uint64_t cv_input_stream_offset(const CvInputStream *s);
 

@@ -21,7 +21,10 @@ struct CvRecordReader {
      * lookahead (record + footer). */
     unsigned char *scratch;
     size_t scratch_len, scratch_cap;
-    uint64_t limit; /* fixed-length uncompressed: offset where the footer starts */
+    uint64_t limit; /* fixed-length uncompressed: offset where the whole records end */
+    bool torn_tail; /* fixed-length uncompressed: a partial record follows `limit` */
+    bool torn_told; /* text lines: the cut stream was reported (its last line follows) */
+    CvOrigin *origin; /* the path, for the records' buffers (NULL when out of memory) */
 };
 
 void cv_record_reader_close(CvRecordReader *r)
@@ -29,6 +32,7 @@ void cv_record_reader_close(CvRecordReader *r)
     if (!r)
         return;
     cv_input_stream_close(r->s);
+    cv_origin_unref(r->origin);
     free(r->scratch);
     free(r);
 }
@@ -68,6 +72,49 @@ static CvStatus record_error(CvRecordReader *r, const char *what, uint64_t offse
                     r->compression != CV_COMPRESSION_NONE ? cv_compression_name(r->compression) : "");
 }
 
+static const char *format_name(CvRecordFormat f)
+{
+    return f == CV_FORMAT_TFRECORD ? "TFRecord" : f == CV_FORMAT_TEXT_LINE ? "Text" : "Fixed-length record";
+}
+
+/* The file ends inside the record that starts at `start` (a torn tail): as
+ * options.on_truncation says. Every record before it has been returned. */
+static CvStatus torn(CvRecordReader *r, uint64_t start, bool *eof, bool keep_partial)
+{
+    switch (r->p.options.on_truncation) {
+    case CV_TRUNCATION_ERROR:
+        return cv_error(CV_DATA_LOSS, "truncated record at %" PRIu64 " in \"%s\" (record %" PRIu64
+                        ")%s%s: the file ends inside this record (a torn tail)", start, r->path,
+                        r->index, r->compression != CV_COMPRESSION_NONE ? ", " : "",
+                        r->compression != CV_COMPRESSION_NONE ? cv_compression_name(r->compression)
+                                                              : "");
+    case CV_TRUNCATION_WARN:
+        cv_warn(CV_WARNING_DATA_LOSS,
+                "%s file \"%s\" ends inside record %" PRIu64 ", which starts at byte offset %"
+                PRIu64 "%s%s%s (a torn tail: the file was cut short); the %" PRIu64 " record%s "
+                "before it %s read%s. Pass on_truncation=\"error\" to raise DataLossError "
+                "instead.",
+                format_name(r->p.format), r->path,
+                r->index, start, r->compression != CV_COMPRESSION_NONE ? " of the uncompressed " : "",
+                r->compression != CV_COMPRESSION_NONE ? cv_compression_name(r->compression) : "",
+                r->compression != CV_COMPRESSION_NONE ? " stream" : "", r->index,
+                r->index == 1 ? "" : "s", r->index == 1 ? "was" : "were",
+                keep_partial ? " and its incomplete last line is kept" : " and the partial record is skipped");
+        break;
+    case CV_TRUNCATION_IGNORE:
+        break;
+    }
+    *eof = true;
+    return CV_STATUS_OK;
+}
+
+/* Record r->index's provenance on its buffer, and count it. */
+static void record_done(CvRecordReader *r, CvTensor *out)
+{
+    cv_buffer_set_origin(out->buf, r->origin, r->index);
+    r->index++;
+}
+
 static inline uint64_t le64(const unsigned char *p)
 {
     uint64_t v = 0;
@@ -92,9 +139,11 @@ static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
     CvStatus st = cv_input_stream_read(s, hdr, sizeof(hdr), &got);
     if (st)
         return stream_error(r, st, start);
-    if (got < sizeof(hdr)) {
-        /* TensorFlow (2.x) ends the file quietly at a partial header too: its
-         * header read reports OutOfRange, which the dataset takes as the end. */
+    /* A cut inside the header: TensorFlow (2.x) ends the file quietly. A
+     * compressed stream cut at a record boundary is torn too. */
+    if (got < sizeof(hdr) && (got > 0 || cv_input_stream_truncated(s)))
+        return torn(r, start, eof, false);
+    if (got == 0) {
         *eof = true;
         return CV_STATUS_OK;
     }
@@ -103,7 +152,7 @@ static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
     uint64_t len = le64(hdr);
     uint64_t at = cv_input_stream_offset(s), size = cv_input_stream_file_size(s);
     if (r->compression == CV_COMPRESSION_NONE && at <= size && len > size - at)
-        return record_error(r, "truncated", start); /* before allocating anything */
+        return torn(r, start, eof, false); /* before allocating anything */
     if (len > r->p.options.max_record_bytes || len > SIZE_MAX - 64)
         return cv_error(CV_DATA_LOSS, "record size too large: corrupted record at %" PRIu64
                         " in \"%s\" (record %" PRIu64 ") declares %" PRIu64 " bytes, more than "
@@ -146,7 +195,7 @@ static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
         if (st)
             return stream_error(r, st, start);
         if (got < n)
-            return record_error(r, "truncated", start);
+            return torn(r, start, eof, false);
     }
     if (!st && got == n)
         st = cv_input_stream_read(s, foot, sizeof(foot), &got);
@@ -154,13 +203,13 @@ static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
         got = 0;
     if (st || got < sizeof(foot)) {
         cv_tensor_clear(out);
-        return st ? stream_error(r, st, start) : record_error(r, "truncated", start);
+        return st ? stream_error(r, st, start) : torn(r, start, eof, false);
     }
     if (cv_crc32c_masked(blob, n) != le32(foot)) {
         cv_tensor_clear(out);
         return record_error(r, "corrupted", start + sizeof(hdr)); /* TF: the data's offset */
     }
-    r->index++;
+    record_done(r, out);
     return CV_STATUS_OK;
 }
 
@@ -203,13 +252,23 @@ static CvStatus text_line_next(CvRecordReader *r, CvTensor *out, bool *eof)
         if (st)
             return stream_error(r, st, start);
         if (end) {
+            /* A compressed stream cut short: its last line may be incomplete. */
+            if (cv_input_stream_truncated(s) && !r->torn_told &&
+                r->p.options.on_truncation != CV_TRUNCATION_IGNORE) {
+                r->torn_told = true;
+                bool last = r->scratch_len > 0 && r->p.options.on_truncation == CV_TRUNCATION_WARN;
+                st = torn(r, start, eof, last);
+                if (st || !last)
+                    return st;
+                *eof = false; /* warned: the partial line is still a line, as in TensorFlow */
+            }
             if (r->scratch_len == 0) { /* a last segment is a line only if non-empty */
                 *eof = true;
                 return CV_STATUS_OK;
             }
             st = emit(out, r->scratch, r->scratch_len);
             if (!st)
-                r->index++;
+                record_done(r, out);
             return st;
         }
         const unsigned char *nl = memchr(p, '\n', avail);
@@ -225,7 +284,7 @@ static CvStatus text_line_next(CvRecordReader *r, CvTensor *out, bool *eof)
             return st;
         cv_input_stream_consume(s, seg + (nl ? 1 : 0));
         if (nl) {
-            r->index++;
+            record_done(r, out);
             return CV_STATUS_OK;
         }
     }
@@ -241,6 +300,10 @@ static CvStatus fixed_length_next(CvRecordReader *r, CvTensor *out, bool *eof)
     CvStatus st;
     if (r->compression == CV_COMPRESSION_NONE) {
         if (start >= r->limit) {
+            if (r->torn_tail) {
+                r->torn_tail = false;
+                return torn(r, start, eof, false);
+            }
             *eof = true;
             return CV_STATUS_OK;
         }
@@ -252,30 +315,36 @@ static CvStatus fixed_length_next(CvRecordReader *r, CvTensor *out, bool *eof)
             cv_tensor_clear(out);
             return st ? st : record_error(r, "truncated", start); /* the file shrank */
         }
-        r->index++;
+        record_done(r, out);
         return CV_STATUS_OK;
     }
     /* Compressed: the size is unknown, so keep `footer_bytes` of lookahead. */
+    start -= r->scratch_len;
     st = cv_input_stream_read(s, r->scratch + r->scratch_len, rec + foot - r->scratch_len, &got);
     if (st)
         return stream_error(r, st, start);
     r->scratch_len += got;
     if (r->scratch_len < rec + foot) {
-        if (r->scratch_len == foot) {
+        if (r->scratch_len == foot && !cv_input_stream_truncated(s)) {
             *eof = true;
             return CV_STATUS_OK;
         }
+        if (p->options.on_truncation != CV_TRUNCATION_ERROR)
+            return torn(r, start, eof, false);
         uint64_t body = cv_input_stream_offset(s) - p->header_bytes - p->footer_bytes;
-        return cv_error(CV_DATA_LOSS, "Excluding the header (%" PRIu64 " bytes) and footer (%" PRIu64
-                        " bytes), input file \"%s\" has body length %" PRIu64 " bytes, which is not "
-                        "an exact multiple of the record length (%" PRIu64 " bytes).",
-                        p->header_bytes, p->footer_bytes, r->path, body, p->record_bytes);
+        return cv_error(CV_DATA_LOSS, "truncated record at %" PRIu64 " in \"%s\" (record %"
+                        PRIu64 "), %s: the file ends inside this record (a torn tail): excluding the "
+                        "header (%" PRIu64 " bytes) and footer (%" PRIu64 " bytes), it has body "
+                        "length %" PRIu64 " bytes, which is not an exact multiple of the record "
+                        "length (%" PRIu64 " bytes).", start, r->path, r->index,
+                        cv_compression_name(r->compression), p->header_bytes, p->footer_bytes,
+                        body, p->record_bytes);
     }
     if ((st = emit(out, r->scratch, rec)))
         return st;
     memmove(r->scratch, r->scratch + rec, foot);
     r->scratch_len = foot;
-    r->index++;
+    record_done(r, out);
     return CV_STATUS_OK;
 }
 
@@ -291,12 +360,10 @@ static CvStatus fixed_length_start(CvRecordReader *r)
                             "the header (%" PRIu64 " bytes) and footer (%" PRIu64 " bytes)",
                             r->path, cv_input_stream_file_size(s), p->header_bytes, p->footer_bytes);
         uint64_t body = cv_input_stream_file_size(s) - hf;
-        if (body % p->record_bytes)
-            return cv_error(CV_INVALID_ARGUMENT, "Excluding the header (%" PRIu64 " bytes) and footer (%"
-                            PRIu64 " bytes), input file \"%s\" has body length %" PRIu64 " bytes, "
-                            "which is not an exact multiple of the record length (%" PRIu64 " bytes).",
-                            p->header_bytes, p->footer_bytes, r->path, body, p->record_bytes);
-        r->limit = cv_input_stream_file_size(s) - p->footer_bytes;
+        /* A body that is not a whole number of records ends in a torn record:
+         * the whole ones come first (TensorFlow refuses the file at open). */
+        r->torn_tail = body % p->record_bytes != 0;
+        r->limit = p->header_bytes + body - body % p->record_bytes;
         return cv_input_stream_seek(s, p->header_bytes, "(seeking past the header)");
     }
     if (p->record_bytes + p->footer_bytes > SIZE_MAX / 2)
@@ -327,8 +394,10 @@ CvStatus cv_record_reader_open(const char *path, const CvReaderParams *params, C
         r->p.options.max_record_bytes = CV_DEFAULT_MAX_RECORD_BYTES;
     r->compression = r->p.options.compression;
     CvStatus st = cv_input_stream_open(path, r->compression, r->p.options.buffer_size, &r->s);
-    if (!st)
+    if (!st) {
         r->path = cv_input_stream_path(r->s);
+        r->origin = cv_origin_new(r->path); /* NULL (out of memory): no provenance */
+    }
     if (!st && r->p.format == CV_FORMAT_FIXED_LENGTH)
         st = fixed_length_start(r);
     if (st) {
@@ -358,6 +427,8 @@ CvStatus cv_reader_params_check(const CvReaderParams *params)
     const CvReadOptions *o = &params->options;
     if (!cv_compression_valid(o->compression))
         return cv_error(CV_INVALID_ARGUMENT, "unknown compression code %d", (int)o->compression);
+    if (!cv_truncation_valid((int)o->on_truncation))
+        return cv_error(CV_INVALID_ARGUMENT, "unknown truncation mode %d", (int)o->on_truncation);
     if (params->format == CV_FORMAT_FIXED_LENGTH && params->record_bytes == 0)
         return cv_error(CV_INVALID_ARGUMENT, "`record_bytes` must be > 0");
     if (params->header_bytes > INT64_MAX || params->record_bytes > INT64_MAX ||

@@ -21,8 +21,23 @@
 
 #define CV_DEFAULT_MAX_RECORD_BYTES ((uint64_t)256 << 20)
 
+/* What a file that ends inside a record (a torn tail: a writer that died
+ * mid-write, a copy cut short) does. Every whole record before the tear is
+ * returned first in each mode. */
+typedef enum CvTruncation {
+    CV_TRUNCATION_WARN = 0,   /* a DataLossWarning naming the file and the tear's offset; the file ends */
+    CV_TRUNCATION_ERROR = 1,  /* DATA_LOSS "truncated record at <offset>" naming the file */
+    CV_TRUNCATION_IGNORE = 2, /* the file ends quietly (TensorFlow's header case) */
+} CvTruncation;
+
+static inline bool cv_truncation_valid(int t)
+{
+    return t >= CV_TRUNCATION_WARN && t <= CV_TRUNCATION_IGNORE;
+}
+
 typedef struct CvReadOptions {
     CvCompression compression;
+    CvTruncation on_truncation;
     size_t buffer_size;        /* bytes per read (and per inflate output); 0 = default */
     uint64_t max_record_bytes; /* TFRecord: larger declared lengths are data loss; 0 = default */
 } CvReadOptions;
@@ -40,19 +55,23 @@ typedef struct CvReaderParams {
     uint64_t header_bytes, record_bytes, footer_bytes; /* fixed-length only */
 } CvReaderParams;
 
-/* INVALID_ARGUMENT unless the params can be read with: a known compression;
+/* INVALID_ARGUMENT unless the params can be read with: a known compression
+ * and truncation mode;
  * fixed-length: record_bytes > 0 and the sizes fit in int64. */
 CvStatus cv_reader_params_check(const CvReaderParams *params);
 
 typedef struct CvRecordReader CvRecordReader;
 
 /* Open `path` for reading records. Errors: NOT_FOUND (missing), PERMISSION_DENIED,
- * FAILED_PRECONDITION (a directory), INVALID_ARGUMENT (a fixed-length file whose
- * size does not fit the layout), each naming the path. */
+ * FAILED_PRECONDITION (a directory), INVALID_ARGUMENT (a fixed-length file
+ * shorter than its header and footer), each naming the path. */
 CvStatus cv_record_reader_open(const char *path, const CvReaderParams *params, CvRecordReader **out);
-/* The next record as a scalar string tensor (owned by the caller), or *eof.
- * Errors (DATA_LOSS with "truncated record at <offset>" / "corrupted record at
- * <offset>", the path and the record index) leave the reader unusable: close it. */
+/* The next record as a scalar string tensor (owned by the caller, its buffer
+ * carrying the file and record index as its CvOrigin), or *eof. A torn tail
+ * is handled as options.on_truncation says (a warning and *eof, or
+ * DATA_LOSS "truncated record at <offset>", or *eof). Errors (DATA_LOSS with
+ * "truncated record at <offset>" / "corrupted record at <offset>", the path
+ * and the record index) leave the reader unusable: close it. */
 CvStatus cv_record_reader_next(CvRecordReader *r, CvTensor *out, bool *eof);
 void cv_record_reader_close(CvRecordReader *r); /* NULL-safe */
 

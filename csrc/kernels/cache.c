@@ -45,6 +45,7 @@
 #include "core/array.h"
 #include "core/memory.h"
 #include "core/thread.h"
+#include "io/record_reader.h"
 #include "kernels/kernels.h"
 
 /* ------------------------------------------------------------- recording */
@@ -210,6 +211,8 @@ struct CvCacheStore {
     CvCacheHooks hooks;
     atomic_bool warned_partial;
     atomic_bool warned_write;
+    atomic_bool warned_torn;
+    int on_truncation; /* CvTruncation; set before the store is shared */
     pthread_mutex_t mu; /* orders publishing */
     _Atomic(Recording *) complete;
 };
@@ -259,6 +262,11 @@ void cv_cache_store_unref(CvCacheStore *st)
     free(st->path);
     free(st->lock_path);
     free(st);
+}
+
+void cv_cache_store_set_truncation(CvCacheStore *st, int on_truncation)
+{
+    st->on_truncation = on_truncation;
 }
 
 const char *cv_cache_store_path(const CvCacheStore *st)
@@ -490,14 +498,32 @@ static CvStatus open_input(CacheIterator *it)
 }
 
 /* FILE_READ if the committed file is there and fits the expected spec. Sets
- * *found false (and returns OK) when there is no committed file. */
-static CvStatus open_reader(CacheIterator *it, bool *found)
+ * *found false (and returns OK) when there is no committed file, or (*torn)
+ * a torn one that the store's on_truncation lets the pass compute again. */
+static CvStatus open_reader(CacheIterator *it, bool *found, bool *torn)
 {
     const CacheParams *p = it->base.dataset->params;
-    *found = false;
-    CvStatus s = cv_cache_reader_open(p->store->path, &it->reader);
+    CvCacheStore *st = p->store;
+    *found = *torn = false;
+    CvStatus s = cv_cache_reader_open(st->path, &it->reader);
     if (s && s->code == CV_NOT_FOUND) {
         cv_status_free(s);
+        return CV_STATUS_OK;
+    }
+    uint64_t at;
+    if (s && s->code == CV_DATA_LOSS && cv_cache_file_torn(st->path, &at)) {
+        cv_status_free(s);
+        if (st->on_truncation == CV_TRUNCATION_ERROR)
+            return cv_error(CV_DATA_LOSS, "Dataset.cache: the cache file '%s' is truncated at byte "
+                            "offset %" PRIu64 " (a torn tail: the file was cut short after it was "
+                            "written). Delete it to compute the cache again.", st->path, at);
+        if (st->on_truncation == CV_TRUNCATION_WARN && !atomic_exchange(&st->warned_torn, true))
+            cv_warn(CV_WARNING_DATA_LOSS, "Dataset.cache: the cache file '%s' is truncated at byte "
+                    "offset %" PRIu64 " (a torn tail: the file was cut short after it was "
+                    "written); its elements are computed again from the input and the file is "
+                    "replaced. Pass on_truncation=\"error\" to raise DataLossError instead.",
+                    st->path, at);
+        *torn = true;
         return CV_STATUS_OK;
     }
     if (!s && p->expected)
@@ -518,8 +544,8 @@ static CvStatus open_reader(CacheIterator *it, bool *found)
 static CvStatus start_file_pass(CacheIterator *it)
 {
     CvCacheStore *st = store_of(it);
-    bool found;
-    CvStatus s = open_reader(it, &found);
+    bool found, torn;
+    CvStatus s = open_reader(it, &found, &torn);
     if (s || found)
         return s;
     it->mode = PASS_THROUGH;
@@ -530,12 +556,14 @@ static CvStatus start_file_pass(CacheIterator *it)
     }
     if (it->lock_fd < 0)
         return CV_STATUS_OK; /* another writer */
-    if (cv_cache_file_exists(st->path)) { /* committed since open_reader looked */
-        release_lock(it);
-        if ((s = open_reader(it, &found)) || found)
+    if (cv_cache_file_exists(st->path)) { /* committed since open_reader looked, or torn */
+        if ((s = open_reader(it, &found, &torn)) || found || !torn) {
+            release_lock(it);
+            if (!s && !found)
+                it->mode = PASS_THROUGH;
             return s;
-        it->mode = PASS_THROUGH;
-        return CV_STATUS_OK;
+        }
+        /* Still torn, and ours to write: the commit replaces it. */
     }
     cv_cache_remove_stale_temps(st->path, NULL);
     s = cv_cache_writer_open(st->path, &it->writer);
@@ -574,8 +602,8 @@ static CvStatus cache_make_iterator(const CvDataset *ds, CvIterator **out)
             s = it->temp ? open_input(it) : cv_error_nomem();
         }
     } else {
-        bool found;
-        s = open_reader(it, &found);
+        bool found, torn;
+        s = open_reader(it, &found, &torn);
         if (!s && !found) {
             it->mode = FILE_PENDING;
             s = open_input(it);

@@ -53,5 +53,12 @@ void cv_cache_store_unref(CvCacheStore *store); /* NULL-safe */
 const char *cv_cache_store_path(const CvCacheStore *store);
 /* Memory store: elements held by the completed cache (-1 while none). */
 int64_t cv_cache_store_count(const CvCacheStore *store);
+/* File store, before it is shared: what a torn cache file (one cut short
+ * after it was written: io/cache_file.h, cv_cache_file_torn) does, a
+ * CvTruncation (io/record_reader.h). WARN (the default): a DataLossWarning
+ * naming the file and the offset of the tear, once per store, and the pass
+ * computes the elements again and replaces the file; IGNORE: the same
+ * without a word; ERROR: DATA_LOSS naming the file and the offset. */
+void cv_cache_store_set_truncation(CvCacheStore *store, int on_truncation);
 
 #endif

@@ -1,7 +1,9 @@
 /* FixedLengthRecordDataset: skip header_bytes, then records of record_bytes
- * until footer_bytes before the end. Uncompressed files whose body is not a
- * whole number of records fail at open (InvalidArgument, no records);
- * compressed ones yield the whole records, then DataLoss, as tf.data does.
+ * until footer_bytes before the end. A file whose body is not a whole number
+ * of records yields its whole records, then ends as its reader's
+ * on_truncation says (a warning, DataLoss, or quietly); tf.data refuses an
+ * uncompressed one at open (InvalidArgument, no records) and raises DataLoss
+ * after the whole records of a compressed one.
  * The iterator is the record-file kernels' shared one
  * (kernels/common/file_records.c); framing is in io/record_reader.c. Never
  * needs the GIL. */

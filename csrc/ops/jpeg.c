@@ -79,6 +79,7 @@ typedef struct SourceMgr {
     size_t size;
     bool recover;
     bool wanted_more;  /* the decoder asked for bytes past the data */
+    bool exhausted;    /* ... and none were left: the data is truncated */
     uint64_t replayed; /* bytes handed out again by "bytes left" answers */
 } SourceMgr;
 
@@ -160,6 +161,7 @@ static boolean src_fill(j_decompress_ptr cinfo)
         src->pub.bytes_in_buffer = 2;
         return TRUE;
     }
+    src->exhausted = true; /* libjpeg says "Input file read error": the data ended */
     ERREXIT(cinfo, JERR_FILE_READ);
     return FALSE;
 }
@@ -305,8 +307,8 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
      * data suspends it, which TensorFlow reports as a failure. */
     if (!jpeg_start_decompress(ci)) {
         d->status = cv_error(CV_INVALID_ARGUMENT,
-                             "Invalid JPEG data: %s (the data ends before the last scan; "
-                             "try_recover_truncated=True decodes what is there)",
+                             "Invalid JPEG data: truncated: %s (the data ends before the last "
+                             "scan; try_recover_truncated=True decodes what is there)",
                              d->err.warning[0] ? d->err.warning : "Premature end of JPEG file");
         return false;
     }
@@ -392,8 +394,14 @@ static CvStatus decode(const uint8_t *data, size_t size, const CvJpegOptions *o,
         goto error;
     }
     if (!ok) {
-        status = d->status ? d->status
-                           : cv_error(CV_INVALID_ARGUMENT, "Invalid JPEG data: %s", d->err.message);
+        if (d->status)
+            status = d->status;
+        else if (d->src.exhausted)
+            status = cv_error(CV_INVALID_ARGUMENT, "Invalid JPEG data: truncated: the data ends after "
+                              "%zu bytes, before the %s (Premature end of JPEG file)", size,
+                              d->height ? "end of the image" : "end of its header");
+        else
+            status = cv_error(CV_INVALID_ARGUMENT, "Invalid JPEG data: %s", d->err.message);
         goto error;
     }
     if (d->rows_read < d->height) {
@@ -401,7 +409,7 @@ static CvStatus decode(const uint8_t *data, size_t size, const CvJpegOptions *o,
         float needed = o->acceptable_fraction < 1.0f ? o->acceptable_fraction : 1.0f;
         if (fraction < needed) {
             status = cv_error(CV_INVALID_ARGUMENT,
-                              "Invalid JPEG data: %s: the data ends after row %lld of %lld "
+                              "Invalid JPEG data: truncated: %s: the data ends after row %lld of %lld "
                               "(acceptable_fraction=%g; try_recover_truncated=True fills the "
                               "missing rows)",
                               d->err.warning[0] ? d->err.warning : "Premature end of JPEG file",

@@ -230,6 +230,54 @@ static CvStatus run_op(const CvOp *op, const CvOpAttrs *attrs, const CvTensor *i
     return s;
 }
 
+/* Where the bytes node `n` failed on came from: the first value, among its
+ * inputs and then their ancestors (breadth first, up to the element's
+ * components), whose buffer carries an origin (a record reader's record, a
+ * ReadFile's file). Values already dropped are looked through; dropped
+ * components are read from `in`. Runs on the error path only. */
+static bool failure_source(const CvProgram *p, int n, const CvTensor *values, const CvElement *in,
+                           char *buf, size_t size)
+{
+    bool found = false;
+    int *queue = malloc((size_t)p->num_values * sizeof(int));
+    bool *seen = calloc((size_t)p->num_values, sizeof(bool));
+    int head = 0, tail = 0;
+    if (!queue || !seen)
+        goto done;
+    for (int i = 0; i < p->nodes[n].num_inputs; i++) {
+        int v = p->nodes[n].inputs[i];
+        if (!seen[v]) {
+            seen[v] = true;
+            queue[tail++] = v;
+        }
+    }
+    while (head < tail && !found) {
+        int v = queue[head++];
+        const CvTensor *t = v < p->num_args && !values[v].buf ? &in->t[v] : &values[v];
+        if (t->buf && cv_tensor_origin_str(t, buf, size)) {
+            found = true;
+            break;
+        }
+        for (int k = 0; k < n; k++) { /* the node that produced v, if any */
+            const Node *node = &p->nodes[k];
+            if (v < node->first_output || v >= node->first_output + node->num_outputs)
+                continue;
+            for (int i = 0; i < node->num_inputs; i++) {
+                int u = node->inputs[i];
+                if (!seen[u]) {
+                    seen[u] = true;
+                    queue[tail++] = u;
+                }
+            }
+            break;
+        }
+    }
+done:
+    free(queue);
+    free(seen);
+    return found;
+}
+
 #define CV_PROGRAM_STACK_VALUES 64
 #define CV_PROGRAM_STACK_INPUTS 16
 
@@ -266,8 +314,11 @@ CvStatus cv_program_run(const CvProgram *p, const CvElement *in, const CvElement
         s = run_op(node->op, &node->attrs, args, node->num_inputs, &values[node->first_output],
                    node->num_outputs, &ctx);
         if (s) {
-            s = cv_status_prefix(s, "%s (element %llu), in %s: ", p->name,
-                                 (unsigned long long)id->index, node->op->name);
+            char source[1200];
+            bool known = failure_source(p, n, values, in, source, sizeof(source));
+            s = cv_status_prefix(s, "%s (element %llu), in %s%s%s: ", p->name,
+                                 (unsigned long long)id->index, node->op->name,
+                                 known ? " on " : "", known ? source : "");
             break;
         }
         for (int i = 0; i < node->num_inputs; i++)

@@ -4,7 +4,9 @@
  * file that shrinks meanwhile gives the bytes that were there); anything
  * else (a pipe, /proc) is read to its end. Errors name the file with
  * TensorFlow's codes: NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION for a
- * directory. No attributes. */
+ * directory. The output's buffer carries the path as its origin (core/tensor.h),
+ * so an op that fails on these bytes in a traced program names the file. No
+ * attributes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -98,6 +100,11 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     }
     ((CvStringRef *)out->data)->length = got; /* the file may have shrunk */
 done:
+    if (!s) { /* the path, for the errors of ops that decode these bytes */
+        CvOrigin *origin = cv_origin_new(path);
+        cv_buffer_set_origin(out->buf, origin, CV_ORIGIN_WHOLE_FILE);
+        cv_origin_unref(origin);
+    }
     if (fd >= 0)
         close(fd);
     free(path);

@@ -5,6 +5,7 @@
 #include "python/binding.h"
 
 #include "kernels/cache.h"
+#include "io/record_reader.h"
 #include "kernels/kernels.h"
 
 #define STORE_CAPSULE "conveyor._engine.CacheStore"
@@ -151,14 +152,20 @@ static PyObject *none_to_null(PyObject *o)
     return o == Py_None ? NULL : Py_NewRef(o);
 }
 
-/* cache_store(filename or None, warn, progress, describe, progress_delay_s) -> store */
+/* cache_store(filename or None, warn, progress, describe, progress_delay_s[, on_truncation])
+ * -> store */
 static PyObject *cache_store_new(PyObject *module, PyObject *args)
 {
     PyObject *filename, *warn, *progress, *describe, *path = NULL;
     double delay;
-    if (!PyArg_ParseTuple(args, "OOOOd:cache_store", &filename, &warn, &progress, &describe,
-                          &delay))
+    int truncation = CV_TRUNCATION_WARN;
+    if (!PyArg_ParseTuple(args, "OOOOd|i:cache_store", &filename, &warn, &progress, &describe,
+                          &delay, &truncation))
         return NULL;
+    if (!cv_truncation_valid(truncation)) {
+        PyErr_Format(PyExc_ValueError, "unknown truncation mode %d", truncation);
+        return NULL;
+    }
     if (filename != Py_None && !PyUnicode_FSConverter(filename, &path))
         return NULL;
     CvPyCacheHooks *h = PyMem_RawCalloc(1, sizeof(*h));
@@ -177,6 +184,7 @@ static PyObject *cache_store_new(PyObject *module, PyObject *args)
     Py_XDECREF(path);
     if (s)
         return cv_raise_status(cv_get_state(module), s);
+    cv_cache_store_set_truncation(st, truncation);
     PyObject *cap = PyCapsule_New(st, STORE_CAPSULE, store_capsule_free);
     if (!cap)
         cv_cache_store_unref(st);
@@ -316,7 +324,8 @@ static PyObject *cache_store_count(PyObject *module, PyObject *store)
 
 PyMethodDef cv_cache_functions[] = {
     {"cache_store", cache_store_new, METH_VARARGS,
-     "cache_store(filename or None, warn, progress, describe, progress_delay_s) -> store"},
+     "cache_store(filename or None, warn, progress, describe, progress_delay_s[, on_truncation])"
+     " -> store"},
     {"cache", cache_dataset, METH_VARARGS,
      "cache(input, store, expected or None, memory=None) -> Dataset"},
     {"cache_file_info", cache_file_info, METH_O,

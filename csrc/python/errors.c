@@ -108,7 +108,52 @@ static PyObject *errors_set_error_classes(PyObject *module, PyObject *mapping)
     Py_RETURN_NONE;
 }
 
+/* Engine warnings (core/status.h) go to one Python callable, handler(kind,
+ * message), registered by conveyor/__init__.py; process-wide like the rest
+ * of the engine's state (the module supports one interpreter). The call may
+ * come from any thread; an exception it raises (a warnings filter set to
+ * "error") is reported as unraisable, since the warning travels without
+ * failing the pipeline. */
+static PyObject *warning_handler; /* owned; NULL: stderr */
+
+static void python_warning(CvWarningKind kind, const char *message)
+{
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0) {
+        fprintf(stderr, "conveyor: warning: %s\n", message); /* the interpreter is finalizing */
+        return;
+    }
+    PyObject *handler = warning_handler ? Py_NewRef(warning_handler) : NULL;
+    if (handler) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb); /* an exception on its way (an iterator freed while unwinding) */
+        PyObject *r = PyObject_CallFunction(handler, "is", (int)kind, message);
+        if (!r)
+            PyErr_WriteUnraisable(handler);
+        Py_XDECREF(r);
+        PyErr_Restore(type, value, tb);
+        Py_DECREF(handler);
+    } else {
+        fprintf(stderr, "conveyor: warning: %s\n", message);
+    }
+    cv_python_end(&call);
+}
+
+static PyObject *errors_set_warning_handler(PyObject *module, PyObject *handler)
+{
+    (void)module;
+    if (handler != Py_None && !PyCallable_Check(handler)) {
+        PyErr_SetString(PyExc_TypeError, "expected a callable handler(kind, message) or None");
+        return NULL;
+    }
+    Py_XSETREF(warning_handler, handler == Py_None ? NULL : Py_NewRef(handler));
+    cv_set_warning_handler(python_warning);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef cv_error_functions[] = {
     {"set_error_classes", errors_set_error_classes, METH_O, "Register the conveyor.errors classes."},
+    {"set_warning_handler", errors_set_warning_handler, METH_O,
+     "set_warning_handler(handler(kind, message) or None): where engine warnings go."},
     {NULL, NULL, 0, NULL},
 };

@@ -12,8 +12,13 @@
 #define WRITER_CAPSULE "conveyor._engine.TFRecordWriter"
 
 static int read_options(int compression, long long buffer_size, long long max_record_bytes,
-                        CvReadOptions *o)
+                        int on_truncation, CvReadOptions *o)
 {
+    if (!cv_truncation_valid(on_truncation)) {
+        PyErr_Format(PyExc_ValueError, "unknown truncation mode %d", on_truncation);
+        return -1;
+    }
+    o->on_truncation = (CvTruncation)on_truncation;
     if (compression < CV_COMPRESSION_NONE || compression > CV_COMPRESSION_GZIP) {
         PyErr_Format(PyExc_ValueError, "unknown compression code %d", compression);
         return -1;
@@ -33,11 +38,13 @@ static PyObject *io_tfrecord(PyObject *module, PyObject *args)
     PyObject *input;
     int compression;
     long long buffer_size, max_record_bytes;
-    if (!PyArg_ParseTuple(args, "OiLL:tfrecord", &input, &compression, &buffer_size, &max_record_bytes))
+    int truncation = CV_TRUNCATION_WARN;
+    if (!PyArg_ParseTuple(args, "OiLL|i:tfrecord", &input, &compression, &buffer_size,
+                          &max_record_bytes, &truncation))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvReadOptions o;
-    if (!in || read_options(compression, buffer_size, max_record_bytes, &o) < 0)
+    if (!in || read_options(compression, buffer_size, max_record_bytes, truncation, &o) < 0)
         return NULL;
     CvDataset *ds = NULL;
     CvStatus s = cv_tfrecord_dataset(in, &o, &ds);
@@ -49,11 +56,12 @@ static PyObject *io_text_line(PyObject *module, PyObject *args)
     PyObject *input;
     int compression;
     long long buffer_size;
-    if (!PyArg_ParseTuple(args, "OiL:text_line", &input, &compression, &buffer_size))
+    int truncation = CV_TRUNCATION_WARN;
+    if (!PyArg_ParseTuple(args, "OiL|i:text_line", &input, &compression, &buffer_size, &truncation))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvReadOptions o;
-    if (!in || read_options(compression, buffer_size, 0, &o) < 0)
+    if (!in || read_options(compression, buffer_size, 0, truncation, &o) < 0)
         return NULL;
     CvDataset *ds = NULL;
     CvStatus s = cv_text_line_dataset(in, &o, &ds);
@@ -65,12 +73,13 @@ static PyObject *io_fixed_length_record(PyObject *module, PyObject *args)
     PyObject *input;
     int compression;
     long long header, record, footer, buffer_size;
-    if (!PyArg_ParseTuple(args, "OLLLiL:fixed_length_record", &input, &header, &record, &footer,
-                          &compression, &buffer_size))
+    int truncation = CV_TRUNCATION_WARN;
+    if (!PyArg_ParseTuple(args, "OLLLiL|i:fixed_length_record", &input, &header, &record, &footer,
+                          &compression, &buffer_size, &truncation))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvReadOptions o;
-    if (!in || read_options(compression, buffer_size, 0, &o) < 0)
+    if (!in || read_options(compression, buffer_size, 0, truncation, &o) < 0)
         return NULL;
     if (header < 0 || record <= 0 || footer < 0) {
         PyErr_SetString(PyExc_ValueError, "header_bytes and footer_bytes must be >= 0 and "
@@ -223,10 +232,11 @@ static PyObject *io_crc32c_force_software(PyObject *module, PyObject *arg)
 
 PyMethodDef cv_io_functions[] = {
     {"tfrecord", io_tfrecord, METH_VARARGS,
-     "tfrecord(filenames, compression, buffer_size, max_record_bytes) -> Dataset"},
-    {"text_line", io_text_line, METH_VARARGS, "text_line(filenames, compression, buffer_size) -> Dataset"},
+     "tfrecord(filenames, compression, buffer_size, max_record_bytes[, on_truncation]) -> Dataset"},
+    {"text_line", io_text_line, METH_VARARGS, "text_line(filenames, compression, buffer_size[, on_truncation]) -> Dataset"},
     {"fixed_length_record", io_fixed_length_record, METH_VARARGS,
-     "fixed_length_record(filenames, header, record, footer, compression, buffer_size) -> Dataset"},
+     "fixed_length_record(filenames, header, record, footer, compression, buffer_size"
+     "[, on_truncation]) -> Dataset"},
     {"tfrecord_writer_open", io_writer_open, METH_VARARGS,
      "tfrecord_writer_open(path, compression, level, mem_level, strategy) -> handle"},
     {"tfrecord_writer_write", io_writer_write, METH_VARARGS, "tfrecord_writer_write(handle, bytes)"},

@@ -21,6 +21,7 @@ class CacheWarning(UserWarning):
     """``Dataset.cache`` discarded a partial pass, or could not write its file."""
 
 
+_TRUNCATION = {"warn": 0, "error": 1, "ignore": 2}  # io/record_reader.h: CvTruncation
 _cache_progress = None  # None: auto (tqdm installed and stderr a terminal); see experimental
 _CACHE_PROGRESS_DELAY = 1.0  # seconds of filling before a bar appears
 
@@ -149,7 +150,7 @@ def _decode_structure(blob):
 
 
 class CacheDataset(UnaryUnchangedStructureDataset):
-    def __init__(self, input_dataset, filename):
+    def __init__(self, input_dataset, filename, on_truncation="warn"):
         super().__init__(input_dataset)
         self._filename = filename
         self._file_spec = None
@@ -163,7 +164,7 @@ class CacheDataset(UnaryUnchangedStructureDataset):
         label = f"cache {filename}" if filename else "cache (memory)"
         self._store = _engine.cache_store(filename or None, _cache_warn,
                                           _cache_progress_hook(label), describe,
-                                          _CACHE_PROGRESS_DELAY)
+                                          _CACHE_PROGRESS_DELAY, _TRUNCATION[on_truncation])
 
     def _build(self, ctx, engine_inputs):
         spec = self._inputs[0]._known_spec()
