@@ -15,8 +15,8 @@ Input layout: byte 0 is a set of flags, the rest is the file.
 Checks besides "no crash, only conveyor.errors": whenever the uncompressed
 record stream is known (no compression, or compressed here) the records read
 equal those of a reference reader written in Python, and the read ends in a
-DataLossError exactly when the reference says the stream is damaged (a tail
-shorter than one 12-byte header may end quietly or with an error).
+DataLossError exactly when the reference says the stream is damaged (read
+with on_truncation="error": a torn tail raises too).
 """
 import os
 import struct
@@ -98,7 +98,7 @@ def one_input(data):
     files = [path, path] if twice else path
     ds = cv.data.TFRecordDataset(files, kind, buffer_size=buffer_size,
                                  num_parallel_reads=2 if twice else None,
-                                 max_record_bytes=max_record)
+                                 max_record_bytes=max_record, on_truncation="error")
     got = []
 
     def read():

@@ -11,6 +11,15 @@
 /* Headroom: a stage runs at most this busy at the target interval, since a
  * stage at 100% keeps its consumer waiting on every hiccup. */
 #define CV_AUTOTUNE_UTILIZATION 0.8
+/* At least two turns at once for a stage that may run more: one pulls while
+ * another processes. With one, the stage's input stops while it processes
+ * (its buffer fills and its producer idles), which the model, counting the
+ * pull as serial work, does not see. */
+#define CV_AUTOTUNE_MIN_PARALLELISM 2
+/* Hysteresis: more workers are given at once; fewer only after this many
+ * looks in a row proposed fewer, so noise in one window does not make the
+ * choices swing. */
+#define CV_AUTOTUNE_FEWER_VOTES 3
 
 struct CvAutotuner {
     CvStats *stats; /* borrowed: the pool owns both */
@@ -127,7 +136,9 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
         cpu_work += k * (cpu > 0 ? cpu : 0) / units;
         if (!now[i].gauges.tuned_parallelism)
             continue;
-        stages[m++] = (Stage){i, now[i].gauges.task, 1, now[i].gauges.max_parallelism, k, w};
+        int most = now[i].gauges.max_parallelism;
+        int least = most < CV_AUTOTUNE_MIN_PARALLELISM ? most : CV_AUTOTUNE_MIN_PARALLELISM;
+        stages[m++] = (Stage){i, now[i].gauges.task, least, most, k, w};
     }
     if (m == 0 || root_window == 0)
         goto done;
@@ -153,8 +164,14 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     bool changed = false;
     for (int s = 0; s < m; s++) {
         int from = now[stages[s].node].gauges.parallelism;
+        CvNode *node = nodes[stages[s].node];
+        if (stages[s].p >= from)
+            node->fewer_votes = 0;
+        else if (++node->fewer_votes < CV_AUTOTUNE_FEWER_VOTES)
+            continue;
         if (stages[s].p == from)
             continue;
+        node->fewer_votes = 0;
         cv_task_set_limit(stages[s].task, stages[s].p);
         changed = true;
         tuner->history[tuner->changes++ % CV_AUTOTUNE_HISTORY] = (CvAutotuneChoice){

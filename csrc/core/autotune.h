@@ -15,11 +15,13 @@
  *  - the target interval: the slower of the consumer's own time per element
  *    (time between next() calls, less its waits: STAGE_BASED's target) and
  *    the CPU floor sum_s k_s * cpu_s / cpu_budget (HILL_CLIMB's stop rule).
- * Then it climbs as tf.data's HILL_CLIMB does: from p = 1 everywhere, add a
- * worker to the stage whose interval is the longest, until every stage is
- * within the target (with 25% headroom) or the slowest one is at its most.
- * Starting from 1 each time lets parallelism go down as well as up: a stage
- * that stops being the bottleneck gives its workers back. Buffers keep
+ * Then it climbs as tf.data's HILL_CLIMB does: from p = 2 everywhere (one
+ * turn pulls while another processes), add a worker to the stage whose
+ * interval is the longest, until every stage is within the target (with 25%
+ * headroom) or the slowest one is at its most. Starting low each time lets
+ * parallelism go down as well as up: a stage that stops being the
+ * bottleneck gives its workers back, once three looks in a row agree
+ * (more workers are given at once). Buffers keep
  * their own rule (grow when the consumer finds them empty, core/stage.h).
  *
  * The period starts at CV_AUTOTUNE_FIRST_NS, doubles up to

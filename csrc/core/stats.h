@@ -79,8 +79,10 @@ typedef struct CvNode {
     CvIterator *live;         /* attached iterators (it->node_next) */
     CvNodeTotals retired;     /* of detached iterators */
     CvGauges last;            /* of the last one detached: shown while none is live (no task) */
-    /* The autotuner's, under mu: totals at its last look. */
+    /* The autotuner's, under mu: totals at its last look, and how many
+     * looks in a row proposed fewer workers than the stage has. */
     CvNodeTotals seen;
+    int fewer_votes;
 } CvNode;
 
 typedef struct CvStats CvStats;

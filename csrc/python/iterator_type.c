@@ -81,6 +81,7 @@ typedef struct Measures {
     atomic_int refs;
     CvStats *stats;
     CvAutotuner *tuner;
+    int64_t ended_ns; /* when the pipeline ended or was closed (under the GIL); 0 while it runs */
 } Measures;
 
 static Measures *measures_new(int budget, int algorithm)
@@ -182,6 +183,8 @@ static void iterator_release(CvIteratorObject *self)
     if ((!it && !pool) || forked_away(self))
         return; /* after fork(), its threads and locks belong to the parent: leak, never join */
     Measures *measures = measures_ref(self->measures);
+    if (measures && !measures->ended_ns)
+        measures->ended_ns = cv_now_ns(); /* stats() rates stop here */
     Py_BEGIN_ALLOW_THREADS
     release_pipeline(it, pool, measures);
     Py_END_ALLOW_THREADS
@@ -561,7 +564,8 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
         raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N,s:O}", "cpu_budget", cv_autotuner_budget(m->tuner),
                             "threads", pool ? cv_pool_threads(pool) : 0, "running",
                             pool ? cv_pool_running(pool) : 0, "elapsed_ns",
-                            (long long)(cv_now_ns() - cv_stats_started_ns(m->stats)), "consumer_wait_ns",
+                            (long long)((m->ended_ns ? m->ended_ns : cv_now_ns()) - cv_stats_started_ns(m->stats)),
+                            "consumer_wait_ns",
                             (long long)cv_stats_consumer_wait_ns(m->stats), "nodes", nodes, "autotune",
                             autotune, "finished", self->it ? Py_False : Py_True);
     else
