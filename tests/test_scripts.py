@@ -60,3 +60,35 @@ def test_shuffle_benchmark_small():
     assert result.returncode == 0, result.stdout + result.stderr
     assert "conveyor / NumPy permute+gather" in result.stdout
     assert "failed" not in result.stdout and "CHECK FAILED" not in result.stdout
+
+
+def test_autotune_benchmark_tiny(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TMPDIR=str(tmp_path))
+    result = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks/autotune.py"),
+                             "--quick", "--rounds", "1"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for workload in ("jpeg", "rec 1KB", "rec 100KB", "pymap", "two maps", "cache+shuffle+batch",
+                     "7 stages"):
+        assert workload in result.stdout, workload
+    assert "model/fixed" in result.stdout and "changes" in result.stdout
+
+
+def test_artificial_benchmark_quick():
+    # Sleeps only: a couple of seconds. Timings are printed, never asserted.
+    result = run(["benchmarks/artificial.py", "--no-tf", "--rounds", "1",
+                  "--only", "naive,prefetch,map parallel,cache,vectorized,fast"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "vectorized: batched map" in result.stdout and "/bound" in result.stdout
+
+
+def test_loaders_benchmark_tiny(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TMPDIR=str(tmp_path))
+    result = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks/loaders.py"),
+                             "--files", "16", "--epochs", "1", "--repeat", "1", "--limit", "1000",
+                             "--only", "conveyor"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "conveyor" in result.stdout and "skipped" not in result.stdout

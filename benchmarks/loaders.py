@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""The JPEG workload with each loader in its own process: conveyor, tf.data and
+PyTorch's DataLoader (issue 11: >= 1.3x tf.data and DataLoader, >= 0.8x the limit).
+
+  conveyor, tf.data  benchmarks/images.py's pipeline: list_files -> map(read_file,
+                     decode_jpeg(channels=3), resize 224x224, / 255, AUTOTUNE)
+                     -> batch(64) -> prefetch(AUTOTUNE)
+  DataLoader         torch.utils.data.DataLoader(batch_size=64, num_workers=CPUs,
+                     persistent_workers=True) over a map-style Dataset whose
+                     __getitem__ is PIL.Image.open(path).convert("RGB") ->
+                     torchvision Resize((224, 224)) (bilinear, antialiased) -> ToTensor
+                     (/ 255, CHW float32): the usual PIL recipe
+
+The same --files JPEGs as images.py ($TMPDIR/conveyor-bench-images/<files>). Each
+loader runs in a fresh child process: one untimed warm-up epoch (DataLoader: its
+workers start there), then --epochs timed epochs; the set of children runs
+--repeat times, in alternating order. Figures: images/s, median [min-max] over
+all timed epochs; conveyor / each other loader (ratio of medians); conveyor /
+the decode+resize limit (--limit: images/s; default: the limit measured by
+jpeg_decode_limit.c on all cores, as images.py does; decode only, so the full
+pipeline's ratio is lower by the resize's share). A loader that is not installed
+is skipped and said so.
+
+    python benchmarks/loaders.py                  # 1024 files, 5 epochs, 2 repeats
+    python benchmarks/loaders.py --files 256 --epochs 3 --repeat 1
+
+Timings are printed, never asserted.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOADERS = ("conveyor", "tf.data", "DataLoader")
+
+
+def child(loader, folder, epochs, budget):
+    import glob
+    pattern = os.path.join(folder, "*.jpg")
+    count = len(glob.glob(pattern))
+    if loader == "DataLoader":
+        import numpy as np
+        import torch
+        from PIL import Image
+
+        paths = sorted(glob.glob(pattern))
+
+        def tfm(im):  # torchvision's Resize((224, 224)) + ToTensor(), without torchvision
+            a = np.asarray(im.resize((224, 224), Image.BILINEAR), dtype=np.float32) / 255.0
+            return torch.from_numpy(a.transpose(2, 0, 1).copy())
+
+        class Files(torch.utils.data.Dataset):
+            def __len__(self):
+                return len(paths)
+
+            def __getitem__(self, i):
+                with Image.open(paths[i]) as im:
+                    return tfm(im.convert("RGB"))
+        torch.set_num_threads(1)
+        ds = torch.utils.data.DataLoader(Files(), batch_size=64, num_workers=os.cpu_count(),
+                                         persistent_workers=True)
+    else:
+        sys.path.insert(0, HERE)
+        import images
+        if loader == "tf.data":
+            import tensorflow as lib
+        else:
+            import conveyor as lib
+        ds = images.pipeline(lib, pattern, True)
+        if loader == "conveyor" and budget:
+            o = lib.data.Options()
+            o.autotune.cpu_budget = budget
+            ds = ds.with_options(o)
+    rates = []
+    for e in range(epochs + 1):
+        n = 0
+        start = time.perf_counter()
+        for b in ds:
+            n += b.shape[0]
+        elapsed = time.perf_counter() - start
+        assert n == count, (n, count)
+        if e:
+            rates.append(n / elapsed)
+    print(json.dumps({"loader": loader, "rates": rates}))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--files", type=int, default=1024)
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--limit", type=float, default=0.0, help="images/s; 0: measure it")
+    p.add_argument("--budget", type=int, default=0)
+    p.add_argument("--only", default=",".join(LOADERS))
+    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--folder", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        child(args.child, args.folder, args.epochs, args.budget)
+        return 0
+    sys.path.insert(0, HERE)
+    import images
+    import shutil
+    folder = os.path.join(tempfile.gettempdir(), "conveyor-bench-images", str(args.files))
+    paths, _ = images.make_files(folder, args.files)
+    cpus = len(os.sched_getaffinity(0))
+    limit = args.limit
+    if not limit:
+        work = tempfile.mkdtemp(prefix="conveyor-jpeg-limit-")
+        try:
+            exe = images.build_limit_tool(work)
+            limit = statistics.median(images.decode_limit(exe, paths, cpus, 1.0) for _ in range(3))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    loaders = [x for x in args.only.split(",") if x]
+    results, skipped = {x: [] for x in loaders}, {}
+    for rep in range(args.repeat):
+        order = loaders if rep % 2 == 0 else loaders[::-1]
+        for loader in order:
+            if loader in skipped:
+                continue
+            cmd = [sys.executable, os.path.abspath(__file__), "--child", loader, "--folder", folder,
+                   "--epochs", str(args.epochs), "--budget", str(args.budget)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
+            if proc.returncode != 0 or not lines:
+                tail = proc.stderr.strip().splitlines()[-1:] or ["?"]
+                skipped[loader] = tail[0][:160]
+                continue
+            results[loader] += json.loads(lines[-1])["rates"]
+    print(f"JPEG workload, each loader in its own process: {len(paths)} files, {cpus} CPUs, "
+          f"{args.epochs} epochs x {args.repeat} repeats; images/s median [min-max]")
+    print(f"decode limit (libjpeg-turbo alone, all cores): {limit:.0f} images/s")
+    med = {}
+    for loader in loaders:
+        r = results[loader]
+        if loader in skipped or not r:
+            print(f"  {loader:<11} skipped: {skipped.get(loader, 'no result')}")
+            continue
+        med[loader] = statistics.median(r)
+        print(f"  {loader:<11} {med[loader]:8.0f} [{min(r):.0f}-{max(r):.0f}]   "
+              f"/limit {med[loader] / limit:.2f} (min {min(r) / limit:.2f})")
+    if "conveyor" in med:
+        for other in ("tf.data", "DataLoader"):
+            if other in med:
+                print(f"  conveyor / {other}: {med['conveyor'] / med[other]:.2f}x (goal >= 1.3)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"limit": limit, "rates": results, "skipped": skipped}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
