@@ -170,9 +170,10 @@ class BuildContext(tuple):
     """What engine datasets depend on beyond their arguments (from Options)."""
 
     def __new__(cls, deterministic, max_threads, parallel_batch, memory=None, cpu_budget=0,
-                shuffle_batch_fusion=True, jpeg_scaled_decode=False):
+                shuffle_batch_fusion=True, jpeg_scaled_decode=False, map_batch_fusion=True):
         return super().__new__(cls, (deterministic, max_threads, parallel_batch, memory,
-                                     cpu_budget, shuffle_batch_fusion, jpeg_scaled_decode))
+                                     cpu_budget, shuffle_batch_fusion, jpeg_scaled_decode,
+                                     map_batch_fusion))
 
     deterministic = property(operator.itemgetter(0))
     max_threads = property(operator.itemgetter(1))
@@ -187,6 +188,9 @@ class BuildContext(tuple):
     # options.experimental_optimization.jpeg_scaled_decode (None -> False): maps
     # compile their programs with _tracing.jpeg_scaled_decode_pass.
     jpeg_scaled_decode = property(operator.itemgetter(6))
+    # options.experimental_optimization.map_and_batch_fusion (None -> True): a
+    # parallel map directly followed by batch runs as one kernel (MapAndBatch).
+    map_batch_fusion = property(operator.itemgetter(7))
     # True in the doctor's baseline (DerivedContext): parallel stages run
     # sequentially, prefetch passes elements through.
     sequential = False
