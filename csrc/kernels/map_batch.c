@@ -331,10 +331,10 @@ static void map_rows(MapBatchIterator *it, MbPiece *piece, int from, int to)
         }
         return;
     }
-    CvElement in[CV_STAGE_MAX_CHUNK], out[CV_STAGE_MAX_CHUNK];
-    CvElementId ids[CV_STAGE_MAX_CHUNK];
-    CvStatus status[CV_STAGE_MAX_CHUNK];
-    int index[CV_STAGE_MAX_CHUNK], m = 0;
+    CvElement in[MB_MAX_PIECE], out[MB_MAX_PIECE];
+    CvElementId ids[MB_MAX_PIECE];
+    CvStatus status[MB_MAX_PIECE];
+    int index[MB_MAX_PIECE], m = 0;
     for (int i = from; i < to; i++) {
         if (piece->rows[i].status)
             continue;
@@ -364,8 +364,9 @@ static CvStatus mb_process(void *owner, CvElement *work, int64_t aux, CvElement 
     bool clean = true;
     /* Rows go through fn in groups (one GIL hand-off each for a Python
      * function), each written while its result is still in the cache. */
-    for (int from = 0; from < piece->n; from += CV_STAGE_MAX_CHUNK) {
-        int to = from + CV_STAGE_MAX_CHUNK < piece->n ? from + CV_STAGE_MAX_CHUNK : piece->n;
+    int group = p->map.fn->call_chunk ? MB_MAX_PIECE : CV_STAGE_MAX_CHUNK;
+    for (int from = 0; from < piece->n; from += group) {
+        int to = from + group < piece->n ? from + group : piece->n;
         map_rows(it, piece, from, to);
         for (int i = from; i < to; i++) {
             MbRow *row = &piece->rows[i];
