@@ -11,7 +11,8 @@
  * of consecutive rows of one batch. A turn pulls a piece (input lock held:
  * rows come in order and get map's element ids, {epoch, index}, with the
  * epoch taken from the map dataset's own counter, so random ops give what
- * they give unfused), runs fn on each row with no lock held, and writes each
+ * they give unfused), runs fn on each row with no lock held (a Python
+ * function gets the whole piece in one call: one GIL hand-off), and writes each
  * result straight into its row of the batch's tensors, which the first
  * finished row of the batch allocates (its dtypes and shapes, batch_size
  * rows), then frees the row's own element while it is still in the cache.
@@ -42,9 +43,9 @@
  * where its next batch starts (`align`), so the next batch that the input
  * side opens is short enough to line the following ones up again.
  *
- * Order: always the input's, also with deterministic=False (a valid order
- * for it). The doctor's sequential baseline and num_parallel_calls=None do
- * not fuse (the Python layer builds the pair).
+ * Order: always the input's. The Python layer builds the pair instead for a
+ * map with deterministic=False (whose results may overtake each other), in
+ * the doctor's sequential baseline and for num_parallel_calls=None.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -637,10 +638,10 @@ static CvStatus take_batch(MapBatchIterator *it, CvElement *out)
         return s;
     for (uint32_t c = 0; c < b->ncomp; c++)
         cv_tensor_copy_ref(&out->t[c], &b->t[c]);
-    for (int i = 0; i < it->ngroup; i++)
+    it->expect += (uint64_t)b->planned;
+    for (int i = 0; i < it->ngroup; i++) /* the last one frees b */
         cv_buffer_unref(&it->group[i]->buf);
     it->ngroup = 0;
-    it->expect += (uint64_t)b->planned;
     return CV_STATUS_OK;
 }
 

@@ -41,10 +41,13 @@ class BatchDataset(Dataset):
         map_input = self._inputs[0]
         if (ctx.map_batch_fusion and isinstance(map_input, MapDataset)
                 and map_input._engine_parallelism(ctx) != 0
+                and (ctx.deterministic if map_input._deterministic is None
+                     else map_input._deterministic)
                 and engine_inputs[0].kernel == "Map"):
             # map + batch as one kernel (options.experimental_optimization.
             # map_and_batch_fusion, as tf.data's MapAndBatch): built on the map's
-            # engine dataset, whose input, function and epochs it uses; rows are
+            # engine dataset, whose input, function and epochs it uses (not with
+            # deterministic=False: the fused kernel keeps the input's order); rows are
             # written straight into the batch, and the results are the pair's
             # (errors included: see csrc/kernels/map_batch.c).
             return _engine.map_batch(engine_inputs[0], self._batch_size, self._drop_remainder,
