@@ -283,6 +283,7 @@ static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
     piece->pos = it->pos;
     piece->r0 = it->cur_pulled;
     int n = 0;
+    int64_t started = cv_now_ns();
     while (n < want) {
         MbRow *row = &piece->rows[n];
         bool row_end = false;
@@ -294,6 +295,10 @@ static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
         if (!row->status)
             row->index = it->next_index++;
         n++;
+        /* As the stage's own pulls: a slow input must not hold back what was
+         * pulled (the batch goes on in the next piece). */
+        if ((n & (n - 1)) == 0 && n < want && cv_now_ns() - started > CV_STAGE_CHUNK_NS)
+            break;
     }
     piece->n = n;
     it->pos += (uint64_t)n;
