@@ -8,7 +8,9 @@ count when > 0), ``autotune.ram_budget`` (bytes the buffering stages of the
 pipeline may hold; 0/None: half of the memory the process may use),
 ``autotune.cpu_budget`` (the worker count of ``num_parallel_calls=AUTOTUNE``),
 ``experimental_optimization.parallel_batch`` (on by default, as in
-tf.data: ``batch`` copies on worker threads, in order) and
+tf.data: ``batch`` copies on worker threads, in order),
+``experimental_optimization.map_and_batch_fusion`` (on by default, as in
+tf.data: a parallel ``map(...).batch(...)`` runs as one kernel, same results) and
 ``experimental_optimization.shuffle_and_batch_fusion`` (conveyor's own, on by
 default: ``shuffle(...).batch(...)`` over small fixed-shape numeric elements
 runs as one kernel that keeps the buffer as rows of one arena; the results
@@ -110,7 +112,15 @@ class OptimizationOptions(_OptionsGroup):
     antialias or ``area``, 1.7 for plain ``bilinear``, more for larger reductions;
     see docs/guide.md). Images that fail or are truncated are decoded again at full
     size, so they give the exact path's error or pixels. Opt-in for that reason; it
-    is not a tf.data option. The other fields are recorded only."""
+    is not a tf.data option.
+
+    ``map_and_batch_fusion`` (None -> True, as in tf.data): a ``map`` with
+    ``num_parallel_calls`` directly followed by ``batch`` runs as one kernel
+    (MapAndBatch) whose turns write mapped rows straight into the batch: the same
+    batches, errors and batch boundaries as the pair (an error in the function fails
+    the batch it falls in and the next batch starts after it, as unfused; tf.data's
+    fused op would fail the whole batch). The repr still shows both datasets.
+    The other fields are recorded only."""
     _fields = ("apply_default_optimizations", "map_parallelization", "parallel_batch",
                "inject_prefetch", "noop_elimination", "shuffle_and_repeat_fusion",
                "map_and_batch_fusion", "map_fusion", "map_and_filter_fusion",
@@ -170,9 +180,10 @@ class BuildContext(tuple):
     """What engine datasets depend on beyond their arguments (from Options)."""
 
     def __new__(cls, deterministic, max_threads, parallel_batch, memory=None, cpu_budget=0,
-                shuffle_batch_fusion=True, jpeg_scaled_decode=False):
+                shuffle_batch_fusion=True, jpeg_scaled_decode=False, map_batch_fusion=True):
         return super().__new__(cls, (deterministic, max_threads, parallel_batch, memory,
-                                     cpu_budget, shuffle_batch_fusion, jpeg_scaled_decode))
+                                     cpu_budget, shuffle_batch_fusion, jpeg_scaled_decode,
+                                     map_batch_fusion))
 
     deterministic = property(operator.itemgetter(0))
     max_threads = property(operator.itemgetter(1))
@@ -187,6 +198,9 @@ class BuildContext(tuple):
     # options.experimental_optimization.jpeg_scaled_decode (None -> False): maps
     # compile their programs with _tracing.jpeg_scaled_decode_pass.
     jpeg_scaled_decode = property(operator.itemgetter(6))
+    # options.experimental_optimization.map_and_batch_fusion (None -> True): a
+    # parallel map directly followed by batch runs as one kernel (MapAndBatch).
+    map_batch_fusion = property(operator.itemgetter(7))
     # True in the doctor's baseline (DerivedContext): parallel stages run
     # sequentially, prefetch passes elements through.
     sequential = False

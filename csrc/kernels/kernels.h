@@ -10,6 +10,8 @@
 #ifndef CV_KERNELS_H
 #define CV_KERNELS_H
 
+#include <stdatomic.h>
+
 #include "core/dataset.h"
 
 CvStatus cv_tensor_slices_dataset(CvElement *components, CvDataset **out);
@@ -20,6 +22,22 @@ CvStatus cv_generator_dataset(CvSource source, CvDataset **out);
 /* num_parallel_calls: 0 = sequential, CV_AUTOTUNE, or > 0. */
 CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_calls,
                         bool deterministic, CvDataset **out);
+/* What a fused map+batch needs of a map dataset (its params, borrowed: the
+ * fused dataset holds the map as its input). An iterator takes its epoch
+ * with atomic_fetch_add(epochs, 1), as map's own iterators do. */
+typedef struct CvMapFusion {
+    const CvFunction *fn;
+    int num_workers; /* 0: sequential */
+    bool tune_workers;
+    bool deterministic;
+    atomic_uint_least64_t *epochs;
+} CvMapFusion;
+CvStatus cv_map_fusion(const CvDataset *map, CvMapFusion *out);
+/* map followed by batch, fused (kernels/map_batch.c): `map` is a parallel
+ * map dataset (its input, function and epochs are used); the other
+ * arguments are batch's. The results are the pair's. */
+CvStatus cv_map_batch_dataset(CvDataset *map, int64_t batch_size, bool drop_remainder,
+                              CvDataset **out);
 CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remainder,
                           int64_t num_parallel_calls, bool deterministic, CvDataset **out);
 /* batch's stacking of a bundle of `rows` rows (row r's component c at

@@ -167,6 +167,19 @@ const CvKernel cv_kernel_map = {
     .try_next = map_try_next,
 };
 
+CvStatus cv_map_fusion(const CvDataset *map, CvMapFusion *out)
+{
+    if (map->kernel != &cv_kernel_map)
+        return cv_error(CV_INVALID_ARGUMENT, "map_batch: the input is not a map dataset");
+    MapParams *p = map->params;
+    out->fn = &p->fn;
+    out->num_workers = p->num_workers;
+    out->tune_workers = p->tune_workers;
+    out->deterministic = p->deterministic;
+    out->epochs = &p->epochs;
+    return CV_STATUS_OK;
+}
+
 CvStatus cv_map_dataset(CvDataset *input, CvFunction fn, int64_t num_parallel_calls,
                         bool deterministic, CvDataset **out)
 {

@@ -206,6 +206,23 @@ static PyObject *constructors_shuffle_batch(PyObject *module, PyObject *args)
     return cv_wrap_buffering(module, s, ds, memory);
 }
 
+static PyObject *constructors_map_batch(PyObject *module, PyObject *args)
+{
+    PyObject *map;
+    long long batch_size;
+    int drop_remainder;
+    CvMemory *memory = NULL;
+    if (!PyArg_ParseTuple(args, "OLp|O&:map_batch", &map, &batch_size, &drop_remainder,
+                          cv_memory_arg, &memory))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, map);
+    if (!in)
+        return NULL;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_map_batch_dataset(in, batch_size, drop_remainder, &ds);
+    return cv_wrap_buffering(module, s, ds, memory);
+}
+
 PyMethodDef cv_constructor_functions[] = {
     {"tensor_slices", constructors_tensor_slices, METH_O, "tensor_slices(list of arrays) -> Dataset"},
     {"tensors", constructors_tensors, METH_O, "tensors(list of arrays) -> Dataset"},
@@ -227,6 +244,9 @@ PyMethodDef cv_constructor_functions[] = {
     {"shuffle_batch", constructors_shuffle_batch, METH_VARARGS,
      "shuffle_batch(shuffle, batch_size, drop_remainder, num_parallel_calls, deterministic, "
      "memory=None) -> Dataset: shuffle followed by batch, fused"},
+    {"map_batch", constructors_map_batch, METH_VARARGS,
+     "map_batch(map, batch_size, drop_remainder, memory=None) -> Dataset: a parallel map "
+     "followed by batch, fused"},
     {"take", constructors_take, METH_VARARGS, "take(input, count) -> Dataset"},
     {"skip", constructors_skip, METH_VARARGS, "skip(input, count) -> Dataset"},
     {"repeat", constructors_repeat, METH_VARARGS, "repeat(input, count) -> Dataset"},

@@ -8,6 +8,7 @@ from conveyor import dtypes as _dtypes
 from conveyor import nest
 from conveyor._convert import to_array
 from conveyor.data.ops.dataset_base import AUTOTUNE, UNKNOWN_CARDINALITY, Cardinality, Dataset
+from conveyor.data.ops.map_op import MapDataset
 from conveyor.data.ops.shuffle_op import ShuffleDataset
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
@@ -37,6 +38,20 @@ class BatchDataset(Dataset):
                                          self._drop_remainder,
                                          ctx.parallelism(parallelism or 0), deterministic,
                                          ctx.memory)
+        map_input = self._inputs[0]
+        if (ctx.map_batch_fusion and isinstance(map_input, MapDataset)
+                and map_input._engine_parallelism(ctx) != 0
+                and (ctx.deterministic if map_input._deterministic is None
+                     else map_input._deterministic)
+                and engine_inputs[0].kernel == "Map"):
+            # map + batch as one kernel (options.experimental_optimization.
+            # map_and_batch_fusion, as tf.data's MapAndBatch): built on the map's
+            # engine dataset, whose input, function and epochs it uses (not with
+            # deterministic=False: the fused kernel keeps the input's order); rows are
+            # written straight into the batch, and the results are the pair's
+            # (errors included: see csrc/kernels/map_batch.c).
+            return _engine.map_batch(engine_inputs[0], self._batch_size, self._drop_remainder,
+                                     ctx.memory)
         if not parallelism and ctx.parallel_batch:
             # tf.data's default parallel_batch optimization: the copying into
             # batches runs on worker threads, in order (results never change).

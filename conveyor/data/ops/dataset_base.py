@@ -92,7 +92,9 @@ class Dataset:
                              check_budget(options.autotune.cpu_budget, "cpu_budget"),
                              options.experimental_optimization.shuffle_and_batch_fusion
                              is not False,
-                             bool(options.experimental_optimization.jpeg_scaled_decode))
+                             bool(options.experimental_optimization.jpeg_scaled_decode),
+                             options.experimental_optimization.map_and_batch_fusion
+                             is not False)
 
     def _ram_budget(self):
         """The engine RAM budget of the with_options() call that set

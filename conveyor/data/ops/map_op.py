@@ -22,9 +22,13 @@ class MapDataset(Dataset):
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
         fn, with_id = self._function.function_for_engine(
             jpeg_scaled_decode=ctx.jpeg_scaled_decode)
-        parallelism = 0 if _tracing.debug_mode() else ctx.parallelism(self._parallelism)
+        parallelism = self._engine_parallelism(ctx)
         return _engine.map(engine_inputs[0], fn, self._function.convert, parallelism,
                            deterministic, self._function.name, with_id, ctx.memory)
+
+    def _engine_parallelism(self, ctx):
+        """The engine's num_parallel_calls for this map (0: sequential)."""
+        return 0 if _tracing.debug_mode() else ctx.parallelism(self._parallelism)
 
     def _functions(self):
         return (self._function,)

@@ -1,0 +1,800 @@
+/* map_and_batch: map(fn, num_parallel_calls) followed by batch(batch_size,
+ * drop_remainder), in one kernel (tf.data's MapAndBatch). The Python layer
+ * builds it in place of the pair when
+ * options.experimental_optimization.map_and_batch_fusion is on and the map
+ * runs in parallel; the results are exactly the pair's: the same batches,
+ * dtypes and shapes, errors of the same types with the same messages at the
+ * same positions, batch boundaries included.
+ *
+ * DESIGN
+ * One CvStage (a task of the pipeline's pool). Its unit is a *piece*: a run
+ * of consecutive rows of one batch. A turn pulls a piece (input lock held:
+ * rows come in order and get map's element ids, {epoch, index}, with the
+ * epoch taken from the map dataset's own counter, so random ops give what
+ * they give unfused), runs fn on each row with no lock held (a Python
+ * function gets the whole piece in one call: one GIL hand-off), and writes each
+ * result straight into its row of the batch's tensors, which the first
+ * finished row of the batch allocates (its dtypes and shapes, batch_size
+ * rows), then frees the row's own element while it is still in the cache.
+ * Several turns fill one batch at once; pieces are as many rows as take about
+ * CV_STAGE_CHUNK_NS to map (one image, or a whole batch of small rows). A
+ * piece travels through its slot as one tag tensor whose buffer is the piece
+ * (so a cancelled or destroyed stage frees it like any element) and whose
+ * size is the bytes of its rows, which the stage charges to the RAM budget.
+ * The consumer takes pieces in order; when the last piece of a batch is
+ * there and every row of it was written, the batch's tensors are the result
+ * (the *fast* path: one copy per row, no hand-off per element).
+ *
+ * Anything else takes the *exact* path, which replays unfused batch over the
+ * rows: a row whose fn or input failed, a row that does not match the
+ * batch's layout (other dtype, shape or component count: ragged rows),
+ * strings (their sizes vary), a short last batch, a piece the RAM budget
+ * dropped. Its rows (written ones as views of the batch, others whole, errors
+ * as errors) go into a queue that the consumer gathers and stacks with
+ * batch's own code (cv_batch_stack), so errors and messages are batch's.
+ *
+ * Semantics on an error in fn at row k (decided: conveyor's unfused ones,
+ * not tf.data's fused ones): the error is delivered in place of the batch
+ * it falls in, the rows gathered before it are dropped, and the next batch
+ * starts right after it, as unfused map().batch() does; tf.data's
+ * MapAndBatch would fail the whole batch instead and keep its boundaries.
+ * After such a shift the pulled batches no longer line up with the batches
+ * the consumer makes: it replays them (one copy more per row), and publishes
+ * where its next batch starts (`align`), so the next batch that the input
+ * side opens is short enough to line the following ones up again.
+ *
+ * Order: always the input's. The Python layer builds the pair instead for a
+ * map with deterministic=False (whose results may overtake each other), in
+ * the doctor's sequential baseline and for num_parallel_calls=None.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/stage.h"
+#include "kernels/common/batch_rows.h"
+#include "kernels/kernels.h"
+
+#define MB_MAX_PIECE 256                     /* most rows per piece */
+#define MB_MAX_FAST_BYTES ((size_t)1 << 30) /* bigger batches are stacked by the exact path */
+
+typedef struct {
+    int64_t batch_size;
+    bool drop_remainder;
+    CvMapFusion map; /* the map dataset's (our input) */
+} MapBatchParams;
+
+/* A batch being filled. The first member is a buffer header only for its
+ * reference count: pieces and the iterator hold references. */
+typedef struct MbBatch {
+    CvBuffer buf;
+    uint64_t first;  /* row-stream position of row 0 */
+    int64_t planned; /* rows the input side means to put in it */
+    pthread_mutex_t mu;
+    _Atomic int layout; /* 0: unknown; 1: rows are written into t; -1: kept whole */
+    uint32_t ncomp;
+    CvTensor *t; /* layout 1: ncomp tensors of `planned` rows */
+} MbBatch;
+
+typedef struct MbRow {
+    CvStatus status; /* the input's or fn's error */
+    CvElement e;     /* the input, then (unless written) fn's result */
+    uint64_t index;  /* the element id's index */
+    bool written;    /* in the batch's tensors */
+} MbRow;
+
+typedef struct MbPiece {
+    CvBuffer buf; /* the tag tensor's buffer: release frees the piece */
+    MbBatch *batch; /* one reference */
+    uint64_t pos;   /* row-stream position of rows[0] */
+    int64_t r0;     /* rows[0]'s row in the batch */
+    int n;
+    bool last;  /* the batch's last piece */
+    bool clean; /* every row written */
+    MbRow rows[];
+} MbPiece;
+
+/* A row of the exact path. */
+typedef struct MbQueued {
+    CvStatus status;
+    CvElement e;
+    uint64_t pos; /* UINT64_MAX: unknown (a piece the budget dropped) */
+} MbQueued;
+
+typedef struct {
+    CvStagedIterator staged;
+    uint64_t epoch;
+
+    /* Input side (the stage's input lock). */
+    uint64_t next_index; /* ids, as map's: input elements pulled */
+    uint64_t pos;        /* row-stream position: input elements and input errors */
+    MbBatch *cur;        /* the batch being pulled, one reference */
+    int64_t cur_pulled;
+    bool input_done;
+    _Atomic uint64_t align; /* the consumer's next batch start */
+    _Atomic int64_t row_ns; /* recent time to map one row */
+
+    /* Consumer side. */
+    MbPiece *peek;          /* taken from the stage, not yet used */
+    MbPiece **group;        /* the pieces of the batch being collected */
+    int ngroup, group_cap;
+    MbQueued *queue;        /* the exact path's rows, [qhead, qlen) */
+    size_t qhead, qlen, qcap;
+    CvElement bundle;       /* rows gathered by the exact path */
+    size_t bundle_cap;
+    int64_t brows;
+    uint32_t bncomp;
+    uint64_t expect;        /* where the next batch starts */
+    bool resync;            /* expect unknown: take the next piece's position */
+    bool stage_end;
+} MapBatchIterator;
+
+static void mb_free(CvDataset *ds)
+{
+    free(ds->params);
+}
+
+static int64_t mb_cardinality(const CvDataset *ds)
+{
+    const MapBatchParams *p = ds->params;
+    return cv_batched_cardinality(cv_dataset_cardinality(ds->inputs[0]), p->batch_size,
+                                  p->drop_remainder);
+}
+
+/* -- batches and pieces ------------------------------------------------------ */
+
+static void batch_release(CvBuffer *buf)
+{
+    MbBatch *b = (MbBatch *)buf;
+    if (b->t) {
+        for (uint32_t c = 0; c < b->ncomp; c++)
+            cv_tensor_clear(&b->t[c]);
+        free(b->t);
+    }
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+static MbBatch *batch_new(uint64_t first, int64_t planned)
+{
+    MbBatch *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    atomic_init(&b->buf.refcount, 1);
+    b->buf.release = batch_release;
+    b->first = first;
+    b->planned = planned;
+    pthread_mutex_init(&b->mu, NULL);
+    atomic_init(&b->layout, 0);
+    return b;
+}
+
+static void piece_release(CvBuffer *buf)
+{
+    MbPiece *p = (MbPiece *)buf;
+    for (int i = 0; i < p->n; i++) {
+        cv_status_free(p->rows[i].status);
+        cv_element_clear(&p->rows[i].e);
+    }
+    cv_buffer_unref(&p->batch->buf);
+    free(p);
+}
+
+/* Set b's layout from its first finished row e (b->mu held). */
+static void set_layout(MbBatch *b, const CvElement *e, int64_t batch_size)
+{
+    int layout = -1;
+    size_t row = 0;
+    bool ok = e->n > 0 && b->planned == batch_size;
+    for (uint32_t c = 0; ok && c < e->n; c++) {
+        const CvTensor *t = &e->t[c];
+        ok = t->dtype != CV_STRING && t->rank + 1 <= CV_MAX_RANK;
+        row += ok ? cv_tensor_nbytes(t) : 0;
+    }
+    if (ok && row <= MB_MAX_FAST_BYTES / (size_t)b->planned && (b->t = calloc(e->n, sizeof(CvTensor)))) {
+        b->ncomp = e->n;
+        layout = 1;
+        for (uint32_t c = 0; c < e->n && layout == 1; c++) {
+            int64_t shape[CV_MAX_RANK];
+            shape[0] = b->planned;
+            memcpy(shape + 1, e->t[c].shape, (size_t)e->t[c].rank * sizeof(int64_t));
+            CvStatus s = cv_tensor_alloc(&b->t[c], e->t[c].dtype, e->t[c].rank + 1, shape, 0, NULL);
+            if (s) { /* the exact path will meet (or not) the same shortage */
+                cv_status_free(s);
+                layout = -1;
+            }
+        }
+        if (layout != 1) {
+            for (uint32_t c = 0; c < e->n; c++)
+                cv_tensor_clear(&b->t[c]);
+            free(b->t);
+            b->t = NULL;
+            b->ncomp = 0;
+        }
+    }
+    atomic_store_explicit(&b->layout, layout, memory_order_release);
+}
+
+/* Copy result e into row `row` of b when it matches b's layout. */
+static bool write_row(MbBatch *b, int64_t row, const CvElement *e, int64_t batch_size)
+{
+    int layout = atomic_load_explicit(&b->layout, memory_order_acquire);
+    if (layout == 0) {
+        pthread_mutex_lock(&b->mu);
+        if (atomic_load_explicit(&b->layout, memory_order_relaxed) == 0)
+            set_layout(b, e, batch_size);
+        layout = atomic_load_explicit(&b->layout, memory_order_relaxed);
+        pthread_mutex_unlock(&b->mu);
+    }
+    if (layout != 1 || e->n != b->ncomp)
+        return false;
+    for (uint32_t c = 0; c < e->n; c++) {
+        const CvTensor *t = &e->t[c], *dst = &b->t[c];
+        if (t->dtype != dst->dtype || t->rank + 1 != dst->rank ||
+            memcmp(t->shape, dst->shape + 1, (size_t)t->rank * sizeof(int64_t)) != 0)
+            return false;
+    }
+    for (uint32_t c = 0; c < e->n; c++) {
+        int64_t per_row = cv_tensor_num_elements(&e->t[c]);
+        cv_copy_values(&b->t[c], row * per_row, &e->t[c], 0, per_row, NULL);
+    }
+    return true;
+}
+
+/* -- the stage: pull a piece, map and write it -------------------------------- */
+
+static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
+{
+    (void)work;
+    MapBatchIterator *it = owner;
+    const MapBatchParams *p = it->staged.base.dataset->params;
+    int64_t bs = p->batch_size;
+    if (it->input_done && !it->cur) {
+        *end = true;
+        return CV_STATUS_OK;
+    }
+    if (!it->cur) {
+        /* Line this batch up with the consumer's: after an error shifted its
+         * boundaries, the next one opened is short. */
+        uint64_t align = atomic_load_explicit(&it->align, memory_order_relaxed);
+        int64_t planned = bs;
+        if (align <= it->pos)
+            planned = bs - (int64_t)((it->pos - align) % (uint64_t)bs);
+        if (!(it->cur = batch_new(it->pos, planned)))
+            return cv_error_nomem();
+        it->cur_pulled = 0;
+    }
+    MbBatch *b = it->cur;
+    int64_t ns = atomic_load_explicit(&it->row_ns, memory_order_relaxed);
+    int64_t want = ns > 0 ? CV_STAGE_CHUNK_NS / ns : 1;
+    int64_t left = b->planned - it->cur_pulled;
+    if (want > MB_MAX_PIECE)
+        want = MB_MAX_PIECE;
+    if (want > left)
+        want = left;
+    if (want < 1)
+        want = 1;
+    MbPiece *piece = calloc(1, sizeof(*piece) + (size_t)want * sizeof(MbRow));
+    if (!piece)
+        return cv_error_nomem();
+    atomic_init(&piece->buf.refcount, 1);
+    piece->buf.release = piece_release;
+    piece->batch = (MbBatch *)cv_buffer_ref(&b->buf);
+    piece->pos = it->pos;
+    piece->r0 = it->cur_pulled;
+    int n = 0;
+    int64_t started = cv_now_ns();
+    while (n < want) {
+        MbRow *row = &piece->rows[n];
+        bool row_end = false;
+        row->status = cv_iterator_next(it->staged.input, &row->e, &row_end);
+        if (!row->status && row_end) {
+            it->input_done = true;
+            break;
+        }
+        if (!row->status)
+            row->index = it->next_index++;
+        n++;
+        /* As the stage's own pulls: a slow input must not hold back what was
+         * pulled (the batch goes on in the next piece). */
+        if ((n & (n - 1)) == 0 && n < want && cv_now_ns() - started > CV_STAGE_CHUNK_NS)
+            break;
+    }
+    piece->n = n;
+    it->pos += (uint64_t)n;
+    it->cur_pulled += n;
+    if (it->input_done || it->cur_pulled == b->planned) {
+        piece->last = true;
+        it->cur = NULL;
+        if (it->cur_pulled == 0) { /* the input ended at a batch boundary */
+            cv_buffer_unref(&piece->buf);
+            cv_buffer_unref(&b->buf);
+            *end = true;
+            return CV_STATUS_OK;
+        }
+        cv_buffer_unref(&b->buf);
+    }
+    *aux = (int64_t)(intptr_t)piece;
+    return CV_STATUS_OK;
+}
+
+/* Map rows [from, to) of piece (whose inputs are all there) with fn. */
+static void map_rows(MapBatchIterator *it, MbPiece *piece, int from, int to)
+{
+    const MapBatchParams *p = it->staged.base.dataset->params;
+    const CvFunction *fn = p->map.fn;
+    if (!fn->call_chunk) {
+        for (int i = from; i < to; i++) {
+            MbRow *row = &piece->rows[i];
+            if (row->status)
+                continue;
+            CvElement in, out = {0};
+            cv_element_move(&in, &row->e);
+            CvElementId id = {it->epoch, row->index};
+            row->status = fn->call(fn->ctx, &in, &id, &out);
+            cv_element_clear(&in);
+            cv_element_move(&row->e, &out);
+        }
+        return;
+    }
+    CvElement in[MB_MAX_PIECE], out[MB_MAX_PIECE];
+    CvElementId ids[MB_MAX_PIECE];
+    CvStatus status[MB_MAX_PIECE];
+    int index[MB_MAX_PIECE], m = 0;
+    for (int i = from; i < to; i++) {
+        if (piece->rows[i].status)
+            continue;
+        index[m] = i;
+        ids[m] = (CvElementId){it->epoch, piece->rows[i].index};
+        cv_element_move(&in[m], &piece->rows[i].e);
+        out[m] = (CvElement){0};
+        m++;
+    }
+    if (m)
+        fn->call_chunk(fn->ctx, in, ids, out, status, m);
+    for (int k = 0; k < m; k++) {
+        cv_element_clear(&in[k]);
+        piece->rows[index[k]].status = status[k];
+        cv_element_move(&piece->rows[index[k]].e, &out[k]);
+    }
+}
+
+static CvStatus mb_process(void *owner, CvElement *work, int64_t aux, CvElement *out)
+{
+    (void)work;
+    MapBatchIterator *it = owner;
+    const MapBatchParams *p = it->staged.base.dataset->params;
+    MbPiece *piece = (MbPiece *)(intptr_t)aux;
+    int64_t started = cv_now_ns();
+    size_t bytes = 0;
+    bool clean = true;
+    /* Rows go through fn in groups (one GIL hand-off each for a Python
+     * function), each written while its result is still in the cache. */
+    int group = p->map.fn->call_chunk ? MB_MAX_PIECE : CV_STAGE_MAX_CHUNK;
+    for (int from = 0; from < piece->n; from += group) {
+        int to = from + group < piece->n ? from + group : piece->n;
+        map_rows(it, piece, from, to);
+        for (int i = from; i < to; i++) {
+            MbRow *row = &piece->rows[i];
+            if (row->status) {
+                clean = false;
+                continue;
+            }
+            bytes += cv_element_bytes(&row->e);
+            if (write_row(piece->batch, piece->r0 + i, &row->e, p->batch_size)) {
+                row->written = true;
+                cv_element_clear(&row->e);
+            } else {
+                clean = false;
+            }
+        }
+    }
+    piece->clean = clean;
+    if (piece->n > 0) {
+        int64_t per_row = (cv_now_ns() - started) / piece->n + 1;
+        int64_t old = atomic_load_explicit(&it->row_ns, memory_order_relaxed);
+        atomic_store_explicit(&it->row_ns, old ? (3 * old + per_row) / 4 : per_row,
+                              memory_order_relaxed);
+    }
+    /* The tag: the piece as the buffer of one uint8 tensor of its rows' size
+     * (cv_element_bytes counts shapes), so the stage charges the rows. */
+    CvStatus s = cv_element_init(out, 1);
+    if (s) {
+        cv_buffer_unref(&piece->buf);
+        return s;
+    }
+    CvTensor *tag = &out->t[0];
+    tag->dtype = CV_UINT8;
+    tag->rank = 1;
+    tag->shape[0] = (int64_t)bytes;
+    tag->buf = &piece->buf;
+    tag->data = NULL;
+    return CV_STATUS_OK;
+}
+
+static const CvStageOps mb_stage_ops = {mb_pull, mb_process, NULL};
+
+/* -- the consumer ------------------------------------------------------------- */
+
+/* The piece a stage result carries (taking it), or NULL. */
+static MbPiece *piece_of(CvElement *e)
+{
+    if (e->n != 1 || !e->t[0].buf || e->t[0].buf->release != piece_release)
+        return NULL;
+    MbPiece *piece = (MbPiece *)e->t[0].buf;
+    e->t[0].buf = NULL;
+    cv_element_clear(e);
+    return piece;
+}
+
+/* The next piece: *piece set, or *lost (a stage result without a piece: the
+ * RAM budget's error), or *end, or would_block / an interruption (state
+ * kept). */
+static CvStatus next_piece(MapBatchIterator *it, bool blocking, MbPiece **piece, CvStatus *lost,
+                           bool *would_block)
+{
+    *piece = NULL;
+    *lost = CV_STATUS_OK;
+    if (it->peek) {
+        *piece = it->peek;
+        it->peek = NULL;
+        return CV_STATUS_OK;
+    }
+    if (it->stage_end)
+        return CV_STATUS_OK;
+    CvElement e = {0};
+    bool end = false;
+    CvStatus s = blocking ? cv_stage_next(&it->staged.stage, &e, &end)
+                          : cv_stage_try_next(&it->staged.stage, &e, &end, would_block);
+    if (s && s->code == CV_INTERRUPTED)
+        return s;
+    if (s) {
+        cv_element_clear(&e);
+        *lost = s;
+        return CV_STATUS_OK;
+    }
+    if (end) {
+        it->stage_end = true;
+        return CV_STATUS_OK;
+    }
+    if (blocking || !*would_block) {
+        *piece = piece_of(&e);
+        if (!*piece) {
+            cv_element_clear(&e);
+            *lost = cv_error(CV_INTERNAL, "map_batch: a stage result without its piece");
+        }
+    }
+    return CV_STATUS_OK;
+}
+
+static CvStatus queue_push(MapBatchIterator *it, CvStatus status, CvElement *e, uint64_t pos)
+{
+    if (it->qhead == it->qlen)
+        it->qhead = it->qlen = 0;
+    if (it->qlen == it->qcap) {
+        size_t cap = it->qcap ? 2 * it->qcap : 64;
+        MbQueued *grown = realloc(it->queue, cap * sizeof(MbQueued));
+        if (!grown) {
+            cv_status_free(status);
+            if (e)
+                cv_element_clear(e);
+            return cv_error_nomem();
+        }
+        it->queue = grown;
+        it->qcap = cap;
+    }
+    MbQueued *q = &it->queue[it->qlen++];
+    q->status = status;
+    q->e = (CvElement){0};
+    if (e)
+        cv_element_move(&q->e, e);
+    q->pos = pos;
+    return CV_STATUS_OK;
+}
+
+/* Move piece's rows to the exact path's queue (written ones as views of the
+ * batch) and drop the piece. */
+static CvStatus queue_piece(MapBatchIterator *it, MbPiece *piece)
+{
+    CvStatus s = CV_STATUS_OK;
+    MbBatch *b = piece->batch;
+    for (int i = 0; i < piece->n && !s; i++) {
+        MbRow *row = &piece->rows[i];
+        CvElement view = {0};
+        if (row->written && (s = cv_element_init(&view, b->ncomp)))
+            break;
+        for (uint32_t c = 0; row->written && c < b->ncomp; c++)
+            cv_tensor_slice(&view.t[c], &b->t[c], piece->r0 + i);
+        s = queue_push(it, row->status, row->written ? &view : &row->e, piece->pos + (uint64_t)i);
+        row->status = CV_STATUS_OK; /* passed on (or freed) */
+    }
+    cv_buffer_unref(&piece->buf);
+    return s;
+}
+
+static CvStatus queue_group(MapBatchIterator *it)
+{
+    CvStatus s = CV_STATUS_OK;
+    for (int i = 0; i < it->ngroup; i++) {
+        if (!s)
+            s = queue_piece(it, it->group[i]);
+        else
+            cv_buffer_unref(&it->group[i]->buf);
+    }
+    it->ngroup = 0;
+    return s;
+}
+
+static void publish(MapBatchIterator *it)
+{
+    atomic_store_explicit(&it->align, it->expect, memory_order_relaxed);
+}
+
+static CvStatus bundle_append(MapBatchIterator *it, CvElement *row)
+{
+    CvElement *bundle = &it->bundle;
+    if ((size_t)bundle->n + row->n > it->bundle_cap) {
+        size_t want = it->bundle_cap ? it->bundle_cap * 2 : 16 * (size_t)(row->n ? row->n : 1);
+        while (want < (size_t)bundle->n + row->n)
+            want *= 2;
+        if (want > UINT32_MAX)
+            return cv_error(CV_RESOURCE_EXHAUSTED, "batch has more than 2^32 tensors");
+        CvTensor *grown = realloc(bundle->t, want * sizeof(CvTensor));
+        if (!grown)
+            return cv_error_nomem();
+        bundle->t = grown;
+        it->bundle_cap = want;
+    }
+    if (row->n)
+        memcpy(&bundle->t[bundle->n], row->t, row->n * sizeof(CvTensor));
+    bundle->n += row->n;
+    free(row->t);
+    *row = (CvElement){0};
+    return CV_STATUS_OK;
+}
+
+static void bundle_drop(MapBatchIterator *it)
+{
+    cv_element_clear(&it->bundle);
+    it->bundle_cap = 0;
+    it->brows = 0;
+}
+
+/* The exact path: batch's cv_gather_rows and stack over the queued rows
+ * (and the pieces after them), resumable after an interruption. */
+static CvStatus gather(MapBatchIterator *it, bool blocking, CvElement *out, bool *end,
+                       bool *would_block)
+{
+    const MapBatchParams *p = it->staged.base.dataset->params;
+    while (it->brows < p->batch_size) {
+        if (it->qhead == it->qlen) {
+            MbPiece *piece;
+            CvStatus lost;
+            CvStatus s = next_piece(it, blocking, &piece, &lost, would_block);
+            if (s || *would_block)
+                return s;
+            if (lost)
+                s = queue_push(it, lost, NULL, UINT64_MAX);
+            else if (piece)
+                s = queue_piece(it, piece);
+            else
+                break; /* the end */
+            if (s) {
+                bundle_drop(it);
+                return s;
+            }
+            continue;
+        }
+        MbQueued *q = &it->queue[it->qhead++];
+        CvStatus s = q->status;
+        if (!s && it->brows > 0 && q->e.n != it->bncomp)
+            s = cv_error(CV_INVALID_ARGUMENT, "Cannot batch elements with %u and %u components",
+                         it->bncomp, q->e.n);
+        if (!s) {
+            if (it->brows == 0)
+                it->bncomp = q->e.n;
+            s = bundle_append(it, &q->e);
+        }
+        if (s) { /* batch fails here; the next one starts after this row */
+            cv_element_clear(&q->e);
+            bundle_drop(it);
+            it->resync = q->pos == UINT64_MAX;
+            it->expect = q->pos + 1;
+            publish(it);
+            return s;
+        }
+        it->brows++;
+        it->expect = q->pos + 1;
+    }
+    int64_t rows = it->brows;
+    it->brows = 0;
+    publish(it);
+    if (rows == 0 || (rows < p->batch_size && p->drop_remainder)) {
+        bundle_drop(it);
+        *end = true;
+        return CV_STATUS_OK;
+    }
+    it->bundle_cap = 0;
+    return cv_batch_stack(&it->bundle, rows, out); /* takes the bundle */
+}
+
+static CvStatus group_add(MapBatchIterator *it, MbPiece *piece)
+{
+    if (it->ngroup == it->group_cap) {
+        int cap = it->group_cap ? 2 * it->group_cap : 16;
+        MbPiece **grown = realloc(it->group, (size_t)cap * sizeof(MbPiece *));
+        if (!grown) {
+            cv_buffer_unref(&piece->buf);
+            return cv_error_nomem();
+        }
+        it->group = grown;
+        it->group_cap = cap;
+    }
+    it->group[it->ngroup++] = piece;
+    return CV_STATUS_OK;
+}
+
+/* The fast path's result: the batch's tensors. */
+static CvStatus take_batch(MapBatchIterator *it, CvElement *out)
+{
+    MbBatch *b = it->group[0]->batch;
+    CvStatus s = cv_element_init(out, b->ncomp);
+    if (s)
+        return s;
+    for (uint32_t c = 0; c < b->ncomp; c++)
+        cv_tensor_copy_ref(&out->t[c], &b->t[c]);
+    it->expect += (uint64_t)b->planned;
+    for (int i = 0; i < it->ngroup; i++) /* the last one frees b */
+        cv_buffer_unref(&it->group[i]->buf);
+    it->ngroup = 0;
+    return CV_STATUS_OK;
+}
+
+static CvStatus mb_advance(MapBatchIterator *it, bool blocking, CvElement *out, bool *end,
+                           bool *would_block)
+{
+    const MapBatchParams *p = it->staged.base.dataset->params;
+    *end = false;
+    *would_block = false;
+    for (;;) {
+        if (it->brows > 0 || it->qhead < it->qlen)
+            return gather(it, blocking, out, end, would_block);
+        MbPiece *piece;
+        CvStatus lost;
+        CvStatus s = next_piece(it, blocking, &piece, &lost, would_block);
+        if (s || *would_block)
+            return s;
+        if (lost || (!piece && it->ngroup > 0)) {
+            /* A piece of the batch being collected was dropped (or the
+             * stage ended inside it): replay what is there. */
+            if (!(s = queue_group(it)) && lost)
+                s = queue_push(it, lost, NULL, UINT64_MAX);
+            if (s)
+                return s;
+            continue;
+        }
+        if (!piece)
+            return gather(it, blocking, out, end, would_block); /* the end */
+        if (it->ngroup == 0) {
+            if (it->resync) {
+                it->expect = piece->pos;
+                it->resync = false;
+                publish(it);
+            }
+            if (piece->r0 != 0 || piece->batch->first != it->expect ||
+                piece->batch->planned != p->batch_size) {
+                if ((s = queue_piece(it, piece)))
+                    return s;
+                continue;
+            }
+        } else if (piece->batch != it->group[0]->batch) {
+            it->peek = piece; /* the budget dropped the rest of the collected batch */
+            if ((s = queue_group(it)))
+                return s;
+            continue;
+        }
+        if ((s = group_add(it, piece)))
+            return s;
+        if (!piece->last)
+            continue;
+        bool fast = atomic_load_explicit(&piece->batch->layout, memory_order_acquire) == 1;
+        int64_t rows = 0;
+        for (int i = 0; i < it->ngroup && fast; i++) {
+            fast = it->group[i]->clean;
+            rows += it->group[i]->n;
+        }
+        if (fast && rows == p->batch_size)
+            return take_batch(it, out);
+        if ((s = queue_group(it)))
+            return s;
+    }
+}
+
+static CvStatus mb_next(CvIterator *base, CvElement *out, bool *end)
+{
+    bool would_block = false;
+    return mb_advance((MapBatchIterator *)base, true, out, end, &would_block);
+}
+
+static CvStatus mb_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
+{
+    return mb_advance((MapBatchIterator *)base, false, out, end, would_block);
+}
+
+static void mb_destroy(CvIterator *base)
+{
+    MapBatchIterator *it = (MapBatchIterator *)base;
+    cv_staged_iterator_cancel(base);
+    cv_stage_destroy(&it->staged.stage); /* waits for the running turns */
+    if (it->cur)
+        cv_buffer_unref(&it->cur->buf);
+    if (it->peek)
+        cv_buffer_unref(&it->peek->buf);
+    for (int i = 0; i < it->ngroup; i++)
+        cv_buffer_unref(&it->group[i]->buf);
+    free(it->group);
+    for (size_t i = it->qhead; i < it->qlen; i++) {
+        cv_status_free(it->queue[i].status);
+        cv_element_clear(&it->queue[i].e);
+    }
+    free(it->queue);
+    cv_element_clear(&it->bundle);
+    cv_staged_iterator_destroy(base);
+}
+
+static CvStatus mb_make_iterator(const CvDataset *ds, CvIterator **out)
+{
+    const MapBatchParams *p = ds->params;
+    MapBatchIterator *it = cv_iterator_alloc(ds, sizeof(*it));
+    if (!it)
+        return cv_error_nomem();
+    it->epoch = atomic_fetch_add(p->map.epochs, 1);
+    atomic_init(&it->align, 0);
+    atomic_init(&it->row_ns, 0);
+    CvStatus s = cv_iterator_make(ds->inputs[0]->inputs[0], &it->staged.input);
+    int workers = p->map.num_workers;
+    if (!s)
+        s = cv_stage_init(&it->staged.stage, &mb_stage_ops, it, "MapAndBatch", workers,
+                          p->map.tune_workers, 2 * workers, 2 * workers, true);
+    if (!s)
+        cv_stage_set_memory(&it->staged.stage, ds->memory,
+                            "lower map's num_parallel_calls or batch's batch_size");
+    if (s) {
+        mb_destroy(&it->staged.base);
+        return s;
+    }
+    *out = &it->staged.base;
+    return CV_STATUS_OK;
+}
+
+const CvKernel cv_kernel_map_batch = {
+    .name = "MapAndBatch",
+    .make_iterator = mb_make_iterator,
+    .cardinality = mb_cardinality,
+    .free_dataset = mb_free,
+    .next = mb_next,
+    .cancel = cv_staged_iterator_cancel,
+    .destroy = mb_destroy,
+    .measure = cv_staged_iterator_measure,
+    .try_next = mb_try_next,
+};
+
+CvStatus cv_map_batch_dataset(CvDataset *map, int64_t batch_size, bool drop_remainder,
+                              CvDataset **out)
+{
+    CvStatus s = cv_check_batch_size(batch_size);
+    CvMapFusion fusion;
+    if (!s)
+        s = cv_map_fusion(map, &fusion);
+    if (!s && fusion.num_workers <= 0)
+        s = cv_error(CV_INVALID_ARGUMENT, "map_batch: the map must run in parallel");
+    if (s)
+        return s;
+    MapBatchParams *p = malloc(sizeof(*p));
+    if (!p)
+        return cv_error_nomem();
+    p->batch_size = batch_size;
+    p->drop_remainder = drop_remainder;
+    p->map = fusion;
+    return cv_dataset_new(&cv_kernel_map_batch, &map, 1, p, true, out);
+}
