@@ -238,11 +238,32 @@ def _names(owner, nodes):
     return names
 
 
+def _credit_fused_maps(nodes):
+    """A map fused into the batch after it (MapAndBatch, csrc/kernels/map_batch.c)
+    runs no iterator of its own: its node is credited with the rows the fused
+    kernel mapped (the elements its input handed out), shows the kernel's
+    parallelism and its turns inside the function (the stall watchdog names
+    the map), so the statistics read as for the unfused pair; busy and wait
+    times stay with the kernel (BatchDataset)."""
+    for i, n in enumerate(nodes):
+        parent = nodes[n["parent"]] if 0 <= n["parent"] < len(nodes) else None
+        if n["kernel"] != "Map" or parent is None or parent["kernel"] != "MapAndBatch" or n["live"]:
+            continue
+        inputs = [c for c in nodes if c["parent"] == i]
+        if n["elements"] == 0 and inputs:
+            n["elements"] = inputs[0]["elements"]
+        for key in ("parallelism", "max_parallelism", "tuned_parallelism"):
+            n[key] = parent[key]
+        # The fused kernel's turns run the map's function: a stall there is the map's.
+        n["processing"], parent["processing"] = parent["processing"], 0
+
+
 def describe(owner, raw):
     """The engine's raw statistics (``_engine.Iterator.stats``) -> PipelineStats;
     owner: dataset_names() of the pipeline."""
-    nodes = raw["nodes"]
+    nodes = [dict(n) for n in raw["nodes"]]
     names = _names(owner, nodes)
+    _credit_fused_maps(nodes)
     stages = [StageStats(
         name=names[i], kernel=n["kernel"], index=i, parent=n["parent"], inner=n["inner"],
         elements=n["elements"], errors=n["errors"], parallelism=n["parallelism"],
