@@ -256,6 +256,7 @@ def _credit_fused_maps(nodes):
             n[key] = parent[key]
         # The fused kernel's turns run the map's function: a stall there is the map's.
         n["processing"], parent["processing"] = parent["processing"], 0
+        parent["pulling"] += n["processing"]  # the batch waits on those rows
 
 
 def describe(owner, raw):
