@@ -187,31 +187,34 @@ import _thread
 for kind in (0, 1, 2):
     ds, want, _ = build(kind, 1, 200)
     it = iter(ds)
-    got, fired, done = [], [0], threading.Event()
+    got, fired, done = [], [0], [False]
+    lock = threading.Lock()  # no interrupt is fired once done is set
     def interrupter():
-        while not done.is_set():
+        while True:
             time.sleep(random.uniform(0.0005, 0.004))
-            if not done.is_set():
+            with lock:
+                if done[0]:
+                    return
                 _thread.interrupt_main()
                 fired[0] += 1
     t = threading.Thread(target=interrupter, daemon=True)
     t.start()
+    # An interrupt can land anywhere, also in this harness: all in a try.
     while True:
         try:
-            try:
-                got.append(norm(next(it)))
-            except StopIteration:
-                done.set()
-                break
-        except KeyboardInterrupt:
-            pass
-    t.join()
-    while True:  # an interrupt fired just before done may still be pending
-        try:
-            time.sleep(0.01)
+            while True:
+                try:
+                    got.append(next(it))  # no Python call between next() and append
+                except StopIteration:
+                    with lock:
+                        done[0] = True
+                    break
+            time.sleep(0.02)  # the last one fired may still be pending
+            t.join()
             break
         except KeyboardInterrupt:
             pass
+    got = [norm(v) for v in got]
     assert got == want, (kind, len(got), len(want))
 print("ok")
 """)
