@@ -189,7 +189,9 @@ for kind in (0, 1, 2):
     it = iter(ds)
     got, fired, done = [], [0], [False]
     lock = threading.Lock()  # no interrupt is fired once done is set
+    go = threading.Event()  # none either before the harness is in its try
     def interrupter():
+        go.wait()
         while True:
             time.sleep(random.uniform(0.0005, 0.004))
             with lock:
@@ -202,6 +204,7 @@ for kind in (0, 1, 2):
     # An interrupt can land anywhere, also in this harness: all in a try.
     while True:
         try:
+            go.set()
             while True:
                 try:
                     got.append(next(it))  # no Python call between next() and append
