@@ -150,6 +150,7 @@ def test_close_from_another_thread_while_next_waits(run_python):
     pool thread is joined."""
     out = _run(run_python, """
 import os
+list(build(0, 2, 8)[0])  # a first pipeline: threads that live on (a sanitizer's) are there
 before = len(os.listdir("/proc/self/task"))
 rng = random.Random(5)
 outcomes = set()
