@@ -3,6 +3,7 @@
 Environment knobs (no argv flags):
   CV_DEBUG=1            -O0 -g, assertions on
   CV_SANITIZE=address   AddressSanitizer + UndefinedBehaviorSanitizer (see docs/development.md)
+  CV_SANITIZE=thread    ThreadSanitizer + UndefinedBehaviorSanitizer (.ci/tsan)
   CV_WERROR=0           turn off -Werror (on by default)
   CV_ZLIB_CFLAGS / CV_ZLIB_LIBS, CV_JPEG_CFLAGS / CV_JPEG_LIBS
                         override what pkg-config reports for zlib / libjpeg-turbo

@@ -83,15 +83,12 @@ void *cv_iterator_alloc(const CvDataset *ds, size_t size)
         return NULL;
     it->kernel = ds->kernel;
     it->dataset = cv_dataset_ref((CvDataset *)ds);
-    CvPool *pool = cv_pool_current();
-    if (pool && cv_pool_stats(pool))
-        cv_stats_attach(cv_pool_stats(pool), it);
     return it;
 }
 
 void cv_iterator_free(CvIterator *it)
 {
-    cv_stats_detach(it); /* when make failed half-way; destroy detached it already */
+    cv_stats_detach(it); /* no-op unless attached and not yet detached */
     cv_dataset_unref(it->dataset);
     free(it);
 }
@@ -99,7 +96,15 @@ void cv_iterator_free(CvIterator *it)
 CvStatus cv_iterator_make(const CvDataset *ds, CvIterator **out)
 {
     *out = NULL;
-    return ds->kernel->make_iterator(ds, out);
+    CvStatus s = ds->kernel->make_iterator(ds, out);
+    /* Attached once made: statistics readers (stats() on another thread,
+     * the autotuner on pool threads) measure attached iterators at any
+     * time, so they must never see one whose stage or locks are still being
+     * set up (inner iterators are made while the pipeline runs). */
+    CvPool *pool = cv_pool_current();
+    if (!s && *out && pool && cv_pool_stats(pool))
+        cv_stats_attach(cv_pool_stats(pool), *out);
+    return s;
 }
 
 void cv_iterator_cancel(CvIterator *it)

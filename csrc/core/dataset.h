@@ -100,7 +100,8 @@ struct CvDataset {
 struct CvIterator {
     const CvKernel *kernel;
     CvDataset *dataset; /* owned reference: the dataset outlives the iterator */
-    /* Statistics (core/stats.h): set by cv_iterator_alloc when a pipeline's
+    /* Statistics (core/stats.h): set by cv_iterator_make, once the iterator
+     * is made (readers measure it from other threads), when a pipeline's
      * pool is current, and guarded by that CvStats' lock; NULL otherwise. */
     struct CvStats *stats;
     struct CvNode *node;

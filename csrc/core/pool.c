@@ -20,6 +20,7 @@ struct CvPool {
     CvTask *cursor; /* where the next pick starts: round robin */
     int running;    /* turns running outside blocking sections */
     int idle;       /* threads waiting on work_cv */
+    int signaled;   /* of those, already signalled and not yet awake */
     int started;    /* threads[0, started) were started */
     int exited;
     bool shutdown;
@@ -174,6 +175,8 @@ static void *pool_worker(void *arg)
             pthread_cond_broadcast(&pool->idle_cv);
         pthread_cond_wait(&pool->work_cv, &pool->mu);
         pool->idle--;
+        if (pool->signaled > 0)
+            pool->signaled--;
     }
     pool->exited++;
     pthread_mutex_unlock(&pool->mu);
@@ -184,7 +187,12 @@ static void *pool_worker(void *arg)
  * the pool has fewer than `most` threads. */
 static void wake_one(CvPool *pool, int most)
 {
-    if (pool->idle > 0) {
+    /* An idle thread signalled a moment ago counts in `idle` until it has
+     * the mutex back: a second signal would find no waiter and be lost, so
+     * the second turn would wait for the first to end instead of running
+     * beside it. */
+    if (pool->idle > pool->signaled) {
+        pool->signaled++;
         pthread_cond_signal(&pool->work_cv);
         return;
     }

@@ -29,6 +29,7 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->held = 0;
     st->run_next = st->run_end = 0;
     st->run_bytes = 0;
+    st->run_low_water = 1;
     st->spin_ns = CV_SPIN_NS;
     st->task = (CvTask){0};
     st->slots = calloc((size_t)max_capacity, sizeof(CvStageSlot));
@@ -330,9 +331,12 @@ static void wake_workers(CvStage *st, bool wake)
         cv_task_submit(&st->task);
 }
 
-/* mu held, consumer: add the ready slots that follow the run to it. */
+/* mu held, consumer: add the ready slots that follow the run to it. Also
+ * notes low_water for run_next, which reads it with no lock (turns move the
+ * capacity under mu). */
 static bool run_extend(CvStage *st)
 {
+    st->run_low_water = low_water(st);
     while (st->run_end < st->issued && st->slots[st->run_end % (uint64_t)st->max_capacity].ready)
         st->run_end++;
     return st->run_next < st->run_end;
@@ -347,7 +351,7 @@ static CvStatus run_next(CvStage *st, CvElement *out)
 {
     CvStatus s = run_pop(st, out);
     bool used_up = st->run_next == st->run_end;
-    if (used_up || st->run_next - st->consumed >= low_water(st)) {
+    if (used_up || st->run_next - st->consumed >= st->run_low_water) {
         pthread_mutex_lock(&st->mu);
         bool wake = run_retire(st, false);
         if (used_up)

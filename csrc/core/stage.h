@@ -167,6 +167,7 @@ typedef struct CvStage {
     uint64_t run_next;
     uint64_t run_end;
     size_t run_bytes;     /* bytes of the handed-out, unretired slots */
+    uint64_t run_low_water; /* low_water when the run was last extended (capacity is mu's) */
     int64_t spin_ns;      /* how long to spin before sleeping, fitted to recent waits */
 
     CvTask task;       /* attached to the pipeline's pool at the first next() */

@@ -17,8 +17,10 @@
  *  - for parallel stages, their CvStageCounters (once per turn) and gauges
  *    (parallelism, buffer, bytes held), through the kernel's measure hook;
  *  - the consumer's time waiting in the root's next() (the binding).
- * A finished iterator's counts are folded into its node when it is
- * detached, before it is destroyed, so a reader never sees a freed one.
+ * An iterator is attached once made (cv_iterator_make) and detached before
+ * it is destroyed, when its counts are folded into its node: a reader
+ * never sees one half made or freed (inner iterators are made and freed on
+ * pool threads while stats() and the autotuner read).
  *
  * Locks: mu guards the nodes and their live lists. It is taken before a
  * stage's mu (measure hooks) and before the pool's mutex (the autotuner

@@ -155,7 +155,11 @@ static CvStatus batch_try_next(CvIterator *base, CvElement *out, bool *end, bool
 
 static void batch_destroy(CvIterator *base)
 {
-    cv_row_gatherer_clear(&((BatchIterator *)base)->rows);
+    BatchIterator *it = (BatchIterator *)base;
+    /* The stage first: until its turns are done, one may be gathering rows. */
+    cv_staged_iterator_cancel(base);
+    cv_stage_destroy(&it->staged.stage);
+    cv_row_gatherer_clear(&it->rows);
     cv_staged_iterator_destroy(base);
 }
 
