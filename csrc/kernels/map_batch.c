@@ -532,25 +532,7 @@ static void publish(MapBatchIterator *it)
 
 static CvStatus bundle_append(MapBatchIterator *it, CvElement *row)
 {
-    CvElement *bundle = &it->bundle;
-    if ((size_t)bundle->n + row->n > it->bundle_cap) {
-        size_t want = it->bundle_cap ? it->bundle_cap * 2 : 16 * (size_t)(row->n ? row->n : 1);
-        while (want < (size_t)bundle->n + row->n)
-            want *= 2;
-        if (want > UINT32_MAX)
-            return cv_error(CV_RESOURCE_EXHAUSTED, "batch has more than 2^32 tensors");
-        CvTensor *grown = realloc(bundle->t, want * sizeof(CvTensor));
-        if (!grown)
-            return cv_error_nomem();
-        bundle->t = grown;
-        it->bundle_cap = want;
-    }
-    if (row->n)
-        memcpy(&bundle->t[bundle->n], row->t, row->n * sizeof(CvTensor));
-    bundle->n += row->n;
-    free(row->t);
-    *row = (CvElement){0};
-    return CV_STATUS_OK;
+    return cv_bundle_append(&it->bundle, &it->bundle_cap, row);
 }
 
 static void bundle_drop(MapBatchIterator *it)

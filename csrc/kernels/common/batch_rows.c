@@ -4,9 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Append row's tensors to the bundle, growing it geometrically (a huge
- * batch_size over a short input must not allocate batch_size slots). */
-static CvStatus bundle_append(CvElement *bundle, size_t *capacity, CvElement *row)
+CvStatus cv_bundle_append(CvElement *bundle, size_t *capacity, CvElement *row)
 {
     if ((size_t)bundle->n + row->n > *capacity) {
         size_t want = *capacity ? *capacity * 2 : 16 * (size_t)(row->n ? row->n : 1);
@@ -64,7 +62,7 @@ CvStatus cv_gather_rows(CvRowGatherer *g, CvIterator *input, int64_t batch_size,
                          g->ncomp, row.n);
             goto error;
         }
-        if ((s = bundle_append(bundle, &capacity, &row)))
+        if ((s = cv_bundle_append(bundle, &capacity, &row)))
             goto error;
     }
     if (r == 0 || (r < batch_size && drop_remainder)) {

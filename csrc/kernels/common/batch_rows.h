@@ -41,6 +41,11 @@ typedef struct CvRowGatherer {
     int64_t partial_rows;
 } CvRowGatherer;
 
+/* Append row's tensors to the bundle (moved, not copied; row is left
+ * empty), growing it geometrically: a huge batch_size over a short input
+ * must not allocate batch_size slots. *capacity: the bundle's room. */
+CvStatus cv_bundle_append(CvElement *bundle, size_t *capacity, CvElement *row);
+
 /* Pull up to batch_size elements into one flat "bundle" element: row r's
  * component c is bundle->t[r * ncomp + c], moved (not copied) from the
  * input. On OK either *end is set (no rows left, or only a remainder that
