@@ -549,9 +549,11 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
     CvNodeSnapshot *snaps = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(*snaps));
     if (!snaps)
         return PyErr_NoMemory();
-    n = cv_stats_snapshot(m->stats, snaps, n); /* nodes only grow: extra ones wait for the next call */
+    /* Nodes only grow: those added since the count are left to the next call
+     * (the snapshot fills n and returns how many there are now). */
+    (void)cv_stats_snapshot(m->stats, snaps, n);
     PyObject *nodes = PyList_New(0), *raw = NULL;
-    for (int i = 0; nodes && i < n; i++) { /* a node added meanwhile is in the next call */
+    for (int i = 0; nodes && i < n; i++) {
         PyObject *d = node_dict(&snaps[i]);
         if (!d || PyList_Append(nodes, d) < 0)
             Py_CLEAR(nodes);
