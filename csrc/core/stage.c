@@ -265,13 +265,6 @@ static CvTurn stage_turn(void *arg)
     return done ? CV_TURN_DONE : CV_TURN_AGAIN;
 }
 
-static CvStatus stage_start(CvStage *st)
-{
-    st->started = true;
-    cv_task_submit(&st->task);
-    return CV_STATUS_OK;
-}
-
 /* Free room in the window below which a retire does not wake workers. Each
  * sleep and wake-up of a worker costs about two context switches (~3.6 us
  * of CPU each on the 2-core VM, where the woken worker often preempts the
@@ -395,7 +388,7 @@ CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_b
     bool wake = run_retire(st, false);
     bool ready = run_extend(st);
     if (!ready) {
-        if (st->input_done && st->consumed == st->issued && !st->start_error)
+        if (st->input_done && st->consumed == st->issued)
             *end = true;
         else
             *would_block = true; /* errors, cancellation, waiting: next()'s work */
@@ -413,12 +406,9 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
     if (st->run_next < st->run_end)
         return run_next(st, out);
     pthread_mutex_lock(&st->mu);
-    if (!st->started) {
-        st->start_error = stage_start(st);
-    }
-    if (st->start_error) {
-        s = cv_error(st->start_error->code, "%s", st->start_error->message);
-        goto done;
+    if (!st->started) { /* the first next(): the task joins the pool's queue */
+        st->started = true;
+        cv_task_submit(&st->task); /* under mu: the pool's mutex is a leaf */
     }
     wake = run_retire(st, false);
     bool spun = false, tried_help = false;
@@ -477,7 +467,6 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
         if (s)
             break;
     }
-done:
     pthread_mutex_unlock(&st->mu);
     wake_workers(st, wake);
     return s;
@@ -505,7 +494,6 @@ void cv_stage_destroy(CvStage *st)
     }
     cv_memory_release(st->memory, st->held);
     st->held = 0;
-    cv_status_free(st->start_error);
     free(st->slots);
     st->slots = NULL;
     pthread_mutex_destroy(&st->input_mu);

@@ -158,7 +158,6 @@ typedef struct CvStage {
     bool input_done;
     bool cancelled;
     bool started; /* written by the consumer only */
-    CvStatus start_error;
 
     /* Consumer-private (the thread in next()/try_next(); no lock): slots
      * [consumed, run_next) were handed out and wait to be retired, slots
