@@ -113,7 +113,7 @@ def test_interrupts_as_next_returns_lose_nothing(run_python):
     the next call returns it), or in the caller's code. The elements that come
     out are exactly the expected ones, in order, none lost or repeated."""
     result = run_python("""
-        import _thread, random, signal, sys, threading, time, conveyor as cv
+        import _thread, itertools, random, signal, sys, threading, time, conveyor as cv
         D = cv.data.Dataset
         sys.setswitchinterval(1e-4)  # hand the GIL to the interrupter often
         def jitter(x):  # a Python producer that is sometimes slower than the consumer
@@ -153,12 +153,19 @@ def test_interrupts_as_next_returns_lose_nothing(run_python):
                         state["fired"] += 1
 
             def drain(it):
+                out = state["out"]
                 while not state["done"]:
                     try:
-                        state["out"].append(next(it))
-                    except StopIteration:  # sticky: keep asking until enough interrupts fired
-                        with lock:
-                            state["done"] = state["fired"] >= 10
+                        # list.extend takes the element from next() and stores it
+                        # in C: `out.append(next(it))` would let the interpreter
+                        # run a pending signal handler between the two, dropping
+                        # an element that next() had already handed over (any
+                        # Python iterator loses it there).
+                        before = len(out)
+                        out.extend(itertools.islice(it, 1))
+                        if len(out) == before:  # sticky end: ask until enough fired
+                            with lock:
+                                state["done"] = state["fired"] >= 10
                     except KeyboardInterrupt:
                         state["caught"] += 1
 
