@@ -3,6 +3,7 @@
     python benchmarks/stats_overhead.py               # 7 rounds, ~1-2 min on 2 cores
     python benchmarks/stats_overhead.py --rounds 9 --scale 2
     python benchmarks/stats_overhead.py --json out.json
+    python benchmarks/stats_overhead.py --instructions   # under valgrind, ~10 min
 
 Every iterator keeps statistics (csrc/core/stats.h) and runs the autotuner
 (csrc/core/autotune.h). A private switch, ``dataset._make_iterator(
@@ -28,6 +29,14 @@ The overhead is computed per round from the runs paired in that round
 time and for the process's CPU time; "best vs best" compares the fastest run
 of each (the least disturbed on a shared machine). Timings are printed,
 never asserted.
+
+On a shared machine the spread of wall and CPU time between identical runs
+(often +-20%) is ten times the goal. ``--instructions`` counts instead: each
+run goes in its own process under valgrind's callgrind, which counts the
+instructions that every thread executes (it runs them one at a time, so the
+count barely depends on the machine's load); a process that builds the
+datasets but iterates nothing is subtracted. What remains varies a little
+with how the threads interleave, so it is also given as min / median / max.
 """
 import argparse
 import gc
@@ -35,6 +44,7 @@ import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -127,6 +137,52 @@ def measure(make, rounds):
     return times, cpu
 
 
+def _child(name, variant, scale):
+    """One pass of one workload in this process (run under valgrind);
+    variant "build" makes the datasets and iterates nothing."""
+    with tempfile.TemporaryDirectory() as folder:
+        make = workloads(scale, folder)[name]
+        if variant != "build":
+            VARIANTS[variant](make)
+
+
+def _instructions(name, variant, scale):
+    """Instructions that valgrind counted in a child running _child()."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+           os.path.realpath(sys.executable), os.path.abspath(__file__),
+           "--child", name, variant, "--scale", str(scale)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    for line in done.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1])
+    raise SystemExit(f"no instruction count from valgrind:\n{done.stderr[-2000:]}")
+
+
+def count_instructions(rounds, scale):
+    """{workload: {variant: [instructions of the pass, build subtracted]}}."""
+    with tempfile.TemporaryDirectory() as folder:
+        names = list(workloads(0.001, folder))
+    results = {}
+    for name in names:
+        build = statistics.median(_instructions(name, "build", scale) for _ in range(3))
+        counts = {k: [] for k in VARIANTS}
+        order = list(VARIANTS)
+        for r in range(rounds):
+            for key in order[r % len(order):] + order[:r % len(order)]:
+                counts[key].append(_instructions(name, key, scale) - build)
+        results[name] = counts
+        off = counts["off"]
+        print(f"{name}: off {statistics.median(off) / 1e6:.1f} M instructions "
+              f"(build {build / 1e6:.1f} M)", flush=True)
+        for key in ("on", "on/fixed"):
+            ratio = [c / o - 1.0 for c, o in zip(counts[key], off)]
+            print(f"  {key:<9} {min(ratio):+6.2%} / {statistics.median(ratio):+6.2%} / "
+                  f"{max(ratio):+6.2%}   median vs median "
+                  f"{statistics.median(counts[key]) / statistics.median(off) - 1.0:+6.2%}",
+                  flush=True)
+    return results
+
+
 def _summary(values):
     return {"min": min(values), "median": statistics.median(values), "max": max(values),
             "values": values}
@@ -137,13 +193,27 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--scale", type=float, default=1.0, help="workload size factor")
     parser.add_argument("--json", default=None, help="write the figures to this file")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under valgrind instead of timing")
+    parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "VARIANT"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        return _child(args.child[0], args.child[1], args.scale)
     if args.rounds < 5:
         parser.error("--rounds must be >= 5")
     info = machine_info(None)
     print(f"{info['cpus_usable']} CPUs usable ({info['cpu_model']}), Python {info['python']}; "
           f"{args.rounds} rounds; overhead = time / time with statistics off - 1, "
           "per round: min / median / max")
+    if args.instructions:
+        # Each pass runs ~50x slower under valgrind: a tenth of the workload.
+        results = count_instructions(args.rounds, args.scale * 0.1)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"machine": info, "rounds": args.rounds, "scale": args.scale * 0.1,
+                           "instructions": results}, f, indent=2)
+        return
     results = {}
     with tempfile.TemporaryDirectory() as folder:
         for name, make in workloads(args.scale, folder).items():

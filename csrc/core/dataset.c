@@ -121,6 +121,65 @@ void cv_iterator_destroy(CvIterator *it)
     it->kernel->destroy(it);
 }
 
+CvStatus cv_iterator_save(CvIterator *it, CvStateWriter *w)
+{
+    if (!it->kernel->save)
+        return cv_error(CV_UNIMPLEMENTED,
+                        "the iterator of %s cannot be saved: this stage has no exact resume",
+                        it->kernel->name);
+    size_t frame = 0;
+    cv_state_begin(w, it->kernel->name, &frame);
+    CvStatus s = it->kernel->save(it, w);
+    CvStatus written = cv_state_end(w, frame);
+    if (s) {
+        cv_status_free(written);
+        return s;
+    }
+    return written;
+}
+
+CvStatus cv_iterator_restore(CvIterator *it, CvStateReader *r)
+{
+    if (!it->kernel->restore)
+        return cv_error(CV_UNIMPLEMENTED,
+                        "the iterator of %s cannot be restored: this stage has no exact resume",
+                        it->kernel->name);
+    size_t end = 0;
+    CvStatus s = cv_state_enter(r, it->kernel->name, &end);
+    if (!s)
+        s = it->kernel->restore(it, r);
+    if (!s)
+        s = cv_state_leave(r, end);
+    return s;
+}
+
+CvStatus cv_iterator_skip(CvIterator *it, int64_t n, int64_t *skipped)
+{
+    *skipped = 0;
+    if (it->kernel->skip)
+        return it->kernel->skip(it, n, skipped);
+    while (*skipped < n) {
+        CvElement e = {0, NULL};
+        bool end = false;
+        CvStatus s = cv_iterator_next(it, &e, &end);
+        if (s || end)
+            return s;
+        cv_element_clear(&e);
+        ++*skipped;
+    }
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_unary_iterator_save(CvIterator *it, CvStateWriter *w)
+{
+    return cv_iterator_save(((CvUnaryIterator *)it)->input, w);
+}
+
+CvStatus cv_unary_iterator_restore(CvIterator *it, CvStateReader *r)
+{
+    return cv_iterator_restore(((CvUnaryIterator *)it)->input, r);
+}
+
 CvStatus cv_unary_iterator_new(const CvDataset *ds, size_t size, CvIterator **out)
 {
     CvUnaryIterator *it = cv_iterator_alloc(ds, size);

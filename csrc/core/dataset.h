@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "core/memory.h"
+#include "core/state.h"
 #include "core/tensor.h"
 
 #define CV_INFINITE_CARDINALITY (-1)
@@ -76,6 +77,21 @@ typedef struct CvKernel {
      * thread while the iterator is attached to its statistics node, also
      * while next() runs; it takes the kernel's short locks only. */
     void (*measure)(CvIterator *it, struct CvNodeTotals *totals, struct CvGauges *gauges);
+    /* Optional: exact resume (core/state.h). save writes the iterator's
+     * position as its consumer has seen it (right after the last element
+     * next() returned to it), then its inputs' positions that match, each
+     * through cv_iterator_save. restore puts a freshly made iterator (no
+     * next() yet) at a saved position, its inputs through
+     * cv_iterator_restore. Both run on the consumer's thread, never at the
+     * same time as next(). NULL: this iterator cannot be saved, and
+     * cv_iterator_save says so, naming the kernel. */
+    CvStatus (*save)(CvIterator *it, CvStateWriter *w);
+    CvStatus (*restore)(CvIterator *it, CvStateReader *r);
+    /* Optional: pass over up to n elements without producing them (an
+     * indexed record file seeks); *skipped is how many, fewer than n only
+     * at the end. Same thread rules as next(). NULL: cv_iterator_skip
+     * pulls them with next(). */
+    CvStatus (*skip)(CvIterator *it, int64_t n, int64_t *skipped);
 } CvKernel;
 
 struct CvDataset {
@@ -184,6 +200,19 @@ static inline CvStatus cv_iterator_try_next(CvIterator *it, CvElement *out, bool
 }
 void cv_iterator_cancel(CvIterator *it); /* NULL-safe */
 void cv_iterator_destroy(CvIterator *it); /* NULL-safe */
+
+/* Exact resume: the iterator's frame (its kernel's name and save()'s
+ * fields, inputs included) / restore from such a frame. See save and
+ * restore in CvKernel. */
+CvStatus cv_iterator_save(CvIterator *it, CvStateWriter *w);
+CvStatus cv_iterator_restore(CvIterator *it, CvStateReader *r);
+/* Pass over up to n elements (kernel skip, or next() and drop); *skipped as
+ * in CvKernel.skip. An error is returned at its position, with *skipped
+ * the elements passed before it. */
+CvStatus cv_iterator_skip(CvIterator *it, int64_t n, int64_t *skipped);
+/* save / restore for a unary kernel whose position is its input's alone. */
+CvStatus cv_unary_iterator_save(CvIterator *it, CvStateWriter *w);
+CvStatus cv_unary_iterator_restore(CvIterator *it, CvStateReader *r);
 
 /* Why an iterator is being destroyed before its end. A kernel that keeps
  * the result of a whole pass (cache) treats a pass a take() cut short on
