@@ -86,6 +86,50 @@ static void concatenate_cancel(CvIterator *base)
     pthread_mutex_unlock(&it->mu);
 }
 
+/* Which input is current, then its position. The inputs before it are
+ * done and the ones after it not opened yet. */
+static CvStatus concatenate_save(CvIterator *base, CvStateWriter *w)
+{
+    ConcatenateIterator *it = (ConcatenateIterator *)base;
+    cv_state_put_i64(w, it->index);
+    cv_state_put_i64(w, it->current != NULL);
+    return it->current ? cv_iterator_save(it->current, w) : CV_STATUS_OK;
+}
+
+static CvStatus concatenate_restore(CvIterator *base, CvStateReader *r)
+{
+    ConcatenateIterator *it = (ConcatenateIterator *)base;
+    const CvDataset *ds = base->dataset;
+    int64_t index = 0;
+    bool has_current = false;
+    CvIterator *fresh = NULL;
+    CvStatus s = cv_state_get_range(r, "concatenate input", 0, ds->num_inputs, &index);
+    if (!s)
+        s = cv_state_get_bool(r, &has_current);
+    if (!s && has_current && index == ds->num_inputs)
+        s = cv_state_corrupt("concatenate: an iterator past the last input");
+    if (s)
+        return s;
+    if (index == 0 && has_current)
+        return cv_iterator_restore(it->current, r);
+    if (has_current) {
+        s = cv_iterator_make(ds->inputs[index], &fresh);
+        if (!s)
+            s = cv_iterator_restore(fresh, r);
+        if (s) {
+            cv_iterator_destroy(fresh);
+            return s;
+        }
+    }
+    pthread_mutex_lock(&it->mu);
+    CvIterator *old = it->current;
+    it->current = fresh;
+    it->index = (int)index;
+    pthread_mutex_unlock(&it->mu);
+    cv_iterator_destroy(old);
+    return CV_STATUS_OK;
+}
+
 static void concatenate_destroy(CvIterator *base)
 {
     ConcatenateIterator *it = (ConcatenateIterator *)base;
@@ -102,6 +146,8 @@ const CvKernel cv_kernel_concatenate = {
     .next = concatenate_next,
     .cancel = concatenate_cancel,
     .destroy = concatenate_destroy,
+    .save = concatenate_save,
+    .restore = concatenate_restore,
 };
 
 CvStatus cv_concatenate_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out)

@@ -103,6 +103,49 @@ static void repeat_cancel(CvIterator *base)
     pthread_mutex_unlock(&it->mu);
 }
 
+/* The epoch, whether it has produced anything yet (an empty first epoch
+ * of repeat() forever ends it), then the current epoch's input position
+ * when one is open (none once the last epoch ended). */
+static CvStatus repeat_save(CvIterator *base, CvStateWriter *w)
+{
+    RepeatIterator *it = (RepeatIterator *)base;
+    cv_state_put_i64(w, it->epoch);
+    cv_state_put_i64(w, it->epoch_had_element);
+    cv_state_put_i64(w, it->input != NULL);
+    return it->input ? cv_iterator_save(it->input, w) : CV_STATUS_OK;
+}
+
+/* The fresh iterator's input is the one to restore, whatever the epoch:
+ * an iterator made later of the same dataset is alike. Where the saved one
+ * had ended, it is dropped unused (an abandoned, empty pass). */
+static CvStatus repeat_restore(CvIterator *base, CvStateReader *r)
+{
+    RepeatIterator *it = (RepeatIterator *)base;
+    int64_t count = repeat_count(base->dataset), epoch = 0;
+    bool had_element = false, has_input = false;
+    CvStatus s = cv_state_get_range(r, "repeat epoch", 0, count < 0 ? INT64_MAX : count, &epoch);
+    if (!s)
+        s = cv_state_get_bool(r, &had_element);
+    if (!s)
+        s = cv_state_get_bool(r, &has_input);
+    if (!s && has_input && (!it->input || (count >= 0 && epoch >= count)))
+        s = cv_state_corrupt("repeat: an input open past the last epoch");
+    if (!s && has_input)
+        s = cv_iterator_restore(it->input, r);
+    if (s)
+        return s;
+    it->epoch = epoch;
+    it->epoch_had_element = had_element;
+    if (!has_input) {
+        pthread_mutex_lock(&it->mu);
+        CvIterator *old = it->input;
+        it->input = NULL;
+        pthread_mutex_unlock(&it->mu);
+        cv_iterator_destroy(old);
+    }
+    return CV_STATUS_OK;
+}
+
 static void repeat_destroy(CvIterator *base)
 {
     RepeatIterator *it = (RepeatIterator *)base;
@@ -119,6 +162,8 @@ const CvKernel cv_kernel_repeat = {
     .next = repeat_next,
     .cancel = repeat_cancel,
     .destroy = repeat_destroy,
+    .save = repeat_save,
+    .restore = repeat_restore,
 };
 
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out)
