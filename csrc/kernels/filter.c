@@ -117,7 +117,8 @@ static CvStatus filter_restore(CvIterator *base, CvStateReader *r)
     it->epoch = (uint64_t)epoch;
     it->index = (uint64_t)index;
     uint64_t seen = atomic_load(&p->epochs);
-    while (seen < (uint64_t)epoch + 1 && !atomic_compare_exchange_weak(&p->epochs, &seen, (uint64_t)epoch + 1))
+    while (seen < (uint64_t)epoch + 1 &&
+           !atomic_compare_exchange_weak(&p->epochs, &seen, (uint64_t)epoch + 1))
         ;
     return CV_STATUS_OK;
 }
