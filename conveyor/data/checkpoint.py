@@ -47,6 +47,7 @@ _SKIP = frozenset({"_engine_cache", "_lock", "_element_spec", "_spec", "_probe_s
                    "_first_inner", "_handle", "_recorded", "_variants", "_np_dtypes",
                    "_structure_key", "_static_batch", "_flat_shapes", "_flat_values",
                    "_dataset_shape", "_memory", "_store", "_file_spec",
+                   "spec", "flat_specs",  # a Python function's result spec: learned by running it
                    "base_seed"})  # drawn at random when unseeded: its state is the engine's
 _ARRAY_HASH_LIMIT = 256 << 20  # bytes hashed in full; larger arrays: size, head and tail
 
