@@ -48,6 +48,27 @@ static CvStatus concatenate_make_iterator(const CvDataset *ds, CvIterator **out)
     return CV_STATUS_OK;
 }
 
+/* The current input ended: open the next one, or stop (current NULL). An
+ * input that fails to open ends this iterator after its error. */
+static CvStatus next_input(ConcatenateIterator *it)
+{
+    const CvDataset *ds = it->base.dataset;
+    CvIterator *old = it->current, *fresh = NULL;
+    CvStatus s = CV_STATUS_OK;
+    if (++it->index < ds->num_inputs)
+        s = cv_iterator_make(ds->inputs[it->index], &fresh);
+    pthread_mutex_lock(&it->mu);
+    bool cancelled = it->cancelled;
+    it->current = cancelled ? NULL : fresh;
+    pthread_mutex_unlock(&it->mu);
+    cv_iterator_destroy(old);
+    if (cancelled && fresh) {
+        cv_iterator_destroy(fresh);
+        return cv_error(CV_CANCELLED, "Concatenate: the iterator was cancelled");
+    }
+    return s;
+}
+
 static CvStatus concatenate_next(CvIterator *base, CvElement *out, bool *end)
 {
     ConcatenateIterator *it = (ConcatenateIterator *)base;
@@ -59,22 +80,26 @@ static CvStatus concatenate_next(CvIterator *base, CvElement *out, bool *end)
         CvStatus s = cv_iterator_next(it->current, out, end);
         if (s || !*end)
             return s;
-        /* This input ended: open the next one, or stop. */
-        CvIterator *old = it->current, *fresh = NULL;
-        if (++it->index < base->dataset->num_inputs)
-            s = cv_iterator_make(base->dataset->inputs[it->index], &fresh);
-        pthread_mutex_lock(&it->mu);
-        bool cancelled = it->cancelled;
-        it->current = cancelled ? NULL : fresh;
-        pthread_mutex_unlock(&it->mu);
-        cv_iterator_destroy(old);
-        if (cancelled && fresh) {
-            cv_iterator_destroy(fresh);
-            return cv_error(CV_CANCELLED, "Concatenate: the iterator was cancelled");
-        }
-        if (s)
-            return s; /* opening failed: this iterator ends after the error */
+        if ((s = next_input(it)))
+            return s;
     }
+}
+
+/* Through each input's skip, in turn. */
+static CvStatus concatenate_skip(CvIterator *base, int64_t n, int64_t *skipped)
+{
+    ConcatenateIterator *it = (ConcatenateIterator *)base;
+    *skipped = 0;
+    while (*skipped < n && it->current) {
+        int64_t want = n - *skipped, k = 0;
+        CvStatus s = cv_iterator_skip(it->current, want, &k);
+        *skipped += k;
+        if (s)
+            return s;
+        if (k < want && (s = next_input(it)))
+            return s;
+    }
+    return CV_STATUS_OK;
 }
 
 static void concatenate_cancel(CvIterator *base)
@@ -148,6 +173,7 @@ const CvKernel cv_kernel_concatenate = {
     .destroy = concatenate_destroy,
     .save = concatenate_save,
     .restore = concatenate_restore,
+    .skip = concatenate_skip,
 };
 
 CvStatus cv_concatenate_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out)

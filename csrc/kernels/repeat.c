@@ -55,10 +55,41 @@ static CvStatus repeat_make_iterator(const CvDataset *ds, CvIterator **out)
     return CV_STATUS_OK;
 }
 
+/* The epoch ended: open the next one, or stop (input NULL). */
+static CvStatus next_epoch(RepeatIterator *it)
+{
+    int64_t count = repeat_count(it->base.dataset);
+    CvIterator *old = it->input, *fresh = NULL;
+    CvStatus s = CV_STATUS_OK;
+    it->epoch++;
+    bool again = count < 0 ? it->epoch_had_element : it->epoch < count;
+    it->epoch_had_element = false;
+    if (again)
+        s = cv_iterator_make(it->base.dataset->inputs[0], &fresh);
+    pthread_mutex_lock(&it->mu);
+    bool cancelled = it->cancelled;
+    it->input = cancelled ? NULL : fresh;
+    pthread_mutex_unlock(&it->mu);
+    CvStopReason prev = cv_set_stop_reason(CV_STOP_EPOCH);
+    cv_iterator_destroy(old);
+    cv_set_stop_reason(prev);
+    if (cancelled && fresh) {
+        cv_iterator_destroy(fresh);
+        return cv_error(CV_CANCELLED, "Repeat: the iterator was cancelled");
+    }
+    return s;
+}
+
+/* An element or an error is progress; an interruption is not. */
+static void note_progress(RepeatIterator *it, CvStatus s)
+{
+    if (!s || (s->code != CV_INTERRUPTED && s->code != CV_CANCELLED))
+        it->epoch_had_element = true;
+}
+
 static CvStatus repeat_next(CvIterator *base, CvElement *out, bool *end)
 {
     RepeatIterator *it = (RepeatIterator *)base;
-    int64_t count = repeat_count(base->dataset);
     for (;;) {
         if (!it->input) {
             *end = true;
@@ -66,32 +97,33 @@ static CvStatus repeat_next(CvIterator *base, CvElement *out, bool *end)
         }
         CvStatus s = cv_iterator_next(it->input, out, end);
         if (s || !*end) {
-            /* An element or an error is progress; an interruption is not. */
-            if (!s || (s->code != CV_INTERRUPTED && s->code != CV_CANCELLED))
-                it->epoch_had_element = true;
+            note_progress(it, s);
             return s;
         }
-        /* The epoch ended: open the next one, or stop. */
-        CvIterator *old = it->input, *fresh = NULL;
-        it->epoch++;
-        bool again = count < 0 ? it->epoch_had_element : it->epoch < count;
-        it->epoch_had_element = false;
-        if (again)
-            s = cv_iterator_make(base->dataset->inputs[0], &fresh);
-        pthread_mutex_lock(&it->mu);
-        bool cancelled = it->cancelled;
-        it->input = cancelled ? NULL : fresh;
-        pthread_mutex_unlock(&it->mu);
-        CvStopReason prev = cv_set_stop_reason(CV_STOP_EPOCH);
-        cv_iterator_destroy(old);
-        cv_set_stop_reason(prev);
-        if (cancelled && fresh) {
-            cv_iterator_destroy(fresh);
-            return cv_error(CV_CANCELLED, "Repeat: the iterator was cancelled");
-        }
-        if (s)
+        if ((s = next_epoch(it)))
             return s;
     }
+}
+
+/* Through each epoch's skip: a seek per epoch where the input has one. */
+static CvStatus repeat_skip(CvIterator *base, int64_t n, int64_t *skipped)
+{
+    RepeatIterator *it = (RepeatIterator *)base;
+    *skipped = 0;
+    while (*skipped < n && it->input) {
+        int64_t want = n - *skipped, k = 0;
+        CvStatus s = cv_iterator_skip(it->input, want, &k);
+        *skipped += k;
+        if (k > 0)
+            it->epoch_had_element = true;
+        if (s) {
+            note_progress(it, s);
+            return s;
+        }
+        if (k < want && (s = next_epoch(it)))
+            return s;
+    }
+    return CV_STATUS_OK;
 }
 
 static void repeat_cancel(CvIterator *base)
@@ -164,6 +196,7 @@ const CvKernel cv_kernel_repeat = {
     .destroy = repeat_destroy,
     .save = repeat_save,
     .restore = repeat_restore,
+    .skip = repeat_skip,
 };
 
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out)
