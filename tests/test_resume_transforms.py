@@ -172,9 +172,26 @@ def test_take_repeat_concatenate_at_every_element():
     verify_two_restores(lambda: D.range(3).repeat(4).concatenate(D.range(5)), 4, 13)
 
 
-def test_take_skips_through_its_input():
-    it = iter(T(np.arange(100)).take(50).skip(45))
-    assert [int(v) for v in it] == [45, 46, 47, 48, 49]
+def test_skip_passes_over_sources_take_repeat_and_concatenate_exactly():
+    # skip() goes through the kernels' skip where they have one (a row
+    # cursor moves; repeat and concatenate skip epoch by epoch, input by
+    # input); errors met are returned and do not count as skipped.
+    makes = [lambda: T(np.arange(7)).repeat(3), lambda: D.range(0).repeat(),
+             lambda: D.range(4).take(3).repeat(4), lambda: D.from_tensors(np.int64(1)).repeat(5),
+             lambda: T(np.arange(3)).concatenate(D.range(0)).concatenate(D.range(5)).repeat(2),
+             lambda: D.range(6).filter(fails_at(2)).repeat(2),
+             lambda: D.range(3).concatenate(D.range(6).filter(fails_at(4)))]
+    for make in makes:
+        full = erun(iter(make()))
+        for n in range(len(full) + 2):
+            expected, passed, i = [], 0, 0
+            while i < len(full) and passed < n:
+                if full[i][0] == "error":
+                    expected.append(full[i])
+                else:
+                    passed += 1
+                i += 1
+            assert erun(iter(make().skip(n))) == expected + full[i:], n
 
 
 # -- filter / ignore_errors: errors at their positions ----------------------
