@@ -35,10 +35,12 @@ def erun(it, n=None, convert=plain):
             out.append(convert(next(it)))
         except StopIteration:
             break
-        except errors.OpError as e:
+        except (errors.OpError, ZeroDivisionError) as e:
             out.append(("error", type(e).__name__, str(e).splitlines()[0]))
-        except ZeroDivisionError as e:
-            out.append(("error", "ZeroDivisionError", str(e)))
+            # A window keeps the exception for its later windows: its
+            # traceback (this frame, holding `it`) would make a cycle
+            # through the engine that the gc cannot see.
+            e.__traceback__ = None
     return out
 
 
