@@ -290,6 +290,19 @@ def test_window_errors_in_the_buffer_come_back_at_their_windows():
                 assert a == b
 
 
+def test_a_saved_error_message_that_is_not_utf8_still_raises_its_error():
+    def make():
+        return D.range(6).filter(fails_at(3)).window(3, shift=1)
+    it = iter(make())
+    erun(it, 2, windows)  # the error position 3 is in the buffer
+    state = it._save_engine()
+    assert b"by zero" in state
+    it2 = iter(make())
+    it2._restore_engine(state.replace(b"by zero", b"\xff" * 7))
+    got = erun(it2, convert=windows)
+    assert got[0][0] == "error" and "\ufffd" in got[0][2]
+
+
 def test_group_by_window_keeps_its_partial_groups():
     verify = lambda make: everify(make, convert=groups)  # noqa: E731
     verify(lambda: _GroupWindowsDataset(D.range(20), lambda x: x % 3, 4, None))
