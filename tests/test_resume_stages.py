@@ -390,3 +390,23 @@ def test_an_unsaveable_input_names_its_stage():
         with pytest.raises(errors.UnimplementedError, match="Generator|generator"):
             it.save()
         assert len(run(it)) >= 1  # the iterator goes on
+
+
+def test_a_stage_above_an_unordered_map_quiesces_instead_of_marking():
+    """A prefetch above a deterministic=False map takes no marks (each would
+    quiesce the map): every save quiesces both, and nothing is lost or
+    repeated, also over two saves and restores."""
+    def make():
+        return D.range(3000).map(double, num_parallel_calls=4, deterministic=False).prefetch(8)
+    expected = sorted(map(repr, straight(make)))
+    for k in (0, 5, 1000):
+        it = iter(make())
+        head = run(it, k)
+        it.save()
+        head += run(it, 7)
+        it2 = iter(make())
+        it2.restore(it.save())
+        head += run(it2, 100)
+        it3 = iter(make())
+        it3.restore(it2.save())
+        assert sorted(map(repr, head + run(it3))) == expected, k

@@ -639,12 +639,19 @@ static CvStatus wait_in_flight(CvStage *st)
     return s;
 }
 
+/* Set by a save that left a stage unarmed (it will quiesce again): a stage
+ * above whose position includes it takes no marks either, or every pull of
+ * it would quiesce the stage below (deterministic=False under a prefetch). */
+static _Thread_local bool quiesces_again;
+
 /* The fallback: quiesce, write the results pulled but not handed out and
  * the input's position now, and arm the stage when marks can take over
- * (deterministic, small position): the position is then `base`, the mark
- * of unit issued - 1. */
+ * (deterministic, small position, no stage below that quiesces): the
+ * position is then `base`, the mark of unit issued - 1. */
 static CvStatus save_quiesced(CvStage *st, CvStateWriter *w)
 {
+    bool outer = quiesces_again;
+    quiesces_again = false;
     pthread_mutex_lock(&st->input_mu);
     CvStatus s = wait_in_flight(st);
     if (s)
@@ -668,9 +675,10 @@ static CvStatus save_quiesced(CvStage *st, CvStateWriter *w)
     cv_state_put_raw(w, st->base.data, st->base.len);
     st->has_base = true;
     st->base_seq = st->issued;
-    st->armed = st->deterministic && st->base.len <= CV_STAGE_MARK_LIMIT;
+    st->armed = st->deterministic && st->base.len <= CV_STAGE_MARK_LIMIT && !quiesces_again;
 cleanup:
     unlock_input(st);
+    quiesces_again = outer || !st->armed;
     return s;
 }
 
@@ -686,6 +694,7 @@ CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
                 cv_state_put_element(w, &st->restored[i].element);
         }
         cv_state_put_raw(w, st->base.data, st->base.len);
+        quiesces_again |= !st->armed;
         return CV_STATUS_OK;
     }
     const CvStateWriter *mark = st->has_base && st->run_next == st->base_seq ? &st->base
@@ -696,6 +705,7 @@ CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
         return cv_status_copy(mark->error);
     cv_state_put_u64(w, 0);
     cv_state_put_raw(w, mark->data, mark->len);
+    quiesces_again |= !st->armed;
     return CV_STATUS_OK;
 }
 
@@ -721,7 +731,12 @@ CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
             return s; /* the rest is freed with the stage */
     }
     size_t start = r->pos;
-    if ((s = st->ops->restore_input(st->owner, r)))
+    bool outer = quiesces_again;
+    quiesces_again = false;
+    s = st->ops->restore_input(st->owner, r);
+    bool below = quiesces_again;
+    quiesces_again = outer;
+    if (s)
         return s;
     /* The position restored is the base: the mark of what comes before
      * unit 0 of the slots. */
@@ -731,7 +746,8 @@ CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
         return cv_status_copy(st->base.error);
     st->has_base = true;
     st->base_seq = 0;
-    st->armed = st->deterministic && st->base.len <= CV_STAGE_MARK_LIMIT;
+    st->armed = st->deterministic && st->base.len <= CV_STAGE_MARK_LIMIT && !below;
+    quiesces_again = outer || !st->armed;
     return CV_STATUS_OK;
 }
 

@@ -928,7 +928,13 @@ static CvStatus mb_next(CvIterator *base, CvElement *out, bool *end)
 
 static CvStatus mb_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
 {
-    return mb_advance((MapBatchIterator *)base, false, out, end, would_block);
+    MapBatchIterator *it = (MapBatchIterator *)base;
+    if (!it->marking && !it->marks_error) { /* the first mark may wait: next()'s work */
+        *end = false;
+        *would_block = true;
+        return CV_STATUS_OK;
+    }
+    return mb_advance(it, false, out, end, would_block);
 }
 
 static void mb_destroy(CvIterator *base)
