@@ -77,15 +77,16 @@
  *    units in flight, then write the pulled-but-not-handed-out results in
  *    hand-out order (status and element) and the input's position now.
  *    restore() puts them in `restored`, handed out before the slots.
- * Marks cost a save of the input subtree per unit (~40 ns for a range,
- * measured in docs/resume.md), so a stage takes them only once *armed*: by
+ * Marks cost a save of the input subtree per unit (~10% of prefetch(64)
+ * over a range, docs/resume.md), so a stage takes them only once *armed*: by
  * its first save (which quiesces) or a restore. It is not armed, and every
  * save quiesces, when its order is not deterministic (what was handed out is
- * no prefix of the pulls) or the input's position exceeds
+ * no prefix of the pulls), when the input's position exceeds
  * CV_STAGE_MARK_LIMIT bytes (a shuffle buffer below: a copy per pull would
- * cost more than the in-flight results once per save). `base` is the
- * position before unit base_seq (arming's or the restore's): the mark of the
- * units pulled before arming, which carry none.
+ * cost more than the in-flight results once per save), or when a stage below
+ * stays unarmed (each mark would quiesce it). `base` is the position before
+ * unit base_seq (arming's or the restore's): the mark of the units pulled
+ * before arming, which carry none.
  */
 #ifndef CV_STAGE_H
 #define CV_STAGE_H
