@@ -312,10 +312,11 @@ def test_chain_at_many_points_and_two_restores():
     verify_two_restores(make, 0, 1)
 
 
-def test_chain_state_stays_small():
+@pytest.mark.parametrize("fusion", [True, False])
+def test_chain_state_stays_small(fusion):
     """Once marks are on, the state of map -> batch -> prefetch is its
     fields and the source's position, whatever is in flight."""
-    it = iter(chain(100000, batch=64, prefetch=16)())
+    it = iter(chain(100000, batch=64, prefetch=16)().with_options(options(fusion=fusion)))
     run(it, 3)
     it.save()  # the first save may carry what is in flight
     run(it, 40)
