@@ -411,3 +411,32 @@ def test_a_stage_above_an_unordered_map_quiesces_instead_of_marking():
         it3 = iter(make())
         it3.restore(it2.save())
         assert sorted(map(repr, head + run(it3))) == expected, k
+
+
+def _shuffle_saves():
+    try:
+        iter(D.range(3).shuffle(2, seed=1)).save()
+    except errors.UnimplementedError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _shuffle_saves(), reason="shuffle has no exact resume in this build")
+def test_a_shuffle_buffer_below_a_prefetch_is_saved_once_per_save():
+    """shuffle -> batch -> prefetch: the input's position (the buffer) is over
+    the mark limit, so the prefetch never copies it per pull; each save holds
+    the buffer once and the batches in flight, and restores exactly."""
+    def make():
+        return D.range(3000).shuffle(1000, seed=5).batch(8).prefetch(4)
+    verify_resume(make, breaks=[0, 1, 2, 3, 50, 200, 374, 375])
+    verify_two_restores(make, 3, 100)
+    it = iter(make())
+    run(it, 5)
+    sizes = []
+    for _ in range(3):
+        run(it, 3)
+        sizes.append(len(it.save()))
+    assert max(sizes) < 2 * min(sizes)  # one buffer each, never more
+    make = lambda: (D.range(3000).map(double, num_parallel_calls=AUTOTUNE).shuffle(100, seed=1)
+                    .batch(8).prefetch(AUTOTUNE))
+    verify_resume(make, breaks=[0, 1, 2, 3, 50, 374, 375])
