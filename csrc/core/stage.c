@@ -716,7 +716,9 @@ CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
     if (s)
         return s;
     if (n > 0) {
-        /* Each result takes at least 8 bytes: bound the allocation by the state. */
+        /* Each result takes at least 8 bytes: bound the allocation by the
+         * state. Restored results are not charged to the RAM budget (they
+         * were when saved, and are handed out before any new one). */
         if ((uint64_t)n > (r->len - r->pos) / 8)
             return cv_state_corrupt("more results in flight than bytes");
         if (!(st->restored = calloc((size_t)n, sizeof(CvStageSlot))))
