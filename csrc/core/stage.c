@@ -643,6 +643,10 @@ static CvStatus wait_in_flight(CvStage *st)
  * above whose position includes it takes no marks either, or every pull of
  * it would quiesce the stage below (deterministic=False under a prefetch). */
 static _Thread_local bool quiesces_again;
+/* Bytes of in-flight results that the saves below wrote into the position
+ * being saved: gone from the next save (they get handed out), so not held
+ * against CV_STAGE_MARK_LIMIT (a first save below a prefetch is big). */
+static _Thread_local size_t in_flight_bytes;
 
 /* The fallback: quiesce, write the results pulled but not handed out and
  * the input's position now, and arm the stage when marks can take over
@@ -651,12 +655,15 @@ static _Thread_local bool quiesces_again;
 static CvStatus save_quiesced(CvStage *st, CvStateWriter *w)
 {
     bool outer = quiesces_again;
+    size_t outer_bytes = in_flight_bytes, mine = 0;
     quiesces_again = false;
+    in_flight_bytes = 0;
     pthread_mutex_lock(&st->input_mu);
     CvStatus s = wait_in_flight(st);
     if (s)
         goto cleanup;
     /* Slots [run_next, issued) are ready and no turn touches them now. */
+    mine = w->len;
     cv_state_put_u64(w, st->issued - st->run_next);
     for (uint64_t seq = st->run_next; seq < st->issued; seq++) {
         const CvStageSlot *slot = &st->slots[seq % (uint64_t)st->max_capacity];
@@ -664,6 +671,7 @@ static CvStatus save_quiesced(CvStage *st, CvStateWriter *w)
         if (!slot->status)
             cv_state_put_element(w, &slot->element);
     }
+    mine = w->len - mine;
     writer_reset(&st->base);
     st->has_base = false;
     if ((s = st->ops->save_input(st->owner, &st->base)))
@@ -675,10 +683,12 @@ static CvStatus save_quiesced(CvStage *st, CvStateWriter *w)
     cv_state_put_raw(w, st->base.data, st->base.len);
     st->has_base = true;
     st->base_seq = st->issued;
-    st->armed = st->deterministic && st->base.len <= CV_STAGE_MARK_LIMIT && !quiesces_again;
+    st->armed = st->deterministic && st->base.len - in_flight_bytes <= CV_STAGE_MARK_LIMIT &&
+                !quiesces_again;
 cleanup:
     unlock_input(st);
     quiesces_again = outer || !st->armed;
+    in_flight_bytes += outer_bytes + mine;
     return s;
 }
 
@@ -687,12 +697,14 @@ CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
     if (!st->ops->save_input)
         return cv_error(CV_UNIMPLEMENTED, "the iterator of %s cannot be saved", st->name);
     if (st->restored_next < st->nrestored) { /* base follows the restored results */
+        size_t start = w->len;
         cv_state_put_u64(w, (uint64_t)(st->nrestored - st->restored_next));
         for (int i = st->restored_next; i < st->nrestored; i++) {
             cv_stage_put_status(w, st->restored[i].status);
             if (!st->restored[i].status)
                 cv_state_put_element(w, &st->restored[i].element);
         }
+        in_flight_bytes += w->len - start;
         cv_state_put_raw(w, st->base.data, st->base.len);
         quiesces_again |= !st->armed;
         return CV_STATUS_OK;
@@ -712,6 +724,7 @@ CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
 CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
 {
     int64_t n = 0;
+    size_t first = r->pos;
     CvStatus s = cv_state_get_range(r, "results in flight", 0, INT32_MAX, &n);
     if (s)
         return s;
@@ -732,12 +745,15 @@ CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
         if (s)
             return s; /* the rest is freed with the stage */
     }
-    size_t start = r->pos;
+    size_t start = r->pos, mine = r->pos - first, outer_bytes = in_flight_bytes;
     bool outer = quiesces_again;
     quiesces_again = false;
+    in_flight_bytes = 0;
     s = st->ops->restore_input(st->owner, r);
     bool below = quiesces_again;
+    size_t below_bytes = in_flight_bytes;
     quiesces_again = outer;
+    in_flight_bytes = outer_bytes + mine + below_bytes;
     if (s)
         return s;
     /* The position restored is the base: the mark of what comes before
@@ -748,7 +764,7 @@ CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
         return cv_status_copy(st->base.error);
     st->has_base = true;
     st->base_seq = 0;
-    st->armed = st->deterministic && st->base.len <= CV_STAGE_MARK_LIMIT && !below;
+    st->armed = st->deterministic && st->base.len - below_bytes <= CV_STAGE_MARK_LIMIT && !below;
     quiesces_again = outer || !st->armed;
     return CV_STATUS_OK;
 }

@@ -82,8 +82,9 @@
  * its first save (which quiesces) or a restore. It is not armed, and every
  * save quiesces, when its order is not deterministic (what was handed out is
  * no prefix of the pulls), when the input's position exceeds
- * CV_STAGE_MARK_LIMIT bytes (a shuffle buffer below: a copy per pull would
- * cost more than the in-flight results once per save), or when a stage below
+ * CV_STAGE_MARK_LIMIT bytes, results in flight below not counted (a shuffle
+ * buffer below: a copy per pull would cost more than the in-flight results
+ * once per save), or when a stage below
  * stays unarmed (each mark would quiesce it). `base` is the position before
  * unit base_seq (arming's or the restore's): the mark of the units pulled
  * before arming, which carry none.
