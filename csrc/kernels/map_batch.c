@@ -611,7 +611,7 @@ static CvStatus mb_restore(CvIterator *base, CvStateReader *r)
     int64_t epoch = 0, skip = 0;
     CvStatus s = cv_state_get_range(r, "map_batch's epoch", 0, INT64_MAX, &epoch);
     if (!s)
-        s = cv_state_get_range(r, "map_batch's rows to skip", 0, INT64_MAX, &skip);
+        s = cv_state_get_range(r, "map_batch's rows to skip", 0, MB_MAX_PIECE, &skip); /* < a piece */
     if (s)
         return s;
     it->epoch = (uint64_t)epoch;
