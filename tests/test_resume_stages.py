@@ -440,3 +440,31 @@ def test_a_shuffle_buffer_below_a_prefetch_is_saved_once_per_save():
     make = lambda: (D.range(3000).map(double, num_parallel_calls=AUTOTUNE).shuffle(100, seed=1)
                     .batch(8).prefetch(AUTOTUNE))
     verify_resume(make, breaks=[0, 1, 2, 3, 50, 374, 375])
+
+
+def test_a_saved_error_with_a_damaged_message_is_corrupt_state():
+    """A first save keeps an error in flight as code and message; a message
+    that is not UTF-8 any more is DataLoss at restore, not a crash later."""
+    from conveyor.data.checkpoint import _parse
+
+    def f(x):
+        if int(x) == 3:
+            raise errors.InvalidArgumentError(None, None, "boom at 3")
+        return x
+
+    def make():
+        return D.range(50).map(f, num_parallel_calls=2).prefetch(8)
+    for _ in range(20):  # until the error is in flight at the save
+        it = iter(make())
+        run(it, 1)
+        engine = _parse(it.save())[3]
+        if b"boom at 3" in engine:
+            break
+    else:
+        pytest.skip("the error was never in flight at the save")
+    it2 = iter(make())
+    it2._restore_engine(engine)
+    assert run_errors(it2, 3) == run_errors(iter(make()), 4)[1:]
+    bad = engine.replace(b"boom at 3", b"boom at \xff")
+    with pytest.raises(errors.DataLossError, match="UTF-8"):
+        iter(make())._restore_engine(bad)
