@@ -47,7 +47,8 @@ _SKIP = frozenset({"_engine_cache", "_lock", "_element_spec", "_spec", "_probe_s
                    "_first_inner", "_handle", "_recorded", "_variants", "_np_dtypes",
                    "_structure_key", "_static_batch", "_flat_shapes", "_flat_values",
                    "_dataset_shape", "_memory", "_store", "_file_spec", "_fingerprint",
-                   "base_seed"})  # drawn at random when unseeded: its state is the engine's
+                   "base_seed",  # drawn at random when unseeded: its state is the engine's
+                   "spec", "flat_specs"})  # a Python function's: set by its first call
 _ARRAY_HASH_LIMIT = 256 << 20  # bytes hashed in full; larger arrays: size, head and tail
 
 
