@@ -329,6 +329,28 @@ def test_memory_cache_replay_restored_where_the_recording_is():
     verify_resume(lambda: ds, expected=expected)
 
 
+def test_two_restores_into_one_memory_cache_before_it_fills():
+    # The second restore finds the refill the first one left in the store.
+    def make():
+        return D.range(10).shuffle(4, seed=5).cache().repeat(3)
+    savable(make)
+    expected = straight(make)
+    ds = make()
+    it = iter(ds)
+    got = run(it, 4)
+    state = it.save()
+    del it
+    for stop in (6, 8):
+        it = iter(ds)
+        it.restore(state)
+        got += run(it, stop - len(got))
+        state = it.save()
+        del it
+    it = iter(ds)
+    it.restore(state)
+    assert got + run(it) == expected
+
+
 def test_restored_cache_over_a_reshuffling_shuffle_fills_with_the_saved_pass():
     # The restored pass records nothing; the next epoch computes the saved pass
     # again (the shuffle's seeds included) and records it: later epochs replay

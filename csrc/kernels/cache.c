@@ -29,6 +29,10 @@
  * cache file that cannot be written (disk full, permissions) is reported
  * once and the pass goes on uncached.
  *
+ * RESUME (save/restore, see "exact resume" below): a state holds a position,
+ * never the cached elements: the file's element index, the replay's index,
+ * or a pass over the input (its position and where it started).
+ *
  * Threads: the store's published recording is immutable, so any number of
  * iterators replay it without locks; `mu` only orders publishing. next()
  * and destroy() of one iterator never overlap; cancel() may come from any
@@ -840,9 +844,13 @@ static CvStatus cache_save(CvIterator *base, CvStateWriter *w)
     return cv_iterator_save(it->input, w);
 }
 
-/* Turn a new iterator into a pass over the input that records nothing. */
+/* Turn a new iterator into a pass over the input that records nothing,
+ * with a new input iterator to restore (the one make() opened may stand at
+ * the store's refill already). */
 static CvStatus pass_through(CacheIterator *it)
 {
+    cv_iterator_destroy(it->input);
+    it->input = NULL;
     cv_cache_reader_close(it->reader);
     it->reader = NULL;
     free(it->cursors);
@@ -852,7 +860,7 @@ static CvStatus pass_through(CacheIterator *it)
     it->temp = NULL;
     it->recording = false;
     it->mode = PASS_THROUGH;
-    return it->input ? CV_STATUS_OK : open_input(it);
+    return open_input(it);
 }
 
 static CvStatus restore_file_position(CacheIterator *it, int64_t position)
