@@ -91,6 +91,27 @@ def test_shuffle_under_repeat_resumes_across_epochs(buffer_size, reshuffle):
     verify_two_restores(make, 13, 47)
 
 
+@pytest.mark.parametrize("seed", [None, 3])
+@pytest.mark.parametrize("buffer_size", [1, 7, 30])
+@pytest.mark.parametrize("reshuffle", [True, False])
+def test_later_iterators_draw_the_seeds_a_straight_run_draws(seed, buffer_size, reshuffle):
+    # Epochs as iterators of one dataset (repeat() makes them the same way): the
+    # restored dataset's seed generator goes on as the saved one's.
+    for k in (0, 5, 20):
+        ds = D.range(20).shuffle(buffer_size, seed=seed, reshuffle_each_iteration=reshuffle)
+        first = run(iter(ds))
+        it = iter(ds)
+        run(it, k)
+        state = it.save()
+        rest, later = run(it), [run(iter(ds)) for _ in range(2)]
+        again = D.range(20).shuffle(buffer_size, seed=seed, reshuffle_each_iteration=reshuffle)
+        restored = iter(again)
+        restored.restore(state)
+        assert run(restored) == rest
+        assert [run(iter(again)) for _ in range(2)] == later
+        assert (later[0] != first) == (reshuffle and buffer_size > 1)
+
+
 @pytest.mark.parametrize("buffer_size", [1, 7, 30])
 @pytest.mark.parametrize("reshuffle", [True, False])
 def test_unseeded_shuffle_goes_on_with_the_saved_seeds(buffer_size, reshuffle):
@@ -159,21 +180,24 @@ print(json.dumps(run(it)))
 """
 
 
-def test_unseeded_reshuffling_shuffle_goes_on_in_a_new_process(tmp_path):
-    code = textwrap.dedent("""
+@pytest.mark.parametrize("epochs", [1, 3])
+def test_unseeded_reshuffling_shuffle_goes_on_in_a_new_process(tmp_path, epochs):
+    code = textwrap.dedent(f"""
         import conveyor as cv
         def make():
-            return cv.data.Dataset.range(12).shuffle(5).repeat(3)
+            ds = cv.data.Dataset.range(12).shuffle(5)
+            return ds.repeat({epochs}) if {epochs} > 1 else ds
     """)
-    savable(lambda: D.range(12).shuffle(5).repeat(3))
+    if epochs > 1:
+        savable(lambda: D.range(12).shuffle(5).repeat(epochs))
     script = _UNSEEDED_CHILD.format(root=ROOT, tests=os.path.join(ROOT, "tests"), code=code)
-    for k in (0, 7, 12, 30):
+    for k in (0, 7, 12, 30)[:4 if epochs > 1 else 3]:
         path = str(tmp_path / "state")
         outs = [json.loads(subprocess.run([sys.executable, "-c", script, mode, str(k), path],
                                           capture_output=True, text=True, check=True,
                                           timeout=120).stdout)
                 for mode in ("save", "restore")]
-        assert outs[0] == outs[1] and len(outs[0]) == 36 - k
+        assert outs[0] == outs[1] and len(outs[0]) == 12 * epochs - k
 
 
 # -- shuffle + batch, fused and not ----------------------------------------------------
@@ -194,9 +218,19 @@ def test_shuffle_batch_resumes_fused_and_not(fusion, buffer_size, drop, reshuffl
     verify_two_restores(make, 3, 8)
 
 
-def test_unseeded_fused_shuffle_batch_goes_on_with_the_saved_seeds():
+@pytest.mark.parametrize("buffer_size", [1, 7, 40])
+@pytest.mark.parametrize("drop", [False, True])
+def test_fused_shuffle_batch_resumes_at_every_batch(buffer_size, drop):
     def make():
-        return D.range(30).shuffle(9).batch(4).repeat(2)
+        return D.range(23).shuffle(buffer_size, seed=3).batch(4, drop_remainder=drop)
+    assert kernel(make()) == "ShuffleBatch"
+    verify_resume(make)
+    verify_two_restores(make, 1, 4)
+
+
+def test_unseeded_fused_shuffle_batch_goes_on_with_the_saved_seeds():
+    continues(lambda: D.range(30).shuffle(9).batch(4), range(0, 9))
+    make = lambda: D.range(30).shuffle(9).batch(4).repeat(2)  # noqa: E731
     savable(make)
     continues(make, range(0, 17, 2))
 
@@ -351,6 +385,29 @@ def test_two_restores_into_one_memory_cache_before_it_fills():
     assert got + run(it) == expected
 
 
+@pytest.mark.parametrize("filename", [False, True])
+def test_the_epoch_after_a_restored_pass_fills_the_cache_with_that_pass(tmp_path, filename):
+    # Epochs as iterators of one dataset. Unseeded and reshuffled below the
+    # cache: every epoch must replay the first pass, restored or not.
+    path = str(tmp_path / "c")
+    for k in (0, 1, 6, 11, 12):
+        if os.path.exists(path + ".cvcache"):
+            os.remove(path + ".cvcache")
+        ds = D.range(12).shuffle(12).cache(path if filename else "")
+        it = iter(ds)
+        head = run(it, k)
+        state = it.save()
+        first = head + run(it)
+        assert run(iter(ds)) == first  # the cache replays the first pass
+        if os.path.exists(path + ".cvcache"):
+            os.remove(path + ".cvcache")  # as in a new process: no committed file
+        again = D.range(12).shuffle(12).cache(path if filename else "")
+        restored = iter(again)
+        restored.restore(state)
+        assert head + run(restored) == first
+        assert run(iter(again)) == first and run(iter(again)) == first
+
+
 def test_restored_cache_over_a_reshuffling_shuffle_fills_with_the_saved_pass():
     # The restored pass records nothing; the next epoch computes the saved pass
     # again (the shuffle's seeds included) and records it: later epochs replay
@@ -406,11 +463,23 @@ def test_memory_cache_restores_in_a_new_process():
     verify_resume_in_new_process("""
         import conveyor as cv
         def make():
+            return cv.data.Dataset.range(10).shuffle(4, seed=5).cache()
+    """, breaks=[0, 4, 10])
+    savable(lambda: D.range(10).shuffle(4, seed=5).cache().repeat(3))
+    verify_resume_in_new_process("""
+        import conveyor as cv
+        def make():
             return cv.data.Dataset.range(10).shuffle(4, seed=5).cache().repeat(3)
     """, breaks=[0, 4, 10, 15, 30])
 
 
 def test_file_cache_restores_in_a_new_process(tmp_path):
+    verify_resume_in_new_process(f"""
+        import conveyor as cv
+        def make():
+            return cv.data.Dataset.range(10).shuffle(4, seed=5).cache({str(tmp_path / "g")!r})
+    """, breaks=[0, 4, 10])
+    savable(lambda: D.range(10).shuffle(4, seed=5).cache(str(tmp_path / "f")).repeat(3))
     verify_resume_in_new_process(f"""
         import conveyor as cv
         def make():
@@ -446,6 +515,16 @@ def test_shuffle_under_repeat_continues_as_tensorflow_does(tmp_path, reshuffle):
                                                  reshuffle_each_iteration=reshuffle).repeat(2)
     savable(lambda: make(cv))
     for k in (0, 5, 15, 22):
+        folder = str(tmp_path / f"k{k}")
+        assert _cv_resume(lambda: make(cv), k) == _tf_resume(lambda: make(tf), k, folder)
+
+
+@needs_tf
+@pytest.mark.parametrize("buffer_size", [1, 6, 40])
+def test_shuffle_continues_as_tensorflow_does(tmp_path, buffer_size):
+    def make(lib):
+        return lib.data.Dataset.range(25).shuffle(buffer_size, seed=7)
+    for k in (0, 1, 12, 25):
         folder = str(tmp_path / f"k{k}")
         assert _cv_resume(lambda: make(cv), k) == _tf_resume(lambda: make(tf), k, folder)
 
