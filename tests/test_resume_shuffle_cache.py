@@ -343,6 +343,28 @@ def test_fused_rows_of_another_shape_resume(buffer_size, batch_size):
         assert head + _engine_run(again) == expected, k
 
 
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("budget", [64, 100])
+def test_an_element_held_back_by_the_ram_budget_is_in_the_state(batched, budget):
+    # Over the budget, shuffle keeps the element it pulled aside (pending). The
+    # engine's frames go into a pipeline with room (options are in the
+    # fingerprint, so through _save_engine/_restore_engine): it continues as a
+    # straight run with room does.
+    def make(ram_budget):
+        o = cv.data.Options()
+        o.autotune.ram_budget = ram_budget
+        ds = D.range(40).shuffle(20, seed=1)
+        return (ds.batch(3) if batched else ds).with_options(o)
+    assert kernel(make(budget)) == ("ShuffleBatch" if batched else "Shuffle")
+    it = iter(make(budget))
+    with pytest.raises(errors.ResourceExhaustedError, match="Shuffle"):
+        next(it)
+    state = it._save_engine()
+    roomy = iter(make(1 << 30))
+    roomy._restore_engine(state)
+    assert run(roomy) == straight(lambda: make(1 << 30))
+
+
 # -- cache -----------------------------------------------------------------------------
 
 
