@@ -33,6 +33,12 @@
  * must be copied before their slots are reused, so more workers would only
  * wait for the input lock); the results are charged to the RAM budget as
  * ParallelBatch's are, with its name.
+ *
+ * Resume: sequential only, with shuffle.c's state (seeds, generator, the
+ * buffered elements by value in logical order, the pending element) plus
+ * the rows of a batch that an interrupted wait left half built. With a
+ * worker, batches drawn ahead of the consumer have already changed the
+ * buffer, so save() says it cannot.
  */
 #include <stdlib.h>
 #include <string.h>
