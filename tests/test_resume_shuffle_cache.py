@@ -144,6 +144,30 @@ def test_a_finished_shuffle_restores_to_the_end_and_a_changed_one_raises():
             iter(changed).restore(state)
 
 
+def test_damaged_engine_frames_raise_conveyor_errors():
+    # Past the CRC (through _restore_engine): a damaged byte in a frame's kernel
+    # name, count or element is DataLoss or FailedPrecondition, never a crash or
+    # a Python error of another kind; the iterator then runs from the start.
+    ds = D.range(12).shuffle(5, seed=1, reshuffle_each_iteration=False)
+    it = iter(ds)
+    run(it, 3)
+    state = it._save_engine()
+    expected = straight(lambda: ds)
+    for at in range(0, len(state), 3):
+        for byte in (0x00, 0x7f, 0xbf, 0xff):
+            damaged = state[:at] + bytes([byte]) + state[at + 1:]
+            again = iter(ds)
+            try:
+                again._restore_engine(damaged)
+            except (errors.DataLossError, errors.FailedPreconditionError):
+                assert run(again) == expected
+            else:
+                try:
+                    run(again)
+                except errors.OpError:
+                    pass
+
+
 def test_state_size_is_the_buffer_plus_a_little():
     sizes = {}
     for buffer_size in (1000, 10000):
