@@ -19,6 +19,7 @@ from conveyor import data
 from conveyor import io
 from conveyor import image
 from conveyor import math
+from conveyor import train
 from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, greater_equal,  # noqa: A004
                             less, less_equal, logical_and, logical_not, logical_or, maximum,
                             minimum, multiply, negative, not_equal, one_hot, pow, reshape, round,
@@ -28,7 +29,7 @@ from conveyor._tracing import Tensor, numpy_function, py_function
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "io", "image", "math", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+__all__ = ["data", "io", "image", "math", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",

@@ -90,6 +90,32 @@ static CvStatus range_next(CvIterator *base, CvElement *out, bool *end)
     return CV_STATUS_OK;
 }
 
+/* The position is the next value: a restored range needs nothing else. */
+static CvStatus range_save(CvIterator *base, CvStateWriter *w)
+{
+    cv_state_put_i64(w, ((RangeIterator *)base)->next);
+    return CV_STATUS_OK;
+}
+
+static CvStatus range_restore(CvIterator *base, CvStateReader *r)
+{
+    return cv_state_get_i64(r, &((RangeIterator *)base)->next);
+}
+
+static CvStatus range_skip(CvIterator *base, int64_t n, int64_t *skipped)
+{
+    RangeIterator *it = (RangeIterator *)base;
+    const RangeParams *p = base->dataset->params;
+    int64_t left = p->step > 0 ? (p->stop - it->next + p->step - 1) / p->step
+                               : (it->next - p->stop - p->step - 1) / -p->step;
+    if (left < 0)
+        left = 0;
+    *skipped = n < left ? n : left;
+    if (__builtin_mul_overflow(*skipped, p->step, &left) || __builtin_add_overflow(it->next, left, &it->next))
+        it->next = p->stop;
+    return CV_STATUS_OK;
+}
+
 static void range_destroy(CvIterator *it)
 {
     cv_iterator_free(it);
@@ -102,6 +128,9 @@ const CvKernel cv_kernel_range = {
     .free_dataset = range_free,
     .next = range_next,
     .destroy = range_destroy,
+    .save = range_save,
+    .restore = range_restore,
+    .skip = range_skip,
 };
 
 CvStatus cv_range_dataset(int64_t start, int64_t stop, int64_t step, CvDtype dtype, CvDataset **out)

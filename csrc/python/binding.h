@@ -223,9 +223,10 @@ int cv_iterator_type_init(PyObject *module, CvModuleState *st);
 /* A new Iterator over ds (a new engine iterator; ds is borrowed);
  * structure() is resolved at the first element (see Dataset.make_iterator).
  * statistics false: no statistics and no autotuner (AUTOTUNE stages stay at
- * their most), to measure what they cost. */
+ * their most), to measure what they cost. owner: the Python dataset (or
+ * None), handed to conveyor.data.checkpoint by save/restore. */
 PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure, int cpu_budget,
-                                 int algorithm, PyObject *describe, bool statistics);
+                                 int algorithm, PyObject *describe, bool statistics, PyObject *owner);
 
 /* ------------------------------------------------------- dataset_type.c */
 

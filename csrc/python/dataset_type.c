@@ -196,16 +196,17 @@ static PyObject *dataset_kernel_name(PyObject *op, void *closure)
 
 static PyObject *dataset_make_iterator(PyObject *op, PyObject *args)
 {
-    PyObject *structure, *describe = Py_None;
+    PyObject *structure, *describe = Py_None, *owner = Py_None;
     int cpu_budget = 0, algorithm = CV_AUTOTUNE_MODEL, statistics = 1;
-    if (!PyArg_ParseTuple(args, "O|iiOp:make_iterator", &structure, &cpu_budget, &algorithm, &describe,
-                          &statistics))
+    if (!PyArg_ParseTuple(args, "O|iiOpO:make_iterator", &structure, &cpu_budget, &algorithm, &describe,
+                          &statistics, &owner))
         return NULL;
     PyObject *module = cv_module_of(op);
     CvDataset *ds = module ? cv_dataset_of(op) : NULL;
     if (!ds)
         return NULL;
-    return cv_iterator_object_new(module, ds, structure, cpu_budget, algorithm, describe, statistics);
+    return cv_iterator_object_new(module, ds, structure, cpu_budget, algorithm, describe, statistics,
+                                  owner);
 }
 
 static PyMethodDef dataset_methods[] = {
@@ -215,7 +216,8 @@ static PyMethodDef dataset_methods[] = {
      "element, and returns (kind, pack): kind 0 = one component, 1 = a plain tuple, 2 = "
      "pack(tuple). cpu_budget: the pool's running threads (0: the CPUs this process may use); "
      "algorithm: the autotuner's (0 model, 1 fixed); describe(raw) -> what Iterator.stats() returns; "
-     "statistics=False: no statistics and no autotuner (to measure their cost)."},
+     "statistics=False: no statistics and no autotuner (to measure their cost); owner: the "
+     "Python dataset, for the iterator's save/restore (conveyor.data.checkpoint)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -37,12 +37,15 @@ struct CvIteratorObject {
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
     PyObject *pack;      /* strong, for kind 2 */
     PyObject *held;      /* strong: an element held back by an interrupt, returned next */
+    PyObject *owner;     /* strong or NULL: the Python dataset (save/restore) */
     CvElement pending;   /* owned when has_pending: interrupted while converting */
     bool has_pending;
     int kind;            /* -1 unresolved, 0 single, 1 tuple, 2 pack */
     bool may_block;
     bool busy;            /* inside next() */
     bool close_requested; /* close() arrived while busy */
+    bool started;         /* next() has asked the engine: too late to restore */
+    bool exhausted;       /* the end was reached (not closed): saves as "finished" */
     unsigned long fork_generation;
     CvIteratorObject *prev, *next; /* live list in module state */
     PyObject *module;              /* strong */
@@ -196,7 +199,7 @@ static void iterator_release(CvIteratorObject *self)
  * statistics false: neither statistics nor autotuner (their cost, measured
  * by benchmarks/stats_overhead.py); stats() then raises. */
 PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure, int cpu_budget,
-                                 int algorithm, PyObject *describe, bool statistics)
+                                 int algorithm, PyObject *describe, bool statistics, PyObject *owner)
 {
     CvModuleState *st = cv_get_state(module);
     if (atomic_load(&cv_shutting_down)) {
@@ -214,6 +217,9 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     self->structure = Py_NewRef(structure);
     self->pack = NULL;
     self->held = NULL;
+    self->owner = owner == Py_None ? NULL : Py_XNewRef(owner);
+    self->started = false;
+    self->exhausted = false;
     self->pending = (CvElement){0};
     self->has_pending = false;
     self->kind = -1;
@@ -349,6 +355,7 @@ static PyObject *iterator_next(PyObject *op)
     bool end = false;
     CvStatus s;
     self->busy = true;
+    self->started = true;
     /* Iterators made during next() (interleave's, repeat's) join this pool. */
     CvPool *outer_pool = cv_pool_set_current(self->pool);
     if (self->may_block) {
@@ -377,6 +384,7 @@ static PyObject *iterator_next(PyObject *op)
     self->busy = false;
     if (self->close_requested || (!s && end)) {
         cv_element_clear(&e);
+        self->exhausted = !self->close_requested;
         iterator_release(self);
         if (s)
             return cv_raise_status(st, s);
@@ -421,6 +429,7 @@ static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
     Py_VISIT(self->structure);
     Py_VISIT(self->pack);
     Py_VISIT(self->held);
+    Py_VISIT(self->owner);
     Py_VISIT(self->describe);
     Py_VISIT(self->module);
     return 0;
@@ -432,6 +441,7 @@ static int iterator_clear(PyObject *op)
     Py_CLEAR(self->structure);
     Py_CLEAR(self->pack);
     Py_CLEAR(self->held);
+    Py_CLEAR(self->owner);
     Py_CLEAR(self->describe);
     return 0;
 }
@@ -590,6 +600,177 @@ static PyObject *iterator_get_next(PyObject *op, PyObject *unused)
     return cv_raise_status(cv_get_state(self->module), cv_error(CV_OUT_OF_RANGE, "End of sequence"));
 }
 
+/* ---- exact resume: the engine's part (conveyor/data/checkpoint.py does the rest) */
+
+static int check_usable(CvIteratorObject *self, const char *what)
+{
+    if (forked_away(self)) {
+        PyErr_Format(PyExc_RuntimeError, "conveyor: cannot %s an iterator created before fork()", what);
+        return -1;
+    }
+    if (self->busy) {
+        PyErr_Format(PyExc_RuntimeError, "conveyor: cannot %s an iterator while another thread is "
+                     "inside its next()", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* _save_engine() -> bytes: the engine iterator's frames, as of the last
+ * element next() returned; None once the end was reached. Kernels may wait
+ * for work in flight (a Python function), so the GIL is let go. */
+static PyObject *iterator_save_engine(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    if (check_usable(self, "save") < 0)
+        return NULL;
+    if (!self->it) {
+        if (self->exhausted)
+            Py_RETURN_NONE;
+        PyErr_SetString(PyExc_ValueError, "conveyor: cannot save a closed iterator");
+        return NULL;
+    }
+    CvStateWriter w;
+    cv_state_writer_init(&w);
+    CvStatus s;
+    self->busy = true;
+    CvPool *outer = cv_pool_set_current(self->pool);
+    Py_BEGIN_ALLOW_THREADS
+    s = cv_iterator_save(self->it, &w);
+    Py_END_ALLOW_THREADS
+    cv_pool_set_current(outer);
+    self->busy = false;
+    PyObject *result = s ? NULL : PyBytes_FromStringAndSize(w.data, (Py_ssize_t)w.len);
+    cv_state_writer_clear(&w);
+    return s ? cv_raise_status(cv_get_state(self->module), s) : result;
+}
+
+/* _restore_engine(bytes or None): put a new iterator (no next() yet) where
+ * the state says; None: at the end. A failed restore leaves a new iterator
+ * at the start (never a half-restored one). */
+static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
+{
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    CvModuleState *st = cv_get_state(self->module);
+    if (check_usable(self, "restore") < 0)
+        return NULL;
+    if (self->started || self->held || self->has_pending) {
+        PyErr_SetString(PyExc_RuntimeError, "conveyor: restore into a new iterator (iter(dataset)), "
+                        "before its first next()");
+        return NULL;
+    }
+    if (!self->it) {
+        PyErr_SetString(PyExc_ValueError, "conveyor: cannot restore a closed iterator");
+        return NULL;
+    }
+    if (state == Py_None) { /* a finished iterator's state */
+        self->exhausted = true;
+        iterator_release(self);
+        Py_RETURN_NONE;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(state, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    CvStateReader r;
+    cv_state_reader_init(&r, view.buf, (size_t)view.len);
+    CvStatus s;
+    self->busy = true;
+    CvPool *outer = cv_pool_set_current(self->pool);
+    Py_BEGIN_ALLOW_THREADS
+    s = cv_iterator_restore(self->it, &r);
+    if (!s && r.pos != r.len)
+        s = cv_state_corrupt("bytes are left after the pipeline's state");
+    if (s) { /* start over from a fresh iterator of the same dataset */
+        CvDataset *ds = cv_dataset_ref(self->it->dataset);
+        cv_iterator_destroy(self->it);
+        self->it = NULL;
+        CvStatus remade = cv_iterator_make(ds, &self->it);
+        cv_dataset_unref(ds);
+        if (remade) {
+            cv_status_free(remade);
+            self->it = NULL;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    cv_pool_set_current(outer);
+    self->busy = false;
+    PyBuffer_Release(&view);
+    if (s)
+        return cv_raise_status(st, s);
+    Py_RETURN_NONE;
+}
+
+/* _held() -> the element an interrupt held back (it stays held), or None.
+ * _hold(element): make element the first that next() returns. */
+static PyObject *iterator_held(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    if (!self->held && self->has_pending) {
+        CvElement e = {0};
+        cv_element_move(&e, &self->pending);
+        self->has_pending = false;
+        PyObject *value = element_to_python(self, cv_get_state(self->module), &e);
+        if (!value) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) { /* interrupted again: keep it */
+                cv_element_move(&self->pending, &e);
+                self->has_pending = true;
+            }
+            cv_element_clear(&e);
+            return NULL;
+        }
+        cv_element_clear(&e);
+        self->held = value;
+    }
+    return Py_NewRef(self->held ? self->held : Py_None);
+}
+
+static PyObject *iterator_hold(PyObject *op, PyObject *element)
+{
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    if (check_usable(self, "restore") < 0)
+        return NULL;
+    Py_XSETREF(self->held, Py_NewRef(element));
+    Py_RETURN_NONE;
+}
+
+/* The public methods: conveyor.data.checkpoint.<name>(iterator, owner, *args). */
+static PyObject *call_checkpoint(PyObject *op, const char *name, PyObject *arg)
+{
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    PyObject *mod = PyImport_ImportModule("conveyor.data.checkpoint");
+    if (!mod)
+        return NULL;
+    PyObject *owner = self->owner ? self->owner : Py_None;
+    PyObject *r = arg ? PyObject_CallMethod(mod, name, "OOO", op, owner, arg)
+                      : PyObject_CallMethod(mod, name, "OO", op, owner);
+    Py_DECREF(mod);
+    return r;
+}
+
+static PyObject *iterator_save(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    return call_checkpoint(op, "save", NULL);
+}
+
+static PyObject *iterator_restore(PyObject *op, PyObject *data)
+{
+    return call_checkpoint(op, "restore", data);
+}
+
+static PyObject *iterator_state_dict(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    return call_checkpoint(op, "state_dict", NULL);
+}
+
+static PyObject *iterator_load_state_dict(PyObject *op, PyObject *state)
+{
+    return call_checkpoint(op, "load_state_dict", state);
+}
+
 static PyMethodDef iterator_methods[] = {
     {"get_next", iterator_get_next, METH_NOARGS,
      "The next element; raises conveyor.errors.OutOfRangeError at the end (as tf.data's)."},
@@ -597,6 +778,20 @@ static PyMethodDef iterator_methods[] = {
      "Stop the iterator now: cancel its work, join its threads and free its buffers."},
     {"stats", iterator_stats, METH_NOARGS,
      "What the pipeline did so far, per stage (conveyor.data.experimental.PipelineStats)."},
+    {"save", iterator_save, METH_NOARGS,
+     "save() -> bytes: this iterator's position (after the last element returned), to resume "
+     "from with restore() on a new iterator of the same pipeline, in this or another process."},
+    {"restore", iterator_restore, METH_O,
+     "restore(data): continue from a position that save() returned (on a new iterator of the "
+     "same pipeline, before its first element)."},
+    {"state_dict", iterator_state_dict, METH_NOARGS,
+     "state_dict() -> dict: save() as a dict for a PyTorch checkpoint (torchdata's naming)."},
+    {"load_state_dict", iterator_load_state_dict, METH_O,
+     "load_state_dict(state): restore() from what state_dict() returned."},
+    {"_save_engine", iterator_save_engine, METH_NOARGS, "The engine's frames (bytes) or None at the end."},
+    {"_restore_engine", iterator_restore_engine, METH_O, "Restore the engine's frames (or None: the end)."},
+    {"_held", iterator_held, METH_NOARGS, "The element an interrupt held back, or None."},
+    {"_hold", iterator_hold, METH_O, "Make this the next element returned."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -151,7 +151,7 @@ class Dataset:
         ctx = self._context()
         it = self._engine(ctx).make_iterator(
             self._packing, ctx.cpu_budget, _stats.algorithm_code(self.options()),
-            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)), statistics)
+            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)), statistics, self)
         if statistics:
             _monitor.from_environment(it)  # CONVEYOR_LOG_STATS_EVERY, CONVEYOR_STALL_AFTER
         return it
@@ -199,10 +199,11 @@ class UnaryUnchangedStructureDataset(Dataset):
 class SourceDataset(Dataset):
     """A source whose engine dataset does not depend on options."""
 
-    def __init__(self, handle, spec):
+    def __init__(self, handle, spec, description=()):
         super().__init__()
         self._handle = handle
         self._spec = spec
+        self._description = description  # what the engine dataset was made from (fingerprint)
 
     def _build(self, ctx, engine_inputs):
         return self._handle

@@ -50,7 +50,8 @@ class GeneratorDataset(SourceDataset):
         def factory():
             return _CheckedGenerator(generator(*call_args), signature)
 
-        super().__init__(_engine.generator(factory, "Dataset.from_generator"), signature)
+        super().__init__(_engine.generator(factory, "Dataset.from_generator"), signature,
+                         (generator, args))
 
 
 class _CheckedGenerator:

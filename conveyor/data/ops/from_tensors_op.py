@@ -45,7 +45,7 @@ class TensorSliceDataset(SourceDataset):
                              f"dimension 0, but {detail}.")
         spec = nest.pack_sequence_as(
             tensors, [TensorSpec(a.shape[1:], _dtypes.as_dtype(a.dtype)) for a in arrays])
-        super().__init__(_engine.tensor_slices(arrays), spec)
+        super().__init__(_engine.tensor_slices(arrays), spec, arrays)
 
 
 class TensorDataset(SourceDataset):
@@ -55,4 +55,4 @@ class TensorDataset(SourceDataset):
             raise _errors.InvalidArgumentError("Invalid `element`. `element` should not be empty.")
         arrays = [to_array(x) for x in flat]
         spec = nest.pack_sequence_as(tensors, [spec_of(a) for a in arrays])
-        super().__init__(_engine.tensors(arrays), spec)
+        super().__init__(_engine.tensors(arrays), spec, arrays)

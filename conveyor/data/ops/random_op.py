@@ -12,4 +12,5 @@ class RandomDataset(SourceDataset):
 
     def __init__(self, seed, seed2, rerandomize_each_iteration):
         handle = _engine.random(seed, seed2, rerandomize_each_iteration)
-        super().__init__(handle, TensorSpec([], _dtypes.int64))
+        super().__init__(handle, TensorSpec([], _dtypes.int64),
+                         (seed, seed2, rerandomize_each_iteration))

@@ -1,0 +1,235 @@
+"""Exact resume: an iterator's position as bytes, and back.
+
+``it.save()`` returns the position of an iterator right after the last element
+it returned; ``it2.restore(data)`` puts a new iterator of the same pipeline
+(in this process or another) there, so that ``it2`` returns exactly the
+elements ``it`` would have returned next: none lost, none repeated, also
+with parallel and prefetching stages. ``it.state_dict()`` /
+``it.load_state_dict(d)`` are the same in torchdata's naming (a dict that
+drops into a PyTorch checkpoint); :class:`conveyor.train.Checkpoint` is the
+``tf.train.Checkpoint(iterator=it)`` pattern.
+
+The bytes hold (see docs/resume.md):
+
+* a header: magic, format version, a fingerprint of the pipeline;
+* the engine's frames (csrc/core/state.h): one per iterator of the
+  pipeline, with its kernel's position (source cursors, counters, RNG
+  counters, and buffer contents only where they cannot be recomputed);
+* the element an interrupt (Ctrl-C) held back inside ``next()``, if any;
+* a CRC-32 of all of it, so a damaged state raises instead of restoring
+  somewhere else.
+
+The fingerprint hashes the pipeline's description: each dataset's class and
+arguments, array contents (file lists included), functions' code, and seeds
+given explicitly. Restoring into a pipeline whose fingerprint differs raises
+:class:`conveyor.errors.FailedPreconditionError`, as does a state whose
+frames do not fit the pipeline.
+"""
+import hashlib
+import io
+import struct
+import types
+import zlib
+
+import numpy as np
+
+from conveyor import errors, nest
+
+__all__ = ["save", "restore", "state_dict", "load_state_dict", "fingerprint"]
+
+_MAGIC = b"conveyor-iterator\0"
+_VERSION = 1
+_FINISHED, _HELD = 1, 2
+_HEADER = struct.Struct("<I16sB")  # version, fingerprint, flags
+
+# Dataset attributes that are caches or derived values, not the description.
+_SKIP = frozenset({"_engine_cache", "_lock", "_element_spec", "_spec", "_probe_spec",
+                   "_first_inner", "_handle", "_recorded", "_variants", "_np_dtypes",
+                   "_structure_key", "_static_batch", "_flat_shapes", "_flat_values",
+                   "_dataset_shape", "_memory", "_store", "_file_spec",
+                   "base_seed"})  # drawn at random when unseeded: its state is the engine's
+_ARRAY_HASH_LIMIT = 256 << 20  # bytes hashed in full; larger arrays: size, head and tail
+
+
+def fingerprint(dataset):
+    """16 bytes that change when the pipeline's description changes."""
+    h = hashlib.blake2b(digest_size=16)
+    _feed(h, dataset, {})
+    return h.digest()
+
+
+def _feed(h, value, seen):
+    """Hash value's description into h; seen: id -> index, for shared objects."""
+    if value is None or isinstance(value, (bool, int, float, complex, str)):
+        h.update(f"{type(value).__name__}:{value!r};".encode())
+        return
+    if isinstance(value, (bytes, bytearray)):
+        h.update(b"bytes:%d:" % len(value))
+        h.update(value)
+        return
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
+    if isinstance(value, np.ndarray):
+        h.update(f"array:{value.dtype.str}:{value.shape};".encode())
+        if value.dtype == object:
+            for item in value.ravel():
+                _feed(h, item, seen)
+        else:
+            data = np.ascontiguousarray(value).view(np.uint8).ravel()
+            if data.size > _ARRAY_HASH_LIMIT:
+                data = np.concatenate([data[:1 << 20], data[-(1 << 20):]])
+            h.update(data.data)
+        return
+    if id(value) in seen:  # a dataset or object met before (shared input)
+        h.update(b"ref:%d;" % seen[id(value)])
+        return
+    seen[id(value)] = len(seen)
+    if isinstance(value, (list, tuple)):
+        h.update(f"{type(value).__name__}:{len(value)}[".encode())
+        for item in value:
+            _feed(h, item, seen)
+        h.update(b"]")
+        return
+    if isinstance(value, dict):
+        h.update(b"dict:%d{" % len(value))
+        for key in sorted(value, key=repr):
+            _feed(h, key, seen)
+            _feed(h, value[key], seen)
+        h.update(b"}")
+        return
+    if isinstance(value, types.FunctionType):
+        h.update(f"function:{value.__module__}.{value.__qualname__};".encode())
+        _feed_code(h, value.__code__)
+        return
+    if isinstance(value, (types.MethodType, types.BuiltinFunctionType, type)):
+        h.update(f"{type(value).__name__}:{getattr(value, '__qualname__', '')};".encode())
+        return
+    if isinstance(value, __import__("functools").partial):
+        _feed(h, value.func, seen)
+        _feed(h, value.args, seen)
+        _feed(h, value.keywords, seen)
+        return
+    cls = type(value)
+    h.update(f"object:{cls.__module__}.{cls.__qualname__};".encode())
+    if cls.__module__.startswith("conveyor") and hasattr(value, "__dict__"):
+        for key in sorted(vars(value)):
+            if key not in _SKIP:
+                h.update(key.encode())
+                _feed(h, vars(value)[key], seen)
+
+
+def _feed_code(h, code):
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _feed_code(h, const)
+        else:
+            h.update(repr(const).encode())
+
+
+# -- the held-back element: flat leaves as NumPy .npy records (no pickle) ----
+
+def _encode_element(element):
+    out = io.BytesIO()
+    leaves = nest.flatten(element)
+    out.write(struct.pack("<I", len(leaves)))
+    for leaf in leaves:
+        if isinstance(leaf, bytes):
+            out.write(b"b" + struct.pack("<Q", len(leaf)) + leaf)
+            continue
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(leaf), allow_pickle=False)
+        scalar = not isinstance(leaf, np.ndarray)
+        out.write((b"s" if scalar else b"a") + struct.pack("<Q", buf.tell()) + buf.getvalue())
+    return out.getvalue()
+
+
+def _decode_element(data, structure):
+    (count,) = struct.unpack_from("<I", data)
+    pos, leaves = 4, []
+    for _ in range(count):
+        kind = data[pos:pos + 1]
+        (size,) = struct.unpack_from("<Q", data, pos + 1)
+        raw = data[pos + 9:pos + 9 + size]
+        pos += 9 + size
+        if kind == b"b":
+            leaves.append(bytes(raw))
+        else:
+            array = np.load(io.BytesIO(raw), allow_pickle=False)
+            leaves.append(array[()] if kind == b"s" else array)
+    if structure is None:
+        return leaves[0] if len(leaves) == 1 else tuple(leaves)
+    return nest.pack_sequence_as(structure, leaves)
+
+
+# -- the API ----------------------------------------------------------------
+
+def save(iterator, dataset):
+    """The bytes of ``iterator.save()``."""
+    engine = iterator._save_engine()
+    flags, held = 0, b""
+    if engine is None:
+        flags, engine = _FINISHED, b""
+    element = iterator._held()
+    if element is not None:
+        flags |= _HELD
+        held = _encode_element(element)
+    print_ = fingerprint(dataset) if dataset is not None else bytes(16)
+    body = (_MAGIC + _HEADER.pack(_VERSION, print_, flags) + struct.pack("<Q", len(held)) + held
+            + engine)
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def _parse(data):
+    data = bytes(data)
+    fixed = len(_MAGIC) + _HEADER.size + 8 + 4
+    if len(data) < fixed or not data.startswith(_MAGIC):
+        raise errors.DataLossError(None, None, "corrupt iterator state: not a conveyor iterator "
+                                   "state (no header)")
+    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
+    if zlib.crc32(data[:-4]) != crc:
+        raise errors.DataLossError(None, None, "corrupt iterator state: checksum mismatch "
+                                   "(the bytes were damaged or cut short)")
+    version, print_, flags = _HEADER.unpack_from(data, len(_MAGIC))
+    if version != _VERSION:
+        raise errors.FailedPreconditionError(
+            None, None, f"iterator state format {version} is not supported (this conveyor reads "
+            f"format {_VERSION})")
+    pos = len(_MAGIC) + _HEADER.size
+    (held_len,) = struct.unpack_from("<Q", data, pos)
+    pos += 8
+    if held_len > len(data) - 4 - pos:
+        raise errors.DataLossError(None, None, "corrupt iterator state: held element too long")
+    held = data[pos:pos + held_len]
+    engine = data[pos + held_len:-4]
+    return print_, flags, held, engine
+
+
+def restore(iterator, dataset, data):
+    """``iterator.restore(data)``."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"restore() takes the bytes that save() returned, not {type(data).__name__}")
+    print_, flags, held, engine = _parse(data)
+    if dataset is not None and print_ != bytes(16) and print_ != fingerprint(dataset):
+        raise errors.FailedPreconditionError(
+            None, None, "the saved iterator state is of a different pipeline: its fingerprint "
+            "(ops, arguments, file lists, functions, seeds) does not match this one. Rebuild the "
+            "same pipeline to restore into it.")
+    iterator._restore_engine(None if flags & _FINISHED else engine)
+    if flags & _HELD:
+        structure = dataset.element_spec if dataset is not None else None
+        iterator._hold(_decode_element(held, structure))
+
+
+def state_dict(iterator, dataset):
+    """``iterator.state_dict()``: a dict of plain values (torch.save-able)."""
+    return {"format": "conveyor.data.Iterator", "version": _VERSION,
+            "state": save(iterator, dataset)}
+
+
+def load_state_dict(iterator, dataset, state):
+    """``iterator.load_state_dict(state)``."""
+    if not isinstance(state, dict) or "state" not in state:
+        raise TypeError("load_state_dict() takes the dict that state_dict() returned")
+    restore(iterator, dataset, state["state"])

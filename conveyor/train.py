@@ -1,0 +1,141 @@
+"""``tf.train.Checkpoint`` for iterators, without TensorFlow.
+
+``import conveyor as tf`` then::
+
+    ckpt = tf.train.Checkpoint(iterator=it)      # any name; several objects
+    path = ckpt.save("/ckpt/run")                 # "/ckpt/run-1", then -2, ...
+    ...
+    it = iter(make_dataset())                     # a new process, the same pipeline
+    tf.train.Checkpoint(iterator=it).restore(tf.train.latest_checkpoint("/ckpt"))
+
+Tracked objects are conveyor iterators (anything with ``save()`` and
+``restore(bytes)``). One checkpoint is one file, ``<prefix>.cvckpt``, written
+to a temporary name and renamed, so a crash mid-save leaves the previous one
+intact. TensorFlow's checkpoint files (``.index`` / ``.data-*``) are neither
+read nor written: a checkpoint of a TensorFlow model lives beside this one.
+"""
+import os
+import re
+import struct
+import zlib
+
+from conveyor import errors
+
+__all__ = ["Checkpoint", "latest_checkpoint"]
+
+_MAGIC = b"conveyor-checkpoint\0"
+_SUFFIX = ".cvckpt"
+
+
+class _LoadStatus:
+    """What ``Checkpoint.restore`` returns (tf.train's CheckpointLoadStatus)."""
+
+    def __init__(self, restored, missing):
+        self._restored, self._missing = restored, missing
+
+    def assert_consumed(self):
+        if self._missing:
+            raise AssertionError(f"objects not in the checkpoint: {sorted(self._missing)}")
+        return self
+
+    def assert_existing_objects_matched(self):
+        return self.assert_consumed()
+
+    def expect_partial(self):
+        return self
+
+
+class Checkpoint:
+    """Saves and restores the positions of iterators, as ``tf.train.Checkpoint``."""
+
+    def __init__(self, **objects):
+        for name, obj in objects.items():
+            if not (callable(getattr(obj, "save", None)) and callable(getattr(obj, "restore", None))):
+                raise ValueError(f"Checkpoint: {name}={type(obj).__name__} cannot be checkpointed "
+                                 "(conveyor checkpoints iterators: iter(dataset))")
+        self._objects = dict(objects)
+        self.save_counter = 0
+
+    def write(self, file_prefix):
+        """Write the objects' state to ``file_prefix + '.cvckpt'``; returns file_prefix."""
+        file_prefix = os.fspath(file_prefix)
+        body = bytearray(_MAGIC + struct.pack("<I", len(self._objects)))
+        for name, obj in sorted(self._objects.items()):
+            key, data = name.encode(), obj.save()
+            body += struct.pack("<I", len(key)) + key + struct.pack("<Q", len(data)) + data
+        body += struct.pack("<I", zlib.crc32(body))
+        path = file_prefix + _SUFFIX
+        folder = os.path.dirname(path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return file_prefix
+
+    def save(self, file_prefix):
+        """``write`` to ``file_prefix-N`` with N counting saves; returns that path."""
+        self.save_counter += 1
+        return self.write(f"{os.fspath(file_prefix)}-{self.save_counter}")
+
+    def read(self, save_path):
+        """Restore the objects saved at save_path (a prefix that write/save returned)."""
+        path = os.fspath(save_path)
+        if not path.endswith(_SUFFIX):
+            path += _SUFFIX
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise errors.NotFoundError(None, None, f"no checkpoint at {save_path!r} ({path})") from None
+        states = _parse(data, path)
+        for name, obj in self._objects.items():
+            if name in states:
+                obj.restore(states[name])
+        missing = set(self._objects) - set(states)
+        match = re.search(r"-(\d+)$", os.fspath(save_path))
+        if match:
+            self.save_counter = max(self.save_counter, int(match.group(1)))
+        return _LoadStatus(set(states), missing)
+
+    def restore(self, save_path):
+        """As ``read``; None (no checkpoint yet) restores nothing, as TensorFlow's."""
+        if save_path is None:
+            return _LoadStatus(set(), set())
+        return self.read(save_path)
+
+
+def _parse(data, path):
+    fixed = len(_MAGIC) + 8
+    if len(data) < fixed or not data.startswith(_MAGIC):
+        raise errors.DataLossError(None, None, f"{path}: not a conveyor checkpoint")
+    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
+    if zlib.crc32(data[:-4]) != crc:
+        raise errors.DataLossError(None, None, f"{path}: checkpoint damaged (checksum mismatch)")
+    (count,) = struct.unpack_from("<I", data, len(_MAGIC))
+    pos, states = len(_MAGIC) + 4, {}
+    for _ in range(count):
+        (n,) = struct.unpack_from("<I", data, pos)
+        name = data[pos + 4:pos + 4 + n].decode()
+        (size,) = struct.unpack_from("<Q", data, pos + 4 + n)
+        start = pos + 12 + n
+        states[name] = data[start:start + size]
+        pos = start + size
+    return states
+
+
+def latest_checkpoint(checkpoint_dir):
+    """The prefix of the newest ``save()`` in checkpoint_dir, or None."""
+    best, best_n = None, -1
+    try:
+        names = os.listdir(checkpoint_dir)
+    except FileNotFoundError:
+        return None
+    for name in names:
+        match = re.fullmatch(r"(.*)-(\d+)" + re.escape(_SUFFIX), name)
+        if match and int(match.group(2)) > best_n:
+            best, best_n = os.path.join(checkpoint_dir, name[:-len(_SUFFIX)]), int(match.group(2))
+    return best

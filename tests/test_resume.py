@@ -1,0 +1,131 @@
+"""Exact resume: the iterator API (save/restore, state_dict, tf.train.Checkpoint),
+the header (fingerprint, checksum, version) and its errors. Per-kernel
+positions are tested beside each kernel family (tests/test_resume_*.py)."""
+import os
+
+import numpy as np
+import pytest
+
+import conveyor as cv
+from conveyor import errors
+from checkpoint_helpers import (run, straight, verify_resume, verify_resume_in_new_process,
+                                verify_two_restores)
+
+D = cv.data.Dataset
+
+
+def test_range_resumes_at_every_element():
+    verify_resume(lambda: D.range(2, 23, 3))
+    verify_resume(lambda: D.range(10, 0, -2))
+    verify_two_restores(lambda: D.range(20), 5, 13)
+
+
+def test_restore_in_a_new_process():
+    verify_resume_in_new_process("""
+        import conveyor as cv
+        def make():
+            return cv.data.Dataset.range(50)
+    """, breaks=[0, 1, 17, 49, 50])
+
+
+def test_state_dict_round_trip_and_is_plain():
+    it = iter(D.range(10))
+    run(it, 4)
+    state = it.state_dict()
+    assert set(state) == {"format", "version", "state"} and isinstance(state["state"], bytes)
+    it2 = iter(D.range(10))
+    it2.load_state_dict(state)
+    assert [int(v) for v in it2] == list(range(4, 10))
+    with pytest.raises(TypeError):
+        iter(D.range(10)).load_state_dict({"nope": 1})
+
+
+def test_a_finished_iterator_restores_to_the_end():
+    it = iter(D.range(3))
+    assert len(run(it)) == 3
+    it2 = iter(D.range(3))
+    it2.restore(it.save())
+    assert run(it2) == []
+
+
+def test_restoring_into_a_changed_pipeline_raises():
+    it = iter(D.range(10))
+    run(it, 3)
+    state = it.save()
+    for changed in (D.range(11), D.range(1, 10), D.range(10, output_type=cv.int32),
+                    D.range(10).map(lambda x: x + 2), D.range(10).take(5)):
+        with pytest.raises(errors.FailedPreconditionError, match="different pipeline"):
+            iter(changed).restore(state)
+
+
+def test_a_corrupt_state_raises_and_leaves_a_usable_iterator():
+    it = iter(D.range(10))
+    run(it, 3)
+    state = it.save()
+    for bad in (state[:-1], state[:10], b"", b"x" * 100, state[:-5] + bytes([state[-5] ^ 1]) + state[-4:]):
+        it2 = iter(D.range(10))
+        with pytest.raises(errors.DataLossError, match="corrupt iterator state"):
+            it2.restore(bad)
+        assert [int(v) for v in it2] == list(range(10))  # from the start, as new
+    with pytest.raises(TypeError):
+        iter(D.range(10)).restore("text")
+
+
+def test_restore_needs_a_new_iterator():
+    it = iter(D.range(10))
+    state = it.save()
+    next(it)
+    with pytest.raises(RuntimeError, match="new iterator"):
+        it.restore(state)
+    it.close()
+    with pytest.raises(ValueError, match="closed"):
+        it.save()
+
+
+def test_a_generator_cannot_be_saved_and_says_so():
+    it = iter(D.from_generator(lambda: iter([1, 2]), output_types=cv.int64))
+    next(it)
+    with pytest.raises((errors.UnimplementedError, errors.FailedPreconditionError)) as e:
+        it.save()
+    assert "Generator" in str(e.value) or "generator" in str(e.value)
+
+
+def test_train_checkpoint_saves_numbered_and_restores_latest(tmp_path):
+    it = iter(D.range(100))
+    ckpt = cv.train.Checkpoint(iterator=it)
+    run(it, 10)
+    first = ckpt.save(str(tmp_path / "ckpt"))
+    run(it, 15)
+    second = ckpt.save(str(tmp_path / "ckpt"))
+    assert first.endswith("-1") and second.endswith("-2")
+    assert cv.train.latest_checkpoint(str(tmp_path)) == second
+    it2 = iter(D.range(100))
+    status = cv.train.Checkpoint(iterator=it2).restore(cv.train.latest_checkpoint(str(tmp_path)))
+    status.assert_consumed()
+    assert [int(v) for v in it2] == list(range(25, 100))
+    it3 = iter(D.range(100))
+    cv.train.Checkpoint(iterator=it3).read(first)
+    assert int(next(it3)) == 10
+    assert cv.train.Checkpoint(iterator=iter(D.range(3))).restore(None) is not None
+    with pytest.raises(errors.NotFoundError):
+        cv.train.Checkpoint(iterator=iter(D.range(3))).read(str(tmp_path / "missing"))
+    path = second + ".cvckpt"
+    data = bytearray(open(path, "rb").read())
+    data[-10] ^= 0xFF
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(errors.DataLossError):
+        cv.train.Checkpoint(iterator=iter(D.range(100))).read(second)
+    with pytest.raises(ValueError):
+        cv.train.Checkpoint(model=object())
+    assert not [f for f in os.listdir(tmp_path) if ".tmp" in f]
+
+
+def test_fingerprint_covers_arguments_arrays_and_functions():
+    from conveyor.data.checkpoint import fingerprint as fp
+    a = np.arange(10)
+    assert fp(D.from_tensor_slices(a).batch(2)) == fp(D.from_tensor_slices(a.copy()).batch(2))
+    assert fp(D.from_tensor_slices(a).batch(2)) != fp(D.from_tensor_slices(a + 1).batch(2))
+    assert fp(D.from_tensor_slices(a).batch(2)) != fp(D.from_tensor_slices(a).batch(3))
+    assert fp(D.range(5).shuffle(3, seed=1)) != fp(D.range(5).shuffle(3, seed=2))
+    assert fp(cv.data.TFRecordDataset(["a", "b"])) != fp(cv.data.TFRecordDataset(["a", "c"]))
+    assert straight(lambda: D.range(3)) == straight(lambda: D.range(3))
