@@ -275,6 +275,11 @@ static void check_index(CvRecordIndex *idx, const char *path, uint64_t size, int
     struct stat sb;
     why[0] = '\0';
     *stale = false;
+    if (fstat(idx->fd, &sb) == 0 && sb.st_size < HEADER_BYTES) {
+        snprintf(why, why_len, "it has %lld bytes, too few for a conveyor record index",
+                 (long long)sb.st_size);
+        return;
+    }
     CvStatus st = pread_full(idx->fd, idx->path, h, sizeof(h), 0);
     if (st) {
         snprintf(why, why_len, "%s", st->message);
