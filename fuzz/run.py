@@ -26,8 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 REGRESSIONS = os.path.join(ROOT, "tests", "fuzz_regressions")
-TARGETS = ["tfrecord_reader", "example_parser", "image_decoders", "cache_reader"]
-# (Planned: iterator_state, the parser of saved iterator state, once resume exists.)
+TARGETS = ["tfrecord_reader", "example_parser", "image_decoders", "cache_reader", "iterator_state"]
 MAX_LEN = {"image_decoders": 100_000, "cache_reader": 16_384}
 FINDINGS = ("crash-", "timeout-", "oom-", "leak-")
 

@@ -20,6 +20,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import cache_reader  # noqa: E402
+import iterator_state  # noqa: E402
 import example_parser  # noqa: E402
 import tfrecord_reader  # noqa: E402
 from _jpeg_files import ALL as JPEGS  # noqa: E402
@@ -93,6 +94,17 @@ def cache_seeds():
         shutil.rmtree(tmp)
 
 
+def iterator_state_seeds():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for which, (ds, total) in enumerate(iterator_state.PIPELINES):
+            for k in sorted({0, 1, total // 2, total - 1}):
+                it = iter(ds)
+                for _ in range(k):
+                    next(it)
+                put("iterator_state", f"pipeline{which}-at{k}", bytes([which]) + it._save_engine())
+
+
 def write(root):
     """Write every target's seeds under root/<target>/; returns {target: count}."""
     global CORPUS
@@ -101,6 +113,7 @@ def write(root):
     example_seeds()
     image_seeds()  # none when the shared test data is missing
     cache_seeds()
+    iterator_state_seeds()
     return {t: len(glob.glob(os.path.join(root, t, "*"))) for t in sorted(os.listdir(root))}
 
 

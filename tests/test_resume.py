@@ -17,6 +17,8 @@ D = cv.data.Dataset
 def test_range_resumes_at_every_element():
     verify_resume(lambda: D.range(2, 23, 3))
     verify_resume(lambda: D.range(10, 0, -2))
+    verify_resume(lambda: D.range(0, 10, 3))  # its end is 12, past stop
+    verify_resume(lambda: D.range(5, 5))
     verify_two_restores(lambda: D.range(20), 5, 13)
 
 

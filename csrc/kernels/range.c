@@ -97,9 +97,25 @@ static CvStatus range_save(CvIterator *base, CvStateWriter *w)
     return CV_STATUS_OK;
 }
 
+/* A value the range reaches: start plus a whole number of steps, at most
+ * its count of them (one past its last value: the end), or stop itself. */
 static CvStatus range_restore(CvIterator *base, CvStateReader *r)
 {
-    return cv_state_get_i64(r, &((RangeIterator *)base)->next);
+    const RangeParams *p = base->dataset->params;
+    int64_t next = 0, count = range_cardinality(base->dataset);
+    CvStatus s = cv_state_get_i64(r, &next);
+    if (s)
+        return s;
+    bool forward = p->step > 0;
+    uint64_t distance = forward ? (uint64_t)next - (uint64_t)p->start : (uint64_t)p->start - (uint64_t)next;
+    uint64_t stride = forward ? (uint64_t)p->step : 0 - (uint64_t)p->step;
+    bool ahead = forward ? next >= p->start : next <= p->start;
+    bool valid = next == p->stop ||
+                 (ahead && distance % stride == 0 && (count < 0 || distance / stride <= (uint64_t)count));
+    if (!valid)
+        return cv_state_corrupt("Range's next value is not one of its values");
+    ((RangeIterator *)base)->next = next;
+    return CV_STATUS_OK;
 }
 
 static CvStatus range_skip(CvIterator *base, int64_t n, int64_t *skipped)
