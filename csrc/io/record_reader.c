@@ -512,7 +512,44 @@ static CvStatus index_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped)
     return CV_STATUS_OK;
 }
 
-CvStatus cv_record_reader_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped, bool *eof)
+/* One TFRecord passed over as tf.data's SkipRecords does: the header read
+ * and its length checked, the data and footer skipped unread. Torn tails as
+ * in tfrecord_next. */
+static CvStatus tfrecord_skip_one(CvRecordReader *r, bool *eof)
+{
+    CvInputStream *s = r->s;
+    uint64_t start = cv_input_stream_offset(s);
+    unsigned char hdr[12];
+    size_t got = 0;
+    CvStatus st = cv_input_stream_read(s, hdr, sizeof(hdr), &got);
+    if (st)
+        return stream_error(r, st, start);
+    if (got < sizeof(hdr) && (got > 0 || cv_input_stream_truncated(s)))
+        return torn(r, start, eof, false);
+    if (got == 0) {
+        *eof = true;
+        return CV_STATUS_OK;
+    }
+    if (cv_crc32c_masked(hdr, 8) != le32(hdr + 8))
+        return record_error(r, "corrupted", start);
+    uint64_t len = le64(hdr), at = cv_input_stream_offset(s), size = cv_input_stream_file_size(s);
+    if (r->compression == CV_COMPRESSION_NONE && at <= size && (len > size - at || size - at - len < 4))
+        return torn(r, start, eof, false);
+    uint64_t passed = 0;
+    if (len > UINT64_MAX - 4)
+        return torn(r, start, eof, false);
+    if ((st = cv_input_stream_skip(s, len + 4, &passed)))
+        return stream_error(r, st, start);
+    if (passed < len + 4)
+        return torn(r, start, eof, false);
+    r->index++;
+    return CV_STATUS_OK;
+}
+
+#define STOP_POLL 4096 /* records between polls of `stop` */
+
+CvStatus cv_record_reader_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped, bool *eof,
+                               const atomic_bool *stop)
 {
     *skipped = 0;
     *eof = false;
@@ -530,13 +567,22 @@ CvStatus cv_record_reader_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped,
         }
     }
     /* Without an index, and to find the end after the last indexed record
-     * (which may be a torn tail): read and drop. */
+     * (which may be a torn tail): pass over records one by one. */
     while (*skipped < n) {
-        CvTensor t;
-        CvStatus st = cv_record_reader_next(r, &t, eof);
+        if (stop && *skipped % STOP_POLL == STOP_POLL - 1 &&
+            atomic_load_explicit(stop, memory_order_relaxed))
+            return cv_error(CV_CANCELLED, "skipping records of \"%s\" was cancelled", r->path);
+        CvStatus st;
+        if (r->p.format == CV_FORMAT_TFRECORD) {
+            st = tfrecord_skip_one(r, eof);
+        } else {
+            CvTensor t;
+            st = cv_record_reader_next(r, &t, eof);
+            if (!st && !*eof)
+                cv_tensor_clear(&t);
+        }
         if (st || *eof)
             return st;
-        cv_tensor_clear(&t);
         ++*skipped;
     }
     return CV_STATUS_OK;

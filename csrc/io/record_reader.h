@@ -12,6 +12,7 @@
 #ifndef CV_RECORD_READER_H
 #define CV_RECORD_READER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -76,12 +77,17 @@ CvStatus cv_record_reader_next(CvRecordReader *r, CvTensor *out, bool *eof);
 void cv_record_reader_close(CvRecordReader *r); /* NULL-safe */
 
 /* Pass over up to n records without returning them; *skipped < n only with
- * *eof or an error (returned at its record, as next() would). An
+ * *eof or an error (returned at its record, as next() would). As tf.data's
+ * SkipRecords: a TFRecord's length and its CRC are read and its data is
+ * skipped unchecked (a damaged header is DATA_LOSS, damaged data is not
+ * seen); text and fixed-length records are framed as next() frames them. An
  * uncompressed TFRecord file with a valid index (io/record_index.h, looked
- * up at the first skip) seeks instead of reading, so the records passed are
- * not read and not checked; a stale or damaged index is ignored with a
- * warning, and so is an entry that does not point at a record header. */
-CvStatus cv_record_reader_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped, bool *eof);
+ * up at the first skip) seeks instead, reading nothing; a stale or damaged
+ * index is ignored with a warning, and so is an entry that does not point
+ * at a record header. `stop` (may be NULL) is polled every few thousand
+ * records: when it turns true the skip returns CANCELLED. */
+CvStatus cv_record_reader_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped, bool *eof,
+                               const atomic_bool *stop);
 
 /* Exact resume: where a reader stands between records, and what the file
  * was then (so a changed file is refused instead of misread). */

@@ -37,11 +37,13 @@ static CvStatus skip_make_iterator(const CvDataset *ds, CvIterator **out)
     return cv_unary_iterator_new(ds, sizeof(SkipIterator), out);
 }
 
-/* Drop what is left of the first `count` elements. Errors met while
- * skipping are returned and do not count as skipped elements (tf.data's
- * rule), so a corrupt record is never passed over silently (unless an index
- * lets the reader seek past it without reading: docs/resume.md). *end: the
- * input ended first. */
+/* Drop what is left of the first `count` elements. As tf.data's Skip: an
+ * input error met while skipping is returned, and the elements skipped in
+ * that call do not count (the next call skips them again from where the
+ * input now stands), so a corrupt record is never passed over silently
+ * (unless an index lets the reader seek past it: docs/resume.md). An
+ * interrupt or cancellation is not an element: what was skipped counts.
+ * *end: the input ended first. */
 static CvStatus skip_prefix(SkipIterator *it, bool *end)
 {
     int64_t count = skip_count(it->base.base.dataset);
@@ -49,9 +51,11 @@ static CvStatus skip_prefix(SkipIterator *it, bool *end)
     while (count < 0 || it->skipped < count) {
         int64_t want = count < 0 ? INT64_MAX : count - it->skipped, k = 0;
         CvStatus s = cv_iterator_skip(it->base.input, want, &k);
-        it->skipped += k;
+        if (s && (s->code == CV_INTERRUPTED || s->code == CV_CANCELLED))
+            it->skipped += k;
         if (s)
             return s;
+        it->skipped += k;
         if (k < want) {
             *end = true;
             return CV_STATUS_OK;

@@ -148,7 +148,7 @@ CvStatus cv_file_records_skip(CvIterator *base, int64_t n, int64_t *skipped)
             return st;
         uint64_t k = 0;
         bool eof = false;
-        st = cv_record_reader_skip(it->reader, (uint64_t)(n - *skipped), &k, &eof);
+        st = cv_record_reader_skip(it->reader, (uint64_t)(n - *skipped), &k, &eof, &it->cancelled);
         *skipped += (int64_t)k;
         if (st || eof)
             close_file(it);
