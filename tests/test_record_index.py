@@ -145,22 +145,27 @@ def test_shard_equals_unindexed_reading(files, num, index):
 
 
 def test_index_seeks_past_records_it_does_not_read(tmp_path):
-    """The proof that skip seeks: a corrupt record inside the skipped range is not
-    read with the index (tf.data, and conveyor without an index, raise there)."""
+    """The proof that skip seeks: a record whose header is damaged inside the
+    skipped range is not read with the index (tf.data, and conveyor without an
+    index, raise there). Damaged data is passed over unchecked by both (tf.data's
+    skip reads only each record's length)."""
     recs = _records(0, 300)
     p = _write(tmp_path / "c.tfrecord", recs)
     write_index(p)
-    offset = sum(16 + len(r) for r in recs[:120]) + 12 + 3  # inside record 120's data
-    _corrupt_in_place(p, offset)
+    start = sum(16 + len(r) for r in recs[:120])
+    _corrupt_in_place(p, start + 2)  # record 120's length: its CRC fails
+    _corrupt_in_place(p, start + 16 + len(recs[120]) + 12)  # record 121's data
     assert _no_warnings(lambda: _read(D.TFRecordDataset(p).skip(200))) == recs[200:]
     assert _read(D.TFRecordDataset(p).shard(150, 1)) == [recs[1], recs[151]]
     os.rename(p + INDEX_SUFFIX, p + ".saved")
     with pytest.raises(errors.DataLossError, match="corrupted record at"):
         _read(D.TFRecordDataset(p).skip(200))
     os.rename(p + ".saved", p + INDEX_SUFFIX)
-    # Reading through the corrupt record still raises where it is.
+    # Reading through the damaged records still raises where they are.
     with pytest.raises(errors.DataLossError, match=r"record 120\b"):
         _read(D.TFRecordDataset(p).skip(100))
+    with pytest.raises(errors.DataLossError, match=r"record 121\b"):
+        _read(D.TFRecordDataset(p).skip(100).shard(21, 0).skip(1))  # 121 is read, not skipped
 
 
 def test_stale_index_is_ignored_with_a_warning(tmp_path):
@@ -252,3 +257,58 @@ def test_skip_matches_tf_data(tf, tf_files, n):
 def test_shard_matches_tf_data(tf, tf_files, num, index):
     want = list(tf.data.TFRecordDataset(tf_files).shard(num, index).as_numpy_iterator())
     assert _read(D.TFRecordDataset(tf_files).shard(num, index)) == want
+
+
+def _collect(it, limit=2000):
+    """Elements and error kinds, in order, as one reads on past errors."""
+    out = []
+    while len(out) < limit:
+        try:
+            x = next(it)
+        except StopIteration:
+            return out
+        except Exception as e:  # noqa: BLE001 - the error's kind and position count
+            out.append(type(e).__name__)
+            continue
+        out.append(bytes(x.numpy() if hasattr(x, "numpy") else x))
+    return out
+
+
+@pytest.mark.parametrize("op", ["skip30", "skip70", "skip200", "shard7", "shard40"])
+def test_damaged_records_in_skipped_ranges_match_tf_data(tf, tmp_path, op):
+    """Without an index, skip passes over records as tf.data does: a damaged
+    length raises, damaged data does not (its CRC is not read)."""
+    recs = _records(0, 100)
+    good = _write(tmp_path / "good.tfrecord", recs)
+    bad = _write(tmp_path / "bad.tfrecord", recs)
+    offsets = [sum(16 + len(r) for r in recs[:i]) for i in range(101)]
+    _corrupt_in_place(bad, offsets[20] + 12 + 1)  # data of record 20
+    _corrupt_in_place(bad, offsets[50] + 3)  # length of record 50
+    files = [good, bad, good]
+
+    def build(lib):
+        ds = lib.data.TFRecordDataset(files)
+        n = int(op[4:] if op.startswith("skip") else op[5:])
+        return ds.skip(n) if op.startswith("skip") else ds.shard(n, 3)
+    assert _collect(iter(build(cv))) == _collect(iter(build(tf)))
+
+
+def test_skip_does_not_count_elements_passed_before_an_error(tf):
+    """tf.data's Skip: an input error while skipping is returned, and the
+    elements skipped in that call are skipped again from the new position."""
+    import numpy as np
+    x = [1.0, 1.0, 1.0, 0.0] + [1.0] * 6
+    want = _collect(iter(tf.data.Dataset.range(10).map(
+        lambda i: tf.debugging.check_numerics(1.0 / tf.gather(x, i), "boom")
+        * tf.cast(i, tf.float32)).skip(5)))
+
+    def f(i):
+        if int(i) == 3:
+            raise ValueError("boom")
+        return np.float32(i)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = _collect(iter(D.Dataset.range(10).map(f).skip(5)))
+    assert [w if isinstance(w, str) else float(np.frombuffer(w, np.float32)[0]) for w in want] \
+        == ["InvalidArgumentError", 9.0]
+    assert got == ["ValueError", np.float32(9).tobytes()]
