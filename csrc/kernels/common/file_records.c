@@ -15,7 +15,7 @@
 typedef struct FileRecordsIterator {
     CvUnaryIterator base;
     CvRecordReader *reader; /* owned; NULL between files */
-    char *name;             /* owned: the open file's name (NULL with reader) */
+    char *name;             /* owned: the open file's name; NULL between files */
     bool done;              /* the input has ended (sticky) */
     atomic_bool cancelled;
 } FileRecordsIterator;
