@@ -98,7 +98,10 @@ static CvStatus shard_save(CvIterator *base, CvStateWriter *w)
 static CvStatus shard_restore(CvIterator *base, CvStateReader *r)
 {
     ShardIterator *it = (ShardIterator *)base;
-    CvStatus s = cv_state_get_range(r, "Shard's input position", 0, INT64_MAX, &it->next_index);
+    const ShardParams *p = base->dataset->params;
+    /* Headroom: the next skip (< num_shards) and take cannot overflow it. */
+    CvStatus s = cv_state_get_range(r, "Shard's input position", 0, INT64_MAX - p->num_shards,
+                                    &it->next_index);
     if (!s)
         s = cv_state_get_bool(r, &it->done);
     return s ? s : cv_unary_iterator_restore(base, r);

@@ -51,11 +51,11 @@ static CvStatus skip_prefix(SkipIterator *it, bool *end)
     while (count < 0 || it->skipped < count) {
         int64_t want = count < 0 ? INT64_MAX : count - it->skipped, k = 0;
         CvStatus s = cv_iterator_skip(it->base.input, want, &k);
-        if (s && (s->code == CV_INTERRUPTED || s->code == CV_CANCELLED))
+        bool passed = !s || s->code == CV_INTERRUPTED || s->code == CV_CANCELLED;
+        if (passed && count >= 0) /* skip(-1) needs no count (and must not overflow one) */
             it->skipped += k;
         if (s)
             return s;
-        it->skipped += k;
         if (k < want) {
             *end = true;
             return CV_STATUS_OK;
@@ -94,7 +94,7 @@ static CvStatus skip_restore(CvIterator *base, CvStateReader *r)
 {
     SkipIterator *it = (SkipIterator *)base;
     int64_t count = skip_count(base->dataset);
-    CvStatus s = cv_state_get_range(r, "Skip's skipped count", 0, count < 0 ? INT64_MAX : count,
+    CvStatus s = cv_state_get_range(r, "Skip's skipped count", 0, count < 0 ? 0 : count,
                                     &it->skipped);
     return s ? s : cv_unary_iterator_restore(base, r);
 }
