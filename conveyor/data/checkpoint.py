@@ -111,6 +111,13 @@ def _feed(h, value, seen):
         return
     cls = type(value)
     h.update(f"object:{cls.__module__}.{cls.__qualname__};".encode())
+    if cls.__module__ == "conveyor.data.options" and cls.__name__ == "Options":
+        # Of the options only `deterministic` changes what comes out: threads,
+        # autotuning and RAM budgets may differ between the run that saved
+        # and the one that restores (another machine). An option that changes
+        # the engine's kernels (a fusion) is caught by the frames' names.
+        _feed(h, value.deterministic, seen)
+        return
     if cls.__module__.startswith("conveyor") and hasattr(value, "__dict__"):
         for key in sorted(vars(value)):
             if key not in _SKIP:
