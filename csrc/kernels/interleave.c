@@ -36,6 +36,24 @@
  * do it goes idle until the consumer makes room (pop_result, take_future
  * resubmit it).
  *
+ * Exact resume (core/state.h): the state is the consumer's view, as the
+ * sequential algorithm has it after the last element handed out: cycle and
+ * block position, the end of input, for each open slot its outer element
+ * (map_func's argument, kept in the slot: restore calls map_func on it
+ * again) and its inner iterator's frame, then the input's frame.
+ * Sequential mode saves the live iterators directly. In parallel mode the
+ * inner iterators and the input run ahead of the consumer, so workers keep
+ * marks: after producing each result, the inner iterator's frame
+ * (cv_iterator_save into the result's reusable per-slot writer), and after
+ * pulling each future's outer element, the input's frame. Taking a result
+ * (or a future) makes its mark the consumer's; save writes those, so what
+ * was read ahead (results, futures) is read again after restore. A slot
+ * nothing was taken from yet saves as fresh (map_func only). An inner or
+ * input that cannot be saved is found at its first mark; marking it stops
+ * there, and save() raises its error. deterministic == false saves the
+ * same way: exact for what was handed out (nothing lost, nothing repeated);
+ * the order after restore is as free as in any run.
+ *
  * Locks: mu guards everything below "parallel only"; it is never held while
  * calling into the input, map_func or an inner iterator, except cancel(),
  * which is allowed to take the inner locks (inner code never takes mu).
@@ -78,14 +96,26 @@ typedef struct {
     bool end;     /* the inner iterator has ended (no element) */
 } Result;
 
+/* Parallel only. Marks (see DESIGN) are writers reused from element to
+ * element: a worker writes marks[i] for ring[i] outside the buffered range,
+ * and the consumer swaps a taken result's mark into `mark` under mu. */
 typedef struct {
     CvIterator *inner;    /* owned; NULL when opening failed */
     CvStatus open_status; /* why opening failed (the input or map_func) */
+    CvElement outer;      /* the input element map_func made `inner` from */
     Result *ring;         /* parallel only: buffered results (CV_INTERLEAVE_MAX_BUFFER) */
+    CvStateWriter *marks; /* parallel only: marks[i], inner's frame right after ring[i] */
     int head, count;
     int limit;            /* results to buffer at most, from the element sizes seen */
     bool busy;  /* a worker is inside inner->next */
     bool ended; /* no more work: end buffered, or opening failed */
+    bool unmarkable;          /* the worker's: saving inner failed; no more marks */
+    CvStateWriter input_mark; /* futures: the input's frame right after `outer` */
+    /* The consumer's: inner's frame as of the last result taken (when
+     * `marked`; else nothing was taken: inner is fresh), or why it has none. */
+    CvStateWriter mark;
+    CvStatus mark_status;
+    bool marked;
 } Slot;
 
 typedef struct {
@@ -106,6 +136,11 @@ typedef struct {
     bool input_exhausted; /* the input has ended (futures may remain) */
     bool cancelled, started;
     CvStatus fatal; /* out of memory in a worker: sticky */
+    bool input_unmarkable; /* the opener's: saving the input failed; no more marks */
+    /* The consumer's: the input's frame as of the futures taken into the
+     * cycle (from the first next() on), or why it has none. */
+    CvStateWriter input_mark;
+    CvStatus input_mark_status;
     _Atomic size_t held; /* bytes of all buffered results, charged to the budget */
     CvTask task; /* attached at make, submitted at the first next() */
 } InterleaveIterator;
@@ -117,14 +152,66 @@ static const InterleaveParams *params_of(const InterleaveIterator *it)
 
 /* ------------------------------------------------------------------ slots */
 
+/* -------------------------------------------------------------- marks */
+
+/* Empty w for reuse: its buffer stays. */
+static void mark_reset(CvStateWriter *w)
+{
+    cv_status_free(w->error);
+    w->error = NULL;
+    w->len = 0;
+}
+
+/* it's frame into w, unless an earlier one failed (*unmarkable). A failure
+ * is kept in w->error and stops marking. */
+static void mark_take(CvStateWriter *w, CvIterator *it, bool *unmarkable)
+{
+    mark_reset(w);
+    if (*unmarkable)
+        return;
+    CvStatus s = cv_iterator_save(it, w);
+    if (s) {
+        mark_reset(w);
+        w->error = s;
+        *unmarkable = true;
+    }
+}
+
+/* The consumer took what `theirs` marks: it becomes `mine` (buffers are
+ * swapped, not copied). After a failure (*status) later marks are empty and
+ * ignored; a failed mark comes before them, as marking stops there. */
+static void mark_accept(CvStateWriter *mine, CvStatus *status, CvStateWriter *theirs)
+{
+    if (*status)
+        return;
+    CvStateWriter t = *mine;
+    *mine = *theirs;
+    *theirs = t;
+    *status = mine->error;
+    mine->error = NULL;
+}
+
+static void mark_free(CvStateWriter *w)
+{
+    cv_state_writer_clear(w);
+}
+
+/* ------------------------------------------------------------------ slots */
+
 static Slot *slot_new(int ring_size, int limit)
 {
     Slot *slot = calloc(1, sizeof(*slot));
     if (slot)
         slot->limit = limit;
-    if (slot && ring_size > 0 && !(slot->ring = calloc((size_t)ring_size, sizeof(Result)))) {
-        free(slot);
-        slot = NULL;
+    if (slot && ring_size > 0) {
+        slot->ring = calloc((size_t)ring_size, sizeof(Result));
+        slot->marks = calloc((size_t)ring_size, sizeof(CvStateWriter));
+        if (!slot->ring || !slot->marks) {
+            free(slot->ring);
+            free(slot->marks);
+            free(slot);
+            slot = NULL;
+        }
     }
     return slot;
 }
@@ -144,28 +231,42 @@ static void slot_destroy(InterleaveIterator *it, Slot *slot)
     }
     cv_status_free(slot->open_status);
     cv_iterator_destroy(slot->inner);
+    cv_element_clear(&slot->outer);
+    for (int i = 0; slot->marks && i < it->ring_size; i++)
+        mark_free(&slot->marks[i]);
+    mark_free(&slot->input_mark);
+    mark_free(&slot->mark);
+    cv_status_free(slot->mark_status);
+    free(slot->marks);
     free(slot->ring);
     free(slot);
 }
 
-/* Pull the next input element and open its inner iterator into `slot`.
- * Never called concurrently (the consumer in sequential mode, one worker at
- * a time in parallel mode). */
-static CvStatus open_inner(InterleaveIterator *it, Slot *slot, bool *input_end)
+/* Call map_func on slot->outer and make the inner iterator. */
+static CvStatus make_inner(InterleaveIterator *it, Slot *slot)
 {
     const InterleaveParams *p = params_of(it);
-    CvElement args = {0};
     CvDataset *inner_ds = NULL;
-    CvStatus s = cv_iterator_next(it->input, &args, input_end);
-    if (s || *input_end)
-        return s;
-    s = p->fn.call(p->fn.ctx, &args, &inner_ds);
-    cv_element_clear(&args);
+    CvStatus s = p->fn.call(p->fn.ctx, &slot->outer, &inner_ds);
     if (!s) {
         s = cv_iterator_make(inner_ds, &slot->inner);
         cv_dataset_unref(inner_ds);
     }
     return s;
+}
+
+/* Pull the next input element into slot->outer and open its inner iterator.
+ * In parallel mode the input's frame right after the pull (an error's
+ * included) goes into slot->input_mark. Never called concurrently (the
+ * consumer in sequential mode, one worker at a time in parallel mode). */
+static CvStatus open_inner(InterleaveIterator *it, Slot *slot, bool parallel, bool *input_end)
+{
+    CvStatus s = cv_iterator_next(it->input, &slot->outer, input_end);
+    if (!s && *input_end)
+        return s;
+    if (parallel)
+        mark_take(&slot->input_mark, it->input, &it->input_unmarkable);
+    return s ? s : make_inner(it, slot);
 }
 
 static void advance_cycle(InterleaveIterator *it)
@@ -210,7 +311,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
             if (!slot)
                 return cv_error_nomem();
             bool input_end = false;
-            CvStatus s = open_inner(it, slot, &input_end);
+            CvStatus s = open_inner(it, slot, false, &input_end);
             if (s || input_end) {
                 slot_destroy(it, slot);
                 it->end_of_input = input_end;
@@ -246,9 +347,11 @@ static Slot *pick_work(InterleaveIterator *it)
     return NULL;
 }
 
-/* No lock held; the slot is ours (busy). Read up to `room` results ahead:
- * stop at the end, at an error, or when CV_INTERLEAVE_PUBLISH_NS have passed. */
-static int read_ahead(Slot *slot, Result *run, int room, size_t *bytes)
+/* No lock held; the slot is ours (busy). Read up to `room` results ahead
+ * into the ring positions from `tail` on (their marks too): stop at the end,
+ * at an error, or when CV_INTERLEAVE_PUBLISH_NS have passed. */
+static int read_ahead(InterleaveIterator *it, Slot *slot, int tail, Result *run, int room,
+                      size_t *bytes)
 {
     int got = 0;
     int64_t started = cv_now_ns();
@@ -259,6 +362,8 @@ static int read_ahead(Slot *slot, Result *run, int room, size_t *bytes)
         *r = (Result){0};
         r->status = cv_iterator_next(slot->inner, &r->element, &inner_end);
         r->end = !r->status && inner_end;
+        if (!r->end)
+            mark_take(&slot->marks[(tail + got - 1) % it->ring_size], slot->inner, &slot->unmarkable);
         if (r->end || r->status)
             break;
         *bytes += r->bytes = cv_element_bytes(&r->element);
@@ -314,9 +419,10 @@ static CvTurn interleave_turn(void *arg)
     if (slot) {
         slot->busy = true;
         int room = slot->limit - slot->count;
+        int tail = (slot->head + slot->count) % it->ring_size;
         pthread_mutex_unlock(&it->mu);
         size_t bytes = 0;
-        int got = read_ahead(slot, run, room, &bytes);
+        int got = read_ahead(it, slot, tail, run, room, &bytes);
         charge_run(it, run, got, bytes);
         pthread_mutex_lock(&it->mu);
         slot->busy = false;
@@ -341,7 +447,7 @@ static CvTurn interleave_turn(void *arg)
         pthread_mutex_unlock(&it->mu);
         Slot *fresh = slot_new(it->ring_size, it->min_limit);
         bool input_end = false;
-        CvStatus s = fresh ? open_inner(it, fresh, &input_end) : cv_error_nomem();
+        CvStatus s = fresh ? open_inner(it, fresh, true, &input_end) : cv_error_nomem();
         pthread_mutex_lock(&it->mu);
         it->opening = false;
         if (!fresh) {
@@ -372,6 +478,7 @@ static Slot *take_future(InterleaveIterator *it)
     Slot *slot = it->futures[it->future_head];
     it->future_head = (it->future_head + 1) % CV_INTERLEAVE_MAX_FUTURES;
     it->future_count--;
+    mark_accept(&it->input_mark, &it->input_mark_status, &slot->input_mark);
     cv_task_submit(&it->task); /* room for another future */
     return slot;
 }
@@ -400,6 +507,10 @@ static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
 {
     *r = slot->ring[slot->head];
     slot->ring[slot->head] = (Result){0};
+    if (!r->end) {
+        mark_accept(&slot->mark, &slot->mark_status, &slot->marks[slot->head]);
+        slot->marked = true;
+    }
     cv_memory_release(it->base.dataset->memory, r->bytes);
     atomic_fetch_sub_explicit(&it->held, r->bytes, memory_order_relaxed);
     slot->head = (slot->head + 1) % it->ring_size;
@@ -510,10 +621,30 @@ static bool any_step(InterleaveIterator *it, CvElement *out, bool *end, CvStatus
     }
 }
 
+/* The consumer, at the first next(), before any worker runs: the marks of
+ * the positions the iterator was made or restored at. */
+static void start_marks(InterleaveIterator *it)
+{
+    int64_t n = params_of(it)->cycle_length;
+    mark_take(&it->input_mark, it->input, &it->input_unmarkable);
+    it->input_mark_status = it->input_mark.error;
+    it->input_mark.error = NULL;
+    for (int64_t k = 0; k < n; k++) {
+        Slot *slot = it->cycle[k];
+        if (!slot || !slot->marked)
+            continue;
+        mark_take(&slot->mark, slot->inner, &slot->unmarkable);
+        slot->mark_status = slot->mark.error;
+        slot->mark.error = NULL;
+    }
+}
+
 static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
 {
     CvStatus s = CV_STATUS_OK;
     bool tried_help = false;
+    if (!it->started) /* the consumer's own flag */
+        start_marks(it);
     pthread_mutex_lock(&it->mu);
     if (!it->started) {
         it->started = true;
@@ -609,6 +740,93 @@ static CvStatus interleave_next(CvIterator *base, CvElement *out, bool *end)
                                           : sequential_next(it, out, end);
 }
 
+/* The consumer's view (see DESIGN): cycle_length, cycle and block
+ * position, end of input; per cycle position 0 (empty), 1 (fresh: its outer
+ * element) or 2 (its outer element and inner's frame); the input's frame.
+ * Sequential, or parallel before the first next(): the live iterators are
+ * where the consumer is. Otherwise the marks of what it took. All fields
+ * read here are the consumer's: no lock. */
+static CvStatus interleave_save(CvIterator *base, CvStateWriter *w)
+{
+    InterleaveIterator *it = (InterleaveIterator *)base;
+    const InterleaveParams *p = params_of(it);
+    bool marks = p->num_workers > 0 && it->started;
+    CvStatus s = CV_STATUS_OK;
+    cv_state_put_i64(w, p->cycle_length);
+    cv_state_put_i64(w, it->cycle_index);
+    cv_state_put_i64(w, it->block_index);
+    cv_state_put_i64(w, it->end_of_input);
+    for (int64_t k = 0; !s && k < p->cycle_length; k++) {
+        const Slot *slot = it->cycle[k];
+        if (!slot) {
+            cv_state_put_i64(w, 0);
+        } else if (!marks) {
+            cv_state_put_i64(w, 2);
+            cv_state_put_element(w, &slot->outer);
+            s = cv_iterator_save(slot->inner, w);
+        } else if (slot->mark_status) {
+            s = cv_status_copy(slot->mark_status);
+        } else {
+            cv_state_put_i64(w, slot->marked ? 2 : 1);
+            cv_state_put_element(w, &slot->outer);
+            if (slot->marked)
+                cv_state_put_raw(w, slot->mark.data, slot->mark.len);
+        }
+    }
+    if (s)
+        return s;
+    if (!marks)
+        return cv_iterator_save(it->input, w);
+    if (it->input_mark_status)
+        return cv_status_copy(it->input_mark_status);
+    cv_state_put_raw(w, it->input_mark.data, it->input_mark.len);
+    return CV_STATUS_OK;
+}
+
+/* On a new iterator: every open slot's inner iterator is made again by
+ * map_func from its saved outer element, then put at its frame. On an error
+ * the binding destroys the iterator (slots placed so far included). */
+static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
+{
+    InterleaveIterator *it = (InterleaveIterator *)base;
+    const InterleaveParams *p = params_of(it);
+    int64_t cycle_length = 0, end_of_input = 0;
+    CvStatus s = cv_state_get_range(r, "interleave's cycle_length", p->cycle_length,
+                                    p->cycle_length, &cycle_length);
+    if (!s)
+        s = cv_state_get_range(r, "interleave's cycle position", 0, p->cycle_length - 1,
+                               &it->cycle_index);
+    if (!s)
+        s = cv_state_get_range(r, "interleave's block position", 0, p->block_length - 1,
+                               &it->block_index);
+    if (!s)
+        s = cv_state_get_range(r, "interleave's end of input", 0, 1, &end_of_input);
+    for (int64_t k = 0; !s && k < p->cycle_length; k++) {
+        int64_t kind = 0;
+        if ((s = cv_state_get_range(r, "interleave's slot kind", 0, 2, &kind)) || kind == 0)
+            continue;
+        Slot *slot = slot_new(it->ring_size, it->min_limit);
+        if (!slot) {
+            s = cv_error_nomem();
+            break;
+        }
+        it->cycle[k] = slot;
+        it->num_open++;
+        slot->marked = kind == 2;
+        if (!(s = cv_state_get_element(r, &slot->outer)))
+            s = make_inner(it, slot);
+        if (!s && kind == 2)
+            s = cv_iterator_restore(slot->inner, r);
+    }
+    if (!s)
+        s = cv_iterator_restore(it->input, r);
+    if (!s) {
+        it->end_of_input = end_of_input != 0;
+        it->input_exhausted = it->end_of_input; /* no futures to open */
+    }
+    return s;
+}
+
 static void interleave_cancel(CvIterator *base)
 {
     InterleaveIterator *it = (InterleaveIterator *)base;
@@ -657,6 +875,8 @@ static void interleave_destroy(CvIterator *base)
         slot_destroy(it, it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]);
     cv_iterator_destroy(it->input);
     cv_status_free(it->fatal);
+    mark_free(&it->input_mark);
+    cv_status_free(it->input_mark_status);
     free(it->cycle);
     pthread_mutex_destroy(&it->mu);
     pthread_cond_destroy(&it->ready_cv);
@@ -673,6 +893,8 @@ const CvKernel cv_kernel_interleave = {
     .destroy = interleave_destroy,
     .traverse = interleave_traverse,
     .measure = interleave_measure,
+    .save = interleave_save,
+    .restore = interleave_restore,
 };
 
 CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t cycle_length,
