@@ -43,16 +43,22 @@
  * again) and its inner iterator's frame, then the input's frame.
  * Sequential mode saves the live iterators directly. In parallel mode the
  * inner iterators and the input run ahead of the consumer, so workers keep
- * marks: after producing each result, the inner iterator's frame
- * (cv_iterator_save into the result's reusable per-slot writer), and after
- * pulling each future's outer element, the input's frame. Taking a result
- * (or a future) makes its mark the consumer's; save writes those, so what
- * was read ahead (results, futures) is read again after restore. A slot
- * nothing was taken from yet saves as fresh (map_func only). An inner or
- * input that cannot be saved is found at its first mark; marking it stops
- * there, and save() raises its error. deterministic == false saves the
- * same way: exact for what was handed out (nothing lost, nothing repeated);
- * the order after restore is as free as in any run.
+ * marks: before each run of results, the inner iterator's frame
+ * (cv_iterator_save into a reusable per-slot writer), and after pulling each
+ * future's outer element, the input's frame. Taking a run's first result
+ * (or a future) makes its mark the consumer's, and the consumer counts the
+ * results it took since. An inner's position is then its mark plus that
+ * count, which restore passes over (cv_iterator_skip: a seek for indexed
+ * records, else at most one run read again); a run ends at an error, so
+ * only the last position counted can be one, and restore passes it with
+ * one next(). A mark per result instead cost 10-25% more CPU reading small
+ * records (docs/resume.md). Results and futures read ahead are not in the
+ * state: they are read again after restore. A slot nothing was taken from
+ * yet saves as fresh (map_func only). An inner or input that cannot be
+ * saved is found at its first mark; marking it stops there, and save()
+ * raises its error. deterministic == false saves the same way: exact for
+ * what was handed out (nothing lost, nothing repeated); the order after
+ * restore is as free as in any run.
  *
  * Locks: mu guards everything below "parallel only"; it is never held while
  * calling into the input, map_func or an inner iterator, except cancel(),
@@ -94,26 +100,33 @@ typedef struct {
     CvElement element;
     size_t bytes; /* charged to the budget for element */
     bool end;     /* the inner iterator has ended (no element) */
+    bool dropped; /* status is the budget's: the inner produced an element here */
+    bool run_start; /* first of a worker's run: its mark is the slot's marks[ring position] */
 } Result;
 
-/* Parallel only. Marks (see DESIGN) are writers reused from element to
- * element: a worker writes marks[i] for ring[i] outside the buffered range,
- * and the consumer swaps a taken result's mark into `mark` under mu. */
+/* Parallel only. Marks (see DESIGN) are writers reused from run to run: a
+ * worker writes marks[i] for a run starting at ring[i], outside the
+ * buffered range, and the consumer swaps it into `mark` under mu when it
+ * takes ring[i]. */
 typedef struct {
     CvIterator *inner;    /* owned; NULL when opening failed */
     CvStatus open_status; /* why opening failed (the input or map_func) */
     CvElement outer;      /* the input element map_func made `inner` from */
     Result *ring;         /* parallel only: buffered results (CV_INTERLEAVE_MAX_BUFFER) */
-    CvStateWriter *marks; /* parallel only: marks[i], inner's frame right after ring[i] */
+    CvStateWriter *marks; /* parallel only: marks[i], inner's frame right before ring[i] */
     int head, count;
     int limit;            /* results to buffer at most, from the element sizes seen */
     bool busy;  /* a worker is inside inner->next */
     bool ended; /* no more work: end buffered, or opening failed */
     bool unmarkable;          /* the worker's: saving inner failed; no more marks */
     CvStateWriter input_mark; /* futures: the input's frame right after `outer` */
-    /* The consumer's: inner's frame as of the last result taken (when
-     * `marked`; else nothing was taken: inner is fresh), or why it has none. */
+    /* The consumer's: inner's frame before the run of the last result taken
+     * (when `marked`; else nothing was taken: inner is fresh) and the
+     * results taken from that run, the last an inner error or not; or why
+     * inner has no mark. */
     CvStateWriter mark;
+    int64_t taken;
+    bool taken_error;
     CvStatus mark_status;
     bool marked;
 } Slot;
@@ -347,23 +360,22 @@ static Slot *pick_work(InterleaveIterator *it)
     return NULL;
 }
 
-/* No lock held; the slot is ours (busy). Read up to `room` results ahead
- * into the ring positions from `tail` on (their marks too): stop at the end,
- * at an error, or when CV_INTERLEAVE_PUBLISH_NS have passed. */
-static int read_ahead(InterleaveIterator *it, Slot *slot, int tail, Result *run, int room,
-                      size_t *bytes)
+/* No lock held; the slot is ours (busy). Read up to `room` (> 0) results
+ * ahead, for the ring positions from `tail` on, marking the run first: stop
+ * at the end, at an error, or when CV_INTERLEAVE_PUBLISH_NS have passed. */
+static int read_ahead(Slot *slot, int tail, Result *run, int room, size_t *bytes)
 {
     int got = 0;
     int64_t started = cv_now_ns();
     *bytes = 0;
+    mark_take(&slot->marks[tail], slot->inner, &slot->unmarkable);
     while (got < room) {
         Result *r = &run[got++];
         bool inner_end = false;
         *r = (Result){0};
+        r->run_start = got == 1;
         r->status = cv_iterator_next(slot->inner, &r->element, &inner_end);
         r->end = !r->status && inner_end;
-        if (!r->end)
-            mark_take(&slot->marks[(tail + got - 1) % it->ring_size], slot->inner, &slot->unmarkable);
         if (r->end || r->status)
             break;
         *bytes += r->bytes = cv_element_bytes(&r->element);
@@ -398,6 +410,7 @@ static void charge_run(InterleaveIterator *it, Result *run, int got, size_t tota
         r->status = cv_memory_exceeded(memory, r->bytes, "ParallelInterleave", held, INTERLEAVE_KNOB);
         cv_element_clear(&r->element);
         r->bytes = 0;
+        r->dropped = true;
     }
 }
 
@@ -422,7 +435,7 @@ static CvTurn interleave_turn(void *arg)
         int tail = (slot->head + slot->count) % it->ring_size;
         pthread_mutex_unlock(&it->mu);
         size_t bytes = 0;
-        int got = read_ahead(it, slot, tail, run, room, &bytes);
+        int got = read_ahead(slot, tail, run, room, &bytes);
         charge_run(it, run, got, bytes);
         pthread_mutex_lock(&it->mu);
         slot->busy = false;
@@ -508,7 +521,12 @@ static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
     *r = slot->ring[slot->head];
     slot->ring[slot->head] = (Result){0};
     if (!r->end) {
-        mark_accept(&slot->mark, &slot->mark_status, &slot->marks[slot->head]);
+        if (r->run_start) {
+            mark_accept(&slot->mark, &slot->mark_status, &slot->marks[slot->head]);
+            slot->taken = 0;
+        }
+        slot->taken++;
+        slot->taken_error = r->status && !r->dropped;
         slot->marked = true;
     }
     cv_memory_release(it->base.dataset->memory, r->bytes);
@@ -742,7 +760,9 @@ static CvStatus interleave_next(CvIterator *base, CvElement *out, bool *end)
 
 /* The consumer's view (see DESIGN): cycle_length, cycle and block
  * position, end of input; per cycle position 0 (empty), 1 (fresh: its outer
- * element) or 2 (its outer element and inner's frame); the input's frame.
+ * element) or 2 (its outer element, the positions to pass over after
+ * inner's frame, whether the last is an error, that frame); the input's
+ * frame.
  * Sequential, or parallel before the first next(): the live iterators are
  * where the consumer is. Otherwise the marks of what it took. All fields
  * read here are the consumer's: no lock. */
@@ -763,14 +783,19 @@ static CvStatus interleave_save(CvIterator *base, CvStateWriter *w)
         } else if (!marks) {
             cv_state_put_i64(w, 2);
             cv_state_put_element(w, &slot->outer);
+            cv_state_put_i64(w, 0);
+            cv_state_put_i64(w, 0);
             s = cv_iterator_save(slot->inner, w);
         } else if (slot->mark_status) {
             s = cv_status_copy(slot->mark_status);
         } else {
             cv_state_put_i64(w, slot->marked ? 2 : 1);
             cv_state_put_element(w, &slot->outer);
-            if (slot->marked)
+            if (slot->marked) {
+                cv_state_put_i64(w, slot->taken);
+                cv_state_put_i64(w, slot->taken_error);
                 cv_state_put_raw(w, slot->mark.data, slot->mark.len);
+            }
         }
     }
     if (s)
@@ -780,6 +805,36 @@ static CvStatus interleave_save(CvIterator *base, CvStateWriter *w)
     if (it->input_mark_status)
         return cv_status_copy(it->input_mark_status);
     cv_state_put_raw(w, it->input_mark.data, it->input_mark.len);
+    return CV_STATUS_OK;
+}
+
+/* Put a restored inner iterator `n` positions on, the last an error when
+ * error_last. Only that one was an error when saved (a run ends at an
+ * error); one met earlier was not there then (a transient failure): it is
+ * counted as the position it takes, as the consumer would have. The last
+ * position is passed with next(), whatever it gives now. */
+static CvStatus pass_over(CvIterator *inner, int64_t n, bool error_last)
+{
+    int64_t before = n - error_last;
+    while (before > 0) {
+        int64_t skipped = 0;
+        CvStatus s = cv_iterator_skip(inner, before, &skipped);
+        before -= skipped;
+        if (s) {
+            cv_status_free(s);
+            before--;
+        } else if (before > 0) {
+            return cv_error(CV_FAILED_PRECONDITION,
+                            "interleave: an inner dataset ended before its saved position (did "
+                            "its data change since the state was saved?)");
+        }
+    }
+    if (error_last) {
+        CvElement e = {0, NULL};
+        bool end = false;
+        cv_status_free(cv_iterator_next(inner, &e, &end));
+        cv_element_clear(&e);
+    }
     return CV_STATUS_OK;
 }
 
@@ -813,10 +868,16 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
         it->cycle[k] = slot;
         it->num_open++;
         slot->marked = kind == 2;
-        if (!(s = cv_state_get_element(r, &slot->outer)))
+        int64_t pass = 0, error_last = 0;
+        s = cv_state_get_element(r, &slot->outer);
+        if (!s && kind == 2 &&
+            !(s = cv_state_get_range(r, "interleave's positions past a mark", 0,
+                                     CV_INTERLEAVE_MAX_BUFFER, &pass)))
+            s = cv_state_get_range(r, "interleave's error flag", 0, pass > 0, &error_last);
+        if (!s)
             s = make_inner(it, slot);
-        if (!s && kind == 2)
-            s = cv_iterator_restore(slot->inner, r);
+        if (!s && kind == 2 && !(s = cv_iterator_restore(slot->inner, r)))
+            s = pass_over(slot->inner, pass, error_last != 0);
     }
     if (!s)
         s = cv_iterator_restore(it->input, r);
