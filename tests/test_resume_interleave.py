@@ -169,6 +169,23 @@ def test_map_func_errors_keep_their_positions(npc):
     assert expected.count(("error", "KeyError")) == 2
 
 
+@pytest.mark.parametrize("npc", PARALLELISM)
+def test_errors_inside_inner_datasets_keep_their_positions(npc):
+    """Inner datasets whose own map_func fails mid-way and that go on after
+    the error (a worker's run of results ends at it)."""
+    def inner_map_func(y):
+        if y % 4 == 1:
+            raise KeyError(f"inner map_func failed on {y}")
+        return D.range(y * 100, y * 100 + 2)
+
+    def make():
+        return D.range(5).interleave(
+            lambda x: D.range(x * 4, x * 4 + 4).interleave(inner_map_func, cycle_length=1),
+            cycle_length=2, block_length=3, num_parallel_calls=npc)
+    expected = verify_resume_with_errors(make)
+    assert expected.count(("error", "KeyError")) == 5 and len(expected) == 5 + 5 * 3 * 2
+
+
 def _saves(make):
     """Skip while a kernel the test needs has no exact resume yet (other
     stages land theirs separately)."""
