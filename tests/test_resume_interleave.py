@@ -349,8 +349,7 @@ def test_a_corrupt_interleave_frame_is_data_loss(npc):
     frames = it._save_engine()
     assert frames[1:11] == b"Interleave"
     head = 1 + 10 + 8  # the frame's name and length
-    fields = {"cycle_length": 0, "cycle position": 8, "block position": 16, "end of input": 24,
-              "slot kind": 32}
+    fields = {"cycle position": 8, "block position": 16, "end of input": 24, "slot kind": 32}
     for what, offset in fields.items():
         bad = bytearray(frames)
         bad[head + offset:head + offset + 8] = (77).to_bytes(8, "little")
@@ -358,6 +357,10 @@ def test_a_corrupt_interleave_frame_is_data_loss(npc):
         with pytest.raises(errors.DataLossError, match=what):
             it2._restore_engine(bytes(bad))
         assert len(run(it2)) == 15  # usable, from the start
+    bad = bytearray(frames)
+    bad[head:head + 8] = (4).to_bytes(8, "little")  # another machine's AUTOTUNE cycle_length
+    with pytest.raises(errors.FailedPreconditionError, match="cycle_length 4, this one has 3"):
+        iter(brief(npc)())._restore_engine(bytes(bad))
     for cut in (len(frames) - 1, head + 20, 5):
         with pytest.raises(errors.DataLossError, match="corrupt iterator state"):
             iter(brief(npc)())._restore_engine(frames[:cut])

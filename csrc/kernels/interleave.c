@@ -846,8 +846,13 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
     InterleaveIterator *it = (InterleaveIterator *)base;
     const InterleaveParams *p = params_of(it);
     int64_t cycle_length = 0, end_of_input = 0;
-    CvStatus s = cv_state_get_range(r, "interleave's cycle_length", p->cycle_length,
-                                    p->cycle_length, &cycle_length);
+    CvStatus s = cv_state_get_i64(r, &cycle_length);
+    if (!s && cycle_length != p->cycle_length)
+        s = cv_error(CV_FAILED_PRECONDITION,
+                     "the saved state is of an interleave with cycle_length %lld, this one has "
+                     "%lld (cycle_length=AUTOTUNE follows the machine's CPU count: pass it "
+                     "explicitly to restore on another machine)",
+                     (long long)cycle_length, (long long)p->cycle_length);
     if (!s)
         s = cv_state_get_range(r, "interleave's cycle position", 0, p->cycle_length - 1,
                                &it->cycle_index);
