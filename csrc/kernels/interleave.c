@@ -297,6 +297,19 @@ static void advance_block(InterleaveIterator *it)
 
 /* ------------------------------------------------------------ sequential */
 
+/* Sequential mode and restore: place or clear a cycle position under mu, as
+ * cancel() reads the cycle from other threads (a parallel interleave above
+ * cancels this one from its consumer); a slot placed after cancel() is
+ * cancelled at once. A cleared slot is freed by the caller, after. */
+static void place_slot(InterleaveIterator *it, int64_t position, Slot *slot)
+{
+    pthread_mutex_lock(&it->mu);
+    it->cycle[position] = slot;
+    if (slot && it->cancelled)
+        cv_iterator_cancel(slot->inner);
+    pthread_mutex_unlock(&it->mu);
+}
+
 static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *end)
 {
     for (;;) {
@@ -315,8 +328,9 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
                 *end = false;
                 return CV_STATUS_OK;
             }
-            slot_destroy(it, *current);
-            *current = NULL;
+            Slot *ended = *current;
+            place_slot(it, it->cycle_index, NULL);
+            slot_destroy(it, ended);
             it->num_open--;
             advance_cycle(it);
         } else if (!it->end_of_input) {
@@ -332,7 +346,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
                     return s;
                 continue;
             }
-            *current = slot;
+            place_slot(it, it->cycle_index, slot);
             it->num_open++;
         } else {
             advance_cycle(it);
@@ -870,8 +884,6 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
             s = cv_error_nomem();
             break;
         }
-        it->cycle[k] = slot;
-        it->num_open++;
         slot->marked = kind == 2;
         int64_t pass = 0, error_last = 0;
         s = cv_state_get_element(r, &slot->outer);
@@ -883,6 +895,12 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
             s = make_inner(it, slot);
         if (!s && kind == 2 && !(s = cv_iterator_restore(slot->inner, r)))
             s = pass_over(slot->inner, pass, error_last != 0);
+        if (s) {
+            slot_destroy(it, slot);
+            break;
+        }
+        place_slot(it, k, slot);
+        it->num_open++;
     }
     if (!s)
         s = cv_iterator_restore(it->input, r);
