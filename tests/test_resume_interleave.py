@@ -16,7 +16,7 @@ import conveyor as cv
 from conveyor import errors
 from checkpoint_helpers import (plain, run, straight, verify_resume, verify_resume_in_new_process,
                                 verify_two_restores)
-from _record_files import frame, tfrecord_bytes
+from _record_files import crc32c, frame, tfrecord_bytes
 
 pytestmark = pytest.mark.filterwarnings("ignore::conveyor._tracing.TracingWarning")
 
@@ -342,6 +342,13 @@ def test_an_input_without_resume_raises_on_save():
     assert sorted(int(v) for v in it) == [0, 0, 1, 1, 2]
 
 
+def reseal(frames, head):
+    """frames with the interleave frame's checksum (at `head`) recomputed."""
+    n = int.from_bytes(frames[head + 8:head + 16], "little")
+    body = frames[head + 16:head + 16 + n]
+    return frames[:head] + crc32c(body).to_bytes(8, "little") + frames[head + 8:]
+
+
 @pytest.mark.parametrize("npc", [None, 2])
 def test_a_corrupt_interleave_frame_is_data_loss(npc):
     it = iter(brief(npc)())
@@ -349,21 +356,48 @@ def test_a_corrupt_interleave_frame_is_data_loss(npc):
     frames = it._save_engine()
     assert frames[1:11] == b"Interleave"
     head = 1 + 10 + 8  # the frame's name and length
-    fields = {"cycle position": 8, "block position": 16, "end of input": 24, "slot kind": 32}
-    for what, offset in fields.items():
+    assert reseal(frames, head) == frames
+    # Any damage, an outer element's value included, breaks the checksum.
+    for offset in range(head, len(frames), 7):
         bad = bytearray(frames)
-        bad[head + offset:head + offset + 8] = (77).to_bytes(8, "little")
+        bad[offset] ^= 0x10
+        with pytest.raises(errors.DataLossError, match="corrupt iterator state"):
+            iter(brief(npc)())._restore_engine(bytes(bad))
+    # Damage that gets past it: each field is still checked.
+    fields = head + 16
+    for what, offset in {"cycle position": 8, "block position": 16, "end of input": 24,
+                         "slot kind": 32}.items():
+        bad = bytearray(frames)
+        bad[fields + offset:fields + offset + 8] = (77).to_bytes(8, "little")
         it2 = iter(brief(npc)())
         with pytest.raises(errors.DataLossError, match=what):
-            it2._restore_engine(bytes(bad))
+            it2._restore_engine(reseal(bytes(bad), head))
         assert len(run(it2)) == 15  # usable, from the start
     bad = bytearray(frames)
-    bad[head:head + 8] = (4).to_bytes(8, "little")  # another machine's AUTOTUNE cycle_length
+    bad[fields:fields + 8] = (4).to_bytes(8, "little")  # another machine's AUTOTUNE cycle_length
     with pytest.raises(errors.FailedPreconditionError, match="cycle_length 4, this one has 3"):
-        iter(brief(npc)())._restore_engine(bytes(bad))
+        iter(brief(npc)())._restore_engine(reseal(bytes(bad), head))
     for cut in (len(frames) - 1, head + 20, 5):
         with pytest.raises(errors.DataLossError, match="corrupt iterator state"):
             iter(brief(npc)())._restore_engine(frames[:cut])
+
+
+def test_map_func_failing_at_restore_raises_its_error():
+    broken = []
+
+    def map_func(x):
+        if broken:
+            raise FileNotFoundError(f"input {x} is gone")
+        return D.range(x)
+
+    def make():
+        return D.range(5).interleave(map_func, cycle_length=2)
+    it = iter(make())
+    run(it, 3)
+    state = it.save()
+    broken.append(True)
+    with pytest.raises(FileNotFoundError, match="is gone"):
+        iter(make()).restore(state)
 
 
 def test_a_state_from_another_map_func_fails_in_the_inner_frame():

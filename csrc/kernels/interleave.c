@@ -51,14 +51,16 @@
  * count, which restore passes over (cv_iterator_skip: a seek for indexed
  * records, else at most one run read again); a run ends at an error, so
  * only the last position counted can be one, and restore passes it with
- * one next(). A mark per result instead cost 10-25% more CPU reading small
- * records (docs/resume.md). Results and futures read ahead are not in the
+ * one next(). A mark per result instead cost 20-33% more CPU reading
+ * 100-byte records (docs/resume.md). Results and futures read ahead are not in the
  * state: they are read again after restore. A slot nothing was taken from
  * yet saves as fresh (map_func only). An inner or input that cannot be
  * saved is found at its first mark; marking it stops there, and save()
  * raises its error. deterministic == false saves the same way: exact for
  * what was handed out (nothing lost, nothing repeated); the order after
- * restore is as free as in any run.
+ * restore is as free as in any run. Outer elements are data that no range
+ * check can validate (a damaged one would open another inner dataset), so
+ * the frame's contents carry a CRC-32C: damage is DATA_LOSS.
  *
  * Locks: mu guards everything below "parallel only"; it is never held while
  * calling into the input, map_func or an inner iterator, except cancel(),
@@ -71,6 +73,7 @@
 
 #include "core/pool.h"
 #include "core/stats.h"
+#include "io/crc32c.h"
 #include "kernels/kernels.h"
 
 #define CV_INTERLEAVE_MAX_FUTURES 8
@@ -163,9 +166,7 @@ static const InterleaveParams *params_of(const InterleaveIterator *it)
     return it->base.dataset->params;
 }
 
-/* ------------------------------------------------------------------ slots */
-
-/* -------------------------------------------------------------- marks */
+/* ------------------------------------------------------------------ marks */
 
 /* Empty w for reuse: its buffer stays. */
 static void mark_reset(CvStateWriter *w)
@@ -772,7 +773,14 @@ static CvStatus interleave_next(CvIterator *base, CvElement *out, bool *end)
                                           : sequential_next(it, out, end);
 }
 
-/* The consumer's view (see DESIGN): cycle_length, cycle and block
+static void put_u64_at(CvStateWriter *w, size_t at, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        w->data[at + (size_t)i] = (char)(v >> (8 * i));
+}
+
+/* The consumer's view (see DESIGN), after the CRC-32C and length of the
+ * rest (written in place once it is there): cycle_length, cycle and block
  * position, end of input; per cycle position 0 (empty), 1 (fresh: its outer
  * element) or 2 (its outer element, the positions to pass over after
  * inner's frame, whether the last is an error, that frame); the input's
@@ -786,6 +794,9 @@ static CvStatus interleave_save(CvIterator *base, CvStateWriter *w)
     const InterleaveParams *p = params_of(it);
     bool marks = p->num_workers > 0 && it->started;
     CvStatus s = CV_STATUS_OK;
+    size_t start = w->len;
+    cv_state_put_u64(w, 0); /* the checksum */
+    cv_state_put_u64(w, 0); /* the length */
     cv_state_put_i64(w, p->cycle_length);
     cv_state_put_i64(w, it->cycle_index);
     cv_state_put_i64(w, it->block_index);
@@ -812,13 +823,17 @@ static CvStatus interleave_save(CvIterator *base, CvStateWriter *w)
             }
         }
     }
-    if (s)
-        return s;
-    if (!marks)
-        return cv_iterator_save(it->input, w);
-    if (it->input_mark_status)
-        return cv_status_copy(it->input_mark_status);
-    cv_state_put_raw(w, it->input_mark.data, it->input_mark.len);
+    if (!s && !marks)
+        s = cv_iterator_save(it->input, w);
+    else if (!s && it->input_mark_status)
+        s = cv_status_copy(it->input_mark_status);
+    else if (!s)
+        cv_state_put_raw(w, it->input_mark.data, it->input_mark.len);
+    if (s || w->error)
+        return s; /* a writer's error: cv_state_end returns it */
+    size_t contents = start + 16;
+    put_u64_at(w, start, cv_crc32c(w->data + contents, w->len - contents));
+    put_u64_at(w, start + 8, w->len - contents);
     return CV_STATUS_OK;
 }
 
@@ -859,8 +874,16 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
 {
     InterleaveIterator *it = (InterleaveIterator *)base;
     const InterleaveParams *p = params_of(it);
-    int64_t cycle_length = 0, end_of_input = 0;
-    CvStatus s = cv_state_get_i64(r, &cycle_length);
+    int64_t cycle_length = 0, end_of_input = 0, len = 0;
+    uint64_t crc = 0;
+    CvStatus s = cv_state_get_u64(r, &crc);
+    if (!s)
+        s = cv_state_get_range(r, "interleave's length", 0, (int64_t)(r->len - r->pos), &len);
+    if (!s && crc != cv_crc32c(r->data + r->pos, (size_t)len))
+        s = cv_state_corrupt("interleave's checksum does not match its contents");
+    size_t end = r->pos + (size_t)len;
+    if (!s)
+        s = cv_state_get_i64(r, &cycle_length);
     if (!s && cycle_length != p->cycle_length)
         s = cv_error(CV_FAILED_PRECONDITION,
                      "the saved state is of an interleave with cycle_length %lld, this one has "
@@ -891,8 +914,9 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
             !(s = cv_state_get_range(r, "interleave's positions past a mark", 0,
                                      CV_INTERLEAVE_MAX_BUFFER, &pass)))
             s = cv_state_get_range(r, "interleave's error flag", 0, pass > 0, &error_last);
-        if (!s)
-            s = make_inner(it, slot);
+        if (!s && (s = make_inner(it, slot))) /* the user's error, as it was raised */
+            s = cv_status_prefix(s, "interleave: map_func, called again on a saved element "
+                                 "to restore: ");
         if (!s && kind == 2 && !(s = cv_iterator_restore(slot->inner, r)))
             s = pass_over(slot->inner, pass, error_last != 0);
         if (s) {
@@ -904,6 +928,8 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
     }
     if (!s)
         s = cv_iterator_restore(it->input, r);
+    if (!s && r->pos != end)
+        s = cv_state_corrupt("interleave's contents do not match their length");
     if (!s) {
         it->end_of_input = end_of_input != 0;
         it->input_exhausted = it->end_of_input; /* no futures to open */
