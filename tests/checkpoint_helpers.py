@@ -105,8 +105,8 @@ else:
     with open(path, "rb") as f:
         it.restore(f.read())
     out = run(it)
-print(json.dumps([[list(leaf[:2]) + [leaf[2] if not isinstance(leaf[2], bytes) else
-                   base64.b64encode(leaf[2]).decode()] for leaf in e] for e in out]))
+print(json.dumps([[list(leaf) for leaf in e] for e in out],
+                 default=lambda b: base64.b64encode(b).decode()))  # bytes leaves and strings
 """
 
 

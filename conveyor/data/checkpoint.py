@@ -46,17 +46,25 @@ _HEADER = struct.Struct("<I16sB")  # version, fingerprint, flags
 _SKIP = frozenset({"_engine_cache", "_lock", "_element_spec", "_spec", "_probe_spec",
                    "_first_inner", "_handle", "_recorded", "_variants", "_np_dtypes",
                    "_structure_key", "_static_batch", "_flat_shapes", "_flat_values",
-                   "_dataset_shape", "_memory", "_store", "_file_spec",
-                   "spec", "flat_specs",  # a Python function's result spec: learned by running it
-                   "base_seed"})  # drawn at random when unseeded: its state is the engine's
+                   "_dataset_shape", "_memory", "_store", "_file_spec", "_fingerprint",
+                   "base_seed",  # drawn at random when unseeded: its state is the engine's
+                   "spec", "flat_specs"})  # a Python function's: set by its first call
 _ARRAY_HASH_LIMIT = 256 << 20  # bytes hashed in full; larger arrays: size, head and tail
 
 
 def fingerprint(dataset):
-    """16 bytes that change when the pipeline's description changes."""
-    h = hashlib.blake2b(digest_size=16)
-    _feed(h, dataset, {})
-    return h.digest()
+    """16 bytes that change when the pipeline's description changes (kept
+    on the dataset: a dataset never changes)."""
+    cached = getattr(dataset, "_fingerprint", None)
+    if cached is None:
+        h = hashlib.blake2b(digest_size=16)
+        _feed(h, dataset, {})
+        cached = h.digest()
+        try:
+            dataset._fingerprint = cached
+        except AttributeError:
+            pass
+    return cached
 
 
 def _feed(h, value, seen):
@@ -112,6 +120,13 @@ def _feed(h, value, seen):
         return
     cls = type(value)
     h.update(f"object:{cls.__module__}.{cls.__qualname__};".encode())
+    if cls.__module__ == "conveyor.data.options" and cls.__name__ == "Options":
+        # Of the options only `deterministic` changes what comes out: threads,
+        # autotuning and RAM budgets may differ between the run that saved
+        # and the one that restores (another machine). An option that changes
+        # the engine's kernels (a fusion) is caught by the frames' names.
+        _feed(h, value.deterministic, seen)
+        return
     if cls.__module__.startswith("conveyor") and hasattr(value, "__dict__"):
         for key in sorted(vars(value)):
             if key not in _SKIP:
@@ -176,7 +191,12 @@ def save(iterator, dataset):
     if element is not None:
         flags |= _HELD
         held = _encode_element(element)
-    print_ = fingerprint(dataset) if dataset is not None else bytes(16)
+    # dataset: the Python dataset, or (once the iterator finished) its
+    # fingerprint, or None.
+    if isinstance(dataset, bytes):
+        print_ = dataset
+    else:
+        print_ = fingerprint(dataset) if dataset is not None else bytes(16)
     body = (_MAGIC + _HEADER.pack(_VERSION, print_, flags) + struct.pack("<Q", len(held)) + held
             + engine)
     return body + struct.pack("<I", zlib.crc32(body))
@@ -212,14 +232,15 @@ def restore(iterator, dataset, data):
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"restore() takes the bytes that save() returned, not {type(data).__name__}")
     print_, flags, held, engine = _parse(data)
-    if dataset is not None and print_ != bytes(16) and print_ != fingerprint(dataset):
+    current = dataset if isinstance(dataset, bytes) or dataset is None else fingerprint(dataset)
+    if current is not None and print_ != bytes(16) and print_ != current:
         raise errors.FailedPreconditionError(
             None, None, "the saved iterator state is of a different pipeline: its fingerprint "
             "(ops, arguments, file lists, functions, seeds) does not match this one. Rebuild the "
             "same pipeline to restore into it.")
     iterator._restore_engine(None if flags & _FINISHED else engine)
     if flags & _HELD:
-        structure = dataset.element_spec if dataset is not None else None
+        structure = None if isinstance(dataset, bytes) or dataset is None else dataset.element_spec
         iterator._hold(_decode_element(held, structure))
 
 

@@ -119,12 +119,16 @@ def _filenames_dataset(filenames):
 class _ReaderDataset(Dataset):
     """One engine reader kernel over a dataset of filenames (files in order)."""
 
-    def __init__(self, filenames, make):
+    def __init__(self, filenames, kernel, args):
         super().__init__([filenames])
-        self._make = make  # engine input -> engine dataset
+        # _engine.<kernel>(files, *args); both are part of the pipeline's
+        # fingerprint (exact resume), so a state saved with other reader
+        # arguments is refused.
+        self._kernel = kernel
+        self._args = tuple(args)
 
     def _build(self, ctx, engine_inputs):
-        return self._make(engine_inputs[0])
+        return getattr(_engine, self._kernel)(engine_inputs[0], *self._args)
 
     def _derive_spec(self):
         return _STRING_SCALAR
@@ -134,10 +138,10 @@ class _FileDataset(Dataset):
     """The public reader classes: the files in order (num_parallel_reads=None), or an
     interleave over the files as tf.data builds it."""
 
-    def __init__(self, filenames, num_parallel_reads, make):
+    def __init__(self, filenames, num_parallel_reads, kernel, args):
         filenames = _filenames_dataset(filenames)
         if num_parallel_reads is None:
-            impl = _ReaderDataset(filenames, make)
+            impl = _ReaderDataset(filenames, kernel, args)
         else:
             n = num_parallel_reads
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
@@ -148,7 +152,8 @@ class _FileDataset(Dataset):
                     f"`num_parallel_reads` must be positive or AUTOTUNE (-1), got {n}.")
 
             def read_one_file(filename):
-                return _ReaderDataset(Dataset.from_tensors(np.array(filename, dtype=object)), make)
+                return _ReaderDataset(Dataset.from_tensors(np.array(filename, dtype=object)),
+                                      kernel, args)
 
             if n == AUTOTUNE:
                 # tf.data: interleave(num_parallel_calls=AUTOTUNE); the cycle length
@@ -201,10 +206,8 @@ class TFRecordDataset(_FileDataset):
         max_bytes = _byte_count(max_record_bytes, "max_record_bytes", 0, minimum=1) \
             if max_record_bytes is not None else 0
         self._compression_type = compression_type
-
-        def make(files):
-            return _engine.tfrecord(files, compression, buffer_size, max_bytes, truncation)
-        super().__init__(filenames, num_parallel_reads, make)
+        super().__init__(filenames, num_parallel_reads, "tfrecord",
+                         (compression, buffer_size, max_bytes, truncation))
 
 
 class TextLineDataset(_FileDataset):
@@ -225,10 +228,8 @@ class TextLineDataset(_FileDataset):
         compression = _compression_code(compression_type)
         truncation = _truncation_code(on_truncation)
         buffer_size = _byte_count(buffer_size, "buffer_size", _DEFAULT_BUFFER)
-
-        def make(files):
-            return _engine.text_line(files, compression, buffer_size, truncation)
-        super().__init__(filenames, num_parallel_reads, make)
+        super().__init__(filenames, num_parallel_reads, "text_line",
+                         (compression, buffer_size, truncation))
 
 
 class FixedLengthRecordDataset(_FileDataset):
@@ -256,8 +257,6 @@ class FixedLengthRecordDataset(_FileDataset):
         compression = _compression_code(compression_type)
         buffer_size = _byte_count(buffer_size, "buffer_size", _DEFAULT_BUFFER)
         truncation = _truncation_code(on_truncation)
-
-        def make(files):
-            return _engine.fixed_length_record(files, header_bytes, record_bytes, footer_bytes,
-                                               compression, buffer_size, truncation)
-        super().__init__(filenames, num_parallel_reads, make)
+        super().__init__(filenames, num_parallel_reads, "fixed_length_record",
+                         (header_bytes, record_bytes, footer_bytes, compression, buffer_size,
+                          truncation))

@@ -1,6 +1,7 @@
 #include "core/stage.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static CvTurn stage_turn(void *arg);
 
@@ -32,6 +33,12 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->run_low_water = 1;
     st->spin_ns = CV_SPIN_NS;
     st->task = (CvTask){0};
+    st->armed = st->last_marked = st->has_base = false;
+    st->base_seq = 0;
+    cv_state_writer_init(&st->last_mark);
+    cv_state_writer_init(&st->base);
+    st->restored = NULL;
+    st->nrestored = st->restored_next = 0;
     st->slots = calloc((size_t)max_capacity, sizeof(CvStageSlot));
     /* The pipeline's pool, or one of our own when made outside a pipeline. */
     CvPool *pool = cv_pool_current() ? cv_pool_ref(cv_pool_current()) : cv_pool_new(workers);
@@ -155,6 +162,28 @@ static void unlock_input(CvStage *st)
         cv_task_submit(&st->task);
 }
 
+/* Empty a writer for reuse, keeping its buffer. */
+static void writer_reset(CvStateWriter *w)
+{
+    w->len = 0;
+    cv_status_free(w->error);
+    w->error = CV_STATUS_OK;
+}
+
+/* input_mu held: the pull side's position after the unit just pulled, into
+ * its slot (free: its unit is at most capacity ahead of the consumer's). A
+ * failed save leaves its error in the mark, for save() to report. */
+static void take_mark(CvStage *st, CvStageSlot *slot)
+{
+    writer_reset(&slot->mark);
+    CvStatus s = st->ops->save_input(st->owner, &slot->mark);
+    if (s && !slot->mark.error)
+        slot->mark.error = s;
+    else
+        cv_status_free(s);
+    slot->marked = true;
+}
+
 /* One turn:
  * 1. Under input_mu, pull up to `chunk` units (no more than the room left);
  *    with no room, end the turn: the task is idle ("full") until the
@@ -202,6 +231,8 @@ static CvTurn stage_turn(void *arg)
             end = true;
             break;
         }
+        if (st->armed)
+            take_mark(st, &st->slots[(first_seq + (uint64_t)n) % (uint64_t)st->max_capacity]);
         n++;
         /* A slow input must not hold back what was already pulled. The
          * clock is read after units 1, 2, 4, 8, ...: a turn's pulls take
@@ -288,7 +319,30 @@ static CvStatus run_pop(CvStage *st, CvElement *out)
     st->run_bytes += slot->bytes;
     slot->bytes = 0;
     slot->ready = false;
+    st->last_marked = slot->marked;
+    if (slot->marked) { /* swap: the slot gets the old buffer to reuse */
+        CvStateWriter mark = st->last_mark;
+        st->last_mark = slot->mark;
+        slot->mark = mark;
+        slot->marked = false;
+    }
     st->run_next++;
+    return s;
+}
+
+/* Consumer: the next restored result (see cv_stage_restore). */
+static CvStatus restored_pop(CvStage *st, CvElement *out)
+{
+    CvStageSlot *slot = &st->restored[st->restored_next++];
+    CvStatus s = slot->status;
+    slot->status = CV_STATUS_OK;
+    cv_element_move(out, &slot->element);
+    st->last_marked = false;
+    if (st->restored_next == st->nrestored) {
+        free(st->restored);
+        st->restored = NULL;
+        st->nrestored = st->restored_next = 0;
+    }
     return s;
 }
 
@@ -378,6 +432,8 @@ CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_b
 {
     *end = false;
     *would_block = false;
+    if (st->restored_next < st->nrestored)
+        return restored_pop(st, out);
     if (st->run_next < st->run_end)
         return run_next(st, out);
     if (!st->started) { /* starting is next()'s work */
@@ -409,6 +465,10 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
     if (!st->started) { /* the first next(): the task joins the pool's queue */
         st->started = true;
         cv_task_submit(&st->task); /* under mu: the pool's mutex is a leaf */
+    }
+    if (st->restored_next < st->nrestored) { /* the workers run ahead meanwhile */
+        pthread_mutex_unlock(&st->mu);
+        return restored_pop(st, out);
     }
     wake = run_retire(st, false);
     bool spun = false, tried_help = false;
@@ -491,7 +551,17 @@ void cv_stage_destroy(CvStage *st)
     for (int i = 0; i < st->max_capacity; i++) {
         cv_status_free(st->slots[i].status);
         cv_element_clear(&st->slots[i].element);
+        cv_state_writer_clear(&st->slots[i].mark);
     }
+    for (int i = st->restored_next; i < st->nrestored; i++) {
+        cv_status_free(st->restored[i].status);
+        cv_element_clear(&st->restored[i].element);
+    }
+    free(st->restored);
+    st->restored = NULL;
+    st->nrestored = st->restored_next = 0;
+    cv_state_writer_clear(&st->last_mark);
+    cv_state_writer_clear(&st->base);
     cv_memory_release(st->memory, st->held);
     st->held = 0;
     free(st->slots);
@@ -499,6 +569,224 @@ void cv_stage_destroy(CvStage *st)
     pthread_mutex_destroy(&st->input_mu);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->ready_cv);
+}
+
+/* -- exact resume (see DESIGN in stage.h) ------------------------------------ */
+
+void cv_stage_put_status(CvStateWriter *w, CvStatus s)
+{
+    cv_state_put_i64(w, s ? (int64_t)s->code : 0);
+    if (s)
+        cv_state_put_bytes(w, s->message, strlen(s->message));
+}
+
+/* Whether p[0, n) is UTF-8 with no NUL (a message Python can decode). */
+static bool is_utf8(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        size_t len = c == 0 ? 0 : c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2
+                   : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (len == 0 || len > n - i)
+            return false;
+        for (size_t k = 1; k < len; k++)
+            if ((p[i + k] & 0xC0) != 0x80)
+                return false;
+        if ((c == 0xE0 && p[i + 1] < 0xA0) || (c == 0xED && p[i + 1] >= 0xA0) ||
+            (c == 0xF0 && p[i + 1] < 0x90) || (c == 0xF4 && p[i + 1] >= 0x90))
+            return false; /* overlong, surrogate or past U+10FFFF */
+        i += len;
+    }
+    return true;
+}
+
+CvStatus cv_stage_get_status(CvStateReader *r, CvStatus *out)
+{
+    int64_t code = 0;
+    const void *msg = NULL;
+    size_t n = 0;
+    *out = CV_STATUS_OK;
+    CvStatus s = cv_state_get_range(r, "an error's code", 0, CV_UNAUTHENTICATED, &code);
+    if (!s && code != 0 && !(s = cv_state_get_bytes(r, &msg, &n))) {
+        if (n > INT32_MAX || !is_utf8(msg, n))
+            return cv_state_corrupt("an error's message is not UTF-8 text");
+        *out = cv_error((CvCode)code, "%.*s", (int)n, (const char *)msg);
+    }
+    return s;
+}
+
+void cv_stage_arm(CvStage *st)
+{
+    pthread_mutex_lock(&st->input_mu);
+    st->armed = true;
+    pthread_mutex_unlock(&st->input_mu);
+}
+
+bool cv_stage_take_mark(CvStage *st, CvStateWriter *into)
+{
+    if (!st->last_marked)
+        return false;
+    CvStateWriter mark = *into;
+    *into = st->last_mark;
+    st->last_mark = mark;
+    st->last_marked = false;
+    return true;
+}
+
+/* Consumer: input_mu held (no turn pulls), wait until every unit pulled
+ * and not handed out, [run_next, issued), has its result. */
+static CvStatus wait_in_flight(CvStage *st)
+{
+    CvStatus s = CV_STATUS_OK;
+    pthread_mutex_lock(&st->mu);
+    for (;;) {
+        uint64_t seq = st->run_next;
+        while (seq < st->issued && st->slots[seq % (uint64_t)st->max_capacity].ready)
+            seq++;
+        if (seq == st->issued)
+            break;
+        if (st->cancelled) {
+            s = cv_error(CV_CANCELLED, "%s: the iterator was cancelled", st->name);
+            break;
+        }
+        st->consumer_waiting = true;
+        s = cv_wait(&st->ready_cv, &st->mu);
+        st->consumer_waiting = false;
+        if (s)
+            break;
+    }
+    pthread_mutex_unlock(&st->mu);
+    return s;
+}
+
+/* Set by a save that left a stage unarmed (it will quiesce again): a stage
+ * above whose position includes it takes no marks either, or every pull of
+ * it would quiesce the stage below (deterministic=False under a prefetch). */
+static _Thread_local bool quiesces_again;
+/* Bytes of in-flight results that the saves below wrote into the position
+ * being saved: gone from the next save (they get handed out), so not held
+ * against CV_STAGE_MARK_LIMIT (a first save below a prefetch is big). */
+static _Thread_local size_t in_flight_bytes;
+
+/* The fallback: quiesce, write the results pulled but not handed out and
+ * the input's position now, and arm the stage when marks can take over
+ * (deterministic, small position, no stage below that quiesces): the
+ * position is then `base`, the mark of unit issued - 1. */
+static CvStatus save_quiesced(CvStage *st, CvStateWriter *w)
+{
+    bool outer = quiesces_again;
+    size_t outer_bytes = in_flight_bytes, mine = 0;
+    quiesces_again = false;
+    in_flight_bytes = 0;
+    pthread_mutex_lock(&st->input_mu);
+    CvStatus s = wait_in_flight(st);
+    if (s)
+        goto cleanup;
+    /* Slots [run_next, issued) are ready and no turn touches them now. */
+    mine = w->len;
+    cv_state_put_u64(w, st->issued - st->run_next);
+    for (uint64_t seq = st->run_next; seq < st->issued; seq++) {
+        const CvStageSlot *slot = &st->slots[seq % (uint64_t)st->max_capacity];
+        cv_stage_put_status(w, slot->status);
+        if (!slot->status)
+            cv_state_put_element(w, &slot->element);
+    }
+    mine = w->len - mine;
+    writer_reset(&st->base);
+    st->has_base = false;
+    if ((s = st->ops->save_input(st->owner, &st->base)))
+        goto cleanup;
+    if (st->base.error) {
+        s = cv_status_copy(st->base.error);
+        goto cleanup;
+    }
+    cv_state_put_raw(w, st->base.data, st->base.len);
+    st->has_base = true;
+    st->base_seq = st->issued;
+    st->armed = st->deterministic && st->base.len - in_flight_bytes <= CV_STAGE_MARK_LIMIT &&
+                !quiesces_again;
+cleanup:
+    unlock_input(st);
+    quiesces_again = outer || !st->armed;
+    in_flight_bytes += outer_bytes + mine;
+    return s;
+}
+
+CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
+{
+    if (!st->ops->save_input)
+        return cv_error(CV_UNIMPLEMENTED, "the iterator of %s cannot be saved", st->name);
+    if (st->restored_next < st->nrestored) { /* base follows the restored results */
+        size_t start = w->len;
+        cv_state_put_u64(w, (uint64_t)(st->nrestored - st->restored_next));
+        for (int i = st->restored_next; i < st->nrestored; i++) {
+            cv_stage_put_status(w, st->restored[i].status);
+            if (!st->restored[i].status)
+                cv_state_put_element(w, &st->restored[i].element);
+        }
+        in_flight_bytes += w->len - start;
+        cv_state_put_raw(w, st->base.data, st->base.len);
+        quiesces_again |= !st->armed;
+        return CV_STATUS_OK;
+    }
+    const CvStateWriter *mark = st->has_base && st->run_next == st->base_seq ? &st->base
+                              : st->last_marked ? &st->last_mark : NULL;
+    if (!mark)
+        return save_quiesced(st, w);
+    if (mark->error)
+        return cv_status_copy(mark->error);
+    cv_state_put_u64(w, 0);
+    cv_state_put_raw(w, mark->data, mark->len);
+    quiesces_again |= !st->armed;
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
+{
+    int64_t n = 0;
+    size_t first = r->pos;
+    CvStatus s = cv_state_get_range(r, "results in flight", 0, INT32_MAX, &n);
+    if (s)
+        return s;
+    if (n > 0) {
+        /* Each result takes at least 8 bytes: bound the allocation by the
+         * state. Restored results are not charged to the RAM budget (they
+         * were when saved, and are handed out before any new one). */
+        if ((uint64_t)n > (r->len - r->pos) / 8)
+            return cv_state_corrupt("more results in flight than bytes");
+        if (!(st->restored = calloc((size_t)n, sizeof(CvStageSlot))))
+            return cv_error_nomem();
+        st->nrestored = (int)n;
+        for (int i = 0; i < st->nrestored && !s; i++) {
+            s = cv_stage_get_status(r, &st->restored[i].status);
+            if (!s && !st->restored[i].status)
+                s = cv_state_get_element(r, &st->restored[i].element);
+        }
+        if (s)
+            return s; /* the rest is freed with the stage */
+    }
+    size_t start = r->pos, mine = r->pos - first, outer_bytes = in_flight_bytes;
+    bool outer = quiesces_again;
+    quiesces_again = false;
+    in_flight_bytes = 0;
+    s = st->ops->restore_input(st->owner, r);
+    bool below = quiesces_again;
+    size_t below_bytes = in_flight_bytes;
+    quiesces_again = outer;
+    in_flight_bytes = outer_bytes + mine + below_bytes;
+    if (s)
+        return s;
+    /* The position restored is the base: the mark of what comes before
+     * unit 0 of the slots. */
+    writer_reset(&st->base);
+    cv_state_put_raw(&st->base, r->data + start, r->pos - start);
+    if (st->base.error)
+        return cv_status_copy(st->base.error);
+    st->has_base = true;
+    st->base_seq = 0;
+    st->armed = st->deterministic && st->base.len - below_bytes <= CV_STAGE_MARK_LIMIT && !below;
+    quiesces_again = outer || !st->armed;
+    return CV_STATUS_OK;
 }
 
 void cv_staged_iterator_cancel(CvIterator *it)

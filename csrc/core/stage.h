@@ -61,6 +61,33 @@
  * (the pool current on the thread that made the stage, or a private one of
  * `workers` threads) and leaves it in cv_stage_destroy(). Measurements go
  * to `counters` (see CvStageCounters).
+ *
+ * Exact resume (core/state.h; tf.data's "symbolic checkpoint" idea). A stage
+ * runs ahead: it has pulled units that the consumer has not seen, so its
+ * input's current position is not the consumer's. save() describes the
+ * position right after the last unit handed out, two ways:
+ *  - Marks. A turn that pulls a unit (under input_mu, the only place the
+ *    input is touched) snapshots the pull side right after it
+ *    (ops->save_input: the owner's pull-side fields and the input's frame)
+ *    into the unit's slot, a reusable writer (no malloc once warm). run_pop
+ *    swaps that mark into last_mark; save() writes no pending units and
+ *    last_mark's bytes. A unit of several pulls (batch rows) is marked after
+ *    its last pull; an error unit's mark is the position after the error.
+ *  - Quiesce (the fallback). Under input_mu (no turn pulls), wait for the
+ *    units in flight, then write the pulled-but-not-handed-out results in
+ *    hand-out order (status and element) and the input's position now.
+ *    restore() puts them in `restored`, handed out before the slots.
+ * Marks cost a save of the input subtree per unit (~10% of prefetch(64)
+ * over a range, docs/resume.md), so a stage takes them only once *armed*: by
+ * its first save (which quiesces) or a restore. It is not armed, and every
+ * save quiesces, when its order is not deterministic (what was handed out is
+ * no prefix of the pulls), when the input's position exceeds
+ * CV_STAGE_MARK_LIMIT bytes, results in flight below not counted (a shuffle
+ * buffer below: a copy per pull would cost more than the in-flight results
+ * once per save), or when a stage below
+ * stays unarmed (each mark would quiesce it). `base` is the position before
+ * unit base_seq (arming's or the restore's): the mark of the units pulled
+ * before arming, which carry none.
  */
 #ifndef CV_STAGE_H
 #define CV_STAGE_H
@@ -70,6 +97,7 @@
 
 #include "core/dataset.h"
 #include "core/pool.h"
+#include "core/state.h"
 #include "core/stats.h"
 #include "core/tensor.h"
 #include "core/thread.h"
@@ -88,6 +116,12 @@ typedef struct CvStageOps {
     /* Optional: process n units at once (units whose status is already set
      * are skipped); otherwise process() is called for each. */
     void (*process_chunk)(void *owner, CvStageUnit *units, int n);
+    /* Exact resume: write / read the pull side's position (the owner's
+     * pull-side fields, then the input's frame). save_input runs under the
+     * input lock (or before the stage starts); NULL: the stage cannot be
+     * saved. */
+    CvStatus (*save_input)(void *owner, CvStateWriter *w);
+    CvStatus (*restore_input)(void *owner, CvStateReader *r);
 } CvStageOps;
 
 #define CV_STAGE_MAX_CHUNK 16
@@ -105,6 +139,8 @@ typedef struct CvStageSlot {
     CvElement element;
     size_t bytes; /* charged to the budget for element */
     bool ready;
+    bool marked;       /* mark holds the pull side's position after this unit */
+    CvStateWriter mark; /* written by the turn that pulled the unit (input_mu) */
 } CvStageSlot;
 
 /* What a stage measured, for statistics and the autotuner. Counters only
@@ -171,7 +207,21 @@ typedef struct CvStage {
 
     CvTask task;       /* attached to the pipeline's pool at the first next() */
     CvStageCounters counters;
+
+    /* Exact resume (see DESIGN). armed: guarded by input_mu. The rest is
+     * the consumer's: last_mark is the mark of the last unit handed out when
+     * last_marked; base the position before unit base_seq when has_base;
+     * restored[restored_next, nrestored) results to hand out first. */
+    bool armed;
+    bool last_marked, has_base;
+    uint64_t base_seq;
+    CvStateWriter last_mark, base;
+    CvStageSlot *restored;
+    int nrestored, restored_next;
 } CvStage;
+
+/* Bytes of the input's position above which a stage takes no marks. */
+#define CV_STAGE_MARK_LIMIT 4096
 
 /* workers: most turns at once (>= 1); tune_workers: num_parallel_calls was
  * AUTOTUNE, so the autotuner may run fewer. */
@@ -210,6 +260,22 @@ void cv_stage_cancel(CvStage *st);
  * after the input has been cancelled too (a turn may be blocked inside
  * pull). */
 void cv_stage_destroy(CvStage *st);
+
+/* Exact resume, on the consumer's thread between next() calls. save writes
+ * [u64 n][n results: status, element][the pull side's position]; restore
+ * (before the first next()) reads that back: the results are handed out
+ * first, the position goes to ops->restore_input. */
+CvStatus cv_stage_save(CvStage *st, CvStateWriter *w);
+CvStatus cv_stage_restore(CvStage *st, CvStateReader *r);
+/* For a kernel that keeps its own consumer-side state (map_batch): take
+ * marks from the first pull on, and after each next() swap the mark of the
+ * unit it returned into *into (false: that unit has none). */
+void cv_stage_arm(CvStage *st);
+bool cv_stage_take_mark(CvStage *st, CvStateWriter *into);
+/* A status as state: code and message (a Python exception's object is not
+ * kept: restored, it is raised by its code). */
+void cv_stage_put_status(CvStateWriter *w, CvStatus s);
+CvStatus cv_stage_get_status(CvStateReader *r, CvStatus *s);
 
 /* Iterators of kernels that run a stage over one input start with this. */
 typedef struct CvStagedIterator {

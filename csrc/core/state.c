@@ -216,7 +216,7 @@ CvStatus cv_state_enter(CvStateReader *r, const char *name, size_t *frame_end)
     if (want > NAME_MAX_LEN)
         want = NAME_MAX_LEN;
     for (size_t i = 0; i < n; i++)
-        if (found[i] < 0x21 || found[i] > 0x7e) /* the message would carry raw bytes */
+        if ((unsigned char)found[i] < 0x20 || (unsigned char)found[i] > 0x7e) /* text only */
             return cv_state_corrupt("a frame's kernel name is not printable");
     if (n != want || memcmp(found, name, n) != 0)
         return cv_error(CV_FAILED_PRECONDITION,

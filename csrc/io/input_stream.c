@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@ struct CvInputStream {
     char *path; /* owned */
     CvCompression compression;
     uint64_t file_size; /* at open */
+    int64_t mtime_ns;   /* at open */
     /* Buffered (decompressed) bytes: buf[pos, len) unread; buf[0] is at
      * uncompressed offset buf_start. */
     unsigned char *buf;
@@ -52,6 +54,11 @@ CvCompression cv_input_stream_compression(const CvInputStream *s)
 uint64_t cv_input_stream_file_size(const CvInputStream *s)
 {
     return s->file_size;
+}
+
+int64_t cv_input_stream_file_mtime_ns(const CvInputStream *s)
+{
+    return s->mtime_ns;
 }
 
 bool cv_input_stream_truncated(const CvInputStream *s)
@@ -116,6 +123,7 @@ CvStatus cv_input_stream_open(const char *path, CvCompression compression, size_
         goto error;
     }
     s->file_size = S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : UINT64_MAX;
+    s->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + (int64_t)sb.st_mtim.tv_nsec;
     (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     s->buf = malloc(s->cap);
     if (!s->buf) {
@@ -293,10 +301,29 @@ void cv_input_stream_consume(CvInputStream *s, size_t n)
 
 CvStatus cv_input_stream_seek(CvInputStream *s, uint64_t offset, const char *what)
 {
-    if (s->compression != CV_COMPRESSION_NONE || s->buf_start + s->len != 0)
-        return cv_error(CV_INTERNAL, "%s: seek on a compressed or already read stream", s->path);
-    if (offset && lseek(s->fd, (off_t)offset, SEEK_SET) < 0)
+    uint64_t at = cv_input_stream_offset(s);
+    if (s->compression != CV_COMPRESSION_NONE) {
+        if (offset < at)
+            return cv_error(CV_INTERNAL, "%s: a backward seek in a %s stream %s", s->path,
+                            cv_compression_name(s->compression), what);
+        uint64_t got = 0;
+        CvStatus st = cv_input_stream_skip(s, offset - at, &got);
+        if (st)
+            return st;
+        if (got < offset - at)
+            return cv_error(CV_DATA_LOSS, "%s: the uncompressed %s stream ends at byte %" PRIu64
+                            ", before offset %" PRIu64 " %s", s->path,
+                            cv_compression_name(s->compression), at + got, offset, what);
+        return CV_STATUS_OK;
+    }
+    if (offset >= s->buf_start && offset <= s->buf_start + s->len) {
+        s->pos = (size_t)(offset - s->buf_start); /* inside the buffer: no syscall */
+        return CV_STATUS_OK;
+    }
+    if (lseek(s->fd, (off_t)offset, SEEK_SET) < 0)
         return cv_file_error(errno, s->path, what);
     s->buf_start = offset;
+    s->pos = s->len = 0;
+    s->raw_eof = false; /* a short read before the seek said nothing about here */
     return CV_STATUS_OK;
 }

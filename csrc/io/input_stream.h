@@ -59,8 +59,14 @@ CvStatus cv_input_stream_peek(CvInputStream *s, const unsigned char **data, size
 /* Consume n <= avail bytes of what cv_input_stream_peek() showed. */
 void cv_input_stream_consume(CvInputStream *s, size_t n);
 
-/* Uncompressed streams only, before anything is read: go to byte `offset`
- * of the file. */
+/* The file's modification time at open (nanoseconds since the epoch). */
+int64_t cv_input_stream_file_mtime_ns(const CvInputStream *s);
+
+/* Go to uncompressed byte `offset`. Uncompressed: a seek, at any time (the
+ * buffer is kept when the offset is inside it). Compressed: forward only, by
+ * inflating everything up to the offset (O(offset): a deflate stream has no
+ * random access); an offset behind the current one is INTERNAL. A stream
+ * that ends before `offset` is DATA_LOSS naming the path and `what`. */
 CvStatus cv_input_stream_seek(CvInputStream *s, uint64_t offset, const char *what);
 
 #endif

@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "core/array.h"
+#include "core/state.h"
 #include "io/crc32c.h"
 #include "io/input_stream.h"
+#include "io/record_index.h"
 
 struct CvRecordReader {
     CvReaderParams p;
@@ -25,6 +27,8 @@ struct CvRecordReader {
     bool torn_tail; /* fixed-length uncompressed: a partial record follows `limit` */
     bool torn_told; /* text lines: the cut stream was reported (its last line follows) */
     CvOrigin *origin; /* the path, for the records' buffers (NULL when out of memory) */
+    CvRecordIndex *idx; /* owned; looked up at the first skip (idx_tried) */
+    bool idx_tried;
 };
 
 void cv_record_reader_close(CvRecordReader *r)
@@ -32,6 +36,7 @@ void cv_record_reader_close(CvRecordReader *r)
     if (!r)
         return;
     cv_input_stream_close(r->s);
+    cv_record_index_close(r->idx);
     cv_origin_unref(r->origin);
     free(r->scratch);
     free(r);
@@ -434,5 +439,271 @@ CvStatus cv_reader_params_check(const CvReaderParams *params)
     if (params->header_bytes > INT64_MAX || params->record_bytes > INT64_MAX ||
         params->footer_bytes > INT64_MAX || params->header_bytes + params->footer_bytes > INT64_MAX)
         return cv_error(CV_INVALID_ARGUMENT, "header_bytes/record_bytes/footer_bytes are too large");
+    return CV_STATUS_OK;
+}
+
+/* ------------------------------------------------------------ skip, resume */
+
+#define FLAG_TORN_TOLD 1u /* CvRecordPosition.flags */
+
+/* Drop the index after a warning saying why (an entry that disagrees with
+ * the file); the caller reads instead. */
+static void index_distrust(CvRecordReader *r, const char *why, uint64_t entry)
+{
+    cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" is ignored: its entry for record %" PRIu64
+            " %s. Records of \"%s\" are read to skip them; rebuild the index with `python -m "
+            "conveyor.tools.index %s`.", cv_record_index_path(r->idx), entry, why, r->path, r->path);
+    cv_record_index_close(r->idx);
+    r->idx = NULL;
+}
+
+/* True when the 12 bytes at `at` (uncompressed file) are a TFRecord header
+ * whose length passes its CRC; the stream is left at `at`. */
+static CvStatus header_at(CvRecordReader *r, uint64_t at, bool *ok)
+{
+    unsigned char hdr[12];
+    size_t got = 0;
+    CvStatus st = cv_input_stream_seek(r->s, at, "(checking a record header)");
+    if (!st)
+        st = cv_input_stream_read(r->s, hdr, sizeof(hdr), &got);
+    if (!st)
+        st = cv_input_stream_seek(r->s, at, "(checking a record header)");
+    *ok = !st && got == sizeof(hdr) && cv_crc32c_masked(hdr, 8) == le32(hdr + 8);
+    return st;
+}
+
+/* Seek over up to n records with the index; *skipped is how many (0 when the
+ * index is dropped). */
+static CvStatus index_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped)
+{
+    uint64_t count = cv_record_index_count(r->idx), here = 0, there = 0;
+    uint64_t size = cv_input_stream_file_size(r->s), now = cv_input_stream_offset(r->s);
+    *skipped = 0;
+    if (r->index > count) {
+        index_distrust(r, "is missing (the file has more records than the index)", r->index);
+        return CV_STATUS_OK;
+    }
+    uint64_t target = r->index + (n < count - r->index ? n : count - r->index);
+    if (target == r->index)
+        return CV_STATUS_OK;
+    CvStatus st = cv_record_index_offset(r->idx, r->index, &here);
+    if (!st)
+        st = cv_record_index_offset(r->idx, target, &there);
+    if (st) {
+        index_distrust(r, st->message, r->index);
+        cv_status_free(st);
+        return CV_STATUS_OK;
+    }
+    if (here != now || there < here || there > size) {
+        index_distrust(r, "does not match the file", here != now ? r->index : target);
+        return CV_STATUS_OK;
+    }
+    bool ok = true;
+    if (target < count && (st = header_at(r, there, &ok)))
+        return st;
+    if (!ok) {
+        index_distrust(r, "does not point at a record header", target);
+        return cv_input_stream_seek(r->s, here, "(going back after a bad index entry)");
+    }
+    if ((st = cv_input_stream_seek(r->s, there, "(seeking to an indexed record)")))
+        return st;
+    *skipped = target - r->index;
+    r->index = target;
+    return CV_STATUS_OK;
+}
+
+/* One TFRecord passed over as tf.data's SkipRecords does: the header read
+ * and its length checked, the data and footer skipped unread. Torn tails as
+ * in tfrecord_next. */
+static CvStatus tfrecord_skip_one(CvRecordReader *r, bool *eof)
+{
+    CvInputStream *s = r->s;
+    uint64_t start = cv_input_stream_offset(s);
+    unsigned char hdr[12];
+    size_t got = 0;
+    CvStatus st = cv_input_stream_read(s, hdr, sizeof(hdr), &got);
+    if (st)
+        return stream_error(r, st, start);
+    if (got < sizeof(hdr) && (got > 0 || cv_input_stream_truncated(s)))
+        return torn(r, start, eof, false);
+    if (got == 0) {
+        *eof = true;
+        return CV_STATUS_OK;
+    }
+    if (cv_crc32c_masked(hdr, 8) != le32(hdr + 8))
+        return record_error(r, "corrupted", start);
+    uint64_t len = le64(hdr), at = cv_input_stream_offset(s), size = cv_input_stream_file_size(s);
+    if (r->compression == CV_COMPRESSION_NONE && at <= size && (len > size - at || size - at - len < 4))
+        return torn(r, start, eof, false);
+    uint64_t passed = 0;
+    if (len > UINT64_MAX - 4)
+        return torn(r, start, eof, false);
+    if ((st = cv_input_stream_skip(s, len + 4, &passed)))
+        return stream_error(r, st, start);
+    if (passed < len + 4)
+        return torn(r, start, eof, false);
+    r->index++;
+    return CV_STATUS_OK;
+}
+
+#define STOP_POLL 4096 /* records between polls of `stop` */
+
+CvStatus cv_record_reader_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped, bool *eof,
+                               const atomic_bool *stop)
+{
+    *skipped = 0;
+    *eof = false;
+    if (n && r->p.format == CV_FORMAT_TFRECORD && r->compression == CV_COMPRESSION_NONE &&
+        cv_input_stream_file_size(r->s) != UINT64_MAX) {
+        if (!r->idx_tried) {
+            r->idx_tried = true;
+            r->idx = cv_record_index_open(r->path, cv_input_stream_file_size(r->s),
+                                          cv_input_stream_file_mtime_ns(r->s));
+        }
+        if (r->idx) {
+            CvStatus st = index_skip(r, n, skipped);
+            if (st)
+                return st;
+        }
+    }
+    /* Without an index, and to find the end after the last indexed record
+     * (which may be a torn tail): pass over records one by one. */
+    while (*skipped < n) {
+        if (stop && *skipped % STOP_POLL == STOP_POLL - 1 &&
+            atomic_load_explicit(stop, memory_order_relaxed))
+            return cv_error(CV_CANCELLED, "skipping records of \"%s\" was cancelled", r->path);
+        CvStatus st;
+        if (r->p.format == CV_FORMAT_TFRECORD) {
+            st = tfrecord_skip_one(r, eof);
+        } else {
+            CvTensor t;
+            st = cv_record_reader_next(r, &t, eof);
+            if (!st && !*eof)
+                cv_tensor_clear(&t);
+        }
+        if (st || *eof)
+            return st;
+        ++*skipped;
+    }
+    return CV_STATUS_OK;
+}
+
+void cv_record_reader_position(const CvRecordReader *r, CvRecordPosition *pos)
+{
+    pos->offset = cv_input_stream_offset(r->s);
+    if (r->p.format == CV_FORMAT_FIXED_LENGTH && r->compression != CV_COMPRESSION_NONE)
+        pos->offset -= r->scratch_len; /* the footer-sized lookahead */
+    pos->index = r->index;
+    pos->file_size = cv_input_stream_file_size(r->s);
+    pos->mtime_ns = cv_input_stream_file_mtime_ns(r->s);
+    pos->flags = r->torn_told ? FLAG_TORN_TOLD : 0;
+}
+
+static CvStatus not_a_boundary(CvRecordReader *r, const CvRecordPosition *pos, const char *why)
+{
+    return cv_error(CV_DATA_LOSS, "cannot restore the position in \"%s\" (record %" PRIu64
+                    " at byte %" PRIu64 "%s%s): %s; the file changed or the saved state is "
+                    "corrupt", r->path, pos->index, pos->offset,
+                    r->compression != CV_COMPRESSION_NONE ? " of the uncompressed " : "",
+                    r->compression != CV_COMPRESSION_NONE ? cv_compression_name(r->compression) : "",
+                    why);
+}
+
+/* Fixed-length, compressed: the stream stands `footer` bytes past the
+ * record at `from`, which are in scratch; move that window to `to`. */
+static CvStatus lookahead_to(CvRecordReader *r, uint64_t from, uint64_t to)
+{
+    size_t foot = (size_t)r->p.footer_bytes, got = 0;
+    uint64_t d = to - from;
+    CvStatus st;
+    if (d >= foot) {
+        st = cv_input_stream_seek(r->s, to, "(restoring a position)");
+        if (!st)
+            st = cv_input_stream_read(r->s, r->scratch, foot, &got);
+        if (!st && got < foot)
+            st = cv_error(CV_DATA_LOSS, "%s: the stream ends before byte %" PRIu64, r->path, to + foot);
+        return st;
+    }
+    memmove(r->scratch, r->scratch + d, foot - (size_t)d);
+    st = cv_input_stream_read(r->s, r->scratch + foot - d, (size_t)d, &got);
+    if (!st && got < d)
+        st = cv_error(CV_DATA_LOSS, "%s: the stream ends before byte %" PRIu64, r->path, to + foot);
+    return st;
+}
+
+CvStatus cv_record_reader_seek(CvRecordReader *r, const CvRecordPosition *pos)
+{
+    uint64_t size = cv_input_stream_file_size(r->s);
+    CvStatus st = CV_STATUS_OK;
+    if (size == UINT64_MAX)
+        return cv_error(CV_FAILED_PRECONDITION, "cannot restore a position inside \"%s\": it is not "
+                        "a regular file", r->path);
+    if (size != pos->file_size || cv_input_stream_file_mtime_ns(r->s) != pos->mtime_ns)
+        return cv_error(CV_FAILED_PRECONDITION, "cannot restore the position in \"%s\" (record %"
+                        PRIu64 " at byte %" PRIu64 "): the file changed since the state was saved "
+                        "(%" PRIu64 " bytes then, %" PRIu64 " now%s)", r->path, pos->index,
+                        pos->offset, pos->file_size, size,
+                        size == pos->file_size ? ", and its modification time differs" : "");
+    if (pos->flags & ~(uint64_t)FLAG_TORN_TOLD)
+        return cv_state_corrupt("unknown record reader flags");
+    bool uncompressed = r->compression == CV_COMPRESSION_NONE;
+    if (uncompressed && pos->offset > size)
+        return not_a_boundary(r, pos, "the offset is past the end of the file");
+    switch (r->p.format) {
+    case CV_FORMAT_TFRECORD: {
+        if ((st = cv_input_stream_seek(r->s, pos->offset, "(restoring a position)")))
+            return st;
+        bool ok = true;
+        if (uncompressed && pos->offset + 12 <= size) {
+            if ((st = header_at(r, pos->offset, &ok)))
+                return st;
+        } else if (!uncompressed) {
+            /* The header, when it is buffered already: a compressed stream
+             * cannot step back, and next() checks it anyway. */
+            const unsigned char *p = NULL;
+            size_t avail = 0;
+            bool eof = false;
+            if ((st = cv_input_stream_peek(r->s, &p, &avail, &eof)))
+                return st;
+            ok = eof || avail < 12 || cv_crc32c_masked(p, 8) == le32(p + 8);
+        }
+        if (!ok)
+            return not_a_boundary(r, pos, "no record header starts there");
+        break;
+    }
+    case CV_FORMAT_TEXT_LINE:
+        if (pos->offset > 0) {
+            /* A line starts after '\n' (or the stream ended: a last line
+             * without one). */
+            unsigned char c = 0;
+            size_t got = 0;
+            if ((st = cv_input_stream_seek(r->s, pos->offset - 1, "(restoring a position)")) ||
+                (st = cv_input_stream_read(r->s, &c, 1, &got)))
+                return st;
+            const unsigned char *p = NULL;
+            size_t avail = 0;
+            bool eof = false;
+            if (got == 1 && c != '\n' && !(st = cv_input_stream_peek(r->s, &p, &avail, &eof)) && !eof)
+                return not_a_boundary(r, pos, "no line starts there");
+            if (st)
+                return st;
+            if (got < 1)
+                return not_a_boundary(r, pos, "the stream ends before it");
+        }
+        r->torn_told = (pos->flags & FLAG_TORN_TOLD) != 0;
+        break;
+    case CV_FORMAT_FIXED_LENGTH: {
+        uint64_t h = r->p.header_bytes;
+        if (pos->offset < h || (pos->offset - h) % r->p.record_bytes != 0 ||
+            (uncompressed && pos->offset > r->limit))
+            return not_a_boundary(r, pos, "no record starts there");
+        st = uncompressed ? cv_input_stream_seek(r->s, pos->offset, "(restoring a position)")
+                          : lookahead_to(r, h, pos->offset);
+        if (st)
+            return st;
+        break;
+    }
+    }
+    r->index = pos->index;
     return CV_STATUS_OK;
 }

@@ -12,6 +12,7 @@
 #ifndef CV_RECORD_READER_H
 #define CV_RECORD_READER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,5 +75,37 @@ CvStatus cv_record_reader_open(const char *path, const CvReaderParams *params, C
  * and the record index) leave the reader unusable: close it. */
 CvStatus cv_record_reader_next(CvRecordReader *r, CvTensor *out, bool *eof);
 void cv_record_reader_close(CvRecordReader *r); /* NULL-safe */
+
+/* Pass over up to n records without returning them; *skipped < n only with
+ * *eof or an error (returned at its record, as next() would). As tf.data's
+ * SkipRecords: a TFRecord's length and its CRC are read and its data is
+ * skipped unchecked (a damaged header is DATA_LOSS, damaged data is not
+ * seen); text and fixed-length records are framed as next() frames them. An
+ * uncompressed TFRecord file with a valid index (io/record_index.h, looked
+ * up at the first skip) seeks instead, reading nothing; a stale or damaged
+ * index is ignored with a warning, and so is an entry that does not point
+ * at a record header. `stop` (may be NULL) is polled every few thousand
+ * records: when it turns true the skip returns CANCELLED. */
+CvStatus cv_record_reader_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped, bool *eof,
+                               const atomic_bool *stop);
+
+/* Exact resume: where a reader stands between records, and what the file
+ * was then (so a changed file is refused instead of misread). */
+typedef struct CvRecordPosition {
+    uint64_t offset;    /* the next record's start, in the uncompressed stream */
+    uint64_t index;     /* records before it */
+    uint64_t file_size; /* compressed bytes, at open */
+    int64_t mtime_ns;   /* at open */
+    uint64_t flags;     /* reader-private (text lines: a torn tail was reported) */
+} CvRecordPosition;
+
+void cv_record_reader_position(const CvRecordReader *r, CvRecordPosition *pos);
+/* On a reader just opened (nothing read yet) on the file of `pos`: go to
+ * it. Uncompressed files seek (O(1)); compressed ones inflate from the start
+ * up to pos->offset (O(offset), as a deflate stream has no random access).
+ * FAILED_PRECONDITION when the file is not the one saved (its size or mtime
+ * changed, or it is not a regular file), DATA_LOSS when pos->offset is not
+ * the start of a record of it; both name the file. */
+CvStatus cv_record_reader_seek(CvRecordReader *r, const CvRecordPosition *pos);
 
 #endif

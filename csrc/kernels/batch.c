@@ -7,6 +7,11 @@
  * the copying runs on the workers. An input error fails the batch it falls
  * in (the elements gathered so far are dropped) and the next batch starts
  * after it, as tf.data's BatchDataset does.
+ *
+ * Exact resume: the input's position after the last batch handed out
+ * (the rows of a batch are gathered by one pull, so a batch boundary is a
+ * pull boundary); parallel, the stage's marks or in-flight batches
+ * (core/stage.h). State: 8 bytes + the input's frame.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +110,25 @@ static CvStatus batch_process(void *owner, CvElement *work, int64_t aux, CvEleme
     return stack(work, aux, out);
 }
 
-static const CvStageOps batch_stage_ops = {batch_pull, batch_process, NULL};
+/* Between pulls the gatherer holds no rows, except after an interrupted
+ * next(): those rows are the input's past, so that position has no state. */
+static CvStatus batch_save_input(void *owner, CvStateWriter *w)
+{
+    BatchIterator *it = owner;
+    if (it->rows.partial_rows > 0)
+        return cv_error(CV_FAILED_PRECONDITION,
+                        "Batch: cannot save right after an interrupted next(); call next() again "
+                        "first");
+    return cv_iterator_save(it->staged.input, w);
+}
+
+static CvStatus batch_restore_input(void *owner, CvStateReader *r)
+{
+    return cv_iterator_restore(((BatchIterator *)owner)->staged.input, r);
+}
+
+static const CvStageOps batch_stage_ops = {batch_pull, batch_process, NULL, batch_save_input,
+                                           batch_restore_input};
 
 static void batch_destroy(CvIterator *base);
 
@@ -163,6 +186,26 @@ static void batch_destroy(CvIterator *base)
     cv_staged_iterator_destroy(base);
 }
 
+/* [batches in flight: none when sequential][input]. */
+static CvStatus batch_save(CvIterator *base, CvStateWriter *w)
+{
+    BatchIterator *it = (BatchIterator *)base;
+    if (((const BatchParams *)base->dataset->params)->num_workers > 0)
+        return cv_stage_save(&it->staged.stage, w);
+    cv_state_put_u64(w, 0);
+    return batch_save_input(it, w);
+}
+
+static CvStatus batch_restore(CvIterator *base, CvStateReader *r)
+{
+    BatchIterator *it = (BatchIterator *)base;
+    int64_t pending = 0;
+    if (((const BatchParams *)base->dataset->params)->num_workers > 0)
+        return cv_stage_restore(&it->staged.stage, r);
+    CvStatus s = cv_state_get_range(r, "batches in flight", 0, 0, &pending);
+    return s ? s : batch_restore_input(it, r);
+}
+
 const CvKernel cv_kernel_batch = {
     .name = "Batch",
     .make_iterator = batch_make_iterator,
@@ -173,6 +216,8 @@ const CvKernel cv_kernel_batch = {
     .destroy = batch_destroy,
     .measure = cv_staged_iterator_measure,
     .try_next = batch_try_next,
+    .save = batch_save,
+    .restore = batch_restore,
 };
 
 CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remainder,

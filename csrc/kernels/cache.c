@@ -29,6 +29,10 @@
  * cache file that cannot be written (disk full, permissions) is reported
  * once and the pass goes on uncached.
  *
+ * RESUME (save/restore, see "exact resume" below): a state holds a position,
+ * never the cached elements: the file's element index, the replay's index,
+ * or a pass over the input (its position and where it started).
+ *
  * Threads: the store's published recording is immutable, so any number of
  * iterators replay it without locks; `mu` only orders publishing. next()
  * and destroy() of one iterator never overlap; cancel() may come from any
@@ -75,6 +79,10 @@ typedef struct {
     CvMemory *memory;         /* owned reference (NULL: the default budget) */
     size_t charged;           /* bytes charged to it */
     unsigned long generation; /* fork generation of the charges */
+    /* The input's state when the pass that recorded it began (owned; NULL:
+     * that input could not be saved): a restore elsewhere recomputes it. */
+    char *start;
+    size_t start_len;
 } Recording;
 
 static Recording *recording_new(CvMemory *memory)
@@ -99,6 +107,7 @@ static void recording_free(Recording *m)
         free(col->forms);
     }
     free(m->cols);
+    free(m->start);
     if (m->generation == cv_fork_generation()) /* a fork child's budgets start at zero */
         cv_memory_release(m->memory, m->charged);
     cv_memory_unref(m->memory);
@@ -213,8 +222,15 @@ struct CvCacheStore {
     atomic_bool warned_write;
     atomic_bool warned_torn;
     int on_truncation; /* CvTruncation; set before the store is shared */
-    pthread_mutex_t mu; /* orders publishing */
+    pthread_mutex_t mu; /* orders publishing; guards refill */
     _Atomic(Recording *) complete;
+    /* Set by a restore that continues a pass without recording it (owned;
+     * NULL: none): the input's state at the start of the saved pass. The
+     * next recording pass starts its input there, so the cache holds the
+     * saved pass's elements, as in a straight run. Cleared once a pass
+     * completes the cache. */
+    char *refill;
+    size_t refill_len;
 };
 
 CvStatus cv_cache_store_new(const char *filename, CvCacheHooks hooks, CvCacheStore **out)
@@ -256,6 +272,7 @@ void cv_cache_store_unref(CvCacheStore *st)
     if (!st || atomic_fetch_sub_explicit(&st->refcount, 1, memory_order_acq_rel) != 1)
         return;
     recording_free(atomic_load(&st->complete));
+    free(st->refill);
     if (st->hooks.release)
         st->hooks.release(st->hooks.ctx);
     pthread_mutex_destroy(&st->mu);
@@ -326,6 +343,15 @@ typedef struct {
     CvCacheReader *reader;
     CvCacheWriter *writer;
     int lock_fd;
+    /* Exact resume. position: elements next() returned this pass. start:
+     * the input's state before its first next() (owned; NULL: unknown), for
+     * the modes that read the input. replaying: a restored replay, computed
+     * again from the input (its errors were not recorded: drop them). */
+    int64_t position;
+    char *start;
+    size_t start_len;
+    bool replaying;
+    bool just_saved; /* saved since the last next(): dropping it now is a checkpoint's exit */
     /* This pass. */
     int64_t produced;
     uint64_t bytes;
@@ -398,6 +424,24 @@ static void give_up(CacheIterator *it)
     progress_end(it, CV_CACHE_DISCARDED);
 }
 
+static char *copy_bytes(const void *p, size_t n)
+{
+    char *copy = malloc(n ? n : 1);
+    if (copy && n)
+        memcpy(copy, p, n);
+    return copy;
+}
+
+/* The cache is complete: a pending refill is done with. */
+static void clear_refill(CvCacheStore *st)
+{
+    pthread_mutex_lock(&st->mu);
+    free(st->refill);
+    st->refill = NULL;
+    st->refill_len = 0;
+    pthread_mutex_unlock(&st->mu);
+}
+
 /* The pass is complete: publish the recording or commit the file. */
 static void finish_pass(CacheIterator *it)
 {
@@ -406,12 +450,17 @@ static void finish_pass(CacheIterator *it)
         return;
     it->recording = false;
     if (it->mode == MEM_WRITE) {
+        if (it->start) /* a copy: this iterator can still be saved, at its end */
+            it->temp->start = copy_bytes(it->start, it->start_len);
+        if (it->temp->start)
+            it->temp->start_len = it->start_len;
         pthread_mutex_lock(&st->mu);
         if (!atomic_load_explicit(&st->complete, memory_order_relaxed)) {
             atomic_store_explicit(&st->complete, it->temp, memory_order_release);
             it->temp = NULL;
         }
         pthread_mutex_unlock(&st->mu);
+        clear_refill(st);
         recording_free(it->temp); /* another iterator published first */
         it->temp = NULL;
     } else {
@@ -428,6 +477,7 @@ static void finish_pass(CacheIterator *it)
             progress_end(it, CV_CACHE_DISCARDED);
             return;
         }
+        clear_refill(st);
     }
     progress_end(it, CV_CACHE_DONE);
 }
@@ -446,7 +496,7 @@ static void discard_pass(CacheIterator *it)
                : cv_cache_file_exists(st->path))
         return;
     CvStopReason why = cv_stop_reason();
-    if (why == CV_STOP_TAKE)
+    if (why == CV_STOP_TAKE || it->just_saved) /* a restore goes on with this pass */
         return;
     const char *what = memory ? "the elements it had cached in memory were discarded"
                               : "the partly written cache file was deleted";
@@ -495,6 +545,58 @@ static CvStatus open_input(CacheIterator *it)
 {
     it->total = cv_dataset_cardinality(it->base.dataset->inputs[0]);
     return cv_iterator_make(it->base.dataset->inputs[0], &it->input);
+}
+
+/* Restore a new input iterator from a state of `len` bytes that must be
+ * one whole frame. */
+static CvStatus restore_input(CacheIterator *it, const void *state, size_t len)
+{
+    CvStateReader sub;
+    cv_state_reader_init(&sub, state, len);
+    CvStatus s = cv_iterator_restore(it->input, &sub);
+    if (!s && sub.pos != sub.len)
+        s = cv_state_corrupt("bytes are left after the cached pass's start");
+    return s;
+}
+
+/* A pass that will record opens its input: at the store's refill, if a
+ * restore left one (a refill that does not restore is dropped: the pass
+ * starts afresh), and keeps where it started (it->start) for save(). An
+ * input that cannot be saved leaves start NULL. */
+static CvStatus begin_recording_pass(CacheIterator *it)
+{
+    CvCacheStore *st = store_of(it);
+    CvStatus s = open_input(it);
+    if (s)
+        return s;
+    pthread_mutex_lock(&st->mu);
+    char *refill = st->refill ? copy_bytes(st->refill, st->refill_len) : NULL;
+    size_t refill_len = st->refill_len;
+    pthread_mutex_unlock(&st->mu);
+    if (refill) {
+        if (!(s = restore_input(it, refill, refill_len))) {
+            it->start = refill;
+            it->start_len = refill_len;
+            return CV_STATUS_OK;
+        }
+        cv_status_free(s);
+        free(refill);
+        cv_iterator_destroy(it->input);
+        it->input = NULL;
+        if ((s = open_input(it)))
+            return s;
+    }
+    CvStateWriter w;
+    cv_state_writer_init(&w);
+    s = cv_iterator_save(it->input, &w);
+    if (!s) {
+        it->start = w.data; /* handed over */
+        it->start_len = w.len;
+        w.data = NULL;
+    }
+    cv_status_free(s);
+    cv_state_writer_clear(&w);
+    return CV_STATUS_OK;
 }
 
 /* FILE_READ if the committed file is there and fits the expected spec. Sets
@@ -599,14 +701,14 @@ static CvStatus cache_make_iterator(const CvDataset *ds, CvIterator **out)
             it->mode = MEM_WRITE;
             it->recording = true;
             it->temp = recording_new(ds->memory);
-            s = it->temp ? open_input(it) : cv_error_nomem();
+            s = it->temp ? begin_recording_pass(it) : cv_error_nomem();
         }
     } else {
         bool found, torn;
         s = open_reader(it, &found, &torn);
         if (!s && !found) {
             it->mode = FILE_PENDING;
-            s = open_input(it);
+            s = begin_recording_pass(it);
         }
     }
     if (s) {
@@ -623,9 +725,8 @@ static CvStatus cancelled_error(void)
     return cv_error(CV_CANCELLED, "Cache: the iterator was cancelled");
 }
 
-static CvStatus cache_next(CvIterator *base, CvElement *out, bool *end)
+static CvStatus next_element(CacheIterator *it, CvElement *out, bool *end)
 {
-    CacheIterator *it = (CacheIterator *)base;
     *end = false;
     if (it->mode == MEM_READ) {
         if (atomic_load_explicit(&it->cancelled, memory_order_relaxed))
@@ -650,6 +751,10 @@ static CvStatus cache_next(CvIterator *base, CvElement *out, bool *end)
         return cv_cache_reader_next(it->reader, out, end);
     }
     CvStatus s = cv_iterator_next(it->input, out, end);
+    while (s && it->replaying && s->code != CV_CANCELLED && s->code != CV_INTERRUPTED) {
+        cv_status_free(s); /* the replay this pass stands for has no errors */
+        s = cv_iterator_next(it->input, out, end);
+    }
     if (s || !it->recording)
         return s;
     if (*end) {
@@ -682,6 +787,197 @@ static CvStatus cache_next(CvIterator *base, CvElement *out, bool *end)
     return CV_STATUS_OK;
 }
 
+static CvStatus cache_next(CvIterator *base, CvElement *out, bool *end)
+{
+    CacheIterator *it = (CacheIterator *)base;
+    CvStatus s = next_element(it, out, end);
+    it->just_saved = false;
+    if (!s && !*end)
+        it->position++;
+    return s;
+}
+
+/* -- exact resume ------------------------------------------------------------
+ *
+ * A state is one of three kinds. FILE: reading the committed file, at
+ * element `position` (restored by reading past as many: the file must be
+ * there). REPLAY: replaying the memory recording at `position`, with the
+ * input's state at the start of the pass that recorded it. INPUT: a pass
+ * over the input (recording, writing or passing through) at `position`,
+ * with its start and the input's frame.
+ *
+ * A restored INPUT pass goes on from the input's position and records
+ * nothing (what the saved iterator had recorded, or its temporary file, is
+ * not in the state); a REPLAY restored where the recording is not (another
+ * process) computes the pass again from its start, skipping `position`
+ * elements. Either way the store keeps the pass's start as its refill: the
+ * next pass that records starts its input there, so the cache gets the
+ * saved pass's elements (a reshuffling shuffle below the cache included)
+ * and later epochs replay what a straight run replays. */
+enum { SAVED_INPUT = 0, SAVED_REPLAY = 1, SAVED_FILE = 2 };
+
+static CvStatus cache_save(CvIterator *base, CvStateWriter *w)
+{
+    CacheIterator *it = (CacheIterator *)base;
+    it->just_saved = true;
+    if (it->mode == FILE_READ) {
+        cv_state_put_i64(w, SAVED_FILE);
+        cv_state_put_i64(w, it->position);
+        return CV_STATUS_OK;
+    }
+    if (it->mode == MEM_READ) {
+        if (!it->replay->start)
+            return cv_error(CV_UNIMPLEMENTED, "the iterator of Cache cannot be saved: the pass "
+                            "that filled the cache began where its input could not be saved, so "
+                            "another process could not compute it again");
+        cv_state_put_i64(w, SAVED_REPLAY);
+        cv_state_put_i64(w, it->replayed);
+        cv_state_put_bytes(w, it->replay->start, it->replay->start_len);
+        return CV_STATUS_OK;
+    }
+    cv_state_put_i64(w, SAVED_INPUT);
+    cv_state_put_i64(w, it->position);
+    cv_state_put_i64(w, it->replaying);
+    cv_state_put_i64(w, it->start != NULL);
+    if (it->start)
+        cv_state_put_bytes(w, it->start, it->start_len);
+    return cv_iterator_save(it->input, w);
+}
+
+/* Turn a new iterator into a pass over the input that records nothing,
+ * with a new input iterator to restore (the one make() opened may stand at
+ * the store's refill already). */
+static CvStatus pass_through(CacheIterator *it)
+{
+    cv_iterator_destroy(it->input);
+    it->input = NULL;
+    cv_cache_reader_close(it->reader);
+    it->reader = NULL;
+    free(it->cursors);
+    it->cursors = NULL;
+    it->replay = NULL;
+    recording_free(it->temp);
+    it->temp = NULL;
+    it->recording = false;
+    it->mode = PASS_THROUGH;
+    return open_input(it);
+}
+
+static CvStatus restore_file_position(CacheIterator *it, int64_t position)
+{
+    CvCacheStore *st = store_of(it);
+    if (it->mode != FILE_READ)
+        return cv_error(CV_FAILED_PRECONDITION, "Dataset.cache: the saved iterator was reading "
+                        "the cache file '%s', which is not there now (or was found unusable); "
+                        "restoring it needs that file", st->path);
+    for (int64_t i = 0; i < position; i++) {
+        CvElement e = {0};
+        bool end = false;
+        CvStatus s = cv_cache_reader_next(it->reader, &e, &end);
+        if (s)
+            return s;
+        cv_element_clear(&e);
+        if (end)
+            return cv_error(CV_FAILED_PRECONDITION, "Dataset.cache: the cache file '%s' has %"
+                            PRId64 " elements, fewer than the saved position %" PRId64 " (the "
+                            "file was replaced)", st->path, i, position);
+    }
+    it->position = position;
+    return CV_STATUS_OK;
+}
+
+/* Skip n elements of the input as a replay counts them (errors were not
+ * recorded, so they do not count). */
+static CvStatus skip_recorded(CacheIterator *it, int64_t n)
+{
+    while (n > 0) {
+        int64_t skipped = 0;
+        CvStatus s = cv_iterator_skip(it->input, n, &skipped);
+        n -= skipped;
+        if (s && (s->code == CV_CANCELLED || s->code == CV_INTERRUPTED))
+            return s;
+        if (s)
+            cv_status_free(s);
+        else if (n > 0)
+            return cv_error(CV_FAILED_PRECONDITION, "Dataset.cache: computing the cached pass "
+                            "again ended %" PRId64 " elements before the saved position: the "
+                            "input does not repeat its pass from the same state", n);
+    }
+    return CV_STATUS_OK;
+}
+
+static CvStatus cache_restore(CvIterator *base, CvStateReader *r)
+{
+    CacheIterator *it = (CacheIterator *)base;
+    CvCacheStore *st = store_of(it);
+    int64_t kind = 0, position = 0;
+    bool has_start = true, replaying = false;
+    const void *start = NULL;
+    size_t start_len = 0;
+    CvStatus s = cv_state_get_range(r, "cache's state kind", SAVED_INPUT, SAVED_FILE, &kind);
+    if (!s)
+        s = cv_state_get_range(r, "cache's position", 0, INT64_MAX, &position);
+    if (!s && kind == SAVED_FILE)
+        return restore_file_position(it, position);
+    if (!s && kind == SAVED_INPUT)
+        s = cv_state_get_bool(r, &replaying);
+    if (!s && kind == SAVED_INPUT)
+        s = cv_state_get_bool(r, &has_start);
+    if (!s && has_start)
+        s = cv_state_get_bytes(r, &start, &start_len);
+    if (s)
+        return s;
+    if (kind == SAVED_REPLAY && it->mode == MEM_READ) { /* the recording is here */
+        if (position > it->replay->count)
+            return cv_state_corrupt("cache's position is past the cached elements");
+        for (int64_t i = 0; i < position; i++) /* cursors only: no element is made */
+            for (uint32_t c = 0; c < it->replay->ncomp; c++) {
+                Cursor *cur = &it->cursors[c];
+                if (++cur->offset == it->replay->cols[c].runs[cur->run].count) {
+                    cur->run++;
+                    cur->offset = 0;
+                }
+            }
+        it->replayed = it->position = position;
+        return CV_STATUS_OK;
+    }
+    char *kept = has_start ? copy_bytes(start, start_len) : NULL;
+    char *refill = has_start ? copy_bytes(start, start_len) : NULL;
+    if (has_start && (!kept || !refill))
+        s = cv_error_nomem();
+    if (!s)
+        s = pass_through(it);
+    if (!s && kind == SAVED_REPLAY) {
+        it->replaying = true;
+        if (!(s = restore_input(it, start, start_len)))
+            s = skip_recorded(it, position);
+    } else if (!s) {
+        it->replaying = replaying;
+        s = cv_iterator_restore(it->input, r);
+    }
+    if (s) {
+        free(kept);
+        free(refill);
+        return s;
+    }
+    free(it->start);
+    it->start = kept;
+    it->start_len = start_len;
+    it->position = position;
+    bool complete = st->path ? cv_cache_file_exists(st->path)
+                             : atomic_load_explicit(&st->complete, memory_order_acquire) != NULL;
+    if (refill && !complete) {
+        pthread_mutex_lock(&st->mu);
+        free(st->refill);
+        st->refill = refill;
+        st->refill_len = start_len;
+        pthread_mutex_unlock(&st->mu);
+    } else {
+        free(refill);
+    }
+    return CV_STATUS_OK;
+}
+
 static void cache_cancel(CvIterator *base)
 {
     CacheIterator *it = (CacheIterator *)base;
@@ -700,6 +996,7 @@ static void cache_destroy(CvIterator *base)
     release_lock(it);
     recording_free(it->temp);
     free(it->cursors);
+    free(it->start);
     cv_iterator_free(base);
 }
 
@@ -712,6 +1009,8 @@ const CvKernel cv_kernel_cache = {
     .next = cache_next,
     .cancel = cache_cancel,
     .destroy = cache_destroy,
+    .save = cache_save,
+    .restore = cache_restore,
 };
 
 CvStatus cv_cache_dataset(CvDataset *input, CvCacheStore *store, const CvComponentSpec *expected,

@@ -24,6 +24,9 @@ const CvKernel cv_kernel_fixed_length_record = {
     .next = cv_file_records_next,
     .cancel = cv_file_records_cancel,
     .destroy = cv_file_records_destroy,
+    .save = cv_file_records_save,
+    .restore = cv_file_records_restore,
+    .skip = cv_file_records_skip,
 };
 
 CvStatus cv_fixed_length_record_dataset(CvDataset *filenames, uint64_t header_bytes,

@@ -36,6 +36,32 @@
  * do it goes idle until the consumer makes room (pop_result, take_future
  * resubmit it).
  *
+ * Exact resume (core/state.h): the state is the consumer's view, as the
+ * sequential algorithm has it after the last element handed out: cycle and
+ * block position, the end of input, for each open slot its outer element
+ * (map_func's argument, kept in the slot: restore calls map_func on it
+ * again) and its inner iterator's frame, then the input's frame.
+ * Sequential mode saves the live iterators directly. In parallel mode the
+ * inner iterators and the input run ahead of the consumer, so workers keep
+ * marks: before each run of results, the inner iterator's frame
+ * (cv_iterator_save into a reusable per-slot writer), and after pulling each
+ * future's outer element, the input's frame. Taking a run's first result
+ * (or a future) makes its mark the consumer's, and the consumer counts the
+ * results it took since. An inner's position is then its mark plus that
+ * count, which restore passes over (cv_iterator_skip: a seek for indexed
+ * records, else at most one run read again); a run ends at an error, so
+ * only the last position counted can be one, and restore passes it with
+ * one next(). A mark per result instead cost 20-33% more CPU reading
+ * 100-byte records (docs/resume.md). Results and futures read ahead are not in the
+ * state: they are read again after restore. A slot nothing was taken from
+ * yet saves as fresh (map_func only). An inner or input that cannot be
+ * saved is found at its first mark; marking it stops there, and save()
+ * raises its error. deterministic == false saves the same way: exact for
+ * what was handed out (nothing lost, nothing repeated); the order after
+ * restore is as free as in any run. Outer elements are data that no range
+ * check can validate (a damaged one would open another inner dataset), so
+ * the frame's contents carry a CRC-32C: damage is DATA_LOSS.
+ *
  * Locks: mu guards everything below "parallel only"; it is never held while
  * calling into the input, map_func or an inner iterator, except cancel(),
  * which is allowed to take the inner locks (inner code never takes mu).
@@ -47,6 +73,7 @@
 
 #include "core/pool.h"
 #include "core/stats.h"
+#include "io/crc32c.h"
 #include "kernels/kernels.h"
 
 #define CV_INTERLEAVE_MAX_FUTURES 8
@@ -76,16 +103,35 @@ typedef struct {
     CvElement element;
     size_t bytes; /* charged to the budget for element */
     bool end;     /* the inner iterator has ended (no element) */
+    bool dropped; /* status is the budget's: the inner produced an element here */
+    bool run_start; /* first of a worker's run: its mark is the slot's marks[ring position] */
 } Result;
 
+/* Parallel only. Marks (see DESIGN) are writers reused from run to run: a
+ * worker writes marks[i] for a run starting at ring[i], outside the
+ * buffered range, and the consumer swaps it into `mark` under mu when it
+ * takes ring[i]. */
 typedef struct {
     CvIterator *inner;    /* owned; NULL when opening failed */
     CvStatus open_status; /* why opening failed (the input or map_func) */
+    CvElement outer;      /* the input element map_func made `inner` from */
     Result *ring;         /* parallel only: buffered results (CV_INTERLEAVE_MAX_BUFFER) */
+    CvStateWriter *marks; /* parallel only: marks[i], inner's frame right before ring[i] */
     int head, count;
     int limit;            /* results to buffer at most, from the element sizes seen */
     bool busy;  /* a worker is inside inner->next */
     bool ended; /* no more work: end buffered, or opening failed */
+    bool unmarkable;          /* the worker's: saving inner failed; no more marks */
+    CvStateWriter input_mark; /* futures: the input's frame right after `outer` */
+    /* The consumer's: inner's frame before the run of the last result taken
+     * (when `marked`; else nothing was taken: inner is fresh) and the
+     * results taken from that run, the last an inner error or not; or why
+     * inner has no mark. */
+    CvStateWriter mark;
+    int64_t taken;
+    bool taken_error;
+    CvStatus mark_status;
+    bool marked;
 } Slot;
 
 typedef struct {
@@ -106,6 +152,11 @@ typedef struct {
     bool input_exhausted; /* the input has ended (futures may remain) */
     bool cancelled, started;
     CvStatus fatal; /* out of memory in a worker: sticky */
+    bool input_unmarkable; /* the opener's: saving the input failed; no more marks */
+    /* The consumer's: the input's frame as of the futures taken into the
+     * cycle (from the first next() on), or why it has none. */
+    CvStateWriter input_mark;
+    CvStatus input_mark_status;
     _Atomic size_t held; /* bytes of all buffered results, charged to the budget */
     CvTask task; /* attached at make, submitted at the first next() */
 } InterleaveIterator;
@@ -115,6 +166,50 @@ static const InterleaveParams *params_of(const InterleaveIterator *it)
     return it->base.dataset->params;
 }
 
+/* ------------------------------------------------------------------ marks */
+
+/* Empty w for reuse: its buffer stays. */
+static void mark_reset(CvStateWriter *w)
+{
+    cv_status_free(w->error);
+    w->error = NULL;
+    w->len = 0;
+}
+
+/* it's frame into w, unless an earlier one failed (*unmarkable). A failure
+ * is kept in w->error and stops marking. */
+static void mark_take(CvStateWriter *w, CvIterator *it, bool *unmarkable)
+{
+    mark_reset(w);
+    if (*unmarkable)
+        return;
+    CvStatus s = cv_iterator_save(it, w);
+    if (s) {
+        mark_reset(w);
+        w->error = s;
+        *unmarkable = true;
+    }
+}
+
+/* The consumer took what `theirs` marks: it becomes `mine` (buffers are
+ * swapped, not copied). After a failure (*status) later marks are empty and
+ * ignored; a failed mark comes before them, as marking stops there. */
+static void mark_accept(CvStateWriter *mine, CvStatus *status, CvStateWriter *theirs)
+{
+    if (*status)
+        return;
+    CvStateWriter t = *mine;
+    *mine = *theirs;
+    *theirs = t;
+    *status = mine->error;
+    mine->error = NULL;
+}
+
+static void mark_free(CvStateWriter *w)
+{
+    cv_state_writer_clear(w);
+}
+
 /* ------------------------------------------------------------------ slots */
 
 static Slot *slot_new(int ring_size, int limit)
@@ -122,9 +217,15 @@ static Slot *slot_new(int ring_size, int limit)
     Slot *slot = calloc(1, sizeof(*slot));
     if (slot)
         slot->limit = limit;
-    if (slot && ring_size > 0 && !(slot->ring = calloc((size_t)ring_size, sizeof(Result)))) {
-        free(slot);
-        slot = NULL;
+    if (slot && ring_size > 0) {
+        slot->ring = calloc((size_t)ring_size, sizeof(Result));
+        slot->marks = calloc((size_t)ring_size, sizeof(CvStateWriter));
+        if (!slot->ring || !slot->marks) {
+            free(slot->ring);
+            free(slot->marks);
+            free(slot);
+            slot = NULL;
+        }
     }
     return slot;
 }
@@ -144,28 +245,42 @@ static void slot_destroy(InterleaveIterator *it, Slot *slot)
     }
     cv_status_free(slot->open_status);
     cv_iterator_destroy(slot->inner);
+    cv_element_clear(&slot->outer);
+    for (int i = 0; slot->marks && i < it->ring_size; i++)
+        mark_free(&slot->marks[i]);
+    mark_free(&slot->input_mark);
+    mark_free(&slot->mark);
+    cv_status_free(slot->mark_status);
+    free(slot->marks);
     free(slot->ring);
     free(slot);
 }
 
-/* Pull the next input element and open its inner iterator into `slot`.
- * Never called concurrently (the consumer in sequential mode, one worker at
- * a time in parallel mode). */
-static CvStatus open_inner(InterleaveIterator *it, Slot *slot, bool *input_end)
+/* Call map_func on slot->outer and make the inner iterator. */
+static CvStatus make_inner(InterleaveIterator *it, Slot *slot)
 {
     const InterleaveParams *p = params_of(it);
-    CvElement args = {0};
     CvDataset *inner_ds = NULL;
-    CvStatus s = cv_iterator_next(it->input, &args, input_end);
-    if (s || *input_end)
-        return s;
-    s = p->fn.call(p->fn.ctx, &args, &inner_ds);
-    cv_element_clear(&args);
+    CvStatus s = p->fn.call(p->fn.ctx, &slot->outer, &inner_ds);
     if (!s) {
         s = cv_iterator_make(inner_ds, &slot->inner);
         cv_dataset_unref(inner_ds);
     }
     return s;
+}
+
+/* Pull the next input element into slot->outer and open its inner iterator.
+ * In parallel mode the input's frame right after the pull (an error's
+ * included) goes into slot->input_mark. Never called concurrently (the
+ * consumer in sequential mode, one worker at a time in parallel mode). */
+static CvStatus open_inner(InterleaveIterator *it, Slot *slot, bool parallel, bool *input_end)
+{
+    CvStatus s = cv_iterator_next(it->input, &slot->outer, input_end);
+    if (!s && *input_end)
+        return s;
+    if (parallel)
+        mark_take(&slot->input_mark, it->input, &it->input_unmarkable);
+    return s ? s : make_inner(it, slot);
 }
 
 static void advance_cycle(InterleaveIterator *it)
@@ -182,6 +297,19 @@ static void advance_block(InterleaveIterator *it)
 }
 
 /* ------------------------------------------------------------ sequential */
+
+/* Sequential mode and restore: place or clear a cycle position under mu, as
+ * cancel() reads the cycle from other threads (a parallel interleave above
+ * cancels this one from its consumer); a slot placed after cancel() is
+ * cancelled at once. A cleared slot is freed by the caller, after. */
+static void place_slot(InterleaveIterator *it, int64_t position, Slot *slot)
+{
+    pthread_mutex_lock(&it->mu);
+    it->cycle[position] = slot;
+    if (slot && it->cancelled)
+        cv_iterator_cancel(slot->inner);
+    pthread_mutex_unlock(&it->mu);
+}
 
 static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *end)
 {
@@ -201,8 +329,9 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
                 *end = false;
                 return CV_STATUS_OK;
             }
-            slot_destroy(it, *current);
-            *current = NULL;
+            Slot *ended = *current;
+            place_slot(it, it->cycle_index, NULL);
+            slot_destroy(it, ended);
             it->num_open--;
             advance_cycle(it);
         } else if (!it->end_of_input) {
@@ -210,7 +339,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
             if (!slot)
                 return cv_error_nomem();
             bool input_end = false;
-            CvStatus s = open_inner(it, slot, &input_end);
+            CvStatus s = open_inner(it, slot, false, &input_end);
             if (s || input_end) {
                 slot_destroy(it, slot);
                 it->end_of_input = input_end;
@@ -218,7 +347,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
                     return s;
                 continue;
             }
-            *current = slot;
+            place_slot(it, it->cycle_index, slot);
             it->num_open++;
         } else {
             advance_cycle(it);
@@ -246,17 +375,20 @@ static Slot *pick_work(InterleaveIterator *it)
     return NULL;
 }
 
-/* No lock held; the slot is ours (busy). Read up to `room` results ahead:
- * stop at the end, at an error, or when CV_INTERLEAVE_PUBLISH_NS have passed. */
-static int read_ahead(Slot *slot, Result *run, int room, size_t *bytes)
+/* No lock held; the slot is ours (busy). Read up to `room` (> 0) results
+ * ahead, for the ring positions from `tail` on, marking the run first: stop
+ * at the end, at an error, or when CV_INTERLEAVE_PUBLISH_NS have passed. */
+static int read_ahead(Slot *slot, int tail, Result *run, int room, size_t *bytes)
 {
     int got = 0;
     int64_t started = cv_now_ns();
     *bytes = 0;
+    mark_take(&slot->marks[tail], slot->inner, &slot->unmarkable);
     while (got < room) {
         Result *r = &run[got++];
         bool inner_end = false;
         *r = (Result){0};
+        r->run_start = got == 1;
         r->status = cv_iterator_next(slot->inner, &r->element, &inner_end);
         r->end = !r->status && inner_end;
         if (r->end || r->status)
@@ -293,6 +425,7 @@ static void charge_run(InterleaveIterator *it, Result *run, int got, size_t tota
         r->status = cv_memory_exceeded(memory, r->bytes, "ParallelInterleave", held, INTERLEAVE_KNOB);
         cv_element_clear(&r->element);
         r->bytes = 0;
+        r->dropped = true;
     }
 }
 
@@ -314,9 +447,10 @@ static CvTurn interleave_turn(void *arg)
     if (slot) {
         slot->busy = true;
         int room = slot->limit - slot->count;
+        int tail = (slot->head + slot->count) % it->ring_size;
         pthread_mutex_unlock(&it->mu);
         size_t bytes = 0;
-        int got = read_ahead(slot, run, room, &bytes);
+        int got = read_ahead(slot, tail, run, room, &bytes);
         charge_run(it, run, got, bytes);
         pthread_mutex_lock(&it->mu);
         slot->busy = false;
@@ -341,7 +475,7 @@ static CvTurn interleave_turn(void *arg)
         pthread_mutex_unlock(&it->mu);
         Slot *fresh = slot_new(it->ring_size, it->min_limit);
         bool input_end = false;
-        CvStatus s = fresh ? open_inner(it, fresh, &input_end) : cv_error_nomem();
+        CvStatus s = fresh ? open_inner(it, fresh, true, &input_end) : cv_error_nomem();
         pthread_mutex_lock(&it->mu);
         it->opening = false;
         if (!fresh) {
@@ -372,6 +506,7 @@ static Slot *take_future(InterleaveIterator *it)
     Slot *slot = it->futures[it->future_head];
     it->future_head = (it->future_head + 1) % CV_INTERLEAVE_MAX_FUTURES;
     it->future_count--;
+    mark_accept(&it->input_mark, &it->input_mark_status, &slot->input_mark);
     cv_task_submit(&it->task); /* room for another future */
     return slot;
 }
@@ -400,6 +535,15 @@ static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
 {
     *r = slot->ring[slot->head];
     slot->ring[slot->head] = (Result){0};
+    if (!r->end) {
+        if (r->run_start) {
+            mark_accept(&slot->mark, &slot->mark_status, &slot->marks[slot->head]);
+            slot->taken = 0;
+        }
+        slot->taken++;
+        slot->taken_error = r->status && !r->dropped;
+        slot->marked = true;
+    }
     cv_memory_release(it->base.dataset->memory, r->bytes);
     atomic_fetch_sub_explicit(&it->held, r->bytes, memory_order_relaxed);
     slot->head = (slot->head + 1) % it->ring_size;
@@ -510,10 +654,30 @@ static bool any_step(InterleaveIterator *it, CvElement *out, bool *end, CvStatus
     }
 }
 
+/* The consumer, at the first next(), before any worker runs: the marks of
+ * the positions the iterator was made or restored at. */
+static void start_marks(InterleaveIterator *it)
+{
+    int64_t n = params_of(it)->cycle_length;
+    mark_take(&it->input_mark, it->input, &it->input_unmarkable);
+    it->input_mark_status = it->input_mark.error;
+    it->input_mark.error = NULL;
+    for (int64_t k = 0; k < n; k++) {
+        Slot *slot = it->cycle[k];
+        if (!slot || !slot->marked)
+            continue;
+        mark_take(&slot->mark, slot->inner, &slot->unmarkable);
+        slot->mark_status = slot->mark.error;
+        slot->mark.error = NULL;
+    }
+}
+
 static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
 {
     CvStatus s = CV_STATUS_OK;
     bool tried_help = false;
+    if (!it->started) /* the consumer's own flag */
+        start_marks(it);
     pthread_mutex_lock(&it->mu);
     if (!it->started) {
         it->started = true;
@@ -609,6 +773,170 @@ static CvStatus interleave_next(CvIterator *base, CvElement *out, bool *end)
                                           : sequential_next(it, out, end);
 }
 
+static void put_u64_at(CvStateWriter *w, size_t at, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        w->data[at + (size_t)i] = (char)(v >> (8 * i));
+}
+
+/* The consumer's view (see DESIGN), after the CRC-32C and length of the
+ * rest (written in place once it is there): cycle_length, cycle and block
+ * position, end of input; per cycle position 0 (empty), 1 (fresh: its outer
+ * element) or 2 (its outer element, the positions to pass over after
+ * inner's frame, whether the last is an error, that frame); the input's
+ * frame.
+ * Sequential, or parallel before the first next(): the live iterators are
+ * where the consumer is. Otherwise the marks of what it took. All fields
+ * read here are the consumer's: no lock. */
+static CvStatus interleave_save(CvIterator *base, CvStateWriter *w)
+{
+    InterleaveIterator *it = (InterleaveIterator *)base;
+    const InterleaveParams *p = params_of(it);
+    bool marks = p->num_workers > 0 && it->started;
+    CvStatus s = CV_STATUS_OK;
+    size_t start = w->len;
+    cv_state_put_u64(w, 0); /* the checksum */
+    cv_state_put_u64(w, 0); /* the length */
+    cv_state_put_i64(w, p->cycle_length);
+    cv_state_put_i64(w, it->cycle_index);
+    cv_state_put_i64(w, it->block_index);
+    cv_state_put_i64(w, it->end_of_input);
+    for (int64_t k = 0; !s && k < p->cycle_length; k++) {
+        const Slot *slot = it->cycle[k];
+        if (!slot) {
+            cv_state_put_i64(w, 0);
+        } else if (!marks) {
+            cv_state_put_i64(w, 2);
+            cv_state_put_element(w, &slot->outer);
+            cv_state_put_i64(w, 0);
+            cv_state_put_i64(w, 0);
+            s = cv_iterator_save(slot->inner, w);
+        } else if (slot->mark_status) {
+            s = cv_status_copy(slot->mark_status);
+        } else {
+            cv_state_put_i64(w, slot->marked ? 2 : 1);
+            cv_state_put_element(w, &slot->outer);
+            if (slot->marked) {
+                cv_state_put_i64(w, slot->taken);
+                cv_state_put_i64(w, slot->taken_error);
+                cv_state_put_raw(w, slot->mark.data, slot->mark.len);
+            }
+        }
+    }
+    if (!s && !marks)
+        s = cv_iterator_save(it->input, w);
+    else if (!s && it->input_mark_status)
+        s = cv_status_copy(it->input_mark_status);
+    else if (!s)
+        cv_state_put_raw(w, it->input_mark.data, it->input_mark.len);
+    if (s || w->error)
+        return s; /* a writer's error: cv_state_end returns it */
+    size_t contents = start + 16;
+    put_u64_at(w, start, cv_crc32c(w->data + contents, w->len - contents));
+    put_u64_at(w, start + 8, w->len - contents);
+    return CV_STATUS_OK;
+}
+
+/* Put a restored inner iterator `n` positions on, the last an error when
+ * error_last. Only that one was an error when saved (a run ends at an
+ * error); one met earlier was not there then (a transient failure): it is
+ * counted as the position it takes, as the consumer would have. The last
+ * position is passed with next(), whatever it gives now. */
+static CvStatus pass_over(CvIterator *inner, int64_t n, bool error_last)
+{
+    int64_t before = n - error_last;
+    while (before > 0) {
+        int64_t skipped = 0;
+        CvStatus s = cv_iterator_skip(inner, before, &skipped);
+        before -= skipped;
+        if (s) {
+            cv_status_free(s);
+            before--;
+        } else if (before > 0) {
+            return cv_error(CV_FAILED_PRECONDITION,
+                            "interleave: an inner dataset ended before its saved position (did "
+                            "its data change since the state was saved?)");
+        }
+    }
+    if (error_last) {
+        CvElement e = {0, NULL};
+        bool end = false;
+        cv_status_free(cv_iterator_next(inner, &e, &end));
+        cv_element_clear(&e);
+    }
+    return CV_STATUS_OK;
+}
+
+/* On a new iterator: every open slot's inner iterator is made again by
+ * map_func from its saved outer element, then put at its frame. On an error
+ * the binding destroys the iterator (slots placed so far included). */
+static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
+{
+    InterleaveIterator *it = (InterleaveIterator *)base;
+    const InterleaveParams *p = params_of(it);
+    int64_t cycle_length = 0, end_of_input = 0, len = 0;
+    uint64_t crc = 0;
+    CvStatus s = cv_state_get_u64(r, &crc);
+    if (!s)
+        s = cv_state_get_range(r, "interleave's length", 0, (int64_t)(r->len - r->pos), &len);
+    if (!s && crc != cv_crc32c(r->data + r->pos, (size_t)len))
+        s = cv_state_corrupt("interleave's checksum does not match its contents");
+    size_t end = r->pos + (size_t)len;
+    if (!s)
+        s = cv_state_get_i64(r, &cycle_length);
+    if (!s && cycle_length != p->cycle_length)
+        s = cv_error(CV_FAILED_PRECONDITION,
+                     "the saved state is of an interleave with cycle_length %lld, this one has "
+                     "%lld (cycle_length=AUTOTUNE follows the machine's CPU count: pass it "
+                     "explicitly to restore on another machine)",
+                     (long long)cycle_length, (long long)p->cycle_length);
+    if (!s)
+        s = cv_state_get_range(r, "interleave's cycle position", 0, p->cycle_length - 1,
+                               &it->cycle_index);
+    if (!s)
+        s = cv_state_get_range(r, "interleave's block position", 0, p->block_length - 1,
+                               &it->block_index);
+    if (!s)
+        s = cv_state_get_range(r, "interleave's end of input", 0, 1, &end_of_input);
+    for (int64_t k = 0; !s && k < p->cycle_length; k++) {
+        int64_t kind = 0;
+        if ((s = cv_state_get_range(r, "interleave's slot kind", 0, 2, &kind)) || kind == 0)
+            continue;
+        Slot *slot = slot_new(it->ring_size, it->min_limit);
+        if (!slot) {
+            s = cv_error_nomem();
+            break;
+        }
+        slot->marked = kind == 2;
+        int64_t pass = 0, error_last = 0;
+        s = cv_state_get_element(r, &slot->outer);
+        if (!s && kind == 2 &&
+            !(s = cv_state_get_range(r, "interleave's positions past a mark", 0,
+                                     CV_INTERLEAVE_MAX_BUFFER, &pass)))
+            s = cv_state_get_range(r, "interleave's error flag", 0, pass > 0, &error_last);
+        if (!s && (s = make_inner(it, slot))) /* the user's error, as it was raised */
+            s = cv_status_prefix(s, "interleave: map_func, called again on a saved element "
+                                 "to restore: ");
+        if (!s && kind == 2 && !(s = cv_iterator_restore(slot->inner, r)))
+            s = pass_over(slot->inner, pass, error_last != 0);
+        if (s) {
+            slot_destroy(it, slot);
+            break;
+        }
+        place_slot(it, k, slot);
+        it->num_open++;
+    }
+    if (!s)
+        s = cv_iterator_restore(it->input, r);
+    if (!s && r->pos != end)
+        s = cv_state_corrupt("interleave's contents do not match their length");
+    if (!s) {
+        it->end_of_input = end_of_input != 0;
+        it->input_exhausted = it->end_of_input; /* no futures to open */
+    }
+    return s;
+}
+
 static void interleave_cancel(CvIterator *base)
 {
     InterleaveIterator *it = (InterleaveIterator *)base;
@@ -657,6 +985,8 @@ static void interleave_destroy(CvIterator *base)
         slot_destroy(it, it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]);
     cv_iterator_destroy(it->input);
     cv_status_free(it->fatal);
+    mark_free(&it->input_mark);
+    cv_status_free(it->input_mark_status);
     free(it->cycle);
     pthread_mutex_destroy(&it->mu);
     pthread_cond_destroy(&it->ready_cv);
@@ -673,6 +1003,8 @@ const CvKernel cv_kernel_interleave = {
     .destroy = interleave_destroy,
     .traverse = interleave_traverse,
     .measure = interleave_measure,
+    .save = interleave_save,
+    .restore = interleave_restore,
 };
 
 CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t cycle_length,

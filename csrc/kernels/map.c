@@ -5,6 +5,13 @@
  * concurrently; results come back in input order unless deterministic is
  * false. An error from fn or from the input is delivered at its element and
  * the map goes on with the next one, as tf.data's does.
+ *
+ * Exact resume: the state is the epoch and the index of the next input
+ * element (the element id {epoch, index} seeds the function's random ops),
+ * then the input's frame; parallel, the stage's marks or in-flight results
+ * (core/stage.h). A function (Python or traced) keeps no state of ours: it
+ * is called again, after a restore, on the elements not yet handed out.
+ * State: 8 bytes + the pull side (8 bytes + the input's frame).
  */
 #include <stdlib.h>
 
@@ -93,8 +100,29 @@ static void map_process_chunk(void *owner, CvStageUnit *units, int n)
     }
 }
 
-static const CvStageOps map_stage_ops = {map_pull, map_process, NULL};
-static const CvStageOps map_chunk_stage_ops = {map_pull, map_process, map_process_chunk};
+/* The pull side's position: the next index, then the input's frame. */
+static CvStatus map_save_input(void *owner, CvStateWriter *w)
+{
+    MapIterator *it = owner;
+    cv_state_put_u64(w, it->next_index);
+    return cv_iterator_save(it->staged.input, w);
+}
+
+static CvStatus map_restore_input(void *owner, CvStateReader *r)
+{
+    MapIterator *it = owner;
+    int64_t index = 0;
+    CvStatus s = cv_state_get_range(r, "map's element index", 0, INT64_MAX, &index);
+    if (s)
+        return s;
+    it->next_index = (uint64_t)index;
+    return cv_iterator_restore(it->staged.input, r);
+}
+
+static const CvStageOps map_stage_ops = {map_pull, map_process, NULL, map_save_input,
+                                         map_restore_input};
+static const CvStageOps map_chunk_stage_ops = {map_pull, map_process, map_process_chunk,
+                                               map_save_input, map_restore_input};
 
 /* Most units per worker turn: a GIL hand-off (a function that takes chunks
  * gets the whole chunk in one call) and a wake-up cost ~10-20 us here, so
@@ -154,6 +182,43 @@ static CvStatus map_try_next(CvIterator *base, CvElement *out, bool *end, bool *
     return CV_STATUS_OK;
 }
 
+/* [epoch][results in flight: none when sequential][next index][input]. */
+static CvStatus map_save(CvIterator *base, CvStateWriter *w)
+{
+    MapIterator *it = (MapIterator *)base;
+    cv_state_put_u64(w, it->epoch);
+    if (((const MapParams *)base->dataset->params)->num_workers > 0)
+        return cv_stage_save(&it->staged.stage, w);
+    cv_state_put_u64(w, 0);
+    return map_save_input(it, w);
+}
+
+/* Later iterators of the dataset get later epochs than a restored one, as
+ * they would have in the run that saved it. */
+static void note_epoch(atomic_uint_least64_t *epochs, uint64_t epoch)
+{
+    uint64_t seen = atomic_load(epochs);
+    while (seen <= epoch && !atomic_compare_exchange_weak(epochs, &seen, epoch + 1))
+        ;
+}
+
+static CvStatus map_restore(CvIterator *base, CvStateReader *r)
+{
+    MapIterator *it = (MapIterator *)base;
+    MapParams *p = base->dataset->params;
+    int64_t epoch = 0, pending = 0;
+    CvStatus s = cv_state_get_range(r, "map's epoch", 0, INT64_MAX, &epoch);
+    if (s)
+        return s;
+    it->epoch = (uint64_t)epoch;
+    note_epoch(&p->epochs, it->epoch);
+    if (p->num_workers > 0)
+        return cv_stage_restore(&it->staged.stage, r);
+    if ((s = cv_state_get_range(r, "map's results in flight", 0, 0, &pending)))
+        return s;
+    return map_restore_input(it, r);
+}
+
 const CvKernel cv_kernel_map = {
     .name = "Map",
     .make_iterator = map_make_iterator,
@@ -165,6 +230,8 @@ const CvKernel cv_kernel_map = {
     .measure = cv_staged_iterator_measure,
     .traverse = map_traverse,
     .try_next = map_try_next,
+    .save = map_save,
+    .restore = map_restore,
 };
 
 CvStatus cv_map_fusion(const CvDataset *map, CvMapFusion *out)

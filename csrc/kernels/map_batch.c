@@ -46,6 +46,18 @@
  * Order: always the input's. The Python layer builds the pair instead for a
  * map with deterministic=False (whose results may overtake each other), in
  * the doctor's sequential baseline and for num_parallel_calls=None.
+ *
+ * Exact resume. The consumer's position is `expect`, a row-stream position
+ * that need not be a piece boundary (after an error shifted the batches).
+ * The stage marks every piece from the first pull on (a piece is up to a
+ * batch of rows, so a mark costs little beside it): the pull side's fields
+ * and the input's frame after the piece. The consumer keeps the marks of
+ * the pieces it took whose rows it may still need, `marks` (the oldest at
+ * or before expect, then later ones), starting with the position at its
+ * first next(). The state is the epoch, skip = expect - (that mark's
+ * position), and that mark; restore puts the input at the mark and pulls
+ * `skip` rows without mapping them (their batch was handed out). State: 24
+ * bytes + the pull side (24 bytes + the input's frame).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -127,6 +139,17 @@ typedef struct {
     uint64_t expect;        /* where the next batch starts */
     bool resync;            /* expect unknown: take the next piece's position */
     bool stage_end;
+
+    /* Exact resume, consumer side: marks[0, nmarks) by position, spare
+     * writers in [nmarks, marks_cap); marks_error: the input cannot be
+     * saved (no marks are taken). */
+    struct MbMark {
+        uint64_t pos;
+        CvStateWriter w;
+    } *marks;
+    int nmarks, marks_cap;
+    bool marking;
+    CvStatus marks_error;
 } MapBatchIterator;
 
 static void mb_free(CvDataset *ds)
@@ -412,7 +435,39 @@ static CvStatus mb_process(void *owner, CvElement *work, int64_t aux, CvElement 
     return CV_STATUS_OK;
 }
 
-static const CvStageOps mb_stage_ops = {mb_pull, mb_process, NULL};
+/* The pull side's position: the ids and row position, whether the input
+ * ended, and the input's frame. A mark is taken after a piece; `cur` (a
+ * batch in progress) is not kept: a restored iterator opens a batch at the
+ * consumer's position. */
+static CvStatus mb_save_input(void *owner, CvStateWriter *w)
+{
+    MapBatchIterator *it = owner;
+    cv_state_put_u64(w, it->next_index);
+    cv_state_put_u64(w, it->pos);
+    cv_state_put_u64(w, it->input_done);
+    return cv_iterator_save(it->staged.input, w);
+}
+
+static CvStatus mb_restore_input(void *owner, CvStateReader *r)
+{
+    MapBatchIterator *it = owner;
+    int64_t index = 0, pos = 0;
+    bool done = false;
+    CvStatus s = cv_state_get_range(r, "map_batch's element index", 0, INT64_MAX, &index);
+    if (!s)
+        s = cv_state_get_range(r, "map_batch's row position", index, INT64_MAX, &pos);
+    if (!s)
+        s = cv_state_get_bool(r, &done);
+    if (s)
+        return s;
+    it->next_index = (uint64_t)index;
+    it->pos = (uint64_t)pos;
+    it->input_done = done;
+    return cv_iterator_restore(it->staged.input, r);
+}
+
+static const CvStageOps mb_stage_ops = {mb_pull, mb_process, NULL, mb_save_input,
+                                        mb_restore_input};
 
 /* -- the consumer ------------------------------------------------------------- */
 
@@ -425,6 +480,177 @@ static MbPiece *piece_of(CvElement *e)
     e->t[0].buf = NULL;
     cv_element_clear(e);
     return piece;
+}
+
+/* -- exact resume: the consumer's marks -------------------------------------- */
+
+/* A writer for a new mark at the end of marks (a spare one when there is). */
+static struct MbMark *mark_push(MapBatchIterator *it)
+{
+    if (it->nmarks == it->marks_cap) {
+        int cap = it->marks_cap ? 2 * it->marks_cap : 8;
+        struct MbMark *grown = realloc(it->marks, (size_t)cap * sizeof(*grown));
+        if (!grown)
+            return NULL;
+        for (int i = it->marks_cap; i < cap; i++)
+            cv_state_writer_init(&grown[i].w);
+        it->marks = grown;
+        it->marks_cap = cap;
+    }
+    struct MbMark *m = &it->marks[it->nmarks];
+    m->w.len = 0;
+    cv_status_free(m->w.error);
+    m->w.error = CV_STATUS_OK;
+    return m;
+}
+
+/* Drop the marks before the last one at or before expect (their writers
+ * become spares). */
+static void marks_prune(MapBatchIterator *it)
+{
+    int keep = 0;
+    while (keep + 1 < it->nmarks && it->marks[keep + 1].pos <= it->expect)
+        keep++;
+    for (int i = 0; i < keep; i++) { /* rotate: dropped writers go to the back */
+        struct MbMark spare = it->marks[0];
+        memmove(it->marks, it->marks + 1, (size_t)(it->nmarks - 1) * sizeof(*it->marks));
+        it->marks[it->nmarks - 1] = spare;
+        it->nmarks--;
+    }
+}
+
+/* A mark's position: its second field (mb_save_input). */
+static CvStatus mark_pos(const CvStateWriter *w, uint64_t *pos)
+{
+    CvStateReader r;
+    uint64_t index = 0;
+    cv_state_reader_init(&r, w->data, w->len);
+    CvStatus s = cv_state_get_u64(&r, &index);
+    return s ? s : cv_state_get_u64(&r, pos);
+}
+
+/* After the stage handed out a result: keep its piece's mark. A mark that
+ * cannot be kept ends marking (save reports why). */
+static void mark_taken(MapBatchIterator *it)
+{
+    if (!it->marking)
+        return;
+    struct MbMark *m = mark_push(it);
+    CvStatus s = m ? CV_STATUS_OK : cv_error_nomem();
+    if (!s && !cv_stage_take_mark(&it->staged.stage, &m->w))
+        return; /* nothing handed out (an interrupted wait) */
+    if (!s && m->w.error)
+        s = cv_status_copy(m->w.error);
+    if (!s)
+        s = mark_pos(&m->w, &m->pos);
+    if (s) {
+        it->marking = false;
+        it->marks_error = s;
+        return;
+    }
+    it->nmarks++;
+    marks_prune(it);
+}
+
+/* The first next(): the position before any piece, and marks from now on
+ * (unless restore did both). */
+static void marks_start(MapBatchIterator *it)
+{
+    if (it->marking || it->marks_error)
+        return;
+    struct MbMark *m = mark_push(it);
+    CvStatus s = m ? CV_STATUS_OK : cv_error_nomem();
+    if (!s) {
+        m->pos = it->pos;
+        pthread_mutex_lock(&it->staged.stage.input_mu); /* no turn yet: for the record */
+        s = mb_save_input(it, &m->w);
+        pthread_mutex_unlock(&it->staged.stage.input_mu);
+        if (!s && m->w.error)
+            s = cv_status_copy(m->w.error);
+    }
+    if (s) {
+        it->marks_error = s;
+        return;
+    }
+    it->nmarks++;
+    it->marking = true;
+    cv_stage_arm(&it->staged.stage);
+}
+
+/* [epoch][skip][the mark at or before expect]. */
+static CvStatus mb_save(CvIterator *base, CvStateWriter *w)
+{
+    MapBatchIterator *it = (MapBatchIterator *)base;
+    if (it->marks_error)
+        return cv_status_copy(it->marks_error);
+    if (it->brows > 0 || it->resync)
+        return cv_error(CV_FAILED_PRECONDITION,
+                        "MapAndBatch: cannot save %s; call next() again first",
+                        it->resync ? "right after a RAM budget error" : "inside a batch");
+    cv_state_put_u64(w, it->epoch);
+    if (!it->marking) { /* no next() yet: no turn has pulled */
+        cv_state_put_u64(w, 0);
+        pthread_mutex_lock(&it->staged.stage.input_mu);
+        CvStatus s = mb_save_input(it, w);
+        pthread_mutex_unlock(&it->staged.stage.input_mu);
+        return s;
+    }
+    marks_prune(it);
+    if (it->nmarks == 0 || it->marks[0].pos > it->expect)
+        return cv_error(CV_INTERNAL, "MapAndBatch: no mark at or before row %llu",
+                        (unsigned long long)it->expect);
+    cv_state_put_u64(w, it->expect - it->marks[0].pos);
+    cv_state_put_raw(w, it->marks[0].w.data, it->marks[0].w.len);
+    return CV_STATUS_OK;
+}
+
+static CvStatus mb_restore(CvIterator *base, CvStateReader *r)
+{
+    MapBatchIterator *it = (MapBatchIterator *)base;
+    const MapBatchParams *p = base->dataset->params;
+    int64_t epoch = 0, skip = 0;
+    CvStatus s = cv_state_get_range(r, "map_batch's epoch", 0, INT64_MAX, &epoch);
+    if (!s)
+        s = cv_state_get_range(r, "map_batch's rows to skip", 0, MB_MAX_PIECE, &skip); /* < a piece */
+    if (s)
+        return s;
+    it->epoch = (uint64_t)epoch;
+    uint64_t seen = atomic_load(p->map.epochs); /* later iterators get later epochs */
+    while (seen <= it->epoch && !atomic_compare_exchange_weak(p->map.epochs, &seen, it->epoch + 1))
+        ;
+    size_t start = r->pos;
+    if ((s = mb_restore_input(it, r)))
+        return s;
+    struct MbMark *m = mark_push(it);
+    if (!m)
+        return cv_error_nomem();
+    m->pos = it->pos;
+    cv_state_put_raw(&m->w, r->data + start, r->pos - start);
+    if (m->w.error)
+        return cv_status_copy(m->w.error);
+    it->nmarks++;
+    /* The rows of the batches handed out after the mark: pulled, not mapped. */
+    for (int64_t k = 0; k < skip && !it->input_done; k++) {
+        CvElement e = {0};
+        bool end = false;
+        s = cv_iterator_next(it->staged.input, &e, &end);
+        cv_element_clear(&e);
+        if (s && s->code == CV_INTERRUPTED)
+            return s;
+        if (!s && end) {
+            it->input_done = true;
+            break;
+        }
+        if (!s)
+            it->next_index++;
+        cv_status_free(s);
+        it->pos++;
+    }
+    it->expect = it->pos;
+    atomic_store_explicit(&it->align, it->pos, memory_order_relaxed);
+    it->marking = true;
+    cv_stage_arm(&it->staged.stage);
+    return CV_STATUS_OK;
 }
 
 /* The next piece: *piece set, or *lost (a stage result without a piece: the
@@ -446,6 +672,7 @@ static CvStatus next_piece(MapBatchIterator *it, bool blocking, MbPiece **piece,
     bool end = false;
     CvStatus s = blocking ? cv_stage_next(&it->staged.stage, &e, &end)
                           : cv_stage_try_next(&it->staged.stage, &e, &end, would_block);
+    mark_taken(it);
     if (s && s->code == CV_INTERRUPTED)
         return s;
     if (s) {
@@ -638,6 +865,7 @@ static CvStatus mb_advance(MapBatchIterator *it, bool blocking, CvElement *out, 
     const MapBatchParams *p = it->staged.base.dataset->params;
     *end = false;
     *would_block = false;
+    marks_start(it);
     for (;;) {
         if (it->brows > 0 || it->qhead < it->qlen)
             return gather(it, blocking, out, end, would_block);
@@ -700,7 +928,13 @@ static CvStatus mb_next(CvIterator *base, CvElement *out, bool *end)
 
 static CvStatus mb_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
 {
-    return mb_advance((MapBatchIterator *)base, false, out, end, would_block);
+    MapBatchIterator *it = (MapBatchIterator *)base;
+    if (!it->marking && !it->marks_error) { /* the first mark may wait: next()'s work */
+        *end = false;
+        *would_block = true;
+        return CV_STATUS_OK;
+    }
+    return mb_advance(it, false, out, end, would_block);
 }
 
 static void mb_destroy(CvIterator *base)
@@ -721,6 +955,10 @@ static void mb_destroy(CvIterator *base)
     }
     free(it->queue);
     cv_element_clear(&it->bundle);
+    for (int i = 0; i < it->marks_cap; i++)
+        cv_state_writer_clear(&it->marks[i].w);
+    free(it->marks);
+    cv_status_free(it->marks_error);
     cv_staged_iterator_destroy(base);
 }
 
@@ -759,6 +997,8 @@ const CvKernel cv_kernel_map_batch = {
     .destroy = mb_destroy,
     .measure = cv_staged_iterator_measure,
     .try_next = mb_try_next,
+    .save = mb_save,
+    .restore = mb_restore,
 };
 
 CvStatus cv_map_batch_dataset(CvDataset *map, int64_t batch_size, bool drop_remainder,

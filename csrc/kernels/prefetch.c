@@ -5,6 +5,10 @@
  * room). buffer_size == 0 passes elements straight through. Order and values
  * never change. Buffered elements are charged to the dataset's RAM budget
  * (core/stage.h).
+ *
+ * Exact resume: the stage's (core/stage.h): the input's position after the
+ * last element handed out (a mark) or, on a first save, the elements
+ * buffered and the input's position now. buffer_size 0 is its input's.
  */
 #include <stdlib.h>
 
@@ -46,7 +50,18 @@ static CvStatus prefetch_process(void *owner, CvElement *work, int64_t aux, CvEl
     return CV_STATUS_OK;
 }
 
-static const CvStageOps prefetch_stage_ops = {prefetch_pull, prefetch_process, NULL};
+static CvStatus prefetch_save_input(void *owner, CvStateWriter *w)
+{
+    return cv_iterator_save(((PrefetchIterator *)owner)->input, w);
+}
+
+static CvStatus prefetch_restore_input(void *owner, CvStateReader *r)
+{
+    return cv_iterator_restore(((PrefetchIterator *)owner)->input, r);
+}
+
+static const CvStageOps prefetch_stage_ops = {prefetch_pull, prefetch_process, NULL,
+                                              prefetch_save_input, prefetch_restore_input};
 
 
 static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
@@ -90,6 +105,26 @@ static CvStatus prefetch_try_next(CvIterator *base, CvElement *out, bool *end, b
     return cv_stage_try_next(&it->stage, out, end, would_block);
 }
 
+/* [elements in flight][input]; both empty without a stage. */
+static CvStatus prefetch_save(CvIterator *base, CvStateWriter *w)
+{
+    PrefetchIterator *it = (PrefetchIterator *)base;
+    if (it->stage.slots)
+        return cv_stage_save(&it->stage, w);
+    cv_state_put_u64(w, 0);
+    return prefetch_save_input(it, w);
+}
+
+static CvStatus prefetch_restore(CvIterator *base, CvStateReader *r)
+{
+    PrefetchIterator *it = (PrefetchIterator *)base;
+    int64_t pending = 0;
+    if (it->stage.slots)
+        return cv_stage_restore(&it->stage, r);
+    CvStatus s = cv_state_get_range(r, "prefetch's elements in flight", 0, 0, &pending);
+    return s ? s : prefetch_restore_input(it, r);
+}
+
 const CvKernel cv_kernel_prefetch = {
     .name = "Prefetch",
     .make_iterator = prefetch_make_iterator,
@@ -100,6 +135,8 @@ const CvKernel cv_kernel_prefetch = {
     .destroy = cv_staged_iterator_destroy,
     .measure = cv_staged_iterator_measure,
     .try_next = prefetch_try_next,
+    .save = prefetch_save,
+    .restore = prefetch_restore,
 };
 
 CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **out)

@@ -9,6 +9,10 @@
  * an error on the taken element is returned without counting it.
  * num_shards == CV_SHARD_HINT is accepted for tf.data compatibility but
  * cannot be iterated (it means "let tf.distribute decide").
+ *
+ * The gaps are passed with cv_iterator_skip (as tf.data's Skip), so an
+ * indexed TFRecord reader seeks over them. State: the input position and
+ * whether the input ended, then the input's state.
  */
 #include <stdlib.h>
 
@@ -61,21 +65,19 @@ static CvStatus shard_next(CvIterator *base, CvElement *out, bool *end)
     int64_t to_skip = (p->index - it->next_index) % p->num_shards;
     if (to_skip < 0)
         to_skip += p->num_shards;
-    for (int64_t skipped = 0; skipped < to_skip; skipped++) {
-        CvElement dropped = {0};
-        CvStatus s = cv_iterator_next(it->base.input, &dropped, end);
-        cv_element_clear(&dropped);
-        if (s && (s->code == CV_INTERRUPTED || s->code == CV_CANCELLED))
-            it->next_index += skipped; /* not an element: keep the position exact */
-        if (s)
-            return s;
-        if (*end) {
-            it->done = true;
-            return CV_STATUS_OK;
-        }
+    int64_t skipped = 0;
+    CvStatus s = cv_iterator_skip(it->base.input, to_skip, &skipped);
+    if (s && (s->code == CV_INTERRUPTED || s->code == CV_CANCELLED))
+        it->next_index += skipped; /* not an element: keep the position exact */
+    if (s)
+        return s;
+    if (skipped < to_skip) {
+        it->done = true;
+        *end = true;
+        return CV_STATUS_OK;
     }
     it->next_index += to_skip;
-    CvStatus s = cv_iterator_next(it->base.input, out, end);
+    s = cv_iterator_next(it->base.input, out, end);
     if (s)
         return s;
     if (*end)
@@ -83,6 +85,26 @@ static CvStatus shard_next(CvIterator *base, CvElement *out, bool *end)
     else
         it->next_index++;
     return CV_STATUS_OK;
+}
+
+static CvStatus shard_save(CvIterator *base, CvStateWriter *w)
+{
+    ShardIterator *it = (ShardIterator *)base;
+    cv_state_put_i64(w, it->next_index);
+    cv_state_put_i64(w, it->done);
+    return cv_unary_iterator_save(base, w);
+}
+
+static CvStatus shard_restore(CvIterator *base, CvStateReader *r)
+{
+    ShardIterator *it = (ShardIterator *)base;
+    const ShardParams *p = base->dataset->params;
+    /* Headroom: the next skip (< num_shards) and take cannot overflow it. */
+    CvStatus s = cv_state_get_range(r, "Shard's input position", 0, INT64_MAX - p->num_shards,
+                                    &it->next_index);
+    if (!s)
+        s = cv_state_get_bool(r, &it->done);
+    return s ? s : cv_unary_iterator_restore(base, r);
 }
 
 const CvKernel cv_kernel_shard = {
@@ -93,6 +115,8 @@ const CvKernel cv_kernel_shard = {
     .next = shard_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = cv_unary_iterator_destroy,
+    .save = shard_save,
+    .restore = shard_restore,
 };
 
 CvStatus cv_shard_dataset(CvDataset *input, int64_t num_shards, int64_t index, CvDataset **out)

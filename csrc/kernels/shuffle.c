@@ -19,6 +19,15 @@
  * element handed out stays charged until the next call, which nets its bytes
  * against the incoming element's: equal sizes (the usual case) cost no
  * atomic operation at all.
+ *
+ * Resume: the state holds the dataset's seed generator (the seeds of later
+ * epochs), the iterator's Philox generator and its looked-ahead samples, the
+ * buffered elements by value in their logical order, the pending element
+ * and the input's position. The buffer is kept, not re-read: re-reading it
+ * would need the input's position at each buffered element (for a file
+ * source, each one's file and offset; for a map, its input's), as many
+ * saved positions as elements, and a second pass over sources that may be
+ * slow or gone. The state is about the buffer's bytes plus a few hundred.
  */
 #include <stdlib.h>
 
@@ -213,6 +222,77 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
     return CV_STATUS_OK;
 }
 
+static CvStatus shuffle_save(CvIterator *base, CvStateWriter *w)
+{
+    ShuffleIterator *it = (ShuffleIterator *)base;
+    ShuffleParams *p = base->dataset->params;
+    cv_shuffle_put_seeds(w, &p->seeds);
+    cv_shuffle_put_philox(w, &it->rng);
+    cv_state_put_i64(w, it->nahead);
+    for (int i = 0; i < it->nahead; i++)
+        cv_state_put_i64(w, it->ahead[i]);
+    cv_state_put_i64(w, it->input_done);
+    cv_state_put_i64(w, it->count);
+    for (int64_t i = 0; i < it->count; i++)
+        cv_state_put_element(w, &it->ring[(it->start + i) % it->capacity].e);
+    cv_state_put_i64(w, it->has_pending);
+    if (it->has_pending)
+        cv_state_put_element(w, &it->pending);
+    return cv_iterator_save(it->base.input, w);
+}
+
+/* Fills a new iterator (empty buffer, nothing charged): every field is read
+ * and checked before the dataset's seed generator is moved. */
+static CvStatus shuffle_restore(CvIterator *base, CvStateReader *r)
+{
+    ShuffleIterator *it = (ShuffleIterator *)base;
+    ShuffleParams *p = base->dataset->params;
+    CvMemory *memory = base->dataset->memory;
+    CvSavedSeeds seeds;
+    int64_t nahead = 0, count = 0;
+    bool input_done = false, has_pending = false;
+    CvStatus s = cv_shuffle_get_seeds(r, &seeds);
+    if (!s)
+        s = cv_shuffle_get_philox(r, &it->rng);
+    if (!s)
+        s = cv_state_get_range(r, "shuffle's looked-ahead samples", 0, AHEAD, &nahead);
+    for (int i = 0; !s && i < nahead; i++) {
+        int64_t v = 0;
+        if (!(s = cv_state_get_range(r, "a random sample", 0, UINT32_MAX, &v)))
+            it->ahead[i] = (uint32_t)v;
+    }
+    it->nahead = (int)nahead;
+    if (!s)
+        s = cv_state_get_bool(r, &input_done);
+    if (!s)
+        s = cv_state_get_range(r, "shuffle's buffered elements", 0, p->buffer_size, &count);
+    for (int64_t i = 0; !s && i < count; i++) {
+        CvElement e = {0};
+        if ((s = cv_state_get_element(r, &e)))
+            break;
+        size_t bytes = cv_element_bytes(&e);
+        if (!cv_memory_try_charge(memory, bytes)) {
+            s = cv_shuffle_exceeded(memory, bytes, p->buffer_size, it->count, it->held);
+        } else if ((s = ring_push(it, p->buffer_size, &e, bytes))) {
+            cv_memory_release(memory, bytes);
+        } else {
+            it->held += bytes;
+        }
+        cv_element_clear(&e);
+    }
+    if (!s)
+        s = cv_state_get_bool(r, &has_pending);
+    if (!s && has_pending && !(s = cv_state_get_element(r, &it->pending)))
+        it->has_pending = true;
+    if (!s)
+        s = cv_iterator_restore(it->base.input, r);
+    if (s)
+        return s; /* destroy() frees what was buffered */
+    it->input_done = input_done;
+    cv_shuffle_set_seeds(&p->seeds, &seeds);
+    return CV_STATUS_OK;
+}
+
 static void shuffle_destroy(CvIterator *base)
 {
     ShuffleIterator *it = (ShuffleIterator *)base;
@@ -232,6 +312,8 @@ const CvKernel cv_kernel_shuffle = {
     .next = shuffle_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = shuffle_destroy,
+    .save = shuffle_save,
+    .restore = shuffle_restore,
 };
 
 CvShuffleParams *cv_shuffle_params(const CvDataset *ds)

@@ -33,6 +33,12 @@
  * must be copied before their slots are reused, so more workers would only
  * wait for the input lock); the results are charged to the RAM budget as
  * ParallelBatch's are, with its name.
+ *
+ * Resume: sequential only, with shuffle.c's state (seeds, generator, the
+ * buffered elements by value in logical order, the pending element) plus
+ * the rows of a batch that an interrupted wait left half built. With a
+ * worker, batches drawn ahead of the consumer have already changed the
+ * buffer, so save() says it cannot.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -450,24 +456,31 @@ static CvStatus go_slow(ShuffleBatchIterator *it)
     return s;
 }
 
+/* The arena row in `slot` as a new element (a copy). */
+static CvStatus row_element(ShuffleBatchIterator *it, uint32_t slot, CvElement *e)
+{
+    CvStatus s = alloc_rows(it, e, 1);
+    if (s)
+        return s;
+    const char *row = it->arena + (size_t)slot * it->row_bytes;
+    for (uint32_t c = 0; c < it->ncomp; c++) {
+        memcpy(e->t[c].data, row + it->parts[c].offset, it->parts[c].bytes);
+        e->t[c].rank--; /* a row: drop the leading 1 */
+        memmove(e->t[c].shape, e->t[c].shape + 1, (size_t)e->t[c].rank * sizeof(int64_t));
+    }
+    return CV_STATUS_OK;
+}
+
 /* Gather the row in `slot` into the bundle (an arena row as a fresh copy),
  * checking the component count as cv_gather_rows does. */
 static CvStatus add_slow_row(ShuffleBatchIterator *it, uint32_t slot)
 {
     CvStatus s;
     CvElement e = {0};
-    if (it->spill && it->spilled[slot]) {
+    if (it->spill && it->spilled[slot])
         cv_element_move(&e, &it->spill[slot]);
-    } else {
-        if ((s = alloc_rows(it, &e, 1)))
-            return s;
-        const char *row = it->arena + (size_t)slot * it->row_bytes;
-        for (uint32_t c = 0; c < it->ncomp; c++) {
-            memcpy(e.t[c].data, row + it->parts[c].offset, it->parts[c].bytes);
-            e.t[c].rank--; /* a row: drop the leading 1 */
-            memmove(e.t[c].shape, e.t[c].shape + 1, (size_t)e.t[c].rank * sizeof(int64_t));
-        }
-    }
+    else if ((s = row_element(it, slot, &e)))
+        return s;
     if (it->rows == 0) {
         it->first_ncomp = e.n;
     } else if (e.n != it->first_ncomp) {
@@ -601,6 +614,131 @@ static CvStatus shuffle_batch_next(CvIterator *base, CvElement *out, bool *end)
     return assemble(it, out, end);
 }
 
+/* -- exact resume ----------------------------------------------------------- */
+
+/* The element buffered in `slot`, written by value (an arena row is copied
+ * out: the state holds elements, not this iterator's layout). */
+static CvStatus put_slot(ShuffleBatchIterator *it, CvStateWriter *w, uint32_t slot)
+{
+    if (it->spill && it->spilled[slot]) {
+        cv_state_put_element(w, &it->spill[slot]);
+        return CV_STATUS_OK;
+    }
+    CvElement e = {0};
+    CvStatus s = row_element(it, slot, &e);
+    if (!s)
+        cv_state_put_element(w, &e);
+    cv_element_clear(&e);
+    return s;
+}
+
+/* As shuffle.c's frame, plus the rows of a batch an interrupted wait left
+ * half built. Sequential only: with num_parallel_calls the worker has drawn
+ * the rows of batches the consumer has not seen, and the buffer as it was
+ * before them is gone. */
+static CvStatus staged_unsavable(void)
+{
+    return cv_error(CV_UNIMPLEMENTED,
+                    "the iterator of ShuffleBatch (shuffle().batch(num_parallel_calls=...), "
+                    "fused) cannot be saved: its worker draws batches ahead of the consumer. "
+                    "Drop batch's num_parallel_calls, or set "
+                    "options.experimental_optimization.shuffle_and_batch_fusion = False");
+}
+
+static CvStatus shuffle_batch_save(CvIterator *base, CvStateWriter *w)
+{
+    ShuffleBatchIterator *it = (ShuffleBatchIterator *)base;
+    if (((const ShuffleBatchParams *)base->dataset->params)->num_workers > 0)
+        return staged_unsavable();
+    CvStatus s = CV_STATUS_OK;
+    cv_shuffle_put_seeds(w, &it->shuffle->seeds);
+    cv_shuffle_put_philox(w, &it->rng);
+    cv_state_put_i64(w, it->input_done);
+    cv_state_put_i64(w, it->count);
+    for (int64_t i = 0; !s && i < it->count; i++) {
+        int64_t k = it->start + i;
+        s = put_slot(it, w, it->ring[k >= it->capacity ? k - it->capacity : k]);
+    }
+    cv_state_put_i64(w, it->has_pending);
+    if (it->has_pending)
+        cv_state_put_element(w, &it->pending);
+    cv_state_put_i64(w, it->rows);
+    for (int64_t r = 0; !s && r < it->rows; r++) {
+        if (!it->slow) {
+            s = put_slot(it, w, it->taken[r]);
+        } else { /* a bundle: first_ncomp tensors per row */
+            CvElement row = {it->first_ncomp, it->bundle.t + (size_t)r * it->first_ncomp};
+            cv_state_put_element(w, &row);
+        }
+    }
+    return s ? s : cv_iterator_save(it->staged.input, w);
+}
+
+/* Buffered elements are pushed in logical order (the layout comes from the
+ * first of them; the batches are the same whichever layout rows have);
+ * the rows of a half-built batch become a bundle, as after go_slow(). */
+static CvStatus shuffle_batch_restore(CvIterator *base, CvStateReader *r)
+{
+    ShuffleBatchIterator *it = (ShuffleBatchIterator *)base;
+    const ShuffleBatchParams *p = base->dataset->params;
+    if (p->num_workers > 0)
+        return staged_unsavable();
+    CvSavedSeeds seeds;
+    int64_t count = 0, rows = 0;
+    bool input_done = false, has_pending = false;
+    CvStatus s = cv_shuffle_get_seeds(r, &seeds);
+    if (!s)
+        s = cv_shuffle_get_philox(r, &it->rng);
+    if (!s)
+        s = cv_state_get_bool(r, &input_done);
+    if (!s)
+        s = cv_state_get_range(r, "shuffle's buffered elements", 0, it->shuffle->buffer_size,
+                               &count);
+    for (int64_t i = 0; !s && i < count; i++) {
+        CvElement e = {0};
+        if ((s = cv_state_get_element(r, &e)))
+            break;
+        size_t bytes = cv_element_bytes(&e);
+        if (!cv_memory_try_charge(it->memory, bytes)) {
+            s = cv_shuffle_exceeded(it->memory, bytes, it->shuffle->buffer_size, it->count,
+                                    it->held);
+        } else if ((s = push(it, &e))) {
+            cv_memory_release(it->memory, bytes);
+        } else {
+            it->held += bytes;
+        }
+        cv_element_clear(&e);
+    }
+    if (!s)
+        s = cv_state_get_bool(r, &has_pending);
+    if (!s && has_pending && !(s = cv_state_get_element(r, &it->pending)))
+        it->has_pending = true;
+    if (!s)
+        s = cv_state_get_range(r, "the rows of the batch being built", 0, p->batch_size - 1, &rows);
+    for (int64_t i = 0; !s && i < rows; i++) {
+        CvElement e = {0};
+        if ((s = cv_state_get_element(r, &e)))
+            break;
+        if (it->rows == 0) {
+            it->slow = true;
+            it->bundle_cap = 0;
+            it->first_ncomp = e.n;
+        } else if (e.n != it->first_ncomp) {
+            s = cv_state_corrupt("rows of a batch with different component counts");
+        }
+        if (!s && !(s = bundle_append(it, &e)))
+            it->rows++;
+        cv_element_clear(&e);
+    }
+    if (!s)
+        s = cv_iterator_restore(it->staged.input, r);
+    if (s)
+        return s; /* destroy() frees what was restored */
+    it->input_done = input_done;
+    cv_shuffle_set_seeds(&it->shuffle->seeds, &seeds);
+    return CV_STATUS_OK;
+}
+
 static void shuffle_batch_destroy(CvIterator *base)
 {
     ShuffleBatchIterator *it = (ShuffleBatchIterator *)base;
@@ -630,6 +768,8 @@ const CvKernel cv_kernel_shuffle_batch = {
     .cancel = cv_staged_iterator_cancel,
     .destroy = shuffle_batch_destroy,
     .measure = cv_staged_iterator_measure,
+    .save = shuffle_batch_save,
+    .restore = shuffle_batch_restore,
 };
 
 CvStatus cv_shuffle_batch_dataset(CvDataset *shuffle, int64_t batch_size, bool drop_remainder,

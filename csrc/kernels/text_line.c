@@ -20,6 +20,9 @@ const CvKernel cv_kernel_text_line = {
     .next = cv_file_records_next,
     .cancel = cv_file_records_cancel,
     .destroy = cv_file_records_destroy,
+    .save = cv_file_records_save,
+    .restore = cv_file_records_restore,
+    .skip = cv_file_records_skip,
 };
 
 CvStatus cv_text_line_dataset(CvDataset *filenames, const CvReadOptions *options, CvDataset **out)

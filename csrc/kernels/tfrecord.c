@@ -21,6 +21,9 @@ const CvKernel cv_kernel_tfrecord = {
     .next = cv_file_records_next,
     .cancel = cv_file_records_cancel,
     .destroy = cv_file_records_destroy,
+    .save = cv_file_records_save,
+    .restore = cv_file_records_restore,
+    .skip = cv_file_records_skip,
 };
 
 CvStatus cv_tfrecord_dataset(CvDataset *filenames, const CvReadOptions *options, CvDataset **out)

@@ -6,6 +6,7 @@
 #include "python/binding.h"
 
 #include "io/crc32c.h"
+#include "io/record_index.h"
 #include "io/record_writer.h"
 #include "kernels/readers.h"
 
@@ -194,6 +195,31 @@ static PyObject *io_writer_close(PyObject *module, PyObject *handle)
     return writer_op(module, handle, cv_tfrecord_writer_close);
 }
 
+/* -------------------------------------------------------------- record index */
+
+static PyObject *io_tfrecord_index(PyObject *module, PyObject *args)
+{
+    PyObject *path;
+    Py_ssize_t buffer_size = 0;
+    if (!PyArg_ParseTuple(args, "O&|n:tfrecord_index", PyUnicode_FSConverter, &path, &buffer_size))
+        return NULL;
+    if (buffer_size < 0) {
+        Py_DECREF(path);
+        PyErr_SetString(PyExc_ValueError, "buffer_size must be >= 0");
+        return NULL;
+    }
+    uint64_t records = 0;
+    CvStatus s;
+    const char *p = PyBytes_AS_STRING(path);
+    Py_BEGIN_ALLOW_THREADS
+    s = cv_record_index_write(p, (size_t)buffer_size, &records);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+    if (s)
+        return cv_raise_status(cv_get_state(module), s);
+    return PyLong_FromUnsignedLongLong(records);
+}
+
 /* ------------------------------------------------------------------- crc32c */
 
 static PyObject *io_crc32c(PyObject *module, PyObject *args)
@@ -242,6 +268,8 @@ PyMethodDef cv_io_functions[] = {
     {"tfrecord_writer_write", io_writer_write, METH_VARARGS, "tfrecord_writer_write(handle, bytes)"},
     {"tfrecord_writer_flush", io_writer_flush, METH_O, "tfrecord_writer_flush(handle)"},
     {"tfrecord_writer_close", io_writer_close, METH_O, "tfrecord_writer_close(handle)"},
+    {"tfrecord_index", io_tfrecord_index, METH_VARARGS,
+     "tfrecord_index(path, buffer_size=0) -> records: write <path>.cvindex (io/record_index.h)"},
     {"crc32c", io_crc32c, METH_VARARGS,
      "crc32c(data, software=False, crc=0) -> int: CRC-32C (unmasked), extending crc"},
     {"crc32c_hardware", io_crc32c_hardware, METH_NOARGS, "True when CRC-32C uses SSE4.2"},

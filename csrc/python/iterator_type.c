@@ -324,6 +324,28 @@ static void gil_enter(void *token)
     PyEval_RestoreThread(token);
 }
 
+/* At the end (or close) the dataset is needed only for the fingerprint of
+ * a "finished" state: keep that (bytes) instead, so that a finished
+ * iterator kept somewhere does not keep the pipeline and the Python objects
+ * its functions close over alive. Closed: nothing to save. Called with
+ * no exception set. */
+static void settle_owner(CvIteratorObject *self)
+{
+    if (!self->owner || PyBytes_Check(self->owner))
+        return;
+    PyObject *print = NULL;
+    if (self->exhausted) {
+        PyObject *mod = PyImport_ImportModule("conveyor.data.checkpoint");
+        print = mod ? PyObject_CallMethod(mod, "fingerprint", "O", self->owner) : NULL;
+        Py_XDECREF(mod);
+        if (!print || !PyBytes_Check(print)) {
+            Py_CLEAR(print);
+            PyErr_Clear(); /* no fingerprint: a finished state then restores anywhere */
+        }
+    }
+    Py_XSETREF(self->owner, print);
+}
+
 static PyObject *iterator_next(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
@@ -386,6 +408,7 @@ static PyObject *iterator_next(PyObject *op)
         cv_element_clear(&e);
         self->exhausted = !self->close_requested;
         iterator_release(self);
+        settle_owner(self);
         if (s)
             return cv_raise_status(st, s);
         return NULL;
@@ -412,6 +435,8 @@ static PyObject *iterator_close(PyObject *op, PyObject *unused)
         iterator_release(self);
     }
     Py_CLEAR(self->held); /* closed: nothing more comes out */
+    if (!self->busy)
+        Py_CLEAR(self->owner);
     cv_element_clear(&self->pending);
     self->has_pending = false;
     Py_RETURN_NONE;

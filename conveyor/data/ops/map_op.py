@@ -4,6 +4,7 @@ The function is traced into a native program when it can be (see
 structured_function.MapFunction and conveyor/_tracing.py), else called per
 element in Python."""
 from conveyor import _engine
+from conveyor import errors
 from conveyor import _tracing
 from conveyor.data.ops.dataset_base import Dataset
 from conveyor.data.ops.structured_function import MapFunction
@@ -43,9 +44,17 @@ class MapDataset(Dataset):
             # Run it on the first input element (as tracing would run it once).
             probe = self._engine(self._context())
             # A pool of one: the probe wants one element, not the machine.
-            it = _engine.take(probe, 1).make_iterator(lambda: (1, None), 1)
-            for _ in it:
-                pass
+            try:
+                for _ in _engine.take(probe, 1).make_iterator(lambda: (1, None), 1):
+                    pass
+            except errors.OpError:
+                # The function fails on the first element: its structure shows on a
+                # later one (a restored iterator converts those before any call).
+                for _ in _engine.take(_engine.ignore_errors(probe, False), 1).make_iterator(
+                        lambda: (1, None), 1):
+                    pass
+                if self._function.spec is None:
+                    raise
             if self._function.spec is None:
                 raise ValueError("Cannot infer the element_spec of this Dataset.map: its input "
                                  "produced no element, and the output structure of a Python "

@@ -1,5 +1,11 @@
 /* The iterator the record-file reader kernels share (see file_records.h):
- * open each filename of the input in turn, hand out its records, close it. */
+ * open each filename of the input in turn, hand out its records, close it.
+ *
+ * Exact resume: the input stands right after the open file's name as long
+ * as the file is open (nothing is pulled from it meanwhile), so a save is
+ * the input's state plus the open file's name and position
+ * (CvRecordPosition); a restore restores the input, reopens the file and
+ * seeks. Between files (and at the end) there is no file to save. */
 #include "kernels/common/file_records.h"
 
 #include <stdatomic.h>
@@ -9,6 +15,7 @@
 typedef struct FileRecordsIterator {
     CvUnaryIterator base;
     CvRecordReader *reader; /* owned; NULL between files */
+    char *name;             /* owned: the open file's name; NULL between files */
     bool done;              /* the input has ended (sticky) */
     atomic_bool cancelled;
 } FileRecordsIterator;
@@ -57,10 +64,43 @@ static CvStatus filename_of(const CvElement *e, char **out)
     return CV_STATUS_OK;
 }
 
+/* Pull the next filename and open it (it->reader, it->name), or *end (the
+ * input ended: it->done). An error belongs to that file's position. */
+static CvStatus open_next_file(FileRecordsIterator *it, bool *end)
+{
+    const CvReaderParams *params = it->base.base.dataset->params;
+    CvElement fe = {0, NULL};
+    CvStatus st = cv_iterator_next(it->base.input, &fe, end);
+    if (st)
+        return st;
+    if (*end) {
+        it->done = true;
+        return CV_STATUS_OK;
+    }
+    char *name = NULL;
+    st = filename_of(&fe, &name);
+    cv_element_clear(&fe);
+    if (!st)
+        st = cv_record_reader_open(name, params, &it->reader);
+    if (st) {
+        free(name);
+        return st; /* the next call goes on with the next file */
+    }
+    it->name = name;
+    return CV_STATUS_OK;
+}
+
+static void close_file(FileRecordsIterator *it)
+{
+    cv_record_reader_close(it->reader);
+    it->reader = NULL;
+    free(it->name);
+    it->name = NULL;
+}
+
 CvStatus cv_file_records_next(CvIterator *base, CvElement *out, bool *end)
 {
     FileRecordsIterator *it = (FileRecordsIterator *)base;
-    const CvReaderParams *params = base->dataset->params;
     for (;;) {
         if (atomic_load_explicit(&it->cancelled, memory_order_relaxed))
             return cv_error(CV_CANCELLED, "%s was cancelled", base->kernel->name);
@@ -69,29 +109,15 @@ CvStatus cv_file_records_next(CvIterator *base, CvElement *out, bool *end)
             return CV_STATUS_OK;
         }
         if (!it->reader) {
-            CvElement fe = {0, NULL};
-            CvStatus st = cv_iterator_next(it->base.input, &fe, end);
-            if (st)
+            CvStatus st = open_next_file(it, end);
+            if (st || *end)
                 return st;
-            if (*end) {
-                it->done = true;
-                return CV_STATUS_OK;
-            }
-            char *name = NULL;
-            st = filename_of(&fe, &name);
-            cv_element_clear(&fe);
-            if (!st)
-                st = cv_record_reader_open(name, params, &it->reader);
-            free(name);
-            if (st)
-                return st; /* the next call goes on with the next file */
         }
         CvTensor t;
         bool eof = false;
         CvStatus st = cv_record_reader_next(it->reader, &t, &eof);
         if (st || eof) {
-            cv_record_reader_close(it->reader);
-            it->reader = NULL;
+            close_file(it);
             if (st)
                 return st;
             continue;
@@ -107,6 +133,89 @@ CvStatus cv_file_records_next(CvIterator *base, CvElement *out, bool *end)
     }
 }
 
+CvStatus cv_file_records_skip(CvIterator *base, int64_t n, int64_t *skipped)
+{
+    FileRecordsIterator *it = (FileRecordsIterator *)base;
+    *skipped = 0;
+    while (*skipped < n) {
+        if (atomic_load_explicit(&it->cancelled, memory_order_relaxed))
+            return cv_error(CV_CANCELLED, "%s was cancelled", base->kernel->name);
+        if (it->done)
+            return CV_STATUS_OK;
+        bool end = false;
+        CvStatus st = CV_STATUS_OK;
+        if (!it->reader && ((st = open_next_file(it, &end)) || end))
+            return st;
+        uint64_t k = 0;
+        bool eof = false;
+        st = cv_record_reader_skip(it->reader, (uint64_t)(n - *skipped), &k, &eof, &it->cancelled);
+        *skipped += (int64_t)k;
+        if (st || eof)
+            close_file(it);
+        if (st)
+            return st;
+    }
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_file_records_save(CvIterator *base, CvStateWriter *w)
+{
+    FileRecordsIterator *it = (FileRecordsIterator *)base;
+    cv_state_put_i64(w, it->done);
+    cv_state_put_i64(w, it->reader != NULL);
+    if (it->reader) {
+        CvRecordPosition pos;
+        cv_record_reader_position(it->reader, &pos);
+        cv_state_put_bytes(w, it->name, strlen(it->name));
+        cv_state_put_u64(w, pos.offset);
+        cv_state_put_u64(w, pos.index);
+        cv_state_put_u64(w, pos.file_size);
+        cv_state_put_i64(w, pos.mtime_ns);
+        cv_state_put_u64(w, pos.flags);
+    }
+    return cv_iterator_save(it->base.input, w);
+}
+
+CvStatus cv_file_records_restore(CvIterator *base, CvStateReader *r)
+{
+    FileRecordsIterator *it = (FileRecordsIterator *)base;
+    const CvReaderParams *params = base->dataset->params;
+    bool done = false, open = false;
+    const void *name = NULL;
+    size_t name_len = 0;
+    CvRecordPosition pos = {0};
+    CvStatus st = cv_state_get_bool(r, &done);
+    if (!st)
+        st = cv_state_get_bool(r, &open);
+    if (!st && open && done)
+        st = cv_state_corrupt("a finished file reader with an open file");
+    if (!st && open && !(st = cv_state_get_bytes(r, &name, &name_len)) &&
+        (name_len == 0 || memchr(name, '\0', name_len)))
+        st = cv_state_corrupt("a file reader's filename is empty or holds a NUL byte");
+    if (!st && open && !(st = cv_state_get_u64(r, &pos.offset)) &&
+        !(st = cv_state_get_u64(r, &pos.index)) && !(st = cv_state_get_u64(r, &pos.file_size)) &&
+        !(st = cv_state_get_i64(r, &pos.mtime_ns)))
+        st = cv_state_get_u64(r, &pos.flags);
+    if (!st)
+        st = cv_iterator_restore(it->base.input, r);
+    if (st || !open) {
+        it->done = !st && done;
+        return st;
+    }
+    char *path = malloc(name_len + 1);
+    if (!path)
+        return cv_error_nomem();
+    memcpy(path, name, name_len);
+    path[name_len] = '\0';
+    it->name = path;
+    st = cv_record_reader_open(path, params, &it->reader);
+    if (!st)
+        st = cv_record_reader_seek(it->reader, &pos);
+    if (st)
+        close_file(it);
+    return st;
+}
+
 void cv_file_records_cancel(CvIterator *base)
 {
     FileRecordsIterator *it = (FileRecordsIterator *)base;
@@ -116,8 +225,6 @@ void cv_file_records_cancel(CvIterator *base)
 
 void cv_file_records_destroy(CvIterator *base)
 {
-    FileRecordsIterator *it = (FileRecordsIterator *)base;
-    cv_record_reader_close(it->reader);
-    it->reader = NULL;
+    close_file((FileRecordsIterator *)base);
     cv_unary_iterator_destroy(base);
 }

@@ -5,6 +5,11 @@
  * its position and the next call goes on with the next file, as tf.data
  * does. The three kernels differ only in their reader params, so each one's
  * vtable points at these functions. Never needs the GIL.
+ *
+ * Exact resume saves the input's state, the open file's name and the
+ * reader's CvRecordPosition: a restore reopens the file and seeks (an
+ * uncompressed file in O(1), a compressed one by inflating up to the
+ * offset), and refuses a file that changed since the save.
  */
 #ifndef CV_FILE_RECORDS_H
 #define CV_FILE_RECORDS_H
@@ -20,6 +25,12 @@ void cv_file_records_free_params(CvDataset *ds);
 
 CvStatus cv_file_records_make_iterator(const CvDataset *ds, CvIterator **out);
 CvStatus cv_file_records_next(CvIterator *it, CvElement *out, bool *end);
+/* Skip: seeks with a TFRecord index (cv_record_reader_skip), file by file. */
+CvStatus cv_file_records_skip(CvIterator *it, int64_t n, int64_t *skipped);
+/* State: done, whether a file is open, and then its name and
+ * CvRecordPosition; then the input's frame. */
+CvStatus cv_file_records_save(CvIterator *it, CvStateWriter *w);
+CvStatus cv_file_records_restore(CvIterator *it, CvStateReader *r);
 void cv_file_records_cancel(CvIterator *it);
 void cv_file_records_destroy(CvIterator *it);
 

@@ -18,6 +18,7 @@
 
 #include "core/dataset.h"
 #include "core/philox.h"
+#include "core/state.h"
 
 typedef struct CvShuffleParams {
     int64_t buffer_size;
@@ -35,6 +36,26 @@ bool cv_shuffle_charge_incoming(size_t *owed, CvMemory *memory, size_t bytes);
  * with `count` elements (`held` bytes) buffered. */
 CvStatus cv_shuffle_exceeded(CvMemory *memory, size_t bytes, int64_t buffer_size, int64_t count,
                              size_t held);
+
+/* Exact resume of the random numbers (48 bytes each). A generator is
+ * written whole (counter, key, the current block and how much of it is
+ * used), so a restored one goes on with the very next sample. */
+void cv_shuffle_put_philox(CvStateWriter *w, const CvPhilox *p);
+CvStatus cv_shuffle_get_philox(CvStateReader *r, CvPhilox *p);
+
+/* The dataset's seed generator as the next iterator would draw from it: the
+ * base seeds (drawn at random when unseeded, so a new process has others)
+ * and, with fresh_each_iterator, the generator's position. Restoring it
+ * makes the epochs after a restored one draw the seeds a straight run
+ * draws. get reads into *saved only; cv_shuffle_set_seeds applies it (once
+ * the whole state has been read: a failed restore must not move it). */
+void cv_shuffle_put_seeds(CvStateWriter *w, CvSeedGenerator *g);
+typedef struct CvSavedSeeds {
+    uint64_t seed, seed2;
+    CvPhilox generator;
+} CvSavedSeeds;
+CvStatus cv_shuffle_get_seeds(CvStateReader *r, CvSavedSeeds *saved);
+void cv_shuffle_set_seeds(CvSeedGenerator *g, const CvSavedSeeds *saved);
 
 /* offset = r % count, as tf.data draws it (r a uint32 Philox sample). */
 static inline int64_t cv_shuffle_offset(uint32_t r, int64_t count)

@@ -1,0 +1,69 @@
+"""Index TFRecord files: ``python -m conveyor.tools.index FILES...``.
+
+For each (uncompressed) TFRecord file ``F`` this writes ``F.cvindex`` next to
+it: the byte offset of every record, plus the size, modification time and a
+checksum of the first and last 4 KiB of ``F`` as they were when indexed. Every
+record is read once, both CRC-32Cs checked; a corrupt file gets no index.
+
+With an index, ``TFRecordDataset(files).skip(n)`` and ``.shard(num, index)``
+seek over the records they pass instead of reading them, file by file. An
+index whose data file changed since (size, mtime or checksums differ) is
+*stale*: readers ignore it with a ``conveyor.errors.DataLossWarning`` naming
+it and read instead; run this tool again to refresh it. Compressed files
+(GZIP/ZLIB) cannot be indexed: a deflate stream has no random access.
+
+Indexes are written only by this tool (or :func:`write_index`), never behind
+the user's back while reading: a read-only dataset directory stays untouched.
+See docs/resume.md.
+"""
+import argparse
+import os
+import sys
+
+from conveyor import _engine
+
+__all__ = ["INDEX_SUFFIX", "index_path", "write_index", "main"]
+
+INDEX_SUFFIX = ".cvindex"  # io/record_index.h: CV_RECORD_INDEX_SUFFIX
+
+
+def index_path(path):
+    """The index sidecar of TFRecord file ``path``: ``path + ".cvindex"``."""
+    return os.fsdecode(os.fspath(path)) + INDEX_SUFFIX
+
+
+def write_index(path, buffer_size=0):
+    """Index one uncompressed TFRecord file; returns its number of records.
+
+    Writes ``index_path(path)`` atomically (a temporary file renamed over it).
+    Raises ``DataLossError`` for a corrupt record (no index is written),
+    ``NotFoundError`` for a missing file, ``AbortedError`` when the file
+    changes while it is read. A file that ends in a torn record is indexed up
+    to that record (the reader handles the torn tail as usual).
+    """
+    return _engine.tfrecord_index(os.fspath(path), int(buffer_size))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m conveyor.tools.index",
+        description="Write <file>.cvindex record-offset sidecars for uncompressed TFRecord "
+                    "files, so skip/shard/restore seek instead of reading.")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="TFRecord files to index")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    args = parser.parse_args(argv)
+    failed = 0
+    for f in args.files:
+        try:
+            n = write_index(f)
+        except Exception as e:  # noqa: BLE001 - report every file, then fail
+            failed += 1
+            print(f"{f}: not indexed: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
+        if not args.quiet:
+            print(f"{f}: {n} records -> {index_path(f)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,366 @@
+/* TFRecord index sidecars (see record_index.h). */
+#include "io/record_index.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/array.h"
+#include "io/crc32c.h"
+#include "io/file.h"
+#include "io/input_stream.h"
+
+#define MAGIC "CVRIDX01"
+#define HEADER_BYTES 48
+#define EDGE_BYTES 4096 /* hashed at each end of the data file */
+
+struct CvRecordIndex {
+    int fd;
+    char *path; /* the index file's, owned */
+    uint64_t count;
+};
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static char *index_path_of(const char *path)
+{
+    size_t n = strlen(path);
+    char *p = malloc(n + sizeof(CV_RECORD_INDEX_SUFFIX));
+    if (p) {
+        memcpy(p, path, n);
+        memcpy(p + n, CV_RECORD_INDEX_SUFFIX, sizeof(CV_RECORD_INDEX_SUFFIX));
+    }
+    return p;
+}
+
+/* pread exactly n bytes at `offset`; a short count is DATA_LOSS ("ends
+ * early"). */
+static CvStatus pread_full(int fd, const char *path, void *dst, size_t n, uint64_t offset)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = pread(fd, (char *)dst + done, n - done, (off_t)(offset + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return cv_file_error(errno, path, "(while reading)");
+        if (r == 0)
+            return cv_error(CV_DATA_LOSS, "%s ends at byte %" PRIu64 ", before %zu bytes at %" PRIu64,
+                            path, offset + done, n, offset);
+        done += (size_t)r;
+    }
+    return CV_STATUS_OK;
+}
+
+/* CRC-32C of the first and last EDGE_BYTES of the data file (all of it when
+ * shorter): a rewrite that keeps the size and mtime still changes them, most
+ * likely. */
+static CvStatus edge_hashes(const char *path, uint64_t size, uint32_t *head, uint32_t *tail)
+{
+    unsigned char buf[EDGE_BYTES];
+    size_t n = size < EDGE_BYTES ? (size_t)size : EDGE_BYTES;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return cv_file_error(errno, path, NULL);
+    CvStatus st = pread_full(fd, path, buf, n, 0);
+    if (!st)
+        *head = cv_crc32c(buf, n);
+    if (!st)
+        st = pread_full(fd, path, buf, n, size - n);
+    if (!st)
+        *tail = cv_crc32c(buf, n);
+    close(fd);
+    return st;
+}
+
+static int64_t mtime_ns_of(const struct stat *sb)
+{
+    return (int64_t)sb->st_mtim.tv_sec * 1000000000 + (int64_t)sb->st_mtim.tv_nsec;
+}
+
+/* Scan the records of an uncompressed TFRecord stream, appending each
+ * record's start; the last entry appended (the start of no whole record)
+ * is where the whole records end. */
+static CvStatus scan(CvInputStream *s, uint64_t **offs, size_t *n, size_t *cap)
+{
+    const char *path = cv_input_stream_path(s);
+    uint64_t size = cv_input_stream_file_size(s);
+    for (;;) {
+        uint64_t start = cv_input_stream_offset(s);
+        if (!cv_array_reserve((void **)offs, cap, *n + 1, sizeof(**offs), 1024))
+            return cv_error_nomem();
+        (*offs)[(*n)++] = start;
+        unsigned char hdr[12], foot[4];
+        size_t got = 0;
+        CvStatus st = cv_input_stream_read(s, hdr, sizeof(hdr), &got);
+        if (st || got < sizeof(hdr))
+            return st; /* the end, or a torn header: offs[n - 1] ends the whole records */
+        if (cv_crc32c_masked(hdr, 8) != get_le32(hdr + 8))
+            return cv_error(CV_DATA_LOSS, "corrupted record at %" PRIu64 " in \"%s\" (record %zu): "
+                            "its length fails its CRC-32C; not indexed", start, path, *n - 1);
+        uint64_t len = get_le64(hdr);
+        if (len > size - cv_input_stream_offset(s))
+            return CV_STATUS_OK; /* a torn record: the whole records end at its start */
+        uint32_t crc = 0;
+        for (uint64_t left = len; left;) {
+            const unsigned char *p = NULL;
+            size_t avail = 0;
+            bool eof = false;
+            if ((st = cv_input_stream_peek(s, &p, &avail, &eof)))
+                return st;
+            if (eof)
+                return cv_error(CV_ABORTED, "\"%s\" shrank while it was being indexed", path);
+            if (avail > left)
+                avail = (size_t)left;
+            crc = cv_crc32c_extend(crc, p, avail);
+            cv_input_stream_consume(s, avail);
+            left -= avail;
+        }
+        if ((st = cv_input_stream_read(s, foot, sizeof(foot), &got)))
+            return st;
+        if (got < sizeof(foot))
+            return CV_STATUS_OK; /* torn in its footer */
+        if (cv_crc32c_mask(crc) != get_le32(foot))
+            return cv_error(CV_DATA_LOSS, "corrupted record at %" PRIu64 " in \"%s\" (record %zu): "
+                            "its data fails its CRC-32C; not indexed", start + 12, path, *n - 1);
+    }
+}
+
+CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *records)
+{
+    CvInputStream *s = NULL;
+    uint64_t *offs = NULL;
+    size_t n = 0, cap = 0;
+    char *ipath = NULL, *tmp = NULL;
+    unsigned char *out = NULL;
+    int fd = -1;
+    CvStatus st = cv_input_stream_open(path, CV_COMPRESSION_NONE, buffer_size, &s);
+    if (st)
+        goto cleanup;
+    uint64_t size = cv_input_stream_file_size(s);
+    int64_t mtime = cv_input_stream_file_mtime_ns(s);
+    if (size == UINT64_MAX) {
+        st = cv_error(CV_FAILED_PRECONDITION, "%s: not a regular file; only files can be indexed", path);
+        goto cleanup;
+    }
+    if ((st = scan(s, &offs, &n, &cap)))
+        goto cleanup;
+    struct stat sb;
+    if (stat(path, &sb) < 0) {
+        st = cv_file_error(errno, path, NULL);
+        goto cleanup;
+    }
+    if ((uint64_t)sb.st_size != size || mtime_ns_of(&sb) != mtime) {
+        st = cv_error(CV_ABORTED, "\"%s\" changed while it was being indexed; not indexed", path);
+        goto cleanup;
+    }
+    uint32_t head = 0, tail = 0;
+    if ((st = edge_hashes(path, size, &head, &tail)))
+        goto cleanup;
+    size_t bytes = HEADER_BYTES + 8 * n;
+    out = calloc(1, bytes);
+    ipath = index_path_of(path);
+    tmp = ipath ? malloc(strlen(ipath) + 32) : NULL;
+    if (!out || !tmp) {
+        st = cv_error_nomem();
+        goto cleanup;
+    }
+    memcpy(out, MAGIC, 8);
+    put_le64(out + 8, size);
+    put_le64(out + 16, (uint64_t)mtime);
+    put_le32(out + 24, head);
+    put_le32(out + 28, tail);
+    put_le64(out + 32, (uint64_t)(n - 1));
+    put_le32(out + 40, cv_crc32c_masked(out, 40));
+    for (size_t i = 0; i < n; i++)
+        put_le64(out + HEADER_BYTES + 8 * i, offs[i]);
+    snprintf(tmp, strlen(ipath) + 32, "%s.tmp.%ld", ipath, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        st = cv_file_error(errno, tmp, NULL);
+        goto cleanup;
+    }
+    if ((st = cv_file_write(fd, tmp, out, bytes)))
+        goto cleanup;
+    if (close(fd) != 0) {
+        fd = -1;
+        st = cv_file_error(errno, tmp, "(while closing)");
+        goto cleanup;
+    }
+    fd = -1;
+    if (rename(tmp, ipath) != 0) {
+        st = cv_file_error(errno, ipath, "(renaming the new index over it)");
+        goto cleanup;
+    }
+    *records = (uint64_t)(n - 1);
+cleanup:
+    if (fd >= 0)
+        close(fd);
+    if (st && tmp && tmp[0])
+        unlink(tmp); /* a partial index never stays behind */
+    cv_input_stream_close(s);
+    free(offs);
+    free(out);
+    free(ipath);
+    free(tmp);
+    return st;
+}
+
+const char *cv_record_index_path(const CvRecordIndex *idx)
+{
+    return idx->path;
+}
+
+uint64_t cv_record_index_count(const CvRecordIndex *idx)
+{
+    return idx->count;
+}
+
+CvStatus cv_record_index_offset(const CvRecordIndex *idx, uint64_t i, uint64_t *offset)
+{
+    unsigned char b[8];
+    if (i > idx->count)
+        return cv_error(CV_INTERNAL, "%s: entry %" PRIu64 " of %" PRIu64, idx->path, i, idx->count);
+    CvStatus st = pread_full(idx->fd, idx->path, b, sizeof(b), HEADER_BYTES + 8 * i);
+    if (st)
+        return cv_status_prefix(st, "record index: ");
+    *offset = get_le64(b);
+    return CV_STATUS_OK;
+}
+
+void cv_record_index_close(CvRecordIndex *idx)
+{
+    if (!idx)
+        return;
+    if (idx->fd >= 0)
+        close(idx->fd);
+    free(idx->path);
+    free(idx);
+}
+
+/* Why the index at ipath cannot serve `path`, in `why` ("" when it can). */
+static void check_index(CvRecordIndex *idx, const char *path, uint64_t size, int64_t mtime_ns,
+                        char *why, size_t why_len, bool *stale)
+{
+    unsigned char h[HEADER_BYTES];
+    struct stat sb;
+    why[0] = '\0';
+    *stale = false;
+    if (fstat(idx->fd, &sb) == 0 && sb.st_size < HEADER_BYTES) {
+        snprintf(why, why_len, "it has %lld bytes, too few for a conveyor record index",
+                 (long long)sb.st_size);
+        return;
+    }
+    CvStatus st = pread_full(idx->fd, idx->path, h, sizeof(h), 0);
+    if (st) {
+        snprintf(why, why_len, "%s", st->message);
+        cv_status_free(st);
+        return;
+    }
+    if (memcmp(h, MAGIC, 6) != 0) {
+        snprintf(why, why_len, "it is not a conveyor record index");
+        return;
+    }
+    if (memcmp(h, MAGIC, 8) != 0) {
+        snprintf(why, why_len, "it has version %.2s; this conveyor reads %.2s", (const char *)h + 6,
+                 MAGIC + 6);
+        return;
+    }
+    if (cv_crc32c_masked(h, 40) != get_le32(h + 40)) {
+        snprintf(why, why_len, "its header fails its CRC-32C");
+        return;
+    }
+    idx->count = get_le64(h + 32);
+    if (fstat(idx->fd, &sb) < 0 || idx->count > (UINT64_MAX - HEADER_BYTES) / 8 - 1 ||
+        (uint64_t)sb.st_size != HEADER_BYTES + 8 * (idx->count + 1)) {
+        snprintf(why, why_len, "its size does not match its record count (%" PRIu64 ")", idx->count);
+        return;
+    }
+    *stale = true;
+    uint64_t was_size = get_le64(h + 8);
+    if (was_size != size) {
+        snprintf(why, why_len, "the file had %" PRIu64 " bytes when it was indexed and has %" PRIu64
+                 " now", was_size, size);
+        return;
+    }
+    if ((int64_t)get_le64(h + 16) != mtime_ns) {
+        snprintf(why, why_len, "the file was modified after it was indexed (its mtime differs)");
+        return;
+    }
+    uint32_t head = 0, tail = 0;
+    st = edge_hashes(path, size, &head, &tail);
+    if (st) {
+        snprintf(why, why_len, "%s", st->message);
+        cv_status_free(st);
+        return;
+    }
+    if (head != get_le32(h + 24) || tail != get_le32(h + 28)) {
+        snprintf(why, why_len, "the file's first or last bytes differ from when it was indexed");
+        return;
+    }
+    *stale = false;
+}
+
+CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mtime_ns)
+{
+    CvRecordIndex *idx = calloc(1, sizeof(*idx));
+    if (!idx)
+        return NULL; /* reading instead of seeking is still right */
+    idx->fd = -1;
+    idx->path = index_path_of(path);
+    if (!idx->path)
+        goto unusable_quiet;
+    idx->fd = open(idx->path, O_RDONLY | O_CLOEXEC);
+    if (idx->fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            goto unusable_quiet; /* no index: the common case */
+        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" cannot be read (%s); records of \"%s\" "
+                "are read to skip them", idx->path, strerror(errno), path);
+        goto unusable_quiet;
+    }
+    char why[512];
+    bool stale = false;
+    check_index(idx, path, size, mtime_ns, why, sizeof(why), &stale);
+    if (!why[0])
+        return idx;
+    if (stale)
+        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" is stale: %s. It is ignored (records "
+                "of \"%s\" are read to skip them); rebuild it with `python -m "
+                "conveyor.tools.index %s`.", idx->path, why, path, path);
+    else
+        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" is ignored: %s. Records of \"%s\" are "
+                "read to skip them; rebuild it with `python -m conveyor.tools.index %s`.",
+                idx->path, why, path, path);
+unusable_quiet:
+    cv_record_index_close(idx);
+    return NULL;
+}
