@@ -177,7 +177,9 @@ def test_take_repeat_concatenate_at_every_element():
 def test_skip_passes_over_sources_take_repeat_and_concatenate_exactly():
     # skip() goes through the kernels' skip where they have one (a row
     # cursor moves; repeat and concatenate skip epoch by epoch, input by
-    # input); errors met are returned and do not count as skipped.
+    # input). An error met is returned, and the count starts over after it
+    # (TensorFlow's rule: skip(3) over [0, 1, error, 3, 4, 5, 6] gives
+    # error, 6).
     makes = [lambda: T(np.arange(7)).repeat(3), lambda: D.range(0).repeat(),
              lambda: D.range(4).take(3).repeat(4), lambda: D.from_tensors(np.int64(1)).repeat(5),
              lambda: T(np.arange(3)).concatenate(D.range(0)).concatenate(D.range(5)).repeat(2),
@@ -190,6 +192,7 @@ def test_skip_passes_over_sources_take_repeat_and_concatenate_exactly():
             while i < len(full) and passed < n:
                 if full[i][0] == "error":
                     expected.append(full[i])
+                    passed = 0
                 else:
                     passed += 1
                 i += 1
