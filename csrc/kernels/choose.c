@@ -170,6 +170,49 @@ static void choose_cancel(CvIterator *base)
     pthread_mutex_unlock(&it->mu);
 }
 
+/* Whether it ended, the pick held back by an interrupted next() (-1:
+ * none), then each data input's position (or that it is exhausted) and
+ * the selector's. */
+static CvStatus choose_save(CvIterator *base, CvStateWriter *w)
+{
+    ChooseIterator *it = (ChooseIterator *)base;
+    const ChooseParams *p = base->dataset->params;
+    cv_state_put_i64(w, it->done);
+    cv_state_put_i64(w, it->pending);
+    CvStatus s = CV_STATUS_OK;
+    for (int i = 0; i < p->n && !s; i++) {
+        cv_state_put_i64(w, it->data[i] != NULL);
+        if (it->data[i])
+            s = cv_iterator_save(it->data[i], w);
+    }
+    return s ? s : cv_iterator_save(it->base.input, w);
+}
+
+static CvStatus choose_restore(CvIterator *base, CvStateReader *r)
+{
+    ChooseIterator *it = (ChooseIterator *)base;
+    const ChooseParams *p = base->dataset->params;
+    CvStatus s = cv_state_get_bool(r, &it->done);
+    if (!s)
+        s = cv_state_get_range(r, "choose pick", -1, p->n - 1, &it->pending);
+    for (int i = 0; i < p->n && !s; i++) {
+        bool open = false;
+        if ((s = cv_state_get_bool(r, &open)))
+            break;
+        if (open) {
+            s = cv_iterator_restore(it->data[i], r);
+        } else {
+            close_data(it, i);
+            it->active--;
+        }
+    }
+    if (!s && it->active == 0 && !it->done)
+        s = cv_state_corrupt("choose: every input exhausted but not done");
+    if (!s)
+        s = cv_iterator_restore(it->base.input, r);
+    return s;
+}
+
 const CvKernel cv_kernel_choose = {
     .name = "DirectedInterleave",
     .make_iterator = choose_make_iterator,
@@ -178,6 +221,8 @@ const CvKernel cv_kernel_choose = {
     .next = choose_next,
     .cancel = choose_cancel,
     .destroy = choose_destroy,
+    .save = choose_save,
+    .restore = choose_restore,
 };
 
 CvStatus cv_choose_dataset(CvDataset *selector, CvDataset *const *data, int n,

@@ -48,6 +48,27 @@ static CvStatus concatenate_make_iterator(const CvDataset *ds, CvIterator **out)
     return CV_STATUS_OK;
 }
 
+/* The current input ended: open the next one, or stop (current NULL). An
+ * input that fails to open ends this iterator after its error. */
+static CvStatus next_input(ConcatenateIterator *it)
+{
+    const CvDataset *ds = it->base.dataset;
+    CvIterator *old = it->current, *fresh = NULL;
+    CvStatus s = CV_STATUS_OK;
+    if (++it->index < ds->num_inputs)
+        s = cv_iterator_make(ds->inputs[it->index], &fresh);
+    pthread_mutex_lock(&it->mu);
+    bool cancelled = it->cancelled;
+    it->current = cancelled ? NULL : fresh;
+    pthread_mutex_unlock(&it->mu);
+    cv_iterator_destroy(old);
+    if (cancelled && fresh) {
+        cv_iterator_destroy(fresh);
+        return cv_error(CV_CANCELLED, "Concatenate: the iterator was cancelled");
+    }
+    return s;
+}
+
 static CvStatus concatenate_next(CvIterator *base, CvElement *out, bool *end)
 {
     ConcatenateIterator *it = (ConcatenateIterator *)base;
@@ -59,22 +80,26 @@ static CvStatus concatenate_next(CvIterator *base, CvElement *out, bool *end)
         CvStatus s = cv_iterator_next(it->current, out, end);
         if (s || !*end)
             return s;
-        /* This input ended: open the next one, or stop. */
-        CvIterator *old = it->current, *fresh = NULL;
-        if (++it->index < base->dataset->num_inputs)
-            s = cv_iterator_make(base->dataset->inputs[it->index], &fresh);
-        pthread_mutex_lock(&it->mu);
-        bool cancelled = it->cancelled;
-        it->current = cancelled ? NULL : fresh;
-        pthread_mutex_unlock(&it->mu);
-        cv_iterator_destroy(old);
-        if (cancelled && fresh) {
-            cv_iterator_destroy(fresh);
-            return cv_error(CV_CANCELLED, "Concatenate: the iterator was cancelled");
-        }
-        if (s)
-            return s; /* opening failed: this iterator ends after the error */
+        if ((s = next_input(it)))
+            return s;
     }
+}
+
+/* Through each input's skip, in turn. */
+static CvStatus concatenate_skip(CvIterator *base, int64_t n, int64_t *skipped)
+{
+    ConcatenateIterator *it = (ConcatenateIterator *)base;
+    *skipped = 0;
+    while (*skipped < n && it->current) {
+        int64_t want = n - *skipped, k = 0;
+        CvStatus s = cv_iterator_skip(it->current, want, &k);
+        *skipped += k;
+        if (s)
+            return s;
+        if (k < want && (s = next_input(it)))
+            return s;
+    }
+    return CV_STATUS_OK;
 }
 
 static void concatenate_cancel(CvIterator *base)
@@ -84,6 +109,50 @@ static void concatenate_cancel(CvIterator *base)
     it->cancelled = true;
     cv_iterator_cancel(it->current);
     pthread_mutex_unlock(&it->mu);
+}
+
+/* Which input is current, then its position. The inputs before it are
+ * done and the ones after it not opened yet. */
+static CvStatus concatenate_save(CvIterator *base, CvStateWriter *w)
+{
+    ConcatenateIterator *it = (ConcatenateIterator *)base;
+    cv_state_put_i64(w, it->index);
+    cv_state_put_i64(w, it->current != NULL);
+    return it->current ? cv_iterator_save(it->current, w) : CV_STATUS_OK;
+}
+
+static CvStatus concatenate_restore(CvIterator *base, CvStateReader *r)
+{
+    ConcatenateIterator *it = (ConcatenateIterator *)base;
+    const CvDataset *ds = base->dataset;
+    int64_t index = 0;
+    bool has_current = false;
+    CvIterator *fresh = NULL;
+    CvStatus s = cv_state_get_range(r, "concatenate input", 0, ds->num_inputs, &index);
+    if (!s)
+        s = cv_state_get_bool(r, &has_current);
+    if (!s && has_current && index == ds->num_inputs)
+        s = cv_state_corrupt("concatenate: an iterator past the last input");
+    if (s)
+        return s;
+    if (index == 0 && has_current)
+        return cv_iterator_restore(it->current, r);
+    if (has_current) {
+        s = cv_iterator_make(ds->inputs[index], &fresh);
+        if (!s)
+            s = cv_iterator_restore(fresh, r);
+        if (s) {
+            cv_iterator_destroy(fresh);
+            return s;
+        }
+    }
+    pthread_mutex_lock(&it->mu);
+    CvIterator *old = it->current;
+    it->current = fresh;
+    it->index = (int)index;
+    pthread_mutex_unlock(&it->mu);
+    cv_iterator_destroy(old);
+    return CV_STATUS_OK;
 }
 
 static void concatenate_destroy(CvIterator *base)
@@ -102,6 +171,9 @@ const CvKernel cv_kernel_concatenate = {
     .next = concatenate_next,
     .cancel = concatenate_cancel,
     .destroy = concatenate_destroy,
+    .save = concatenate_save,
+    .restore = concatenate_restore,
+    .skip = concatenate_skip,
 };
 
 CvStatus cv_concatenate_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out)

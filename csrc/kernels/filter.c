@@ -90,6 +90,39 @@ static CvStatus filter_next(CvIterator *base, CvElement *out, bool *end)
     }
 }
 
+/* The element ids (epoch, next index: a predicate's random ops seed from
+ * them), then the input's position. */
+static CvStatus filter_save(CvIterator *base, CvStateWriter *w)
+{
+    FilterIterator *it = (FilterIterator *)base;
+    cv_state_put_u64(w, it->epoch);
+    cv_state_put_u64(w, it->index);
+    return cv_iterator_save(it->base.input, w);
+}
+
+/* Later iterators of the dataset (the next repeat() epochs) number on
+ * from the restored epoch, as they would have in the saved run. */
+static CvStatus filter_restore(CvIterator *base, CvStateReader *r)
+{
+    FilterIterator *it = (FilterIterator *)base;
+    FilterParams *p = base->dataset->params;
+    int64_t epoch = 0, index = 0;
+    CvStatus s = cv_state_get_range(r, "filter epoch", 0, INT64_MAX - 1, &epoch);
+    if (!s)
+        s = cv_state_get_range(r, "filter index", 0, INT64_MAX, &index);
+    if (!s)
+        s = cv_iterator_restore(it->base.input, r);
+    if (s)
+        return s;
+    it->epoch = (uint64_t)epoch;
+    it->index = (uint64_t)index;
+    uint64_t seen = atomic_load(&p->epochs);
+    while (seen < (uint64_t)epoch + 1 &&
+           !atomic_compare_exchange_weak(&p->epochs, &seen, (uint64_t)epoch + 1))
+        ;
+    return CV_STATUS_OK;
+}
+
 const CvKernel cv_kernel_filter = {
     .name = "Filter",
     .make_iterator = filter_make_iterator,
@@ -99,6 +132,8 @@ const CvKernel cv_kernel_filter = {
     .cancel = cv_unary_iterator_cancel,
     .destroy = cv_unary_iterator_destroy,
     .traverse = filter_traverse,
+    .save = filter_save,
+    .restore = filter_restore,
 };
 
 CvStatus cv_filter_dataset(CvDataset *input, CvFunction predicate, CvDataset **out)

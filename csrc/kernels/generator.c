@@ -65,6 +65,21 @@ static CvStatus generator_next(CvIterator *base, CvElement *out, bool *end)
     return s;
 }
 
+/* A Python generator's position cannot be captured (its frame is not
+ * data) nor rebuilt (calling it again starts over, and may not even give
+ * the same elements), so its pipelines cannot be saved. Say so at save
+ * time, where the user can still change the pipeline. */
+static CvStatus generator_save(CvIterator *base, CvStateWriter *w)
+{
+    (void)base;
+    (void)w;
+    return cv_error(CV_UNIMPLEMENTED,
+                    "the iterator of FromGenerator cannot be saved: a Python generator's position "
+                    "cannot be captured or rebuilt. For exact resume, build the source from data "
+                    "conveyor can position (from_tensor_slices of the items or their indices, "
+                    "range(n).map(load), or record files)");
+}
+
 static void generator_destroy(CvIterator *base)
 {
     GeneratorIterator *it = (GeneratorIterator *)base;
@@ -82,6 +97,7 @@ const CvKernel cv_kernel_generator = {
     .next = generator_next,
     .destroy = generator_destroy,
     .traverse = generator_traverse,
+    .save = generator_save,
 };
 
 CvStatus cv_generator_dataset(CvSource source, CvDataset **out)

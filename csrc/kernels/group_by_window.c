@@ -252,6 +252,92 @@ static CvStatus group_next(CvIterator *base, CvElement *out, bool *end)
     return CV_STATUS_OK;
 }
 
+/* The partial groups are input already pulled that cannot be recomputed
+ * without re-reading it: they go in the state by value, each with its key
+ * and window size (window_size_fn runs once per key). Then the element ids
+ * (epoch, next index: the functions' random ops seed from them), whether
+ * the input ended (the groups left are then flushed, smallest key first:
+ * the groups that still hold rows), and the input's position. */
+static CvStatus group_save(CvIterator *base, CvStateWriter *w)
+{
+    GroupIterator *it = (GroupIterator *)base;
+    cv_state_put_u64(w, it->epoch);
+    cv_state_put_u64(w, it->next_index);
+    cv_state_put_i64(w, it->input_done);
+    cv_state_put_i64(w, it->used);
+    for (int64_t i = 0; i < it->capacity; i++) {
+        const Group *g = &it->table[i];
+        if (!g->used)
+            continue;
+        cv_state_put_i64(w, g->key);
+        cv_state_put_i64(w, g->size);
+        cv_state_put_i64(w, g->count);
+        for (int64_t r = 0; r < g->count; r++)
+            cv_state_put_element(w, &g->rows[r]);
+    }
+    return cv_iterator_save(it->base.input, w);
+}
+
+static CvStatus restore_group(GroupIterator *it, CvStateReader *r)
+{
+    int64_t key = 0, size = 0, count = 0, used = it->used;
+    Group *g = NULL;
+    CvStatus s = cv_state_get_i64(r, &key);
+    if (!s)
+        s = cv_state_get_range(r, "group window size", -1, INT64_MAX, &size);
+    if (!s)
+        s = cv_state_get_range(r, "group rows", 0, size > 0 ? size - 1 : 0, &count);
+    if (!s && size == 0)
+        s = cv_state_corrupt("group_by_window: a window size of 0");
+    if (!s)
+        s = lookup(it, key, &g);
+    if (!s && it->used == used)
+        s = cv_state_corrupt("group_by_window: a key saved twice");
+    if (s)
+        return s;
+    g->size = size;
+    for (int64_t i = 0; i < count && !s; i++) {
+        CvElement e = {0};
+        s = cv_state_get_element(r, &e);
+        if (!s)
+            s = append(g, &e);
+        cv_element_clear(&e);
+    }
+    return s;
+}
+
+/* Later iterators of the dataset number their epochs on from the restored
+ * one, as in filter. */
+static CvStatus group_restore(CvIterator *base, CvStateReader *r)
+{
+    GroupIterator *it = (GroupIterator *)base;
+    GroupParams *p = base->dataset->params;
+    int64_t epoch = 0, index = 0, groups = 0;
+    bool input_done = false;
+    CvStatus s = cv_state_get_range(r, "group_by_window epoch", 0, INT64_MAX - 1, &epoch);
+    if (!s)
+        s = cv_state_get_range(r, "group_by_window index", 0, INT64_MAX, &index);
+    if (!s)
+        s = cv_state_get_bool(r, &input_done);
+    if (!s)
+        s = cv_state_get_range(r, "group_by_window groups", 0, INT32_MAX, &groups);
+    for (int64_t i = 0; i < groups && !s; i++)
+        s = restore_group(it, r);
+    if (!s && input_done)
+        s = start_flush(it);
+    if (!s)
+        s = cv_iterator_restore(it->base.input, r);
+    if (s)
+        return s; /* destroy frees the groups restored so far */
+    it->epoch = (uint64_t)epoch;
+    it->next_index = (uint64_t)index;
+    uint64_t seen = atomic_load(&p->epochs);
+    while (seen < (uint64_t)epoch + 1 &&
+           !atomic_compare_exchange_weak(&p->epochs, &seen, (uint64_t)epoch + 1))
+        ;
+    return CV_STATUS_OK;
+}
+
 static void group_destroy(CvIterator *base)
 {
     GroupIterator *it = (GroupIterator *)base;
@@ -275,6 +361,8 @@ const CvKernel cv_kernel_group_by_window = {
     .cancel = cv_unary_iterator_cancel,
     .destroy = group_destroy,
     .traverse = group_traverse,
+    .save = group_save,
+    .restore = group_restore,
 };
 
 CvStatus cv_group_by_window_dataset(CvDataset *input, CvFunction key_fn, CvFunction size_fn,

@@ -53,6 +53,9 @@ const CvKernel cv_kernel_ignore_errors = {
     .next = ignore_errors_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = cv_unary_iterator_destroy,
+    /* The input's position alone: a dropped error is behind it. */
+    .save = cv_unary_iterator_save,
+    .restore = cv_unary_iterator_restore,
 };
 
 CvStatus cv_ignore_errors_dataset(CvDataset *input, bool log, CvDataset **out)

@@ -186,6 +186,47 @@ static CvStatus padded_batch_next(CvIterator *base, CvElement *out, bool *end)
     return pad_stack(p, &bundle, rows, out);
 }
 
+/* Whether the input ended, the rows gathered for a batch by an
+ * interrupted next() (by value: the input is past them; none otherwise),
+ * then the input's position. */
+static CvStatus padded_batch_save(CvIterator *base, CvStateWriter *w)
+{
+    PaddedBatchIterator *it = (PaddedBatchIterator *)base;
+    cv_state_put_i64(w, it->rows.input_done);
+    cv_state_put_i64(w, it->rows.partial_rows);
+    if (it->rows.partial_rows > 0) {
+        cv_state_put_i64(w, it->rows.ncomp);
+        cv_state_put_element(w, &it->rows.partial);
+    }
+    return cv_iterator_save(it->base.input, w);
+}
+
+static CvStatus padded_batch_restore(CvIterator *base, CvStateReader *r)
+{
+    PaddedBatchIterator *it = (PaddedBatchIterator *)base;
+    const PaddedBatchParams *p = base->dataset->params;
+    CvRowGatherer *g = &it->rows;
+    int64_t rows = 0, ncomp = 0;
+    CvStatus s = cv_state_get_bool(r, &g->input_done);
+    if (!s)
+        s = cv_state_get_range(r, "padded_batch rows", 0, p->batch_size - 1, &rows);
+    if (!s && rows > 0)
+        s = cv_state_get_range(r, "padded_batch components", 0, 1 << 20, &ncomp);
+    if (!s && rows > 0)
+        s = cv_state_get_element(r, &g->partial);
+    if (!s && rows > 0 && g->partial.n != (uint64_t)rows * (uint64_t)ncomp)
+        s = cv_state_corrupt("padded_batch: the saved rows do not match their count");
+    if (!s)
+        s = cv_iterator_restore(it->base.input, r);
+    if (s) {
+        cv_row_gatherer_clear(g);
+        return s;
+    }
+    g->partial_rows = rows;
+    g->ncomp = (uint32_t)ncomp;
+    return CV_STATUS_OK;
+}
+
 static void padded_batch_destroy(CvIterator *base)
 {
     cv_row_gatherer_clear(&((PaddedBatchIterator *)base)->rows);
@@ -200,6 +241,8 @@ const CvKernel cv_kernel_padded_batch = {
     .next = padded_batch_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = padded_batch_destroy,
+    .save = padded_batch_save,
+    .restore = padded_batch_restore,
 };
 
 CvStatus cv_padded_batch_dataset(CvDataset *input, int64_t batch_size, CvElement *padded_shapes,

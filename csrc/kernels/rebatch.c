@@ -230,6 +230,97 @@ static CvStatus rebatch_next(CvIterator *base, CvElement *out, bool *end)
     return s;
 }
 
+/* Rows [start, start + count) of every component of e, by value. */
+static CvStatus put_rows(CvStateWriter *w, const CvElement *e, int64_t start, int64_t count)
+{
+    CvElement rows = {0};
+    CvStatus s = cv_element_init(&rows, e->n);
+    if (s)
+        return s;
+    for (uint32_t c = 0; c < e->n; c++)
+        cv_tensor_rows(&rows.t[c], &e->t[c], start, count);
+    cv_state_put_i64(w, count);
+    cv_state_put_element(w, &rows);
+    cv_element_clear(&rows);
+    return CV_STATUS_OK;
+}
+
+/* Rows saved by put_rows: *count of them, starting at row 0 of *e. */
+static CvStatus get_rows(CvStateReader *r, CvElement *e, int64_t *count)
+{
+    CvStatus s = cv_state_get_range(r, "rebatch rows", 0, INT64_MAX, count);
+    if (!s)
+        s = cv_state_get_element(r, e);
+    if (s)
+        return s;
+    s = check_batch(e);
+    if (s || (e->n && e->t[0].shape[0] != *count)) {
+        cv_status_free(s);
+        cv_element_clear(e);
+        return cv_state_corrupt("rebatch: saved rows are not a batch");
+    }
+    return CV_STATUS_OK;
+}
+
+/* The input has moved past the rows pulled but not yet returned, so the
+ * state keeps them by value: the rest of the input batch being consumed
+ * and, after an interrupted next(), the rows gathered for the batch being
+ * built. Then the size cycle's place and the input's position. */
+static CvStatus rebatch_save(CvIterator *base, CvStateWriter *w)
+{
+    RebatchIterator *it = (RebatchIterator *)base;
+    cv_state_put_i64(w, it->input_done);
+    cv_state_put_i64(w, it->size_index);
+    cv_state_put_i64(w, it->offset != -1);
+    CvStatus s = CV_STATUS_OK;
+    if (it->offset != -1)
+        s = put_rows(w, &it->current, it->offset,
+                     (it->current.n ? it->current.t[0].shape[0] : 0) - it->offset);
+    cv_state_put_i64(w, it->num_runs);
+    for (int i = 0; i < it->num_runs && !s; i++)
+        s = put_rows(w, &it->runs[i].src, it->runs[i].start, it->runs[i].count);
+    return s ? s : cv_iterator_save(it->base.input, w);
+}
+
+static CvStatus rebatch_restore(CvIterator *base, CvStateReader *r)
+{
+    RebatchIterator *it = (RebatchIterator *)base;
+    const RebatchParams *p = base->dataset->params;
+    bool has_current = false;
+    int64_t num_runs = 0, count = 0;
+    CvStatus s = cv_state_get_bool(r, &it->input_done);
+    if (!s)
+        s = cv_state_get_range(r, "rebatch size index", 0, p->num_sizes - 1, &it->size_index);
+    if (!s)
+        s = cv_state_get_bool(r, &has_current);
+    if (!s && has_current && !(s = get_rows(r, &it->current, &count)))
+        it->offset = 0;
+    if (!s)
+        s = cv_state_get_range(r, "rebatch runs", 0, INT32_MAX, &num_runs);
+    for (int64_t i = 0; i < num_runs && !s; i++) {
+        CvElement rows = {0};
+        if ((s = get_rows(r, &rows, &count)))
+            break;
+        /* add_run takes its rows from `current`: borrow it for a moment. */
+        CvElement saved = it->current;
+        int64_t offset = it->offset;
+        it->current = rows;
+        it->offset = 0;
+        s = add_run(it, count);
+        it->current = saved;
+        it->offset = offset;
+        cv_element_clear(&rows);
+    }
+    if (!s)
+        s = cv_iterator_restore(it->base.input, r);
+    if (s) {
+        drop_runs(it);
+        cv_element_clear(&it->current);
+        it->offset = -1;
+    }
+    return s;
+}
+
 static void rebatch_destroy(CvIterator *base)
 {
     RebatchIterator *it = (RebatchIterator *)base;
@@ -247,6 +338,8 @@ const CvKernel cv_kernel_rebatch = {
     .next = rebatch_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = rebatch_destroy,
+    .save = rebatch_save,
+    .restore = rebatch_restore,
 };
 
 CvStatus cv_rebatch_dataset(CvDataset *input, const int64_t *batch_sizes, int64_t num_sizes,

@@ -201,6 +201,28 @@ static void sample_destroy(CvIterator *base)
     cv_unary_iterator_destroy(base);
 }
 
+/* A choice is a function of the next two random values and the next
+ * weights: the positions of the inputs are all (the Dataset.random keeps
+ * its Philox state and seeds; which data inputs are exhausted is
+ * choose_from_datasets' part). */
+static CvStatus sample_save(CvIterator *base, CvStateWriter *w)
+{
+    SampleIterator *it = (SampleIterator *)base;
+    CvStatus s = cv_iterator_save(it->base.input, w);
+    if (!s && it->weights)
+        s = cv_iterator_save(it->weights, w);
+    return s;
+}
+
+static CvStatus sample_restore(CvIterator *base, CvStateReader *r)
+{
+    SampleIterator *it = (SampleIterator *)base;
+    CvStatus s = cv_iterator_restore(it->base.input, r);
+    if (!s && it->weights)
+        s = cv_iterator_restore(it->weights, r);
+    return s;
+}
+
 const CvKernel cv_kernel_sample_choice = {
     .name = "SampleFromDatasets",
     .make_iterator = sample_make_iterator,
@@ -209,6 +231,8 @@ const CvKernel cv_kernel_sample_choice = {
     .next = sample_next,
     .cancel = sample_cancel,
     .destroy = sample_destroy,
+    .save = sample_save,
+    .restore = sample_restore,
 };
 
 CvStatus cv_sample_choice_dataset(CvDataset *random, CvDataset *weights_dataset,

@@ -49,6 +49,35 @@ static CvStatus take_next(CvIterator *base, CvElement *out, bool *end)
     return s;
 }
 
+/* How many were taken, then the input's position. */
+static CvStatus take_save(CvIterator *base, CvStateWriter *w)
+{
+    cv_state_put_i64(w, ((TakeIterator *)base)->taken);
+    return cv_iterator_save(((TakeIterator *)base)->base.input, w);
+}
+
+static CvStatus take_restore(CvIterator *base, CvStateReader *r)
+{
+    TakeIterator *it = (TakeIterator *)base;
+    int64_t count = take_count(base->dataset);
+    CvStatus s = cv_state_get_range(r, "take count", 0, count < 0 ? INT64_MAX : count, &it->taken);
+    if (!s)
+        s = cv_iterator_restore(it->base.input, r);
+    return s;
+}
+
+/* Through the input's skip (a seek where it has one), up to the count. */
+static CvStatus take_skip(CvIterator *base, int64_t n, int64_t *skipped)
+{
+    TakeIterator *it = (TakeIterator *)base;
+    int64_t count = take_count(base->dataset);
+    if (count >= 0 && n > count - it->taken)
+        n = count - it->taken;
+    CvStatus s = cv_iterator_skip(it->base.input, n, skipped);
+    it->taken += *skipped;
+    return s;
+}
+
 /* A take that reached its count ends its input's pass on purpose: say so
  * to the subtree (cache keeps quiet about such a preview). */
 static void take_destroy(CvIterator *base)
@@ -71,6 +100,9 @@ const CvKernel cv_kernel_take = {
     .next = take_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = take_destroy,
+    .save = take_save,
+    .restore = take_restore,
+    .skip = take_skip,
 };
 
 CvStatus cv_take_dataset(CvDataset *input, int64_t count, CvDataset **out)

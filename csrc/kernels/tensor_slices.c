@@ -53,6 +53,28 @@ static CvStatus slices_next(CvIterator *base, CvElement *out, bool *end)
     return CV_STATUS_OK;
 }
 
+/* The position is the next row: the rows themselves are the dataset's. */
+static CvStatus slices_save(CvIterator *base, CvStateWriter *w)
+{
+    cv_state_put_i64(w, ((SlicesIterator *)base)->index);
+    return CV_STATUS_OK;
+}
+
+static CvStatus slices_restore(CvIterator *base, CvStateReader *r)
+{
+    const SlicesParams *p = base->dataset->params;
+    return cv_state_get_range(r, "tensor_slices row", 0, p->count, &((SlicesIterator *)base)->index);
+}
+
+static CvStatus slices_skip(CvIterator *base, int64_t n, int64_t *skipped)
+{
+    SlicesIterator *it = (SlicesIterator *)base;
+    int64_t left = ((const SlicesParams *)base->dataset->params)->count - it->index;
+    *skipped = n < left ? n : left;
+    it->index += *skipped;
+    return CV_STATUS_OK;
+}
+
 static void slices_destroy(CvIterator *it)
 {
     cv_iterator_free(it);
@@ -65,6 +87,9 @@ const CvKernel cv_kernel_tensor_slices = {
     .free_dataset = slices_free,
     .next = slices_next,
     .destroy = slices_destroy,
+    .save = slices_save,
+    .restore = slices_restore,
+    .skip = slices_skip,
 };
 
 CvStatus cv_tensor_slices_dataset(CvElement *components, CvDataset **out)

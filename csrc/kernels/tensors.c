@@ -45,6 +45,26 @@ static CvStatus tensors_next(CvIterator *base, CvElement *out, bool *end)
     return CV_STATUS_OK;
 }
 
+static CvStatus tensors_save(CvIterator *base, CvStateWriter *w)
+{
+    cv_state_put_i64(w, ((TensorsIterator *)base)->done);
+    return CV_STATUS_OK;
+}
+
+static CvStatus tensors_restore(CvIterator *base, CvStateReader *r)
+{
+    return cv_state_get_bool(r, &((TensorsIterator *)base)->done);
+}
+
+static CvStatus tensors_skip(CvIterator *base, int64_t n, int64_t *skipped)
+{
+    TensorsIterator *it = (TensorsIterator *)base;
+    *skipped = n > 0 && !it->done;
+    if (n > 0)
+        it->done = true;
+    return CV_STATUS_OK;
+}
+
 static void tensors_destroy(CvIterator *it)
 {
     cv_iterator_free(it);
@@ -57,6 +77,9 @@ const CvKernel cv_kernel_tensors = {
     .free_dataset = tensors_free,
     .next = tensors_next,
     .destroy = tensors_destroy,
+    .save = tensors_save,
+    .restore = tensors_restore,
+    .skip = tensors_skip,
 };
 
 CvStatus cv_tensors_dataset(CvElement *components, CvDataset **out)

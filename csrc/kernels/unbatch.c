@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 
+#include "kernels/common/batch_rows.h"
 #include "kernels/kernels.h"
 
 typedef struct {
@@ -75,6 +76,56 @@ static CvStatus unbatch_next(CvIterator *base, CvElement *out, bool *end)
     return CV_STATUS_OK;
 }
 
+/* The input has moved past the batch being split, and re-reading it
+ * would need the input's position before it (saved on every pull): so the
+ * state keeps the rows of the batch not yet returned, by value. Between
+ * batches it is the input's position alone. */
+static CvStatus unbatch_save(CvIterator *base, CvStateWriter *w)
+{
+    UnbatchIterator *it = (UnbatchIterator *)base;
+    bool splitting = it->row < it->rows;
+    cv_state_put_i64(w, splitting);
+    if (splitting) {
+        CvElement left = {0};
+        CvStatus s = cv_element_init(&left, it->batch.n);
+        if (s)
+            return s;
+        for (uint32_t c = 0; c < it->batch.n; c++)
+            cv_tensor_rows(&left.t[c], &it->batch.t[c], it->row, it->rows - it->row);
+        cv_state_put_element(w, &left);
+        cv_element_clear(&left);
+    }
+    return cv_iterator_save(it->base.input, w);
+}
+
+static CvStatus unbatch_restore(CvIterator *base, CvStateReader *r)
+{
+    UnbatchIterator *it = (UnbatchIterator *)base;
+    bool splitting = false;
+    CvStatus s = cv_state_get_bool(r, &splitting);
+    if (!s && splitting)
+        s = cv_state_get_element(r, &it->batch);
+    if (!s && splitting) {
+        s = check_batch(&it->batch);
+        if (s) {
+            cv_status_free(s);
+            s = cv_state_corrupt("unbatch: the saved batch is not a batch");
+        } else if (it->batch.n == 0 || it->batch.t[0].shape[0] == 0) {
+            s = cv_state_corrupt("unbatch: the saved batch has no rows left");
+        } else {
+            it->rows = it->batch.t[0].shape[0];
+            it->row = 0;
+        }
+    }
+    if (!s)
+        s = cv_iterator_restore(it->base.input, r);
+    if (s) {
+        cv_element_clear(&it->batch);
+        it->row = it->rows = 0;
+    }
+    return s;
+}
+
 static void unbatch_destroy(CvIterator *base)
 {
     cv_element_clear(&((UnbatchIterator *)base)->batch);
@@ -89,6 +140,8 @@ const CvKernel cv_kernel_unbatch = {
     .next = unbatch_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = unbatch_destroy,
+    .save = unbatch_save,
+    .restore = unbatch_restore,
 };
 
 CvStatus cv_unbatch_dataset(CvDataset *input, int64_t static_batch_size, CvDataset **out)

@@ -171,6 +171,63 @@ static CvStatus window_next(CvIterator *base, CvElement *out, bool *end)
     return s;
 }
 
+/* The buffer is input the window has pulled and will hand out again (the
+ * overlap of the next windows): it cannot be recomputed without re-reading,
+ * so its positions go in the state by value, an error position as its
+ * code and message (a Python exception comes back as a conveyor error of
+ * the same code). Then the shift still to discard, and the input. */
+static CvStatus window_save(CvIterator *base, CvStateWriter *w)
+{
+    WindowIterator *it = (WindowIterator *)base;
+    cv_state_put_i64(w, it->input_done);
+    cv_state_put_i64(w, it->pending_skip);
+    cv_state_put_i64(w, it->count);
+    for (int64_t i = 0; i < it->count; i++) {
+        const WindowSlot *sl = slot(it, i);
+        cv_state_put_i64(w, sl->status ? sl->status->code : CV_OK);
+        if (sl->status)
+            cv_state_put_bytes(w, sl->status->message, strlen(sl->status->message));
+        cv_state_put_element(w, &sl->element);
+    }
+    return cv_iterator_save(it->base.input, w);
+}
+
+static CvStatus window_restore(CvIterator *base, CvStateReader *r)
+{
+    WindowIterator *it = (WindowIterator *)base;
+    const WindowParams *p = base->dataset->params;
+    int64_t count = 0;
+    CvStatus s = cv_state_get_bool(r, &it->input_done);
+    if (!s)
+        s = cv_state_get_range(r, "window shift left", 0, p->shift, &it->pending_skip);
+    if (!s)
+        s = cv_state_get_range(r, "window buffer", 0, p->target, &count);
+    for (int64_t i = 0; i < count && !s; i++) {
+        int64_t code = 0;
+        const void *message = NULL;
+        size_t len = 0;
+        CvElement e = {0};
+        CvStatus error = CV_STATUS_OK;
+        s = cv_state_get_range(r, "an error code", CV_OK, CV_UNAUTHENTICATED, &code);
+        if (!s && code != CV_OK && !(s = cv_state_get_bytes(r, &message, &len)))
+            error = cv_error((CvCode)code, "%.*s", len > INT32_MAX ? INT32_MAX : (int)len,
+                             (const char *)message);
+        if (!s)
+            s = cv_state_get_element(r, &e);
+        if (!s)
+            s = push(it, p->target, error, &e);
+        if (s) {
+            cv_status_free(error);
+            cv_element_clear(&e);
+        }
+    }
+    if (!s)
+        s = cv_iterator_restore(it->base.input, r);
+    if (s)
+        drop_front(it, it->count);
+    return s;
+}
+
 static void window_destroy(CvIterator *base)
 {
     WindowIterator *it = (WindowIterator *)base;
@@ -187,6 +244,8 @@ const CvKernel cv_kernel_window = {
     .next = window_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = window_destroy,
+    .save = window_save,
+    .restore = window_restore,
 };
 
 CvStatus cv_window_dataset(CvDataset *input, int64_t size, int64_t shift, int64_t stride,

@@ -83,6 +83,28 @@ static CvStatus window_source_next(CvIterator *base, CvElement *out, bool *end)
     return CV_STATUS_OK;
 }
 
+/* The next row: the rows are the dataset's (the window's packed element). */
+static CvStatus window_source_save(CvIterator *base, CvStateWriter *w)
+{
+    cv_state_put_i64(w, ((WindowSourceIterator *)base)->row);
+    return CV_STATUS_OK;
+}
+
+static CvStatus window_source_restore(CvIterator *base, CvStateReader *r)
+{
+    const WindowSourceParams *p = base->dataset->params;
+    return cv_state_get_range(r, "window row", 0, p->n, &((WindowSourceIterator *)base)->row);
+}
+
+static CvStatus window_source_skip(CvIterator *base, int64_t n, int64_t *skipped)
+{
+    WindowSourceIterator *it = (WindowSourceIterator *)base;
+    int64_t left = ((const WindowSourceParams *)base->dataset->params)->n - it->row;
+    *skipped = n < left ? n : left;
+    it->row += *skipped;
+    return CV_STATUS_OK;
+}
+
 static void window_source_destroy(CvIterator *base)
 {
     cv_iterator_free(base);
@@ -96,6 +118,9 @@ const CvKernel cv_kernel_window_source = {
     .next = window_source_next,
     .cancel = NULL,
     .destroy = window_source_destroy,
+    .save = window_source_save,
+    .restore = window_source_restore,
+    .skip = window_source_skip,
 };
 
 /* Check a ragged component's (values, shapes) pair and compute its row

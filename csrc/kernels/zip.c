@@ -9,6 +9,7 @@
  * pulled so far and resumes at that input on the next call.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 
@@ -142,6 +143,63 @@ static void zip_cancel(CvIterator *base)
         cv_iterator_cancel(it->inputs[i]);
 }
 
+/* Between elements: whether it ended, then every input's position. After
+ * an interrupted pull the element is half made: the parts pulled so far
+ * and the first error (its code and message: a Python exception's type
+ * is not kept) go in the state too, as the inputs have moved past them. */
+static CvStatus zip_save(CvIterator *base, CvStateWriter *w)
+{
+    ZipIterator *it = (ZipIterator *)base;
+    int n = base->dataset->num_inputs;
+    cv_state_put_i64(w, it->done);
+    cv_state_put_i64(w, it->next_input);
+    cv_state_put_i64(w, it->saw_end);
+    cv_state_put_i64(w, it->error != NULL);
+    if (it->error) {
+        cv_state_put_i64(w, it->error->code);
+        cv_state_put_bytes(w, it->error->message, strlen(it->error->message));
+    }
+    for (int i = 0; i < it->next_input; i++)
+        cv_state_put_element(w, &it->parts[i]);
+    CvStatus s = CV_STATUS_OK;
+    for (int i = 0; i < n && !s; i++)
+        s = cv_iterator_save(it->inputs[i], w);
+    return s;
+}
+
+static CvStatus zip_restore(CvIterator *base, CvStateReader *r)
+{
+    ZipIterator *it = (ZipIterator *)base;
+    int n = base->dataset->num_inputs;
+    int64_t next_input = 0, code = 0;
+    bool has_error = false;
+    const void *message = NULL;
+    size_t len = 0;
+    CvStatus s = cv_state_get_bool(r, &it->done);
+    if (!s)
+        s = cv_state_get_range(r, "zip input", 0, n, &next_input);
+    if (!s)
+        s = cv_state_get_bool(r, &it->saw_end);
+    if (!s)
+        s = cv_state_get_bool(r, &has_error);
+    if (!s && has_error)
+        s = cv_state_get_range(r, "an error code", CV_CANCELLED, CV_UNAUTHENTICATED, &code);
+    if (!s && has_error)
+        s = cv_state_get_bytes(r, &message, &len);
+    if (!s && has_error && len > INT32_MAX)
+        s = cv_state_corrupt("zip: an error message too long");
+    it->next_input = (int)next_input;
+    for (int i = 0; i < it->next_input && !s; i++)
+        s = cv_state_get_element(r, &it->parts[i]);
+    for (int i = 0; i < n && !s; i++)
+        s = cv_iterator_restore(it->inputs[i], r);
+    if (!s && has_error)
+        it->error = cv_error((CvCode)code, "%.*s", (int)len, (const char *)message);
+    if (s)
+        zip_reset(it);
+    return s;
+}
+
 const CvKernel cv_kernel_zip = {
     .name = "Zip",
     .make_iterator = zip_make_iterator,
@@ -150,6 +208,8 @@ const CvKernel cv_kernel_zip = {
     .next = zip_next,
     .cancel = zip_cancel,
     .destroy = zip_destroy,
+    .save = zip_save,
+    .restore = zip_restore,
 };
 
 CvStatus cv_zip_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out)

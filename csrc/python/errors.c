@@ -28,7 +28,13 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s)
             return NULL;
         }
     }
-    PyErr_SetString(cls ? cls : PyExc_RuntimeError, s->message);
+    /* A message may quote bytes that are not UTF-8 (a record, a damaged
+     * iterator state): replace them rather than raise UnicodeDecodeError. */
+    PyObject *message = PyUnicode_DecodeUTF8(s->message, (Py_ssize_t)strlen(s->message), "replace");
+    if (message) {
+        PyErr_SetObject(cls ? cls : PyExc_RuntimeError, message);
+        Py_DECREF(message);
+    }
     cv_status_free(s);
     return NULL;
 }
