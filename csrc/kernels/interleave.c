@@ -705,6 +705,12 @@ static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
         tried_help = false;
         if ((s = cv_wait(&it->ready_cv, &it->mu)))
             break;
+        /* After each wake-up (a result, or a slice gone by): make sure a
+         * turn is on its way. Every path that leaves work for the task
+         * submits it, yet a consumer was once seen waiting here for good
+         * under load with the task idle and the pool's workers asleep (not
+         * reproduced since); one pool lock per wait insures against it. */
+        cv_task_submit(&it->task);
     }
     pthread_mutex_unlock(&it->mu);
     return s;
