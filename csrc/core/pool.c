@@ -41,6 +41,11 @@ CvPool *cv_pool_current(void)
     return current_pool;
 }
 
+bool cv_pool_on_worker(void)
+{
+    return worker_pool != NULL;
+}
+
 CvPool *cv_pool_set_current(CvPool *pool)
 {
     CvPool *previous = current_pool;

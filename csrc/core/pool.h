@@ -100,6 +100,8 @@ int cv_pool_running(CvPool *pool);
  * the binding around make/next/destroy, and on pool threads their own.
  * Borrowed. */
 CvPool *cv_pool_current(void);
+/* Whether this thread is a pool worker (running turns). */
+bool cv_pool_on_worker(void);
 /* Set this thread's current pool; returns the previous one, to restore. */
 CvPool *cv_pool_set_current(CvPool *pool);
 

@@ -672,6 +672,26 @@ static void start_marks(InterleaveIterator *it)
     }
 }
 
+/* mu held: wait for a result. A pool thread (an interleave under a stage)
+ * waits in slices too, as the consumer thread does (cv_wait), so that the
+ * resubmission below runs however the wait ends. */
+static CvStatus wait_slice(InterleaveIterator *it)
+{
+    if (!cv_pool_on_worker())
+        return cv_wait(&it->ready_cv, &it->mu);
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_nsec += 20 * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    cv_blocking_begin();
+    pthread_cond_timedwait(&it->ready_cv, &it->mu, &deadline);
+    cv_blocking_end();
+    return CV_STATUS_OK;
+}
+
 static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
 {
     CvStatus s = CV_STATUS_OK;
@@ -703,13 +723,14 @@ static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
             continue; /* mu was released: everything must be checked again */
         }
         tried_help = false;
-        if ((s = cv_wait(&it->ready_cv, &it->mu)))
+        if ((s = wait_slice(it)))
             break;
         /* After each wake-up (a result, or a slice gone by): make sure a
          * turn is on its way. Every path that leaves work for the task
-         * submits it, yet a consumer was once seen waiting here for good
-         * under load with the task idle and the pool's workers asleep (not
-         * reproduced since); one pool lock per wait insures against it. */
+         * submits it, yet a consumer on a pool thread was seen waiting here
+         * for good under load (twice, under a stage, with the task idle and
+         * the pool's workers asleep; not reproduced in isolation); one pool
+         * lock per wait insures against it. */
         cv_task_submit(&it->task);
     }
     pthread_mutex_unlock(&it->mu);
