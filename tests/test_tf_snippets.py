@@ -83,7 +83,7 @@ def _print_summary(config):
     capture = config.pluginmanager.get_plugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         if reporter is not None:
-            reporter.ensure_newline()
+            reporter.write("\n")
         for line in lines:
             if reporter is not None:
                 reporter.write_line(line)

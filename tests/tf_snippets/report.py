@@ -3,8 +3,9 @@
     PYTHONPATH=$PWD python3 tests/tf_snippets/report.py [-v] [--known] [-k SUBSTRING]
 
 Prints total / identical / percentage, the missing features ranked by how many
-snippets they block (from the first error or difference of each snippet, and
-from known.py's reasons), and with --known a fresh KNOWN_DIFFERENCES body to
+snippets they block (each snippet's first blocker, from known.py's reasons),
+the TensorFlow APIs conveyor lacks ranked by how many non-identical snippets
+use them (all of them, from a static scan of the snippets' source), and with --known a fresh KNOWN_DIFFERENCES body to
 compare with known.py. -v prints every snippet's outcome.
 """
 import argparse
@@ -61,6 +62,14 @@ def main():
     print("\nmissing features by snippets blocked (known.py):")
     for feature, count in ranking.most_common():
         print(f"  {count:4d}  {feature}")
+    from tf_snippets._apis import missing_apis
+    uses = collections.Counter()
+    for name, (kind, _) in results.items():
+        if kind != "identical":
+            uses.update(missing_apis(snippets[name], tf_module, cv_module))
+    print("\nTensorFlow APIs conveyor lacks, by non-identical snippets using them (every use):")
+    for api, count in uses.most_common():
+        print(f"  {count:4d}  {api}")
     if args.known:
         print("\nKNOWN_DIFFERENCES = {")
         for name, (kind, detail) in results.items():
