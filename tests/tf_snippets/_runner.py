@@ -43,6 +43,10 @@ def run_one(fn, tf, workdir):
     os.makedirs(workdir)
     import pathlib
     try:
+        tf.random.set_seed(None)  # no global seed left over from an earlier snippet
+    except Exception:  # noqa: BLE001
+        pass
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return Outcome(value=fn(tf, pathlib.Path(workdir)))
