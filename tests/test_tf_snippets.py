@@ -58,6 +58,8 @@ def cv_module():
 @pytest.mark.parametrize("name", list(_params()))
 def test_snippet(name, tf_module, cv_module, tmp_path):
     kind, detail, tf_out, cv_out = run_both(SNIPPETS[name], tf_module, cv_module, tmp_path)
+    if kind == "no-data":
+        pytest.skip(detail)
     _OUTCOMES[name] = (kind, detail)
     if kind == "tf-error":
         pytest.fail(f"the snippet fails under TensorFlow (a snippet bug): {detail}\n{tf_out.tb}")

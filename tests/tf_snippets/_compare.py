@@ -2,6 +2,10 @@
 import numpy as np
 
 
+class MissingTestData(Exception):
+    """A snippet needs files of the shared test data that this checkout lacks (the test skips)."""
+
+
 def to_numpy(x):
     """A nested structure of tensors / arrays / scalars as NumPy and Python values.
 

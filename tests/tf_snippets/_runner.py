@@ -7,7 +7,7 @@ import traceback
 import warnings
 
 from tf_snippets import MODULES
-from tf_snippets._compare import compare
+from tf_snippets._compare import MissingTestData, compare
 
 PREFIX = "snippet_"
 
@@ -57,7 +57,8 @@ def run_one(fn, tf, workdir):
 def run_both(fn, tf_module, cv_module, base):
     """(classification, detail, tf_outcome, conveyor_outcome).
 
-    classification: "identical", "differs", "conveyor-error" or "tf-error".
+    classification: "identical", "differs", "conveyor-error", "tf-error", or "no-data"
+    (the shared test data is missing).
     Both runs see the same path (``base/work``): TensorFlow's files are moved
     aside before conveyor runs.
     """
@@ -66,6 +67,8 @@ def run_both(fn, tf_module, cv_module, base):
     if os.path.exists(work):
         shutil.move(work, os.path.join(str(base), "work-tf"))
     cv_out = run_one(fn, cv_module, work)
+    if isinstance(tf_out.error, MissingTestData):
+        return "no-data", tf_out.error_line(), tf_out, cv_out
     if not tf_out.ok:
         return "tf-error", tf_out.error_line(), tf_out, cv_out
     if not cv_out.ok:

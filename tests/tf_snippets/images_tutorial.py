@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 
-from tf_snippets._compare import to_numpy
+from tf_snippets._compare import MissingTestData, to_numpy
 
 _CANDIDATES = [os.environ.get("CONVEYOR_TESTDATA", ""),
                os.path.join(os.path.dirname(__file__), "..", "..", "shared", "testdata"),
@@ -17,7 +17,7 @@ def _jpeg_dir():
     for base in _CANDIDATES:
         if base and os.path.exists(os.path.join(base, "jpeg", "hopper.jpg")):
             return os.path.join(base, "jpeg")
-    raise FileNotFoundError("shared test JPEGs not found (set CONVEYOR_TESTDATA)")
+    raise MissingTestData("shared test JPEGs not found (set CONVEYOR_TESTDATA)")
 
 
 LAYOUT = {"daisy": ["hopper.jpg", "testorig.jpg"],
