@@ -88,6 +88,9 @@ def missing_apis(fn, tf_module, cv_module):
                 attr = node.func.attr
                 if attr == "numpy" and not node.args and not elements_have_numpy:
                     missing.add("x.numpy() on elements and values (conveyor yields NumPy)")
+                receiver = _dotted(node.func.value) or ""
+                if attr == "save" and "ds" not in receiver and "dataset" not in receiver:
+                    continue  # a checkpoint's save(), not Dataset.save
                 if (attr in tf_methods and attr not in cv_methods
                         and not (_dotted(node.func) or "").startswith("tf.")):
                     missing.add(f"Dataset.{attr}")
