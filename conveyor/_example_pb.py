@@ -20,7 +20,7 @@ import struct as _struct
 from collections import abc as _abc
 
 from conveyor._wire import (_BIG_ENDIAN, _BYTE, _U64, _Corrupt, _ld, _map_order,
-                            _read_varint, _skip, _unpack_varints, encode_bytes_list,
+                            _read_tag, _read_varint, _skip, _unpack_varints, encode_bytes_list,
                             encode_float_list, encode_int64_list, encode_map_entry,
                             to_bytes_list, to_float_array, to_int64_array)
 
@@ -677,15 +677,11 @@ class _Message:
         while pos < end:
             start = pos
             tag = data[pos]
-            if tag < 0x80:
+            if 8 <= tag < 0x80:
+                number, wire_type = tag >> 3, tag & 7
                 pos += 1
             else:
-                tag, pos = _read_varint(data, pos, end)
-                if pos - start > 5 or tag > 0xFFFFFFFF:
-                    raise _Corrupt("Wire format was corrupt (a field tag too long)")
-            number, wire_type = tag >> 3, tag & 7
-            if number == 0:
-                raise _Corrupt("Wire format was corrupt (field number 0)")
+                number, wire_type, pos = _read_tag(data, pos, end)
             field = by_number.get(number)
             if wire_type == 2:
                 b = data[pos] if pos < end else 0x80
@@ -706,7 +702,11 @@ class _Message:
                             self._set_child(field.name, child)
                         child._decode(data, pos, stop)
                     elif kind == _MAP:
-                        self._decode_entry(field, data, start, pos, stop)
+                        odd = self._decode_entry(field, data, pos, stop)
+                        if odd is not None:
+                            if unknown is None:
+                                unknown = []
+                            unknown.append(odd)
                     elif kind == _REP_MSG:
                         child = field.message_type()
                         child._decode(data, pos, stop)
@@ -745,16 +745,11 @@ class _Message:
         if unknown:
             self._unknown += b"".join(unknown)
 
-    def _decode_entry(self, field, data, start, pos, stop):
-        key, value, odd = b"", None, False
+    def _decode_entry(self, field, data, pos, stop):
+        key, value, odd = b"", None, []
         while pos < stop:
-            entry_start = pos
-            tag, pos = _read_varint(data, pos, stop)
-            if pos - entry_start > 5:
-                raise _Corrupt("Wire format was corrupt (a field tag too long)")
-            number, wire_type = tag >> 3, tag & 7
-            if number == 0:
-                raise _Corrupt("Wire format was corrupt (field number 0)")
+            field_start = pos
+            number, wire_type, pos = _read_tag(data, pos, stop)
             if wire_type == 2 and number in (1, 2):
                 n, pos = _read_varint(data, pos, stop)
                 if pos + n > stop:
@@ -768,16 +763,18 @@ class _Message:
                 pos += n
             else:
                 pos = _skip(data, pos, stop, number, wire_type)
-                odd = True
+                odd.append(data[field_start:pos])
         try:
             key = key.decode("utf-8")
         except UnicodeDecodeError:
             raise _Corrupt("String field had bad UTF-8") from None
         if odd:
-            # An entry with fields beyond key and value is kept whole among the
-            # unknown fields, as protobuf's upb decoder does.
-            self._unknown += data[start:stop]
-            return
+            # An entry with fields beyond key and value goes to the unknown
+            # fields, written again as upb does: the key unless empty, the value
+            # if there was one, then the other fields.
+            body = (_ld(b"\x0a", key.encode()) if key else b"") + (
+                _ld(b"\x12", value._serialize(False)) if value is not None else b"")
+            return _ld(field.tag, body + b"".join(odd))
         self._fields[field.name]._entries[key] = value if value is not None else \
             field.message_type()
 

@@ -214,6 +214,17 @@ def _read_varint(data, pos, end):
             raise _Corrupt("Wire format was corrupt (a varint longer than 10 bytes)")
 
 
+def _read_tag(data, pos, end):
+    """(field number, wire type, position after) of the tag at pos."""
+    start = pos
+    tag, pos = _read_varint(data, pos, end)
+    if pos - start > 5 or tag > 0xFFFFFFFF:
+        raise _Corrupt("Wire format was corrupt (a field tag too long)")
+    if tag < 8:
+        raise _Corrupt("Wire format was corrupt (field number 0)")
+    return tag >> 3, tag & 7, pos
+
+
 def _unpack_varints(data, pos, stop):
     """int64 values of the packed varints in data[pos:stop]."""
     if stop - pos > 256:
@@ -262,13 +273,7 @@ def _skip(data, pos, end, number, wire_type):
     if wire_type == 3:
         groups = [number]
         while groups:
-            tag_start = pos
-            tag, pos = _read_varint(data, pos, end)
-            if pos - tag_start > 5:
-                raise _Corrupt("Wire format was corrupt (a field tag too long)")
-            inner, inner_type = tag >> 3, tag & 7
-            if inner == 0:
-                raise _Corrupt("Wire format was corrupt (field number 0)")
+            inner, inner_type, pos = _read_tag(data, pos, end)
             if inner_type == 4:
                 if inner != groups.pop():
                     raise _Corrupt("Wire format was corrupt (a mismatched end-group tag)")
