@@ -746,7 +746,7 @@ class _Message:
             self._unknown += b"".join(unknown)
 
     def _decode_entry(self, field, data, pos, stop):
-        key, value, odd = b"", None, []
+        key, value, odd = "", None, []
         while pos < stop:
             field_start = pos
             number, wire_type, pos = _read_tag(data, pos, stop)
@@ -755,7 +755,10 @@ class _Message:
                 if pos + n > stop:
                     raise _Corrupt("Wire format was corrupt (a length past the end)")
                 if number == 1:
-                    key = data[pos:pos + n]
+                    try:  # every occurrence must be UTF-8, not only the last
+                        key = data[pos:pos + n].decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise _Corrupt("String field had bad UTF-8") from None
                 else:
                     if value is None:
                         value = field.message_type()
@@ -764,10 +767,6 @@ class _Message:
             else:
                 pos = _skip(data, pos, stop, number, wire_type)
                 odd.append(data[field_start:pos])
-        try:
-            key = key.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _Corrupt("String field had bad UTF-8") from None
         if odd:
             # An entry with fields beyond key and value goes to the unknown
             # fields, written again as upb does: the key unless empty, the value

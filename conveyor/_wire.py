@@ -214,13 +214,16 @@ def _read_varint(data, pos, end):
             raise _Corrupt("Wire format was corrupt (a varint longer than 10 bytes)")
 
 
-def _read_tag(data, pos, end):
-    """(field number, wire type, position after) of the tag at pos."""
+def _read_tag(data, pos, end, allow_zero=False):
+    """(field number, wire type, position after) of the tag at pos.
+
+    Field number 0 is corrupt, except inside a group being skipped, where upb
+    lets it pass (its value is skipped as any other)."""
     start = pos
     tag, pos = _read_varint(data, pos, end)
     if pos - start > 5 or tag > 0xFFFFFFFF:
         raise _Corrupt("Wire format was corrupt (a field tag too long)")
-    if tag < 8:
+    if tag < 8 and not allow_zero:
         raise _Corrupt("Wire format was corrupt (field number 0)")
     return tag >> 3, tag & 7, pos
 
@@ -273,7 +276,7 @@ def _skip(data, pos, end, number, wire_type):
     if wire_type == 3:
         groups = [number]
         while groups:
-            inner, inner_type, pos = _read_tag(data, pos, end)
+            inner, inner_type, pos = _read_tag(data, pos, end, allow_zero=True)
             if inner_type == 4:
                 if inner != groups.pop():
                     raise _Corrupt("Wire format was corrupt (a mismatched end-group tag)")
