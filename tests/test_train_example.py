@@ -369,6 +369,10 @@ def test_decoding_is_lenient_as_protobuf():
     assert T.Int64List.FromString(memoryview(b"\x08\x01")).value == [1]
 
 
+def ld(tag, payload):
+    return bytes([tag, len(payload)]) + payload
+
+
 CORRUPT = [
     b"\x0a\x05\x0a",                          # a length past the end
     b"\x0f", b"\x0e",                         # wire types 7 and 6
@@ -383,7 +387,30 @@ CORRUPT = [
     b"\x0a\x08\x0a\x06\x12\x04\x12\x02\x0a\x03",  # packed floats of 3 bytes
     b"\x0a\x09\x0a\x07\x12\x05\x1a\x03\x0a\x01\x80",  # a truncated packed varint
     b"\x0a\x12\x0a\x10\x12\x0e\x1a\x0c\x08" + b"\xff" * 10 + b"\x01",  # an 11-byte varint
+    ld(0x0a, ld(0x0a, ld(0x0a, b"\xd3\x01") + ld(0x0a, b"ok"))),  # a bad key, then ok
+    ld(0x0a, ld(0x0a, b"\xf0\x9f\x98\x80\x27\x00")),  # a tag over 32 bits
 ]
+
+
+_FLOATS = ld(0x12, ld(0x0a, b"\x00" * 8))  # a Feature with two float zeros
+# Odd but valid bytes: protobuf (upb) parses them and writes these back.
+LENIENT = [
+    # an unknown group (with a field number 0 inside) in a map entry: the entry
+    # goes to the unknown fields, its value first
+    (ld(0x0a, ld(0x0a, b"\x0b\x00\x12\x0c" + ld(0x12, _FLOATS))),
+     ld(0x0a, ld(0x0a, ld(0x12, _FLOATS) + b"\x0b\x00\x12\x0c"))),
+    # unknown fields and such an entry stay in their order
+    (ld(0x0a, b"\x41" + b"\x01" * 8 + ld(0x0a, b"\x80\x01\x80\x80\x01")),
+     ld(0x0a, b"\x41" + b"\x01" * 8 + ld(0x0a, b"\x80\x01\x80\x80\x01"))),
+    # an empty key is not written again
+    (ld(0x0a, ld(0x0a, b"\x0a\x00\x48\x02\x1a\x00\x12\x00")),
+     ld(0x0a, ld(0x0a, b"\x12\x00\x48\x02\x1a\x00"))),
+]
+
+
+@pytest.mark.parametrize("data, written", LENIENT)
+def test_lenient_bytes_written_back_as_upb(data, written):
+    assert T.Example.FromString(data).SerializeToString() == written
 
 
 @pytest.mark.parametrize("data", CORRUPT)
@@ -666,6 +693,8 @@ def test_corrupt_cases_fail_in_tensorflow_too(tf):
     for data in CORRUPT:
         with pytest.raises(DecodeError):
             tf.train.Example.FromString(data)
+    for data, written in LENIENT:
+        assert tf.train.Example.FromString(data).SerializeToString() == written
 
 
 def test_type_errors_as_tensorflow(tf):
