@@ -384,37 +384,41 @@ class _Message:
     __slots__ = ("_fields", "_stubs", "_parent", "_pfield", "_unknown")
     _SCHEMA = ()   # FieldDescriptors in field-number order
     _ONEOF = None  # ("kind", {member names})
+    _CONTAINERS = ()  # (name, factory) of the repeated and map fields
 
     def __init__(self, *args, **kwargs):
         if args:
             raise TypeError("No positional arguments allowed")
-        self._fields = {}
         self._stubs = self._parent = self._pfield = None
         self._unknown = b""
-        self._new_containers()
-        by_name = self._BY_NAME
-        for name, value in kwargs.items():
-            field = by_name.get(name)
-            if field is None:
-                raise ValueError(f'Protocol message {type(self).__name__} has no "{name}" field.')
-            if value is not None:
-                self._init_field(field, value)
+        fields = self._fields = {}
+        for name, make in self._CONTAINERS:
+            fields[name] = make(self)
+        if kwargs:
+            by_name = self._BY_NAME
+            for name, value in kwargs.items():
+                field = by_name.get(name)
+                if field is None:
+                    raise ValueError(f'Protocol message {type(self).__name__} has no "{name}" '
+                                     f'field.')
+                if value is not None:
+                    self._init_field(field, value)
+
+    @classmethod
+    def _new(cls):
+        """An empty message, without __init__'s argument handling."""
+        self = object.__new__(cls)
+        self._stubs = self._parent = self._pfield = None
+        self._unknown = b""
+        fields = self._fields = {}
+        for name, make in cls._CONTAINERS:
+            fields[name] = make(self)
+        return self
 
     def _new_containers(self):
-        for field in self._SCHEMA:
-            kind = field.kind
-            if kind == _MAP:
-                self._fields[field.name] = MessageMap(self, field.message_type)
-            elif kind == _REP_MSG:
-                self._fields[field.name] = RepeatedCompositeContainer(self, field.message_type)
-            elif kind == _REP_INT64:
-                self._fields[field.name] = RepeatedScalarContainer(
-                    self, to_int64_array, _array.array("q"))
-            elif kind == _REP_FLOAT:
-                self._fields[field.name] = RepeatedScalarContainer(
-                    self, to_float_array, _array.array("f"))
-            elif kind == _REP_BYTES:
-                self._fields[field.name] = RepeatedScalarContainer(self, to_bytes_list, [])
+        fields = self._fields
+        for name, make in self._CONTAINERS:
+            fields[name] = make(self)
 
     def _init_field(self, field, value):
         kind, cls = field.kind, field.message_type
@@ -448,7 +452,7 @@ class _Message:
             stubs = self._stubs = {}
         stub = stubs.get(field.name)
         if stub is None:
-            stub = stubs[field.name] = field.message_type()
+            stub = stubs[field.name] = field.message_type._new()
             stub._parent, stub._pfield = self, field.name
         return stub
 
@@ -475,7 +479,7 @@ class _Message:
         self._fields[name] = child
 
     def _copy(self):
-        new = type(self)()
+        new = self._new()
         new._merge(self)
         return new
 
@@ -578,7 +582,7 @@ class _Message:
                 if value is not None:
                     mine = self._fields.get(name)
                     if mine is None:
-                        mine = field.message_type()
+                        mine = field.message_type._new()
                         self._set_child(name, mine)
                     mine._merge(value)
             elif kind == _MAP:
@@ -698,7 +702,7 @@ class _Message:
                     if kind == _MSG:
                         child = fields.get(field.name)
                         if child is None:
-                            child = field.message_type()
+                            child = field.message_type._new()
                             self._set_child(field.name, child)
                         child._decode(data, pos, stop)
                     elif kind == _MAP:
@@ -708,7 +712,7 @@ class _Message:
                                 unknown = []
                             unknown.append(odd)
                     elif kind == _REP_MSG:
-                        child = field.message_type()
+                        child = field.message_type._new()
                         child._decode(data, pos, stop)
                         fields[field.name]._values.append(child)
                     elif kind == _REP_BYTES:
@@ -761,7 +765,7 @@ class _Message:
                         raise _Corrupt("String field had bad UTF-8") from None
                 else:
                     if value is None:
-                        value = field.message_type()
+                        value = field.message_type._new()
                     value._decode(data, pos, pos + n)
                 pos += n
             else:
@@ -775,7 +779,7 @@ class _Message:
                 _ld(b"\x12", value._serialize(False)) if value is not None else b"")
             return _ld(field.tag, body + b"".join(odd))
         self._fields[field.name]._entries[key] = value if value is not None else \
-            field.message_type()
+            field.message_type._new()
 
     # -- Python protocol
 
@@ -857,6 +861,20 @@ def _define(cls, *fields):
     cls._SCHEMA = tuple(schema)
     cls._BY_NAME = {f.name: f for f in schema}
     cls._BY_NUMBER = {f.number: f for f in schema}
+    cls._CONTAINERS = tuple((f.name, _container_factory(f)) for f in schema if f.kind != _MSG)
+
+
+def _container_factory(field):
+    kind, cls = field.kind, field.message_type
+    if kind == _MAP:
+        return lambda owner: MessageMap(owner, cls)
+    if kind == _REP_MSG:
+        return lambda owner: RepeatedCompositeContainer(owner, cls)
+    if kind == _REP_INT64:
+        return lambda owner: RepeatedScalarContainer(owner, to_int64_array, _array.array("q"))
+    if kind == _REP_FLOAT:
+        return lambda owner: RepeatedScalarContainer(owner, to_float_array, _array.array("f"))
+    return lambda owner: RepeatedScalarContainer(owner, to_bytes_list, [])
 
 
 class BytesList(_Message):
