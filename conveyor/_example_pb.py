@@ -1,4 +1,4 @@
-"""tf.train's Example messages as plain Python classes, and the one wire codec.
+"""tf.train's Example messages as plain Python classes.
 
 ``Example``, ``Features``, ``Feature``, ``BytesList``, ``FloatList``,
 ``Int64List``, ``SequenceExample``, ``FeatureList`` and ``FeatureLists``
@@ -10,7 +10,7 @@ one; changing it sets it), repeated fields and message maps, ``CopyFrom``,
 (``deterministic=True`` gives TensorFlow's bytes exactly), ``FromString``,
 ``ParseFromString``, ``ByteSize``, equality, and ``str()`` in protobuf's text
 format. There is no protobuf dependency: the wire encoder and decoder are
-here, and ``conveyor.io.serialize_example`` uses the same encoder.
+in ``conveyor._wire``, which ``conveyor.io.serialize_example`` uses too.
 
 Not provided: descriptors (``DESCRIPTOR``), reflection, extensions, other
 message types, text or JSON parsing.
