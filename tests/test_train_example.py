@@ -744,3 +744,84 @@ def test_records_parse_in_conveyor_and_tensorflow(tf, pairs, tmp_path):
             else:
                 assert list(values) == expected
             np.testing.assert_array_equal(values, want[key].values.numpy())
+
+
+def random_ops(rng, count):
+    ops = []
+    keys = ["a", "b", "é", ""]
+    for _ in range(count):
+        op = rng.choice(["append", "extend", "touch", "del", "clear_kind", "copy", "merge",
+                         "clear_features", "pop", "insert", "setitem", "delitem", "sort",
+                         "stub", "stub_write", "clear"])
+        kind = rng.choice(["int64_list", "float_list", "bytes_list"])
+        n = rng.choice([0, 1, 3])
+        if kind == "int64_list":
+            values = [rng.randrange(-2 ** 63, 2 ** 63) for _ in range(n)]
+        elif kind == "float_list":
+            values = [rng.uniform(-10, 10) for _ in range(n)]
+        else:
+            values = [bytes([rng.getrandbits(8)]) * rng.randrange(4) for _ in range(n)]
+        ops.append((op, rng.choice(keys), kind, values))
+    return ops
+
+
+def apply_ops(ns, ops):
+    """Apply ops to a new Example in namespace ns; the states after each op."""
+    ex, stubs, states = ns.Example(), {}, []
+    for op, key, kind, values in ops:
+        feats = ex.features.feature
+        if op == "append" and values:
+            getattr(feats[key], kind).value.append(values[0])
+        elif op == "extend":
+            getattr(feats[key], kind).value.extend(values)
+        elif op == "touch":
+            feats[key]
+        elif op == "del" and key in feats:
+            del feats[key]
+        elif op == "clear_kind" and key in feats:
+            feats[key].ClearField("kind")
+        elif op == "copy":
+            other = ns.Feature()
+            getattr(other, kind).value.extend(values)
+            feats[key].CopyFrom(other)
+        elif op == "merge":
+            other = ns.Example()
+            getattr(other.features.feature[key], kind).value.extend(values)
+            ex.MergeFrom(other)
+        elif op == "clear_features":
+            ex.ClearField("features")
+        elif op in ("pop", "insert", "setitem", "delitem", "sort") and key in feats:
+            f = feats[key]
+            which = f.WhichOneof("kind")
+            if which is not None:
+                v = getattr(f, which).value
+                same = which == kind and values
+                if op == "pop" and len(v):
+                    v.pop()
+                elif op == "insert" and same:
+                    v.insert(0, values[0])
+                elif op == "setitem" and same and len(v):
+                    v[0] = values[0]
+                elif op == "delitem" and len(v):
+                    del v[0]
+                elif op == "sort":
+                    v.sort()
+        elif op == "stub":
+            stubs[(key, kind)] = getattr(ex.features.feature.get(key, ns.Feature()), kind)
+        elif op == "stub_write" and (key, kind) in stubs and values:
+            stubs[(key, kind)].value.append(values[0])
+        elif op == "clear":
+            ex.Clear()
+        feats = ex.features.feature
+        states.append((ex.SerializeToString(deterministic=True), ex.HasField("features"),
+                       sorted(feats), [feats[k].WhichOneof("kind") for k in sorted(feats)],
+                       ex.ByteSize()))
+    return states
+
+
+def test_random_mutations_as_tensorflow(tf):
+    for seed in range(40):
+        ops = random_ops(random.Random(seed), 60)
+        ours, theirs = apply_ops(T, ops), apply_ops(tf.train, ops)
+        for step, (a, b) in enumerate(zip(ours, theirs)):
+            assert a == b, (seed, step, ops[:step + 1])
