@@ -1,4 +1,4 @@
-"""``tf.train.Checkpoint`` for iterators, without TensorFlow.
+"""``tf.train``: ``Checkpoint`` for iterators, and the ``Example`` messages, without TensorFlow.
 
 ``import conveyor as tf`` then::
 
@@ -13,6 +13,12 @@ Tracked objects are conveyor iterators (anything with ``save()`` and
 to a temporary name and renamed, so a crash mid-save leaves the previous one
 intact. TensorFlow's checkpoint files (``.index`` / ``.data-*``) are neither
 read nor written: a checkpoint of a TensorFlow model lives beside this one.
+
+``tf.train.Example``, ``Features``, ``Feature``, ``BytesList``, ``FloatList``,
+``Int64List``, ``SequenceExample``, ``FeatureList`` and ``FeatureLists`` are
+plain Python classes with protobuf's message API (see
+``conveyor._example_pb``); ``DecodeError`` is what ``FromString`` raises on
+bytes that are not a message.
 """
 import os
 import re
@@ -20,8 +26,12 @@ import struct
 import zlib
 
 from conveyor import errors
+from conveyor._example_pb import (BytesList, DecodeError, Example, Feature, FeatureList,
+                                  FeatureLists, Features, FloatList, Int64List, SequenceExample)
 
-__all__ = ["Checkpoint", "latest_checkpoint"]
+__all__ = ["Checkpoint", "latest_checkpoint", "Example", "Features", "Feature", "BytesList",
+           "FloatList", "Int64List", "SequenceExample", "FeatureList", "FeatureLists",
+           "DecodeError"]
 
 _MAGIC = b"conveyor-checkpoint\0"
 _SUFFIX = ".cvckpt"

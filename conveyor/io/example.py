@@ -26,6 +26,8 @@ import numpy as np
 
 from conveyor import _engine
 from conveyor import _tracing
+from conveyor import _wire
+from conveyor._example_pb import Feature as _FeatureMessage
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor.tensor_spec import TensorShape
@@ -406,20 +408,10 @@ class Feature:
         return f"Feature({self.kind}={self.values!r})" if self.kind else "Feature()"
 
 
-def _varint(n):
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _ld(tag, payload):
-    return bytes([tag]) + _varint(len(payload)) + payload
-
-
 def _encode_feature(key, value):
+    """The serialized ``Feature`` of one value of :func:`serialize_example`."""
+    if isinstance(value, _FeatureMessage):
+        return value.SerializeToString()
     if isinstance(value, Feature):
         kind, values = value.kind, value.values
         if kind is None:
@@ -453,14 +445,15 @@ def _encode_feature(key, value):
             if not isinstance(v, bytes):
                 raise TypeError(f"feature {key}: bytes_list values must be bytes or str, got "
                                 f"{type(v).__name__}")
-            items.append(_ld(0x0A, v))
-        return _ld(0x0A, b"".join(items))
+            items.append(v)
+        return _wire.encode_feature(kind, _wire.encode_bytes_list(items))
     if kind == "float_list":
         try:
-            data = np.asarray(arr, dtype=np.float32).astype("<f4").tobytes()
+            with np.errstate(over="ignore"):
+                data = _wire.to_float_array(np.asarray(arr, dtype=np.float32))
         except (TypeError, ValueError) as e:
             raise TypeError(f"feature {key}: float_list values must be numbers: {e}") from None
-        return _ld(0x12, _ld(0x0A, data) if data else b"")
+        return _wire.encode_feature(kind, _wire.encode_float_list(data))
     if kind == "int64_list":
         out = []
         for v in arr.tolist():
@@ -469,9 +462,8 @@ def _encode_feature(key, value):
             v = int(v)
             if not -(1 << 63) <= v < (1 << 63):
                 raise ValueError(f"feature {key}: value {v} is out of the int64 range")
-            out.append(_varint(v & 0xFFFFFFFFFFFFFFFF))
-        data = b"".join(out)
-        return _ld(0x1A, _ld(0x0A, data) if data else b"")
+            out.append(v)
+        return _wire.encode_feature(kind, _wire.encode_int64_list(out))
     raise ValueError(f"feature {key}: unknown kind {kind!r}")
 
 
@@ -483,7 +475,9 @@ def serialize_example(features):
     as float32); ``bytes``/``str`` (and arrays or lists of them) ->
     ``bytes_list`` (``str`` is UTF-8 encoded). Lists and arrays are
     flattened. Wrap a value in :class:`Feature` to choose the kind (needed for
-    empty lists). Keys are written in the dict's order.
+    empty lists); a ``conveyor.train.Feature`` message is written as it is.
+    Keys are written in the dict's order. The bytes come from the same
+    encoder as ``conveyor.train.Example(...).SerializeToString()``.
 
     Returns:
       ``bytes`` equal in meaning to ``tf.train.Example(...).SerializeToString()``.
@@ -499,7 +493,6 @@ def serialize_example(features):
             kb = key
         else:
             raise TypeError(f"feature keys must be str, got {type(key).__name__}")
-        entries.append(_ld(0x0A, _ld(0x0A, kb) + _ld(0x12, _encode_feature(key, value))))
-    body = b"".join(entries)
-    return _ld(0x0A, body) if entries else b""
+        entries.append(_wire.encode_map_entry(kb, _encode_feature(key, value)))
+    return _wire._ld(b"\x0a", b"".join(entries)) if entries else b""
 
