@@ -163,12 +163,14 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
                 !(s = d->methods->record(d, slot->done, NULL)))
                 s = d->methods->record(d, buf->ready, NULL);
             if (!s) {
-                slot->busy = true;
-                atomic_fetch_add_explicit(&it->ring_busy, 1, memory_order_relaxed);
                 it->ring_next = (it->ring_next + 1) % CV_RING_SLOTS;
-                if (d->kind != CV_DEVICE_CUDA)
+                if (d->kind == CV_DEVICE_CUDA) { /* in flight until its event completes */
+                    slot->busy = true;
+                    atomic_fetch_add_explicit(&it->ring_busy, 1, memory_order_relaxed);
+                } else { /* the host's copy is done: its time is the memcpy's */
                     atomic_fetch_add_explicit(&it->copy_ns, (uint64_t)(cv_now_ns() - t0),
                                               memory_order_relaxed);
+                }
                 atomic_fetch_add_explicit(&it->copy_bytes, total, memory_order_relaxed);
                 atomic_fetch_add_explicit(&it->copies, 1, memory_order_relaxed);
             }

@@ -166,10 +166,13 @@ class Dataset:
         return it
 
     def as_numpy_iterator(self):
-        """An iterator of NumPy values (conveyor's iterators already yield NumPy)."""
+        """An iterator of NumPy values (conveyor's iterators already yield NumPy;
+        after ``prefetch_to_device``, device arrays are copied back to the host)."""
         for component in nest.flatten(self.element_spec):
             if not isinstance(component, TensorSpec):
                 raise TypeError(f"Dataset.as_numpy_iterator() does not support {component!r}.")
+        if self._on_device:
+            return _numpy_values(iter(self))
         return iter(self)
 
     def __repr__(self):
@@ -189,6 +192,13 @@ class Dataset:
             modes += [f"{f.name}: {f.mode or 'untraced'}" for f in ds._functions()]
             stack.extend(ds._inputs)
         return modes[::-1]
+
+
+def _numpy_values(iterator):
+    """The elements of a device pipeline's iterator with NumPy leaves."""
+    for element in iterator:
+        yield nest.map_structure(
+            lambda x: x.numpy() if isinstance(x, _engine.DeviceArray) else x, element)
 
 
 class UnaryUnchangedStructureDataset(Dataset):
