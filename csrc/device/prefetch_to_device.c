@@ -169,6 +169,7 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
     CvDevice *d = it->device;
     size_t offsets[64], *offset = work->n <= 64 ? offsets : malloc(work->n * sizeof(size_t));
     size_t total = 0;
+    bool numeric = false; /* a host numeric component, even of zero size, goes to the device */
     CvStatus s = CV_STATUS_OK;
     CvDeviceBlock *block = NULL;
     CvDeviceBuffer *buf = NULL;
@@ -179,10 +180,11 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
     for (uint32_t i = 0; i < work->n; i++) {
         if (work->t[i].dtype == CV_STRING || cv_device_buffer_of(work->t[i].buf))
             continue;
+        numeric = true;
         offset[i] = total;
         total += (cv_tensor_nbytes(&work->t[i]) + CV_DEVICE_ALIGN - 1) / CV_DEVICE_ALIGN * CV_DEVICE_ALIGN;
     }
-    if (total == 0) { /* strings only, or already there */
+    if (!numeric) { /* strings only, or already there */
         cv_element_move(out, work);
         goto cleanup;
     }
@@ -195,7 +197,8 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
     bool copying = false;
     if (!(s = retire_slot(it, slot)) && !(s = grow_slot(it, slot, total))) {
         for (uint32_t i = 0; i < work->n; i++)
-            if (work->t[i].dtype != CV_STRING && !cv_device_buffer_of(work->t[i].buf))
+            if (work->t[i].dtype != CV_STRING && !cv_device_buffer_of(work->t[i].buf) &&
+                cv_tensor_nbytes(&work->t[i]))
                 memcpy((char *)slot->host + offset[i], work->t[i].data, cv_tensor_nbytes(&work->t[i]));
         if (!(s = cv_device_block_alloc(d, total, &block)) &&
             !(s = cv_device_buffer_new(d, block, total, &buf))) {
@@ -203,7 +206,7 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
             pthread_mutex_lock(&it->copy_mu);
             int64_t t0 = cv_now_ns();
             if (!(s = d->methods->record(d, slot->start, NULL)) &&
-                !(s = d->methods->copy_in(d, buf->base.data, slot->host, total)) &&
+                !(total && (s = d->methods->copy_in(d, buf->base.data, slot->host, total))) &&
                 !(s = d->methods->record(d, slot->done, NULL)))
                 s = d->methods->record(d, buf->ready, NULL);
             int64_t t1 = cv_now_ns();
