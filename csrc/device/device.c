@@ -306,6 +306,15 @@ static CvDeviceBlock *take_cache(CvDevice *d)
     return all;
 }
 
+void cv_device_retire(CvDevice *d)
+{
+    pthread_mutex_lock(&d->mu);
+    d->retired = true;
+    pthread_mutex_unlock(&d->mu);
+    d->methods->enter(d);
+    free_list(d, take_cache(d));
+}
+
 void cv_device_unref(CvDevice *d)
 {
     if (!d || atomic_fetch_sub_explicit(&d->refcount, 1, memory_order_acq_rel) != 1)
@@ -393,7 +402,7 @@ static void device_buffer_release(CvBuffer *base)
     bool keep = false;
     if (!s) {
         pthread_mutex_lock(&d->mu);
-        if (d->cached_bytes + block->size <= CV_DEVICE_CACHE_BYTES) {
+        if (!d->retired && d->cached_bytes + block->size <= CV_DEVICE_CACHE_BYTES) {
             block->next = d->cache;
             d->cache = block;
             d->cached_bytes += block->size;

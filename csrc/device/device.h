@@ -90,9 +90,10 @@ struct CvDevice {
     int index;
     void *stream; /* the copy stream (CUDA: non-blocking); NULL on the host */
 
-    pthread_mutex_t mu; /* guards the cache */
+    pthread_mutex_t mu; /* guards the cache and `retired` */
     CvDeviceBlock *cache;
     size_t cached_bytes;
+    bool retired; /* its iterator is gone: blocks freed from now on go back to the runtime */
 
     /* Measured: bytes on the device now (handed out or cached). */
     atomic_llong device_bytes;
@@ -106,6 +107,11 @@ struct CvDevice {
 CvStatus cv_device_open(CvDeviceKind kind, int index, CvDevice **out);
 CvDevice *cv_device_ref(CvDevice *d);
 void cv_device_unref(CvDevice *d); /* NULL-safe; the last frees the cache */
+/* Its owner (the iterator) is gone: free the cached blocks now, and free
+ * blocks released later instead of caching them, so that an array a
+ * training loop keeps does not pin a whole cache nobody will reuse (each
+ * iterator has a device, with a cache, of its own). */
+void cv_device_retire(CvDevice *d);
 
 /* A device block of at least n bytes, from the cache when one fits (the
  * copy stream then waits for its last user), else freshly allocated (on

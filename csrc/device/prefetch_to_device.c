@@ -315,6 +315,7 @@ static void device_destroy(CvIterator *base)
             d->methods->event_free(d, slot->done);
         }
         cv_memory_release(base->dataset->memory, atomic_load(&it->ring_bytes));
+        cv_device_retire(d); /* arrays still out there must not pin its cache */
         cv_device_unref(d);
     }
     free(it->ring);
