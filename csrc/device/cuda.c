@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,8 @@ typedef struct {
 
 #define SYMBOL(field) {"cuda" #field, offsetof(CvCudaApi, field)}
 static const Symbol symbols[] = {
-    SYMBOL(GetDeviceCount),   SYMBOL(SetDevice),         SYMBOL(HostAlloc),
+    SYMBOL(GetDeviceCount),   SYMBOL(SetDevice),         SYMBOL(GetDevice),
+            SYMBOL(HostAlloc),
     SYMBOL(FreeHost),         SYMBOL(Malloc),            SYMBOL(Free),
     SYMBOL(MemcpyAsync),      SYMBOL(StreamCreateWithFlags), SYMBOL(StreamDestroy),
     SYMBOL(StreamSynchronize), SYMBOL(StreamWaitEvent),  SYMBOL(EventCreateWithFlags),
@@ -44,7 +46,7 @@ static const Symbol symbols[] = {
     _Static_assert(__builtin_types_compatible_p(__typeof__(&cuda##field),                  \
                                                 __typeof__(((CvCudaApi *)0)->field)),      \
                    "CvCudaApi." #field " differs from the CUDA toolkit's prototype")
-CHECK(GetDeviceCount); CHECK(SetDevice); CHECK(HostAlloc); CHECK(FreeHost); CHECK(Malloc);
+CHECK(GetDeviceCount); CHECK(SetDevice); CHECK(GetDevice); CHECK(HostAlloc); CHECK(FreeHost); CHECK(Malloc);
 CHECK(Free); CHECK(MemcpyAsync); CHECK(StreamCreateWithFlags); CHECK(StreamDestroy);
 CHECK(StreamSynchronize); CHECK(StreamWaitEvent); CHECK(EventCreateWithFlags);
 CHECK(EventDestroy); CHECK(EventRecord); CHECK(EventQuery); CHECK(EventSynchronize);
@@ -59,64 +61,82 @@ static CvStatus unavailable(const char *fmt, const char *a, const char *b)
     return cv_error(CV_UNAVAILABLE, "CUDA is not available: %s", what);
 }
 
+/* Resolve every symbol of `handle` into api; false (api cleared) with
+ * *missing set when one is absent. */
+static bool resolve(void *handle, const char **missing)
+{
+    for (size_t i = 0; i < sizeof(symbols) / sizeof(*symbols); i++) {
+        void *fn = dlsym(handle, symbols[i].name);
+        if (!fn) {
+            *missing = symbols[i].name;
+            memset(&api, 0, sizeof(api));
+            return false;
+        }
+        memcpy((char *)&api + symbols[i].offset, &fn, sizeof(fn));
+    }
+    return true;
+}
+
+/* Try each candidate until one loads, has every symbol and sees a device
+ * (a CUDA 13 runtime on a driver for CUDA 12 fails where the cu12 runtime
+ * of a PyTorch wheel works). The first failure is the one reported. */
 static void load(void)
 {
     char tried[1024] = "", first_error[512] = "";
-    void *handle = NULL;
+    CvStatus first = NULL;
     int n = ncandidates;
     const char *const *names = (const char *const *)candidates;
     if (n < 0) {
         n = (int)(sizeof(default_candidates) / sizeof(*default_candidates));
         names = default_candidates;
     }
-    for (int i = 0; i < n && !handle; i++) {
-        handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (handle) {
-            snprintf(library, sizeof(library), "%s", names[i]);
-            break;
+    for (int i = 0; i < n; i++) {
+        void *handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!handle) {
+            const char *err = dlerror();
+            if (!first_error[0] && err)
+                snprintf(first_error, sizeof(first_error), "%s", err);
+            size_t used = strlen(tried);
+            snprintf(tried + used, sizeof(tried) - used, "%s%s", used ? ", " : "", names[i]);
+            continue;
         }
-        const char *err = dlerror();
-        if (!first_error[0] && err)
-            snprintf(first_error, sizeof(first_error), "%s", err);
-        size_t used = strlen(tried);
-        snprintf(tried + used, sizeof(tried) - used, "%s%s", used ? ", " : "", names[i]);
-    }
-    if (!handle) {
-        load_status = unavailable("could not load the CUDA runtime library (tried %s: %s); install "
-                                  "the CUDA runtime (pip install nvidia-cuda-runtime-cu12) or set "
-                                  "CONVEYOR_CUDART to the path of libcudart.so",
-                                  tried, first_error[0] ? first_error : "not found");
-        return;
-    }
-    for (size_t i = 0; i < sizeof(symbols) / sizeof(*symbols); i++) {
-        void *fn = dlsym(handle, symbols[i].name);
-        if (!fn) {
-            load_status = unavailable("%s has no symbol %s: it is not a CUDA runtime library "
-                                      "(libcudart) of CUDA 11 or later",
-                                      library, symbols[i].name);
-            memset(&api, 0, sizeof(api));
+        const char *missing = NULL;
+        if (!resolve(handle, &missing)) {
+            if (!first)
+                first = unavailable("%s has no symbol %s: it is not a CUDA runtime library "
+                                    "(libcudart) of CUDA 11 or later",
+                                    names[i], missing);
             dlclose(handle);
-            library[0] = '\0';
+            continue;
+        }
+        int count = 0;
+        cvCudaError err = api.GetDeviceCount(&count);
+        if (err == CV_CUDA_SUCCESS && count > 0) {
+            /* Stays loaded for the life of the process (no dlclose): buffers
+             * handed to frameworks may be freed at any time, even at exit. */
+            snprintf(library, sizeof(library), "%s", names[i]);
+            device_count = count;
+            cv_status_free(first);
             return;
         }
-        memcpy((char *)&api + symbols[i].offset, &fn, sizeof(fn));
+        if (!first) {
+            char text[640];
+            if (err != CV_CUDA_SUCCESS)
+                snprintf(text, sizeof(text), "cudaGetDeviceCount: %s: %s", api.GetErrorName(err),
+                         api.GetErrorString(err));
+            else
+                snprintf(text, sizeof(text), "no CUDA device found");
+            first = unavailable("no usable CUDA device (%s; runtime %s)", text, names[i]);
+        }
+        /* Not closed: a runtime that initialized may have started threads. */
+        memset(&api, 0, sizeof(api));
     }
-    /* The runtime stays loaded for the life of the process (no dlclose):
-     * buffers handed to frameworks may be freed at any time, even at exit. */
-    int count = 0;
-    cvCudaError err = api.GetDeviceCount(&count);
-    if (err != CV_CUDA_SUCCESS) {
-        char text[640];
-        snprintf(text, sizeof(text), "%s: %s", api.GetErrorName(err), api.GetErrorString(err));
-        load_status = unavailable("no usable CUDA device (cudaGetDeviceCount: %s; runtime %s)",
-                                  text, library);
-        return;
-    }
-    if (count <= 0) {
-        load_status = unavailable("no CUDA device found (runtime %s%s)", library, "");
-        return;
-    }
-    device_count = count;
+    load_status = first ? first
+                        : unavailable("could not load the CUDA runtime library (tried %s: %s); "
+                                      "install the CUDA runtime (pip install "
+                                      "nvidia-cuda-runtime-cu12) or set CONVEYOR_CUDART to the path "
+                                      "of libcudart.so",
+                                      tried, first_error[0] ? first_error : "not found");
 }
 
 CvStatus cv_cuda_load(const char *const *names, int n)

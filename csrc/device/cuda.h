@@ -48,6 +48,7 @@ typedef int cvCudaMemcpyKind;
 typedef struct CvCudaApi {
     cvCudaError (*GetDeviceCount)(int *count);
     cvCudaError (*SetDevice)(int device);
+    cvCudaError (*GetDevice)(int *device);
     cvCudaError (*HostAlloc)(void **ptr, size_t size, unsigned int flags);
     cvCudaError (*FreeHost)(void *ptr);
     cvCudaError (*Malloc)(void **ptr, size_t size);

@@ -89,9 +89,16 @@ static double host_elapsed(CvDevice *d, void *start, void *end)
     return 0.0;
 }
 
-static void host_enter(CvDevice *d)
+static int host_enter(CvDevice *d)
 {
     (void)d;
+    return -1;
+}
+
+static void host_leave(CvDevice *d, int previous)
+{
+    (void)d;
+    (void)previous;
 }
 
 static const CvDeviceMethods host_methods = {
@@ -100,6 +107,7 @@ static const CvDeviceMethods host_methods = {
     .copy_in = host_copy, .copy_out = host_copy, .event_new = host_event_new,
     .event_free = host_event_free, .record = host_record, .sync = host_sync, .done = host_done,
     .stream_wait = host_record, .elapsed_ms = host_elapsed, .enter = host_enter,
+    .leave = host_leave,
 };
 
 /* ------------------------------------------------------------ CUDA */
@@ -111,9 +119,20 @@ static const CvDeviceMethods host_methods = {
             return cv_cuda_error(err_, what, (d)->index);                                      \
     } while (0)
 
-static void cuda_enter(CvDevice *d)
+static int cuda_enter(CvDevice *d)
 {
-    cv_cuda()->SetDevice(d->index);
+    int previous = -1;
+    if (cv_cuda()->GetDevice(&previous) != CV_CUDA_SUCCESS)
+        previous = -1;
+    if (previous != d->index)
+        cv_cuda()->SetDevice(d->index);
+    return previous;
+}
+
+static void cuda_leave(CvDevice *d, int previous)
+{
+    if (previous >= 0 && previous != d->index)
+        cv_cuda()->SetDevice(previous);
 }
 
 static CvStatus cuda_open(CvDevice *d)
@@ -121,10 +140,12 @@ static CvStatus cuda_open(CvDevice *d)
     CvStatus s = cv_cuda_check_device(d->index);
     if (s)
         return s;
-    cuda_enter(d);
+    int previous = cuda_enter(d);
     cvCudaStream stream = NULL;
-    CUDA_CALL(d, "cudaStreamCreateWithFlags",
-              cv_cuda()->StreamCreateWithFlags(&stream, CV_CUDA_STREAM_NON_BLOCKING));
+    cvCudaError err = cv_cuda()->StreamCreateWithFlags(&stream, CV_CUDA_STREAM_NON_BLOCKING);
+    cuda_leave(d, previous);
+    if (err != CV_CUDA_SUCCESS)
+        return cv_cuda_error(err, "cudaStreamCreateWithFlags", d->index);
     d->stream = stream;
     return CV_STATUS_OK;
 }
@@ -133,34 +154,33 @@ static void cuda_close(CvDevice *d)
 {
     if (!d->stream)
         return;
-    cuda_enter(d);
+    int previous = cuda_enter(d);
     cv_cuda()->StreamSynchronize(d->stream);
     cv_cuda()->StreamDestroy(d->stream);
+    cuda_leave(d, previous);
 }
 
 static CvStatus cuda_host_alloc(CvDevice *d, size_t n, void **p)
 {
-    cuda_enter(d);
     CUDA_CALL(d, "cudaHostAlloc (pinned staging memory)", cv_cuda()->HostAlloc(p, n, 0));
     return CV_STATUS_OK;
 }
 
 static void cuda_host_free(CvDevice *d, void *p)
 {
-    cuda_enter(d);
+    (void)d;
     cv_cuda()->FreeHost(p);
 }
 
 static CvStatus cuda_alloc(CvDevice *d, size_t n, void **p)
 {
-    cuda_enter(d);
     CUDA_CALL(d, "cudaMalloc", cv_cuda()->Malloc(p, n));
     return CV_STATUS_OK;
 }
 
 static void cuda_free(CvDevice *d, void *p)
 {
-    cuda_enter(d);
+    (void)d;
     cv_cuda()->Free(p);
 }
 
@@ -234,9 +254,20 @@ static const CvDeviceMethods cuda_methods = {
     .event_new = cuda_event_new, .event_free = cuda_event_free, .record = cuda_record,
     .sync = cuda_sync, .done = cuda_done, .stream_wait = cuda_stream_wait,
     .elapsed_ms = cuda_elapsed, .enter = cuda_enter,
+    .leave = cuda_leave,
 };
 
 /* ------------------------------------------------------------ devices */
+
+int cv_device_enter(CvDevice *d)
+{
+    return d->methods->enter(d);
+}
+
+void cv_device_leave(CvDevice *d, int previous)
+{
+    d->methods->leave(d, previous);
+}
 
 /* core/state.h's hook: a save that holds device elements reads them back. */
 static bool read_foreign(const CvBuffer *b, const char *src, void *dst, size_t n, CvStatus *status)
@@ -311,16 +342,18 @@ void cv_device_retire(CvDevice *d)
     pthread_mutex_lock(&d->mu);
     d->retired = true;
     pthread_mutex_unlock(&d->mu);
-    d->methods->enter(d);
+    int previous = cv_device_enter(d);
     free_list(d, take_cache(d));
+    cv_device_leave(d, previous);
 }
 
 void cv_device_unref(CvDevice *d)
 {
     if (!d || atomic_fetch_sub_explicit(&d->refcount, 1, memory_order_acq_rel) != 1)
         return;
-    d->methods->enter(d);
+    int previous = cv_device_enter(d);
     free_list(d, take_cache(d));
+    cv_device_leave(d, previous);
     d->methods->close(d);
     pthread_mutex_destroy(&d->mu);
     free(d);
@@ -390,7 +423,7 @@ static void device_buffer_release(CvBuffer *base)
     CvDeviceBuffer *b = (CvDeviceBuffer *)base;
     CvDevice *d = b->device;
     CvDeviceBlock *block = b->block;
-    d->methods->enter(d);
+    int previous = cv_device_enter(d);
     d->methods->event_free(d, b->ready);
     uintptr_t stream = atomic_load_explicit(&b->consumer_stream, memory_order_acquire);
     CvStatus s = CV_STATUS_OK;
@@ -413,6 +446,7 @@ static void device_buffer_release(CvBuffer *base)
     cv_status_free(s); /* at exit the runtime may be gone: then just free */
     if (!keep)
         block_free(d, block);
+    cv_device_leave(d, previous);
     cv_device_unref(d);
     free(b);
 }
@@ -449,16 +483,21 @@ CvStatus cv_device_buffer_wait(CvDeviceBuffer *b, uintptr_t stream)
     CvDevice *d = b->device;
     if (d->kind != CV_DEVICE_CUDA)
         return CV_STATUS_OK;
-    d->methods->enter(d);
-    return d->methods->stream_wait(d, stream ? (void *)stream : (void *)CV_CUDA_STREAM_LEGACY, b->ready);
+    int previous = cv_device_enter(d);
+    CvStatus s = d->methods->stream_wait(d, stream ? (void *)stream : (void *)CV_CUDA_STREAM_LEGACY,
+                                         b->ready);
+    cv_device_leave(d, previous);
+    return s;
 }
 
 CvStatus cv_device_buffer_read(CvDeviceBuffer *b, const char *src, void *dst, size_t n)
 {
     CvDevice *d = b->device;
+    int previous = cv_device_enter(d);
     CvStatus s = cv_device_buffer_wait(b, 0);
     if (!s)
         s = d->methods->copy_out(d, dst, src, n);
+    cv_device_leave(d, previous);
     return s;
 }
 
@@ -467,7 +506,7 @@ CvStatus cv_device_copy_rate(CvDevice *d, size_t n, int repeats, double *rate)
     void *host = NULL, *start = NULL, *end = NULL;
     CvDeviceBlock *block = NULL;
     *rate = 0.0;
-    d->methods->enter(d);
+    int previous = cv_device_enter(d);
     CvStatus s = d->methods->host_alloc(d, n, &host);
     if (!s)
         s = cv_device_block_alloc(d, n, &block);
@@ -499,5 +538,6 @@ CvStatus cv_device_copy_rate(CvDevice *d, size_t n, int repeats, double *rate)
         block_free(d, block);
     if (host)
         d->methods->host_free(d, host);
+    cv_device_leave(d, previous);
     return s;
 }

@@ -28,7 +28,9 @@
  * are complete at once. It makes the device path testable without a GPU,
  * and yields elements on kDLCPU.
  *
- * Thread-safety: all functions may be called from any thread; the cache is
+ * Threads: the methods run with the device current on the calling thread
+ * (cv_device_enter / cv_device_leave around them, which put the thread's
+ * previous device back). All functions may be called from any thread; the cache is
  * guarded by the device's mutex, counters are atomics.
  */
 #ifndef CV_DEVICE_DEVICE_H
@@ -70,8 +72,10 @@ typedef struct CvDeviceMethods {
     bool (*done)(CvDevice *d, void *ev);     /* ev has completed (never waits) */
     CvStatus (*stream_wait)(CvDevice *d, void *stream, void *ev);
     double (*elapsed_ms)(CvDevice *d, void *start, void *end); /* both completed, timing events */
-    /* Make the device current on the calling thread. */
-    void (*enter)(CvDevice *d);
+    /* Make the device current on the calling thread, returning the one
+     * that was (-1: none known); leave makes that one current again. */
+    int (*enter)(CvDevice *d);
+    void (*leave)(CvDevice *d, int previous);
 } CvDeviceMethods;
 
 /* A free block in the cache: reusable once `freed` (an event, NULL when
@@ -101,6 +105,12 @@ struct CvDevice {
 
 /* Most bytes of free blocks kept for reuse; more are freed at once. */
 #define CV_DEVICE_CACHE_BYTES ((size_t)1 << 30)
+
+/* Every call of a device's methods is bracketed by these (they nest): the
+ * runtime's current device is per thread, and the calling thread may be
+ * the user's, whose framework has its own current device to keep. */
+int cv_device_enter(CvDevice *d);
+void cv_device_leave(CvDevice *d, int previous);
 
 /* A device with one reference (kind, index: cuda:index). For CUDA the
  * runtime must load and the index exist (cv_cuda_check_device's errors). */

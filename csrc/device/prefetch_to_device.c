@@ -188,9 +188,10 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
         cv_element_move(out, work);
         goto cleanup;
     }
-    d->methods->enter(d);
+    int previous = cv_device_enter(d);
     StagingSlot *slot = claim_slot(it);
     if (!slot) { /* more turns than slots: a bug, reported rather than raced */
+        cv_device_leave(d, previous);
         s = cv_error(CV_INTERNAL, "PrefetchToDevice: no free staging slot");
         goto cleanup;
     }
@@ -221,6 +222,7 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
         }
     }
     release_slot(it, slot, copying);
+    cv_device_leave(d, previous);
     if (s)
         goto cleanup;
     if ((s = cv_element_init(out, work->n)))
@@ -304,7 +306,7 @@ static void device_destroy(CvIterator *base)
     cv_iterator_destroy(it->staged.input);
     CvDevice *d = it->device;
     if (d) {
-        d->methods->enter(d);
+        int previous = cv_device_enter(d);
         for (int i = 0; it->ring && i < it->nslots; i++) {
             StagingSlot *slot = &it->ring[i];
             if (slot->busy)
@@ -314,6 +316,7 @@ static void device_destroy(CvIterator *base)
             d->methods->event_free(d, slot->start);
             d->methods->event_free(d, slot->done);
         }
+        cv_device_leave(d, previous);
         cv_memory_release(base->dataset->memory, atomic_load(&it->ring_bytes));
         cv_device_retire(d); /* arrays still out there must not pin its cache */
         cv_device_unref(d);
@@ -347,9 +350,13 @@ static CvStatus device_make_iterator(const CvDataset *ds, CvIterator **out)
     CvStatus s = cv_device_open(p->kind, p->index, &it->device);
     if (!s && !(it->ring = calloc((size_t)it->nslots, sizeof(StagingSlot))))
         s = cv_error_nomem();
-    for (int i = 0; !s && i < it->nslots; i++)
-        if (!(s = it->device->methods->event_new(it->device, true, &it->ring[i].start)))
-            s = it->device->methods->event_new(it->device, true, &it->ring[i].done);
+    if (!s) {
+        int previous = cv_device_enter(it->device);
+        for (int i = 0; !s && i < it->nslots; i++)
+            if (!(s = it->device->methods->event_new(it->device, true, &it->ring[i].start)))
+                s = it->device->methods->event_new(it->device, true, &it->ring[i].done);
+        cv_device_leave(it->device, previous);
+    }
     if (!s && !(it->results = cv_memory_new(INT64_MAX)))
         s = cv_error_nomem();
     if (!s)

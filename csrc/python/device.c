@@ -253,7 +253,10 @@ static PyObject *device_array_dlpack(PyObject *op, PyObject *args, PyObject *kwa
     }
     CvDeviceBuffer *db = buffer_of(self);
     if (handle > 0) { /* the consumer's stream waits for the copy */
-        atomic_store_explicit(&db->consumer_stream, (uintptr_t)handle, memory_order_release);
+        /* The free waits behind that stream; another thread's per-thread
+         * stream is not this one, but it syncs with the legacy stream. */
+        atomic_store_explicit(&db->consumer_stream, handle == 2 ? 1 : (uintptr_t)handle,
+                              memory_order_release);
         CvStatus s;
         Py_BEGIN_ALLOW_THREADS
         s = cv_device_buffer_wait(db, (uintptr_t)handle);
@@ -329,11 +332,20 @@ static PyObject *device_array_cai(PyObject *op, void *closure)
         return NULL;
     }
     CvDeviceBuffer *db = buffer_of(self);
+    /* Syncing the copy stream (the "stream" entry) covers the copy, the only
+     * work pending on the memory. Some consumers ignore that entry
+     * (torch.as_tensor): the legacy default stream, which the streams of
+     * such consumers sync with, waits on the copy too. The block is freed
+     * behind the legacy default stream. */
+    CvStatus s;
+    Py_BEGIN_ALLOW_THREADS
+    s = cv_device_buffer_wait(db, 1);
+    Py_END_ALLOW_THREADS
+    if (s)
+        return cv_raise_status(cv_get_state(cv_module_of(op)), s);
     PyObject *shape = shape_tuple(&self->t);
     if (!shape)
         return NULL;
-    /* Syncing the copy stream covers the copy (the only work pending on
-     * the memory); the block is freed behind the legacy default stream. */
     return Py_BuildValue("{s:N,s:s,s:(NO),s:i,s:O,s:N}", "shape", shape, "typestr",
                          dtypes[self->t.dtype].typestr, "data",
                          PyLong_FromVoidPtr(self->t.data), Py_False, "version", 3, "strides",
