@@ -29,6 +29,7 @@ is not available (it prints "CUDA not available: <reason>"; 0 with
 own failure and the script goes on.
 """
 import argparse
+import contextlib
 import ctypes
 import faulthandler
 import gc
@@ -600,41 +601,34 @@ def counting_pipeline(n, mib):
 
 
 def minmax_per_batch(ctx, ds, view, stream=None):
-    """[min, max] of every batch, read by a kernel queued right after next()
-    (on `stream`, a torch stream, when given): batch i must give [i, i]."""
-    torch = ctx.fw.torch
+    """[min, max] of every batch, computed by kernels queued right after
+    next() (on `stream`, a torch stream, when given) and read at the end:
+    batch i must give [i, i]. `view` makes a torch tensor or a cupy array."""
+    fw = ctx.fw
     results = []
-    with torch.cuda.stream(stream) if stream is not None else _nothing():
+    with fw.torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
         for x in ds:
             t = view(x)
-            results.append(torch.stack([t.min(), t.max()]) if torch.is_tensor(t)
-                           else [float(t.min()), float(t.max())])
+            xp = fw.torch if fw.torch is not None and fw.torch.is_tensor(t) else fw.cupy
+            results.append(xp.stack([t.min(), t.max()]))
             del t, x  # freed behind the stream the view was taken on
     if stream is not None:
         stream.synchronize()
-    ctx.fw.torch_sync()
-    results = [r.tolist() if torch.is_tensor(r) else r for r in results]
+    fw.torch_sync()
+    results = [r.tolist() for r in results]
     return [(i, r) for i, r in enumerate(results) if r != [i, i]], len(results)
 
 
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def check_streams(ctx, report, budget):
-    """Stream semantics, seen by torch (and cupy): a kernel queued right after
+    """Stream semantics, seen by torch and cupy: a kernel queued right after
     next() reads the copied values; a freed block waits for its last reader."""
     S = "correctness"
     fw = ctx.fw
     n, mib = ctx.cfg["big_batches"], ctx.cfg["big_batch_mib"]
     ds = counting_pipeline(n, mib)
     cuda = ctx.kind == cvdev.CUDA
-    if fw.torch is None:
-        report.skip(S, "stream semantics", "torch is not usable: " + fw.notes.get("torch", ""))
+    if fw.torch is None and fw.cupy is None:
+        report.skip(S, "stream semantics", "neither torch nor cupy is usable")
         return
 
     def record(name, result, warn_hint=None):
@@ -645,11 +639,13 @@ def check_streams(ctx, report, budget):
                         f"({detail}): {warn_hint}")
         else:
             report.check(S, name, not bad and count == n, detail)
+
+    def copied():
+        return ds.apply(cvx.copy_to_device(ctx.device))
     torch = fw.torch
     for vname, transform in (("copy_to_device", cvx.copy_to_device(ctx.device)),
                              ("prefetch_to_device(2)", cvx.prefetch_to_device(ctx.device, 2))):
-        if budget.over():
-            report.skip(S, f"stream checks / {vname}", "time budget spent")
+        if torch is None or budget.over():
             continue
         # from_dlpack made the current stream wait on the copy's event
         record(f"torch kernel on the current stream right after next() / {vname}",
@@ -658,19 +654,18 @@ def check_streams(ctx, report, budget):
             record(f"torch kernel on a side stream right after next() / {vname}",
                    minmax_per_batch(ctx, ds.apply(transform), torch.from_dlpack,
                                     torch.cuda.Stream(device=fw.torch_device)))
-    if not cuda or budget.over():
-        return
-    check_lifetime(ctx, report, ds, n)
-    # The CUDA array interface names the copy stream; a consumer that does
-    # not synchronize on it may read before the copy ends.
-    record("torch.as_tensor (CUDA array interface) right after copy_to_device's next()",
-           minmax_per_batch(ctx, ds.apply(cvx.copy_to_device(ctx.device)),
-                            lambda x: torch.as_tensor(x, device=fw.torch_device)),
-           "this torch ignores the interface's 'stream'; use torch.from_dlpack (docs/device.md)")
-    if fw.cupy is not None:
+    if torch is not None and cuda and not budget.over():
+        check_lifetime(ctx, report, ds, n)
+        # The CUDA array interface names the copy stream; a consumer that
+        # does not synchronize on it may read before the copy ends.
+        record("torch.as_tensor (CUDA array interface) right after copy_to_device's next()",
+               minmax_per_batch(ctx, copied(), lambda x: torch.as_tensor(x, device=fw.torch_device)),
+               "this torch ignores the interface's 'stream'; use torch.from_dlpack (docs/device.md)")
+    if fw.cupy is not None and not budget.over():
         for name, fn in (("cupy.asarray", fw.cupy.asarray), ("cupy.from_dlpack", fw.cupy.from_dlpack)):
-            record(f"{name} right after copy_to_device's next()",
-                   minmax_per_batch(ctx, ds.apply(cvx.copy_to_device(ctx.device)), fn))
+            record(f"{name} right after copy_to_device's next()", minmax_per_batch(ctx, copied(), fn))
+    if budget.over():
+        report.skip(S, "some stream checks", "time budget spent")
 
 
 def check_lifetime(ctx, report, ds, n):
