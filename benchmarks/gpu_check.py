@@ -366,28 +366,18 @@ class UtilSampler:
 # --------------------------------------------------------------------------- engine statistics
 
 def device_iterator(ds):
-    """iter(ds) whose stats() also keep the engine's raw node figures (the
-    device stage's copies, copy_bytes, copy_ns, ring_slots, ring_busy,
-    staging_bytes, device_bytes: csrc/core/stats.h), which StageStats does
-    not show. Returns (iterator, raw() -> the device stage's raw node)."""
-    from conveyor.data import stats as cvstats
-    captured = {}
-    original = cvstats.describe
-
-    def capture(owner, raw):
-        captured["raw"] = raw
-        return original(owner, raw)
-    cvstats.describe = capture  # read once, when the iterator is made
-    try:
-        it = iter(ds)
-    finally:
-        cvstats.describe = original
+    """iter(ds) and raw() -> the device stage's figures from stats() (copies,
+    copy_bytes, copy_ns, ring_slots, ring_busy, staging_bytes, device_bytes:
+    csrc/core/stats.h, shown by StageStats), or None without a device stage."""
+    it = iter(ds)
 
     def raw():
-        it.stats()
-        for node in captured["raw"]["nodes"]:
-            if node["kernel"] == "PrefetchToDevice":
-                return node
+        for s in it.stats().stages:
+            if s.ring_slots:
+                return {"copies": s.copies, "copy_bytes": s.copy_bytes,
+                        "copy_ns": s.copy_time * 1e9, "ring_slots": s.ring_slots,
+                        "ring_busy": s.ring_busy, "staging_bytes": s.staging_bytes,
+                        "device_bytes": s.device_bytes}
         return None
     return it, raw
 
