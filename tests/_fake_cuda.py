@@ -17,14 +17,16 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_cuda", "
 LEGACY_STREAM, PER_THREAD_STREAM = 1, 2
 
 
-def build(folder):
-    """Compile the fake runtime into folder; returns the .so path (None without gcc)."""
+def build(folder, name="libfakecudart.so", devices=None):
+    """Compile the fake runtime into folder/name; returns the path (None without gcc).
+    devices: how many it sees when FAKE_CUDA_DEVICES is not set (default 1)."""
     gcc = shutil.which("gcc") or shutil.which("cc")
     if not gcc:
         return None
-    out = os.path.join(folder, "libfakecudart.so")
+    out = os.path.join(folder, name)
+    defines = [] if devices is None else [f"-DFAKE_DEFAULT_DEVICES={int(devices)}"]
     subprocess.run([gcc, "-shared", "-fPIC", "-pthread", "-O1", "-g", "-Wall", "-Wextra",
-                    "-Werror", "-o", out, SOURCE], check=True, capture_output=True, text=True)
+                    "-Werror", *defines, "-o", out, SOURCE], check=True, capture_output=True, text=True)
     return out
 
 

@@ -10,7 +10,8 @@
  * benchmarks/gpu_check.py.
  *
  * What it models:
- *   - devices: FAKE_CUDA_DEVICES (default 1; 0: cudaGetDeviceCount fails with
+ *   - devices: FAKE_CUDA_DEVICES (default 1, or FAKE_DEFAULT_DEVICES at
+ *     build time; 0: cudaGetDeviceCount fails with
  *     cudaErrorNoDevice, as the runtime does; -1: it succeeds with a count of
  *     0). cudaSetDevice checks the range; the current device is per thread
  *     (default 0), as in the runtime (cudaGetDevice).
@@ -56,6 +57,9 @@
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
+#ifndef FAKE_DEFAULT_DEVICES /* a build for a machine without a device: -DFAKE_DEFAULT_DEVICES=0 */
+#define FAKE_DEFAULT_DEVICES 1
+#endif
 
 typedef int cudaError_t;
 enum {
@@ -163,7 +167,7 @@ static long long env_ll(const char *name, long long fallback)
 
 static void read_settings(void)
 {
-    ndevices = (int)env_ll("FAKE_CUDA_DEVICES", 1);
+    ndevices = (int)env_ll("FAKE_CUDA_DEVICES", FAKE_DEFAULT_DEVICES);
     if (ndevices > MAX_DEVICES)
         ndevices = MAX_DEVICES;
     delay_us = (long)env_ll("FAKE_CUDA_DELAY_US", 0);
