@@ -254,6 +254,26 @@ def test_numpy_is_a_view_that_keeps_the_array_alive():
     np.testing.assert_array_equal(view, expected)
 
 
+def test_the_numpy_array_protocol_copies_when_asked():
+    """np.array copies (its copy=True default), np.asarray does not (a view of
+    the host kind's memory), copy=False refuses a cast (NumPy 2's protocol)."""
+    x, it, expected = first_array(dtype=np.int32)
+    for a in (np.array(x), np.array(x, copy=True), np.array(x, dtype=np.int32)):
+        assert a.ctypes.data != x.data_ptr
+        np.testing.assert_array_equal(a, expected)
+        a[...] = -1
+    np.testing.assert_array_equal(x.numpy(), expected)  # the element's memory is untouched
+    for a in (np.asarray(x), np.asarray(x, copy=False), np.asarray(x, dtype=np.int32, copy=False)):
+        assert a.ctypes.data == x.data_ptr
+    cast = np.asarray(x, dtype=np.float64)
+    assert cast.dtype == np.float64 and cast.ctypes.data != x.data_ptr
+    np.testing.assert_array_equal(cast, expected)
+    with pytest.raises(ValueError, match="a cast to another dtype needs a copy"):
+        np.asarray(x, dtype=np.float64, copy=False)
+    with pytest.raises(TypeError):
+        np.asarray(x, dtype="not a dtype")
+
+
 def test_components_of_one_element_share_one_block():
     it = iter(D.from_tensor_slices((np.ones((2, 10), np.float32), np.ones((2, 3), np.int8))).apply(
         prefetch_to_device("host")))
