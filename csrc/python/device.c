@@ -428,21 +428,41 @@ static PyObject *device_array_data_ptr(PyObject *op, void *closure)
     return PyLong_FromVoidPtr(((CvDeviceArrayObject *)op)->t.data);
 }
 
+/* NumPy 2's protocol: copy=True always gives memory of its own (np.array's
+ * default), False never copies (ValueError where one is needed: a CUDA
+ * array, a cast), None copies only where needed (a view on the host). */
 static PyObject *device_array_array(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"dtype", "copy", NULL};
+    CvDeviceArrayObject *self = (CvDeviceArrayObject *)op;
     PyObject *dtype = Py_None, *copy = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", kwlist, &dtype, &copy))
         return NULL;
-    PyObject *arr = device_array_numpy(op, NULL);
-    if (arr && dtype != Py_None) {
-        PyArray_Descr *descr = NULL;
-        if (!PyArray_DescrConverter(dtype, &descr)) {
-            Py_DECREF(arr);
-            return NULL;
-        }
-        Py_SETREF(arr, PyArray_CastToType((PyArrayObject *)arr, descr, 0));
+    int want_copy = copy == Py_None ? -1 : PyObject_IsTrue(copy);
+    if (copy != Py_None && want_copy < 0)
+        return NULL;
+    PyArray_Descr *descr = NULL;
+    if (dtype != Py_None && !PyArray_DescrConverter(dtype, &descr))
+        return NULL;
+    PyArray_Descr *own = PyArray_DescrFromType(dtypes[self->t.dtype].npy);
+    bool cast = descr && !PyArray_EquivTypes(descr, own);
+    Py_DECREF(own);
+    if (want_copy == 0 && (cast || self->dlpack_type != CV_DLPACK_CPU)) {
+        Py_XDECREF(descr);
+        PyErr_SetString(PyExc_ValueError,
+                        self->dlpack_type != CV_DLPACK_CPU
+                            ? "__array__(copy=False): a CUDA array cannot be read from the host "
+                              "without a copy (numpy() copies it)"
+                            : "__array__(copy=False): a cast to another dtype needs a copy");
+        return NULL;
     }
+    PyObject *arr = device_array_numpy(op, NULL); /* host: a view; CUDA: a copy */
+    if (arr && cast)
+        Py_SETREF(arr, PyArray_CastToType((PyArrayObject *)arr, descr, 0)); /* steals descr */
+    else
+        Py_XDECREF(descr);
+    if (arr && !cast && want_copy == 1 && self->dlpack_type == CV_DLPACK_CPU)
+        Py_SETREF(arr, PyArray_NewCopy((PyArrayObject *)arr, NPY_CORDER));
     return arr;
 }
 
