@@ -82,6 +82,18 @@ def load_cuda():
     _engine.cuda_load(_candidates())
 
 
+def check_cuda_device(index):
+    """Load CUDA and check that device `index` exists: ``UnavailableError`` or
+    ``InvalidArgumentError`` (the engine's messages) otherwise."""
+    load_cuda()
+    count = _engine.cuda_info()["device_count"]
+    if not 0 <= index < count:
+        last = f" to cuda:{count - 1}" if count > 1 else ""
+        raise errors.InvalidArgumentError(
+            None, None, f"device cuda:{index} does not exist: this machine has {count} CUDA "
+                        f"device{'' if count == 1 else 's'} (cuda:0{last})")
+
+
 def cuda_available():
     """Whether a CUDA device can be used (the runtime loads and sees a device)."""
     try:

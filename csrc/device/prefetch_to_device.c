@@ -357,7 +357,7 @@ static CvStatus device_make_iterator(const CvDataset *ds, CvIterator **out)
                 s = it->device->methods->event_new(it->device, true, &it->ring[i].done);
         cv_device_leave(it->device, previous);
     }
-    if (!s && !(it->results = cv_memory_new(INT64_MAX)))
+    if (!s && !(it->results = cv_memory_new_unlisted()))
         s = cv_error_nomem();
     if (!s)
         s = cv_iterator_make(ds->inputs[0], &it->staged.input);

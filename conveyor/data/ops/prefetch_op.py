@@ -29,8 +29,8 @@ class _DeviceDataset(UnaryUnchangedStructureDataset):
         self._device_name = device
         self._kind, self._index = _device.parse_device(device)
         self._buffer_size = buffer_size
-        if self._kind == _device.CUDA:
-            _device.load_cuda()  # UnavailableError here, not at the first element
+        if self._kind == _device.CUDA:  # fail here, not at the first element
+            _device.check_cuda_device(self._index)
 
     def _build(self, ctx, engine_inputs):
         from conveyor import device as _device
