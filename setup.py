@@ -7,6 +7,9 @@ Environment knobs (no argv flags):
   CV_WERROR=0           turn off -Werror (on by default)
   CV_ZLIB_CFLAGS / CV_ZLIB_LIBS, CV_JPEG_CFLAGS / CV_JPEG_LIBS
                         override what pkg-config reports for zlib / libjpeg-turbo
+  CV_CUDA_INCLUDE=DIR   the CUDA toolkit's include folder (default: $CUDA_HOME/include,
+                        $CUDA_PATH/include, /usr/local/cuda/include); "" builds with conveyor's
+                        own declarations. CUDA is never linked: libcudart is loaded at run time.
 """
 import glob
 import os
@@ -39,6 +42,20 @@ def find_library(name):
     return shlex.split(cflags), shlex.split(libs)
 
 
+def cuda_include():
+    """The CUDA toolkit's include folder when its runtime header is there, else None:
+    csrc/device/cuda.h then checks its declarations against the toolkit's prototypes."""
+    if "CV_CUDA_INCLUDE" in os.environ:
+        candidates = [os.environ["CV_CUDA_INCLUDE"]]
+    else:
+        candidates = [os.path.join(os.environ[v], "include") for v in ("CUDA_HOME", "CUDA_PATH")
+                      if os.environ.get(v)] + ["/usr/local/cuda/include"]
+    for folder in candidates:
+        if folder and os.path.isfile(os.path.join(folder, "cuda_runtime_api.h")):
+            return folder
+    return None
+
+
 def engine_extension():
     sources = sorted(glob.glob("csrc/**/*.c", recursive=True))
     cflags, libs = [], []
@@ -61,14 +78,19 @@ def engine_extension():
                  "-fno-sanitize-recover=undefined"]
         compile_args += flags + ["-g"]
         link_args += flags
+    include_dirs = ["csrc", numpy.get_include()]
+    macros = [("NPY_NO_DEPRECATED_API", "NPY_1_23_API_VERSION"), ("_GNU_SOURCE", "1")]
+    cuda = cuda_include()
+    if cuda:
+        include_dirs.append(cuda)
+        macros.append(("CV_HAVE_CUDA_HEADERS", "1"))
     return Extension(
         "conveyor._engine",
         sources=sources,
-        include_dirs=["csrc", numpy.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_23_API_VERSION"),
-                       ("_GNU_SOURCE", "1")],
+        include_dirs=include_dirs,
+        define_macros=macros,
         extra_compile_args=compile_args + cflags,
-        extra_link_args=link_args + libs,
+        extra_link_args=link_args + libs + ["-ldl"],
     )
 
 

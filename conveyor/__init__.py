@@ -16,6 +16,8 @@ from conveyor.dtypes import (DType, as_dtype, bool, double, float16, float32, fl
                              int8, int16, int32, int64, string, uint8, uint16, uint32, uint64)
 from conveyor.tensor_spec import TensorShape, TensorSpec
 from conveyor import data
+from conveyor import device
+from conveyor.device import DeviceArray
 from conveyor import io
 from conveyor import image
 from conveyor import math
@@ -29,7 +31,7 @@ from conveyor._tracing import Tensor, numpy_function, py_function
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "io", "image", "math", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+__all__ = ["data", "device", "DeviceArray", "io", "image", "math", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",

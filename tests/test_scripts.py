@@ -1,8 +1,10 @@
 """The demo and the benchmark runner run end to end (small sizes, conveyor only)."""
+import json
 import os
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where the scripts live
@@ -92,3 +94,35 @@ def test_loaders_benchmark_tiny(tmp_path):
                             cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "conveyor" in result.stdout and "skipped" not in result.stdout
+
+
+def test_gpu_check_host_quick(tmp_path):
+    # benchmarks/gpu_check.py's whole flow on the "host" device (no GPU needed).
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TMPDIR=str(tmp_path))
+    out = tmp_path / "gpu_check.json"
+    result = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks/gpu_check.py"),
+                             "--device", "host", "--quick", "--files", "64", "--json", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for title in ("a. environment", "b. correctness", "c. bandwidth", "d. JPEG workload", "e. summary"):
+        assert title in result.stdout, title
+    assert "FAIL" not in result.stdout and "Traceback" not in result.stdout, result.stdout
+    report = json.loads(out.read_text())
+    assert report["exit_code"] == 0 and not report["errors"], report["errors"]
+    assert any(c["status"] == "ok" for c in report["checks"])
+    assert report["figures"]["bandwidth"]["stage"]["take only"]["rates"]["median"] > 0
+    assert set(report["figures"]["jpeg"]["variants"]) == {"host batches", "prefetch_to_device('host')"}
+
+
+def test_gpu_check_without_cuda():
+    # Where CUDA is missing: "CUDA not available: <reason>", exit 2 (0 with --allow-no-gpu).
+    import conveyor.device
+    if conveyor.device.cuda_available():
+        pytest.skip("CUDA is available here")
+    result = run(["benchmarks/gpu_check.py", "--quick"])
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "CUDA not available: " in result.stdout
+    result = run(["benchmarks/gpu_check.py", "--quick", "--allow-no-gpu"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "CUDA not available: " in result.stdout

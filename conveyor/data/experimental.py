@@ -10,11 +10,60 @@ from conveyor.errors import DataLossWarning
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
 from conveyor.data.stats import AutotuneChoice, PipelineStats, StageStats
 
-__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
+__all__ = ["prefetch_to_device", "copy_to_device", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
            "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress",
            "diagnose", "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats",
            "AutotuneChoice"]
+
+
+def prefetch_to_device(device, buffer_size=None):
+    """A transformation that prefetches elements to `device` (for ``Dataset.apply``).
+
+    ``dataset.apply(prefetch_to_device("/gpu:0"))`` (or ``"cuda:0"``) yields
+    each element with its numeric leaves as :class:`conveyor.DeviceArray`
+    objects in that GPU's memory, copied asynchronously from a page-locked
+    staging ring on a stream of their own, up to `buffer_size` elements
+    ahead of the training step (None or AUTOTUNE: chosen automatically).
+    Take them without a copy with ``torch.from_dlpack(x)``,
+    ``jax.dlpack.from_dlpack(x)`` or ``cupy.asarray(x)``; the consumer's
+    stream waits for the copy, not the whole device. Strings stay on the
+    host (``bytes`` / object arrays, as without it).
+
+    As in tf.data, it must be the final transformation of the pipeline:
+    applying another one after it raises ``InvalidArgumentError``
+    (``with_options`` may follow). ``"/cpu:0"`` leaves the elements on the
+    host (a prefetch). Where CUDA is not available, applying it raises
+    ``UnavailableError`` naming what is missing (conveyor.device). See
+    docs/device.md.
+    """
+    from conveyor.data.ops.prefetch_op import PrefetchToDeviceDataset
+    size = AUTOTUNE if buffer_size is None else buffer_size
+    if isinstance(size, bool) or not isinstance(size, int) or (size < 0 and size != AUTOTUNE):
+        raise ValueError(f"buffer_size must be None, AUTOTUNE or >= 0, got {buffer_size!r}.")
+
+    def _apply_fn(dataset):
+        return PrefetchToDeviceDataset(dataset, device, size)
+    return _apply_fn
+
+
+def copy_to_device(target_device, source_device="/cpu:0"):
+    """A transformation that copies elements to `target_device` (for ``Dataset.apply``).
+
+    As ``prefetch_to_device(target_device, 0)``: each element is copied when
+    ``next()`` asks for it, with no prefetching (follow it with nothing; use
+    prefetch_to_device to overlap copies with the step). `source_device` must
+    be the host, where conveyor's elements are made.
+    """
+    from conveyor import device as _device
+    from conveyor.data.ops.prefetch_op import CopyToDeviceDataset
+    if _device.parse_device(source_device)[0] != _device.CPU:
+        raise ValueError(f"copy_to_device: source_device must be the host ('/cpu:0'), got "
+                         f"{source_device!r}.")
+
+    def _apply_fn(dataset):
+        return CopyToDeviceDataset(dataset, target_device)
+    return _apply_fn
 
 
 def cardinality(dataset):

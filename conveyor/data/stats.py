@@ -50,6 +50,15 @@ class StageStats:
     work (its function); ``buffered``, its elements in flight or ready;
     ``bytes_held``, what those hold. ``function``: the name of the user's
     function (map_func, predicate), if any.
+
+    A device stage (``prefetch_to_device``) also counts its host-to-device
+    ``copies``, their ``copy_bytes`` and ``copy_time`` (seconds the device
+    spent copying, timed by CUDA events; on the host, the memcpy time), so
+    ``copy_rate`` is bytes per second; gauges: ``ring_slots`` of its
+    page-locked staging ring and ``ring_busy``, those with a copy in flight;
+    ``staging_bytes``, the ring's page-locked bytes (charged to the RAM
+    budget); ``device_bytes``, device memory it holds (elements handed out
+    and not yet freed, and its block cache).
     """
     name: str
     kernel: str
@@ -75,6 +84,18 @@ class StageStats:
     pulling: int = 0
     processing: int = 0
     function: str = ""
+    copies: int = 0
+    copy_bytes: int = 0
+    copy_time: float = 0.0
+    ring_slots: int = 0
+    ring_busy: int = 0
+    staging_bytes: int = 0
+    device_bytes: int = 0
+
+    @property
+    def copy_rate(self):
+        """Bytes per second of device time spent copying (0 when none)."""
+        return self.copy_bytes / self.copy_time if self.copy_time > 0 else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,6 +203,13 @@ class PipelineStats:
             lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                                    for i, (c, w) in enumerate(zip(r, widths))))
         lines.append("(* autotuned; parallel: turns at once now / most; buffer: held / size)")
+        for s in self.stages:
+            if s.ring_slots:
+                lines.append(f"{s.name}: {s.copies:,} copies, {_bytes(s.copy_bytes)} in "
+                             f"{s.copy_time:.3f} s of copy time ({s.copy_rate / 1e9:.2f} GB/s); "
+                             f"staging ring {s.ring_busy}/{s.ring_slots} busy, "
+                             f"{_bytes(s.staging_bytes)} page-locked; "
+                             f"{_bytes(s.device_bytes)} on the device")
         return "\n".join(lines)
 
 
@@ -274,7 +302,10 @@ def describe(owner, raw):
         busy=n["busy_ns"] / 1e9, input_wait=n["input_ns"] / 1e9,
         consumer_wait=n["full_ns"] / 1e9, starved=n["wait_ns"] / 1e9,
         blocked=n["blocked_ns"] / 1e9, turns=n["turns"], pulling=n["pulling"],
-        processing=n["processing"],
+        processing=n["processing"], copies=n.get("copies", 0),
+        copy_bytes=n.get("copy_bytes", 0), copy_time=n.get("copy_ns", 0) / 1e9,
+        ring_slots=n.get("ring_slots", 0), ring_busy=n.get("ring_busy", 0),
+        staging_bytes=n.get("staging_bytes", 0), device_bytes=n.get("device_bytes", 0),
         function=owner.get(n["dataset"], ("", ""))[1] if n["dataset"] is not None else "")
         for i, n in enumerate(nodes)]
     tune = raw["autotune"]

@@ -15,6 +15,7 @@ struct CvMemory {
     int64_t limit;
     atomic_long refcount;
     CvMemory *prev, *next; /* the registry of live budgets; guarded by registry_mu */
+    bool unlisted; /* not in the registry (not RAM: cv_memory_new_unlisted) */
 };
 
 /* Live budgets, for cv_memory_in_use. Taken only when a budget is created or
@@ -80,11 +81,26 @@ CvMemory *cv_memory_ref(CvMemory *m)
     return m;
 }
 
+CvMemory *cv_memory_new_unlisted(void)
+{
+    CvMemory *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->limit = INT64_MAX;
+    m->unlisted = true;
+    atomic_init(&m->refcount, 1);
+    return m;
+}
+
 void cv_memory_unref(CvMemory *m)
 {
     if (!m || m == &default_memory ||
         atomic_fetch_sub_explicit(&m->refcount, 1, memory_order_acq_rel) != 1)
         return;
+    if (m->unlisted) {
+        free(m);
+        return;
+    }
     pthread_mutex_lock(&registry_mu);
     if (m->prev)
         m->prev->next = m->next;

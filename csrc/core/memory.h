@@ -49,6 +49,9 @@ typedef struct CvMemory CvMemory;
 /* A new budget of `limit` bytes (> 0), with one reference; NULL when out of
  * memory. */
 CvMemory *cv_memory_new(int64_t limit);
+/* A count of bytes that are not RAM (a device's memory, csrc/device/):
+ * no limit, and left out of cv_memory_in_use. */
+CvMemory *cv_memory_new_unlisted(void);
 CvMemory *cv_memory_ref(CvMemory *m);  /* NULL-safe; returns m */
 void cv_memory_unref(CvMemory *m);     /* NULL-safe */
 /* The process-wide default budget (never freed). */

@@ -2,6 +2,8 @@
  * whatever the host, so a state moves between machines. */
 #include "core/state.h"
 
+#include <stdatomic.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +109,36 @@ CvStatus cv_state_end(CvStateWriter *w, size_t frame)
     return CV_STATUS_OK;
 }
 
+static _Atomic(CvForeignRead) foreign_read;
+
+void cv_state_set_foreign_reader(CvForeignRead read)
+{
+    atomic_store_explicit(&foreign_read, read, memory_order_release);
+}
+
+/* A tensor in memory the host cannot read: its bytes copied out first. */
+static bool put_foreign(CvStateWriter *w, const CvTensor *t)
+{
+    CvForeignRead read = atomic_load_explicit(&foreign_read, memory_order_acquire);
+    size_t n = cv_tensor_nbytes(t);
+    CvStatus s = CV_STATUS_OK;
+    void *copy = NULL;
+    if (!read || !read(t->buf, t->data, NULL, 0, &s))
+        return false;
+    if (!(copy = malloc(n ? n : 1)))
+        s = cv_error_nomem();
+    else
+        read(t->buf, t->data, copy, n, &s);
+    if (!s)
+        cv_state_put_bytes(w, copy, n);
+    else if (!w->error)
+        w->error = s;
+    else
+        cv_status_free(s);
+    free(copy);
+    return true;
+}
+
 void cv_state_put_element(CvStateWriter *w, const CvElement *e)
 {
     cv_state_put_u64(w, e->n);
@@ -117,7 +149,8 @@ void cv_state_put_element(CvStateWriter *w, const CvElement *e)
         for (int d = 0; d < t->rank; d++)
             cv_state_put_i64(w, t->shape[d]);
         if (t->dtype != CV_STRING) {
-            cv_state_put_bytes(w, t->data, cv_tensor_nbytes(t));
+            if (!put_foreign(w, t))
+                cv_state_put_bytes(w, t->data, cv_tensor_nbytes(t));
             continue;
         }
         int64_t count = cv_tensor_num_elements(t);

@@ -50,6 +50,14 @@ void cv_state_put_u64(CvStateWriter *w, uint64_t v);
 void cv_state_put_bytes(CvStateWriter *w, const void *p, size_t n);
 /* Every tensor of e, by value (strings included). */
 void cv_state_put_element(CvStateWriter *w, const CvElement *e);
+/* Memory the host cannot read directly (a device's, csrc/device/): the
+ * layer that makes such buffers installs this hook once, and
+ * cv_state_put_element copies their bytes out through it. It returns false
+ * for host memory; otherwise it copied n bytes at src (inside b) to dst, or
+ * set *status. Any thread. */
+typedef bool (*CvForeignRead)(const CvBuffer *b, const char *src, void *dst, size_t n,
+                              CvStatus *status);
+void cv_state_set_foreign_reader(CvForeignRead read);
 /* The bytes of another writer, as they are (a state saved earlier). */
 void cv_state_put_raw(CvStateWriter *w, const void *p, size_t n);
 

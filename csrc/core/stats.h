@@ -50,6 +50,11 @@ typedef struct CvNodeTotals {
     uint64_t wait_ns;  /* the stage's consumer waiting for a result */
     uint64_t waits;
     uint64_t blocked_ns; /* turns inside blocking sections (GIL, Python code, I/O, waits) */
+    /* A device stage (csrc/device/): host-to-device copies, their bytes,
+     * and the time the device spent on them. */
+    uint64_t copies;
+    uint64_t copy_bytes;
+    uint64_t copy_ns;
 } CvNodeTotals;
 
 /* Values now, summed over a node's live iterators. */
@@ -64,6 +69,12 @@ typedef struct CvGauges {
     int64_t bytes;       /* bytes of buffered elements (charged to the RAM budget) */
     int pulling;         /* turns pulling from the input now */
     int processing;      /* turns processing now */
+    /* A device stage: staging ring slots, those with a copy in flight, the
+     * ring's page-locked bytes, and device memory held (handed out or cached). */
+    int ring_slots;
+    int ring_busy;
+    int64_t staging_bytes;
+    int64_t device_bytes;
     CvTask *task;        /* the pool task, for the autotuner (valid under mu only) */
 } CvGauges;
 

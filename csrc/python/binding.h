@@ -5,6 +5,7 @@
  *   binding.h        this header; module state and Dataset unwrapping (inline)
  *   gil.c            the GIL bridge: entering Python from engine threads
  *   errors.c         status -> exception, exception -> status
+ *   device.c         device arrays (DLPack, CUDA array interface), the CUDA loader
  *   convert.c        tensors and elements <-> NumPy
  *   memory.c         RAM budgets, process limits (argument converter)
  *   example.c        tf.train.Example configs (argument converter)
@@ -54,6 +55,7 @@ typedef struct CvModuleState {
     PyTypeObject *dataset_type;
     PyTypeObject *iterator_type;
     PyTypeObject *holder_type;
+    PyTypeObject *device_array_type;
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */
     CvIteratorObject *live;  /* intrusive list of open iterators (GIL-guarded) */
 } CvModuleState;
@@ -121,6 +123,7 @@ extern PyMethodDef cv_op_functions[];          /* ops.c: element ops and traced 
 extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, process limits */
 extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown, live_iterators */
 extern PyMethodDef cv_error_functions[];       /* errors.c: set_error_classes */
+extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, cuda_info, copy_rate */
 
 /* ---------------------------------------------------------------- gil.c */
 
@@ -160,6 +163,14 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s);
  * the exception object; `where` names the stage for the note added to it. */
 CvStatus cv_status_from_pyerr(const char *where);
 
+/* ------------------------------------------------------------- device.c */
+
+/* Creates the DeviceArray type into st (and the module attribute). */
+int cv_device_init(PyObject *module, CvModuleState *st);
+/* A DeviceArray over t, a tensor in a device buffer (csrc/device/device.h;
+ * a new reference to the buffer). */
+PyObject *cv_device_array_new(CvModuleState *st, const CvTensor *t);
+
 /* ------------------------------------------------------------ convert.c */
 
 /* Creates the BufferHolder type into st. */
@@ -171,7 +182,8 @@ CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out
 /* A list or tuple of arrays -> element. */
 CvStatus cv_element_from_sequence(CvModuleState *st, PyObject *seq, CvElement *out);
 /* Tensor -> numpy array (rank >= 1) or numpy scalar / bytes (rank 0).
- * Zero-copy for numeric arrays: the array's base holds the buffer. */
+ * Zero-copy for numeric arrays: the array's base holds the buffer. A tensor
+ * in device memory becomes a DeviceArray (device.c), whatever its rank. */
 PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t);
 /* Element -> tuple of components. */
 PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e);

@@ -6,6 +6,7 @@
  */
 #include "python/binding.h"
 
+#include "device/prefetch_to_device.h"
 #include "kernels/kernels.h"
 
 static PyObject *constructors_tensor_slices(PyObject *module, PyObject *components)
@@ -173,6 +174,26 @@ static PyObject *constructors_prefetch(PyObject *module, PyObject *args)
     return cv_wrap_buffering(module, s, ds, memory);
 }
 
+/* prefetch_to_device(input, kind, index, buffer_size, memory=None): kind 0
+ * the host, 1 CUDA (the runtime loaded first by the Python layer). */
+static PyObject *constructors_prefetch_to_device(PyObject *module, PyObject *args)
+{
+    PyObject *input;
+    int kind, index;
+    long long buffer_size;
+    CvMemory *memory = NULL;
+    if (!PyArg_ParseTuple(args, "OiiL|O&:prefetch_to_device", &input, &kind, &index, &buffer_size,
+                          cv_memory_arg, &memory))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    if (!in)
+        return NULL;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_prefetch_to_device_dataset(in, kind == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU, index,
+                                               buffer_size, &ds);
+    return cv_wrap_buffering(module, s, ds, memory);
+}
+
 static PyObject *constructors_take(PyObject *module, PyObject *args)
 {
     return counted(module, args, cv_take_dataset, "OL:take");
@@ -239,6 +260,8 @@ PyMethodDef cv_constructor_functions[] = {
      "memory=None) -> Dataset; fn(*components) returns an engine Dataset"},
     {"ignore_errors", constructors_ignore_errors, METH_VARARGS, "ignore_errors(input, log_warning) -> Dataset"},
     {"prefetch", constructors_prefetch, METH_VARARGS, "prefetch(input, buffer_size, memory=None) -> Dataset"},
+    {"prefetch_to_device", constructors_prefetch_to_device, METH_VARARGS,
+     "prefetch_to_device(input, kind, index, buffer_size, memory=None) -> Dataset"},
     {"shuffle", constructors_shuffle, METH_VARARGS,
      "shuffle(input, buffer_size, seed, seed2, reshuffle_each_iteration, memory=None) -> Dataset"},
     {"shuffle_batch", constructors_shuffle_batch, METH_VARARGS,

@@ -14,6 +14,8 @@
 
 #include "python/binding.h"
 
+#include "device/device.h"
+
 typedef struct {
     PyObject_HEAD
     CvBuffer *buf; /* owned reference */
@@ -291,6 +293,8 @@ static PyObject *string_scalar(const CvTensor *t, const CvStringRef *ref)
 
 PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
 {
+    if (t->dtype != CV_STRING && cv_device_buffer_of(t->buf))
+        return cv_device_array_new(st, t);
     npy_intp dims[CV_MAX_RANK];
     for (int k = 0; k < t->rank; k++)
         dims[k] = (npy_intp)t->shape[k];

@@ -536,7 +536,14 @@ static PyObject *node_dict(const CvNodeSnapshot *n)
         set_item(d, "buffered", PyLong_FromLongLong(g->buffered)) < 0 ||
         set_item(d, "bytes", PyLong_FromLongLong(g->bytes)) < 0 ||
         set_item(d, "pulling", PyLong_FromLong(g->pulling)) < 0 ||
-        set_item(d, "processing", PyLong_FromLong(g->processing)) < 0) {
+        set_item(d, "processing", PyLong_FromLong(g->processing)) < 0 ||
+        set_item(d, "copies", PyLong_FromUnsignedLongLong(t->copies)) < 0 ||
+        set_item(d, "copy_bytes", PyLong_FromUnsignedLongLong(t->copy_bytes)) < 0 ||
+        set_item(d, "copy_ns", PyLong_FromUnsignedLongLong(t->copy_ns)) < 0 ||
+        set_item(d, "ring_slots", PyLong_FromLong(g->ring_slots)) < 0 ||
+        set_item(d, "ring_busy", PyLong_FromLong(g->ring_busy)) < 0 ||
+        set_item(d, "staging_bytes", PyLong_FromLongLong(g->staging_bytes)) < 0 ||
+        set_item(d, "device_bytes", PyLong_FromLongLong(g->device_bytes)) < 0) {
         Py_XDECREF(d);
         return NULL;
     }

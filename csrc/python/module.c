@@ -11,7 +11,7 @@ static PyMethodDef *const module_function_tables[] = {
     cv_constructor_functions, cv_transform_functions, cv_grouping_functions,
     cv_io_functions,          cv_cache_functions,     cv_example_functions,
     cv_op_functions,          cv_memory_functions,    cv_iterator_functions,
-    cv_error_functions,
+    cv_error_functions,       cv_device_functions,
 };
 
 static int module_exec(PyObject *module)
@@ -20,7 +20,7 @@ static int module_exec(PyObject *module)
     if (PyArray_ImportNumPyAPI() < 0)
         return -1;
     if (cv_dataset_type_init(module, st) < 0 || cv_iterator_type_init(module, st) < 0 ||
-        cv_convert_init(module, st) < 0)
+        cv_convert_init(module, st) < 0 || cv_device_init(module, st) < 0)
         return -1;
     for (size_t i = 0; i < sizeof(module_function_tables) / sizeof(module_function_tables[0]); i++)
         if (PyModule_AddFunctions(module, module_function_tables[i]) < 0)
@@ -42,6 +42,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->dataset_type);
     Py_VISIT(st->iterator_type);
     Py_VISIT(st->holder_type);
+    Py_VISIT(st->device_array_type);
     Py_VISIT(st->error_classes);
     return 0;
 }
@@ -52,6 +53,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->dataset_type);
     Py_CLEAR(st->iterator_type);
     Py_CLEAR(st->holder_type);
+    Py_CLEAR(st->device_array_type);
     Py_CLEAR(st->error_classes);
     return 0;
 }

@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from conveyor import _engine
+from conveyor import errors as _errors
 from conveyor import nest
 from conveyor.data import monitor as _monitor
 from conveyor.data import stats as _stats
@@ -50,8 +51,16 @@ class Dataset:
     ``as_numpy_iterator()`` gives in TensorFlow.
     """
 
+    _on_device = False         # its elements are on a device (prefetch_to_device)
+    _may_follow_device = False  # it may be applied after prefetch_to_device (with_options)
+
     def __init__(self, inputs=()):
         self._inputs = tuple(inputs)
+        if not self._may_follow_device and any(i._on_device for i in self._inputs):
+            raise _errors.InvalidArgumentError(
+                f"prefetch_to_device() and copy_to_device() must be the final transformation "
+                f"of the input pipeline, as in tf.data; apply {type(self).__name__} before it "
+                f"(only with_options() may follow).")
         self._engine_cache = {}
         self._lock = threading.Lock()
 
@@ -157,10 +166,13 @@ class Dataset:
         return it
 
     def as_numpy_iterator(self):
-        """An iterator of NumPy values (conveyor's iterators already yield NumPy)."""
+        """An iterator of NumPy values (conveyor's iterators already yield NumPy;
+        after ``prefetch_to_device``, device arrays are copied back to the host)."""
         for component in nest.flatten(self.element_spec):
             if not isinstance(component, TensorSpec):
                 raise TypeError(f"Dataset.as_numpy_iterator() does not support {component!r}.")
+        if self._on_device:
+            return _numpy_values(iter(self))
         return iter(self)
 
     def __repr__(self):
@@ -180,6 +192,13 @@ class Dataset:
             modes += [f"{f.name}: {f.mode or 'untraced'}" for f in ds._functions()]
             stack.extend(ds._inputs)
         return modes[::-1]
+
+
+def _numpy_values(iterator):
+    """The elements of a device pipeline's iterator with NumPy leaves."""
+    for element in iterator:
+        yield nest.map_structure(
+            lambda x: x.numpy() if isinstance(x, _engine.DeviceArray) else x, element)
 
 
 class UnaryUnchangedStructureDataset(Dataset):

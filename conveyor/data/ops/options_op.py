@@ -10,6 +10,12 @@ __all__ = ["OptionsDataset"]
 
 
 class OptionsDataset(UnaryUnchangedStructureDataset):
+    _may_follow_device = True
+
+    @property
+    def _on_device(self):
+        return self._inputs[0]._on_device
+
     def __init__(self, input_dataset, options):
         super().__init__(input_dataset)
         self._options = options

@@ -1,0 +1,133 @@
+"""Devices for ``prefetch_to_device``: names, the CUDA runtime, device arrays.
+
+conveyor never links against CUDA. The first pipeline that targets a CUDA
+device loads the CUDA runtime library (libcudart) with ``dlopen``, once per
+process; where it is missing, or there is no driver or device, building
+that pipeline raises :class:`conveyor.errors.UnavailableError` saying which.
+The library is looked for, in order, at ``$CONVEYOR_CUDART`` (a path; when
+set, nothing else is tried), under the names ``libcudart.so``,
+``libcudart.so.13``, ``.12`` and ``.11.0`` on the loader's path, in
+``$CUDA_HOME/lib64``, ``$CUDA_PATH/lib64`` and ``/usr/local/cuda/lib64``,
+and in the ``nvidia-cuda-runtime-cu1x`` wheels that PyTorch and JAX install.
+
+Device names (``parse_device``), as TensorFlow writes them or as PyTorch
+does: ``"/gpu:0"``, ``"/device:GPU:1"``, ``"gpu"``, ``"cuda"``, ``"cuda:1"``;
+``"/cpu:0"``, ``"cpu"``; and conveyor's ``"host"``: the device path (staging
+ring, device buffers, DLPack) on host memory, to test it without a GPU.
+"""
+import glob
+import os
+import re
+import sys
+
+from conveyor import _engine
+from conveyor import errors
+
+__all__ = ["DeviceArray", "parse_device", "cuda_available", "cuda_device_count", "cuda_info",
+           "load_cuda", "copy_bandwidth", "CPU", "CUDA", "HOST"]
+
+DeviceArray = _engine.DeviceArray
+
+CPU, CUDA, HOST = "cpu", "cuda", "host"
+_KIND_CODE = {HOST: 0, CUDA: 1}  # csrc/device/device.h: CvDeviceKind
+_NAMES = ["libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"]
+
+_DEVICE = re.compile(
+    r"^(?:/job:[^/]+)?(?:/replica:\d+)?(?:/task:\d+)?/?(?:device:)?"
+    r"(?P<kind>cpu|gpu|cuda|host)(?::(?P<index>\d+))?$", re.IGNORECASE)
+
+
+def parse_device(device):
+    """``(kind, index)`` for a device name: kind is ``"cpu"``, ``"cuda"`` or ``"host"``.
+
+    Raises ``ValueError`` for a name that is not a device, ``TypeError`` for
+    a value that is not a string.
+    """
+    if not isinstance(device, str):
+        raise TypeError(f"A device must be a string such as '/gpu:0' or 'cuda:0', got {device!r}.")
+    match = _DEVICE.match(device.strip())
+    if not match:
+        raise ValueError(f"{device!r} is not a device name: use '/gpu:N' or 'cuda:N' for a CUDA "
+                         f"device, '/cpu:0' for the host, or 'host' for the device path on host "
+                         f"memory.")
+    kind = match.group("kind").lower()
+    kind = CUDA if kind == "gpu" else kind
+    index = int(match.group("index") or 0)
+    if kind != CUDA and index != 0:
+        raise ValueError(f"{device!r}: the host is device 0 ('{kind}:0').")
+    return kind, index
+
+
+def _candidates():
+    path = os.environ.get("CONVEYOR_CUDART")
+    if path:
+        return [path]
+    folders = [os.path.join(os.environ[v], "lib64") for v in ("CUDA_HOME", "CUDA_PATH")
+               if os.environ.get(v)]
+    folders.append("/usr/local/cuda/lib64")
+    for entry in sys.path:  # the nvidia-cuda-runtime-cu1x wheels (PyTorch's, JAX's)
+        folders.extend(sorted(glob.glob(os.path.join(entry, "nvidia", "cuda_runtime", "lib"))))
+    found = list(_NAMES)
+    for folder in folders:
+        for name in _NAMES[1:] + _NAMES[:1]:
+            candidate = os.path.join(folder, name)
+            if os.path.exists(candidate) and candidate not in found:
+                found.append(candidate)
+    return found[:16]
+
+
+def load_cuda():
+    """Load the CUDA runtime now (once per process; later calls repeat the first
+    outcome). Raises ``UnavailableError`` naming what is missing."""
+    _engine.cuda_load(_candidates())
+
+
+def check_cuda_device(index):
+    """Load CUDA and check that device `index` exists: ``UnavailableError`` or
+    ``InvalidArgumentError`` (the engine's messages) otherwise."""
+    load_cuda()
+    count = _engine.cuda_info()["device_count"]
+    if not 0 <= index < count:
+        last = f" to cuda:{count - 1}" if count > 1 else ""
+        raise errors.InvalidArgumentError(
+            None, None, f"device cuda:{index} does not exist: this machine has {count} CUDA "
+                        f"device{'' if count == 1 else 's'} (cuda:0{last})")
+
+
+def cuda_available():
+    """Whether a CUDA device can be used (the runtime loads and sees a device)."""
+    try:
+        load_cuda()
+    except errors.UnavailableError:
+        return False
+    return True
+
+
+def cuda_device_count():
+    """CUDA devices visible to this process (0 when CUDA is not available)."""
+    return _engine.cuda_info()["device_count"] if cuda_available() else 0
+
+
+def cuda_info():
+    """What was loaded: ``library``, ``device_count``, ``runtime_version``,
+    ``driver_version`` (CUDA's integers, 12040 for 12.4); raises
+    ``UnavailableError`` when CUDA is not available."""
+    load_cuda()
+    return dict(_engine.cuda_info())
+
+
+def copy_bandwidth(device="cuda:0", nbytes=256 << 20, repeats=10):
+    """Host-to-device bytes per second from page-locked memory, measured the way
+    ``prefetch_to_device`` copies (its copy stream, timed by events): the
+    machine's limit for the device stage's throughput."""
+    kind, index = parse_device(device)
+    if kind == CPU:
+        kind = HOST
+    if kind == CUDA:
+        load_cuda()
+    return _engine.copy_rate(_KIND_CODE[kind], index, int(nbytes), int(repeats))
+
+
+def engine_kind(kind):
+    """The engine's code for a device kind (csrc/device/device.h)."""
+    return _KIND_CODE[kind]
