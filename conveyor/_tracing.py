@@ -266,8 +266,11 @@ def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random
     result (shape entries None when unknown). Returns one value or a list.
     """
     trace = next((x._trace for x in inputs if isinstance(x, Tensor)), None)
-    if trace is None and random:
-        trace = _current("trace")  # a random op without inputs still draws per element
+    if trace is None:
+        # Inside a function being traced, an op on constants is part of the
+        # program too (as in a tf.function): it captures the values the
+        # function sees now (a loop variable), and a random op draws per element.
+        trace = _current("trace")
     if trace is not None:
         key = 0
         if random:

@@ -90,8 +90,6 @@ KNOWN_DIFFERENCES = {
     'tfrecord_tutorial.decode_raw_feature': "tf.train.Example/Feature protos: AttributeError: module 'conveyor.train' has no attribute 'Example'",
     'tfrecord_tutorial.plain_var_len_feature': "sparse values in as_numpy_iterator: TF yields a VarLenFeature's values array, conveyor an (indices, values, dense_shape) tuple",
     'text_tutorial.labeler_concatenate': ".numpy() on elements/values: AttributeError: 'bytes' object has no attribute 'numpy'",
-    'text_tutorial.labeler_shuffle_no_reshuffle': 'map closure binds late (traced at first use, not at map()): the labeler loop labels every file 2',
-    'text_tutorial.labeled_take_skip_split': 'map closure binds late (traced at first use, not at map()): the labeler loop labels every file 2',
     'text_tutorial.standardize_lower_regex': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'text_tutorial.strings_split_ragged': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'text_tutorial.filter_empty_lines_length': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
