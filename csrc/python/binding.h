@@ -54,6 +54,7 @@ typedef struct CvModuleState {
     PyTypeObject *dataset_type;
     PyTypeObject *iterator_type;
     PyTypeObject *holder_type;
+    PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */
     CvIteratorObject *live;  /* intrusive list of open iterators (GIL-guarded) */
 } CvModuleState;
@@ -173,6 +174,12 @@ CvStatus cv_element_from_sequence(CvModuleState *st, PyObject *seq, CvElement *o
 /* Tensor -> numpy array (rank >= 1) or numpy scalar / bytes (rank 0).
  * Zero-copy for numeric arrays: the array's base holds the buffer. */
 PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t);
+/* The same, as st->eager_type (the ndarray subclass with numpy()) when eager
+ * and the type is set: 0-d instances for scalars and scalar strings (a 0-d
+ * numeric is copied, as a scalar is; arrays still view the buffer). */
+PyObject *cv_tensor_to_python_as(CvModuleState *st, const CvTensor *t, bool eager);
+/* Element -> tuple of components, as cv_tensor_to_python_as. */
+PyObject *cv_element_to_tuple_as(CvModuleState *st, const CvElement *e, bool eager);
 /* Element -> tuple of components. */
 PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e);
 int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out);

@@ -291,14 +291,22 @@ static PyObject *string_scalar(const CvTensor *t, const CvStringRef *ref)
 
 PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
 {
+    return cv_tensor_to_python_as(st, t, false);
+}
+
+PyObject *cv_tensor_to_python_as(CvModuleState *st, const CvTensor *t, bool eager)
+{
+    PyTypeObject *subtype = eager && st->eager_type ? st->eager_type : NULL;
     npy_intp dims[CV_MAX_RANK];
     for (int k = 0; k < t->rank; k++)
         dims[k] = (npy_intp)t->shape[k];
     if (t->dtype == CV_STRING) {
         const CvStringRef *refs = (const CvStringRef *)t->data;
-        if (t->rank == 0)
+        if (t->rank == 0 && !subtype)
             return string_scalar(t, refs);
-        PyObject *arr = PyArray_SimpleNew(t->rank, dims, NPY_OBJECT);
+        PyObject *arr = PyArray_NewFromDescr(subtype ? subtype : &PyArray_Type,
+                                             PyArray_DescrFromType(NPY_OBJECT), t->rank, dims,
+                                             NULL, NULL, 0, NULL);
         if (!arr)
             return NULL;
         PyObject **items = PyArray_DATA((PyArrayObject *)arr);
@@ -314,6 +322,12 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
         return arr;
     }
     PyArray_Descr *descr = PyArray_DescrFromType(npy_types[t->dtype]);
+    if (t->rank == 0 && subtype) { /* a copy, as a scalar is: no holder to allocate */
+        PyObject *arr = PyArray_NewFromDescr(subtype, descr, 0, NULL, NULL, NULL, 0, NULL);
+        if (arr)
+            memcpy(PyArray_DATA((PyArrayObject *)arr), t->data, cv_dtype_size(t->dtype));
+        return arr;
+    }
     if (t->rank == 0) {
         PyObject *scalar = PyArray_Scalar(t->data, descr, NULL);
         Py_DECREF(descr);
@@ -322,7 +336,8 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
     int flags = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED;
     if (cv_buffer_is_unique(t->buf))
         flags |= NPY_ARRAY_WRITEABLE;
-    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, t->rank, dims, NULL, t->data, flags, NULL);
+    PyObject *arr = PyArray_NewFromDescr(subtype ? subtype : &PyArray_Type, descr, t->rank, dims,
+                                         NULL, t->data, flags, NULL);
     if (!arr)
         return NULL;
     CvBufferHolder *holder = PyObject_New(CvBufferHolder, st->holder_type);
@@ -340,11 +355,16 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
 
 PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e)
 {
+    return cv_element_to_tuple_as(st, e, false);
+}
+
+PyObject *cv_element_to_tuple_as(CvModuleState *st, const CvElement *e, bool eager)
+{
     PyObject *tuple = PyTuple_New(e->n);
     if (!tuple)
         return NULL;
     for (uint32_t i = 0; i < e->n; i++) {
-        PyObject *v = cv_tensor_to_python(st, &e->t[i]);
+        PyObject *v = cv_tensor_to_python_as(st, &e->t[i], eager);
         if (!v) {
             Py_DECREF(tuple);
             return NULL;
