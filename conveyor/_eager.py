@@ -65,6 +65,14 @@ class EagerTensor(np.ndarray):
     def get_shape(self):
         return self.shape
 
+    def set_shape(self, shape):
+        """Check that `shape` (dims or None) fits, as ``Tensor.set_shape`` does
+        for an eager tensor; the shape itself never changes."""
+        from conveyor.tensor_spec import TensorShape
+        if not TensorShape(shape).is_compatible_with(TensorShape(_ndarray_shape.__get__(self))):
+            raise ValueError(f"Tensor's shape {_ndarray_shape.__get__(self)} is not compatible "
+                             f"with supplied shape {TensorShape(shape)}.")
+
     def __hash__(self):
         # 0-d ones hash as their value (sets and dict keys of scalar elements
         # keep working, as with the NumPy scalars and bytes of before); arrays

@@ -465,13 +465,21 @@ def py_function(func, inp, Tout, name=None):
     if trace is not None:
         raise trace.fail(f"it calls {getattr(func, '__name__', 'a function')} through "
                          f"py_function", quiet=True)
-    return _call_numpy(func, [as_eager(x if isinstance(x, np.ndarray) else to_array(x))
-                              for x in inp], Tout)
+    result = _call_numpy(func, [as_eager(x if isinstance(x, np.ndarray) else to_array(x))
+                                for x in inp], Tout)
+    if isinstance(result, list):
+        return [as_eager(r) for r in result]
+    return as_eager(result)
 
 
 def _call_numpy(func, args, Tout):
     result = func(*args)
     if isinstance(Tout, (list, tuple)):
+        # as TensorFlow: None for no outputs, a bare value for a list of one
+        if result is None and not Tout:
+            return []
+        if len(Tout) == 1 and not isinstance(result, (list, tuple)):
+            result = [result]
         if not isinstance(result, (list, tuple)) or len(result) != len(Tout):
             raise ValueError(f"numpy_function: expected {len(Tout)} results, got {result!r:.80}")
         return [to_array(r, t) for r, t in zip(result, Tout)]
