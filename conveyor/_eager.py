@@ -81,6 +81,36 @@ class EagerTensor(np.ndarray):
             return hash(self[()])
         raise TypeError("unhashable type: 'EagerTensor' (use x.numpy().tobytes() or a tuple)")
 
+    def __eq__(self, other):
+        # Strings compare as bytes: NumPy would turn `other` into a fixed-width
+        # bytes array and drop its trailing NULs (b"a\0" == b"a").
+        if isinstance(other, (bytes, str)) and self.dtype == object:
+            if self.ndim == 0:
+                return self[()] == other
+            return np.array([v == other for v in self.flat], dtype=bool).reshape(
+                _ndarray_shape.__get__(self)).view(EagerTensor)
+        return np.ndarray.__eq__(self, other)
+
+    def __ne__(self, other):
+        if isinstance(other, (bytes, str)) and self.dtype == object:
+            eq = self.__eq__(other)
+            return not eq if self.ndim == 0 else ~eq
+        return np.ndarray.__ne__(self, other)
+
+    def __bytes__(self):
+        # bytes(x) of a scalar string is the string (NumPy's buffer protocol
+        # would give the bytes of the object pointer); of others, NumPy's.
+        if self.ndim == 0 and self.dtype == object:
+            return bytes(self[()])
+        return self.tobytes()
+
+    def decode(self, encoding="utf-8", errors="strict"):
+        """A scalar string's ``bytes.decode`` (conveyor yielded ``bytes`` before
+        EagerTensor; TensorFlow's tensors have no decode: ``x.numpy().decode()``)."""
+        if self.ndim != 0 or self.dtype != object:
+            raise AttributeError("decode() is for scalar strings (0-d, dtype object)")
+        return self[()].decode(encoding, errors)
+
     def __reduce__(self):
         # Pickle as the plain NumPy value: unpickling needs no conveyor.
         value = self.numpy()
