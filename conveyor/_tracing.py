@@ -288,8 +288,6 @@ def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random
                 key, index = _op_seed(op_seed, new_base_seed(), 0), _eager_counter[0]
         results = _engine.run_op(op, list(inputs), ints, floats, string, obj, len(outputs),
                                  (0, 0, key, 0, epoch, index))
-        if _current("scope") is None:  # outside any map: eager tensors, as TensorFlow's
-            results = [as_eager(r) for r in results]
     return results[0] if len(outputs) == 1 else list(results)
 
 
