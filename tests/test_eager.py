@@ -83,3 +83,14 @@ def test_numpy_function_keeps_plain_numpy():
     ds = tf.data.Dataset.from_tensors(np.arange(3)).map(
         lambda x: tf.numpy_function(f, [x], tf.int64))
     np.testing.assert_array_equal(next(ds.as_numpy_iterator()), [1, 2, 3])
+
+
+def test_scalar_strings_from_iteration_build_string_tensors():
+    names = list(tf.data.Dataset.from_tensor_slices([b"a", b"bb"]))
+    assert list(tf.data.Dataset.from_tensor_slices(names).as_numpy_iterator()) == [b"a", b"bb"]
+    as_objects = np.array(names, dtype=object)  # an object array of 0-d EagerTensors
+
+    def gen():
+        yield as_objects
+    ds = tf.data.Dataset.from_generator(gen, output_signature=tf.TensorSpec([None], tf.string))
+    assert next(ds.as_numpy_iterator()).tolist() == [b"a", b"bb"]

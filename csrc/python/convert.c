@@ -100,6 +100,14 @@ static CvStatus string_item(PyArrayObject *arr, npy_intp i, const char **data, P
     } else {
         item = PyArray_GETITEM(arr, p); /* a str */
     }
+    if (item && PyArray_Check(item) && PyArray_NDIM((PyArrayObject *)item) == 0 &&
+        PyArray_DESCR((PyArrayObject *)item)->type_num == NPY_OBJECT) {
+        /* a scalar string from plain iteration (a 0-d EagerTensor): its bytes */
+        PyObject *inner;
+        memcpy(&inner, PyArray_DATA((PyArrayObject *)item), sizeof(inner));
+        Py_XINCREF(inner);
+        Py_SETREF(item, inner);
+    }
     if (!item)
         return cv_error(CV_INVALID_ARGUMENT, "could not read string item %zd", (Py_ssize_t)i);
     if (PyBytes_Check(item)) {
