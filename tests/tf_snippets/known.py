@@ -39,6 +39,8 @@ KNOWN_DIFFERENCES = {
     'images_tutorial.stateless_random_flip': "tf.image.stateless_random_flip_left_right: AttributeError: module 'conveyor.image' has no attribute 'stateless_random_flip_left_right'",
     'images_tutorial.decode_png': "PNG decoding: AttributeError: module 'conveyor.io' has no attribute 'decode_png'",
     'images_tutorial.decode_image_png': 'PNG decoding: UnimplementedError: DecodeImage: the data is a PNG image; conveyor decodes only JPEG images so far',
+    'images_tutorial.encode_jpeg_roundtrip_shape': "eager op results as eager tensors (.numpy(), .shape.as_list()): AttributeError: 'tuple' object has no attribute 'as_list'",
+    'images_tutorial.resize_methods': "eager op results as eager tensors (.numpy(), .shape.as_list()): AttributeError: 'numpy.ndarray' object has no attribute 'numpy'",
     'tfrecord_tutorial.feature_serialize_bytes': "tf.train.Example/Feature protos: AttributeError: module 'conveyor.train' has no attribute 'Feature'",
     'tfrecord_tutorial.feature_bytes_from_tensor': "tf.constant: AttributeError: module 'conveyor' has no attribute 'constant'",
     'tfrecord_tutorial.example_roundtrip_fromstring': "tf.train.Example/Feature protos: AttributeError: module 'conveyor.train' has no attribute 'Feature'",
