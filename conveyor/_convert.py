@@ -61,6 +61,8 @@ def _strings(arr):
     out = np.empty(arr.shape, dtype=object)
     flat_in, flat_out = arr.reshape(-1), out.reshape(-1)
     for i, v in enumerate(flat_in):
+        if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype == object:
+            v = v[()]  # a scalar string from plain iteration (a 0-d EagerTensor)
         if isinstance(v, bytes):
             flat_out[i] = v
         elif isinstance(v, str):

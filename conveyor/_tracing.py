@@ -30,6 +30,7 @@ from conveyor import _seed
 from conveyor import dtypes as _dtypes
 from conveyor import nest
 from conveyor._convert import to_array
+from conveyor._eager import as_eager
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
 __all__ = ["Tensor", "UntraceableError", "apply", "convert", "op_error", "static_shape", "dtype_of"]
@@ -454,12 +455,35 @@ def numpy_function(func, inp, Tout, stateful=True, name=None):
     if trace is not None:
         raise trace.fail(f"it calls {getattr(func, '__name__', 'a function')} through "
                          f"numpy_function", quiet=True)
-    result = func(*[x if isinstance(x, np.ndarray) else to_array(x) for x in inp])
+    return _call_numpy(func, [x if isinstance(x, np.ndarray) else to_array(x) for x in inp], Tout)
+
+
+def py_function(func, inp, Tout, name=None):
+    """Call a Python function on eager tensors (``tf.py_function``).
+
+    As :func:`numpy_function`, except that `func` gets ``conveyor.EagerTensor``
+    arguments (NumPy arrays, shared not copied, that also answer ``numpy()``),
+    as TensorFlow's py_function passes eager tensors."""
+    trace = _current("trace") or next((x._trace for x in inp if isinstance(x, Tensor)), None)
+    if trace is not None:
+        raise trace.fail(f"it calls {getattr(func, '__name__', 'a function')} through "
+                         f"py_function", quiet=True)
+    result = _call_numpy(func, [as_eager(x if isinstance(x, np.ndarray) else to_array(x))
+                                for x in inp], Tout)
+    if isinstance(result, list):
+        return [as_eager(r) for r in result]
+    return as_eager(result)
+
+
+def _call_numpy(func, args, Tout):
+    result = func(*args)
     if isinstance(Tout, (list, tuple)):
+        # as TensorFlow: None for no outputs, a bare value for a list of one
+        if result is None and not Tout:
+            return []
+        if len(Tout) == 1 and not isinstance(result, (list, tuple)):
+            result = [result]
         if not isinstance(result, (list, tuple)) or len(result) != len(Tout):
             raise ValueError(f"numpy_function: expected {len(Tout)} results, got {result!r:.80}")
         return [to_array(r, t) for r, t in zip(result, Tout)]
     return to_array(result, Tout)
-
-
-py_function = numpy_function

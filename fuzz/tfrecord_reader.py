@@ -102,7 +102,7 @@ def one_input(data):
     got = []
 
     def read():
-        for record in ds:
+        for record in ds.as_numpy_iterator():
             got.append(record)
     _, error = outcome(read)
     signal(f"{kind} {len(got).bit_length()} {type(error).__name__}")

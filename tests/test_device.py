@@ -624,7 +624,7 @@ def test_as_numpy_iterator_gives_numpy():
     if any(isinstance(v, DeviceArray) for e in got for v in nest.flatten(e)):
         pytest.skip("as_numpy_iterator() does not convert device arrays yet")
     assert [plain(e) for e in got] == [plain(e) for e in D.from_tensor_slices(
-        {"x": np.arange(6).reshape(3, 2), "s": [b"a", b"b", b"c"]})]
+        {"x": np.arange(6).reshape(3, 2), "s": [b"a", b"b", b"c"]}).as_numpy_iterator()]
     assert all(isinstance(e["x"], np.ndarray) for e in got)
 
 

@@ -23,7 +23,7 @@ def counting_gen(n):
 def test_basic_output_signature():
     gen, _ = counting_gen(4)
     ds = Dataset.from_generator(gen, output_signature=Spec([], tf.int64))
-    out = list(ds)
+    out = list(ds.as_numpy_iterator())
     assert out == [0, 1, 2, 3]
     assert all(type(v) is np.int64 for v in out)
     assert ds.element_spec == Spec([], tf.int64)
@@ -31,7 +31,7 @@ def test_basic_output_signature():
 
 def test_output_types_converts_dtype():
     ds = Dataset.from_generator(lambda: iter([1, 2]), output_types=tf.float32)
-    out = list(ds)
+    out = list(ds.as_numpy_iterator())
     assert out == [1.0, 2.0] and all(type(v) is np.float32 for v in out)
 
 
@@ -42,7 +42,7 @@ def test_output_types_and_shapes_structure():
     ds = Dataset.from_generator(gen, output_types=(tf.int32, tf.float64),
                                 output_shapes=((2,), ()))
     assert ds.element_spec == (Spec([2], tf.int32), Spec([], tf.float64))
-    out = list(ds)
+    out = list(ds.as_numpy_iterator())
     assert len(out) == 2
     np.testing.assert_array_equal(out[1][0], [3, 4])
     assert out[1][1] == 4.5 and type(out[1][1]) is np.float64

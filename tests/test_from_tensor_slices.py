@@ -12,26 +12,26 @@ Dataset = tf.data.Dataset
 
 
 def test_python_list_int32():
-    out = list(Dataset.from_tensor_slices([1, 2, 3]))
+    out = list(Dataset.from_tensor_slices([1, 2, 3]).as_numpy_iterator())
     assert out == [1, 2, 3]
     for v in out:
         assert isinstance(v, np.int32), type(v)
 
 
 def test_python_float_list_float32():
-    out = list(Dataset.from_tensor_slices([1.5, 2.5]))
+    out = list(Dataset.from_tensor_slices([1.5, 2.5]).as_numpy_iterator())
     assert [type(v) for v in out] == [np.float32, np.float32]
     assert out == [1.5, 2.5]
 
 
 def test_python_bool_list():
-    out = list(Dataset.from_tensor_slices([True, False]))
+    out = list(Dataset.from_tensor_slices([True, False]).as_numpy_iterator())
     assert [type(v) for v in out] == [np.bool_, np.bool_]
     assert [bool(v) for v in out] == [True, False]
 
 
 def test_python_int_beyond_int32_is_int64():
-    out = list(Dataset.from_tensor_slices([1, 2 ** 40]))
+    out = list(Dataset.from_tensor_slices([1, 2 ** 40]).as_numpy_iterator())
     assert [type(v) for v in out] == [np.int64, np.int64]
     assert out[1] == 2 ** 40
 
@@ -107,7 +107,7 @@ def test_empty_leading_dim_gives_empty_dataset():
 
 
 def test_string_scalar_slices_are_bytes():
-    out = list(Dataset.from_tensor_slices(["A", "B", "A"]))
+    out = list(Dataset.from_tensor_slices(["A", "B", "A"]).as_numpy_iterator())
     assert out == [b"A", b"B", b"A"]
     assert all(type(v) is bytes for v in out)
 

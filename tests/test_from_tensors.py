@@ -21,17 +21,17 @@ def test_list_becomes_one_int32_tensor():
 def test_scalar_allowed():
     ds = Dataset.from_tensors(7)
     assert ds.element_spec == tf.TensorSpec([], tf.int32)
-    out = list(ds)
+    out = list(ds.as_numpy_iterator())
     assert out == [7] and type(out[0]) is np.int32
 
 
 def test_python_float_scalar():
-    out = list(Dataset.from_tensors(1.25))
+    out = list(Dataset.from_tensors(1.25).as_numpy_iterator())
     assert out == [1.25] and type(out[0]) is np.float32
 
 
 def test_string_scalar_is_bytes():
-    out = list(Dataset.from_tensors("A"))
+    out = list(Dataset.from_tensors("A").as_numpy_iterator())
     assert out == [b"A"] and type(out[0]) is bytes
 
 

@@ -16,7 +16,7 @@ PARALLEL = [None, 1, 2, 4, AUTOTUNE]
 
 @pytest.mark.parametrize("npc", PARALLEL)
 def test_simple_map(npc):
-    out = list(Dataset.range(50).map(lambda x: x * 3, num_parallel_calls=npc))
+    out = list(Dataset.range(50).map(lambda x: x * 3, num_parallel_calls=npc).as_numpy_iterator())
     assert out == [3 * i for i in range(50)]
     assert all(type(v) is np.int64 for v in out)
 
@@ -83,7 +83,7 @@ def test_return_python_scalars_converted():
     ds = Dataset.range(2).map(lambda x: (37.0, 5, True, "s"))
     assert ds.element_spec == (tf.TensorSpec([], tf.float32), tf.TensorSpec([], tf.int32),
                                tf.TensorSpec([], tf.bool), tf.TensorSpec([], tf.string))
-    out = list(ds)
+    out = list(ds.as_numpy_iterator())
     assert out[0] == (37.0, 5, True, b"s")
     assert [type(v) for v in out[0]] == [np.float32, np.int32, np.bool_, bytes]
 

@@ -134,8 +134,10 @@ def test_outputs_c_contiguous_and_aligned():
     (lambda: Dataset.range(2).map(lambda x: x + 1), np.int64),
 ])
 def test_scalars_are_numpy_scalars(make, pytype):
-    for v in make():
+    for v in make().as_numpy_iterator():
         assert type(v) is pytype, type(v)
+    for v in make():  # plain iteration: 0-d EagerTensor, numpy() the scalar (as TF)
+        assert type(v) is tf.EagerTensor and v.shape == () and type(v.numpy()) is pytype
 
 
 def test_string_scalars_are_bytes():
@@ -144,8 +146,10 @@ def test_string_scalars_are_bytes():
                  lambda: Dataset.range(2).map(lambda x: "s%d" % x),
                  lambda: Dataset.from_generator(lambda: iter(["g"]),
                                                 output_signature=tf.TensorSpec([], tf.string))):
-        for v in make():
+        for v in make().as_numpy_iterator():
             assert type(v) is bytes
+        for v in make():
+            assert type(v) is tf.EagerTensor and type(v.numpy()) is bytes
 
 
 def test_string_with_embedded_nul_and_non_ascii():

@@ -12,7 +12,7 @@ Dataset = tf.data.Dataset
                                   (-1, -10, -1)])
 def test_python_range_semantics(args):
     ds = Dataset.range(*args)
-    out = list(ds)
+    out = list(ds.as_numpy_iterator())
     assert out == list(range(*args))
     assert all(type(v) is np.int64 for v in out)
     assert ds.cardinality() == len(range(*args))
@@ -28,7 +28,7 @@ def test_default_dtype_int64():
 def test_output_type(dtype, np_type):
     ds = Dataset.range(1, 5, 2, output_type=dtype)
     assert ds.element_spec == tf.TensorSpec([], dtype)
-    out = list(ds)
+    out = list(ds.as_numpy_iterator())
     assert out == [1, 3]
     assert all(type(v) is np_type for v in out)
 

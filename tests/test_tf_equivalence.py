@@ -51,6 +51,11 @@ def assert_same_element(t, c, path="element"):
         for i, (tt, cc) in enumerate(zip(t, c)):
             assert_same_element(tt, cc, f"{path}[{i}]")
         return
+    # plain iteration gives EagerTensor leaves; TF's tensors compare by numpy()
+    if type(t) is cv.EagerTensor:
+        t = t.numpy()
+    if type(c) is cv.EagerTensor:
+        c = c.numpy()
     assert type(c) is type(t), f"{path}: leaf type {type(c).__name__} != TF {type(t).__name__} ({c!r} vs {t!r})"
     if isinstance(t, bytes):
         assert c == t, f"{path}: {c!r} != TF {t!r}"
@@ -121,6 +126,10 @@ def tf_elements(ds):
 def cv_elements(ds):
     via_numpy = list(ds.as_numpy_iterator())
     via_iter = list(iter(ds))
+    leaves = [leaf for e in via_iter for leaf in cv.nest.flatten(e)
+              if not isinstance(leaf, cv.data.Dataset)]
+    assert all(type(leaf) is cv.EagerTensor for leaf in leaves), {type(x) for x in leaves}
+    assert not any(isinstance(leaf, cv.EagerTensor) for e in via_numpy for leaf in cv.nest.flatten(e))
     assert_same_elements(via_numpy, via_iter)
     return via_numpy
 
@@ -183,12 +192,17 @@ def assert_both_raise(build):
     return t_exc, c_exc
 
 
+def _plain(leaf):
+    """An EagerTensor leaf (plain iteration) as its NumPy value, as TF's x.numpy()."""
+    return leaf.numpy() if isinstance(leaf, cv.EagerTensor) else leaf
+
+
 def outcomes(iterator, limit=100):
     """Drain an iterator, recording each value or exception; ends at StopIteration."""
     out = []
     for _ in range(limit):
         try:
-            out.append(("ok", next(iterator)))
+            out.append(("ok", cv.nest.map_structure(_plain, next(iterator))))
         except StopIteration:
             return out
         except Exception as e:  # noqa: BLE001

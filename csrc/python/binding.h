@@ -56,6 +56,7 @@ typedef struct CvModuleState {
     PyTypeObject *iterator_type;
     PyTypeObject *holder_type;
     PyTypeObject *device_array_type;
+    PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */
     CvIteratorObject *live;  /* intrusive list of open iterators (GIL-guarded) */
 } CvModuleState;
@@ -185,6 +186,12 @@ CvStatus cv_element_from_sequence(CvModuleState *st, PyObject *seq, CvElement *o
  * Zero-copy for numeric arrays: the array's base holds the buffer. A tensor
  * in device memory becomes a DeviceArray (device.c), whatever its rank. */
 PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t);
+/* The same, as st->eager_type (the ndarray subclass with numpy()) when eager
+ * and the type is set: 0-d instances for scalars and scalar strings (a 0-d
+ * numeric is copied, as a scalar is; arrays still view the buffer). */
+PyObject *cv_tensor_to_python_as(CvModuleState *st, const CvTensor *t, bool eager);
+/* Element -> tuple of components, as cv_tensor_to_python_as. */
+PyObject *cv_element_to_tuple_as(CvModuleState *st, const CvElement *e, bool eager);
 /* Element -> tuple of components. */
 PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e);
 int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out);

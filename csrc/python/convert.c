@@ -102,6 +102,14 @@ static CvStatus string_item(PyArrayObject *arr, npy_intp i, const char **data, P
     } else {
         item = PyArray_GETITEM(arr, p); /* a str */
     }
+    if (item && PyArray_Check(item) && PyArray_NDIM((PyArrayObject *)item) == 0 &&
+        PyArray_DESCR((PyArrayObject *)item)->type_num == NPY_OBJECT) {
+        /* a scalar string from plain iteration (a 0-d EagerTensor): its bytes */
+        PyObject *inner;
+        memcpy(&inner, PyArray_DATA((PyArrayObject *)item), sizeof(inner));
+        Py_XINCREF(inner);
+        Py_SETREF(item, inner);
+    }
     if (!item)
         return cv_error(CV_INVALID_ARGUMENT, "could not read string item %zd", (Py_ssize_t)i);
     if (PyBytes_Check(item)) {
@@ -293,6 +301,12 @@ static PyObject *string_scalar(const CvTensor *t, const CvStringRef *ref)
 
 PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
 {
+    return cv_tensor_to_python_as(st, t, false);
+}
+
+PyObject *cv_tensor_to_python_as(CvModuleState *st, const CvTensor *t, bool eager)
+{
+    PyTypeObject *subtype = eager && st->eager_type ? st->eager_type : NULL;
     if (t->dtype != CV_STRING && cv_device_buffer_of(t->buf))
         return cv_device_array_new(st, t);
     npy_intp dims[CV_MAX_RANK];
@@ -300,9 +314,11 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
         dims[k] = (npy_intp)t->shape[k];
     if (t->dtype == CV_STRING) {
         const CvStringRef *refs = (const CvStringRef *)t->data;
-        if (t->rank == 0)
+        if (t->rank == 0 && !subtype)
             return string_scalar(t, refs);
-        PyObject *arr = PyArray_SimpleNew(t->rank, dims, NPY_OBJECT);
+        PyObject *arr = PyArray_NewFromDescr(subtype ? subtype : &PyArray_Type,
+                                             PyArray_DescrFromType(NPY_OBJECT), t->rank, dims,
+                                             NULL, NULL, 0, NULL);
         if (!arr)
             return NULL;
         PyObject **items = PyArray_DATA((PyArrayObject *)arr);
@@ -318,6 +334,12 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
         return arr;
     }
     PyArray_Descr *descr = PyArray_DescrFromType(npy_types[t->dtype]);
+    if (t->rank == 0 && subtype) { /* a copy, as a scalar is: no holder to allocate */
+        PyObject *arr = PyArray_NewFromDescr(subtype, descr, 0, NULL, NULL, NULL, 0, NULL);
+        if (arr)
+            memcpy(PyArray_DATA((PyArrayObject *)arr), t->data, cv_dtype_size(t->dtype));
+        return arr;
+    }
     if (t->rank == 0) {
         PyObject *scalar = PyArray_Scalar(t->data, descr, NULL);
         Py_DECREF(descr);
@@ -326,7 +348,8 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
     int flags = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED;
     if (cv_buffer_is_unique(t->buf))
         flags |= NPY_ARRAY_WRITEABLE;
-    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, t->rank, dims, NULL, t->data, flags, NULL);
+    PyObject *arr = PyArray_NewFromDescr(subtype ? subtype : &PyArray_Type, descr, t->rank, dims,
+                                         NULL, t->data, flags, NULL);
     if (!arr)
         return NULL;
     CvBufferHolder *holder = PyObject_New(CvBufferHolder, st->holder_type);
@@ -344,11 +367,16 @@ PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
 
 PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e)
 {
+    return cv_element_to_tuple_as(st, e, false);
+}
+
+PyObject *cv_element_to_tuple_as(CvModuleState *st, const CvElement *e, bool eager)
+{
     PyObject *tuple = PyTuple_New(e->n);
     if (!tuple)
         return NULL;
     for (uint32_t i = 0; i < e->n; i++) {
-        PyObject *v = cv_tensor_to_python(st, &e->t[i]);
+        PyObject *v = cv_tensor_to_python_as(st, &e->t[i], eager);
         if (!v) {
             Py_DECREF(tuple);
             return NULL;

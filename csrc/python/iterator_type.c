@@ -41,6 +41,7 @@ struct CvIteratorObject {
     CvElement pending;   /* owned when has_pending: interrupted while converting */
     bool has_pending;
     int kind;            /* -1 unresolved, 0 single, 1 tuple, 2 pack */
+    bool eager;          /* leaves as the module's EagerTensor (plain iteration), else NumPy */
     bool may_block;
     bool busy;            /* inside next() */
     bool close_requested; /* close() arrived while busy */
@@ -223,6 +224,7 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     self->pending = (CvElement){0};
     self->has_pending = false;
     self->kind = -1;
+    self->eager = false;
     self->may_block = ds->may_block;
     self->busy = false;
     self->close_requested = false;
@@ -285,9 +287,9 @@ static PyObject *element_to_python(CvIteratorObject *self, CvModuleState *st, Cv
             PyErr_Format(PyExc_RuntimeError, "conveyor: expected one component, got %u", e->n);
             return NULL;
         }
-        return cv_tensor_to_python(st, &e->t[0]);
+        return cv_tensor_to_python_as(st, &e->t[0], self->eager);
     }
-    PyObject *tuple = cv_element_to_tuple(st, e);
+    PyObject *tuple = cv_element_to_tuple_as(st, e, self->eager);
     if (!tuple || self->kind == 1)
         return tuple;
     PyObject *packed = PyObject_CallOneArg(self->pack, tuple);
@@ -829,6 +831,9 @@ static PyMethodDef iterator_methods[] = {
 
 static PyMemberDef iterator_members[] = {
     {"__weaklistoffset__", T_PYSSIZET, offsetof(CvIteratorObject, weakrefs), READONLY, NULL},
+    {"eager", T_BOOL, offsetof(CvIteratorObject, eager), 0,
+     "True: leaves come out as the type set_eager_type() gave (an ndarray subclass with numpy(), "
+     "0-d for scalars and scalar strings); False (the default): NumPy arrays, scalars and bytes."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -915,7 +920,21 @@ static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
     return PyLong_FromLong(n);
 }
 
+static PyObject *iterator_set_eager_type(PyObject *module, PyObject *type)
+{
+    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyArray_Type)) {
+        PyErr_SetString(PyExc_TypeError, "set_eager_type: expected a subclass of numpy.ndarray");
+        return NULL;
+    }
+    CvModuleState *st = cv_get_state(module);
+    Py_XSETREF(st->eager_type, (PyTypeObject *)Py_NewRef(type));
+    Py_RETURN_NONE;
+}
+
 PyMethodDef cv_iterator_functions[] = {
+    {"set_eager_type", iterator_set_eager_type, METH_O,
+     "set_eager_type(cls): the ndarray subclass an iterator with eager=True yields "
+     "(conveyor.EagerTensor)."},
     {"shutdown", iterator_shutdown, METH_VARARGS,
      "shutdown(timeout=0.5): stop all live iterators (run at interpreter exit)."},
     {"live_iterators", iterator_live_iterators, METH_NOARGS, "Number of open iterators."},

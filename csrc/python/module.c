@@ -43,6 +43,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->iterator_type);
     Py_VISIT(st->holder_type);
     Py_VISIT(st->device_array_type);
+    Py_VISIT(st->eager_type);
     Py_VISIT(st->error_classes);
     return 0;
 }
@@ -54,6 +55,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->iterator_type);
     Py_CLEAR(st->holder_type);
     Py_CLEAR(st->device_array_type);
+    Py_CLEAR(st->eager_type);
     Py_CLEAR(st->error_classes);
     return 0;
 }

@@ -46,9 +46,10 @@ class Dataset:
     Build one with a source (``from_tensor_slices``, ``from_tensors``, ``range``,
     ``from_generator``), chain transformations (``map``, ``batch``, ``prefetch``,
     ``take``, ``skip``, ``repeat``), and iterate it: each element comes out with
-    its structure (tuples, dicts, namedtuples) and NumPy arrays as leaves;
-    scalars come out as NumPy scalars and strings as ``bytes``, as
-    ``as_numpy_iterator()`` gives in TensorFlow.
+    its structure (tuples, dicts, namedtuples) and ``EagerTensor`` leaves:
+    NumPy arrays (zero-copy) that also answer ``numpy()``, 0-d for scalars
+    and scalar strings, as TensorFlow's eager tensors. ``as_numpy_iterator()``
+    yields plain NumPy arrays, NumPy scalars and ``bytes``, as in TensorFlow.
     """
 
     _on_device = False         # its elements are on a device (prefetch_to_device)
@@ -149,8 +150,12 @@ class Dataset:
         return True  # never fall back to __len__
 
     def __iter__(self):
-        """A new iterator over the elements; each call starts from the beginning."""
-        return self._make_iterator()
+        """A new iterator over the elements; each call starts from the beginning.
+        Leaves come out as ``conveyor.EagerTensor`` (NumPy arrays with ``numpy()``,
+        0-d ones for scalars and scalar strings), as TensorFlow's eager tensors."""
+        it = self._make_iterator()
+        it.eager = True
+        return it
 
     def _make_iterator(self, statistics=True):
         """``iter(self)``; ``statistics=False`` makes one without per-stage
@@ -166,14 +171,15 @@ class Dataset:
         return it
 
     def as_numpy_iterator(self):
-        """An iterator of NumPy values (conveyor's iterators already yield NumPy;
-        after ``prefetch_to_device``, device arrays are copied back to the host)."""
+        """An iterator of plain NumPy values: arrays (zero-copy views), NumPy
+        scalars and ``bytes``, as TensorFlow's gives; after ``prefetch_to_device``,
+        device arrays are copied back to the host."""
         for component in nest.flatten(self.element_spec):
             if not isinstance(component, TensorSpec):
                 raise TypeError(f"Dataset.as_numpy_iterator() does not support {component!r}.")
         if self._on_device:
-            return _numpy_values(iter(self))
-        return iter(self)
+            return _numpy_values(self._make_iterator())
+        return self._make_iterator()
 
     def __repr__(self):
         modes = self._map_modes()
