@@ -26,14 +26,14 @@ from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, 
                             less, less_equal, logical_and, logical_not, logical_or, maximum,
                             minimum, multiply, negative, not_equal, one_hot, pow, reshape, round,
                             sqrt, square, subtract, truediv, shape, expand_dims, concat, stack,
-                            clip_by_value)
+                            clip_by_value, constant, fill, zeros, ones, zeros_like, ones_like)
 from conveyor._tracing import Tensor, numpy_function, py_function
 from conveyor._eager import EagerTensor
 
 __version__ = "0.1.0"
 
 __all__ = ["data", "device", "DeviceArray", "io", "image", "math", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
-           "clip_by_value", "abs", "add", "divide", "equal", "exp", "floor",
+           "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
            "round", "sqrt", "square", "subtract", "truediv", "Tensor", "EagerTensor", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",

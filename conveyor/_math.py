@@ -13,7 +13,10 @@ import builtins
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor._convert import to_array
+from conveyor._tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
+                               static_shape)
+from conveyor.tensor_spec import TensorShape
 
 __all__ = ["cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
@@ -419,3 +422,109 @@ def _install_operators(cls):
 
 
 _install_operators(Tensor)
+
+
+# -- constants: tf.constant, fill, zeros, ones ---------------------------------
+
+
+def _needs_python(fname, *values):
+    """Inside a traced function, a shape or value that is itself traced makes
+    the function Python (these build constants)."""
+    for v in values:
+        for leaf in (v if isinstance(v, (list, tuple)) else [v]):
+            if isinstance(leaf, Tensor):
+                raise leaf._trace.fail(f"{fname} with a traced shape or value is not supported "
+                                       f"natively")
+
+
+def _eager(arr):
+    """A new constant: an EagerTensor, or inside a traced function a
+    constant of the program."""
+    trace = current_trace()
+    if trace is not None:
+        return trace.constant(arr, TensorShape(list(arr.shape)), _dtypes.as_dtype(arr.dtype))
+    from conveyor._eager import as_eager
+    return as_eager(arr)
+
+
+def _dims(shape, fname):
+    if isinstance(shape, (int, np.integer)):
+        shape = [shape]
+    try:
+        dims = [int(d) for d in np.asarray(shape, dtype=object).reshape(-1)]
+    except (TypeError, ValueError):
+        raise TypeError(f"{fname}: shape must be a list of ints, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise op_error(ValueError, f"{fname}: dimensions must be >= 0, got {dims}")
+    return dims
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    """A constant tensor (``tf.constant``): `value` (a Python value, nested
+    lists, NumPy array, bytes or str) converted as TensorFlow converts it
+    (Python ints to int32, floats to float32, strings to bytes), cast to
+    `dtype` when given; with `shape`, a single value is repeated to fill it
+    and otherwise the values are reshaped to it. Returns an ``EagerTensor``
+    (a NumPy array with ``numpy()``); inside a traced map function, a
+    constant of the program."""
+    _needs_python("constant", value)
+    arr = np.array(to_array(value, dtype))  # a copy: later changes to `value` do not leak in
+    if shape is not None:
+        dims = _dims(shape, "constant")
+        count = int(np.prod(dims)) if dims else 1
+        if arr.size == 1:
+            arr = np.full(dims, arr.reshape(()), dtype=arr.dtype)
+        elif arr.size == count:
+            arr = arr.reshape(dims)
+        else:
+            raise TypeError(f"Eager execution of tf.constant with unsupported shape. Tensor "
+                            f"{value!r} (converted from {value!r}) has {arr.size} elements, but "
+                            f"got `shape` {tuple(dims)} with {count} elements).")
+    return _eager(arr)
+
+
+def fill(dims, value, name=None):  # noqa: A002 - TensorFlow's argument names
+    """A tensor of shape `dims` filled with `value` (``tf.fill``), of value's dtype."""
+    _needs_python("fill", dims, value)
+    arr = to_array(value)
+    if arr.ndim != 0:
+        raise op_error(ValueError, f"Fill: value must be a scalar, got shape {list(arr.shape)}")
+    return _eager(np.full(_dims(dims, "fill"), arr, dtype=arr.dtype))
+
+
+def zeros(shape, dtype=_dtypes.float32, name=None):
+    """A tensor of zeros (``tf.zeros``); strings are empty."""
+    _needs_python("zeros", shape)
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype == _dtypes.string:
+        return _eager(np.full(_dims(shape, "zeros"), b"", dtype=object))
+    return _eager(np.zeros(_dims(shape, "zeros"), dtype=dtype.as_numpy_dtype))
+
+
+def ones(shape, dtype=_dtypes.float32, name=None):
+    """A tensor of ones (``tf.ones``)."""
+    _needs_python("ones", shape)
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype == _dtypes.string:
+        raise op_error(TypeError, "ones: a string tensor of ones is not defined")
+    return _eager(np.ones(_dims(shape, "ones"), dtype=dtype.as_numpy_dtype))
+
+
+def _like(fname, input, dtype, make):  # noqa: A002
+    if isinstance(input, Tensor):  # traced: the shape must be static
+        shape = static_shape(input)
+        if shape is None or any(d is None for d in shape):
+            raise input._trace.fail(f"{fname} of a tensor whose shape is not static")
+        return make(list(shape), dtype or dtype_of(input))
+    arr = to_array(input)
+    return make(list(arr.shape), dtype or _dtypes.as_dtype(arr.dtype))
+
+
+def zeros_like(input, dtype=None, name=None):  # noqa: A002
+    """Zeros of `input`'s shape (and dtype unless given) (``tf.zeros_like``)."""
+    return _like("zeros_like", input, dtype, zeros)
+
+
+def ones_like(input, dtype=None, name=None):  # noqa: A002
+    """Ones of `input`'s shape (and dtype unless given) (``tf.ones_like``)."""
+    return _like("ones_like", input, dtype, ones)

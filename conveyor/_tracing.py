@@ -129,6 +129,7 @@ class _Trace:
         self.failure = None   # the first reason the trace cannot run natively
         self.quiet = False    # ... when it is a deliberate one (numpy_function)
         self.random_ops = 0   # random ops recorded so far (their ordinal keys them)
+        self.made_constants = False  # tf.constant / fill / zeros ... ran inside it
 
     def fail(self, reason, quiet=False):
         if self.failure is None:
@@ -147,6 +148,13 @@ class _Trace:
             return value._key
         self.constants.append(value)
         return ("const", len(self.constants) - 1)
+
+    def constant(self, arr, shape, dtype):
+        """A constant of the program made by a conveyor op (tf.constant):
+        a Tensor, so that a function that only builds constants is traced."""
+        self.made_constants = True
+        self.constants.append(arr)
+        return Tensor(self, ("const", len(self.constants) - 1), shape, dtype, "Const")
 
     def add(self, op, inputs, outputs, ints, floats, string, obj, op_seed):
         keys = [self._key(v) for v in inputs]
@@ -255,6 +263,11 @@ def dtype_of(x):
     return x.dtype if isinstance(x, Tensor) else _dtypes.as_dtype(x.dtype)
 
 
+def current_trace():
+    """The _Trace of the function being traced on this thread, or None."""
+    return _current("trace")
+
+
 def is_symbolic(x):
     return isinstance(x, Tensor)
 
@@ -324,7 +337,7 @@ def record(fn, flat_specs, pack, name):
         _local.trace = saved
     if tr.failure is not None:
         raise (_PlainPython if tr.quiet else UntraceableError)(tr.failure)
-    if not tr.nodes:
+    if not tr.nodes and not tr.made_constants:
         # No conveyor op ran: the function only rearranges its inputs or works
         # through side effects (a counter, a sleep, I/O), which must happen per
         # element, so it stays plain Python.
