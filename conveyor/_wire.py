@@ -159,7 +159,8 @@ def to_int64_array(values):
             if not -(1 << 63) <= v < (1 << 63):
                 raise ValueError(f"Value out of range: {v}") from None
         raise
-    if bool in set(map(type, values)):
+    kinds = set(map(type, values))
+    if bool in kinds or np.bool_ in kinds:  # NumPy 1.x's bool_ still has __index__
         raise TypeError("Field tensorflow.Int64List.value: Expected an int, got a boolean.")
     return arr
 
