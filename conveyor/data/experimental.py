@@ -14,7 +14,7 @@ __all__ = ["prefetch_to_device", "copy_to_device", "AUTOTUNE", "INFINITE_CARDINA
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
            "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress",
            "diagnose", "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats",
-           "AutotuneChoice"]
+           "AutotuneChoice", "Counter", "get_single_element"]
 
 
 def prefetch_to_device(device, buffer_size=None):
@@ -135,3 +135,19 @@ def cache_progress(enabled=True):
     if enabled and cache_op.tqdm_class() is None:
         raise ImportError("cache_progress(True) needs tqdm: pip install tqdm")
     cache_op.set_cache_progress(None if enabled is None else bool(enabled))
+
+
+def Counter(start=0, step=1, dtype=None):  # noqa: N802 - tf.data's name
+    """``Dataset.counter(start, step, dtype)``: an infinite dataset counting
+    from `start` by `step` (int64 by default)."""
+    from conveyor import dtypes as _dtypes
+    return _Dataset.counter(start, step, _dtypes.int64 if dtype is None else dtype)
+
+
+def get_single_element(dataset):
+    """``dataset.get_single_element()``: the only element of `dataset`
+    (``InvalidArgumentError`` if it has none or more than one)."""
+    if not isinstance(dataset, _Dataset):
+        raise TypeError(f"Invalid `dataset`. Expected a `tf.data.Dataset` object but got "
+                        f"{type(dataset)}.")
+    return dataset.get_single_element()
