@@ -180,3 +180,71 @@ def test_get_single_element_matches_tensorflow(tf, n):
         except Exception as e:  # noqa: BLE001 - compare the kind and the message
             return (type(e).__name__, str(e).split("}} ")[-1].split(" [Op:")[0])
     assert run(cv) == run(tf)
+
+
+# -- assert_cardinality ------------------------------------------------------------------
+
+def _run(t, n, expected):
+    ds = t.data.Dataset.range(n).apply(t.data.experimental.assert_cardinality(expected))
+    got = []
+    try:
+        for x in ds:
+            got.append(int(x))
+    except Exception as e:  # noqa: BLE001 - compare the kind and the message
+        return got, type(e).__name__, str(e).split("}} ")[-1].split(" [Op:")[0]
+    return got, None, None
+
+
+AC_CASES = [(5, 5), (3, 5), (7, 5), (0, 0), (1, 0), (0, 2), (1, 2), (2, 1), (0, 1),
+            (2, INFINITE), (1, INFINITE)]
+
+
+@pytest.mark.parametrize("n,expected", AC_CASES)
+def test_assert_cardinality_matches_tensorflow(tf, n, expected):
+    assert _run(cv, n, expected) == _run(tf, n, expected)
+
+
+def test_assert_cardinality_alone():
+    ac = cv.data.experimental.assert_cardinality
+    ds = cv.data.Dataset.range(10).filter(lambda x: x % 2 == 0)
+    assert ds.cardinality() == cv.data.UNKNOWN_CARDINALITY
+    checked = ds.apply(ac(5))
+    assert checked.cardinality() == 5 and len(checked) == 5
+    assert checked.batch(2).cardinality() == 3
+    assert checked.element_spec == ds.element_spec
+    assert _values(checked) == [0, 2, 4, 6, 8]
+    assert _run(cv, 3, 5) == ([0, 1, 2], "FailedPreconditionError",
+                              "Input dataset was expected to contain 5 elements but contained "
+                              "only 3 elements.")
+    assert _run(cv, 7, 5) == ([0, 1, 2, 3, 4], "FailedPreconditionError",
+                              "Input dataset was expected to contain 5 elements but contained "
+                              "at least 6 elements.")
+    assert cv.data.Dataset.range(3).apply(ac(INFINITE)).cardinality() == INFINITE
+    with pytest.raises(TypeError):
+        ac(1.5)
+    with pytest.raises(errors.FailedPreconditionError):
+        cv.data.Dataset.range(0).apply(ac(1)).get_single_element()  # fails while reading
+    # structured elements with strings and static shapes keep their spec
+    pairs = cv.data.Dataset.from_tensor_slices(({"a": [[1, 2], [3, 4]]}, ["x", "y"]))
+    out = pairs.apply(ac(2))
+    assert out.element_spec == pairs.element_spec
+    assert [(e[0]["a"].tolist(), e[1]) for e in out.as_numpy_iterator()] == [
+        ([1, 2], b"x"), ([3, 4], b"y")]
+
+
+def test_assert_cardinality_cardinality_matches_tensorflow(tf):
+    def card(t):
+        ds = t.data.Dataset.range(10).filter(lambda x: x % 2 == 0)
+        ds = ds.apply(t.data.experimental.assert_cardinality(5))
+        return int(ds.cardinality()), int(ds.batch(2).cardinality())
+    assert card(cv) == card(tf)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_assert_cardinality_resumes(shuffled):
+    def make():
+        ds = cv.data.Dataset.range(12).filter(lambda x: x % 3 != 0)
+        if shuffled:
+            ds = ds.shuffle(4, seed=7, reshuffle_each_iteration=False)
+        return ds.apply(cv.data.experimental.assert_cardinality(8)).map(lambda x: x * 10)
+    verify_resume(make, breaks=[0, 1, 4, 7, 8])

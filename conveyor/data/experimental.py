@@ -1,4 +1,6 @@
 """``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
+import numpy as np
+
 from conveyor import _tracing
 from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
 from conveyor.data.dataset import Dataset as _Dataset
@@ -14,7 +16,8 @@ __all__ = ["prefetch_to_device", "copy_to_device", "AUTOTUNE", "INFINITE_CARDINA
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
            "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress",
            "diagnose", "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats",
-           "AutotuneChoice", "Counter", "get_single_element"]
+           "AutotuneChoice", "Counter", "get_single_element",
+           "assert_cardinality"]
 
 
 def prefetch_to_device(device, buffer_size=None):
@@ -151,3 +154,31 @@ def get_single_element(dataset):
         raise TypeError(f"Invalid `dataset`. Expected a `tf.data.Dataset` object but got "
                         f"{type(dataset)}.")
     return dataset.get_single_element()
+
+
+def assert_cardinality(expected_cardinality):
+    """A transformation (for ``Dataset.apply``) asserting that the dataset has
+    `expected_cardinality` elements (or ``INFINITE_CARDINALITY``).
+
+    ``cardinality()`` of the result reports `expected_cardinality`, and
+    transformations after it count from it (useful after ``filter`` or a file
+    reader, whose cardinality is unknown). Iterating raises
+    ``FailedPreconditionError`` when the input has fewer elements (at its end)
+    or more (at the first extra element), as in tf.data. The check runs in
+    Python per element (docs/differences.md).
+    """
+    from conveyor.data.ops.assert_cardinality_op import AssertCardinalityDataset
+    if isinstance(expected_cardinality, np.ndarray) and expected_cardinality.ndim == 0 \
+            and expected_cardinality.dtype.kind in "iu":
+        expected_cardinality = expected_cardinality.item()
+    if isinstance(expected_cardinality, bool) or not isinstance(
+            expected_cardinality, (int, np.integer)):
+        raise TypeError(f"Cannot convert {expected_cardinality!r} to EagerTensor of dtype int64")
+    expected = int(expected_cardinality)
+    if expected < 0 and expected != INFINITE_CARDINALITY:
+        raise ValueError(f"`expected_cardinality` must be >= 0 or INFINITE_CARDINALITY (-1), "
+                         f"got {expected}.")
+
+    def _apply_fn(dataset):
+        return AssertCardinalityDataset(dataset, expected)
+    return _apply_fn

@@ -1,0 +1,104 @@
+"""``tf.data.experimental.assert_cardinality`` (AssertCardinalityDataset).
+
+Built from engine kernels only, so it saves and restores as they do and its
+engine cardinality is the expected one (stages after it, such as ``batch``,
+count from it). For an expected count N:
+
+    index    = range(0, int64 max)                       # infinite
+    marked   = zip(input, False) ++ repeat(zip(filler, True))
+    checked  = map(check, zip(index, marked))            # infinite
+    result   = map(drop j, zip(checked, range(N)))       # cardinality N
+
+``check`` (Python, per element) sees the element's index and whether it is
+the end marker: a marker before index N means the input had fewer elements,
+a real element at index N means it had more (``FailedPreconditionError``
+with tf.data's messages). ``zip`` pulls ``checked`` before ``range(N)``, so
+element N is always checked: a marker there ends the result, as the input
+did. ``filler`` is one all-zero element of the input's spec (unknown dims 0),
+never yielded. For ``INFINITE_CARDINALITY`` the result is ``checked``.
+"""
+import numpy as np
+
+from conveyor import _engine
+from conveyor import dtypes as _dtypes
+from conveyor import errors as _errors
+from conveyor import nest
+from conveyor.data.ops.dataset_base import INFINITE_CARDINALITY, UnaryUnchangedStructureDataset
+from conveyor.data.ops.range_op import RangeDataset
+from conveyor.data.ops.structured_function import MapFunction
+from conveyor.data.ops.zip_concatenate_op import ZipDataset
+from conveyor.tensor_spec import TensorSpec
+
+__all__ = ["AssertCardinalityDataset"]
+
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _filler(spec):
+    arrays = []
+    for leaf in nest.flatten(spec):
+        if not isinstance(leaf, TensorSpec):
+            raise TypeError(f"assert_cardinality: elements with {type(leaf).__name__} "
+                            f"components are not supported here; got {spec}.")
+        shape = [0 if d is None else d for d in leaf.shape.as_list()]
+        if leaf.dtype == _dtypes.string:
+            arrays.append(np.full(shape, b"", dtype=object))
+        else:
+            arrays.append(np.zeros(shape, dtype=leaf.dtype.as_numpy_dtype))
+    return arrays
+
+
+def _elements(n):
+    """As tf.data words a count: "an infinite number of elements", "1 element", "5 elements"."""
+    if n == INFINITE_CARDINALITY:
+        return "an infinite number of elements"
+    return f"{n} element{'' if n == 1 else 's'}"
+
+
+class AssertCardinalityDataset(UnaryUnchangedStructureDataset):
+    def __init__(self, input_dataset, expected_cardinality):
+        super().__init__(input_dataset)
+        self._expected = expected_cardinality
+        self._strip = None
+        if expected_cardinality != INFINITE_CARDINALITY:
+            # The program that drops range(N)'s component: traced over (element, j).
+            carrier = ZipDataset((input_dataset, RangeDataset((0, 1, 1), _dtypes.int64)))
+            self._strip = MapFunction(lambda element, _: element, carrier,
+                                      stage="assert_cardinality")
+
+    def _build(self, ctx, engine_inputs):
+        expected = self._expected
+        spec = self._inputs[0].element_spec
+        n = len(nest.flatten(spec))
+        int64 = _dtypes.int64._code
+        index = _engine.range(0, _INT64_MAX, 1, int64)
+        real = _engine.zip([engine_inputs[0], _engine.repeat(_engine.tensors([np.bool_(False)]),
+                                                             -1)])
+        end = _engine.repeat(_engine.tensors(_filler(spec) + [np.asarray(True)]), -1)
+        marked = _engine.concatenate([real, end])
+
+        def check(epoch, position, i, *flat):
+            i = int(i)
+            if flat[n]:
+                if i != expected:
+                    raise _errors.FailedPreconditionError(
+                        f"Input dataset was expected to contain {_elements(expected)} but "
+                        f"contained only {_elements(i)}.")
+            elif expected != INFINITE_CARDINALITY and i >= expected:
+                raise _errors.FailedPreconditionError(
+                    f"Input dataset was expected to contain {_elements(expected)} but "
+                    f"contained at least {_elements(i + 1)}.")
+            return list(flat[:n])
+
+        checked = _engine.map(_engine.zip([index, marked]), check, _as_arrays, 0, True,
+                              "assert_cardinality", True, ctx.memory)
+        if expected == INFINITE_CARDINALITY:
+            return checked
+        fn, with_id = self._strip.function_for_engine()
+        counted = _engine.zip([checked, _engine.range(0, expected, 1, int64)])
+        return _engine.map(counted, fn, self._strip.convert, 0, True, self._strip.name,
+                           with_id, ctx.memory)
+
+
+def _as_arrays(result):
+    return result
