@@ -248,3 +248,21 @@ def test_assert_cardinality_resumes(shuffled):
             ds = ds.shuffle(4, seed=7, reshuffle_each_iteration=False)
         return ds.apply(cv.data.experimental.assert_cardinality(8)).map(lambda x: x * 10)
     verify_resume(make, breaks=[0, 1, 4, 7, 8])
+
+
+def test_assert_cardinality_after_the_error():
+    def calls(n, expected, k):
+        it = iter(cv.data.Dataset.range(n).apply(cv.data.experimental.assert_cardinality(expected)))
+        out = []
+        for _ in range(k):
+            try:
+                out.append(int(next(it)))
+            except StopIteration:
+                out.append("stop")
+            except errors.FailedPreconditionError as e:
+                out.append(str(e).split("contained ")[-1])
+        return out
+    # the count in the message stays the input's; never a filler element
+    assert calls(2, 4, 6) == [0, 1, "only 2 elements.", "only 2 elements.", "only 2 elements.",
+                              "stop"]
+    assert calls(6, 4, 6) == [0, 1, 2, 3, "at least 5 elements.", "stop"]

@@ -5,16 +5,20 @@ engine cardinality is the expected one (stages after it, such as ``batch``,
 count from it). For an expected count N:
 
     index    = range(0, int64 max)                       # infinite
-    marked   = zip(input, False) ++ repeat(zip(filler, True))
+    marked   = zip(input, (False, 0)) ++ zip(repeat((filler, True)), range(0, int64 max))
     checked  = map(check, zip(index, marked))            # infinite
     result   = map(drop j, zip(checked, range(N)))       # cardinality N
 
-``check`` (Python, per element) sees the element's index and whether it is
-the end marker: a marker before index N means the input had fewer elements,
-a real element at index N means it had more (``FailedPreconditionError``
-with tf.data's messages). ``zip`` pulls ``checked`` before ``range(N)``, so
-element N is always checked: a marker there ends the result, as the input
-did. ``filler`` is one all-zero element of the input's spec (unknown dims 0),
+``check`` (Python, per element) sees the element's index i and whether it
+is an end marker: the m-th marker shows that the input had i - m elements,
+and raises if that is not N; a real element at index N means the input had
+more (``FailedPreconditionError`` with tf.data's messages). ``zip`` pulls
+``checked`` before ``range(N)``, so element N is always checked: a marker
+there ends the result, as the input did. ``filler`` is one all-zero element
+of the input's spec (unknown dims 0), never yielded. After an error, later
+calls raise again until N elements were pulled in all, then end (tf.data
+raises on every later call). For ``INFINITE_CARDINALITY`` the result is
+``checked``.
 never yielded. For ``INFINITE_CARDINALITY`` the result is ``checked``.
 """
 import numpy as np
@@ -72,18 +76,23 @@ class AssertCardinalityDataset(UnaryUnchangedStructureDataset):
         n = len(nest.flatten(spec))
         int64 = _dtypes.int64._code
         index = _engine.range(0, _INT64_MAX, 1, int64)
-        real = _engine.zip([engine_inputs[0], _engine.repeat(_engine.tensors([np.bool_(False)]),
-                                                             -1)])
-        end = _engine.repeat(_engine.tensors(_filler(spec) + [np.asarray(True)]), -1)
+        # Components of `marked`: the element's, the end flag, and for end markers
+        # their own count m (the input had i - m elements: stateless, so it
+        # stays right on the calls after an error and across save/restore).
+        real = _engine.zip([engine_inputs[0], _engine.repeat(
+            _engine.tensors([np.asarray(False), np.asarray(0, np.int64)]), -1)])
+        end = _engine.zip([_engine.repeat(_engine.tensors(_filler(spec) + [np.asarray(True)]), -1),
+                           _engine.range(0, _INT64_MAX, 1, int64)])
         marked = _engine.concatenate([real, end])
 
         def check(epoch, position, i, *flat):
             i = int(i)
             if flat[n]:
-                if i != expected:
+                count = i - int(flat[n + 1])
+                if count != expected:
                     raise _errors.FailedPreconditionError(
                         f"Input dataset was expected to contain {_elements(expected)} but "
-                        f"contained only {_elements(i)}.")
+                        f"contained only {_elements(count)}.")
             elif expected != INFINITE_CARDINALITY and i >= expected:
                 raise _errors.FailedPreconditionError(
                     f"Input dataset was expected to contain {_elements(expected)} but "
