@@ -222,6 +222,10 @@ def test_assert_cardinality_alone():
     assert cv.data.Dataset.range(3).apply(ac(INFINITE)).cardinality() == INFINITE
     with pytest.raises(TypeError):
         ac(1.5)
+    with pytest.raises(ValueError):
+        ac(-2)
+    with pytest.raises(TypeError, match="DatasetSpec components are not supported"):
+        cv.data.Dataset.range(4).window(2).apply(ac(2))
     with pytest.raises(errors.FailedPreconditionError):
         cv.data.Dataset.range(0).apply(ac(1)).get_single_element()  # fails while reading
     # structured elements with strings and static shapes keep their spec

@@ -64,6 +64,9 @@ class AssertCardinalityDataset(UnaryUnchangedStructureDataset):
         super().__init__(input_dataset)
         self._expected = expected_cardinality
         self._strip = None
+        spec = input_dataset._known_spec()
+        if spec is not None:
+            _filler(spec)  # unsupported components raise where the pipeline is built
         if expected_cardinality != INFINITE_CARDINALITY:
             # The program that drops range(N)'s component: traced over (element, j).
             carrier = ZipDataset((input_dataset, RangeDataset((0, 1, 1), _dtypes.int64)))
