@@ -28,7 +28,9 @@ import numpy as np
 from conveyor import _seed
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
+from conveyor import _math
 from conveyor import nest
+from conveyor._eager import as_eager
 from conveyor._convert import to_array
 from conveyor.data.ops.batch_op import (BatchDataset, PaddedBatchDataset, ParallelBatchDataset,
                                         RebatchDataset, UnbatchDataset)
@@ -130,6 +132,32 @@ class _DatasetMethods:
     def range(*args, output_type=_dtypes.int64, name=None):
         """Like Python's ``range``: ``range(stop)``, ``range(start, stop[, step])``; int64 by default."""
         return RangeDataset(args, output_type)
+
+    @staticmethod
+    def counter(start=0, step=1, dtype=_dtypes.int64, name=None):
+        """An infinite dataset of `start`, `start + step`, `start + 2 * step`, ...
+
+        `start` and `step` are int64 scalars (Python or NumPy integers);
+        `step` may be negative (counting down) or zero (`start` forever).
+        Each value is cast to `dtype` (``tf.int64`` by default). The
+        cardinality is ``INFINITE_CARDINALITY``.
+
+        conveyor counts with ``Dataset.range`` up to the int64 maximum (the
+        range the engine reports as infinite; a negative step counts up the
+        negated values and negates them), so the count stops after about
+        2**63 / |step| elements, where tf.data's int64 state would wrap.
+        """
+        start = _int64_arg(start, "start")
+        step = _int64_arg(step, "step")
+        dtype = _dtypes.as_dtype(dtype)
+        if step == 0:
+            return TensorDataset(np.asarray(start, np.int64)).repeat().map(
+                lambda x: _math.cast(x, dtype))
+        if step > 0:
+            return RangeDataset((start, _INT64_MAX, step), _dtypes.int64).map(
+                lambda x: _math.cast(x, dtype))
+        return RangeDataset((-max(start, -_INT64_MAX), _INT64_MAX, -step), _dtypes.int64).map(
+            lambda x: _math.cast(-x, dtype))
 
     @staticmethod
     def list_files(file_pattern, shuffle=None, seed=None, name=None):
@@ -368,6 +396,64 @@ class _DatasetMethods:
         if not isinstance(options, Options):
             raise TypeError(f"`options` must be a conveyor.data.Options, got {type(options).__name__}.")
         return OptionsDataset(self, options)
+
+    # -- consuming the dataset: reduce, get_single_element ---------------------
+
+    def reduce(self, initial_state, reduce_func, name=None):
+        """Reduce all elements to one value: the final state.
+
+        The state starts as `initial_state` (a tensor-like value or a
+        structure of them, converted as ``tf.constant`` converts: a Python
+        int is int32, a float float32); for each element in turn it becomes
+        ``reduce_func(state, element)``. The state's leaves reach
+        `reduce_func` as ``EagerTensor``s, the element as iteration yields
+        it. The new state must have the structure and dtypes of the initial
+        one (``TypeError``/``ValueError`` otherwise, as in tf.data); its shapes
+        may change. Returns the final state with ``EagerTensor`` leaves (the
+        initial state for an empty dataset). An infinite dataset never returns.
+
+        tf.data runs `reduce_func` as a traced graph; conveyor runs it in
+        Python on the consumer's thread, once per element (docs/differences.md).
+        """
+        if not callable(reduce_func):
+            raise ValueError(f"Argument `func` must be a callable. Received func={reduce_func!r} "
+                             f"(of type {type(reduce_func)})")
+        state = _eager_state(initial_state)
+        dtypes = [leaf.dtype for leaf in nest.flatten(state)]
+        for element in self:
+            new_state = reduce_func(state, element)
+            if isinstance(new_state, list):  # tf.data makes a returned list a tuple
+                new_state = tuple(new_state)
+            new_state = _eager_state(new_state)
+            flat = nest.flatten(new_state)
+            if len(flat) != len(dtypes):
+                raise _errors.InvalidArgumentError(
+                    "The number of components of the initial state and the reduce function "
+                    f"output does not match. (initial_state={len(dtypes)}, output={len(flat)}).")
+            nest.assert_same_structure(state, new_state)
+            if [leaf.dtype for leaf in flat] != dtypes:
+                raise TypeError(
+                    "The element types for the new state must match the initial state. "
+                    f"Expected {_dtype_names(state)} but got {_dtype_names(new_state)}.")
+            state = new_state
+        return state
+
+    def get_single_element(self, name=None):
+        """The only element of this dataset, with ``EagerTensor`` leaves.
+
+        Raises ``InvalidArgumentError`` if the dataset is empty or has more
+        than one element (it reads at most two).
+        """
+        it = iter(self)
+        try:
+            element = next(it)
+        except StopIteration:
+            raise _errors.InvalidArgumentError("Dataset was empty.") from None
+        try:
+            next(it)
+        except StopIteration:
+            return element
+        raise _errors.InvalidArgumentError("Dataset had more than one element.")
 
     # -- filter, zip, concatenate, enumerate, shard, unbatch, rebatch, padded_batch
 
@@ -622,6 +708,27 @@ del _DatasetMethods
 
 
 # -- helpers of the methods above ---------------------------------------------------
+
+
+def _eager_state(state):
+    """`state` (a structure of tensor-like values) with EagerTensor leaves, as
+    ``tf.constant`` converts them (a Python int is int32, a float float32;
+    a list is one tensor)."""
+    return nest.map_structure(lambda leaf: as_eager(to_array(leaf)), state)
+
+
+class _DtypeName:
+    """Shown as TensorFlow shows a dtype, in reduce()'s message."""
+
+    def __init__(self, dtype):
+        self.name = _dtypes.as_dtype(dtype).name
+
+    def __repr__(self):
+        return f"<dtype: {self.name!r}>"
+
+
+def _dtype_names(state):
+    return nest.map_structure(lambda leaf: _DtypeName(leaf.dtype), state)
 
 
 def _check_datasets(datasets):

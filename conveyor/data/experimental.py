@@ -1,4 +1,6 @@
 """``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
+import numpy as np
+
 from conveyor import _tracing
 from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
 from conveyor.data.dataset import Dataset as _Dataset
@@ -14,7 +16,8 @@ __all__ = ["prefetch_to_device", "copy_to_device", "AUTOTUNE", "INFINITE_CARDINA
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
            "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress",
            "diagnose", "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats",
-           "AutotuneChoice"]
+           "AutotuneChoice", "Counter", "get_single_element",
+           "assert_cardinality"]
 
 
 def prefetch_to_device(device, buffer_size=None):
@@ -135,3 +138,47 @@ def cache_progress(enabled=True):
     if enabled and cache_op.tqdm_class() is None:
         raise ImportError("cache_progress(True) needs tqdm: pip install tqdm")
     cache_op.set_cache_progress(None if enabled is None else bool(enabled))
+
+
+def Counter(start=0, step=1, dtype=None):  # noqa: N802 - tf.data's name
+    """``Dataset.counter(start, step, dtype)``: an infinite dataset counting
+    from `start` by `step` (int64 by default)."""
+    from conveyor import dtypes as _dtypes
+    return _Dataset.counter(start, step, _dtypes.int64 if dtype is None else dtype)
+
+
+def get_single_element(dataset):
+    """``dataset.get_single_element()``: the only element of `dataset`
+    (``InvalidArgumentError`` if it has none or more than one)."""
+    if not isinstance(dataset, _Dataset):
+        raise TypeError(f"Invalid `dataset`. Expected a `tf.data.Dataset` object but got "
+                        f"{type(dataset)}.")
+    return dataset.get_single_element()
+
+
+def assert_cardinality(expected_cardinality):
+    """A transformation (for ``Dataset.apply``) asserting that the dataset has
+    `expected_cardinality` elements (or ``INFINITE_CARDINALITY``).
+
+    ``cardinality()`` of the result reports `expected_cardinality`, and
+    transformations after it count from it (useful after ``filter`` or a file
+    reader, whose cardinality is unknown). Iterating raises
+    ``FailedPreconditionError`` when the input has fewer elements (at its end)
+    or more (at the first extra element), as in tf.data. The check runs in
+    Python per element (docs/differences.md).
+    """
+    from conveyor.data.ops.assert_cardinality_op import AssertCardinalityDataset
+    if isinstance(expected_cardinality, np.ndarray) and expected_cardinality.ndim == 0 \
+            and expected_cardinality.dtype.kind in "iu":
+        expected_cardinality = expected_cardinality.item()
+    if isinstance(expected_cardinality, bool) or not isinstance(
+            expected_cardinality, (int, np.integer)):
+        raise TypeError(f"Cannot convert {expected_cardinality!r} to EagerTensor of dtype int64")
+    expected = int(expected_cardinality)
+    if expected < 0 and expected != INFINITE_CARDINALITY:
+        raise ValueError(f"`expected_cardinality` must be >= 0 or INFINITE_CARDINALITY (-1), "
+                         f"got {expected}.")
+
+    def _apply_fn(dataset):
+        return AssertCardinalityDataset(dataset, expected)
+    return _apply_fn

@@ -12,7 +12,7 @@ classes are (without their leading underscore):
 * one-input transformations: map_op.py, filter_op.py, batch_op.py (batch,
   padded_batch, unbatch, rebatch), prefetch_op.py, shuffle_op.py,
   take_skip_repeat_op.py, shard_op.py, ignore_errors_op.py, cache_op.py,
-  options_op.py (with_options);
+  options_op.py (with_options), assert_cardinality_op.py;
 * several inputs or datasets of datasets: zip_concatenate_op.py,
   interleave_op.py (interleave, flat_map), directed_interleave_op.py
   (choose_from_datasets, sample_from_datasets), window_op.py (window,
