@@ -60,6 +60,9 @@ from conveyor.tensor_spec import TensorShape, TensorSpec
 __all__ = ["Dataset", "DatasetSpec", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY",
            "CacheWarning"]
 
+# NumPy before 2.0 promotes 0-d arrays with Python scalars by value (no NEP 50).
+_LEGACY_PROMOTION = int(np.__version__.split(".")[0]) < 2
+
 SHARD_HINT = -1  # tf.data.experimental.SHARD_HINT: accepted by shard(), never iterable here
 _INT64_MAX = 2 ** 63 - 1
 _INT32_MIN, _INT32_MAX = -2 ** 31, 2 ** 31 - 1
@@ -431,6 +434,12 @@ class _DatasetMethods:
                     "The number of components of the initial state and the reduce function "
                     f"output does not match. (initial_state={len(dtypes)}, output={len(flat)}).")
             nest.assert_same_structure(state, new_state)
+            if _LEGACY_PROMOTION and [leaf.dtype for leaf in flat] != dtypes:
+                # NumPy 1.x promotes `state + 1` to int64 (a Python int is not
+                # weak there, NEP 50): within a kind, keep the state's dtype.
+                flat = [leaf.astype(dt) if np.can_cast(leaf.dtype, dt, "same_kind") else leaf
+                        for leaf, dt in zip(flat, dtypes)]
+                new_state = nest.pack_sequence_as(new_state, flat)
             if [leaf.dtype for leaf in flat] != dtypes:
                 raise TypeError(
                     "The element types for the new state must match the initial state. "
