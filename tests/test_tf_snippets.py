@@ -18,7 +18,7 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from tf_snippets._runner import collect, feature_of, run_both  # noqa: E402
-from tf_snippets.known import KNOWN_DIFFERENCES  # noqa: E402
+from tf_snippets.known import KNOWN_DIFFERENCES, UNSTABLE  # noqa: E402
 
 SNIPPETS = collect()
 _OUTCOMES = {}
@@ -37,7 +37,8 @@ def _params():
     for name in SNIPPETS:
         marks = []
         if name in KNOWN_DIFFERENCES:
-            marks.append(pytest.mark.xfail(strict=True, raises=SnippetMismatch,
+            # UNSTABLE: TensorFlow's own result changes between processes.
+            marks.append(pytest.mark.xfail(strict=name not in UNSTABLE, raises=SnippetMismatch,
                                            reason=KNOWN_DIFFERENCES[name]))
         yield pytest.param(name, marks=marks, id=name)
 

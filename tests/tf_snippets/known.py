@@ -4,6 +4,15 @@ FEATURE is the first missing feature the snippet runs into; report.py ranks
 features by how many snippets they block. The harness marks these
 xfail(strict=True): when a snippet becomes identical, remove its line here.
 """
+# Snippets whose TensorFlow result changes from one process to the next
+# (a Features map serialized in upb's hash order): not strict, as they match
+# by chance in some runs.
+UNSTABLE = {
+    "tfrecord_tutorial.example_serialized_bytes",
+    "tfrecord_tutorial.tf_serialize_example_py_function",
+    "tfrecord_tutorial.tfrecord_writer_read_raw",
+}
+
 KNOWN_DIFFERENCES = {
     'guide_basics.element_spec_matrix': "repr says conveyor.<dtype> and other class names: value: 'TensorSpec(shape=(10,), dtype=tf.float32, name=None)' expected, got 'TensorSpec(shape=(10,), dtype=conveyor.float32, name=...",
     'guide_basics.element_spec_tuple': "repr says conveyor.<dtype> and other class names: value: '(TensorSpec(shape=(), dtype=tf.float32, name=None), TensorSpec(shape=(100,), dtype=tf.int32, name=None))' expected, got '(...",
