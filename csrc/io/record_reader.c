@@ -134,19 +134,20 @@ static inline uint32_t le32(const unsigned char *p)
 }
 
 #define GROW_START ((size_t)1 << 20)
+#define TFRECORD_HEADER_BYTES 12 /* length (8), its masked CRC-32C (4) */
 
-static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
+/* Read and check the header of the record at `start` (the stream's
+ * position): *len its data's length, or *eof at a clean end. A cut inside
+ * the header: TensorFlow (2.x) ends the file quietly; a compressed stream
+ * cut at a record boundary is torn too. */
+static CvStatus tfrecord_header(CvRecordReader *r, uint64_t start, uint64_t *len, bool *eof)
 {
-    CvInputStream *s = r->s;
-    uint64_t start = cv_input_stream_offset(s);
-    unsigned char hdr[12], foot[4];
-    size_t got;
-    CvStatus st = cv_input_stream_read(s, hdr, sizeof(hdr), &got);
+    unsigned char hdr[TFRECORD_HEADER_BYTES];
+    size_t got = 0;
+    CvStatus st = cv_input_stream_read(r->s, hdr, sizeof(hdr), &got);
     if (st)
         return stream_error(r, st, start);
-    /* A cut inside the header: TensorFlow (2.x) ends the file quietly. A
-     * compressed stream cut at a record boundary is torn too. */
-    if (got < sizeof(hdr) && (got > 0 || cv_input_stream_truncated(s)))
+    if (got < sizeof(hdr) && (got > 0 || cv_input_stream_truncated(r->s)))
         return torn(r, start, eof, false);
     if (got == 0) {
         *eof = true;
@@ -154,7 +155,19 @@ static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
     }
     if (cv_crc32c_masked(hdr, 8) != le32(hdr + 8))
         return record_error(r, "corrupted", start);
-    uint64_t len = le64(hdr);
+    *len = le64(hdr);
+    return CV_STATUS_OK;
+}
+
+static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
+{
+    CvInputStream *s = r->s;
+    uint64_t start = cv_input_stream_offset(s), len = 0;
+    unsigned char foot[4];
+    size_t got;
+    CvStatus st = tfrecord_header(r, start, &len, eof);
+    if (st || *eof)
+        return st;
     uint64_t at = cv_input_stream_offset(s), size = cv_input_stream_file_size(s);
     if (r->compression == CV_COMPRESSION_NONE && at <= size && len > size - at)
         return torn(r, start, eof, false); /* before allocating anything */
@@ -212,7 +225,7 @@ static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
     }
     if (cv_crc32c_masked(blob, n) != le32(foot)) {
         cv_tensor_clear(out);
-        return record_error(r, "corrupted", start + sizeof(hdr)); /* TF: the data's offset */
+        return record_error(r, "corrupted", start + TFRECORD_HEADER_BYTES); /* TF: the data's offset */
     }
     record_done(r, out);
     return CV_STATUS_OK;
@@ -457,11 +470,11 @@ static void index_distrust(CvRecordReader *r, const char *why, uint64_t entry)
     r->idx = NULL;
 }
 
-/* True when the 12 bytes at `at` (uncompressed file) are a TFRecord header
+/* True when the TFRECORD_HEADER_BYTES at `at` (uncompressed file) are a TFRecord header
  * whose length passes its CRC; the stream is left at `at`. */
 static CvStatus header_at(CvRecordReader *r, uint64_t at, bool *ok)
 {
-    unsigned char hdr[12];
+    unsigned char hdr[TFRECORD_HEADER_BYTES];
     size_t got = 0;
     CvStatus st = cv_input_stream_seek(r->s, at, "(checking a record header)");
     if (!st)
@@ -518,21 +531,11 @@ static CvStatus index_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped)
 static CvStatus tfrecord_skip_one(CvRecordReader *r, bool *eof)
 {
     CvInputStream *s = r->s;
-    uint64_t start = cv_input_stream_offset(s);
-    unsigned char hdr[12];
-    size_t got = 0;
-    CvStatus st = cv_input_stream_read(s, hdr, sizeof(hdr), &got);
-    if (st)
-        return stream_error(r, st, start);
-    if (got < sizeof(hdr) && (got > 0 || cv_input_stream_truncated(s)))
-        return torn(r, start, eof, false);
-    if (got == 0) {
-        *eof = true;
-        return CV_STATUS_OK;
-    }
-    if (cv_crc32c_masked(hdr, 8) != le32(hdr + 8))
-        return record_error(r, "corrupted", start);
-    uint64_t len = le64(hdr), at = cv_input_stream_offset(s), size = cv_input_stream_file_size(s);
+    uint64_t start = cv_input_stream_offset(s), len = 0;
+    CvStatus st = tfrecord_header(r, start, &len, eof);
+    if (st || *eof)
+        return st;
+    uint64_t at = cv_input_stream_offset(s), size = cv_input_stream_file_size(s);
     if (r->compression == CV_COMPRESSION_NONE && at <= size && (len > size - at || size - at - len < 4))
         return torn(r, start, eof, false);
     uint64_t passed = 0;
