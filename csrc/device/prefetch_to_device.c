@@ -398,8 +398,13 @@ static CvStatus device_try_next(CvIterator *base, CvElement *out, bool *end, boo
         *would_block = true; /* copies happen in next(), without the GIL */
         return CV_STATUS_OK;
     }
-    CvStatus s = cv_stage_try_next(&it->staged.stage, out, end, would_block);
-    return *would_block ? s : settle(it, s, out, *end);
+    /* Restored elements come out on the host and are copied in settle(),
+     * which may wait for the device: not here, where the GIL may be held. */
+    if (it->staged.stage.restored_next < it->staged.stage.nrestored) {
+        *would_block = true;
+        return CV_STATUS_OK;
+    }
+    return cv_stage_try_next(&it->staged.stage, out, end, would_block);
 }
 
 static void device_measure(CvIterator *base, CvNodeTotals *totals, CvGauges *gauges)
