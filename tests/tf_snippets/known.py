@@ -17,8 +17,6 @@ KNOWN_DIFFERENCES = {
     'guide_basics.numpy_arrays_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
     'guide_basics.textline_skip_header_filter': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'guide_basics.batch_unknown_dim_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
-    'guide_basics.checkpoint_iterator': "tf.Variable: AttributeError: module 'conveyor' has no attribute 'Variable'",
-    'guide_basics.checkpoint_save_restore': 'tf.train.Checkpoint restore after iterating: RuntimeError: conveyor: restore into a new iterator (iter(dataset)), before its first next()',
     'guide_transform.resample_class_counts': "Dataset.reduce: AttributeError: 'TakeDataset' object has no attribute 'reduce'",
     'guide_transform.rejection_resample': "Dataset.rejection_resample: AttributeError: 'TensorSliceDataset' object has no attribute 'rejection_resample'",
     'csv_tutorial.make_csv_dataset_basic': "tf.data.experimental.make_csv_dataset: AttributeError: module 'conveyor.data.experimental' has no attribute 'make_csv_dataset'",
