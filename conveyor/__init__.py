@@ -28,7 +28,8 @@ from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, 
                             sqrt, square, subtract, truediv, shape, expand_dims, concat, stack,
                             clip_by_value, constant, fill, zeros, ones, zeros_like, ones_like)
 from conveyor._tracing import Tensor, numpy_function, py_function
-from conveyor._eager import EagerTensor
+from conveyor._eager import EagerBytes, EagerTensor
+from conveyor._variable import Variable
 
 __version__ = "0.1.0"
 
@@ -36,7 +37,7 @@ __all__ = ["data", "device", "DeviceArray", "io", "image", "math", "train", "cas
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
-           "round", "sqrt", "square", "subtract", "truediv", "Tensor", "EagerTensor", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
+           "round", "sqrt", "square", "subtract", "truediv", "Tensor", "EagerTensor", "EagerBytes", "Variable", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "half", "float32", "float64", "double", "string"]
 

@@ -76,6 +76,8 @@ def _strings(arr):
 
 def to_array(value, dtype=None):
     """Convert one leaf to a NumPy array (or NumPy scalar-like 0-d array)."""
+    if isinstance(value, range):  # TensorFlow converts a range as the list of its values
+        value = list(value)
     if dtype is not None:
         dtype = _dtypes.as_dtype(dtype)
         if dtype == _dtypes.string:

@@ -12,7 +12,7 @@ import numpy as np
 
 from conveyor import _engine
 
-__all__ = ["EagerTensor"]
+__all__ = ["EagerTensor", "EagerBytes"]
 
 
 class _Shape(tuple):
@@ -117,6 +117,44 @@ class EagerTensor(np.ndarray):
         if isinstance(value, bytes):
             return bytes, (value,)
         return value.__reduce__()
+
+
+class EagerBytes(bytes):
+    """A scalar string result of a conveyor op called eagerly
+    (``tf.io.read_file(path)``, ``tf.io.encode_jpeg(image)``): the ``bytes``
+    themselves (``len``, slicing, ``open(...).write`` work), answering what
+    TensorFlow's scalar string tensor does too: ``numpy()`` (plain
+    ``bytes``), ``shape`` (``()``), ``ndim``, ``dtype`` (``tf.string``)."""
+
+    __slots__ = ()
+
+    def numpy(self):
+        return bytes(self)
+
+    @property
+    def shape(self):
+        return _Shape(())
+
+    def get_shape(self):
+        return self.shape
+
+    ndim = 0
+
+    @property
+    def dtype(self):
+        from conveyor import dtypes
+        return dtypes.string
+
+    def __reduce__(self):
+        return bytes, (bytes(self),)
+
+
+def eager_result(value):
+    """An eager op's output (an EagerTensor made by the engine) as conveyor
+    returns it: a scalar string becomes EagerBytes, the rest stay."""
+    if value.ndim == 0 and value.dtype == object:
+        return EagerBytes(value[()])
+    return value
 
 
 def as_eager(value):

@@ -30,7 +30,7 @@ from conveyor import _seed
 from conveyor import dtypes as _dtypes
 from conveyor import nest
 from conveyor._convert import to_array
-from conveyor._eager import as_eager
+from conveyor._eager import as_eager, eager_result
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
 __all__ = ["Tensor", "UntraceableError", "apply", "convert", "op_error", "static_shape", "dtype_of"]
@@ -302,8 +302,8 @@ def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random
             else:  # a stateful op outside any map: a new draw per call
                 _eager_counter[0] += 1
                 key, index = _op_seed(op_seed, new_base_seed(), 0), _eager_counter[0]
-        results = _engine.run_op(op, list(inputs), ints, floats, string, obj, len(outputs),
-                                 (0, 0, key, 0, epoch, index))
+        results = [eager_result(r) for r in _engine.run_op(
+            op, list(inputs), ints, floats, string, obj, len(outputs), (0, 0, key, 0, epoch, index))]
     return results[0] if len(outputs) == 1 else list(results)
 
 

@@ -80,7 +80,8 @@ class DType:
         return hash(self._code)
 
     def __repr__(self):
-        return f"conveyor.{self.name}"
+        # TensorFlow's spelling: code ported with `import conveyor as tf` reads it back.
+        return f"tf.{self.name}"
 
     def __reduce__(self):
         return as_dtype, (self.name,)

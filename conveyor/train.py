@@ -9,7 +9,8 @@
     tf.train.Checkpoint(iterator=it).restore(tf.train.latest_checkpoint("/ckpt"))
 
 Tracked objects are conveyor iterators (anything with ``save()`` and
-``restore(bytes)``). One checkpoint is one file, ``<prefix>.cvckpt``, written
+``restore(bytes)``) and ``conveyor.Variable``s (a step counter beside the
+iterator). ``CheckpointManager`` numbers saves and keeps the newest few. One checkpoint is one file, ``<prefix>.cvckpt``, written
 to a temporary name and renamed, so a crash mid-save leaves the previous one
 intact. TensorFlow's checkpoint files (``.index`` / ``.data-*``) are neither
 read nor written: a checkpoint of a TensorFlow model lives beside this one.
@@ -29,7 +30,7 @@ from conveyor import errors
 from conveyor._example_pb import (BytesList, DecodeError, Example, Feature, FeatureList,
                                   FeatureLists, Features, FloatList, Int64List, SequenceExample)
 
-__all__ = ["Checkpoint", "latest_checkpoint", "Example", "Features", "Feature", "BytesList",
+__all__ = ["Checkpoint", "CheckpointManager", "latest_checkpoint", "Example", "Features", "Feature", "BytesList",
            "FloatList", "Int64List", "SequenceExample", "FeatureList", "FeatureLists",
            "DecodeError"]
 
@@ -55,14 +56,32 @@ class _LoadStatus:
         return self
 
 
+def _state_of(obj):
+    save = getattr(obj, "_checkpoint_state", None) or obj.save
+    return save()
+
+
+def _restore_into(obj, data):
+    restore = getattr(obj, "_restore_checkpoint_state", None) or obj.restore
+    restore(data)
+
+
+def _checkpointable(obj):
+    if callable(getattr(obj, "_checkpoint_state", None)):
+        return True
+    return callable(getattr(obj, "save", None)) and callable(getattr(obj, "restore", None))
+
+
 class Checkpoint:
-    """Saves and restores the positions of iterators, as ``tf.train.Checkpoint``."""
+    """Saves and restores the positions of iterators (and ``Variable``s), as
+    ``tf.train.Checkpoint``."""
 
     def __init__(self, **objects):
         for name, obj in objects.items():
-            if not (callable(getattr(obj, "save", None)) and callable(getattr(obj, "restore", None))):
+            if not _checkpointable(obj):
                 raise ValueError(f"Checkpoint: {name}={type(obj).__name__} cannot be checkpointed "
-                                 "(conveyor checkpoints iterators: iter(dataset))")
+                                 "(conveyor checkpoints iterators, iter(dataset), and "
+                                 "conveyor.Variable)")
         self._objects = dict(objects)
         self.save_counter = 0
 
@@ -71,7 +90,7 @@ class Checkpoint:
         file_prefix = os.fspath(file_prefix)
         body = bytearray(_MAGIC + struct.pack("<I", len(self._objects)))
         for name, obj in sorted(self._objects.items()):
-            key, data = name.encode(), obj.save()
+            key, data = name.encode(), _state_of(obj)
             body += struct.pack("<I", len(key)) + key + struct.pack("<Q", len(data)) + data
         body += struct.pack("<I", zlib.crc32(body))
         path = file_prefix + _SUFFIX
@@ -104,7 +123,7 @@ class Checkpoint:
         states = _parse(data, path)
         for name, obj in self._objects.items():
             if name in states:
-                obj.restore(states[name])
+                _restore_into(obj, states[name])
         missing = set(self._objects) - set(states)
         match = re.search(r"-(\d+)$", os.fspath(save_path))
         if match:
@@ -149,3 +168,83 @@ def latest_checkpoint(checkpoint_dir):
         if match and int(match.group(2)) > best_n:
             best, best_n = os.path.join(checkpoint_dir, name[:-len(_SUFFIX)]), int(match.group(2))
     return best
+
+
+class CheckpointManager:
+    """Numbered saves of a ``Checkpoint`` in one directory, keeping the newest
+    `max_to_keep` (None: all), as ``tf.train.CheckpointManager``.
+
+    ``save()`` writes ``<directory>/<checkpoint_name>-<N>`` and returns that
+    prefix; ``latest_checkpoint`` is the newest (also after a restart: the
+    directory is scanned when the manager is made), ``checkpoints`` the kept
+    ones, oldest first.
+    """
+
+    def __init__(self, checkpoint, directory, max_to_keep, keep_checkpoint_every_n_hours=None,
+                 checkpoint_name="ckpt", step_counter=None, checkpoint_interval=None,
+                 init_fn=None):
+        if not isinstance(checkpoint, Checkpoint):
+            raise TypeError(f"CheckpointManager needs a conveyor.train.Checkpoint, got "
+                            f"{type(checkpoint).__name__}")
+        if max_to_keep is not None and max_to_keep <= 0:
+            raise ValueError(f"Expected a positive integer or `None` for `max_to_keep`, got "
+                             f"{max_to_keep}.")
+        self._checkpoint = checkpoint
+        self._directory = os.fspath(directory)
+        self._max_to_keep = max_to_keep
+        self._prefix = os.path.join(self._directory, checkpoint_name)
+        self._checkpoints = self._existing()
+        if self._checkpoints:
+            last = int(self._checkpoints[-1].rsplit("-", 1)[1])
+            checkpoint.save_counter = max(checkpoint.save_counter, last)
+
+    def _existing(self):
+        try:
+            names = os.listdir(self._directory)
+        except FileNotFoundError:
+            return []
+        base = os.path.basename(self._prefix)
+        found = []
+        for name in names:
+            match = re.fullmatch(re.escape(base) + r"-(\d+)" + re.escape(_SUFFIX), name)
+            if match:
+                found.append((int(match.group(1)), os.path.join(self._directory,
+                                                                name[:-len(_SUFFIX)])))
+        return [path for _, path in sorted(found)]
+
+    @property
+    def directory(self):
+        return self._directory
+
+    @property
+    def checkpoints(self):
+        return list(self._checkpoints)
+
+    @property
+    def latest_checkpoint(self):
+        return self._checkpoints[-1] if self._checkpoints else None
+
+    def save(self, checkpoint_number=None, check_interval=True, options=None):
+        """Save a new numbered checkpoint (number `checkpoint_number`, else the
+        next); deletes the oldest beyond max_to_keep. Returns its prefix."""
+        if checkpoint_number is None:
+            path = self._checkpoint.save(self._prefix)
+        else:
+            path = self._checkpoint.write(f"{self._prefix}-{int(checkpoint_number)}")
+        if path in self._checkpoints:
+            self._checkpoints.remove(path)
+        self._checkpoints.append(path)
+        while self._max_to_keep is not None and len(self._checkpoints) > self._max_to_keep:
+            old = self._checkpoints.pop(0)
+            try:
+                os.remove(old + _SUFFIX)
+            except FileNotFoundError:
+                pass
+        return path
+
+    def restore_or_initialize(self):
+        """Restore the latest checkpoint, if any; returns its prefix or None."""
+        latest = self.latest_checkpoint
+        if latest is not None:
+            self._checkpoint.restore(latest)
+        return latest

@@ -73,15 +73,48 @@ def test_a_corrupt_state_raises_and_leaves_a_usable_iterator():
         iter(D.range(10)).restore("text")
 
 
-def test_restore_needs_a_new_iterator():
+def test_restore_rewinds_a_used_iterator():
+    # tf.data's checkpoint guide: save, go on, restore into the same iterator.
+    def make():
+        return D.range(40).shuffle(8, seed=3).map(lambda x: x * 3, num_parallel_calls=2).batch(
+            3).prefetch(2)
+    expected = straight(make)
+    it = iter(make())
+    assert run(it, 4) == expected[:4]
+    state = it.save()
+    assert run(it, 3) == expected[4:7]
+    it.restore(state)
+    assert run(it, 2) == expected[4:6]
+    it.restore(state)  # again, and from elements a prefetch had ready
+    assert run(it) == expected[4:]
+    it2 = iter(make())
+    run(it2, 9)
+    it2.restore(state)
+    assert run(it2) == expected[4:]
+
+
+def test_restore_into_a_finished_or_closed_iterator_says_so():
     it = iter(D.range(10))
     state = it.save()
-    next(it)
-    with pytest.raises(RuntimeError, match="new iterator"):
+    run(it)
+    with pytest.raises(ValueError, match="reached its end"):
         it.restore(state)
+    it = iter(D.range(10))
     it.close()
     with pytest.raises(ValueError, match="closed"):
+        it.restore(state)
+    with pytest.raises(ValueError, match="closed"):
         it.save()
+
+
+def test_train_checkpoint_restores_a_used_iterator(tmp_path):
+    it = iter(D.range(20))
+    ckpt = cv.train.Checkpoint(iterator=it)
+    first = [int(next(it)) for _ in range(5)]
+    path = ckpt.save(str(tmp_path / "ckpt"))
+    assert [int(next(it)) for _ in range(5)] == list(range(5, 10))
+    ckpt.restore(path)
+    assert first + [int(x) for x in it] == list(range(20))
 
 
 def test_a_generator_cannot_be_saved_and_says_so():
@@ -131,3 +164,41 @@ def test_fingerprint_covers_arguments_arrays_and_functions():
     assert fp(D.range(5).shuffle(3, seed=1)) != fp(D.range(5).shuffle(3, seed=2))
     assert fp(cv.data.TFRecordDataset(["a", "b"])) != fp(cv.data.TFRecordDataset(["a", "c"]))
     assert straight(lambda: D.range(3)) == straight(lambda: D.range(3))
+
+
+def test_checkpoint_manager_keeps_the_newest_and_restores_a_variable(tmp_path):
+    it = iter(D.range(20))
+    step = cv.Variable(0)
+    ckpt = cv.train.Checkpoint(step=step, iterator=it)
+    manager = cv.train.CheckpointManager(ckpt, str(tmp_path / "run"), max_to_keep=2)
+    assert manager.latest_checkpoint is None and manager.restore_or_initialize() is None
+    run(it, 5)
+    step.assign_add(5)
+    first = manager.save()
+    run(it, 5)
+    step.assign(99)
+    ckpt.restore(manager.latest_checkpoint)
+    assert int(step) == 5 and step.numpy() == 5 and step.dtype == cv.int32
+    assert [int(next(it)) for _ in range(2)] == [5, 6]
+    for _ in range(3):
+        manager.save()
+    assert manager.checkpoints == [str(tmp_path / "run" / f"ckpt-{n}") for n in (3, 4)]
+    assert sorted(os.listdir(tmp_path / "run")) == ["ckpt-3.cvckpt", "ckpt-4.cvckpt"]
+    assert not os.path.exists(first + ".cvckpt")
+    # A new manager over the same directory (a restarted job) numbers on.
+    again = cv.train.CheckpointManager(cv.train.Checkpoint(step=cv.Variable(0)),
+                                       str(tmp_path / "run"), max_to_keep=2)
+    assert again.latest_checkpoint.endswith("ckpt-4")
+    assert again.save().endswith("ckpt-5")
+
+
+def test_variable_basics():
+    v = cv.Variable([1.0, 2.0], name="w")
+    assert v.dtype == cv.float32 and v.shape.as_list() == [2] and v.name == "w:0"
+    v.assign_sub([1.0, 1.0])
+    assert (v + 1).tolist() == [1.0, 2.0] and (2 * v).tolist() == [0.0, 2.0]
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        v.assign([1.0])
+    assert repr(cv.Variable(3)) == "<tf.Variable 'Variable:0' shape=() dtype=int32, numpy=3>"
+    with pytest.raises(ValueError, match="cannot be checkpointed"):
+        cv.train.Checkpoint(x=3)

@@ -49,6 +49,7 @@ from conveyor.data.ops.options_op import OptionsDataset
 from conveyor.data.ops.prefetch_op import PrefetchDataset
 from conveyor.data.ops.random_op import RandomDataset
 from conveyor.data.ops.range_op import RangeDataset
+from conveyor.data.ops.scan_op import ScanDataset, TakeWhileDataset, UniqueDataset
 from conveyor.data.ops.shard_op import ShardDataset
 from conveyor.data.ops.shuffle_op import ShuffleDataset
 from conveyor.data.ops.take_skip_repeat_op import RepeatDataset, SkipDataset, TakeDataset
@@ -479,6 +480,40 @@ class _DatasetMethods:
         if not callable(predicate):
             raise ValueError(f"Argument `predicate` must be a callable. Received {predicate!r}.")
         return FilterDataset(self, predicate)
+
+    def take_while(self, predicate, name=None):
+        """The elements up to the first for which `predicate` returns False.
+
+        `predicate` is called as ``filter``'s is and must return a scalar
+        bool; the element that fails it and everything after are never read.
+        The cardinality is unknown, as in tf.data.
+        """
+        if not callable(predicate):
+            raise ValueError(f"Argument `predicate` must be a callable. Received {predicate!r}.")
+        return TakeWhileDataset(self, predicate)
+
+    def scan(self, initial_state, scan_func, name=None):
+        """A stateful map: ``scan_func(state, element)`` returns ``(new_state,
+        output)``; the dataset yields each output and carries the state on.
+
+        `initial_state` is a tensor-like value or a structure of them
+        (converted as ``tf.constant`` does: a Python int is int32). The new
+        state must keep its structure and dtypes (``TypeError`` otherwise, as
+        in tf.data); its shapes may change (the function is traced again with
+        the changing dims unknown). The function is traced as ``map``'s is
+        and runs natively when it can, else in Python per element. Each
+        iteration starts from `initial_state`; a saved iterator keeps its state.
+        """
+        return ScanDataset(self, initial_state, scan_func)
+
+    def unique(self, name=None):
+        """The elements not seen before, in order of first appearance.
+
+        Elements must be one tensor of dtype int32, int64 or string
+        (``TypeError`` otherwise, as in tf.data). Every distinct element is
+        remembered until the iterator ends, so memory grows with their number.
+        """
+        return UniqueDataset(self)
 
     @staticmethod
     def zip(*args, datasets=None, name=None):

@@ -17,7 +17,8 @@ __all__ = ["prefetch_to_device", "copy_to_device", "AUTOTUNE", "INFINITE_CARDINA
            "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress",
            "diagnose", "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats",
            "AutotuneChoice", "Counter", "get_single_element",
-           "assert_cardinality"]
+           "assert_cardinality", "enumerate_dataset", "ignore_errors", "parallel_interleave",
+           "map_and_batch", "shuffle_and_repeat", "from_list", "RandomDataset", "scan", "take_while", "unique"]
 
 
 def prefetch_to_device(device, buffer_size=None):
@@ -181,4 +182,119 @@ def assert_cardinality(expected_cardinality):
 
     def _apply_fn(dataset):
         return AssertCardinalityDataset(dataset, expected)
+    return _apply_fn
+
+
+# -- tf.data.experimental's older spellings of Dataset methods ---------------------
+
+
+def enumerate_dataset(start=0):
+    """A transformation for ``Dataset.apply``: ``dataset.enumerate(start)``."""
+    def _apply_fn(dataset):
+        return dataset.enumerate(start)
+    return _apply_fn
+
+
+def ignore_errors(log_warning=False):
+    """A transformation for ``Dataset.apply``: ``dataset.ignore_errors(log_warning)``."""
+    def _apply_fn(dataset):
+        return dataset.ignore_errors(log_warning)
+    return _apply_fn
+
+
+def parallel_interleave(map_func, cycle_length, block_length=1, sloppy=False,
+                        buffer_output_elements=None, prefetch_input_elements=None):
+    """A transformation for ``Dataset.apply``: ``dataset.interleave(map_func,
+    cycle_length, block_length, num_parallel_calls=cycle_length,
+    deterministic=not sloppy)``, as tf.data defines it. The buffering hints are
+    accepted; the interleave's own read-ahead takes their place."""
+    def _apply_fn(dataset):
+        return dataset.interleave(map_func, cycle_length=cycle_length,
+                                  block_length=block_length, num_parallel_calls=cycle_length,
+                                  deterministic=None if sloppy is None else not sloppy)
+    return _apply_fn
+
+
+def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainder=False,
+                  num_parallel_calls=None):
+    """A transformation for ``Dataset.apply``: ``dataset.map(map_func,
+    num_parallel_calls).batch(batch_size, drop_remainder)``, which runs as one
+    fused kernel (``map_and_batch_fusion``). `num_parallel_batches` n means
+    ``num_parallel_calls = n * batch_size``; giving both is a ValueError."""
+    if num_parallel_batches is not None and num_parallel_calls is not None:
+        raise ValueError("`map_and_batch` allows only one of `num_parallel_batches` and "
+                         "`num_parallel_calls` to be set, but `num_parallel_batches` was set "
+                         f"to {num_parallel_batches} and `num_parallel_calls` as set to "
+                         f"{num_parallel_calls}.")
+    if num_parallel_calls is None:
+        num_parallel_calls = batch_size * (num_parallel_batches or 1)
+
+    def _apply_fn(dataset):
+        return dataset.map(map_func, num_parallel_calls=num_parallel_calls).batch(
+            batch_size, drop_remainder=drop_remainder)
+    return _apply_fn
+
+
+def shuffle_and_repeat(buffer_size, count=None, seed=None):
+    """A transformation for ``Dataset.apply``: ``dataset.shuffle(buffer_size,
+    seed).repeat(count)``, each repetition in a new order."""
+    def _apply_fn(dataset):
+        return dataset.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=True).repeat(count)
+    return _apply_fn
+
+
+def from_list(elements, name=None):
+    """A dataset of the elements of the list `elements`, in order.
+
+    Every element must have the same structure, and each component the same
+    dtype and shape in every element (they are stacked, as
+    ``from_tensor_slices`` of the stacked components). Strings may differ in
+    length. ``ValueError`` for an empty list, as in tf.data.
+    """
+    from conveyor import nest
+    from conveyor._convert import to_array
+    if not isinstance(elements, list):
+        elements = list(elements)
+    if not elements:
+        raise ValueError("Invalid `elements`. `elements` should not be empty.")
+    first = elements[0]
+    flat = [nest.flatten(e) for e in elements]
+    for e in elements[1:]:
+        nest.assert_same_structure(first, e)
+    columns = []
+    for i in range(len(flat[0])):
+        arrays = [to_array(f[i]) for f in flat]
+        shape, dtype = arrays[0].shape, arrays[0].dtype
+        for a in arrays[1:]:
+            if a.shape != shape or (a.dtype != dtype and not (a.dtype == object == dtype)):
+                raise TypeError(f"Invalid `elements`. All elements must have the same type "
+                                f"spec: component {i} is {dtype}{list(shape)} in the first "
+                                f"element and {a.dtype}{list(a.shape)} in another.")
+        columns.append(np.stack(arrays))
+    return _Dataset.from_tensor_slices(nest.pack_sequence_as(first, columns), name=name)
+
+
+def RandomDataset(seed=None, name=None):  # noqa: N802 - tf.data's name
+    """``Dataset.random(seed)``: an infinite dataset of pseudorandom int64 values."""
+    return _Dataset.random(seed=seed, name=name)
+
+
+def scan(initial_state, scan_func):
+    """A transformation for ``Dataset.apply``: ``dataset.scan(initial_state, scan_func)``."""
+    def _apply_fn(dataset):
+        return dataset.scan(initial_state, scan_func)
+    return _apply_fn
+
+
+def take_while(predicate):
+    """A transformation for ``Dataset.apply``: ``dataset.take_while(predicate)``."""
+    def _apply_fn(dataset):
+        return dataset.take_while(predicate)
+    return _apply_fn
+
+
+def unique():
+    """A transformation for ``Dataset.apply``: ``dataset.unique()``."""
+    def _apply_fn(dataset):
+        return dataset.unique()
     return _apply_fn

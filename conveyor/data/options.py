@@ -24,6 +24,7 @@ use; see docs/differences.md and the Memory section of docs/guide.md.
 besides their arguments: the options that matter to the engine, once merged.
 """
 
+import enum
 import operator
 
 import numpy as np
@@ -132,8 +133,13 @@ class DistributeOptions(_OptionsGroup):
     _fields = ("auto_shard_policy", "num_devices")
 
 
-class AutoShardPolicy:
-    OFF, AUTO, FILE, DATA, HINT = -1, 0, 1, 2, 3
+class AutoShardPolicy(enum.IntEnum):
+    """How ``tf.distribute`` would shard the dataset (recorded; see ``Dataset.shard``)."""
+    OFF = -1
+    AUTO = 0
+    FILE = 1
+    DATA = 2
+    HINT = 3
 
 
 class Options(_OptionsGroup):
@@ -149,6 +155,16 @@ class Options(_OptionsGroup):
         object.__setattr__(self, "autotune", AutotuneOptions())
         object.__setattr__(self, "experimental_optimization", OptimizationOptions())
         object.__setattr__(self, "experimental_distribute", DistributeOptions())
+
+    # TF 1.x's name for ``deterministic``, still accepted by tf.data.
+    experimental_deterministic = property(
+        operator.attrgetter("deterministic"),
+        lambda self, value: object.__setattr__(self, "deterministic", value))
+
+    def __setattr__(self, name, value):
+        if name == "experimental_deterministic":
+            name = "deterministic"
+        super().__setattr__(name, value)
 
     def merge(self, options):
         """A new Options with `options`' set fields taking precedence."""

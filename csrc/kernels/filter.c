@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 
+#include "kernels/common/element_calls.h"
 #include "kernels/kernels.h"
 
 typedef struct {
@@ -47,27 +48,6 @@ static CvStatus filter_make_iterator(const CvDataset *ds, CvIterator **out)
     return s;
 }
 
-/* Run the predicate on `in` (borrowed) at position `id` and read its verdict. */
-static CvStatus evaluate(const FilterParams *p, const CvElement *in, const CvElementId *id,
-                         bool *keep)
-{
-    CvElement result = {0};
-    CvStatus s = p->predicate.call(p->predicate.ctx, in, id, &result);
-    if (s)
-        return s;
-    const CvTensor *t = result.n == 1 ? &result.t[0] : NULL;
-    if (!t || t->dtype != CV_BOOL || t->rank != 0)
-        s = cv_error(CV_INVALID_ARGUMENT,
-                     "Dataset.filter: the predicate must return a scalar bool, but it returned "
-                     "%u component(s), the first of dtype %s and rank %d.",
-                     result.n, result.n ? cv_dtype_name(result.t[0].dtype) : "-",
-                     result.n ? result.t[0].rank : 0);
-    else
-        *keep = *(const bool *)t->data;
-    cv_element_clear(&result);
-    return s;
-}
-
 static CvStatus filter_next(CvIterator *base, CvElement *out, bool *end)
 {
     FilterIterator *it = (FilterIterator *)base;
@@ -79,7 +59,7 @@ static CvStatus filter_next(CvIterator *base, CvElement *out, bool *end)
             return s;
         bool keep = false;
         CvElementId id = {it->epoch, it->index++};
-        s = evaluate(p, &in, &id, &keep);
+        s = cv_predicate_verdict(&p->predicate, &in, &id, "Dataset.filter", &keep);
         if (!s && keep) {
             cv_element_move(out, &in);
             return CV_STATUS_OK;
@@ -116,10 +96,7 @@ static CvStatus filter_restore(CvIterator *base, CvStateReader *r)
         return s;
     it->epoch = (uint64_t)epoch;
     it->index = (uint64_t)index;
-    uint64_t seen = atomic_load(&p->epochs);
-    while (seen < (uint64_t)epoch + 1 &&
-           !atomic_compare_exchange_weak(&p->epochs, &seen, (uint64_t)epoch + 1))
-        ;
+    cv_epochs_note_restored(&p->epochs, (uint64_t)epoch);
     return CV_STATUS_OK;
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/common/element_calls.h"
 #include "kernels/common/packed_rows.h"
 #include "kernels/kernels.h"
 
@@ -331,10 +332,7 @@ static CvStatus group_restore(CvIterator *base, CvStateReader *r)
         return s; /* destroy frees the groups restored so far */
     it->epoch = (uint64_t)epoch;
     it->next_index = (uint64_t)index;
-    uint64_t seen = atomic_load(&p->epochs);
-    while (seen < (uint64_t)epoch + 1 &&
-           !atomic_compare_exchange_weak(&p->epochs, &seen, (uint64_t)epoch + 1))
-        ;
+    cv_epochs_note_restored(&p->epochs, (uint64_t)epoch);
     return CV_STATUS_OK;
 }
 

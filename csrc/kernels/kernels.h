@@ -67,6 +67,15 @@ CvStatus cv_skip_dataset(CvDataset *input, int64_t count, CvDataset **out);
 CvStatus cv_repeat_dataset(CvDataset *input, int64_t count, CvDataset **out);
 /* filter: `predicate` returns one scalar bool tensor per element. */
 CvStatus cv_filter_dataset(CvDataset *input, CvFunction predicate, CvDataset **out);
+/* take_while: the elements before the first for which `predicate` (as
+ * filter's) returns false. */
+CvStatus cv_take_while_dataset(CvDataset *input, CvFunction predicate, CvDataset **out);
+/* scan: `fn` maps (state..., element...) to (new state..., output...);
+ * initial_state's tensors (taken) fix the number of state components. */
+CvStatus cv_scan_dataset(CvDataset *input, CvElement *initial_state, CvFunction fn,
+                         CvDataset **out);
+/* unique: elements of one int32/int64/string component not seen before. */
+CvStatus cv_unique_dataset(CvDataset *input, CvDataset **out);
 /* zip / concatenate: num_inputs >= 1 datasets (borrowed). */
 CvStatus cv_zip_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out);
 CvStatus cv_concatenate_dataset(CvDataset *const *inputs, int num_inputs, CvDataset **out);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "core/stage.h"
+#include "kernels/common/element_calls.h"
 #include "kernels/kernels.h"
 
 typedef struct {
@@ -193,15 +194,6 @@ static CvStatus map_save(CvIterator *base, CvStateWriter *w)
     return map_save_input(it, w);
 }
 
-/* Later iterators of the dataset get later epochs than a restored one, as
- * they would have in the run that saved it. */
-static void note_epoch(atomic_uint_least64_t *epochs, uint64_t epoch)
-{
-    uint64_t seen = atomic_load(epochs);
-    while (seen <= epoch && !atomic_compare_exchange_weak(epochs, &seen, epoch + 1))
-        ;
-}
-
 static CvStatus map_restore(CvIterator *base, CvStateReader *r)
 {
     MapIterator *it = (MapIterator *)base;
@@ -211,7 +203,7 @@ static CvStatus map_restore(CvIterator *base, CvStateReader *r)
     if (s)
         return s;
     it->epoch = (uint64_t)epoch;
-    note_epoch(&p->epochs, it->epoch);
+    cv_epochs_note_restored(&p->epochs, it->epoch);
     if (p->num_workers > 0)
         return cv_stage_restore(&it->staged.stage, r);
     if ((s = cv_state_get_range(r, "map's results in flight", 0, 0, &pending)))

@@ -65,6 +65,7 @@
 
 #include "core/stage.h"
 #include "kernels/common/batch_rows.h"
+#include "kernels/common/element_calls.h"
 #include "kernels/kernels.h"
 
 #define MB_MAX_PIECE 256                     /* most rows per piece */
@@ -615,9 +616,7 @@ static CvStatus mb_restore(CvIterator *base, CvStateReader *r)
     if (s)
         return s;
     it->epoch = (uint64_t)epoch;
-    uint64_t seen = atomic_load(p->map.epochs); /* later iterators get later epochs */
-    while (seen <= it->epoch && !atomic_compare_exchange_weak(p->map.epochs, &seen, it->epoch + 1))
-        ;
+    cv_epochs_note_restored(p->map.epochs, it->epoch); /* later iterators get later epochs */
     size_t start = r->pos;
     if ((s = mb_restore_input(it, r)))
         return s;

@@ -45,7 +45,7 @@ struct CvIteratorObject {
     bool may_block;
     bool busy;            /* inside next() */
     bool close_requested; /* close() arrived while busy */
-    bool started;         /* next() has asked the engine: too late to restore */
+    bool started;         /* next() has asked the engine: a restore remakes self->it */
     bool exhausted;       /* the end was reached (not closed): saves as "finished" */
     unsigned long fork_generation;
     CvIteratorObject *prev, *next; /* live list in module state */
@@ -689,14 +689,39 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     CvModuleState *st = cv_get_state(self->module);
     if (check_usable(self, "restore") < 0)
         return NULL;
-    if (self->started || self->held || self->has_pending) {
-        PyErr_SetString(PyExc_RuntimeError, "conveyor: restore into a new iterator (iter(dataset)), "
-                        "before its first next()");
+    if (!self->it) {
+        PyErr_SetString(PyExc_ValueError,
+                        self->exhausted ? "conveyor: cannot restore an iterator that reached its "
+                                          "end; restore into a new one (iter(dataset))"
+                                        : "conveyor: cannot restore a closed iterator");
         return NULL;
     }
-    if (!self->it) {
-        PyErr_SetString(PyExc_ValueError, "conveyor: cannot restore a closed iterator");
-        return NULL;
+    if (self->started || self->held || self->has_pending) {
+        /* Restoring a used iterator (tf.train.Checkpoint.restore mid-epoch):
+         * what it holds is dropped and a fresh engine iterator of the same
+         * dataset, in the same pool, takes the state. */
+        Py_CLEAR(self->held);
+        if (self->has_pending) {
+            cv_element_clear(&self->pending);
+            self->has_pending = false;
+        }
+        CvDataset *ds = cv_dataset_ref(self->it->dataset);
+        CvStatus remade;
+        self->busy = true;
+        CvPool *outer = cv_pool_set_current(self->pool);
+        Py_BEGIN_ALLOW_THREADS
+        cv_iterator_destroy(self->it);
+        self->it = NULL;
+        remade = cv_iterator_make(ds, &self->it);
+        cv_dataset_unref(ds);
+        Py_END_ALLOW_THREADS
+        cv_pool_set_current(outer);
+        self->busy = false;
+        if (remade) {
+            self->it = NULL;
+            return cv_raise_status(st, remade);
+        }
+        self->started = false;
     }
     if (state == Py_None) { /* a finished iterator's state */
         self->exhausted = true;

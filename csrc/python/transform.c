@@ -26,6 +26,63 @@ static PyObject *transform_filter(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
+/* take_while(input, predicate, out_convert, name[, with_id]): as filter. */
+static PyObject *transform_take_while(PyObject *module, PyObject *args)
+{
+    PyObject *input, *fn, *out_convert, *name;
+    int with_id = 0;
+    if (!PyArg_ParseTuple(args, "OOOU|p:take_while", &input, &fn, &out_convert, &name, &with_id))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    if (!in)
+        return NULL;
+    CvFunction f;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
+    if (!s)
+        s = cv_take_while_dataset(in, f, &ds);
+    return cv_wrap_dataset(module, s, ds);
+}
+
+/* scan(input, initial_state, fn, out_convert, name[, with_id]):
+ * initial_state is the list of the state's flat arrays; fn takes the state's
+ * components then the element's and returns the new state's then the
+ * output's. */
+static PyObject *transform_scan(PyObject *module, PyObject *args)
+{
+    PyObject *input, *initial, *fn, *out_convert, *name;
+    int with_id = 0;
+    if (!PyArg_ParseTuple(args, "OOOOU|p:scan", &input, &initial, &fn, &out_convert, &name,
+                          &with_id))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    if (!in)
+        return NULL;
+    CvElement state = {0};
+    CvStatus s = cv_element_from_sequence(cv_get_state(module), initial, &state);
+    if (s)
+        return cv_wrap_dataset(module, s, NULL);
+    CvFunction f;
+    CvDataset *ds = NULL;
+    s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
+    if (!s)
+        s = cv_scan_dataset(in, &state, f, &ds);
+    else
+        cv_element_clear(&state);
+    return cv_wrap_dataset(module, s, ds);
+}
+
+/* unique(input) */
+static PyObject *transform_unique(PyObject *module, PyObject *input)
+{
+    CvDataset *in = cv_dataset_arg(module, input);
+    if (!in)
+        return NULL;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_unique_dataset(in, &ds);
+    return cv_wrap_dataset(module, s, ds);
+}
+
 typedef CvStatus (*CvMultiKernel)(CvDataset *const *, int, CvDataset **);
 
 /* A list of engine datasets -> a dataset over all of them. */
@@ -163,6 +220,11 @@ static PyObject *transform_padded_batch(PyObject *module, PyObject *args)
 }
 
 PyMethodDef cv_transform_functions[] = {
+    {"take_while", transform_take_while, METH_VARARGS,
+     "take_while(input, predicate, out_convert, name, with_id=False) -> Dataset"},
+    {"scan", transform_scan, METH_VARARGS,
+     "scan(input, initial_state, fn, out_convert, name, with_id=False) -> Dataset"},
+    {"unique", transform_unique, METH_O, "unique(input) -> Dataset"},
     {"filter", transform_filter, METH_VARARGS,
      "filter(input, predicate, out_convert, name, with_id=False) -> Dataset; the predicate (as "
      "map's fn) returns a scalar bool"},

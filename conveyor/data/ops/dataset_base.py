@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from conveyor import _engine
+from conveyor._eager import as_eager
 from conveyor import errors as _errors
 from conveyor import nest
 from conveyor.data import monitor as _monitor
@@ -38,6 +39,34 @@ class Cardinality(int):
 
     def numpy(self):
         return np.int64(self)
+
+    # Comparisons give a scalar bool tensor, as TensorFlow's do
+    # (``(cardinality(ds) == INFINITE_CARDINALITY).numpy()``); it is truthy as a bool.
+    def __eq__(self, other):
+        return _bool_tensor(int.__eq__(self, other))
+
+    def __ne__(self, other):
+        return _bool_tensor(int.__ne__(self, other))
+
+    def __lt__(self, other):
+        return _bool_tensor(int.__lt__(self, other))
+
+    def __le__(self, other):
+        return _bool_tensor(int.__le__(self, other))
+
+    def __gt__(self, other):
+        return _bool_tensor(int.__gt__(self, other))
+
+    def __ge__(self, other):
+        return _bool_tensor(int.__ge__(self, other))
+
+    __hash__ = int.__hash__
+
+
+def _bool_tensor(result):
+    if result is NotImplemented:
+        return result
+    return as_eager(np.bool_(result))
 
 
 class Dataset:

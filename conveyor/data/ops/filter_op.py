@@ -12,7 +12,8 @@ __all__ = ["FilterDataset"]
 def _check_predicate_spec(spec):
     """A predicate's output spec must be one scalar bool (checked at build time
     when the spec is known statically)."""
-    if not (isinstance(spec, TensorSpec) and spec.dtype == _dtypes.bool and spec.shape.rank == 0):
+    if not (isinstance(spec, TensorSpec) and spec.dtype == _dtypes.bool
+            and spec.shape.rank in (0, None)):  # an unknown rank is checked per element
         raise ValueError("Invalid `predicate`. `predicate` must return a `tf.bool` scalar tensor, "
                          f"but its return type is {spec}.")
 
@@ -22,9 +23,11 @@ class FilterDataset(UnaryUnchangedStructureDataset):
     function does: traced to a native program when it can be, else called per
     element in Python, with the same calling convention and result conversion."""
 
+    _stage = "Dataset.filter"
+
     def __init__(self, input_dataset, predicate):
         super().__init__(input_dataset)
-        self._function = MapFunction(predicate, input_dataset, stage="Dataset.filter",
+        self._function = MapFunction(predicate, input_dataset, stage=self._stage,
                                       what="predicate")
         self._check_traced_spec()
 

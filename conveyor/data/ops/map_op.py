@@ -9,7 +9,34 @@ from conveyor import _tracing
 from conveyor.data.ops.dataset_base import Dataset
 from conveyor.data.ops.structured_function import MapFunction
 
-__all__ = ["MapDataset", "ParallelMapDataset"]
+__all__ = ["MapDataset", "ParallelMapDataset", "probe_function_spec"]
+
+
+def probe_function_spec(dataset, stage):
+    """The output spec of `dataset`'s function (``dataset._function``): from its
+    trace, or, for a Python function, from running the dataset for one element
+    (as tracing would run it once)."""
+    function = dataset._function
+    function.resolve()
+    if function.spec is None:
+        probe = dataset._engine(dataset._context())
+        # A pool of one: the probe wants one element, not the machine.
+        try:
+            for _ in _engine.take(probe, 1).make_iterator(lambda: (1, None), 1):
+                pass
+        except errors.OpError:
+            # The function fails on the first element: its structure shows on a
+            # later one (a restored iterator converts those before any call).
+            for _ in _engine.take(_engine.ignore_errors(probe, False), 1).make_iterator(
+                    lambda: (1, None), 1):
+                pass
+            if function.spec is None:
+                raise
+        if function.spec is None:
+            raise ValueError(f"Cannot infer the element_spec of this {stage}: its input "
+                             "produced no element, and the output structure of a Python "
+                             "function is known only once it has run.")
+    return function.spec
 
 
 class MapDataset(Dataset):
@@ -38,28 +65,7 @@ class MapDataset(Dataset):
         return self._function.spec
 
     def _derive_spec(self):
-        self._function.resolve()
-        if self._function.spec is None:
-            # The function is Python: its output structure is known once it has run.
-            # Run it on the first input element (as tracing would run it once).
-            probe = self._engine(self._context())
-            # A pool of one: the probe wants one element, not the machine.
-            try:
-                for _ in _engine.take(probe, 1).make_iterator(lambda: (1, None), 1):
-                    pass
-            except errors.OpError:
-                # The function fails on the first element: its structure shows on a
-                # later one (a restored iterator converts those before any call).
-                for _ in _engine.take(_engine.ignore_errors(probe, False), 1).make_iterator(
-                        lambda: (1, None), 1):
-                    pass
-                if self._function.spec is None:
-                    raise
-            if self._function.spec is None:
-                raise ValueError("Cannot infer the element_spec of this Dataset.map: its input "
-                                 "produced no element, and the output structure of a Python "
-                                 "function is known only once it has run.")
-        return self._function.spec
+        return probe_function_spec(self, "Dataset.map")
 
     def __repr__(self):
         # mode: how the function runs: "native" (a compiled program, no GIL) or
