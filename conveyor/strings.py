@@ -101,8 +101,8 @@ def unicode_decode(input, input_encoding, errors="replace", replacement_char=0xF
     An invalid byte sequence (its longest valid-looking prefix, as
     TensorFlow) becomes `replacement_char` with ``errors="replace"``, is
     dropped with ``"ignore"`` and raises ``InvalidArgumentError`` with
-    ``"strict"``; with `replace_control_characters`, U+0000..U+001F are
-    treated the same way. Only UTF-8 is supported; inputs of rank >= 1
+    ``"strict"``; with `replace_control_characters`, U+0000..U+001F become
+    `replacement_char` (dropped with ``"ignore"``). Only UTF-8 is supported; inputs of rank >= 1
     (a RaggedTensor in TensorFlow) raise ``NotImplementedError``.
     """
     x = _strings(input, "input")

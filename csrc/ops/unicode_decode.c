@@ -12,7 +12,8 @@
  * which TensorFlow follows): "replace" gives one replacement_char for it,
  * "ignore" drops it, "strict" fails with InvalidArgument. Surrogates
  * (ED A0..BF) and overlong forms are invalid. With
- * replace_control_characters, U+0000..U+001F count as invalid too. As
+ * replace_control_characters, U+0000..U+001F become replacement_char
+ * (dropped with "ignore"; replaced with "strict" too, as TensorFlow). As
  * strings, a valid character is its own bytes and a replacement is
  * replacement_char in UTF-8 (U+FFFD for a surrogate). The output has its own
  * buffer. Inputs of other ranks are InvalidArgument. */
@@ -110,10 +111,10 @@ static CvStatus walk(const Decoding *d, const unsigned char *s, size_t n, int64_
     while (pos < n) {
         size_t len;
         int32_t cp = decode_one(s + pos, n - pos, &len);
-        bool bad = cp < 0 || (d->controls && cp < 0x20);
-        if (bad && d->errors == ERRORS_STRICT)
+        if (cp < 0 && d->errors == ERRORS_STRICT)
             return cv_error(CV_INVALID_ARGUMENT, "Invalid formatting on input string");
-        if (!bad || d->errors == ERRORS_REPLACE) {
+        bool bad = cp < 0 || (d->controls && cp < 0x20);
+        if (!bad || d->errors != ERRORS_IGNORE) {
             if (codes)
                 codes[k] = bad ? d->replacement : cp;
             if (refs) {
