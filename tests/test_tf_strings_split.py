@@ -390,3 +390,39 @@ def test_strong_hash_key_must_have_two_elements():
         cv.strings.to_hash_bucket_strong(["a"], 10, [1, 2, 3])
     with pytest.raises(TypeError):
         cv.strings.to_hash_bucket_fast([1, 2], 10)
+
+
+# -- strings in the engine: batches, large values, hostile bytes -------------------
+
+def test_string_indexing_of_batches_traced():
+    big = [bytes([65 + i]) * (100_000 + i) for i in range(6)]  # batches of large strings
+    small = [b"x%d" % i for i in range(6)]
+
+    def fn(lib):
+        return lambda b: (b[1], b[::-2], b[-1:], lib.strings.split(b[0], b"B"))
+
+    for data in (big, small):
+        ours = cv.data.Dataset.from_tensor_slices(data).batch(3).map(fn(cv))
+        assert "mode=native" in repr(ours)
+        theirs = tf.data.Dataset.from_tensor_slices(data).batch(3).map(fn(tf))
+        for x, y in zip(ours.as_numpy_iterator(), theirs.as_numpy_iterator()):
+            assert x[0] == y[0]
+            assert [np.asarray(v).tolist() for v in x[1:]] == [np.asarray(v).tolist() for v in y[1:]]
+
+
+def test_long_strings_and_random_bytes():
+    long_texts = ["1" + "0" * 300, "0" * 200 + "5", " " * 500 + "-7" + "\t" * 300,
+                  "1." + "3" * 1000 + "e-5"]
+    for out_type in ["float32", "float64", "int32", "int64"]:
+        for text in long_texts:
+            expected = tf_result(lambda: tf.strings.to_number(text, out_type))
+            check_same(lambda: cv.strings.to_number(text, out_type), expected)
+    huge = RNG.integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+    for sep in (None, b"\x00", b"\xff\xfe"):
+        assert cv.strings.split(huge, sep).tolist() == tf.strings.split(huge, sep).numpy().tolist()
+    np.testing.assert_array_equal(cv.strings.unicode_decode(huge, "UTF-8"),
+                                  tf.strings.unicode_decode(huge, "UTF-8").numpy())
+    assert int(cv.strings.to_hash_bucket_fast(huge, 2 ** 63 - 1)) == \
+        int(tf.strings.to_hash_bucket_fast(huge, 2 ** 63 - 1))
+    assert int(cv.strings.to_hash_bucket_strong(huge, 2 ** 63 - 1, [7, 9])) == \
+        int(tf.strings.to_hash_bucket_strong(huge, 2 ** 63 - 1, [7, 9]))
