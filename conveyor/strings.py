@@ -123,23 +123,20 @@ def unicode_split(input, input_encoding, errors="replace", replacement_char=0xFF
     return apply("UnicodeDecode", [x], [((None,), _dtypes.string)], ints=[mode, repl, 0, 1])
 
 
-_NUMBER_TYPES = ("float32", "float64", "int32", "int64")
+_NUMBER_TYPES = ("float32", "float64", "int32", "int64", "uint32", "uint64")
 
 
 def to_number(string_tensor, out_type=_dtypes.float32, name=None):
     """Parse each string as a number of `out_type` (``tf.strings.to_number``):
-    float32 (default), float64, int32 or int64. Leading and trailing
-    whitespace is allowed; floats accept exponents, hexadecimal, ``inf`` and
-    ``nan`` (values out of range become +-inf), integers only decimal
-    digits with a sign, in range. Anything else raises
+    float32 (default), float64, int32, int64, uint32 or uint64. Leading and
+    trailing whitespace is allowed; floats accept exponents, hexadecimal,
+    ``inf`` and ``nan`` (values out of range become +-inf), integers only
+    decimal digits with a sign (no minus for unsigned types), in range. Anything else raises
     ``InvalidArgumentError`` naming the string. The result has the input's
     shape."""
     x = _strings(string_tensor, "string_tensor")
     out_type = _dtypes.as_dtype(out_type)
     if out_type.name not in _NUMBER_TYPES:
-        if out_type.name in ("uint32", "uint64"):
-            raise op_error(NotImplementedError, f"tf.strings.to_number: out_type "
-                                                f"{out_type.name} is not supported by conveyor")
         raise op_error(_errors.InvalidArgumentError,
                        f"Value for attr 'out_type' of {out_type.name} is not in the list of "
                        f"allowed values: float, double, int32, int64, uint32, uint64")

@@ -254,10 +254,11 @@ NUMBER_CASES = [
     "-2147483649", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
     "-9223372036854775809", "99999999999999999999", "0x", "1.0", "+-1", "--1", "- 1", "1 2",
     "1\x00", "\x001", "0b1", "\uff11", "+0", "-0", "infin", "nan(", "1f", "1d", "1.5L", "16777217",
-    "1.00000005960464477539062500000001", "0.1", "-.5e-3", "+.e1", ".", "+", "-", "\xa01"]
+    "1.00000005960464477539062500000001", "0.1", "-.5e-3", "+.e1", ".", "+", "-", "\xa01",
+    "4294967295", "4294967296", "18446744073709551615", "18446744073709551616"]
 
 
-@pytest.mark.parametrize("out_type", ["float32", "float64", "int32", "int64"])
+@pytest.mark.parametrize("out_type", ["float32", "float64", "int32", "int64", "uint32", "uint64"])
 def test_to_number_matches_tf(out_type):
     for text in NUMBER_CASES:
         expected = tf_result(lambda: tf.strings.to_number(text, getattr(tf, out_type)))
@@ -413,7 +414,7 @@ def test_string_indexing_of_batches_traced():
 def test_long_strings_and_random_bytes():
     long_texts = ["1" + "0" * 300, "0" * 200 + "5", " " * 500 + "-7" + "\t" * 300,
                   "1." + "3" * 1000 + "e-5"]
-    for out_type in ["float32", "float64", "int32", "int64"]:
+    for out_type in ["float32", "float64", "int32", "int64", "uint64"]:
         for text in long_texts:
             expected = tf_result(lambda: tf.strings.to_number(text, out_type))
             check_same(lambda: cv.strings.to_number(text, out_type), expected)

@@ -1,10 +1,12 @@
 /* StringToNumber(strings): each string of a string tensor parsed as a number
  * (tf.strings.to_number); the output has the input's shape.
  *
- * ints: [0] output CvDtype: CV_FLOAT32, CV_FLOAT64, CV_INT32 or CV_INT64.
+ * ints: [0] output CvDtype: CV_FLOAT32, CV_FLOAT64, CV_INT32, CV_INT64,
+ * CV_UINT32 or CV_UINT64.
  *
  * TensorFlow's rules: leading and trailing ASCII whitespace is allowed.
- * Integers are an optional sign and decimal digits, in range. Floats are
+ * Integers are an optional sign (no minus for unsigned types) and decimal
+ * digits, in range. Floats are
  * what C's strtof/strtod read in the "C" locale (decimal and hexadecimal
  * forms, inf, infinity, nan, nan(...), any case); float32 is rounded once
  * from the text; values beyond the type's range become +-inf and tiny ones
@@ -21,8 +23,11 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
-/* An integer in [lo, hi] from s[0..n) (no NUL inside), or false. */
-static bool parse_int(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *value)
+/* An integer from s[0..n) (no NUL inside): an optional sign, decimal digits
+ * and blanks around; its magnitude at most `hi` (positive) or `neg_limit`
+ * (negative; 0 refuses a minus sign, as TensorFlow's unsigned types do).
+ * The value as its 64-bit two's complement bits, or false. */
+static bool parse_int(const char *s, size_t n, uint64_t hi, uint64_t neg_limit, uint64_t *bits)
 {
     size_t i = 0;
     while (i < n && is_blank(s[i]))
@@ -30,7 +35,9 @@ static bool parse_int(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *
     bool negative = false;
     if (i < n && (s[i] == '+' || s[i] == '-'))
         negative = s[i++] == '-';
-    uint64_t limit = negative ? (uint64_t)(-(lo + 1)) + 1 : (uint64_t)hi;
+    if (negative && !neg_limit)
+        return false;
+    uint64_t limit = negative ? neg_limit : hi;
     uint64_t magnitude = 0;
     size_t digits = 0;
     for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
@@ -43,7 +50,7 @@ static bool parse_int(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *
         i++;
     if (!digits || i != n)
         return false;
-    *value = negative ? (magnitude ? -(int64_t)(magnitude - 1) - 1 : 0) : (int64_t)magnitude;
+    *bits = negative ? ~magnitude + 1 : magnitude;
     return true;
 }
 
@@ -72,7 +79,8 @@ static CvStatus to_number_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     if (attrs->num_ints != 1)
         return cv_error(CV_INVALID_ARGUMENT, "StringToNumber: malformed attributes");
     CvDtype dtype = (CvDtype)attrs->ints[0];
-    if (dtype != CV_FLOAT32 && dtype != CV_FLOAT64 && dtype != CV_INT32 && dtype != CV_INT64)
+    if (dtype != CV_FLOAT32 && dtype != CV_FLOAT64 && dtype != CV_INT32 && dtype != CV_INT64 &&
+        dtype != CV_UINT32 && dtype != CV_UINT64)
         return cv_error(CV_INVALID_ARGUMENT, "StringToNumber: unsupported out_type");
     if (in[0].dtype != CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "StringToNumber needs strings, got %s",
@@ -88,14 +96,18 @@ static CvStatus to_number_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
         const char *s = cv_string_data(&in[0], &refs[i]);
         size_t n = (size_t)refs[i].length;
         bool ok = !memchr(s, '\0', n);
-        if (ok && (dtype == CV_INT32 || dtype == CV_INT64)) {
-            int64_t v = 0;
-            ok = dtype == CV_INT32 ? parse_int(s, n, INT32_MIN, INT32_MAX, &v)
-                                   : parse_int(s, n, INT64_MIN, INT64_MAX, &v);
-            if (ok && dtype == CV_INT32)
-                ((int32_t *)out[0].data)[i] = (int32_t)v;
+        if (ok && dtype != CV_FLOAT32 && dtype != CV_FLOAT64) {
+            uint64_t v = 0;
+            if (dtype == CV_INT32)
+                ok = parse_int(s, n, INT32_MAX, UINT64_C(1) << 31, &v);
+            else if (dtype == CV_INT64)
+                ok = parse_int(s, n, INT64_MAX, UINT64_C(1) << 63, &v);
+            else
+                ok = parse_int(s, n, dtype == CV_UINT32 ? UINT32_MAX : UINT64_MAX, 0, &v);
+            if (ok && (dtype == CV_INT32 || dtype == CV_UINT32))
+                ((uint32_t *)out[0].data)[i] = (uint32_t)v;
             else if (ok)
-                ((int64_t *)out[0].data)[i] = v;
+                ((uint64_t *)out[0].data)[i] = v;
         } else if (ok) {
             if (n >= cap) {
                 char *bigger = text == small ? malloc(n + 1) : realloc(text, n + 1);
