@@ -427,3 +427,23 @@ def test_long_strings_and_random_bytes():
         int(tf.strings.to_hash_bucket_fast(huge, 2 ** 63 - 1))
     assert int(cv.strings.to_hash_bucket_strong(huge, 2 ** 63 - 1, [7, 9])) == \
         int(tf.strings.to_hash_bucket_strong(huge, 2 ** 63 - 1, [7, 9]))
+
+
+def test_parallel_native_map_equals_eager():
+    """Worker threads run the ops concurrently without the GIL: the results
+    equal the eager ones, element by element and in order."""
+    strings = random_bytes(400, max_len=30)
+
+    def fn(s):
+        return (cv.strings.split(s), cv.strings.split(s, b"\xff", maxsplit=2),
+                cv.strings.bytes_split(s)[::3], cv.strings.unicode_decode(s, "UTF-8"),
+                cv.strings.unicode_split(s, "UTF-8", errors="ignore"),
+                cv.strings.to_hash_bucket_fast(s, 97), cv.strings.to_hash_bucket_strong(s, 97, [1, 2]),
+                cv.strings.to_hash_bucket(s, 97))
+
+    ds = cv.data.Dataset.from_tensor_slices(np.array(strings, object)).map(
+        fn, num_parallel_calls=4, deterministic=True)
+    assert "mode=native" in repr(ds)
+    for s, got in zip(strings, ds.as_numpy_iterator()):
+        want = fn(s)
+        assert [np.asarray(v).tolist() for v in got] == [np.asarray(v).tolist() for v in want]
