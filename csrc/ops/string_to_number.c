@@ -7,14 +7,19 @@
  * TensorFlow's rules: leading and trailing ASCII whitespace is allowed.
  * Integers are an optional sign (no minus for unsigned types) and decimal
  * digits, in range. Floats are
- * what C's strtof/strtod read in the "C" locale (decimal and hexadecimal
+ * what C's strtof_l/strtod_l read in the "C" locale, whatever the process's
+ * locale (decimal and hexadecimal
  * forms, inf, infinity, nan, nan(...), any case); float32 is rounded once
  * from the text; values beyond the type's range become +-inf and tiny ones
  * 0 or subnormals. Anything else (an empty string, a NUL byte, a second
  * number) is InvalidArgument naming the string. */
 #include <errno.h>
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __APPLE__
+#include <xlocale.h>
+#endif
 
 #include "ops/op.h"
 
@@ -54,15 +59,17 @@ static bool parse_int(const char *s, size_t n, uint64_t hi, uint64_t neg_limit, 
     return true;
 }
 
-/* A float or double from the NUL-terminated text (length n), or false. */
-static bool parse_float(const char *text, size_t n, bool single, double *value)
+/* A float or double from the NUL-terminated text (length n), or false;
+ * `c_locale` is the "C" locale. */
+static bool parse_float(const char *text, size_t n, bool single, locale_t c_locale,
+                        double *value)
 {
     char *end = NULL;
     errno = 0;
     if (single)
-        *value = (double)strtof(text, &end);
+        *value = (double)strtof_l(text, &end, c_locale);
     else
-        *value = strtod(text, &end);
+        *value = strtod_l(text, &end, c_locale);
     if (end == text)
         return false;
     while (*end && is_blank(*end))
@@ -92,6 +99,14 @@ static CvStatus to_number_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     const CvStringRef *refs = (const CvStringRef *)in[0].data;
     char small[128], *text = small;
     size_t cap = sizeof(small);
+    locale_t c_locale = (locale_t)0;
+    if (dtype == CV_FLOAT32 || dtype == CV_FLOAT64) {
+        c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+        if (!c_locale) {
+            st = cv_error_nomem();
+            goto cleanup;
+        }
+    }
     for (int64_t i = 0; i < count; i++) {
         const char *s = cv_string_data(&in[0], &refs[i]);
         size_t n = (size_t)refs[i].length;
@@ -121,7 +136,7 @@ static CvStatus to_number_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
             memcpy(text, s, n);
             text[n] = '\0';
             double v = 0;
-            ok = parse_float(text, n, dtype == CV_FLOAT32, &v);
+            ok = parse_float(text, n, dtype == CV_FLOAT32, c_locale, &v);
             if (ok && dtype == CV_FLOAT32)
                 ((float *)out[0].data)[i] = (float)v;
             else if (ok)
@@ -138,6 +153,8 @@ static CvStatus to_number_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
         }
     }
 cleanup:
+    if (c_locale)
+        freelocale(c_locale);
     if (text != small)
         free(text);
     if (st)
