@@ -270,12 +270,12 @@ def _getitem(x, key):
     if not isinstance(key, tuple):
         key = (key,)
     shape = static_shape(x)
-    if shape is None or dtype_of(x) == _dtypes.string or any(
+    if shape is None or any(
             isinstance(k, (Tensor, list, np.ndarray)) or
             (isinstance(k, slice) and any(isinstance(v, Tensor)
                                           for v in (k.start, k.stop, k.step))) for k in key):
-        raise trace.fail("indexing with tensors, lists, on strings or on an unknown rank is not "
-                         "supported natively")
+        raise trace.fail("indexing with tensors, lists or on an unknown rank is not supported "
+                         "natively")
     if builtins.sum(k is Ellipsis for k in key) > 1:
         raise op_error(IndexError, "an index can only have a single ellipsis ('...')")
     used = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)

@@ -26,7 +26,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 REGRESSIONS = os.path.join(ROOT, "tests", "fuzz_regressions")
-TARGETS = ["tfrecord_reader", "example_parser", "image_decoders", "cache_reader", "iterator_state"]
+TARGETS = ["tfrecord_reader", "example_parser", "image_decoders", "cache_reader", "iterator_state",
+           "string_ops"]
 MAX_LEN = {"image_decoders": 100_000, "cache_reader": 16_384}
 FINDINGS = ("crash-", "timeout-", "oom-", "leak-")
 

@@ -105,6 +105,17 @@ def iterator_state_seeds():
                 put("iterator_state", f"pipeline{which}-at{k}", bytes([which]) + it._save_engine())
 
 
+def string_seeds():
+    texts = [b"", b"a b  c\td ", b" a,b,,c, ", b"1.5e3", b" -42 ", b"0x1p3", b"inf", b"nan(1)",
+             b"9223372036854775808", "h\u00e9llo \u20ac\U0001d11e".encode(),
+             b"a\xffb\xc3c\xe2\x82d\xed\xa0\x80e\xf4\x90\x80\x80f\xc0\xaf\x01", b"x" * 100]
+    for op in range(8):
+        for i, text in enumerate(texts):
+            variant = i % 8
+            body = (b",<>"[: variant % 4 + 1] + text) if op == 1 else text
+            put("string_ops", f"op{op}-{i}", bytes([op | variant << 3 | (i % 2) << 7, i]) + body)
+
+
 def write(root):
     """Write every target's seeds under root/<target>/; returns {target: count}."""
     global CORPUS
@@ -114,6 +125,7 @@ def write(root):
     image_seeds()  # none when the shared test data is missing
     cache_seeds()
     iterator_state_seeds()
+    string_seeds()
     return {t: len(glob.glob(os.path.join(root, t, "*"))) for t in sorted(os.listdir(root))}
 
 

@@ -30,6 +30,10 @@ extern const CvOp cv_op_rotate;
 extern const CvOp cv_op_color;
 extern const CvOp cv_op_adjust;
 extern const CvOp cv_op_standardize;
+extern const CvOp cv_op_string_split;
+extern const CvOp cv_op_string_to_hash_bucket;
+extern const CvOp cv_op_string_to_number;
+extern const CvOp cv_op_unicode_decode;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -58,6 +62,10 @@ static const CvOp *const all_ops[] = {
     &cv_op_color,
     &cv_op_adjust,
     &cv_op_standardize,
+    &cv_op_string_split,
+    &cv_op_string_to_hash_bucket,
+    &cv_op_string_to_number,
+    &cv_op_unicode_decode,
 };
 
 const CvOp *cv_op_find(const char *name)

@@ -6,7 +6,9 @@
  * kind 0: an index (the dim goes away; negative counts from the end; out of
  * range is InvalidArgument), 1: a slice (Python's rules: bounds clamp),
  * 2: newaxis (a new dim of 1). Dims after the items are kept whole.
- * Numeric and bool tensors (strings are refused when traced). */
+ * Any dtype: the strings picked from a string tensor are copied into the
+ * output's own buffer. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/op.h"
@@ -38,6 +40,41 @@ static void copy_dim(const Gather *g, int d, const char *src, char *dst, size_t 
         copy_dim(g, d + 1, p + (size_t)(i * g->step[d] * (int64_t)esize), dst, esize, out_pos);
 }
 
+/* Strings: gather the picked refs, then copy their bytes into the output's
+ * blob (a ref's offset only means something in its own tensor's buffer). */
+static CvStatus slice_strings(const CvTensor *x, const Gather *g, CvTensor *out)
+{
+    int64_t count = 1;
+    for (int d = 0; d < g->rank; d++)
+        count *= g->shape[d];
+    const size_t esize = sizeof(CvStringRef);
+    CvStringRef *picked = malloc(count > 0 ? (size_t)count * esize : 1);
+    if (!picked)
+        return cv_error_nomem();
+    char *pos = (char *)picked;
+    if (count > 0)
+        copy_dim(g, 0, x->data + (size_t)g->base * esize, (char *)picked, esize, &pos);
+    size_t bytes = 0;
+    for (int64_t i = 0; i < count; i++)
+        bytes += (size_t)picked[i].length;
+    char *blob = NULL;
+    CvStatus st = cv_tensor_alloc(&out[0], CV_STRING, g->rank, g->shape, bytes, &blob);
+    if (!st) {
+        CvStringRef *refs = (CvStringRef *)out[0].data;
+        uint64_t at = (uint64_t)(blob - out[0].buf->data);
+        for (int64_t i = 0; i < count; i++) {
+            size_t len = (size_t)picked[i].length;
+            if (len)
+                memcpy(out[0].buf->data + at, cv_string_data(x, &picked[i]), len);
+            refs[i].offset = at;
+            refs[i].length = len;
+            at += len;
+        }
+    }
+    free(picked);
+    return st;
+}
+
 static CvStatus slice_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                           int num_out, CvOpContext *ctx)
 {
@@ -46,7 +83,7 @@ static CvStatus slice_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     (void)ctx;
     const CvTensor *x = &in[0];
     int64_t n = attrs->num_ints > 0 ? attrs->ints[0] : -1;
-    if (n < 0 || attrs->num_ints != 1 + 6 * n || x->dtype == CV_STRING)
+    if (n < 0 || attrs->num_ints != 1 + 6 * n)
         return cv_error(CV_INVALID_ARGUMENT, "StridedSlice: malformed attributes");
     int64_t stride[CV_MAX_RANK + 1]; /* elements per step of each input dim */
     stride[x->rank] = 1;
@@ -107,6 +144,8 @@ static CvStatus slice_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     }
     /* Starts and steps are in elements; copy_dim scales them by the element
      * size and copies an inner run of step one with memcpy. */
+    if (x->dtype == CV_STRING)
+        return slice_strings(x, &g, out);
     CvStatus st = cv_tensor_alloc(&out[0], x->dtype, g.rank, g.shape, 0, NULL);
     if (st)
         return st;
