@@ -182,3 +182,7 @@ def assert_cardinality(expected_cardinality):
     def _apply_fn(dataset):
         return AssertCardinalityDataset(dataset, expected)
     return _apply_fn
+
+from conveyor.data.csv_readers import CsvDataset, make_csv_dataset  # noqa: E402
+
+__all__ += ["CsvDataset", "make_csv_dataset"]
