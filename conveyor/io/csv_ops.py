@@ -78,6 +78,8 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
     a bad quote, a value that is not a number of its column's type, or a
     missing required field (naming the field and the record).
     """
+    if isinstance(records, (list, tuple)) and len(records) == 0:
+        records = np.zeros([0], dtype=object)
     x = convert(records, dtype=None, name="records")
     if dtype_of(x) != _dtypes.string:
         raise op_error(TypeError, f"Value passed to parameter 'records' has DataType "
