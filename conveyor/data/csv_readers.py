@@ -22,6 +22,7 @@ import numpy as np
 from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
+from conveyor._math import reshape as _reshape
 from conveyor.data.dataset import AUTOTUNE, Dataset
 from conveyor.data.readers import _compression_code, _filenames_dataset
 from conveyor.io import gfile as _gfile
@@ -332,8 +333,8 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
     if shuffle:
         files = files.shuffle(len(filenames), shuffle_seed)
 
-    def read_file(filename):
-        ds = CsvDataset(Dataset.from_tensors(filename), column_defaults,
+    def read_file(filename, single=True):
+        ds = CsvDataset(Dataset.from_tensors(filename) if single else filename, column_defaults,
                         field_delim=field_delim, use_quote_delim=use_quote_delim,
                         na_value=na_value, select_cols=select_columns, header=header,
                         compression_type=compression_type)
@@ -342,19 +343,23 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
     names = list(column_names)
 
     def to_features(*columns):
-        features = collections.OrderedDict(zip(names, columns))
+        # reshape to [-1] is a no-copy no-op on the batched vectors; it makes the
+        # function a native program (a function calling no op would run in Python).
+        features = collections.OrderedDict(zip(names, (_reshape(c, [-1]) for c in columns)))
         if label_name is not None:
             label = features.pop(label_name)
             return features, label
         return features
 
-    if num_parallel_reads == AUTOTUNE:
+    if num_parallel_reads == 1:
+        # One file at a time: one reader over the (shuffled) names is the same
+        # sequence as tf.data's interleave with cycle length 1.
+        ds = read_file(files, single=False)
+    elif num_parallel_reads == AUTOTUNE:
         ds = files.interleave(read_file, num_parallel_calls=AUTOTUNE, deterministic=not sloppy)
-    elif num_parallel_reads > 1:
+    else:
         ds = files.interleave(read_file, cycle_length=num_parallel_reads, block_length=1,
                               num_parallel_calls=num_parallel_reads, deterministic=not sloppy)
-    else:
-        ds = files.interleave(read_file, cycle_length=1, block_length=1)
     if shuffle:
         ds = ds.shuffle(shuffle_buffer_size, shuffle_seed)
     if num_epochs != 1:
