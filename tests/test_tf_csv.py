@@ -297,6 +297,10 @@ RECORDS = [
     ([], I2, {}), (["1,1"], [[0, 1], [0]], {}), (["1,1"], I2, {"field_delim": "ab"}),
     (["x,,", ",y,"], [["d"], ["e"], [""]], {}),
     (["1,2"], [[0], []], {}),
+    (["\r\na,b", "\n\na,b", "\n,", ",\n", "\n"][:1], S2, {}),
+    (["\n\na,b"], S2, {}), (["\n,"], S2, {}), ([",\n"], S2, {}), (["\n"], S2, {}),
+    (["a,b\n"], S2, {}), (['"a","b\n"'], S2, {}), (['"a","b"\n'], S2, {}),
+    (['\n" "" "'], [[""]], {"use_quote_delim": False}),
 ]
 
 
@@ -469,3 +473,34 @@ def test_make_csv_dataset_errors_match_tensorflow(tmp_path):
             except Exception as e:  # noqa: BLE001
                 errs.append(type(e).__name__)
         assert errs[0] == errs[1] and errs[0] is not None, kw
+
+
+# ------------------------------------------------------------------ random inputs
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_csv_bytes_match_tensorflow(tmp_path, seed):
+    """Short random texts of quotes, delimiters, line ends and values: the
+    same elements and errors from CsvDataset, and from decode_csv on the
+    whole text as one record."""
+    import random
+    rng = random.Random(seed)
+    alphabet = ["a", "1", ",", ",", '"', '"', "\n", "\r", " ", "2.5", '""']
+    path = str(tmp_path / "r.csv")
+    for _ in range(150):
+        data = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))).encode()
+        defaults = [rng.choice([[""], [0], [0.0]])] * rng.randint(1, 3)
+        kw = {}
+        if rng.random() < 0.3:
+            kw["use_quote_delim"] = False
+        quote_kw = dict(kw)
+        if rng.random() < 0.2:
+            kw["header"] = True
+        if rng.random() < 0.2:
+            kw["buffer_size"] = rng.randint(1, 4)
+        with open(path, "wb") as f:
+            f.write(data)
+        assert drain(cv.data.experimental.CsvDataset(path, defaults, **kw)) == \
+            drain(tf.data.experimental.CsvDataset(path, defaults, **kw)), (data, defaults, kw)
+        rec = [data.decode("latin-1")]
+        assert outcome(cv.io.decode_csv, rec, defaults, **quote_kw) == \
+            outcome(tf.io.decode_csv, rec, defaults, **quote_kw), (rec, defaults, quote_kw)

@@ -10,8 +10,9 @@
  * anything but '"', the delimiter or a newline, and a '"' inside an
  * unquoted field, make the record invalid (the record is still read to its
  * end, so the next one starts where tf.data starts it); a file ending inside
- * quotes is an error and the file ends. The header line, when asked for, is
- * skipped (an empty file then is InvalidArgument). Errors are
+ * quotes is an error and the file ends. The header record, when asked for,
+ * is skipped (an empty file then is InvalidArgument; a header with a bad
+ * quote is reported, then its records follow). Errors are
  * INVALID_ARGUMENT naming the file, the record and its line; the next call
  * goes on with the next record, as tf.data does.
  *
@@ -296,8 +297,19 @@ static CvStatus open_next_file(CsvIterator *it, bool *end)
             return st;
         }
         it->line += it->lines;
+        /* A bad header is reported (as tf.data does); the records after it follow. */
+        if (it->err == ERR_EOF_QUOTE)
+            st = cv_error(CV_INVALID_ARGUMENT, "Reached end of file without closing quoted field "
+                          "in the header of \"%s\"", name);
+        else if (it->err == ERR_QUOTE_GARBAGE)
+            st = cv_error(CV_INVALID_ARGUMENT, "Quote inside a string has to be escaped by "
+                          "another quote in the header of \"%s\"", name);
+        else if (it->err == ERR_QUOTE_UNQUOTED)
+            st = cv_error(CV_INVALID_ARGUMENT, "Unquoted fields cannot have quotes inside in the "
+                          "header of \"%s\"", name);
         if (it->err == ERR_EOF_QUOTE)
             close_file(it); /* the header runs to the end of the file */
+        return st;
     }
     return CV_STATUS_OK;
 }

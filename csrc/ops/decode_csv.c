@@ -9,7 +9,9 @@
  * ints: [0] field delimiter byte, [1] use_quote_delim. string: na_value
  * (NULL or "": none).
  *
- * A record: fields separated by the delimiter ("" has no field). With
+ * A record: fields separated by the delimiter ("" has no field; '\r' and
+ * '\n' where a field would start are passed over, and a record ending in
+ * the delimiter ends with an empty field). With
  * use_quote_delim a field starting with '"' is quoted: '""' inside stands
  * for '"', and its closing quote must be followed by the delimiter or the
  * record's end. An unquoted field holds no '\r' or '\n' (and no '"' with
@@ -64,6 +66,10 @@ static CvStatus split(const char *p, size_t n, char delim, bool quotes, Scratch 
         return CV_STATUS_OK;
     size_t pos = 0;
     for (;;) {
+        while (pos < n && (p[pos] == '\r' || p[pos] == '\n'))
+            pos++; /* line ends before a field are passed over */
+        if (pos >= n)
+            break;
         size_t off = s->len;
         CvStatus st;
         if (quotes && p[pos] == '"') {
@@ -113,10 +119,9 @@ static CvStatus split(const char *p, size_t n, char delim, bool quotes, Scratch 
             return st;
         if (pos > n)
             return CV_STATUS_OK;
-        if (pos == n) { /* a trailing delimiter: one more, empty field */
-            return add_field(s, s->len);
-        }
     }
+    /* A record ending in the delimiter ends with an empty field. */
+    return p[n - 1] == delim ? add_field(s, s->len) : CV_STATUS_OK;
 }
 
 static CvStatus decode_csv_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
