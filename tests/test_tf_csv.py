@@ -316,7 +316,14 @@ def test_decode_csv_traced_in_map_matches_eager_and_tensorflow():
     defaults = [[0], [1.5], ["z"]]
     fn_c = lambda line: cv.io.decode_csv(line, defaults)  # noqa: E731
     fn_t = lambda line: tf.io.decode_csv(line, defaults)  # noqa: E731
-    traced = list(cv.data.Dataset.from_tensor_slices(lines).map(fn_c, num_parallel_calls=2))
+    ds = cv.data.Dataset.from_tensor_slices(lines).map(fn_c, num_parallel_calls=2)
+    assert "mode=native" in repr(ds)
+    traced = list(ds)
+    with_const = cv.data.Dataset.from_tensor_slices(lines).map(
+        lambda line: cv.io.decode_csv(line, [[0], [cv.constant(1.5)], [cv.constant("z")]]))
+    assert "mode=native" in repr(with_const)
+    assert [tuple(norm(v) for v in x) for x in with_const] == \
+        [tuple(norm(v) for v in x) for x in traced]
     want = list(tf.data.Dataset.from_tensor_slices(lines).map(fn_t).as_numpy_iterator())
     eager = [tuple(fn_c(x)) for x in lines]
     assert [tuple(norm(v) for v in x) for x in traced] == \

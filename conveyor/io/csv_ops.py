@@ -12,7 +12,7 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor._tracing import apply, convert, dtype_of, op_error, static_shape
+from conveyor._tracing import apply, convert, dtype_of, is_symbolic, op_error, static_shape
 
 __all__ = ["decode_csv"]
 
@@ -50,6 +50,9 @@ def default_array(d, what="record_defaults"):
     else:
         if isinstance(d, (list, tuple)) and len(d) == 0:
             arr, dtype = np.zeros([0], np.float32), _dtypes.float32
+        elif isinstance(d, (list, tuple)) and len(d) == 1 and is_symbolic(d[0]):
+            arr = d[0]  # a traced value: the op takes a scalar default as well
+            dtype = dtype_of(arr)
         else:
             arr = convert(d, name=what)
             dtype = dtype_of(arr)
