@@ -16,6 +16,7 @@ from conveyor._tracing import apply, convert, dtype_of, is_symbolic, op_error, s
 
 __all__ = ["decode_csv"]
 
+MAX_COLUMNS = 4096  # an op's most outputs (csrc/python/ops.c)
 CSV_DTYPES = (_dtypes.float32, _dtypes.float64, _dtypes.int32, _dtypes.int64, _dtypes.string)
 
 
@@ -101,6 +102,9 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
         dtypes.append(dtype)
     if not defaults:
         raise _invalid("Length for attr 'OUT_TYPE' of 0 must be at least minimum 1")
+    if len(defaults) > MAX_COLUMNS:
+        raise _invalid(f"decode_csv: {len(defaults)} columns; conveyor's ops have at most "
+                       f"{MAX_COLUMNS} outputs (CsvDataset has no such limit)")
     sel = []
     if select_cols is not None:
         sel = [int(c) for c in select_cols]
