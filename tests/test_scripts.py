@@ -29,6 +29,13 @@ def test_benchmark_runner_quick():
     assert "conveyor output checks: all ok" in result.stdout
 
 
+def test_csv_benchmark_tiny(tmp_path):
+    result = run(["benchmarks/csv.py", "--no-tf", "--rows", "3000", "--rounds", "1",
+                  "--dir", str(tmp_path)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rows/s" in result.stdout
+
+
 def test_image_benchmark_tiny(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                TMPDIR=str(tmp_path))

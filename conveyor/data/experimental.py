@@ -298,3 +298,9 @@ def unique():
     def _apply_fn(dataset):
         return dataset.unique()
     return _apply_fn
+
+
+# CSV files (conveyor/data/csv_readers.py)
+from conveyor.data.csv_readers import CsvDataset, make_csv_dataset  # noqa: E402
+
+__all__ += ["CsvDataset", "make_csv_dataset"]

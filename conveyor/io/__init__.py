@@ -4,3 +4,4 @@ from conveyor.io.example import *  # noqa: F401,F403
 from conveyor.io.tfrecord import *  # noqa: F401,F403
 from conveyor.io.image_ops import *  # noqa: F401,F403
 from conveyor.io._encode import encode_jpeg  # noqa: F401
+from conveyor.io.csv_ops import decode_csv  # noqa: F401

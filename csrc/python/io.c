@@ -93,6 +93,113 @@ static PyObject *io_fixed_length_record(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
+/* csv(filenames, compression, buffer_size, header, delim, use_quote, na, select, exclude,
+ *     dtypes, defaults): defaults[j] is None (required), an int, a float or bytes. */
+static int int64_list(PyObject *seq, int64_t **out, int *n)
+{
+    PyObject *f = PySequence_Fast(seq, "expected a sequence of ints");
+    if (!f)
+        return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(f);
+    *out = PyMem_Malloc(((size_t)len + 1) * sizeof(int64_t));
+    if (!*out || len > INT32_MAX) {
+        Py_DECREF(f);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        (*out)[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
+        if ((*out)[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(f);
+            return -1;
+        }
+    }
+    *n = (int)len;
+    Py_DECREF(f);
+    return 0;
+}
+
+static PyObject *io_csv(PyObject *module, PyObject *args)
+{
+    PyObject *input, *select, *exclude, *dtypes, *defaults;
+    int compression, header, delim, quotes;
+    long long buffer_size;
+    const char *na;
+    Py_ssize_t na_len;
+    if (!PyArg_ParseTuple(args, "OiLpipy#OOOO:csv", &input, &compression, &buffer_size, &header,
+                          &delim, &quotes, &na, &na_len, &select, &exclude, &dtypes, &defaults))
+        return NULL;
+    CvDataset *in = cv_dataset_arg(module, input);
+    CvReadOptions o;
+    if (!in || read_options(compression, buffer_size, 0, CV_TRUNCATION_IGNORE, &o) < 0)
+        return NULL;
+    CvCsvParams p = {.options = o, .header = header != 0, .quotes = quotes != 0,
+                     .delim = (char)delim, .na = na, .na_len = (size_t)na_len};
+    int64_t *sel = NULL, *exc = NULL;
+    CvCsvColumn *cols = NULL;
+    PyObject *dt = NULL, *df = NULL, *result = NULL;
+    if (int64_list(select, &sel, &p.nselect) < 0 || int64_list(exclude, &exc, &p.nexclude) < 0)
+        goto done;
+    dt = PySequence_Fast(dtypes, "dtypes must be a sequence");
+    df = dt ? PySequence_Fast(defaults, "defaults must be a sequence") : NULL;
+    if (!df)
+        goto done;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(dt);
+    if (k < 1 || k > INT32_MAX || PySequence_Fast_GET_SIZE(df) != k) {
+        PyErr_SetString(PyExc_ValueError, "csv: one default per dtype, at least one");
+        goto done;
+    }
+    cols = PyMem_Calloc((size_t)k, sizeof(*cols));
+    if (!cols) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        long code = PyLong_AsLong(PySequence_Fast_GET_ITEM(dt, j));
+        if (code == -1 && PyErr_Occurred())
+            goto done;
+        if (code < 0 || code >= CV_NUM_DTYPES || !cv_csv_dtype_ok((CvDtype)code)) {
+            PyErr_SetString(PyExc_ValueError, "csv: unsupported dtype code");
+            goto done;
+        }
+        cols[j].dtype = (CvDtype)code;
+        PyObject *v = PySequence_Fast_GET_ITEM(df, j);
+        if (v == Py_None)
+            continue;
+        cols[j].has_default = true;
+        if (cols[j].dtype == CV_STRING) {
+            char *b;
+            Py_ssize_t bl;
+            if (PyBytes_AsStringAndSize(v, &b, &bl) < 0)
+                goto done;
+            cols[j].s = b;
+            cols[j].s_len = (size_t)bl;
+        } else if (cols[j].dtype == CV_FLOAT32 || cols[j].dtype == CV_FLOAT64) {
+            cols[j].f = PyFloat_AsDouble(v);
+            if (cols[j].f == -1.0 && PyErr_Occurred())
+                goto done;
+        } else {
+            cols[j].i = PyLong_AsLongLong(v);
+            if (cols[j].i == -1 && PyErr_Occurred())
+                goto done;
+        }
+    }
+    p.ncols = (int)k;
+    p.cols = cols;
+    p.select = sel;
+    p.exclude = exc;
+    CvDataset *ds = NULL;
+    CvStatus s = cv_csv_dataset(in, &p, &ds);
+    result = cv_wrap_dataset(module, s, ds);
+done:
+    Py_XDECREF(dt);
+    Py_XDECREF(df);
+    PyMem_Free(sel);
+    PyMem_Free(exc);
+    PyMem_Free(cols);
+    return result;
+}
+
 /* ------------------------------------------------------------------ writer */
 
 static void writer_capsule_free(PyObject *capsule)
@@ -259,6 +366,8 @@ static PyObject *io_crc32c_force_software(PyObject *module, PyObject *arg)
 PyMethodDef cv_io_functions[] = {
     {"tfrecord", io_tfrecord, METH_VARARGS,
      "tfrecord(filenames, compression, buffer_size, max_record_bytes[, on_truncation]) -> Dataset"},
+    {"csv", io_csv, METH_VARARGS, "csv(filenames, compression, buffer_size, header, delim, "
+     "use_quote, na, select, exclude, dtypes, defaults) -> Dataset"},
     {"text_line", io_text_line, METH_VARARGS, "text_line(filenames, compression, buffer_size[, on_truncation]) -> Dataset"},
     {"fixed_length_record", io_fixed_length_record, METH_VARARGS,
      "fixed_length_record(filenames, header, record, footer, compression, buffer_size"
