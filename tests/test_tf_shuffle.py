@@ -91,3 +91,20 @@ def test_list_files_no_match_raises_like_tf(files):
         tf.data.Dataset.list_files(pattern)
     with pytest.raises(cv.errors.InvalidArgumentError, match="No files matched pattern"):
         cv.data.Dataset.list_files(pattern)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("after", [
+    lambda t, ds: ds.map(lambda x: x),  # Python: its spec comes from a probe run
+    lambda t, ds: ds.map(lambda x: x).cache(),
+    lambda t, ds: ds.interleave(lambda x: t.data.Dataset.from_tensors(x).repeat(2),
+                                cycle_length=2),
+])
+def test_a_spec_probe_draws_nothing_from_a_seeded_shuffle(after):
+    # Learning a Python function's output spec runs the pipeline for one
+    # element; that run must not take the shuffle's first seed.
+    def make(t):
+        return after(t, t.data.Dataset.range(10).shuffle(3, seed=3))
+    ours, theirs = make(cv), make(tf)
+    ours.element_spec  # the probe
+    assert [cv_list(ours) for _ in range(2)] == [tf_list(theirs) for _ in range(2)]

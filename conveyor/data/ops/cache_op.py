@@ -150,6 +150,9 @@ def _decode_structure(blob):
 
 
 class CacheDataset(UnaryUnchangedStructureDataset):
+    def _probe_engine(self, ctx):
+        return self._engine(ctx)  # one cache store per pipeline, probes included
+
     def __init__(self, input_dataset, filename, on_truncation="warn"):
         super().__init__(input_dataset)
         self._filename = filename

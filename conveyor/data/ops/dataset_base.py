@@ -121,6 +121,14 @@ class Dataset:
                 self._engine_cache[ctx] = handle
             return handle
 
+    def _probe_engine(self, ctx):
+        """An engine dataset of its own for a probe (running a Python
+        function once to learn its output spec): the same pipeline built
+        afresh, so that the probe's iterator draws nothing from the seed
+        generators and epoch counters of the datasets the user iterates
+        (a seeded shuffle upstream keeps tf.data's order)."""
+        return self._build(ctx, [i._probe_engine(ctx) for i in self._inputs])
+
     def _context(self):
         options = self.options()
         deterministic = True if options.deterministic is None else bool(options.deterministic)

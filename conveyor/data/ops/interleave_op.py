@@ -83,7 +83,7 @@ class InterleaveDataset(Dataset):
         if self._first_inner is None:
             # map_func is Python: its datasets are known once it has run. Run it on the
             # first input element (as tracing would run it once).
-            probe = _engine.take(self._inputs[0]._engine(self._context()), 1)
+            probe = _engine.take(self._inputs[0]._probe_engine(self._context()), 1)
             for components in probe.make_iterator(lambda: (1, None), 1):  # a pool of one
                 self._inner_dataset(calling_convention(self._map_func, self._inputs[0])(*components))
             if self._first_inner is None:

@@ -19,7 +19,7 @@ def probe_function_spec(dataset, stage):
     function = dataset._function
     function.resolve()
     if function.spec is None:
-        probe = dataset._engine(dataset._context())
+        probe = dataset._probe_engine(dataset._context())
         # A pool of one: the probe wants one element, not the machine.
         try:
             for _ in _engine.take(probe, 1).make_iterator(lambda: (1, None), 1):
