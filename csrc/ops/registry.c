@@ -30,6 +30,16 @@ extern const CvOp cv_op_rotate;
 extern const CvOp cv_op_color;
 extern const CvOp cv_op_adjust;
 extern const CvOp cv_op_standardize;
+extern const CvOp cv_op_reduce;
+extern const CvOp cv_op_arg_min_max;
+extern const CvOp cv_op_range;
+extern const CvOp cv_op_squeeze;
+extern const CvOp cv_op_ensure_shape;
+extern const CvOp cv_op_check_numerics;
+extern const CvOp cv_op_cond_select;
+extern const CvOp cv_op_gather;
+extern const CvOp cv_op_select;
+extern const CvOp cv_op_where;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -58,6 +68,16 @@ static const CvOp *const all_ops[] = {
     &cv_op_color,
     &cv_op_adjust,
     &cv_op_standardize,
+    &cv_op_reduce,
+    &cv_op_arg_min_max,
+    &cv_op_range,
+    &cv_op_squeeze,
+    &cv_op_ensure_shape,
+    &cv_op_check_numerics,
+    &cv_op_cond_select,
+    &cv_op_gather,
+    &cv_op_select,
+    &cv_op_where,
 };
 
 const CvOp *cv_op_find(const char *name)
