@@ -365,8 +365,10 @@ def where(condition, x=None, y=None, name=None):
     if dtype_of(x) != dtype_of(y):
         raise op_error(TypeError, f"where: x and y must have the same dtype, got "
                                   f"{dtype_of(x).name} and {dtype_of(y).name}")
-    shape = _broadcast_shape(static_shape(x), static_shape(y), "SelectV2")
-    shape = _broadcast_shape(static_shape(c), shape, "SelectV2")
+    shape = None  # eagerly the op checks the shapes (an InvalidArgumentError, as TensorFlow)
+    if _traced(c, x, y):
+        shape = _broadcast_shape(static_shape(x), static_shape(y), "SelectV2")
+        shape = _broadcast_shape(static_shape(c), shape, "SelectV2")
     return apply("SelectV2", [c, x, y], [(shape, dtype_of(x))])
 
 

@@ -1,6 +1,7 @@
 /* Where(input): the coordinates of the true (non-zero) values of a tensor,
  * as an int64 matrix [count, rank] in row-major order (tf.where with one
- * argument). No attributes. Bool and numeric inputs; a float is true when
+ * argument). No attributes. Bool and numeric inputs of rank >= 1 (a scalar
+ * is InvalidArgument, as in TensorFlow); a float is true when
  * it is not zero (NaN is true, -0.0 is not). */
 #include "ops/op.h"
 #include "ops/values.h"
@@ -22,6 +23,8 @@ static CvStatus where_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     const CvTensor *x = &in[0];
     if (x->dtype == CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "Where: string tensors are not supported");
+    if (x->rank == 0) /* as TensorFlow's kernel */
+        return cv_error(CV_INVALID_ARGUMENT, "WhereOp : Unhandled input dimensions: 0");
     int64_t n = cv_tensor_num_elements(x), count = 0;
     for (int64_t i = 0; i < n; i++)
         count += truthy(x, i);
