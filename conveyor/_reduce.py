@@ -213,7 +213,8 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
             if isinstance(v, Tensor) or isinstance(v, np.ndarray):
                 conv.append(convert(v))
                 continue
-            if dtype.is_integer and isinstance(v, (float, np.floating)) and v != int(v):
+            if dtype.is_integer and isinstance(v, (float, np.floating)) and \
+                    not float(v).is_integer():
                 raise op_error(TypeError, f"Cannot convert {v!r} to EagerTensor of dtype "
                                           f"{dtype.name}")
             conv.append(to_array(v))

@@ -264,3 +264,25 @@ def test_debugging_asserts_when_traced():
         warnings.simplefilter("ignore")
         fine = ds.map(lambda x: (cv.debugging.assert_less(x, 1.), x)[1])
     assert len(list(fine)) == 1
+
+
+@pytest.mark.parametrize("op,inputs,ints", [
+    ("Reduce", [np.ones((2, 3))], []), ("Reduce", [np.ones((2, 3))], [9, 0, -1]),
+    ("Reduce", [np.ones((2, 3))], [0, 0, 5, 1]), ("Reduce", [np.array([b"a"], object)], [0, 0, -1]),
+    ("ArgMinMax", [np.ones(3)], [0, 0, 10]), ("ArgMinMax", [np.ones(3)], [0, 1 << 40, 4]),
+    ("Range", [np.int8(1), np.int8(5), np.int8(1)], []),
+    ("Range", [np.int64(0), np.int32(-1), np.int64(1)], []),
+    ("Range", [np.float64(0), np.float64(1e300), np.float64(1e-300)], []),
+    ("Squeeze", [np.ones((1, 2))], [1 << 40]), ("EnsureShape", [np.ones(2)], [99]),
+    ("EnsureShape", [np.ones(2)], [3, 1]), ("GatherV2", [np.ones(3), np.array([1.0])], [0]),
+    ("GatherV2", [np.ones(3), np.array([3])], [0]), ("GatherV2", [np.ones(3), np.array([0])], [7]),
+    ("SelectV2", [np.ones(2), np.ones(2), np.ones(2)], []),
+    ("SelectV2", [np.ones(2, bool), np.ones(2), np.ones(2, np.int32)], []),
+    ("Where", [np.array([b"a"], object)], []),
+    ("CondSelect", [np.ones(2, bool), np.ones(2), np.ones(2)], []),
+    ("CheckNumerics", [np.ones(2, np.int32)], []),
+])
+def test_malformed_native_calls_fail_cleanly(op, inputs, ints):
+    from conveyor import _engine
+    with pytest.raises(cv.errors.OpError):
+        _engine.run_op(op, inputs, ints, [], None, None, 1, (0, 0, 0, 0, 0, 0))
