@@ -3,8 +3,10 @@
 ``check_numerics`` is an element op (csrc/ops/check_numerics.c): traced into
 a map function it runs natively and fails the element with an
 ``InvalidArgumentError`` ("<message> : Tensor had NaN values"), which
-``Dataset.ignore_errors()`` drops. ``assert_rank``, ``assert_type`` and
-``assert_shapes`` check static shapes and dtypes; inside a traced function
+``Dataset.ignore_errors()`` drops (``assert_all_finite`` is the same op).
+``assert_rank``, ``assert_rank_at_least``, ``assert_scalar``,
+``assert_integer``, ``assert_type`` and ``assert_shapes`` check static
+shapes and dtypes; inside a traced function
 they check when the function is traced (a ValueError / TypeError then, as
 TensorFlow's graph), and a check that needs a dim only known per element
 makes the function run in Python. The value checks (``assert_equal``,
@@ -17,12 +19,13 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors
-from conveyor._reduce import ensure_shape
 from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["check_numerics", "assert_equal", "assert_less", "assert_greater",
-           "assert_non_negative", "assert_positive", "assert_rank", "assert_type",
-           "assert_shapes", "ensure_shape"]
+__all__ = ["check_numerics", "assert_all_finite", "assert_equal", "assert_none_equal",
+           "assert_less", "assert_less_equal", "assert_greater", "assert_greater_equal",
+           "assert_negative", "assert_non_negative", "assert_non_positive", "assert_positive",
+           "assert_rank", "assert_rank_at_least", "assert_scalar", "assert_integer",
+           "assert_type", "assert_shapes"]
 
 
 def check_numerics(tensor, message, name=None):
@@ -35,6 +38,12 @@ def check_numerics(tensor, message, name=None):
         raise op_error(exc, f"CheckNumerics: {dtype_of(x).name} is not a float dtype (float16, "
                             f"float32, float64)")
     return apply("CheckNumerics", [x], [(static_shape(x), dtype_of(x))], string=str(message))
+
+
+def assert_all_finite(t, msg, name=None, x=None, message=None):
+    """`t` unchanged, or an InvalidArgumentError when it holds NaN or
+    infinity (``tf.debugging.assert_all_finite``: ``check_numerics``)."""
+    return check_numerics(x if t is None else t, message if msg is None else msg)
 
 
 def _values(fname, *tensors):
@@ -79,6 +88,22 @@ def assert_equal(x, y, message=None, summarize=None, name=None):
     return _compare("assert_equal", "==", np.equal, x, y, message)
 
 
+def assert_none_equal(x, y, message=None, summarize=None, name=None):
+    """InvalidArgumentError unless x != y everywhere. Eager values only: a
+    traced tensor makes the map function run in Python."""
+    return _compare("assert_none_equal", "!=", np.not_equal, x, y, message)
+
+
+def assert_less_equal(x, y, message=None, summarize=None, name=None):
+    """InvalidArgumentError unless x <= y everywhere. Eager values only."""
+    return _compare("assert_less_equal", "<=", np.less_equal, x, y, message)
+
+
+def assert_greater_equal(x, y, message=None, summarize=None, name=None):
+    """InvalidArgumentError unless x >= y everywhere. Eager values only."""
+    return _compare("assert_greater_equal", ">=", np.greater_equal, x, y, message)
+
+
 def assert_less(x, y, message=None, summarize=None, name=None):
     """InvalidArgumentError unless x < y everywhere. Eager values only: a
     traced tensor makes the map function run in Python."""
@@ -111,6 +136,16 @@ def assert_positive(x, message=None, summarize=None, name=None):
     return _sign("assert_positive", ">", lambda v: v > 0, x, message)
 
 
+def assert_negative(x, message=None, summarize=None, name=None):
+    """InvalidArgumentError unless x < 0 everywhere. Eager values only."""
+    return _sign("assert_negative", "<", lambda v: v < 0, x, message)
+
+
+def assert_non_positive(x, message=None, summarize=None, name=None):
+    """InvalidArgumentError unless x <= 0 everywhere. Eager values only."""
+    return _sign("assert_non_positive", "<=", lambda v: v <= 0, x, message)
+
+
 def _label(x):
     return x._name if isinstance(x, Tensor) else ""
 
@@ -127,6 +162,42 @@ def assert_rank(x, rank, message=None, name=None):
         prefix = f"{message}.  " if message else ""
         raise op_error(ValueError, f"{prefix}Tensor {_label(t)} must have rank {int(rank)}.  "
                                    f"Received rank {len(shape)}, shape {tuple(shape)}")
+    return None
+
+
+def assert_rank_at_least(x, rank, message=None, name=None):
+    """ValueError unless `x` has rank `rank` or more (checked statically)."""
+    t = convert(x, name="x")
+    shape = static_shape(t)
+    if shape is None:
+        raise t._trace.fail("tf.debugging.assert_rank_at_least of a tensor of unknown rank")
+    if len(shape) < int(rank):
+        prefix = f"{message}.  " if message else ""
+        raise op_error(ValueError, f"{prefix}Tensor {_label(t)} must have rank at least "
+                                   f"{int(rank)}.  Received rank {len(shape)}, shape "
+                                   f"{tuple(shape)}")
+    return None
+
+
+def assert_scalar(tensor, message=None, name=None):
+    """`tensor`, or a ValueError unless it is a scalar (checked statically)."""
+    t = convert(tensor, name="tensor")
+    shape = static_shape(t)
+    if shape is None:
+        raise t._trace.fail("tf.debugging.assert_scalar of a tensor of unknown rank")
+    if len(shape) != 0:
+        prefix = f"{message} " if message else ""
+        raise op_error(ValueError, f"{prefix}Expected scalar shape, saw shape: {tuple(shape)}.")
+    return tensor
+
+
+def assert_integer(x, message=None, name=None):
+    """TypeError unless `x` has an integer dtype (checked statically)."""
+    t = convert(x, name="x")
+    if not dtype_of(t).is_integer:
+        prefix = f"{message} " if message else ""
+        raise op_error(TypeError, f"{prefix}Expected integer type for tensor {_label(t)}, got "
+                                  f"{dtype_of(t).name}")
     return None
 
 

@@ -218,7 +218,13 @@ def test_debugging_asserts_match_tf_eagerly():
                        ("assert_less", ([1, 2], [2, 2])), ("assert_less", ([1, 2], [2, 3])),
                        ("assert_greater", ([1, 2], 0)), ("assert_greater", ([1, 2], 1)),
                        ("assert_non_negative", ([1, -2],)), ("assert_non_negative", ([0, 2],)),
-                       ("assert_positive", ([1, 0],)), ("assert_positive", (np.zeros(0),))]:
+                       ("assert_positive", ([1, 0],)), ("assert_positive", (np.zeros(0),)),
+                       ("assert_none_equal", ([1, 2], [1, 3])), ("assert_none_equal", ([1, 2], [2, 1])),
+                       ("assert_less_equal", ([1, 2], [1, 1])), ("assert_less_equal", ([1, 2], [1, 2])),
+                       ("assert_greater_equal", ([1, 2], [1, 3])),
+                       ("assert_greater_equal", ([1, 2], [1, 2])), ("assert_negative", ([1, -2],)),
+                       ("assert_negative", ([-1, -2],)), ("assert_non_positive", ([1, -2],)),
+                       ("assert_non_positive", ([0, -2],))]:
         try:
             getattr(tf.debugging, name)(*args)
             expected = None
@@ -234,6 +240,15 @@ def test_debugging_asserts_match_tf_eagerly():
     with pytest.raises(ValueError, match="must have rank 1"):
         d.assert_rank(np.zeros((2, 3)), 1)
     assert d.assert_rank(np.zeros((2, 3)), 2) is None
+    with pytest.raises(ValueError, match="Expected scalar shape"):
+        d.assert_scalar(np.zeros(2))
+    assert d.assert_scalar(np.float32(2)) == 2
+    with pytest.raises(ValueError, match="must have rank at least 3"):
+        d.assert_rank_at_least(np.zeros((2, 3)), 3)
+    with pytest.raises(TypeError):
+        d.assert_integer(np.zeros(2))
+    with pytest.raises(cv.errors.InvalidArgumentError, match="m : Tensor had NaN values"):
+        d.assert_all_finite(np.array([np.nan]), "m")
     with pytest.raises(TypeError, match="must be of type tf.float32"):
         d.assert_type(np.zeros(2), cv.float32)
     assert d.assert_shapes([(np.zeros((2, 3)), ("N", "C")), (np.zeros(3), ("C",))]) is None
