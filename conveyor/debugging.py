@@ -10,7 +10,8 @@ shapes and dtypes; inside a traced function
 they check when the function is traced (a ValueError / TypeError then, as
 TensorFlow's graph), and a check that needs a dim only known per element
 makes the function run in Python. The value checks (``assert_equal``,
-``assert_less``, ``assert_greater``, ``assert_non_negative``,
+``assert_none_equal``, ``assert_less[_equal]``, ``assert_greater[_equal]``,
+``assert_negative``, ``assert_non_negative``, ``assert_non_positive``,
 ``assert_positive``) run eagerly on NumPy values; on a traced tensor they
 stop the trace, and the map function runs in Python per element (under the
 GIL), where they check each element's values. They return None.
