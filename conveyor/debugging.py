@@ -12,15 +12,23 @@ TensorFlow's graph), and a check that needs a dim only known per element
 makes the function run in Python. The value checks (``assert_equal``,
 ``assert_none_equal``, ``assert_less[_equal]``, ``assert_greater[_equal]``,
 ``assert_negative``, ``assert_non_negative``, ``assert_non_positive``,
-``assert_positive``) run eagerly on NumPy values; on a traced tensor they
-stop the trace, and the map function runs in Python per element (under the
-GIL), where they check each element's values. They return None.
+``assert_positive``) compare with TensorFlow's dtype rules and check every
+value: eagerly at once, and inside a traced map function natively for each
+element (csrc/ops/assert.c), failing it with an ``InvalidArgumentError``
+whose message is TensorFlow's first line (without the values). They return
+None.
 """
 import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors
-from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor._math import _binary
+from conveyor._tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
+                               static_shape)
+
+
+def _is_traced(*values):
+    return any(isinstance(v, Tensor) for v in values) or current_trace() is not None
 
 __all__ = ["check_numerics", "assert_all_finite", "assert_equal", "assert_none_equal",
            "assert_less", "assert_less_equal", "assert_greater", "assert_greater_equal",
@@ -47,14 +55,16 @@ def assert_all_finite(t, msg, name=None, x=None, message=None):
     return check_numerics(x if t is None else t, message if msg is None else msg)
 
 
-def _values(fname, *tensors):
-    """NumPy values of the arguments; a traced one stops the trace."""
-    out = []
-    for t in tensors:
-        if isinstance(t, Tensor):
-            raise t._trace.fail(f"tf.debugging.{fname} needs the values of {t!r}")
-        out.append(convert(t))
-    return out
+def _values(*tensors):
+    return [convert(t) for t in tensors]
+
+
+def _traced_check(fname, x, y, message, text):
+    """Inside a traced function: record `x fname y` and an Assert of it, a
+    native check of every element's values."""
+    ok = _binary(fname, x, y)
+    prefix = f"{message}\n" if message else ""
+    apply("Assert", [ok], [(static_shape(ok), _dtypes.bool)], string=prefix + text)
 
 
 def _fail(message, text):
@@ -62,8 +72,14 @@ def _fail(message, text):
     raise errors.InvalidArgumentError(prefix + text)
 
 
+_OPS = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal", ">": "greater",
+        ">=": "greater_equal"}
+
+
 def _compare(fname, symbol, op, x, y, message):
-    x, y = _values(fname, x, y)
+    if _is_traced(x, y):
+        return _traced_check(_OPS[symbol], x, y, message, f"Condition x {symbol} y did not hold.")
+    x, y = _values(x, y)
     if dtype_of(x) != dtype_of(y):
         raise errors.InvalidArgumentError(f"{fname}: x and y must have the same dtype, got "
                                           f"{dtype_of(x).name} and {dtype_of(y).name}")
@@ -84,41 +100,41 @@ def _compare(fname, symbol, op, x, y, message):
 
 
 def assert_equal(x, y, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x == y everywhere (broadcasting). Eager
-    values only: a traced tensor makes the map function run in Python."""
+    """InvalidArgumentError unless x == y everywhere (broadcasting). Checked
+    per element when traced."""
     return _compare("assert_equal", "==", np.equal, x, y, message)
 
 
 def assert_none_equal(x, y, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x != y everywhere. Eager values only: a
-    traced tensor makes the map function run in Python."""
+    """InvalidArgumentError unless x != y everywhere. Checked per element when traced."""
     return _compare("assert_none_equal", "!=", np.not_equal, x, y, message)
 
 
 def assert_less_equal(x, y, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x <= y everywhere. Eager values only."""
+    """InvalidArgumentError unless x <= y everywhere. Checked per element when traced."""
     return _compare("assert_less_equal", "<=", np.less_equal, x, y, message)
 
 
 def assert_greater_equal(x, y, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x >= y everywhere. Eager values only."""
+    """InvalidArgumentError unless x >= y everywhere. Checked per element when traced."""
     return _compare("assert_greater_equal", ">=", np.greater_equal, x, y, message)
 
 
 def assert_less(x, y, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x < y everywhere. Eager values only: a
-    traced tensor makes the map function run in Python."""
+    """InvalidArgumentError unless x < y everywhere. Checked per element when traced."""
     return _compare("assert_less", "<", np.less, x, y, message)
 
 
 def assert_greater(x, y, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x > y everywhere. Eager values only: a
-    traced tensor makes the map function run in Python."""
+    """InvalidArgumentError unless x > y everywhere. Checked per element when traced."""
     return _compare("assert_greater", ">", np.greater, x, y, message)
 
 
 def _sign(fname, symbol, op, x, message):
-    (x,) = _values(fname, x)
+    if _is_traced(x):
+        return _traced_check(_OPS[symbol], x, 0, message,
+                             f"Condition x {symbol} 0 did not hold element-wise.")
+    (x,) = _values(x)
     if op(x).all():
         return None
     _fail(message, f"Condition x {symbol} 0 did not hold element-wise:\nx (shape={x.shape} "
@@ -126,24 +142,22 @@ def _sign(fname, symbol, op, x, message):
 
 
 def assert_non_negative(x, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x >= 0 everywhere. Eager values only: a
-    traced tensor makes the map function run in Python."""
+    """InvalidArgumentError unless x >= 0 everywhere. Checked per element when traced."""
     return _sign("assert_non_negative", ">=", lambda v: v >= 0, x, message)
 
 
 def assert_positive(x, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x > 0 everywhere. Eager values only: a
-    traced tensor makes the map function run in Python."""
+    """InvalidArgumentError unless x > 0 everywhere. Checked per element when traced."""
     return _sign("assert_positive", ">", lambda v: v > 0, x, message)
 
 
 def assert_negative(x, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x < 0 everywhere. Eager values only."""
+    """InvalidArgumentError unless x < 0 everywhere. Checked per element when traced."""
     return _sign("assert_negative", "<", lambda v: v < 0, x, message)
 
 
 def assert_non_positive(x, message=None, summarize=None, name=None):
-    """InvalidArgumentError unless x <= 0 everywhere. Eager values only."""
+    """InvalidArgumentError unless x <= 0 everywhere. Checked per element when traced."""
     return _sign("assert_non_positive", "<=", lambda v: v <= 0, x, message)
 
 

@@ -1,12 +1,9 @@
 """squeeze / unstack / gather / where / ensure_shape / cond / tf.debugging against
 TensorFlow, eagerly and traced in map."""
-import warnings
-
 import numpy as np
 import pytest
 
 import conveyor as cv
-from conveyor import _tracing
 
 tf = pytest.importorskip("tensorflow")
 
@@ -270,15 +267,31 @@ def test_debugging_asserts_when_traced():
     ok = ds.map(lambda x: (cv.debugging.assert_rank(x, 2), cv.debugging.assert_shapes(
         [(x, ("N", 3))]), x + 1)[2])
     native(ok)
-    # a value check runs the function in Python, where it checks each element
-    with pytest.warns(_tracing.TracingWarning, match="assert_non_negative"):
-        checked = ds.map(lambda x: (cv.debugging.assert_non_negative(x - 1), x)[1])
+    # value checks run natively for each element
+    checked = native(ds.map(lambda x: (cv.debugging.assert_non_negative(x - 1), x)[1]))
     with pytest.raises(cv.errors.InvalidArgumentError, match="x >= 0 did not hold"):
         list(checked)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fine = ds.map(lambda x: (cv.debugging.assert_less(x, 1.), x)[1])
+    fine = native(ds.map(lambda x: (cv.debugging.assert_less(x, 1.), x)[1]))
     assert len(list(fine)) == 1
+
+
+def test_traced_value_asserts_drop_elements_as_tf():
+    values = np.array([3, -1, 4, 0, 5], np.int64)
+
+    def make(lib):
+        def fn(x):
+            lib.debugging.assert_positive(x, message="positive")
+            lib.debugging.assert_less(x, lib.constant(5, lib.int64))
+            return x * 2
+        return fn
+    ours = native(cv.data.Dataset.from_tensor_slices(values).map(make(cv)))
+    theirs = tf.data.Dataset.from_tensor_slices(values).map(make(tf))
+    assert list(ours.ignore_errors()) == list(theirs.ignore_errors().as_numpy_iterator())
+    with pytest.raises(cv.errors.InvalidArgumentError, match="positive"):
+        list(ours)
+    with pytest.raises(TypeError):  # TensorFlow's dtype rules, as in a graph
+        cv.data.Dataset.from_tensor_slices(values).map(
+            lambda x: (cv.debugging.assert_equal(x, 1.5), x)[1])
 
 
 @pytest.mark.parametrize("op,inputs,ints", [
@@ -295,7 +308,8 @@ def test_debugging_asserts_when_traced():
     ("SelectV2", [np.ones(2, bool), np.ones(2), np.ones(2, np.int32)], []),
     ("Where", [np.array([b"a"], object)], []),
     ("CondSelect", [np.ones(2, bool), np.ones(2), np.ones(2)], []),
-    ("CheckNumerics", [np.ones(2, np.int32)], []),
+    ("CheckNumerics", [np.ones(2, np.int32)], []), ("Assert", [np.ones(2)], []),
+    ("Assert", [np.array([True, False])], []),
 ])
 def test_malformed_native_calls_fail_cleanly(op, inputs, ints):
     from conveyor import _engine

@@ -40,6 +40,7 @@ extern const CvOp cv_op_cond_select;
 extern const CvOp cv_op_gather;
 extern const CvOp cv_op_select;
 extern const CvOp cv_op_where;
+extern const CvOp cv_op_assert;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -78,6 +79,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_gather,
     &cv_op_select,
     &cv_op_where,
+    &cv_op_assert,
 };
 
 const CvOp *cv_op_find(const char *name)
