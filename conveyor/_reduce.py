@@ -223,8 +223,9 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
         args = [convert(v, name="range argument") for v in args]
         kinds = [dtype_of(v) for v in args]
         if builtins.any(k not in _RANGE_ORDER for k in kinds):
-            raise op_error(TypeError, f"range: arguments of dtypes {[k.name for k in kinds]}; "
-                                      f"range infers int32, int64, float16, float32 or float64 only")
+            names = [k.name for k in kinds]
+            raise op_error(TypeError, f"range: arguments of dtypes {names}; range infers int32, "
+                                      f"int64, float16, float32 or float64 only")
         dtype = builtins.max(kinds, key=_RANGE_ORDER.index)
     if dtype not in _RANGE_DTYPES:
         exc = errors.InvalidArgumentError if dtype in (_dtypes.uint8, _dtypes.bool,
@@ -328,8 +329,9 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     if ps is not None:
         rank = len(ps)
         if not -rank <= axis < rank:
-            raise _error(traced, ValueError, f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} "
-                                             f"but is rank {rank}")
+            need = axis + 1 if axis >= 0 else -axis
+            raise _error(traced, ValueError, f"Shape must be at least rank {need} but is rank "
+                                             f"{rank}")
         axis %= rank
         if is_ is not None:
             out = ps[:axis] + is_ + ps[axis + 1:]

@@ -64,7 +64,8 @@ def test_squeeze_unstack_gather_where_match_tf(dtype):
     np.testing.assert_array_equal(cv.where(y), tf.where(y).numpy())
     other = sample(dtype, (3,))
     np.testing.assert_array_equal(cv.where(c, y, other), tf.where(c, y, other).numpy())
-    np.testing.assert_array_equal(cv.where(c[:, :1], y, other), tf.where(c[:, :1], y, other).numpy())
+    np.testing.assert_array_equal(cv.where(c[:, :1], y, other),
+                                  tf.where(c[:, :1], y, other).numpy())
 
 
 def test_strings_gather_and_where_match_tf():
@@ -100,7 +101,8 @@ def test_squeeze_gather_errors_match_tf():
         cv.squeeze(np.zeros((1, 3)), 1)
     with pytest.raises(cv.errors.InvalidArgumentError, match="Tried to squeeze dim index 3"):
         cv.squeeze(np.zeros((1, 3)), 3)
-    with pytest.raises(cv.errors.InvalidArgumentError, match=r"indices\[0\] = 5 is not in \[0, 3\)"):
+    with pytest.raises(cv.errors.InvalidArgumentError,
+                       match=r"indices\[0\] = 5 is not in \[0, 3\)"):
         cv.gather(np.zeros(3), [5])
     with pytest.raises(cv.errors.InvalidArgumentError, match=r"indices\[1,0\] = -1 is not in"):
         cv.gather(np.zeros(3), [[0], [-1]])
@@ -151,7 +153,8 @@ def test_ensure_shape_matches_tf():
     assert cv.ensure_shape(x, [3]).shape == (3,)
     assert cv.ensure_shape(x, [None]).shape == (3,)
     with pytest.raises(cv.errors.InvalidArgumentError,
-                       match=r"Shape of tensor input \[3\] is not compatible with expected shape \[2\]"):
+                       match=r"Shape of tensor input \[3\] is not compatible with expected "
+                             r"shape \[2\]"):
         cv.ensure_shape(x, [2])
     with pytest.raises(cv.errors.InvalidArgumentError, match=r"expected shape \[\?,2\]"):
         cv.ensure_shape(x, [None, 2])
@@ -178,7 +181,8 @@ def test_cond_static_and_traced_match_tf():
         def fn(x):
             s = lib.reduce_sum(x)
             a = lib.cond(s > 0, lambda: x * 2., lambda: -x)
-            b = lib.cond(x[0] > 0, lambda: (x[:2], lib.constant(1)), lambda: (x[1:], lib.constant(0)))
+            b = lib.cond(x[0] > 0, lambda: (x[:2], lib.constant(1)),
+                         lambda: (x[1:], lib.constant(0)))
             return a, b
         return fn
     compare_map(make, RNG.standard_normal((8, 3)).astype(np.float32))
@@ -216,8 +220,10 @@ def test_debugging_asserts_match_tf_eagerly():
                        ("assert_greater", ([1, 2], 0)), ("assert_greater", ([1, 2], 1)),
                        ("assert_non_negative", ([1, -2],)), ("assert_non_negative", ([0, 2],)),
                        ("assert_positive", ([1, 0],)), ("assert_positive", (np.zeros(0),)),
-                       ("assert_none_equal", ([1, 2], [1, 3])), ("assert_none_equal", ([1, 2], [2, 1])),
-                       ("assert_less_equal", ([1, 2], [1, 1])), ("assert_less_equal", ([1, 2], [1, 2])),
+                       ("assert_none_equal", ([1, 2], [1, 3])),
+                       ("assert_none_equal", ([1, 2], [2, 1])),
+                       ("assert_less_equal", ([1, 2], [1, 1])),
+                       ("assert_less_equal", ([1, 2], [1, 2])),
                        ("assert_greater_equal", ([1, 2], [1, 3])),
                        ("assert_greater_equal", ([1, 2], [1, 2])), ("assert_negative", ([1, -2],)),
                        ("assert_negative", ([-1, -2],)), ("assert_non_positive", ([1, -2],)),
