@@ -70,9 +70,7 @@ def _reduce(kind, input_tensor, axis, keepdims):
     axes = None if axis is None else _static_ints(axis, f"reduce_{kind}", "axis")
     shape = static_shape(x)
     if axes is None:
-        out = None if shape is None else (1,) * len(shape) if keepdims else ()
-        if not keepdims:
-            out = ()
+        out = () if not keepdims else None if shape is None else (1,) * len(shape)
     elif shape is None:
         out = None
     else:
@@ -278,7 +276,8 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
 
 def unstack(value, num=None, axis=0, name="unstack"):
     """The slices of `value` along `axis` as a list (``tf.unstack``): the
-    dim must be known statically (or given as `num`)."""
+    dim must be known statically, or given as `num` (then checked for each
+    element: an InvalidArgumentError when it differs)."""
     x = convert(value, name="value")
     shape = static_shape(x)
     if shape is None:
@@ -294,6 +293,8 @@ def unstack(value, num=None, axis=0, name="unstack"):
     if shape[axis] is not None and n != shape[axis]:
         raise _error(_traced(x), ValueError, f"Input shape axis {axis} must equal {n}, got shape "
                                              f"{list(shape)}")
+    if shape[axis] is None:  # `num` given for a dim known per element: check it then
+        x = ensure_shape(x, [n if d == axis else None for d in builtins.range(rank)])
     out = shape[:axis] + shape[axis + 1:]
     if dtype_of(x) == _dtypes.string:
         if isinstance(x, Tensor):

@@ -148,6 +148,19 @@ def test_traced_squeeze_of_unknown_dims_follows_tf():
         np.testing.assert_array_equal(list(ours)[0], list(theirs.as_numpy_iterator())[0])
 
 
+def test_unstack_with_num_of_an_unknown_dim_checks_each_element():
+    gen = lambda: iter([np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)])  # noqa: E731
+    ds = cv.data.Dataset.from_generator(gen, output_signature=cv.TensorSpec([None, 3]))
+    with pytest.raises(ValueError, match="Cannot infer argument `num`"):
+        ds.map(lambda v: cv.unstack(v))
+    ours = native(ds.map(lambda v: cv.unstack(v, num=2)))
+    assert [s.shape.as_list() for s in ours.element_spec] == [[3], [3]]
+    it = iter(ours)
+    assert len(next(it)) == 2
+    with pytest.raises(cv.errors.InvalidArgumentError, match="is not compatible"):
+        next(it)
+
+
 def test_ensure_shape_matches_tf():
     x = np.zeros(3, np.float32)
     assert cv.ensure_shape(x, [3]).shape == (3,)
