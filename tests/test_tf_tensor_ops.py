@@ -39,8 +39,8 @@ def same_values(ours, theirs):
 
 
 def compare_map(make, *data):
-    ours = native(cv.data.Dataset.from_tensor_slices(data).map(make(cv)))
-    theirs = tf.data.Dataset.from_tensor_slices(data).map(make(tf))
+    ours = native(cv.data.Dataset.from_tensor_slices(data).map(make(cv), num_parallel_calls=3))
+    theirs = tf.data.Dataset.from_tensor_slices(data).map(make(tf), num_parallel_calls=3)
     same_specs(ours, theirs)
     same_values(ours, theirs)
 
