@@ -28,6 +28,10 @@ from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, 
                             minimum, multiply, negative, not_equal, one_hot, pow, reshape, round,
                             sqrt, square, subtract, truediv, shape, expand_dims, concat, stack,
                             clip_by_value, constant, fill, zeros, ones, zeros_like, ones_like)
+from conveyor._reduce import (argmax, argmin, cond, ensure_shape, gather, range, reduce_all,  # noqa: A004
+                              reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
+                              reduce_sum, squeeze, unstack, where)
+from conveyor import debugging
 from conveyor._tracing import Tensor, numpy_function, py_function
 from conveyor._eager import EagerBytes, EagerTensor
 from conveyor._variable import Variable
@@ -40,7 +44,10 @@ __all__ = ["data", "device", "DeviceArray", "io", "image", "math", "strings", "t
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
            "round", "sqrt", "square", "subtract", "truediv", "Tensor", "EagerTensor", "EagerBytes", "Variable", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "half", "float32", "float64", "double", "string"]
+           "float16", "half", "float32", "float64", "double", "string",
+           "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
+           "reduce_all", "argmax", "argmin", "range", "squeeze", "unstack", "gather", "where",
+           "ensure_shape", "cond", "debugging"]
 
 _engine.set_error_classes(errors._BY_CODE)
 _engine.set_warning_handler(errors._engine_warning)

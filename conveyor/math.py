@@ -7,10 +7,14 @@ from conveyor._math import (abs, add, ceil, divide, equal, exp, floor, floordiv,
                             floormod, greater, greater_equal, less, less_equal, log, logical_and,
                             logical_not, logical_or, logical_xor, maximum, minimum, multiply,
                             negative, not_equal, pow, round, sqrt, square, subtract, truediv)
+from conveyor._reduce import (argmax, argmin, reduce_all, reduce_any, reduce_max,  # noqa: F401
+                              reduce_mean, reduce_min, reduce_prod, reduce_sum)
 
 mod = floormod
 
 __all__ = ["abs", "add", "ceil", "divide", "equal", "exp", "floor", "floordiv", "floormod", "mod",
            "greater", "greater_equal", "less", "less_equal", "log", "logical_and", "logical_not",
            "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
-           "not_equal", "pow", "round", "sqrt", "square", "subtract", "truediv"]
+           "not_equal", "pow", "round", "sqrt", "square", "subtract", "truediv",
+           "argmax", "argmin", "reduce_all", "reduce_any", "reduce_max", "reduce_mean",
+           "reduce_min", "reduce_prod", "reduce_sum"]

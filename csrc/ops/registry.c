@@ -35,6 +35,17 @@ extern const CvOp cv_op_string_split;
 extern const CvOp cv_op_string_to_hash_bucket;
 extern const CvOp cv_op_string_to_number;
 extern const CvOp cv_op_unicode_decode;
+extern const CvOp cv_op_reduce;
+extern const CvOp cv_op_arg_min_max;
+extern const CvOp cv_op_range;
+extern const CvOp cv_op_squeeze;
+extern const CvOp cv_op_ensure_shape;
+extern const CvOp cv_op_check_numerics;
+extern const CvOp cv_op_cond_select;
+extern const CvOp cv_op_gather;
+extern const CvOp cv_op_select;
+extern const CvOp cv_op_where;
+extern const CvOp cv_op_assert;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -68,6 +79,17 @@ static const CvOp *const all_ops[] = {
     &cv_op_string_to_hash_bucket,
     &cv_op_string_to_number,
     &cv_op_unicode_decode,
+    &cv_op_reduce,
+    &cv_op_arg_min_max,
+    &cv_op_range,
+    &cv_op_squeeze,
+    &cv_op_ensure_shape,
+    &cv_op_check_numerics,
+    &cv_op_cond_select,
+    &cv_op_gather,
+    &cv_op_select,
+    &cv_op_where,
+    &cv_op_assert,
 };
 
 const CvOp *cv_op_find(const char *name)
