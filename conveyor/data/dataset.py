@@ -506,6 +506,24 @@ class _DatasetMethods:
         """
         return ScanDataset(self, initial_state, scan_func)
 
+    def save(self, path, compression=None, shard_func=None, checkpoint_args=None):
+        """Write every element under directory `path`, for ``Dataset.load``.
+
+        `compression`: None, ``"GZIP"`` or ``"ZLIB"``. `shard_func(element)`
+        (a Python function returning an int) picks each element's shard file;
+        default one. The layout is conveyor's own (docs/differences.md); the
+        spec file is written last, so a crashed save is not loadable.
+        """
+        from conveyor.data import io_ops
+        io_ops.save(self, path, compression, shard_func, checkpoint_args)
+
+    @staticmethod
+    def load(path, element_spec=None, compression=None, reader_func=None):
+        """The dataset that ``save`` wrote under `path`, with its element spec
+        (the shards in order; `element_spec`, when given, must match)."""
+        from conveyor.data import io_ops
+        return io_ops.load(path, element_spec, compression, reader_func)
+
     def unique(self, name=None):
         """The elements not seen before, in order of first appearance.
 

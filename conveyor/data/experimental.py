@@ -304,3 +304,22 @@ def unique():
 from conveyor.data.csv_readers import CsvDataset, make_csv_dataset  # noqa: E402
 
 __all__ += ["CsvDataset", "make_csv_dataset"]
+
+
+# Saving, writing and reading files (conveyor/data/io_ops.py)
+from conveyor.data.io_ops import (Reducer, TFRecordWriter, group_by_reducer,  # noqa: E402
+                                  make_batched_features_dataset)
+
+
+def save(dataset, path, compression=None, shard_func=None, checkpoint_args=None):
+    """``dataset.save(path, ...)``."""
+    return dataset.save(path, compression, shard_func, checkpoint_args)
+
+
+def load(path, element_spec=None, compression=None, reader_func=None):
+    """``Dataset.load(path, ...)``."""
+    return _Dataset.load(path, element_spec, compression, reader_func)
+
+
+__all__ += ["Reducer", "TFRecordWriter", "group_by_reducer", "make_batched_features_dataset",
+            "save", "load"]

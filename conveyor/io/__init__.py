@@ -5,3 +5,4 @@ from conveyor.io.tfrecord import *  # noqa: F401,F403
 from conveyor.io.image_ops import *  # noqa: F401,F403
 from conveyor.io._encode import encode_jpeg  # noqa: F401
 from conveyor.io.csv_ops import decode_csv  # noqa: F401
+from conveyor.io._tensor_proto import parse_tensor, serialize_tensor  # noqa: F401
