@@ -211,3 +211,32 @@ def test_experimental_spelling_errors():
     options.experimental_deterministic = False
     assert options.deterministic is False
     assert cv.data.experimental.AutoShardPolicy.DATA.name == "DATA"
+
+
+# -- rejection_resample ------------------------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("initial", [[0.7, 0.2, 0.1], None])
+def test_rejection_resample_reaches_the_target_distribution(initial):
+    classes = np.random.RandomState(0).choice(3, size=20000, p=[0.7, 0.2, 0.1]).astype(np.int64)
+    ds = cv.data.Dataset.from_tensor_slices((classes, np.arange(20000)))
+    out = ds.rejection_resample(lambda c, i: c, target_dist=[0.25, 0.25, 0.5],
+                                initial_dist=initial, seed=5)
+    pairs = list(out.as_numpy_iterator())
+    got = np.bincount([int(c) for c, _ in pairs], minlength=3) / len(pairs)
+    assert np.allclose(got, [0.25, 0.25, 0.5], atol=0.03), got
+    assert all(int(c) == int(e[0]) for c, e in pairs)  # (class, element) pairs
+    ids = [int(e[1]) for _, e in pairs]
+    assert set(ids) <= set(range(20000))
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_rejection_resample_structure_matches_tensorflow(tf):
+    def make(t, initial):
+        ds = t.data.Dataset.from_tensor_slices(np.array([0] * 18 + [1] * 6, np.int64))
+        return ds.rejection_resample(lambda x: x, target_dist=[0.5, 0.5], initial_dist=initial,
+                                     seed=3)
+    for initial in ([0.75, 0.25], None):
+        assert str(make(cv, initial).element_spec) == str(make(tf, initial).element_spec)
+    with pytest.raises(ValueError, match="same length"):
+        make(cv, [1.0])

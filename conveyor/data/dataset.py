@@ -524,6 +524,19 @@ class _DatasetMethods:
         from conveyor.data import io_ops
         return io_ops.load(path, element_spec, compression, reader_func)
 
+    def rejection_resample(self, class_func, target_dist, initial_dist=None, seed=None,
+                           name=None):
+        """Resample towards the class distribution `target_dist`, as tf.data:
+        ``(class, element)`` pairs, where ``class_func(element)`` is a scalar
+        int class below ``len(target_dist)``. With `initial_dist` (the input's
+        class distribution) part of the output comes from the input as it is
+        and the rest from elements kept at random; without it the input's
+        distribution is estimated as elements go by. Accept draws are seeded
+        by `seed` (reproducible; not tf.data's values). See
+        conveyor/data/resampling.py."""
+        from conveyor.data.resampling import rejection_resample
+        return rejection_resample(self, class_func, target_dist, initial_dist, seed)
+
     def unique(self, name=None):
         """The elements not seen before, in order of first appearance.
 

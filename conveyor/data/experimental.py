@@ -323,3 +323,13 @@ def load(path, element_spec=None, compression=None, reader_func=None):
 
 __all__ += ["Reducer", "TFRecordWriter", "group_by_reducer", "make_batched_features_dataset",
             "save", "load"]
+
+
+def rejection_resample(class_func, target_dist, initial_dist=None, seed=None):
+    """A transformation for ``Dataset.apply``: ``dataset.rejection_resample(...)``."""
+    def _apply_fn(dataset):
+        return dataset.rejection_resample(class_func, target_dist, initial_dist, seed)
+    return _apply_fn
+
+
+__all__ += ["rejection_resample"]

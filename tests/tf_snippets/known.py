@@ -19,7 +19,6 @@ KNOWN_DIFFERENCES = {
     'guide_basics.numpy_arrays_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
     'guide_basics.textline_skip_header_filter': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'guide_basics.batch_unknown_dim_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
-    'guide_transform.rejection_resample': "Dataset.rejection_resample: AttributeError: 'TensorSliceDataset' object has no attribute 'rejection_resample'",
     'images_tutorial.get_label_argmax': "tf.argmax: AttributeError: module 'conveyor' has no attribute 'argmax' (then string == on parts[-2] and class_names)",
     'images_tutorial.process_path_pipeline': "tf.argmax: AttributeError: module 'conveyor' has no attribute 'argmax' (then string == on parts[-2] and class_names)",
     'images_tutorial.augment_grayscale_saturation': "tf.image.adjust_saturation: AttributeError: module 'conveyor.image' has no attribute 'adjust_saturation'",
@@ -40,10 +39,8 @@ KNOWN_DIFFERENCES = {
     'text_tutorial.strings_substr_bytes_split': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'docstrings_dataset.from_generator_docstring': "tf.RaggedTensorSpec: AttributeError: module 'conveyor' has no attribute 'RaggedTensorSpec'",
     'docstrings_dataset.ragged_batch_docstring': "Dataset.ragged_batch: AttributeError: 'MapDataset' object has no attribute 'ragged_batch'",
-    'docstrings_dataset.rejection_resample_docstring': "Dataset.rejection_resample: AttributeError: 'TensorSliceDataset' object has no attribute 'rejection_resample'",
     'docstrings_dataset.sparse_batch_docstring': "Dataset.sparse_batch: AttributeError: 'MapDataset' object has no attribute 'sparse_batch'",
     'docstrings_experimental.exp_dense_to_ragged_batch': "tf.data.experimental.dense_to_ragged_batch: AttributeError: module 'conveyor.data.experimental' has no attribute 'dense_to_ragged_batch'",
     'docstrings_experimental.exp_dense_to_sparse_batch': "tf.data.experimental.dense_to_sparse_batch: AttributeError: module 'conveyor.data.experimental' has no attribute 'dense_to_sparse_batch'",
-    'docstrings_experimental.exp_rejection_resample_apply': "tf.data.experimental.rejection_resample: AttributeError: module 'conveyor.data.experimental' has no attribute 'rejection_resample'",
     'docstrings_experimental.exp_index_table_from_dataset': "tf.data.experimental.index_table_from_dataset: AttributeError: module 'conveyor.data.experimental' has no attribute 'index_table_from_dataset'",
 }
