@@ -46,6 +46,7 @@ extern const CvOp cv_op_gather;
 extern const CvOp cv_op_select;
 extern const CvOp cv_op_where;
 extern const CvOp cv_op_assert;
+extern const CvOp cv_op_sparse_to_dense;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -90,6 +91,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_select,
     &cv_op_where,
     &cv_op_assert,
+    &cv_op_sparse_to_dense,
 };
 
 const CvOp *cv_op_find(const char *name)

@@ -29,8 +29,6 @@ KNOWN_DIFFERENCES = {
     'tfrecord_tutorial.example_serialized_bytes': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tf_serialize_example_py_function': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tfrecord_writer_read_raw': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
-    'tfrecord_tutorial.parse_var_len_sparse': "tf.sparse: AttributeError: module 'conveyor' has no attribute 'sparse'",
-    'tfrecord_tutorial.plain_var_len_feature': "sparse values in as_numpy_iterator: TF yields a VarLenFeature's values array, conveyor an (indices, values, dense_shape) tuple",
     'text_tutorial.standardize_lower_regex': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'text_tutorial.filter_empty_lines_length': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'text_tutorial.filter_empty_lines_python_compare': 'string comparison (tf.not_equal on strings): TypeError: not_equal is not defined for string tensors',

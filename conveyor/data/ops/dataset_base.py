@@ -69,6 +69,37 @@ def _bool_tensor(result):
     return as_eager(np.bool_(result))
 
 
+def _is_sparse(x):
+    return type(x).__name__ == "SparseTensor" and hasattr(x, "dense_shape")
+
+
+def _has_sparse(spec):
+    if _is_sparse(spec):
+        return True
+    if isinstance(spec, dict):
+        return any(_has_sparse(v) for v in spec.values())
+    if isinstance(spec, (tuple, list)):
+        return any(_has_sparse(v) for v in spec)
+    return False
+
+
+def _densify(element):
+    if _is_sparse(element):
+        return element.to_dense()
+    if isinstance(element, dict):
+        return type(element)((k, _densify(v)) for k, v in element.items())
+    if isinstance(element, tuple) and hasattr(element, "_fields"):
+        return type(element)(*(_densify(v) for v in element))
+    if isinstance(element, (tuple, list)):
+        return type(element)(_densify(v) for v in element)
+    return element
+
+
+def _densified(iterator):
+    for element in iterator:
+        yield _densify(element)
+
+
 class Dataset:
     """A pipeline of elements, as ``tf.data.Dataset``.
 
@@ -216,6 +247,10 @@ class Dataset:
                 raise TypeError(f"Dataset.as_numpy_iterator() does not support {component!r}.")
         if self._on_device:
             return _numpy_values(self._make_iterator())
+        if _has_sparse(self.element_spec):
+            # TensorFlow's as_numpy_iterator gives a sparse component (a
+            # VarLenFeature's) as its dense array; plain iteration keeps it sparse.
+            return _densified(self._make_iterator())
         return self._make_iterator()
 
     def __repr__(self):

@@ -1,0 +1,72 @@
+"""tf.sparse.to_dense (native, eager and in a map) and sparse components in
+as_numpy_iterator, against TensorFlow."""
+import numpy as np
+import pytest
+
+import conveyor as cv
+from conveyor import errors
+
+
+@pytest.fixture(scope="module")
+def tf():
+    return pytest.importorskip("tensorflow")
+
+
+CASES = [
+    ([[0, 1], [2, 0]], np.array([5, 7], np.int32), [3, 2], None),
+    ([[1]], np.array([2.5], np.float32), [4], -1.0),
+    ([[0], [2]], np.array([b"x", b""], object), [3], b"-"),
+    (np.zeros((0, 2), np.int64), np.array([], np.int64), [2, 2], None),
+    ([[0, 0, 1], [1, 2, 0]], np.array([True, True]), [2, 3, 2], None),
+]
+
+
+@pytest.mark.parametrize("indices,values,shape,default", CASES)
+def test_to_dense_matches_tensorflow(tf, indices, values, shape, default):
+    indices = np.asarray(indices, np.int64)
+    shape = np.asarray(shape, np.int64)
+    theirs = tf.sparse.to_dense(tf.sparse.SparseTensor(indices, values, shape),
+                                default_value=default).numpy()
+    ours = cv.sparse.to_dense(cv.sparse.SparseTensor(indices, values, shape), default)
+    assert ours.tolist() == theirs.tolist() and ours.shape == theirs.shape
+    ds = cv.data.Dataset.from_tensors((indices, values, shape)).map(
+        lambda i, v, s: cv.sparse.to_dense(cv.sparse.SparseTensor(i, v, s), default))
+    assert "mode=native" in repr(ds)
+    assert [x.tolist() for x in ds.as_numpy_iterator()] == [theirs.tolist()]
+
+
+@pytest.mark.parametrize("indices,message", [
+    ([[3]], "out of bounds"), ([[1], [1]], "repeated"), ([[2], [0]], "out of order"),
+    ([[-1]], "out of bounds"),
+])
+def test_to_dense_errors_match_tensorflow(tf, indices, message):
+    indices = np.asarray(indices, np.int64)
+    values = np.arange(len(indices), dtype=np.int64)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.sparse.to_dense(tf.sparse.SparseTensor(indices, values, [3]))
+    with pytest.raises(errors.InvalidArgumentError, match=message):
+        cv.sparse.to_dense(cv.sparse.SparseTensor(indices, values, np.array([3])))
+
+
+def test_var_len_features_come_dense_from_as_numpy_iterator(tf):
+    records = []
+    for n in (1, 3, 0, 2):
+        records.append(cv.train.Example(features=cv.train.Features(feature={
+            "ids": cv.train.Feature(int64_list=cv.train.Int64List(value=list(range(n)))),
+            "w": cv.train.Feature(float_list=cv.train.FloatList(value=[n / 2]))}))
+            .SerializeToString())
+
+    def make(t):
+        desc = {"ids": t.io.VarLenFeature(t.int64), "w": t.io.FixedLenFeature([], t.float32)}
+        single = t.data.Dataset.from_tensor_slices(np.array(records, object)).map(
+            lambda x: t.io.parse_single_example(x, desc))
+        batched = t.data.Dataset.from_tensor_slices(np.array(records, object)).batch(3).map(
+            lambda x: t.io.parse_example(x, desc))
+        return single, batched
+    for ours, theirs in zip(make(cv), make(tf)):
+        got = [{k: np.asarray(v).tolist() for k, v in e.items()} for e in ours.as_numpy_iterator()]
+        want = [{k: np.asarray(v).tolist() for k, v in e.items()}
+                for e in theirs.as_numpy_iterator()]
+        assert got == want
+    plain = next(iter(make(cv)[0]))
+    assert isinstance(plain["ids"], cv.sparse.SparseTensor)  # iteration keeps it sparse
