@@ -70,3 +70,34 @@ def test_var_len_features_come_dense_from_as_numpy_iterator(tf):
         assert got == want
     plain = next(iter(make(cv)[0]))
     assert isinstance(plain["ids"], cv.sparse.SparseTensor)  # iteration keeps it sparse
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("make,row_shape", [
+    (lambda t: t.data.Dataset.from_tensor_slices([1, 3, 2, 0, 2]).map(lambda x: t.fill([x], x)),
+     [4]),
+    (lambda t: t.data.Dataset.from_tensor_slices(np.arange(12).reshape(6, 2)), [3]),
+    (lambda t: t.data.Dataset.from_tensor_slices(np.arange(24).reshape(4, 2, 3)), [2, 5]),
+    (lambda t: t.data.Dataset.from_tensor_slices(np.array([[b"a", b"bc"], [b"", b"d"],
+                                                            [b"e", b"f"]], object)), [3]),
+])
+def test_sparse_batch_matches_tensorflow(tf, make, row_shape):
+    def plain(e):
+        return [np.asarray(e.indices).tolist(), np.asarray(e.values).tolist(),
+                np.asarray(e.dense_shape).tolist()]
+    ours = [plain(e) for e in make(cv).sparse_batch(2, row_shape)]
+    theirs = [plain(e) for e in make(tf).sparse_batch(2, row_shape)]
+    assert ours == theirs
+    exp = make(cv).apply(cv.data.experimental.dense_to_sparse_batch(3, row_shape))
+    assert [plain(e) for e in exp] == [
+        plain(e) for e in make(tf).apply(tf.data.experimental.dense_to_sparse_batch(3, row_shape))]
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_sparse_batch_row_too_large():
+    ds = cv.data.Dataset.from_tensor_slices([1, 5]).map(lambda x: cv.fill([x], x)).sparse_batch(
+        2, [3])
+    with pytest.raises(errors.DataLossError, match=r"shape \(\[5\]\) that is larger"):
+        list(ds)
+    with pytest.raises(ValueError, match="rank"):
+        cv.data.Dataset.range(3).sparse_batch(2, [3])

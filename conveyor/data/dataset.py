@@ -537,6 +537,14 @@ class _DatasetMethods:
         from conveyor.data.resampling import rejection_resample
         return rejection_resample(self, class_func, target_dist, initial_dist, seed)
 
+    def sparse_batch(self, batch_size, row_shape, name=None):
+        """Batches of `batch_size` elements as ``SparseTensor``s of dense shape
+        ``[rows] + row_shape``: each element (of rank ``len(row_shape)``, no
+        dim larger than row_shape's: ``DataLossError`` otherwise) fills the
+        top-left corner of its row, as tf.data's."""
+        from conveyor.data.sparse_batch import sparse_batch
+        return sparse_batch(self, batch_size, row_shape)
+
     def unique(self, name=None):
         """The elements not seen before, in order of first appearance.
 

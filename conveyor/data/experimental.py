@@ -333,3 +333,13 @@ def rejection_resample(class_func, target_dist, initial_dist=None, seed=None):
 
 
 __all__ += ["rejection_resample"]
+
+
+def dense_to_sparse_batch(batch_size, row_shape):
+    """A transformation for ``Dataset.apply``: ``dataset.sparse_batch(batch_size, row_shape)``."""
+    def _apply_fn(dataset):
+        return dataset.sparse_batch(batch_size, row_shape)
+    return _apply_fn
+
+
+__all__ += ["dense_to_sparse_batch"]
