@@ -202,3 +202,16 @@ def test_variable_basics():
     assert repr(cv.Variable(3)) == "<tf.Variable 'Variable:0' shape=() dtype=int32, numpy=3>"
     with pytest.raises(ValueError, match="cannot be checkpointed"):
         cv.train.Checkpoint(x=3)
+
+
+def test_fingerprint_sees_captured_constants_not_mutable_state():
+    from conveyor.data.checkpoint import fingerprint
+
+    def make(scale, log):
+        def fn(x):
+            log.append(1)
+            return x * scale
+        return D.range(4).map(fn)
+    log = []
+    assert fingerprint(make(2, log)) == fingerprint(make(2, [1, 2, 3]))  # a counter: same
+    assert fingerprint(make(2, log)) != fingerprint(make(3, log))  # a constant: different

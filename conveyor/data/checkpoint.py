@@ -109,6 +109,20 @@ def _feed(h, value, seen):
     if isinstance(value, types.FunctionType):
         h.update(f"function:{value.__module__}.{value.__qualname__};".encode())
         _feed_code(h, value.__code__)
+        # What the code sees besides its globals: default arguments and the
+        # constants it closes over (a scale factor, a vocabulary array, another
+        # function). Mutable containers and other objects count by type only:
+        # a closure over a counter or a stats dict must not change the pipeline.
+        for item in (value.__defaults__ or ()) + tuple(
+                (value.__kwdefaults__ or {}).values()):
+            _feed_captured(h, item, seen)
+        for cell in value.__closure__ or ():
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # an empty cell
+                h.update(b"empty-cell;")
+                continue
+            _feed_captured(h, contents, seen)
         return
     if isinstance(value, (types.MethodType, types.BuiltinFunctionType, type)):
         h.update(f"{type(value).__name__}:{getattr(value, '__qualname__', '')};".encode())
@@ -132,6 +146,22 @@ def _feed(h, value, seen):
             if key not in _SKIP:
                 h.update(key.encode())
                 _feed(h, vars(value)[key], seen)
+
+
+def _feed_captured(h, value, seen):
+    """A value a function captures: constants by value, others by type."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic,
+                                           np.ndarray, types.FunctionType)):
+        _feed(h, value, seen)
+    elif isinstance(value, tuple):
+        h.update(b"captured-tuple:%d[" % len(value))
+        for item in value:
+            _feed_captured(h, item, seen)
+        h.update(b"]")
+    elif type(value).__module__.startswith("conveyor"):
+        _feed(h, value, seen)  # a dataset, a dtype, a feature spec
+    else:
+        h.update(f"captured:{type(value).__module__}.{type(value).__qualname__};".encode())
 
 
 def _feed_code(h, code):

@@ -545,6 +545,25 @@ class _DatasetMethods:
         from conveyor.data.sparse_batch import sparse_batch
         return sparse_batch(self, batch_size, row_shape)
 
+    def snapshot(self, path, compression="AUTO", reader_func=None, shard_func=None, name=None):
+        """Persist this dataset's output under directory `path`: the first
+        complete pass writes it, later passes (also in other processes) read
+        it instead of running the pipeline above, as ``tf.data``'s snapshot.
+
+        The snapshot is kept per pipeline: a file named after the pipeline's
+        fingerprint (ops, arguments, file lists, functions, seeds), so a
+        changed pipeline writes a new one beside the old. It is a file
+        ``cache`` (see ``cache``: only a complete pass is committed, a torn
+        file is recomputed). `compression`, `reader_func` and `shard_func`
+        are accepted; the file is uncompressed and read in order.
+        """
+        if reader_func is not None or shard_func is not None:
+            import warnings
+            warnings.warn("Dataset.snapshot: reader_func and shard_func are ignored; the "
+                          "snapshot is one file read in order", stacklevel=2)
+        from conveyor.data.checkpoint import fingerprint
+        return self.cache(os.path.join(os.fspath(path), "snapshot-" + fingerprint(self).hex()))
+
     def unique(self, name=None):
         """The elements not seen before, in order of first appearance.
 

@@ -343,3 +343,13 @@ def dense_to_sparse_batch(batch_size, row_shape):
 
 
 __all__ += ["dense_to_sparse_batch"]
+
+
+def snapshot(path, compression="AUTO", reader_func=None, shard_func=None):
+    """A transformation for ``Dataset.apply``: ``dataset.snapshot(path, ...)``."""
+    def _apply_fn(dataset):
+        return dataset.snapshot(path, compression, reader_func, shard_func)
+    return _apply_fn
+
+
+__all__ += ["snapshot"]
