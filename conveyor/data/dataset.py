@@ -506,24 +506,6 @@ class _DatasetMethods:
         """
         return ScanDataset(self, initial_state, scan_func)
 
-    def save(self, path, compression=None, shard_func=None, checkpoint_args=None):
-        """Write every element under directory `path`, for ``Dataset.load``.
-
-        `compression`: None, ``"GZIP"`` or ``"ZLIB"``. `shard_func(element)`
-        (a Python function returning an int) picks each element's shard file;
-        default one. The layout is conveyor's own (docs/differences.md); the
-        spec file is written last, so a crashed save is not loadable.
-        """
-        from conveyor.data import io_ops
-        io_ops.save(self, path, compression, shard_func, checkpoint_args)
-
-    @staticmethod
-    def load(path, element_spec=None, compression=None, reader_func=None):
-        """The dataset that ``save`` wrote under `path`, with its element spec
-        (the shards in order; `element_spec`, when given, must match)."""
-        from conveyor.data import io_ops
-        return io_ops.load(path, element_spec, compression, reader_func)
-
     def rejection_resample(self, class_func, target_dist, initial_dist=None, seed=None,
                            name=None):
         """Resample towards the class distribution `target_dist`, as tf.data:
@@ -533,8 +515,8 @@ class _DatasetMethods:
         and the rest from elements kept at random; without it the input's
         distribution is estimated as elements go by. Accept draws are seeded
         by `seed` (reproducible; not tf.data's values). See
-        conveyor/data/resampling.py."""
-        from conveyor.data.resampling import rejection_resample
+        conveyor/data/ops/resample_op.py."""
+        from conveyor.data.ops.resample_op import rejection_resample
         return rejection_resample(self, class_func, target_dist, initial_dist, seed)
 
     def sparse_batch(self, batch_size, row_shape, name=None):
@@ -542,7 +524,7 @@ class _DatasetMethods:
         ``[rows] + row_shape``: each element (of rank ``len(row_shape)``, no
         dim larger than row_shape's: ``DataLossError`` otherwise) fills the
         top-left corner of its row, as tf.data's."""
-        from conveyor.data.sparse_batch import sparse_batch
+        from conveyor.data.ops.sparse_batch_op import sparse_batch
         return sparse_batch(self, batch_size, row_shape)
 
     def snapshot(self, path, compression="AUTO", reader_func=None, shard_func=None, name=None):

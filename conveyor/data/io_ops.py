@@ -1,5 +1,6 @@
 """Datasets to and from files beyond the readers: ``Dataset.save`` /
-``Dataset.load``, ``tf.data.experimental.TFRecordWriter``,
+``Dataset.load`` (put on the Dataset class when this module is imported, as
+``conveyor.data`` does: they build on the readers, which build on Dataset), ``tf.data.experimental.TFRecordWriter``,
 ``make_batched_features_dataset``, and ``group_by_reducer``.
 
 ``save`` writes conveyor's own layout, not tf.data's snapshot format (which
@@ -16,7 +17,7 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors, nest
-from conveyor.data.dataset import Dataset
+from conveyor.data.dataset import Dataset, _add_methods
 from conveyor.data.readers import TFRecordDataset
 from conveyor.io import tfrecord as _tfrecord
 from conveyor.io._tensor_proto import parse_tensor, serialize_tensor
@@ -303,3 +304,26 @@ def group_by_reducer(key_func, reducer):
             probe)
         return Dataset.from_generator(groups, output_signature=signature)
     return _apply_fn
+
+
+# -- Dataset.save / Dataset.load ----------------------------------------------------
+
+class _SaveLoadMethods:
+    def save(self, path, compression=None, shard_func=None, checkpoint_args=None):
+        """Write every element under directory `path`, for ``Dataset.load``.
+
+        `compression`: None, ``"GZIP"`` or ``"ZLIB"``. `shard_func(element)`
+        (a Python function returning an int) picks each element's shard file;
+        default one. The layout is conveyor's own (docs/differences.md); the
+        spec file is written last, so a crashed save is not loadable.
+        """
+        save(self, path, compression, shard_func, checkpoint_args)
+
+    @staticmethod
+    def load(path, element_spec=None, compression=None, reader_func=None):
+        """The dataset that ``save`` wrote under `path`, with its element spec
+        (the shards in order; `element_spec`, when given, must match)."""
+        return load(path, element_spec, compression, reader_func)
+
+
+_add_methods(_SaveLoadMethods, Dataset)

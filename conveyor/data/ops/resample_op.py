@@ -23,7 +23,7 @@ import numpy as np
 from conveyor import _math, _reduce
 from conveyor import dtypes as _dtypes
 from conveyor import random as _random
-from conveyor.data.dataset import Dataset
+from conveyor.data.ops.dataset_base import Dataset
 
 __all__ = ["rejection_resample"]
 
