@@ -24,6 +24,8 @@ from conveyor import math
 from conveyor import strings
 from conveyor import train
 from conveyor import sparse
+from conveyor import ragged
+from conveyor.ragged import RaggedTensor
 from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, greater_equal,  # noqa: A004
                             less, less_equal, logical_and, logical_not, logical_or, maximum,
                             minimum, multiply, negative, not_equal, one_hot, pow, reshape, round,
@@ -42,7 +44,7 @@ from conveyor._basics import print_ as print  # noqa: A004 - tf.print
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "device", "sparse", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+__all__ = ["data", "device", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",

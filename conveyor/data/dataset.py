@@ -527,6 +527,14 @@ class _DatasetMethods:
         from conveyor.data.ops.sparse_batch_op import sparse_batch
         return sparse_batch(self, batch_size, row_shape)
 
+    def ragged_batch(self, batch_size, drop_remainder=False, row_splits_dtype=None, name=None):
+        """Batches of `batch_size` elements whose first dimension varies, as
+        ``conveyor.RaggedTensor``s (flat values and int64 row splits);
+        elements of a fully known shape batch densely, as tf.data's. Other
+        dims must be known (one ragged dimension)."""
+        from conveyor.data.ops.ragged_batch_op import ragged_batch
+        return ragged_batch(self, batch_size, drop_remainder)
+
     def snapshot(self, path, compression="AUTO", reader_func=None, shard_func=None, name=None):
         """Persist this dataset's output under directory `path`: the first
         complete pass writes it, later passes (also in other processes) read

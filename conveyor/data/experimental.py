@@ -353,3 +353,13 @@ def snapshot(path, compression="AUTO", reader_func=None, shard_func=None):
 
 
 __all__ += ["snapshot"]
+
+
+def dense_to_ragged_batch(batch_size, drop_remainder=False, row_splits_dtype=None):
+    """A transformation for ``Dataset.apply``: ``dataset.ragged_batch(batch_size, ...)``."""
+    def _apply_fn(dataset):
+        return dataset.ragged_batch(batch_size, drop_remainder, row_splits_dtype)
+    return _apply_fn
+
+
+__all__ += ["dense_to_ragged_batch"]

@@ -16,6 +16,8 @@ def to_numpy(x):
     """
     if isinstance(x, dict):
         return {k: to_numpy(v) for k, v in x.items()}
+    if hasattr(x, "to_list") and type(x).__name__.startswith("Ragged"):  # before tuples:
+        return ("ragged", x.to_list())  # conveyor's RaggedTensor is a named tuple
     if isinstance(x, tuple):
         return tuple(to_numpy(v) for v in x)
     if isinstance(x, list):

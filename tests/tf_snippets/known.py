@@ -36,7 +36,5 @@ KNOWN_DIFFERENCES = {
     'text_tutorial.strings_join_format': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'text_tutorial.strings_substr_bytes_split': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'docstrings_dataset.from_generator_docstring': "tf.RaggedTensorSpec: AttributeError: module 'conveyor' has no attribute 'RaggedTensorSpec'",
-    'docstrings_dataset.ragged_batch_docstring': "Dataset.ragged_batch: AttributeError: 'MapDataset' object has no attribute 'ragged_batch'",
-    'docstrings_experimental.exp_dense_to_ragged_batch': "tf.data.experimental.dense_to_ragged_batch: AttributeError: module 'conveyor.data.experimental' has no attribute 'dense_to_ragged_batch'",
     'docstrings_experimental.exp_index_table_from_dataset': "tf.data.experimental.index_table_from_dataset: AttributeError: module 'conveyor.data.experimental' has no attribute 'index_table_from_dataset'",
 }

@@ -73,8 +73,12 @@ def _is_sparse(x):
     return type(x).__name__ == "SparseTensor" and hasattr(x, "dense_shape")
 
 
+def _is_ragged(x):
+    return type(x).__name__ == "RaggedTensor" and hasattr(x, "row_splits")
+
+
 def _has_sparse(spec):
-    if _is_sparse(spec):
+    if _is_sparse(spec) or _is_ragged(spec):
         return True
     if isinstance(spec, dict):
         return any(_has_sparse(v) for v in spec.values())
@@ -86,6 +90,8 @@ def _has_sparse(spec):
 def _densify(element):
     if _is_sparse(element):
         return element.to_dense()
+    if _is_ragged(element):
+        return element.numpy()
     if isinstance(element, dict):
         return type(element)((k, _densify(v)) for k, v in element.items())
     if isinstance(element, tuple) and hasattr(element, "_fields"):
