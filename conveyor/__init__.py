@@ -21,6 +21,7 @@ from conveyor.device import DeviceArray
 from conveyor import io
 from conveyor import image
 from conveyor import math
+from conveyor import strings
 from conveyor import train
 from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, greater_equal,  # noqa: A004
                             less, less_equal, logical_and, logical_not, logical_or, maximum,
@@ -32,7 +33,7 @@ from conveyor._eager import EagerTensor
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "device", "DeviceArray", "io", "image", "math", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+__all__ = ["data", "device", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",

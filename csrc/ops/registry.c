@@ -30,6 +30,13 @@ extern const CvOp cv_op_rotate;
 extern const CvOp cv_op_color;
 extern const CvOp cv_op_adjust;
 extern const CvOp cv_op_standardize;
+/* tf.strings: regex and text ops */
+extern const CvOp cv_op_regex_full_match;
+extern const CvOp cv_op_regex_replace;
+extern const CvOp cv_op_string_case;
+extern const CvOp cv_op_string_strip;
+extern const CvOp cv_op_string_length;
+extern const CvOp cv_op_string_equal;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -58,6 +65,12 @@ static const CvOp *const all_ops[] = {
     &cv_op_color,
     &cv_op_adjust,
     &cv_op_standardize,
+    &cv_op_regex_full_match,
+    &cv_op_regex_replace,
+    &cv_op_string_case,
+    &cv_op_string_strip,
+    &cv_op_string_length,
+    &cv_op_string_equal,
 };
 
 const CvOp *cv_op_find(const char *name)
