@@ -153,3 +153,139 @@ def length(input, unit="BYTE", name=None):  # noqa: A002
     x = _string_input(input, "length")
     return apply("StringLength", [x], [(static_shape(x), _dtypes.int32)],
                  ints=[_unit(unit, "length")])
+
+
+def _int_pair(pos, len_, fname):
+    """pos and len as int tensors of one dtype (a Python int takes the other's)."""
+    p, n = convert(pos, name="pos"), convert(len_, name="len")
+    for v, label in ((p, "pos"), (n, "len")):
+        if dtype_of(v) not in (_dtypes.int32, _dtypes.int64):
+            raise op_error(TypeError, f"{fname}: `{label}` must be int32 or int64, got "
+                                      f"{dtype_of(v).name}")
+    if dtype_of(p) != dtype_of(n):
+        if not isinstance(len_, Tensor) and np.ndim(len_) == 0 and isinstance(len_, int):
+            n = convert(len_, dtype_of(p), name="len")
+        elif not isinstance(pos, Tensor) and np.ndim(pos) == 0 and isinstance(pos, int):
+            p = convert(pos, dtype_of(n), name="pos")
+        else:
+            raise op_error(TypeError, f"{fname}: `pos` and `len` must have the same dtype, got "
+                                      f"{dtype_of(p).name} and {dtype_of(n).name}")
+    sp, sn = static_shape(p), static_shape(n)
+    if sp is not None and sn is not None and None not in sp + sn and sp != sn:
+        raise op_error(ValueError, f"{fname}: `pos` and `len` must have the same shape, got "
+                                   f"{list(sp)} and {list(sn)}")
+    return p, n
+
+
+def _broadcast(a, b, fname):
+    from conveyor._math import _broadcast_shape
+    return _broadcast_shape(a, b, fname)
+
+
+__all__ += ["substr", "join", "reduce_join", "as_string"]
+
+
+def substr(input, pos, len, unit="BYTE", name=None):  # noqa: A002 - TensorFlow's names
+    """The substring of each string of `input` that starts at `pos` and is
+    `len` long (``tf.strings.substr``), in bytes or ``unit="UTF8_CHAR"``
+    characters. A negative `pos` counts from the end; a `pos` past either
+    end is an InvalidArgumentError; the substring stops at the string's end.
+    `pos` and `len` (one shape) broadcast with `input`."""
+    x = _string_input(input, "substr")
+    p, n = _int_pair(pos, len, "substr")
+    shape = _broadcast(static_shape(x), static_shape(p), "substr")
+    return apply("Substr", [x, p, n], [(shape, _dtypes.string)], ints=[_unit(unit, "substr")])
+
+
+def _separator(separator, fname):
+    sep = _static_text(separator, fname, "separator", [])
+    return sep or None
+
+
+def join(inputs, separator="", name=None):
+    """The strings of `inputs` (a list of string tensors of one shape, or
+    scalars, which repeat) joined element by element with `separator`
+    (``tf.strings.join``)."""
+    if isinstance(inputs, (Tensor, np.ndarray, str, bytes)):
+        raise op_error(TypeError, "join: `inputs` must be a list of string tensors")
+    xs = [_string_input(v, "join", "inputs") for v in inputs]
+    if not xs:
+        raise op_error(ValueError, "join: `inputs` must not be empty")
+    shapes = [static_shape(v) for v in xs]
+    shape = ()
+    for s in shapes:
+        if s == ():
+            continue
+        if s is None or None in s or shape in ((), None):
+            if shape == () or (s is not None and shape is None):
+                shape = s
+            continue
+        if s != shape:
+            raise op_error(_errors.InvalidArgumentError,
+                           f"Input shapes do not match: {list(shape)} vs. {list(s)}")
+    return apply("StringJoin", xs, [(shape, _dtypes.string)],
+                 string=_separator(separator, "join"))
+
+
+def reduce_join(inputs, axis=None, keepdims=False, separator="", name=None):
+    """The strings of `inputs` joined along `axis` (an int, a list, or None
+    for all axes) in row-major order with `separator`
+    (``tf.strings.reduce_join``); the reduced axes are dropped, or kept
+    with size 1 (`keepdims`)."""
+    x = _string_input(inputs, "reduce_join", "inputs")
+    shape = static_shape(x)
+    if shape is None:
+        raise op_error(ValueError, "reduce_join: the input needs a known rank")
+    rank = builtins_len(shape)
+    if axis is None:
+        axes = list(range(rank - 1, -1, -1))  # all: the last varies fastest (row-major)
+    else:
+        if isinstance(axis, Tensor):
+            raise axis._trace.fail("reduce_join: an `axis` computed per element")
+        axes = []
+        for a in np.asarray(axis).reshape(-1).tolist():
+            if not -rank <= int(a) < rank:
+                raise op_error(_errors.InvalidArgumentError,
+                               f"Invalid reduction dimension {int(a)} for input with {rank} "
+                               f"dimensions")
+            if int(a) % rank not in axes:
+                axes.append(int(a) % rank)
+    out = [1 if d in axes else shape[d] for d in range(rank) if keepdims or d not in axes]
+    flags = [axes.index(d) + 1 if d in axes else 0 for d in range(rank)]
+    return apply("ReduceJoin", [x], [(tuple(out), _dtypes.string)],
+                 ints=[1 if keepdims else 0] + flags, string=_separator(separator, "reduce_join"))
+
+
+builtins_len = len
+
+
+def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill="",  # noqa: A002
+              name=None):
+    """Each value of `input` as text (``tf.strings.as_string``): integers in
+    decimal, floats with ``%f`` (``%e`` if `scientific`, ``%g`` if
+    `shortest`) and `precision` digits, bools as ``true`` / ``false``;
+    numbers padded to `width` with `fill` (one of ``0``, space, ``-``,
+    ``+``, ``#``, read as printf flags, as TensorFlow does)."""
+    x = convert(input, name="input")
+    dt = dtype_of(x)
+    if isinstance(fill, bytes):
+        fill = fill.decode("utf-8", "replace")
+    if builtins_len(fill) > 1:
+        raise op_error(_errors.InvalidArgumentError, "Fill string must be one or fewer characters")
+    if fill and fill not in "0 -+#":
+        raise op_error(_errors.InvalidArgumentError, f"Fill argument not supported: \"{fill}\"")
+    if scientific and shortest:
+        raise op_error(_errors.InvalidArgumentError,
+                       "Cannot select both scientific and shortest notation")
+    if not dt.is_floating and dt != _dtypes.string:
+        if precision > -1:
+            raise op_error(_errors.InvalidArgumentError,
+                           f"precision not supported for datatype {dt.name}")
+        if scientific or shortest:
+            raise op_error(_errors.InvalidArgumentError,
+                           f"scientific and shortest format not supported for datatype {dt.name}")
+    if not -1 <= int(precision) <= 1000 or not -1 <= int(width) <= 1 << 20:
+        raise op_error(_errors.InvalidArgumentError, "as_string: precision or width out of range")
+    return apply("AsString", [x], [(static_shape(x), _dtypes.string)],
+                 ints=[int(precision), int(bool(scientific)), int(bool(shortest)), int(width),
+                       ord(fill) if fill else 0])

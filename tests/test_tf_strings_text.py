@@ -132,3 +132,99 @@ def test_string_equality_broadcasts():
     got = list(ds)
     np.testing.assert_array_equal(got[1][0], [False, True, False])
     assert [bool(x[1]) for x in got] == [True, False, True]
+
+
+@pytest.mark.parametrize("pos,n", [(0, 2), (1, 100), (-1, 5), (-3, 1), (0, -1), (2, 0)])
+@pytest.mark.parametrize("unit", ["BYTE", "UTF8_CHAR"])
+def test_substr(pos, n, unit):
+    values = [b"abc", b"caf\xc3\xa9s", b"\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", b"\xff\xfeab"]
+    check(lambda s: cv.strings.substr(s, pos, n, unit=unit),
+          lambda s: tf.strings.substr(s, pos, n, unit=unit), values)
+
+
+def test_substr_broadcasts_and_fails_out_of_range():
+    values = np.array([b"abcd", b"xyz"], dtype=object)
+    got = cv.strings.substr(values, np.array([1, 2]), np.array([2, 1]))
+    np.testing.assert_array_equal(got, tf.strings.substr(values, [1, 2], [2, 1]).numpy())
+    got = cv.strings.substr(b"hello", np.array([0, 1, 3], np.int64), np.array([1, 2, 9], np.int64))
+    np.testing.assert_array_equal(got, tf.strings.substr(b"hello", tf.constant([0, 1, 3], tf.int64),
+                                                         tf.constant([1, 2, 9], tf.int64)).numpy())
+    for pos in (4, -4):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.strings.substr(b"abc", pos, 1)
+        with pytest.raises(cv.errors.InvalidArgumentError, match="out of range"):
+            cv.strings.substr(b"abc", pos, 1)
+    ds = cv.data.Dataset.from_tensor_slices(np.array([b"abcdef", b"ab"], dtype=object))
+    ds = ds.map(lambda s: cv.strings.substr(s, 3, 2))
+    assert "mode=native" in repr(ds)
+    it = iter(ds)
+    assert next(it) == b"de"
+    with pytest.raises(cv.errors.InvalidArgumentError, match="out of range"):
+        next(it)
+
+
+def test_join_and_reduce_join():
+    a = np.array([b"a", b"b", b""], dtype=object)
+    b = np.array([b"x", b"\xff", b"z"], dtype=object)
+    for sep in ["", "-", ", "]:
+        want = tf.strings.join([a, "mid", b], separator=sep).numpy()
+        np.testing.assert_array_equal(cv.strings.join([a, "mid", b], separator=sep), want)
+        assert cv.strings.join(["p", "q"], separator=sep) == tf.strings.join(["p", "q"], sep).numpy()
+    with pytest.raises(cv.errors.InvalidArgumentError, match="shapes do not match"):
+        cv.strings.join([a, np.array([b"x"], dtype=object)])
+    x = np.array([[[b"a", b"b"], [b"c", b"d"], [b"e", b""]]] * 2, dtype=object)
+    x[1, 0, 0] = b"Q"
+    for axis in [None, 0, 1, 2, -1, [0, 1], [1, 0], [2, 0], [0, 1, 2], [2, 1, 0]]:
+        for keepdims in (False, True):
+            want = tf.strings.reduce_join(x, axis=axis, keepdims=keepdims, separator="|").numpy()
+            got = cv.strings.reduce_join(x, axis=axis, keepdims=keepdims, separator="|")
+            np.testing.assert_array_equal(got, want)
+    empty = np.zeros((0, 3), dtype=object)
+    np.testing.assert_array_equal(cv.strings.reduce_join(empty, axis=0),
+                                  tf.strings.reduce_join(tf.constant(empty, tf.string), 0).numpy())
+
+    def fn(s):
+        words = cv.strings.join([s, s], separator=" ")
+        return cv.strings.reduce_join(cv.reshape(words, [1]), axis=0, separator="+"), words
+
+    ds = cv.data.Dataset.from_tensor_slices(a).map(fn)
+    assert "mode=native" in repr(ds)
+    assert [tuple(e) for e in ds] == [(b"a a", b"a a"), (b"b b", b"b b"), (b" ", b" ")]
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"precision": 2}, {"precision": 0}, {"scientific": True}, {"shortest": True},
+    {"width": 12}, {"width": 12, "fill": "0"}, {"width": 12, "fill": "-"},
+    {"width": 12, "fill": "+", "precision": 3}, {"width": 3, "fill": " "}, {"fill": "#"},
+])
+def test_as_string_floats(kwargs):
+    values = np.array([0.0, -0.0, 3.14159, -2.5, 1e20, 1e-7, 123456789.0, np.nan, np.inf, -np.inf])
+    for dtype in ("float16", "float32", "float64"):
+        with np.errstate(over="ignore"):
+            x = values.astype(dtype)  # 1e20 is inf in float16
+        want = tf.strings.as_string(x, **kwargs).numpy()
+        np.testing.assert_array_equal(cv.strings.as_string(x, **kwargs), want)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"width": 6}, {"width": 6, "fill": "0"},
+                                    {"width": 6, "fill": "-"}, {"fill": "+"}])
+def test_as_string_integers_and_bools(kwargs):
+    for dtype in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        info = np.iinfo(dtype)
+        x = np.array([0, 1, info.max, info.min, 42], dtype=dtype)
+        try:
+            want = tf.strings.as_string(x, **kwargs).numpy()
+        except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError):
+            continue  # a dtype TensorFlow's kernel does not take
+        np.testing.assert_array_equal(cv.strings.as_string(x, **kwargs), want)
+    flags = np.array([True, False])
+    np.testing.assert_array_equal(cv.strings.as_string(flags, **kwargs),
+                                  tf.strings.as_string(flags, **kwargs).numpy())
+    for bad in [{"precision": 2}, {"scientific": True}, {"fill": "x"}, {"fill": "00"}]:
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.strings.as_string([3], **bad)
+        with pytest.raises(cv.errors.InvalidArgumentError):
+            cv.strings.as_string([3], **bad)
+    ds = cv.data.Dataset.range(3).map(lambda i: cv.strings.join(["n", cv.strings.as_string(i)]))
+    assert "mode=native" in repr(ds)
+    assert list(ds) == [b"n0", b"n1", b"n2"]

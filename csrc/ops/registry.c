@@ -37,6 +37,10 @@ extern const CvOp cv_op_string_case;
 extern const CvOp cv_op_string_strip;
 extern const CvOp cv_op_string_length;
 extern const CvOp cv_op_string_equal;
+extern const CvOp cv_op_substr;
+extern const CvOp cv_op_string_join;
+extern const CvOp cv_op_reduce_join;
+extern const CvOp cv_op_as_string;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -71,6 +75,10 @@ static const CvOp *const all_ops[] = {
     &cv_op_string_strip,
     &cv_op_string_length,
     &cv_op_string_equal,
+    &cv_op_substr,
+    &cv_op_string_join,
+    &cv_op_reduce_join,
+    &cv_op_as_string,
 };
 
 const CvOp *cv_op_find(const char *name)
