@@ -4,6 +4,7 @@ the native program, run without the GIL). Values, dtypes, shapes and errors
 follow TensorFlow's.
 """
 import functools
+import re
 
 import numpy as np
 
@@ -59,22 +60,21 @@ def _static_text(value, fname, name, traced_inputs):
 
 
 @functools.lru_cache(maxsize=256)
-def _check_regex(op, text):
-    """Compile once now (an invalid pattern is an error when the pipeline is
-    built, as TensorFlow's static regex ops fail when created): None or the
-    error message."""
+def _compile(pattern):
+    return _engine.regex_compile(pattern)
+
+
+def _compiled(pattern):
+    """`pattern` compiled (once: the program shares it among its threads);
+    an invalid pattern is an InvalidArgumentError now, when the pipeline is
+    built, as TensorFlow's static regex ops fail when created."""
     try:
-        _engine.run_op(op, [np.array([], dtype=object)], (1,), (), text, None, 1,
-                       (0, 0, 0, 0, 0, 0))
+        return _compile(pattern)
     except _errors.InvalidArgumentError as e:
-        return str(e)
-    return None
+        raise op_error(_errors.InvalidArgumentError, str(e)) from None
 
 
-def _compiled(op, text):
-    message = _check_regex(op, text)
-    if message is not None:
-        raise op_error(_errors.InvalidArgumentError, message)
+_REWRITE_ESCAPE = re.compile(r"\\(.?)", re.S)
 
 
 def regex_full_match(input, pattern, name=None):  # noqa: A002 - TensorFlow's argument name
@@ -87,8 +87,8 @@ def regex_full_match(input, pattern, name=None):  # noqa: A002 - TensorFlow's ar
     """
     x = _string_input(input, "regex_full_match")
     pattern = _static_text(pattern, "regex_full_match", "pattern", [x])
-    _compiled("RegexFullMatch", pattern)
-    return apply("RegexFullMatch", [x], [(static_shape(x), _dtypes.bool)], string=pattern)
+    return apply("RegexFullMatch", [x], [(static_shape(x), _dtypes.bool)], string=pattern,
+                 obj=_compiled(pattern))
 
 
 def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
@@ -100,11 +100,14 @@ def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # n
     x = _string_input(input, "regex_replace")
     pattern = _static_text(pattern, "regex_replace", "pattern", [x])
     rewrite = _static_text(rewrite, "regex_replace", "rewrite", [x])
-    _compiled("RegexFullMatch", pattern)
-    text = pattern + "\0" + rewrite
-    _compiled("RegexReplace", text)
-    return apply("RegexReplace", [x], [(static_shape(x), _dtypes.string)], string=text,
-                 ints=[1 if replace_global else 0])
+    compiled = _compiled(pattern)
+    for m in _REWRITE_ESCAPE.finditer(rewrite):
+        if len(m.group(1)) != 1 or m.group(1) not in "0123456789\\":
+            raise op_error(_errors.InvalidArgumentError, f"regex_replace: invalid rewrite "
+                                                         f"pattern: {rewrite}")
+    return apply("RegexReplace", [x], [(static_shape(x), _dtypes.string)],
+                 string=pattern + "\0" + rewrite, ints=[1 if replace_global else 0],
+                 obj=compiled)
 
 
 def _encoding(encoding, fname):

@@ -791,13 +791,21 @@ static int parse_alt(Parser *ps, int flags)
 typedef struct {
     const Parser *ps;
     Inst *prog;
-    int n;
+    int n, cap;
 } Compiler;
 
 static int emit(Compiler *c, int op, int32_t x, int32_t y)
 {
     if (c->n >= MAX_INST)
         return -1;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        Inst *prog = realloc(c->prog, (size_t)cap * sizeof(Inst));
+        if (!prog)
+            return -1;
+        c->prog = prog;
+        c->cap = cap;
+    }
     c->prog[c->n] = (Inst){(uint8_t)op, x, y};
     return c->n++;
 }
@@ -927,19 +935,13 @@ CvStatus cv_regex_compile(const char *pattern, size_t len, CvRegex **out)
                                 (int)(len > 200 ? 200 : len), pattern, ps.why);
         goto cleanup;
     }
-    c.prog = malloc(MAX_INST * sizeof(Inst));
-    if (!c.prog) {
-        s = cv_error_nomem();
-        goto cleanup;
-    }
     if (emit(&c, I_SAVE, 0, 0) < 0 || compile_node(&c, root) < 0 || emit(&c, I_SAVE, 1, 0) < 0 ||
         emit(&c, I_MATCH, 0, 0) < 0) {
         s = cv_error(CV_INVALID_ARGUMENT, "Invalid pattern: %.*s, error: pattern too large - "
                      "compile failed", (int)(len > 200 ? 200 : len), pattern);
         goto cleanup;
     }
-    Inst *shrunk = realloc(c.prog, (size_t)c.n * sizeof(Inst));
-    re->prog = shrunk ? shrunk : c.prog;
+    re->prog = c.prog;
     c.prog = NULL;
     re->ninst = c.n;
     re->classes = ps.classes;

@@ -1,9 +1,12 @@
 /* RegexFullMatch(input): whether each string of a string tensor matches a
  * regular expression as a whole (tf.strings.regex_full_match), as a bool
  * tensor of the input's shape. The pattern (RE2 syntax, ops/regex.h) is
- * compiled once per call; an invalid one is an InvalidArgumentError.
+ * compiled by the binding once per program (the obj attribute, a CvRegex),
+ * or here per call when there is none; an invalid one is an
+ * InvalidArgumentError.
  *
- * string: the pattern (UTF-8, no NUL bytes). */
+ * string: the pattern (UTF-8, no NUL bytes); object: the compiled pattern
+ * (a CvRegex, optional). */
 #include <string.h>
 
 #include "ops/op.h"
@@ -20,9 +23,12 @@ static CvStatus regex_full_match_run(const CvOpAttrs *attrs, const CvTensor *in,
     if (in[0].dtype != CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "RegexFullMatch needs strings, got %s",
                         cv_dtype_name(in[0].dtype));
-    CvRegex *re = NULL;
+    CvRegex *own = NULL; /* compiled here when the binding gave none */
+    const CvRegex *re = attrs->object;
     CvRegexVm *vm = NULL;
-    CvStatus s = cv_regex_compile(attrs->string, strlen(attrs->string), &re);
+    CvStatus s = CV_STATUS_OK;
+    if (!re && !(s = cv_regex_compile(attrs->string, strlen(attrs->string), &own)))
+        re = own;
     if (!s)
         s = cv_regex_vm_new(re, 0, &vm);
     if (!s)
@@ -36,7 +42,7 @@ static CvStatus regex_full_match_run(const CvOpAttrs *attrs, const CvTensor *in,
                                     0, CV_REGEX_FULL, NULL) != 0;
     }
     cv_regex_vm_free(vm);
-    cv_regex_free(re);
+    cv_regex_free(own);
     return s;
 }
 

@@ -7,7 +7,8 @@
  * group the pattern does not have leaves the strings unchanged, as RE2 does.
  *
  * string: pattern, a NUL byte, rewrite (neither has NUL bytes);
- * ints: [0] replace_global. */
+ * ints: [0] replace_global; object: the compiled pattern (a CvRegex from
+ * the binding, optional: compiled per call without it). */
 #include <string.h>
 
 #include "ops/op.h"
@@ -101,12 +102,15 @@ static CvStatus regex_replace_run(const CvOpAttrs *attrs, const CvTensor *in, in
     const int group = max_group(rw, rwn);
     if (group == -2)
         return cv_error(CV_INVALID_ARGUMENT, "invalid rewrite pattern: %s", rw);
-    CvRegex *re = NULL;
+    CvRegex *own = NULL; /* compiled here when the binding gave none */
+    const CvRegex *re = attrs->object;
     CvRegexVm *vm = NULL;
     CvStringOut o = {0};
     int64_t caps[20];
     const int64_t n = cv_tensor_num_elements(&in[0]);
-    CvStatus s = cv_regex_compile(pattern, strlen(pattern), &re);
+    CvStatus s = CV_STATUS_OK;
+    if (!re && !(s = cv_regex_compile(pattern, strlen(pattern), &own)))
+        re = own;
     const bool unchanged = !s && group > cv_regex_groups(re);
     if (!s)
         s = cv_regex_vm_new(re, group < 0 ? 1 : group + 1, &vm);
@@ -125,7 +129,7 @@ static CvStatus regex_replace_run(const CvOpAttrs *attrs, const CvTensor *in, in
         s = cv_string_out_finish(&o, in[0].rank, in[0].shape, &out[0]);
     cv_string_out_free(&o);
     cv_regex_vm_free(vm);
-    cv_regex_free(re);
+    cv_regex_free(own);
     return s;
 }
 
