@@ -228,3 +228,26 @@ def test_as_string_integers_and_bools(kwargs):
     ds = cv.data.Dataset.range(3).map(lambda i: cv.strings.join(["n", cv.strings.as_string(i)]))
     assert "mode=native" in repr(ds)
     assert list(ds) == [b"n0", b"n1", b"n2"]
+
+
+def test_hostile_patterns_fail_cleanly_or_match_like_tf():
+    rng = np.random.default_rng(9)
+    pieces = list("ab.|()[]^$*+?{}12,-:") + ["\\", "\\b", "\\w", "[[:alpha:]]", "(?i)", "(?:",
+                                             "\\x{41}", "[^", "\\z", "é", "[a-\\d]", "{1000}"]
+    texts = [b"", b"abc", b"a\xffb\xc3\xa9\n", b"aaaa{1}", b"ab" * 40]
+    for _ in range(300):
+        pattern = "".join(rng.choice(pieces) for _ in range(rng.integers(0, 10)))
+        try:
+            want = tf.strings.regex_full_match(texts, pattern).numpy()
+        except tf.errors.InvalidArgumentError:
+            want = None
+        if want is None:
+            with pytest.raises(cv.errors.InvalidArgumentError):
+                cv.strings.regex_full_match(np.array(texts, dtype=object), pattern)
+        else:
+            np.testing.assert_array_equal(
+                cv.strings.regex_full_match(np.array(texts, dtype=object), pattern), want,
+                err_msg=pattern)
+    for pattern in ["(" * 300 + ")" * 300, "((a{1000}){1000}){1000}", "a{1000}" * 200]:
+        with pytest.raises(cv.errors.InvalidArgumentError):
+            cv.strings.regex_full_match(b"a", pattern)

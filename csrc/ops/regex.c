@@ -1,6 +1,6 @@
-/* The regex engine of ops/regex.h: a recursive-descent parser of RE2's
- * syntax into a small tree, a compiler of the tree into Pike VM
- * instructions, and the VM. Limits that keep compile time and memory
+/* The regex engine of ops/regex.h, its first half: a recursive-descent
+ * parser of RE2's syntax into a small tree and a compiler of the tree into
+ * Pike VM instructions (ops/regex_match.h; the VM is regex_match.c). Limits that keep compile time and memory
  * bounded on hostile patterns: repeat counts <= 1000, groups nested <= 250
  * deep, <= 100000 instructions (a larger program is "pattern too large"). */
 #include <stdbool.h>
@@ -8,32 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/regex.h"
+#include "ops/regex_match.h"
 
 #define MAX_REPEAT 1000
 #define MAX_DEPTH 250
 #define MAX_INST 100000
-#define MAX_RUNE 0x10FFFF
 
 enum { N_LIT, N_CLASS, N_ANY, N_EMPTY, N_CAT, N_ALT, N_REPEAT, N_GROUP, N_ASSERT };
-enum { A_BEGIN_TEXT, A_END_TEXT, A_BEGIN_LINE, A_END_LINE, A_WORD, A_NOT_WORD };
 enum { F_FOLD = 1, F_MULTI = 2, F_DOTALL = 4, F_UNGREEDY = 8 };
-enum { I_CHAR, I_CLASS, I_ANY, I_ANYNL, I_SPLIT, I_JMP, I_SAVE, I_ASSERT, I_MATCH };
 
-typedef struct {
-    int32_t lo, hi;
-} Range;
 
 typedef struct {
     Range *r;
     int n, cap;
 } RangeSet;
 
-typedef struct {
-    uint64_t ascii[2]; /* bit c: code point c < 128 is in the class */
-    Range *r;          /* sorted, disjoint ranges of code points >= 128 */
-    int n;
-} Class;
 
 typedef struct {
     uint8_t type, greedy;
@@ -41,18 +30,7 @@ typedef struct {
     int32_t child, next, last; /* first child, next sibling, last child (-1: none) */
 } Node;
 
-typedef struct {
-    uint8_t op;
-    int32_t x, y;
-} Inst;
 
-struct CvRegex {
-    Inst *prog;
-    int ninst;
-    Class *classes;
-    int nclasses;
-    int groups;
-};
 
 typedef struct {
     const unsigned char *p, *end;
@@ -92,41 +70,6 @@ int32_t cv_utf8_decode(const unsigned char *s, size_t n, int *len)
         return -1;
     *len = need + 1;
     return cp;
-}
-
-/* The character at s[0..n) as the matcher sees it, RE2's way: a lead byte
- * C2-DF, E0-EF or F0-F4 and the continuation bytes it asks for make one
- * character (surrogates, overlong three- and four-byte forms included);
- * any other byte is no character (-1, length 1). */
-static int32_t match_decode(const unsigned char *s, size_t n, int *len)
-{
-    unsigned c = s[0];
-    *len = 1;
-    if (c < 0x80)
-        return (int32_t)c;
-    int need = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
-    if (!need || (size_t)need >= n)
-        return -1;
-    int32_t cp = (int32_t)(c & (0x3F >> need));
-    for (int i = 1; i <= need; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return -1;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    *len = need + 1;
-    return cp;
-}
-
-size_t cv_regex_advance(const char *text, size_t n)
-{
-    int len;
-    const unsigned char *s = (const unsigned char *)text;
-    if (cv_utf8_decode(s, n, &len) >= 0)
-        return (size_t)len;
-    /* a surrogate (ED A0-BF xx) counts as one character, as in RE2 */
-    if (n >= 3 && s[0] == 0xED && (s[1] & 0xE0) == 0xA0 && (s[2] & 0xC0) == 0x80)
-        return 3;
-    return 1;
 }
 
 /* -- parsing ------------------------------------------------------------- */
@@ -451,7 +394,10 @@ static int parse_class(Parser *ps, int flags)
         if (ps->p + 1 < ps->end && *ps->p == '-' && ps->p[1] != ']') {
             ps->p++;
             if (*ps->p == '\\') {
-                if (parse_escape(ps, NULL, &hi, true) != 0) {
+                RangeSet tmp = {0}; /* a class (\d) cannot end a range */
+                int kind_hi = parse_escape(ps, &tmp, &hi, true);
+                free(tmp.r);
+                if (kind_hi != 0) {
                     fail(ps, "invalid character class range", item, (size_t)(ps->p - item));
                     goto error;
                 }
@@ -717,19 +663,33 @@ static int parse_atom(Parser *ps, int *flags)
     }
 }
 
-static int parse_repeat(Parser *ps, int *flags)
+/* The quantifier at ps->p applied to node `atom`. */
+/* The largest product of nested counted repeats ({n}) in a node; a
+ * REPEAT node keeps its own in `value`. */
+static int32_t repeat_product(const Parser *ps, int index)
 {
-    int atom = parse_atom(ps, flags);
-    if (atom < 0)
-        return atom;
-    if (!at_quantifier(ps))
-        return atom;
+    const Node *n = &ps->nodes[index];
+    if (n->type == N_REPEAT)
+        return n->value;
+    int32_t best = 1;
+    for (int k = n->child; k >= 0; k = ps->nodes[k].next) {
+        int32_t v = repeat_product(ps, k);
+        best = v > best ? v : best;
+    }
+    return best;
+}
+
+static int quantify(Parser *ps, int atom, const int *flags)
+{
     const unsigned char *start = ps->p;
-    int32_t min = 0, max = -1;
+    int32_t min = 0, max = -1, product = repeat_product(ps, atom);
     if (*ps->p == '{') {
         parse_braces(ps, &min, &max);
-        if (min > MAX_REPEAT || max > MAX_REPEAT || (max >= 0 && max < min))
+        /* as RE2: counts up to 1000, also multiplied through nested counts */
+        int64_t count = (int64_t)(max >= 0 ? max : min) * product;
+        if (min > MAX_REPEAT || max > MAX_REPEAT || (max >= 0 && max < min) || count > MAX_REPEAT)
             return fail(ps, "invalid repetition size", start, (size_t)(ps->p - start));
+        product = (int32_t)count;
     } else {
         min = *ps->p == '+';
         max = *ps->p == '?' ? 1 : -1;
@@ -748,9 +708,18 @@ static int parse_repeat(Parser *ps, int *flags)
     Node *n = &ps->nodes[node];
     n->min = min;
     n->max = max;
+    n->value = product;
     n->greedy = greedy;
     add_child(ps, node, atom);
     return node;
+}
+
+static int parse_repeat(Parser *ps, int *flags)
+{
+    int atom = parse_atom(ps, flags);
+    if (atom < 0 || !at_quantifier(ps))
+        return atom;
+    return quantify(ps, atom, flags);
 }
 
 static int parse_concat(Parser *ps, int *flags)
@@ -758,6 +727,25 @@ static int parse_concat(Parser *ps, int *flags)
     int cat = new_node(ps, N_CAT);
     while (cat >= 0 && ps->p < ps->end && *ps->p != '|' && *ps->p != ')') {
         int item = parse_repeat(ps, flags);
+        if (item == FLAGS_ONLY && at_quantifier(ps)) {
+            /* a quantifier after (?flags) applies to the item before, as in RE2 */
+            Node *c = &ps->nodes[cat];
+            if (c->last < 0)
+                return parse_atom(ps, flags) < 0 ? -1 : fail(ps, "missing argument", NULL, 0);
+            int last = c->last, prev = -1;
+            for (int k = c->child; k != last; k = ps->nodes[k].next)
+                prev = k;
+            int q = quantify(ps, last, flags);
+            if (q < 0)
+                return -1;
+            c = &ps->nodes[cat];
+            if (prev < 0)
+                c->child = q;
+            else
+                ps->nodes[prev].next = q;
+            c->last = q;
+            continue;
+        }
         if (item == FLAGS_ONLY)
             continue;
         if (item < 0)
@@ -975,227 +963,4 @@ void cv_regex_free(CvRegex *re)
 int cv_regex_groups(const CvRegex *re)
 {
     return re->groups;
-}
-
-/* -- matching ----------------------------------------------------------- */
-
-typedef struct {
-    int32_t pc;   /* -1: a restore entry */
-    int32_t slot;
-    int64_t value;
-} StackEntry;
-
-struct CvRegexVm {
-    const CvRegex *re;
-    int nslots;
-    int32_t *pcs[2];
-    int64_t *caps[2];
-    int count[2];
-    uint32_t *mark;
-    uint32_t gen;
-    StackEntry *stack;
-    int64_t *cur;
-};
-
-CvStatus cv_regex_vm_new(const CvRegex *re, int ncap, CvRegexVm **out)
-{
-    CvRegexVm *vm = calloc(1, sizeof(*vm));
-    *out = NULL;
-    if (!vm)
-        return cv_error_nomem();
-    size_t n = (size_t)re->ninst;
-    vm->re = re;
-    vm->nslots = 2 * (ncap < 0 ? 0 : ncap > re->groups + 1 ? re->groups + 1 : ncap);
-    size_t slots = (size_t)vm->nslots;
-    vm->pcs[0] = malloc(n * sizeof(int32_t));
-    vm->pcs[1] = malloc(n * sizeof(int32_t));
-    vm->caps[0] = malloc(n * slots * sizeof(int64_t) + 1);
-    vm->caps[1] = malloc(n * slots * sizeof(int64_t) + 1);
-    vm->mark = calloc(n, sizeof(uint32_t));
-    vm->stack = malloc((2 * n + 2) * sizeof(StackEntry));
-    vm->cur = malloc(slots * sizeof(int64_t) + 1);
-    if (!vm->pcs[0] || !vm->pcs[1] || !vm->caps[0] || !vm->caps[1] || !vm->mark || !vm->stack ||
-        !vm->cur) {
-        cv_regex_vm_free(vm);
-        return cv_error_nomem();
-    }
-    *out = vm;
-    return CV_STATUS_OK;
-}
-
-void cv_regex_vm_free(CvRegexVm *vm)
-{
-    if (!vm)
-        return;
-    for (int i = 0; i < 2; i++) {
-        free(vm->pcs[i]);
-        free(vm->caps[i]);
-    }
-    free(vm->mark);
-    free(vm->stack);
-    free(vm->cur);
-    free(vm);
-}
-
-static void new_generation(CvRegexVm *vm)
-{
-    if (++vm->gen == 0) {
-        memset(vm->mark, 0, (size_t)vm->re->ninst * sizeof(uint32_t));
-        vm->gen = 1;
-    }
-}
-
-static bool is_word(unsigned char c)
-{
-    return c == '_' || (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
-}
-
-static bool assertion(int kind, const unsigned char *t, size_t n, size_t p)
-{
-    switch (kind) {
-    case A_BEGIN_TEXT:
-        return p == 0;
-    case A_END_TEXT:
-        return p == n;
-    case A_BEGIN_LINE:
-        return p == 0 || t[p - 1] == '\n';
-    case A_END_LINE:
-        return p == n || t[p] == '\n';
-    default: {
-        bool before = p > 0 && is_word(t[p - 1]), after = p < n && is_word(t[p]);
-        return (before != after) == (kind == A_WORD);
-    }
-    }
-}
-
-/* Follow the empty transitions from pc at text position p, appending the
- * threads that reach a consuming instruction or MATCH to list l, in
- * priority order; vm->cur holds the thread's captures (restored after). */
-static void add_thread(CvRegexVm *vm, int l, int32_t pc0, const unsigned char *t, size_t n,
-                       size_t p)
-{
-    const Inst *prog = vm->re->prog;
-    StackEntry *stack = vm->stack;
-    int top = 0;
-    stack[top++] = (StackEntry){pc0, 0, 0};
-    while (top > 0) {
-        StackEntry e = stack[--top];
-        if (e.pc < 0) {
-            vm->cur[e.slot] = e.value;
-            continue;
-        }
-        int32_t pc = e.pc;
-        while (vm->mark[pc] != vm->gen) {
-            vm->mark[pc] = vm->gen;
-            const Inst *in = &prog[pc];
-            if (in->op == I_JMP) {
-                pc = in->x;
-            } else if (in->op == I_SPLIT) {
-                stack[top++] = (StackEntry){in->y, 0, 0};
-                pc = in->x;
-            } else if (in->op == I_SAVE) {
-                if (in->x < vm->nslots) {
-                    stack[top++] = (StackEntry){-1, in->x, vm->cur[in->x]};
-                    vm->cur[in->x] = (int64_t)p;
-                }
-                pc++;
-            } else if (in->op == I_ASSERT) {
-                if (!assertion(in->x, t, n, p))
-                    break;
-                pc++;
-            } else {
-                int k = vm->count[l]++;
-                vm->pcs[l][k] = pc;
-                if (vm->nslots)
-                    memcpy(vm->caps[l] + (size_t)k * (size_t)vm->nslots, vm->cur,
-                           (size_t)vm->nslots * sizeof(int64_t));
-                break;
-            }
-        }
-    }
-}
-
-static bool in_class(const Class *c, int32_t cp)
-{
-    if (cp < 128)
-        return (c->ascii[cp >> 6] >> (cp & 63)) & 1;
-    int lo = 0, hi = c->n - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (cp < c->r[mid].lo)
-            hi = mid - 1;
-        else if (cp > c->r[mid].hi)
-            lo = mid + 1;
-        else
-            return true;
-    }
-    return false;
-}
-
-int cv_regex_match(CvRegexVm *vm, const char *text, size_t n, size_t start, int anchor,
-                   int64_t *caps)
-{
-    const unsigned char *t = (const unsigned char *)text;
-    const Inst *prog = vm->re->prog;
-    const int nslots = vm->nslots;
-    int cl = 0, matched = 0;
-    vm->count[0] = vm->count[1] = 0;
-    new_generation(vm);
-    for (size_t p = start;;) {
-        if (!matched && (anchor == CV_REGEX_UNANCHORED || p == start)) {
-            for (int i = 0; i < nslots; i++)
-                vm->cur[i] = -1;
-            add_thread(vm, cl, 0, t, n, p);
-        }
-        int len = 1;
-        if (vm->count[cl] == 0) {
-            if (matched || anchor == CV_REGEX_FULL || p >= n)
-                break;
-            match_decode(t + p, n - p, &len); /* no thread: try the next start */
-            p += (size_t)len;
-            new_generation(vm);
-            continue;
-        }
-        int32_t c = p < n ? match_decode(t + p, n - p, &len) : -1;
-        int nl = 1 - cl;
-        vm->count[nl] = 0;
-        new_generation(vm);
-        for (int i = 0; i < vm->count[cl]; i++) {
-            const Inst *in = &prog[vm->pcs[cl][i]];
-            const int64_t *tc = vm->caps[cl] + (size_t)i * (size_t)nslots;
-            bool ok = false;
-            switch (in->op) {
-            case I_MATCH:
-                if (anchor == CV_REGEX_FULL && p != n)
-                    continue;
-                matched = 1;
-                if (nslots)
-                    memcpy(caps, tc, (size_t)nslots * sizeof(int64_t));
-                i = vm->count[cl]; /* cut the threads of lower priority */
-                continue;
-            case I_CHAR:
-                ok = c == in->x;
-                break;
-            case I_CLASS:
-                ok = c >= 0 && in_class(&vm->re->classes[in->x], c);
-                break;
-            case I_ANY:
-                ok = c >= 0;
-                break;
-            default: /* I_ANYNL */
-                ok = c >= 0 && c != '\n';
-                break;
-            }
-            if (ok && p < n) {
-                if (nslots)
-                    memcpy(vm->cur, tc, (size_t)nslots * sizeof(int64_t));
-                add_thread(vm, nl, vm->pcs[cl][i] + 1, t, n, p + (size_t)len);
-            }
-        }
-        cl = nl;
-        if (p >= n)
-            break;
-        p += (size_t)len;
-    }
-    return matched;
 }
