@@ -251,3 +251,20 @@ def test_hostile_patterns_fail_cleanly_or_match_like_tf():
     for pattern in ["(" * 300 + ")" * 300, "((a{1000}){1000}){1000}", "a{1000}" * 200]:
         with pytest.raises(cv.errors.InvalidArgumentError):
             cv.strings.regex_full_match(b"a", pattern)
+
+
+def test_submatch_fuzz_against_tf():
+    """Groups in the rewrite: RE2's leftmost-first submatches, empty loops included."""
+    pieces = ["a", "b", "c", "(a|ab)", "(b*)", "(a+?)", "(c|)", "([ab])", ".", "(?:ab)*", "\\b",
+              "^", "$", "(a*)*", "(|a)", "x?", "(?i)A", "([[:alpha:]]+)"]
+    texts = [b"", b"abc", b"aabbcc", b"ab ab\nc", b"caba", b"\xc3\xa9ab"]
+    rng = np.random.default_rng(42)
+    for _ in range(200):
+        pattern = "".join(rng.choice(pieces) for _ in range(rng.integers(1, 5)))
+        groups = pattern.count("(") - pattern.count("(?")
+        rewrite = "[" + "".join("\\%d," % g for g in range(min(groups, 3) + 1)) + "]"
+        glob = bool(rng.integers(0, 2))
+        want = tf.strings.regex_replace(texts, pattern, rewrite, replace_global=glob).numpy()
+        got = cv.strings.regex_replace(np.array(texts, dtype=object), pattern, rewrite,
+                                       replace_global=glob)
+        np.testing.assert_array_equal(got, want, err_msg=f"{pattern} {rewrite} {glob}")
