@@ -292,3 +292,33 @@ def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, f
     return apply("AsString", [x], [(static_shape(x), _dtypes.string)],
                  ints=[int(precision), int(bool(scientific)), int(bool(shortest)), int(width),
                        ord(fill) if fill else 0])
+
+
+__all__ += ["format"]
+
+
+def format(template, inputs, placeholder="{}", summarize=3, name=None):  # noqa: A001
+    """A scalar string: `template` with each `placeholder` replaced by the
+    next of `inputs` (``tf.strings.format``). Scalars print as their value,
+    vectors as ``[1 2 3]`` (the first and last `summarize` values around
+    ``...`` when longer; -1: all), strings quoted. Inputs of rank 2 or more
+    are not supported yet."""
+    if isinstance(inputs, (list, tuple)):
+        values = list(inputs)
+    else:
+        values = [inputs]
+    xs = [convert(v, name="inputs") for v in values]
+    template = _static_text(template, "format", "template", [])
+    placeholder = _static_text(placeholder, "format", "placeholder", [])
+    pieces = template.split(placeholder)
+    if builtins_len(pieces) - 1 != builtins_len(xs):
+        raise op_error(ValueError, f"The template expects {builtins_len(pieces) - 1} tensors, but "
+                                   f"the inputs only has {builtins_len(xs)}.")
+    for x in xs:
+        shape = static_shape(x)
+        if shape is None or builtins_len(shape) > 1:
+            raise op_error(_errors.UnimplementedError, "format: inputs of rank 2 or more (or of "
+                                                       "unknown rank) are not supported yet")
+    text = "\0".join(pieces)
+    return apply("StringFormat", xs, [((), _dtypes.string)],
+                 ints=[int(summarize), builtins_len(text.encode("utf-8")) + 1], string=text)

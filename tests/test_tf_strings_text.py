@@ -268,3 +268,26 @@ def test_submatch_fuzz_against_tf():
         got = cv.strings.regex_replace(np.array(texts, dtype=object), pattern, rewrite,
                                        replace_global=glob)
         np.testing.assert_array_equal(got, want, err_msg=f"{pattern} {rewrite} {glob}")
+
+
+def test_format_scalars_and_vectors():
+    cases = [
+        ("{} {} {} {} {} {}", (np.float32(0.1), np.float32(1 / 3), np.float32(1e20),
+                               np.float32(2.0), np.float64(1 / 3), np.float32(1e-7))),
+        ("{} {} {} {}", (3, "abc", True, np.int64(-5))),
+        ("x={}!", (np.arange(10, dtype=np.int32),)),
+        ("{} and {}", (np.array([b"a\"b\n\xff\x01\x7f\x00'", b""], dtype=object),
+                        np.float16(0.1))),
+        ("{}", (np.array([np.nan, -np.inf, 0.5]),)),
+        ("none", ()),
+    ]
+    for template, inputs in cases:
+        for summarize in (3, 2, -1):
+            want = tf.strings.format(template, inputs, summarize=summarize).numpy()
+            assert cv.strings.format(template, inputs, summarize=summarize) == want
+    assert cv.strings.format("<>", [3], placeholder="<>") == b"3"
+    with pytest.raises(ValueError):
+        cv.strings.format("{} {}", [1])
+    ds = cv.data.Dataset.range(3).map(lambda i: cv.strings.format("n={}", i))
+    assert "mode=native" in repr(ds)
+    assert list(ds) == [b"n=0", b"n=1", b"n=2"]

@@ -41,6 +41,7 @@ extern const CvOp cv_op_substr;
 extern const CvOp cv_op_string_join;
 extern const CvOp cv_op_reduce_join;
 extern const CvOp cv_op_as_string;
+extern const CvOp cv_op_string_format;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -79,6 +80,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_string_join,
     &cv_op_reduce_join,
     &cv_op_as_string,
+    &cv_op_string_format,
 };
 
 const CvOp *cv_op_find(const char *name)
