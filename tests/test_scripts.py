@@ -71,6 +71,12 @@ def test_shuffle_benchmark_small():
     assert "failed" not in result.stdout and "CHECK FAILED" not in result.stdout
 
 
+def test_text_benchmark_tiny():
+    result = run(["benchmarks/text.py", "--no-tf", "--lines", "2000", "--rounds", "1"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "regex_replace" in result.stdout and "conveyor" in result.stdout
+
+
 def test_autotune_benchmark_tiny(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                TMPDIR=str(tmp_path))

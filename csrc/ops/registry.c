@@ -47,6 +47,18 @@ extern const CvOp cv_op_select;
 extern const CvOp cv_op_where;
 extern const CvOp cv_op_assert;
 extern const CvOp cv_op_sparse_to_dense;
+/* tf.strings: regex and text ops */
+extern const CvOp cv_op_regex_full_match;
+extern const CvOp cv_op_regex_replace;
+extern const CvOp cv_op_string_case;
+extern const CvOp cv_op_string_strip;
+extern const CvOp cv_op_string_length;
+extern const CvOp cv_op_string_equal;
+extern const CvOp cv_op_substr;
+extern const CvOp cv_op_string_join;
+extern const CvOp cv_op_reduce_join;
+extern const CvOp cv_op_as_string;
+extern const CvOp cv_op_string_format;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -92,6 +104,17 @@ static const CvOp *const all_ops[] = {
     &cv_op_where,
     &cv_op_assert,
     &cv_op_sparse_to_dense,
+    &cv_op_regex_full_match,
+    &cv_op_regex_replace,
+    &cv_op_string_case,
+    &cv_op_string_strip,
+    &cv_op_string_length,
+    &cv_op_string_equal,
+    &cv_op_substr,
+    &cv_op_string_join,
+    &cv_op_reduce_join,
+    &cv_op_as_string,
+    &cv_op_string_format,
 };
 
 const CvOp *cv_op_find(const char *name)

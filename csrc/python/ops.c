@@ -14,6 +14,7 @@
 #include "python/binding.h"
 
 #include "ops/program.h"
+#include "ops/regex.h"
 
 #define PROGRAM_CAPSULE "conveyor._engine.Program"
 
@@ -283,7 +284,37 @@ static PyObject *ops_run_program(PyObject *module, PyObject *args)
     return result;
 }
 
+/* regex_compile(pattern): a compiled regex (ops/regex.h) for the regex ops'
+ * obj attribute, so a program compiles its pattern once; an invalid one
+ * raises InvalidArgumentError. */
+#define REGEX_CAPSULE "conveyor._engine.Regex"
+
+static void regex_capsule_free(PyObject *capsule)
+{
+    cv_regex_free(PyCapsule_GetPointer(capsule, REGEX_CAPSULE));
+}
+
+static PyObject *ops_regex_compile(PyObject *module, PyObject *args)
+{
+    const char *pattern;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "s#:regex_compile", &pattern, &n))
+        return NULL;
+    CvRegex *re = NULL;
+    CvStatus s = cv_regex_compile(pattern, (size_t)n, &re);
+    if (s) {
+        cv_raise_status(cv_get_state(module), s);
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(re, REGEX_CAPSULE, regex_capsule_free);
+    if (!capsule)
+        cv_regex_free(re);
+    return capsule;
+}
+
 PyMethodDef cv_op_functions[] = {
+    {"regex_compile", ops_regex_compile, METH_VARARGS,
+     "regex_compile(pattern) -> compiled regex capsule (the regex ops' obj)"},
     {"run_op", ops_run_op, METH_VARARGS,
      "run_op(name, inputs, ints, floats, string, obj, num_outputs, rng) -> tuple of arrays"},
     {"program", ops_program, METH_VARARGS,

@@ -17,7 +17,6 @@ UNSTABLE = {
 KNOWN_DIFFERENCES = {
     'tfrecord_tutorial.experimental_tfrecord_writer': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'guide_basics.numpy_arrays_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
-    'guide_basics.textline_skip_header_filter': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'guide_basics.batch_unknown_dim_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
     'images_tutorial.get_label_argmax': "tf.argmax: AttributeError: module 'conveyor' has no attribute 'argmax' (then string == on parts[-2] and class_names)",
     'images_tutorial.process_path_pipeline': "tf.argmax: AttributeError: module 'conveyor' has no attribute 'argmax' (then string == on parts[-2] and class_names)",
@@ -29,12 +28,6 @@ KNOWN_DIFFERENCES = {
     'tfrecord_tutorial.example_serialized_bytes': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tf_serialize_example_py_function': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tfrecord_writer_read_raw': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
-    'text_tutorial.standardize_lower_regex': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
-    'text_tutorial.filter_empty_lines_length': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
-    'text_tutorial.filter_empty_lines_python_compare': 'string comparison (tf.not_equal on strings): TypeError: not_equal is not defined for string tensors',
-    'text_tutorial.regex_full_match_filter': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
-    'text_tutorial.strings_join_format': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
-    'text_tutorial.strings_substr_bytes_split': "tf.strings: AttributeError: module 'conveyor' has no attribute 'strings'",
     'docstrings_dataset.from_generator_docstring': "tf.RaggedTensorSpec: AttributeError: module 'conveyor' has no attribute 'RaggedTensorSpec'",
     'docstrings_experimental.exp_index_table_from_dataset': "tf.data.experimental.index_table_from_dataset: AttributeError: module 'conveyor.data.experimental' has no attribute 'index_table_from_dataset'",
 }

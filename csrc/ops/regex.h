@@ -1,0 +1,63 @@
+/* A regular expression engine for the tf.strings regex ops (not an op).
+ *
+ * Syntax is RE2's (TensorFlow's engine), the part of it the ops need:
+ * literals and escapes (\n \t \x41 \x{263a} \. ...), `.`, classes [a-z],
+ * [^...], [[:alpha:]], \d \w \s \D \W \S, anchors ^ $ \A \z \b \B, groups
+ * ( ) (?: ) (?P<name> ), alternation, greedy and lazy * + ? {m} {m,} {m,n}
+ * (counts up to 1000), and the flags i, m, s in (?flags) and (?flags:re).
+ * Patterns and texts are UTF-8: `.` and classes match one character; a byte
+ * that does not start a UTF-8 sequence matches no class and no `.` (as in
+ * RE2, whose automaton accepts surrogates and overlong 3- and 4-byte forms
+ * as characters).
+ * \w \d \s \b and the POSIX classes are ASCII, as in RE2. Case folding
+ * covers ASCII and Latin-1.
+ *
+ * Matching is a Pike VM (a Thompson NFA with submatches): time linear in
+ * the text times the program's size, whatever the pattern; submatches
+ * follow RE2's leftmost-first rule (Perl's preferences without its
+ * backtracking).
+ *
+ * A compiled CvRegex is immutable, so any number of threads may match with
+ * it at once, each with its own CvRegexVm (scratch space).
+ */
+#ifndef CV_REGEX_H
+#define CV_REGEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef struct CvRegex CvRegex;
+typedef struct CvRegexVm CvRegexVm;
+
+/* Compile pattern[0..len); an invalid pattern is a CV_INVALID_ARGUMENT
+ * "Invalid pattern: <pattern>, error: <why>". */
+CvStatus cv_regex_compile(const char *pattern, size_t len, CvRegex **out);
+void cv_regex_free(CvRegex *re); /* NULL-safe */
+/* The number of capturing groups. */
+int cv_regex_groups(const CvRegex *re);
+
+/* Scratch space for matching with `re`, recording the first `ncap` groups
+ * (0: none; group 0 is the whole match). */
+CvStatus cv_regex_vm_new(const CvRegex *re, int ncap, CvRegexVm **out);
+void cv_regex_vm_free(CvRegexVm *vm); /* NULL-safe */
+
+enum { CV_REGEX_UNANCHORED = 0, CV_REGEX_FULL = 1 };
+
+/* Search text[0..n) from byte `start` for the leftmost-first match (FULL:
+ * one spanning all of text[start..n)). Returns 1 with caps[2g], caps[2g+1]
+ * the byte span of group g < ncap (-1, -1 when it took no part), else 0. */
+int cv_regex_match(CvRegexVm *vm, const char *text, size_t n, size_t start, int anchor,
+                   int64_t *caps);
+
+/* How far regex_replace moves past an empty match at text[0..n) (n >= 1):
+ * one UTF-8 character (surrogates count), or one byte. */
+size_t cv_regex_advance(const char *text, size_t n);
+
+/* The UTF-8 character at s[0..n) (n >= 1): its code point, and its length
+ * in *len; -1 with *len 1 for a byte that does not start a valid one (no
+ * overlong forms, surrogates or code points past U+10FFFF). */
+int32_t cv_utf8_decode(const unsigned char *s, size_t n, int *len);
+
+#endif
