@@ -18,8 +18,6 @@ KNOWN_DIFFERENCES = {
     'tfrecord_tutorial.experimental_tfrecord_writer': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'guide_basics.numpy_arrays_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
     'guide_basics.batch_unknown_dim_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
-    'images_tutorial.get_label_argmax': "tf.argmax: AttributeError: module 'conveyor' has no attribute 'argmax' (then string == on parts[-2] and class_names)",
-    'images_tutorial.process_path_pipeline': "tf.argmax: AttributeError: module 'conveyor' has no attribute 'argmax' (then string == on parts[-2] and class_names)",
     'images_tutorial.augment_grayscale_saturation': "tf.image.adjust_saturation: AttributeError: module 'conveyor.image' has no attribute 'adjust_saturation'",
     'images_tutorial.stateless_random_augment': "tf.random.split: AttributeError: module 'conveyor.random' has no attribute 'split'",
     'images_tutorial.stateless_random_flip': "tf.image.stateless_random_flip_left_right: AttributeError: module 'conveyor.image' has no attribute 'stateless_random_flip_left_right'",
