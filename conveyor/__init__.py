@@ -36,7 +36,7 @@ from conveyor._reduce import (argmax, argmin, cond, ensure_shape, gather, range,
                               reduce_sum, squeeze, unstack, where)
 from conveyor import debugging
 from conveyor._tracing import Tensor, numpy_function, py_function
-from conveyor._eager import EagerBytes, EagerTensor
+from conveyor._eager import EagerTensor
 from conveyor._variable import Variable
 from conveyor._basics import (autograph, convert_to_tensor, function, identity, is_tensor,
                               rank, size)
@@ -48,7 +48,7 @@ __all__ = ["data", "device", "sparse", "ragged", "RaggedTensor", "DeviceArray", 
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
-           "round", "sqrt", "square", "subtract", "truediv", "Tensor", "EagerTensor", "EagerBytes", "Variable", "function", "autograph", "convert_to_tensor", "identity", "is_tensor", "rank", "size", "print", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
+           "round", "sqrt", "square", "subtract", "truediv", "Tensor", "EagerTensor", "Variable", "function", "autograph", "convert_to_tensor", "identity", "is_tensor", "rank", "size", "print", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "half", "float32", "float64", "double", "string",
            "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",

@@ -14,7 +14,7 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor._convert import to_array
-from conveyor._eager import EagerBytes, EagerTensor, as_eager
+from conveyor._eager import EagerTensor, as_eager
 from conveyor._tracing import Tensor, _PlainPython, convert, current_trace, static_shape
 
 __all__ = ["function", "autograph", "identity", "convert_to_tensor", "is_tensor", "size", "rank",
@@ -84,9 +84,9 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
 
 
 def is_tensor(x):
-    """True for conveyor's tensors: traced ``Tensor``s, ``EagerTensor``s and
-    eager scalar strings (``EagerBytes``)."""
-    return isinstance(x, (Tensor, EagerTensor, EagerBytes))
+    """True for conveyor's tensors: traced ``Tensor``s and ``EagerTensor``s
+    (an eager op's scalar string result is plain ``bytes``: False)."""
+    return isinstance(x, (Tensor, EagerTensor))
 
 
 def size(input, out_type=None, name=None):  # noqa: A002
@@ -133,7 +133,7 @@ def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=Non
 def _format(value, summarize):
     if isinstance(value, str):
         return value
-    if isinstance(value, bytes) and not isinstance(value, EagerBytes):
+    if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     arr = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
     if arr.dtype.kind in "SO":

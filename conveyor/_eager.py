@@ -12,7 +12,7 @@ import numpy as np
 
 from conveyor import _engine
 
-__all__ = ["EagerTensor", "EagerBytes"]
+__all__ = ["EagerTensor"]
 
 
 class _Shape(tuple):
@@ -38,6 +38,18 @@ class _Shape(tuple):
 
 
 _ndarray_shape = np.ndarray.shape
+
+
+def _is_text(value):
+    """A string value an eager string tensor compares with: str, bytes, or an
+    array or list of them."""
+    if isinstance(value, (bytes, str)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "SU" or (value.dtype == object and value.size > 0 and
+                                            isinstance(value.flat[0], (bytes, str)))
+    return isinstance(value, list) and bool(value) and all(isinstance(v, (bytes, str))
+                                                           for v in value)
 
 
 class EagerTensor(np.ndarray):
@@ -82,20 +94,29 @@ class EagerTensor(np.ndarray):
         raise TypeError("unhashable type: 'EagerTensor' (use x.numpy().tobytes() or a tuple)")
 
     def __eq__(self, other):
-        # Strings compare as bytes: NumPy would turn `other` into a fixed-width
-        # bytes array and drop its trailing NULs (b"a\0" == b"a").
-        if isinstance(other, (bytes, str)) and self.dtype == object:
-            if self.ndim == 0:
-                return self[()] == other
-            return np.array([v == other for v in self.flat], dtype=bool).reshape(
-                _ndarray_shape.__get__(self)).view(EagerTensor)
+        # Strings compare as bytes, str as its UTF-8 (as TensorFlow converts
+        # it), with broadcasting: NumPy would compare bytes with str as
+        # unequal and drop trailing NULs of fixed-width bytes (b"a\0" == b"a").
+        if self.dtype == object and _is_text(other):
+            if self.ndim == 0 and isinstance(other, (bytes, str)):
+                return self[()] == (other.encode() if isinstance(other, str) else other)
+            from conveyor._math import equal
+            return equal(self, other)
         return np.ndarray.__eq__(self, other)
 
     def __ne__(self, other):
-        if isinstance(other, (bytes, str)) and self.dtype == object:
+        if self.dtype == object and _is_text(other):
             eq = self.__eq__(other)
-            return not eq if self.ndim == 0 else ~eq
+            return not eq if isinstance(eq, bool) else ~eq
         return np.ndarray.__ne__(self, other)
+
+    def __getitem__(self, index):
+        # One string of a string tensor is a scalar string tensor (as in
+        # TensorFlow), not the bare bytes an object array gives.
+        item = np.ndarray.__getitem__(self, index)
+        if isinstance(item, bytes) and self.ndim and self.dtype == object:
+            return as_eager(item)
+        return item
 
     def __bytes__(self):
         # bytes(x) of a scalar string is the string (NumPy's buffer protocol
@@ -119,41 +140,13 @@ class EagerTensor(np.ndarray):
         return value.__reduce__()
 
 
-class EagerBytes(bytes):
-    """A scalar string result of a conveyor op called eagerly
-    (``tf.io.read_file(path)``, ``tf.io.encode_jpeg(image)``): the ``bytes``
-    themselves (``len``, slicing, ``open(...).write`` work), answering what
-    TensorFlow's scalar string tensor does too: ``numpy()`` (plain
-    ``bytes``), ``shape`` (``()``), ``ndim``, ``dtype`` (``tf.string``)."""
-
-    __slots__ = ()
-
-    def numpy(self):
-        return bytes(self)
-
-    @property
-    def shape(self):
-        return _Shape(())
-
-    def get_shape(self):
-        return self.shape
-
-    ndim = 0
-
-    @property
-    def dtype(self):
-        from conveyor import dtypes
-        return dtypes.string
-
-    def __reduce__(self):
-        return bytes, (bytes(self),)
-
-
 def eager_result(value):
     """An eager op's output (an EagerTensor made by the engine) as conveyor
-    returns it: a scalar string becomes EagerBytes, the rest stay."""
+    returns it: a scalar string becomes plain ``bytes`` (a bytes subclass
+    would be read by NumPy as a number; ``np.asarray(b"12")`` of one is 12),
+    the rest stay EagerTensors."""
     if value.ndim == 0 and value.dtype == object:
-        return EagerBytes(value[()])
+        return value[()]
     return value
 
 

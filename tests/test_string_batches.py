@@ -47,7 +47,9 @@ def test_batch_of_records_values(records, npc):
     paths, data = records
     ds = cv.data.TFRecordDataset(paths).batch(5, num_parallel_calls=npc)
     out = list(ds)
-    assert all(b.dtype == object and all(type(x) is bytes for x in b) for b in out)
+    # One string of a batch is a scalar string tensor (TF's), as bytes in tolist().
+    assert all(b.dtype == object and all(type(x) is bytes for x in b.tolist()) for b in out)
+    assert all(isinstance(x, cv.EagerTensor) and x.shape == () for b in out for x in b)
     assert [b.tolist() for b in out] == chunks(data, 5)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor import errors
 from conveyor._convert import to_array
-from conveyor._eager import EagerBytes, as_eager
+from conveyor._eager import as_eager
 from conveyor._tracing import Tensor, UntraceableError
 from conveyor._wire import _Corrupt, _ld, _read_tag, _read_varint, _varint
 
@@ -41,7 +41,8 @@ def _untraceable(*values):
 
 
 def serialize_tensor(tensor, name=None):
-    """The TensorProto bytes of `tensor` (a scalar string), as TensorFlow's."""
+    """The TensorProto bytes of `tensor`, as TensorFlow's (``bytes``, as
+    conveyor's eager ops give scalar strings)."""
     _untraceable(tensor)
     arr = to_array(tensor)
     dtype = _dtypes.as_dtype(arr.dtype)
@@ -53,7 +54,7 @@ def serialize_tensor(tensor, name=None):
         out += b"".join(_ld(b"B", bytes(v)) for v in arr.reshape(-1))
     elif arr.size:
         out += _ld(b'"', np.ascontiguousarray(arr, arr.dtype.newbyteorder("<")).tobytes())
-    return EagerBytes(out)
+    return out
 
 
 def _fields(data, pos, end):
