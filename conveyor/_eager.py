@@ -52,6 +52,23 @@ def _is_text(value):
                                                            for v in value)
 
 
+def _as_bytes_array(value):
+    arr = np.array(value, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    for i, v in enumerate(arr.reshape(-1)):
+        out.reshape(-1)[i] = v.encode() if isinstance(v, str) else bytes(v)
+    return out
+
+
+def _string_equal(a, b):
+    """Elementwise a == b of string arrays with broadcasting: the native
+    StringEqual op (csrc/ops/string_equal.c), as ``tf.equal`` runs it."""
+    (result,) = _engine.run_op("StringEqual", [_as_bytes_array(a.view(np.ndarray)),
+                                               _as_bytes_array(b)], [0], [], None, None, 1,
+                               (0, 0, 0, 0, 0, 0))
+    return result
+
+
 class EagerTensor(np.ndarray):
     """A NumPy array (``isinstance(x, np.ndarray)``) with ``numpy()``, as
     ``tf.Tensor`` in eager mode. NumPy operations on it work as on an ndarray
@@ -100,8 +117,7 @@ class EagerTensor(np.ndarray):
         if self.dtype == object and _is_text(other):
             if self.ndim == 0 and isinstance(other, (bytes, str)):
                 return self[()] == (other.encode() if isinstance(other, str) else other)
-            from conveyor._math import equal
-            return equal(self, other)
+            return _string_equal(self, other)
         return np.ndarray.__eq__(self, other)
 
     def __ne__(self, other):

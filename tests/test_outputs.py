@@ -165,7 +165,7 @@ def test_string_arrays_are_object_arrays_of_bytes():
                     next(iter(D.from_tensor_slices(["a", "b", "c"]).batch(2))),
                     next(iter(D.range(1).map(lambda x: np.array([b"p", b"q"], dtype=object))))):
             assert isinstance(arr, np.ndarray) and arr.dtype == object, arr
-            assert all(type(v) is bytes for v in arr.reshape(-1)), arr
+            assert all(type(v) is bytes for v in arr.reshape(-1).tolist()), arr
     """)
 
 

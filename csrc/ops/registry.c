@@ -47,6 +47,7 @@ extern const CvOp cv_op_select;
 extern const CvOp cv_op_where;
 extern const CvOp cv_op_assert;
 extern const CvOp cv_op_sparse_to_dense;
+extern const CvOp cv_op_decode_compressed;
 /* tf.strings: regex and text ops */
 extern const CvOp cv_op_regex_full_match;
 extern const CvOp cv_op_regex_replace;
@@ -104,6 +105,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_where,
     &cv_op_assert,
     &cv_op_sparse_to_dense,
+    &cv_op_decode_compressed,
     &cv_op_regex_full_match,
     &cv_op_regex_replace,
     &cv_op_string_case,
