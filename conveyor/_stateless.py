@@ -1,0 +1,102 @@
+"""TensorFlow's stateless random ops (``tf.random.stateless_uniform``,
+``tf.random.experimental.stateless_split``): the same values as TensorFlow
+for the same seed, eagerly and traced in ``Dataset.map`` (op
+``StatelessRandom``, csrc/ops/stateless_random.c).
+
+A seed is a shape [2] int32 or int64 tensor (a Python pair becomes int32,
+or int64 when a value needs it). The values depend only on the seed, never
+on the element or the thread that computes it.
+"""
+import numpy as np
+
+from conveyor import dtypes as _dtypes
+from conveyor import errors as _errors
+from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+
+__all__ = ["stateless_uniform", "stateless_split", "split"]
+
+# StatelessRandom kinds (csrc/ops/stateless_random.c).
+_FLOAT, _RANGE, _FULL = range(3)
+
+
+def _seed(seed):
+    """`seed` converted: a [2] int32 or int64 tensor."""
+    if isinstance(seed, (tuple, list)):
+        if any(isinstance(v, Tensor) for v in seed):
+            raise op_error(TypeError, "conveyor's stateless random ops take the seed as one "
+                                      "tensor, not a tuple of traced tensors")
+        values = [int(v) for v in seed]
+        fits = all(-2**31 <= v < 2**31 for v in values)
+        seed = np.array(values, dtype=np.int32 if fits else np.int64)
+    s = convert(seed, name="seed")
+    dtype = dtype_of(s)
+    if dtype not in (_dtypes.int32, _dtypes.int64):
+        if isinstance(s, Tensor) or dtype.is_integer is False:
+            raise op_error(TypeError, f"seed must be an int32 or int64 tensor, got {dtype.name}")
+        s = np.asarray(s).astype(np.int64)
+    shape = static_shape(s)
+    if shape is not None and (len(shape) != 1 or shape[0] not in (None, 2)):
+        raise op_error(ValueError, f"Shape must be [2] for the seed, got {list(shape)}")
+    return s
+
+
+def _dims(shape):
+    if isinstance(shape, Tensor):
+        raise op_error(TypeError, "conveyor's stateless random ops need a static `shape` "
+                                  "(a list of ints), not a traced tensor")
+    dims = [int(d) for d in np.asarray(shape, dtype=np.int64).reshape(-1)]
+    if any(d < 0 for d in dims) or len(dims) > 16:
+        raise op_error(ValueError, f"invalid shape {dims}")
+    return dims
+
+
+def _random(seed, dims, dtype, kind, ilo=0, ihi=0, flo=0.0, fhi=1.0):
+    return apply("StatelessRandom", [_seed(seed)], [(tuple(dims), dtype)],
+                 ints=[dtype._code, kind, ilo, ihi, len(dims)] + dims, floats=[flo, fhi])
+
+
+def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=_dtypes.float32, name=None,
+                      alg="auto_select"):
+    """Uniform random values in [minval, maxval) that depend only on `seed`
+    (``tf.random.stateless_uniform``): TensorFlow's values for the same seed.
+
+    Floats (float32, float64) default to [0, 1); integers (int32, int64)
+    need both bounds, or neither for values over the whole range. `minval`
+    and `maxval` are Python numbers here.
+    """
+    dtype = _dtypes.as_dtype(dtype)
+    dims = _dims(shape)
+    if alg not in ("auto_select", "philox", 1, 3, None):
+        raise op_error(ValueError, f"conveyor's stateless random ops use Philox only, got "
+                                   f"alg={alg!r}")
+    for v, n in ((minval, "minval"), (maxval, "maxval")):
+        if isinstance(v, Tensor):
+            raise op_error(TypeError, f"conveyor's stateless_uniform needs a Python number for "
+                                      f"`{n}`, not a traced tensor")
+    if dtype in (_dtypes.int32, _dtypes.int64):
+        if minval is None and maxval is None:
+            return _random(seed, dims, dtype, _FULL)
+        if minval is None or maxval is None:
+            raise op_error(ValueError, "For integer dtype {}, minval and maxval must be both "
+                                       "`None` or both non-`None`; got minval={} and maxval={}."
+                                       .format(dtype, minval, maxval))
+        lo, hi = int(minval), int(maxval)
+        if lo >= hi:
+            raise op_error(_errors.InvalidArgumentError, f"Need minval < maxval: {lo} >= {hi}")
+        return _random(seed, dims, dtype, _RANGE, lo, hi)
+    if dtype not in (_dtypes.float32, _dtypes.float64):
+        raise op_error(TypeError, f"stateless_uniform: unsupported dtype {dtype.name} in "
+                                  f"conveyor (float32, float64, int32, int64)")
+    lo = float(np.asarray(0 if minval is None else minval).astype(dtype.as_numpy_dtype))
+    hi = float(np.asarray(1 if maxval is None else maxval).astype(dtype.as_numpy_dtype))
+    return _random(seed, dims, dtype, _FLOAT, flo=lo, fhi=hi)
+
+
+def stateless_split(seed, num=2, alg="auto_select"):
+    """`num` new seeds derived from `seed`, a [num, 2] tensor of its dtype
+    (``tf.random.experimental.stateless_split``): TensorFlow's values."""
+    s = _seed(seed)
+    return _random(s, [int(num), 2], dtype_of(s), _FULL)
+
+
+split = stateless_split

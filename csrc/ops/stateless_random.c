@@ -1,0 +1,70 @@
+/* StatelessRandom(seed): tf.random.stateless_uniform and
+ * tf.random.experimental.stateless_split: values drawn in order from the
+ * stateless stream of `seed` (a [2] int32 or int64 tensor, see
+ * ops/stateless.h), the same values as TensorFlow's for the same seed.
+ *
+ * ints: [dtype, kind, int minval, int maxval, rank, dims...]; floats:
+ * [minval, maxval]. Kinds:
+ *   0 = uniform float32 / float64: u * (maxval - minval) + minval, each step
+ *       rounded to the dtype (u in [0, 1): one sample for float32, two for
+ *       float64);
+ *   1 = uniform int32 / int64 in [minval, maxval): minval + bits % range
+ *       (one sample, or two for int64: low word first);
+ *   2 = int32 / int64 over the whole range (the same bits, no modulo).
+ * No ownership beyond the output; no state (the stream is a local). */
+#include "ops/op.h"
+#include "ops/stateless.h"
+
+static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
+                                     CvTensor *out, int num_out, CvOpContext *ctx)
+{
+    (void)num_in;
+    (void)num_out;
+    (void)ctx;
+    if (attrs->num_ints < 5 || attrs->ints[4] < 0 || attrs->ints[4] > CV_MAX_RANK ||
+        attrs->num_ints != 5 + attrs->ints[4] || attrs->num_floats != 2)
+        return cv_error(CV_INVALID_ARGUMENT, "StatelessRandom: malformed attributes");
+    CvDtype dtype = (CvDtype)attrs->ints[0];
+    int kind = (int)attrs->ints[1];
+    int64_t ilo = attrs->ints[2], ihi = attrs->ints[3];
+    CvPhilox rng;
+    CvStatus s = cv_stateless_init(&in[0], &rng);
+    if (s)
+        return s;
+    bool ok = (kind == 0 && (dtype == CV_FLOAT32 || dtype == CV_FLOAT64)) ||
+              ((kind == 1 || kind == 2) && (dtype == CV_INT32 || dtype == CV_INT64));
+    if (!ok)
+        return cv_error(CV_INVALID_ARGUMENT, "StatelessRandom: unsupported dtype %s",
+                        cv_dtype_name(dtype));
+    if (kind == 1 && ihi <= ilo)
+        return cv_error(CV_INVALID_ARGUMENT, "Need minval < maxval: %lld >= %lld",
+                        (long long)ilo, (long long)ihi);
+    s = cv_tensor_alloc(&out[0], dtype, (int)attrs->ints[4], &attrs->ints[5], 0, NULL);
+    if (s)
+        return s;
+    int64_t n = cv_tensor_num_elements(&out[0]);
+    uint64_t range = (uint64_t)ihi - (uint64_t)ilo;
+    for (int64_t i = 0; i < n; i++) {
+        if (dtype == CV_FLOAT32) {
+            float lo = (float)attrs->floats[0], span = (float)attrs->floats[1] - lo;
+            float u = cv_stateless_float(&rng) * span;
+            ((float *)out[0].data)[i] = u + lo;
+        } else if (dtype == CV_FLOAT64) {
+            double lo = attrs->floats[0], span = attrs->floats[1] - lo;
+            double u = cv_stateless_double(&rng) * span;
+            ((double *)out[0].data)[i] = u + lo;
+        } else if (dtype == CV_INT32) {
+            uint32_t bits = cv_philox_next(&rng);
+            ((int32_t *)out[0].data)[i] =
+                (int32_t)(kind == 2 ? bits : (uint32_t)ilo + bits % (uint32_t)range);
+        } else {
+            uint64_t a = cv_philox_next(&rng), b = cv_philox_next(&rng);
+            uint64_t bits = a | b << 32;
+            ((int64_t *)out[0].data)[i] = (int64_t)(kind == 2 ? bits : (uint64_t)ilo + bits % range);
+        }
+    }
+    return CV_STATUS_OK;
+}
+
+const CvOp cv_op_stateless_random = {
+    .name = "StatelessRandom", .min_inputs = 1, .max_inputs = 1, .run = stateless_random_run};
