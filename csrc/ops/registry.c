@@ -35,6 +35,9 @@ extern const CvOp cv_op_string_split;
 extern const CvOp cv_op_string_to_hash_bucket;
 extern const CvOp cv_op_string_to_number;
 extern const CvOp cv_op_unicode_decode;
+extern const CvOp cv_op_stateless_random;
+extern const CvOp cv_op_adjust_hsv;
+extern const CvOp cv_op_adjust_contrast;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -68,6 +71,9 @@ static const CvOp *const all_ops[] = {
     &cv_op_string_to_hash_bucket,
     &cv_op_string_to_number,
     &cv_op_unicode_decode,
+    &cv_op_stateless_random,
+    &cv_op_adjust_hsv,
+    &cv_op_adjust_contrast,
 };
 
 const CvOp *cv_op_find(const char *name)
