@@ -7,6 +7,8 @@ A seed is a shape [2] int32 or int64 tensor (a Python pair becomes int32,
 or int64 when a value needs it). The values depend only on the seed, never
 on the element or the thread that computes it.
 """
+import operator
+
 import numpy as np
 
 from conveyor import dtypes as _dtypes
@@ -25,7 +27,10 @@ def _seed(seed):
         if any(isinstance(v, Tensor) for v in seed):
             raise op_error(TypeError, "conveyor's stateless random ops take the seed as one "
                                       "tensor, not a tuple of traced tensors")
-        values = [int(v) for v in seed]
+        try:
+            values = [operator.index(v) for v in seed]
+        except TypeError:
+            raise op_error(TypeError, f"seed must be a pair of ints, got {seed!r}") from None
         fits = all(-2**31 <= v < 2**31 for v in values)
         seed = np.array(values, dtype=np.int32 if fits else np.int64)
     s = convert(seed, name="seed")

@@ -92,7 +92,7 @@ static void hue(const float *in, float *out, float delta)
         h += 6.0f;
     while (h >= 6.0f)
         h -= 6.0f;
-    cat = h >= 0.0f && h < 6.0f ? (int)h : 0;
+    cat = h >= 0.0f && h < 6.0f ? (int)h : -1; /* NaN: TensorFlow's default case */
     float ratio = h - (float)cat;
     if (cat & 1)
         ratio = 1.0f - ratio;
@@ -131,10 +131,11 @@ static void to_hsv(const float *in, float *out)
     out[2] = v;
 }
 
+/* min(max(x, 0), 1) with std::max / std::min's NaN rule: NaN stays. */
 static float clamp01(float x)
 {
-    x = x > 0.0f ? x : 0.0f;
-    return x < 1.0f ? x : 1.0f;
+    x = x < 0.0f ? 0.0f : x;
+    return 1.0f < x ? 1.0f : x;
 }
 
 static void to_rgb(const float *in, float *out)
