@@ -24,9 +24,9 @@ _FLOAT, _RANGE, _FULL = range(3)
 def _seed(seed):
     """`seed` converted: a [2] int32 or int64 tensor."""
     if isinstance(seed, (tuple, list)):
-        if any(isinstance(v, Tensor) for v in seed):
-            raise op_error(TypeError, "conveyor's stateless random ops take the seed as one "
-                                      "tensor, not a tuple of traced tensors")
+        if any(isinstance(v, Tensor) for v in seed):  # a pair of scalars: stacked
+            from conveyor._math import stack
+            return _seed(stack(list(seed)))
         try:
             values = [operator.index(v) for v in seed]
         except TypeError:

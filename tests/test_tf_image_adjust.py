@@ -241,6 +241,21 @@ def test_stateless_pipeline_matches_tf_data():
         same(a, b)
 
 
+def test_seed_from_a_pair_of_traced_scalars():
+    """seed=(counter, counter) as in the tutorial: the scalars are stacked."""
+    def make(lib):
+        def fn(image, i):
+            return lib.image.stateless_random_brightness(image, 0.5, seed=(i, i))
+        return fn
+
+    ids = np.arange(5, dtype=np.int64)
+    ours = cv.data.Dataset.from_tensor_slices((F32_BATCH, ids)).map(make(cv))
+    assert "mode=native" in repr(ours)
+    theirs = tf.data.Dataset.from_tensor_slices((F32_BATCH, ids)).map(make(tf))
+    for a, b in zip(ours, theirs.as_numpy_iterator()):
+        same(a, b)
+
+
 # ---------------------------------------------------------------------------
 # stateful random augmentations (conveyor's own stream)
 # ---------------------------------------------------------------------------
