@@ -118,10 +118,29 @@ def adjust_contrast(images, contrast_factor):
 
 
 def adjust_gamma(image, gamma=1, gain=1):
-    """gain * image ** gamma (``tf.image.adjust_gamma``): not in conveyor
-    yet."""
-    raise op_error(NotImplementedError, "conveyor does not implement tf.image.adjust_gamma yet "
-                                        "(see docs/differences.md)")
+    """gain * image ** gamma (``tf.image.adjust_gamma``): integer images are
+    converted to float32 and back with saturation; float16 is computed in
+    float32 and rounded back. `gamma` and `gain` are Python numbers here.
+    Within 1 ulp of TensorFlow's float32 power (docs/differences.md)."""
+    for value, name in ((gamma, "gamma"), (gain, "gain")):
+        if isinstance(value, Tensor):
+            raise op_error(TypeError, f"conveyor's adjust_gamma needs a Python number for "
+                                      f"`{name}`, not a traced tensor")
+    if gamma < 0:
+        raise op_error(ValueError, "Gamma should be a non-negative real number.")
+    x, shape = _image(image)
+    src = dtype_of(x)
+    if not (src.is_floating or src.is_integer):
+        raise op_error(AttributeError, "image dtype must be either floating point or integer")
+    if src == _dtypes.float16:
+        x = _cast(x, _dtypes.float32)
+    elif src != _dtypes.float32:
+        x = convert_image_dtype(x, _dtypes.float32)
+    out = apply("AdjustGamma", [x], [(shape, _dtypes.float32)],
+                floats=[float(np.float32(gamma)), float(np.float32(gain))])
+    if src == _dtypes.float16:
+        return _cast(out, src)
+    return _from_float(out, src, True)
 
 
 def _colorspace(images, mode):

@@ -38,6 +38,7 @@ extern const CvOp cv_op_unicode_decode;
 extern const CvOp cv_op_stateless_random;
 extern const CvOp cv_op_adjust_hsv;
 extern const CvOp cv_op_adjust_contrast;
+extern const CvOp cv_op_adjust_gamma;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -74,6 +75,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_stateless_random,
     &cv_op_adjust_hsv,
     &cv_op_adjust_contrast,
+    &cv_op_adjust_gamma,
 };
 
 const CvOp *cv_op_find(const char *name)
