@@ -15,10 +15,10 @@ from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["stateless_uniform", "stateless_split", "split"]
+__all__ = ["stateless_uniform", "stateless_normal", "stateless_split", "split"]
 
 # StatelessRandom kinds (csrc/ops/stateless_random.c).
-_FLOAT, _RANGE, _FULL = range(3)
+_FLOAT, _RANGE, _FULL, _NORMAL = range(4)
 
 
 def _seed(seed):
@@ -95,6 +95,24 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=_dtypes.float32,
     lo = float(np.asarray(0 if minval is None else minval).astype(dtype.as_numpy_dtype))
     hi = float(np.asarray(1 if maxval is None else maxval).astype(dtype.as_numpy_dtype))
     return _random(seed, dims, dtype, _FLOAT, flo=lo, fhi=hi)
+
+
+def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=_dtypes.float32, name=None,
+                     alg="auto_select"):
+    """Normal random values that depend only on `seed`
+    (``tf.random.stateless_normal``): TensorFlow's values for the same seed
+    (float32 or float64; `mean` and `stddev` are Python numbers here)."""
+    dtype = _dtypes.as_dtype(dtype)
+    dims = _dims(shape)
+    if dtype not in (_dtypes.float32, _dtypes.float64):
+        raise op_error(TypeError, f"stateless_normal: unsupported dtype {dtype.name} in "
+                                  f"conveyor (float32, float64)")
+    for v, n in ((mean, "mean"), (stddev, "stddev")):
+        if isinstance(v, Tensor):
+            raise op_error(TypeError, f"conveyor's stateless_normal needs a Python number for "
+                                      f"`{n}`, not a traced tensor")
+    t = dtype.as_numpy_dtype
+    return _random(seed, dims, dtype, _NORMAL, flo=float(t(mean)), fhi=float(t(stddev)))
 
 
 def stateless_split(seed, num=2, alg="auto_select"):

@@ -17,10 +17,10 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor._seed import get_seed, set_seed
-from conveyor._stateless import split, stateless_split, stateless_uniform
+from conveyor._stateless import split, stateless_normal, stateless_split, stateless_uniform
 from conveyor._tracing import apply, op_error
 
-__all__ = ["set_seed", "get_seed", "uniform", "stateless_uniform", "split", "experimental"]
+__all__ = ["set_seed", "get_seed", "uniform", "stateless_uniform", "stateless_normal", "split", "experimental"]
 
 
 def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):

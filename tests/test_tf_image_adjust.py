@@ -87,6 +87,17 @@ def test_stateless_uniform_matches_tf(seed, kw):
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=str)
+@pytest.mark.parametrize("kw", [dict(), dict(mean=2.5, stddev=0.3), dict(dtype="float64"),
+                                dict(dtype="float64", mean=-1, stddev=3)], ids=str)
+def test_stateless_normal_matches_tf(seed, kw):
+    """Box-Muller with the same libm calls as TensorFlow: exact."""
+    for shape in ([], [7], [1000], [3, 3]):
+        want = tf.random.stateless_normal(shape, seed, **kw).numpy()
+        same(cv.random.stateless_normal(shape, seed, **kw), want)
+        same(traced(lambda s: cv.random.stateless_normal(shape, s, **kw), as_seed(seed)), want)
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=str)
 def test_stateless_split_matches_tf(seed):
     for num in (1, 2, 5):
         want = tf.random.experimental.stateless_split(seed, num).numpy()

@@ -10,10 +10,48 @@
  *       float64);
  *   1 = uniform int32 / int64 in [minval, maxval): minval + bits % range
  *       (one sample, or two for int64: low word first);
- *   2 = int32 / int64 over the whole range (the same bits, no modulo).
+ *   2 = int32 / int64 over the whole range (the same bits, no modulo);
+ *   3 = normal float32 / float64 (tf.random.stateless_normal): Box-Muller
+ *       on pairs of uniforms (u1 raised to at least 1e-7, the angle
+ *       2 pi u2 in double), libm's log, sqrt and sincos as TensorFlow
+ *       calls them; the first value of a pair from the sine; then times
+ *       floats[1] (stddev) plus floats[0] (mean), each rounded.
  * No ownership beyond the output; no state (the stream is a local). */
+#include <math.h>
+
 #include "ops/op.h"
 #include "ops/stateless.h"
+
+/* Box-Muller pairs, n values into t (float32 or float64). */
+static void normal_fill(CvTensor *t, int64_t n, double mean, double stddev, CvPhilox *rng)
+{
+    for (int64_t i = 0; i < n; i += 2) {
+        double pair[2];
+        if (t->dtype == CV_FLOAT32) {
+            float u1 = cv_stateless_float(rng), u2 = cv_stateless_float(rng), s, c;
+            if (u1 < 1.0e-7f)
+                u1 = 1.0e-7f;
+            float angle = (float)(2.0f * M_PI * u2);
+            float r = sqrtf(-2.0f * logf(u1));
+            sincosf(angle, &s, &c);
+            float m = (float)mean, d = (float)stddev;
+            pair[0] = (float)(s * r) * d + m;
+            pair[1] = (float)(c * r) * d + m;
+            for (int k = 0; k < 2 && i + k < n; k++)
+                ((float *)t->data)[i + k] = (float)pair[k];
+        } else {
+            double u1 = cv_stateless_double(rng), u2 = cv_stateless_double(rng), s, c;
+            if (u1 < 1.0e-7)
+                u1 = 1.0e-7;
+            double r = sqrt(-2.0 * log(u1));
+            sincos(2 * M_PI * u2, &s, &c);
+            pair[0] = (s * r) * stddev + mean;
+            pair[1] = (c * r) * stddev + mean;
+            for (int k = 0; k < 2 && i + k < n; k++)
+                ((double *)t->data)[i + k] = pair[k];
+        }
+    }
+}
 
 static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
                                      CvTensor *out, int num_out, CvOpContext *ctx)
@@ -31,7 +69,7 @@ static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in,
     CvStatus s = cv_stateless_init(&in[0], &rng);
     if (s)
         return s;
-    bool ok = (kind == 0 && (dtype == CV_FLOAT32 || dtype == CV_FLOAT64)) ||
+    bool ok = ((kind == 0 || kind == 3) && (dtype == CV_FLOAT32 || dtype == CV_FLOAT64)) ||
               ((kind == 1 || kind == 2) && (dtype == CV_INT32 || dtype == CV_INT64));
     if (!ok)
         return cv_error(CV_INVALID_ARGUMENT, "StatelessRandom: unsupported dtype %s",
@@ -44,6 +82,10 @@ static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in,
         return s;
     int64_t n = cv_tensor_num_elements(&out[0]);
     uint64_t range = (uint64_t)ihi - (uint64_t)ilo;
+    if (kind == 3) {
+        normal_fill(&out[0], n, attrs->floats[0], attrs->floats[1], &rng);
+        return CV_STATUS_OK;
+    }
     for (int64_t i = 0; i < n; i++) {
         if (dtype == CV_FLOAT32) {
             float lo = (float)attrs->floats[0], span = (float)attrs->floats[1] - lo;
