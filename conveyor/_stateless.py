@@ -41,7 +41,11 @@ def _seed(seed):
         s = np.asarray(s).astype(np.int64)
     shape = static_shape(s)
     if shape is not None and (len(shape) != 1 or shape[0] not in (None, 2)):
-        raise op_error(ValueError, f"Shape must be [2] for the seed, got {list(shape)}")
+        if isinstance(s, Tensor):  # TensorFlow's shape inference when traced
+            raise op_error(ValueError, f"Dimension must be 2 but is {shape[0] if shape else 0} "
+                                       f"for the seed, with input shapes: {list(shape)}")
+        raise op_error(_errors.InvalidArgumentError,
+                       f"seed must have shape [2], not [{','.join(map(str, shape))}]")
     return s
 
 

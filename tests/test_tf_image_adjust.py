@@ -204,8 +204,23 @@ def test_colour_errors_match_tf():
             lib.image.random_hue(F32, 0.6)
         with pytest.raises(ValueError, match="max_delta must be non-negative"):
             lib.image.stateless_random_brightness(F32, -0.1, (1, 2))
-    with pytest.raises(cv.errors.InvalidArgumentError):
-        cvi.adjust_saturation(F32[..., :2], 2.0)
+    x2, x4 = F32[0], RNG.random((4, 4, 4), dtype=np.float32)
+    for fn in (lambda lib: lib.image.adjust_saturation(x2, 2.0),
+               lambda lib: lib.image.adjust_saturation(x4, 2.0),
+               lambda lib: lib.image.adjust_hue(x4, 0.1),
+               lambda lib: lib.image.adjust_contrast(x2, 0.5),
+               lambda lib: lib.random.stateless_uniform([2], [1, 2, 3])):
+        with pytest.raises(tf.errors.InvalidArgumentError) as want:
+            fn(tf)
+        with pytest.raises(cv.errors.InvalidArgumentError) as got:
+            fn(cv)
+        assert str(got.value).split(": ", 1)[-1] in str(want.value)  # after the op name
+    with pytest.raises(tf.errors.FailedPreconditionError):
+        tf.image.rgb_to_hsv(x4)
+    with pytest.raises(cv.errors.FailedPreconditionError, match="input must have 3 channels"):
+        cvi.rgb_to_hsv(x4)
+    with pytest.raises(ValueError):
+        traced(lambda s: cv.random.stateless_uniform([2], s), np.array([1, 2, 3], np.int32))
 
 
 # ---------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def adjust_contrast(images, contrast_factor):
     with saturation."""
     x, src = _to_float(images, "AdjustContrastv2")
     shape = static_shape(x)
-    if shape is not None and len(shape) < 3:
+    if isinstance(x, Tensor) and shape is not None and len(shape) < 3:  # eagerly: the op's error
         raise op_error(ValueError, f"Shape must be at least rank 3 but is rank {len(shape)}")
     extra, number = _factor(contrast_factor, "contrast_factor")
     out = apply("AdjustContrastv2", [x] + extra, [(shape, _dtypes.float32)], floats=[number])
@@ -151,10 +151,6 @@ def _colorspace(images, mode):
     if dtype != _dtypes.float32:  # TensorFlow casts the rest
         x, dtype = _cast(x, _dtypes.float32), _dtypes.float32
     shape = static_shape(x)
-    if shape is not None and (len(shape) == 0 or shape[-1] not in (None, 3)):
-        raise op_error(_errors.InvalidArgumentError,
-                       f"input must have 3 channels but input only has "
-                       f"{shape[-1] if shape else 0} channels.")
     return apply("AdjustHsv", [x], [(shape, dtype)], ints=[mode], floats=[0.0])
 
 

@@ -168,11 +168,15 @@ static CvStatus hsv_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
         return cv_error(CV_INVALID_ARGUMENT, "AdjustHsv: unsupported dtype %s",
                         cv_dtype_name(v->dtype));
     if (v->rank < (mode >= TO_HSV ? 1 : 3))
-        return cv_error(CV_INVALID_ARGUMENT, "input must be at least 3-D, got shape %s",
+        return cv_error(CV_INVALID_ARGUMENT, "input must be at least 3-D, got shape%s",
                         cv_shape_str(v->shape, v->rank, text, sizeof(text)));
-    if (v->shape[v->rank - 1] != 3)
-        return cv_error(CV_INVALID_ARGUMENT, "input must have 3 channels but input only has %lld "
-                        "channels.", (long long)v->shape[v->rank - 1]);
+    if (v->shape[v->rank - 1] != 3) /* TensorFlow's code and wording differ by op */
+        return cv_error(mode >= TO_HSV ? CV_FAILED_PRECONDITION : CV_INVALID_ARGUMENT,
+                        mode >= TO_HSV ? "input must have 3 channels but input only has %lld "
+                                         "channels."
+                                       : "input must have 3 channels but instead has %lld "
+                                         "channels.",
+                        (long long)v->shape[v->rank - 1]);
     CvStatus s = cv_tensor_alloc(&out[0], v->dtype, v->rank, v->shape, 0, NULL);
     if (s)
         return s;
