@@ -176,6 +176,18 @@ def test_adjust_gamma_matches_tf(gamma, gain):
         cvi.adjust_gamma(F32, -1)
 
 
+def test_traced_hue_delta_out_of_range():
+    """A traced delta is not range-checked (as in a tf.function): far-out
+    deltas wrap as TensorFlow's; an infinite one (TensorFlow never returns)
+    gives NaN instead of hanging."""
+    for d in (7.3, -5.2, 100.7):
+        want = tf.function(lambda x: tf.image.adjust_hue(x, d))(F32).numpy()
+        same(traced(lambda x, dd: cvi.adjust_hue(x, dd), F32, np.float32(d)), want)
+    for d in (np.inf, -np.inf, np.nan):
+        got = np.asarray(traced(lambda x, dd: cvi.adjust_hue(x, dd), F32, np.float32(d)))
+        assert np.isnan(got).any(axis=-1).all()
+
+
 def test_large_image_contrast_mean_order():
     """The mean is folded in halves as TensorFlow sums it: an exact match
     on sizes where another order would round differently."""

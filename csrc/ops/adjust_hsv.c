@@ -86,6 +86,8 @@ static void hue(const float *in, float *out, float delta)
         h = (float)cat + ((cat & 1) == 0 ? ratio : 1.0f - ratio);
     }
     h += delta * 6.0f;
+    if (isinf(h)) /* TensorFlow's loops never end here; conveyor gives NaN */
+        h = NAN;
     if (!(h > -6.0f && h < 12.0f) && isfinite(h)) /* far out: one step, not a long loop */
         h = fmodf(h, 6.0f);
     while (h < 0.0f)
