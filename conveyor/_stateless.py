@@ -90,6 +90,9 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=_dtypes.float32,
                                        "`None` or both non-`None`; got minval={} and maxval={}."
                                        .format(dtype, minval, maxval))
         lo, hi = int(minval), int(maxval)
+        info = np.iinfo(dtype.as_numpy_dtype)
+        if not (info.min <= lo <= info.max and info.min <= hi <= info.max):
+            raise op_error(ValueError, f"minval and maxval must fit in {dtype.name}: {lo}, {hi}")
         if lo >= hi:
             raise op_error(_errors.InvalidArgumentError, f"Need minval < maxval: {lo} >= {hi}")
         return _random(seed, dims, dtype, _RANGE, lo, hi)

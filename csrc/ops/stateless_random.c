@@ -77,6 +77,8 @@ static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in,
     if (kind == 1 && ihi <= ilo)
         return cv_error(CV_INVALID_ARGUMENT, "Need minval < maxval: %lld >= %lld",
                         (long long)ilo, (long long)ihi);
+    if (kind == 1 && dtype == CV_INT32 && (ilo < INT32_MIN || ihi > INT32_MAX))
+        return cv_error(CV_INVALID_ARGUMENT, "minval and maxval must fit in int32");
     s = cv_tensor_alloc(&out[0], dtype, (int)attrs->ints[4], &attrs->ints[5], 0, NULL);
     if (s)
         return s;
