@@ -15,7 +15,7 @@ from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["stateless_uniform", "stateless_normal", "stateless_split", "split"]
+__all__ = ["stateless_uniform", "stateless_normal", "stateless_split", "split", "fold_in"]
 
 # StatelessRandom kinds (csrc/ops/stateless_random.c).
 _FLOAT, _RANGE, _FULL, _NORMAL = range(4)
@@ -130,3 +130,15 @@ def stateless_split(seed, num=2, alg="auto_select"):
 
 
 split = stateless_split
+
+
+def fold_in(seed, data, alg="auto_select"):
+    """A new seed from `seed` and an integer `data`
+    (``tf.random.experimental.stateless_fold_in``): [a full-range value of
+    data's dtype drawn from `seed`, data] (int32 for a Python int)."""
+    from conveyor._math import stack
+    d = convert(data, name="data")
+    dtype = dtype_of(d)
+    if dtype not in (_dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"fold_in: `data` must be int32 or int64, got {dtype.name}")
+    return stack([_random(seed, [], dtype, _FULL), d])

@@ -106,6 +106,20 @@ def test_stateless_split_matches_tf(seed):
         same(traced(lambda s: cv.random.split(s, num), as_seed(seed)), want)
 
 
+@pytest.mark.parametrize("seed", SEEDS, ids=str)
+def test_fold_in_matches_tf(seed):
+    for data in (5, -7, np.int64(2**40), np.int32(3)):
+        want = tf.random.experimental.stateless_fold_in(seed, data).numpy()
+        same(cv.random.experimental.stateless_fold_in(seed, data), want)
+        same(cv.random.fold_in(seed, data), tf.random.fold_in(seed, data).numpy())
+    ids = np.arange(4, dtype=np.int64)
+    ours = cv.data.Dataset.from_tensor_slices(ids).map(lambda i: cv.random.fold_in(seed, i))
+    assert "mode=native" in repr(ours)
+    theirs = tf.data.Dataset.from_tensor_slices(ids).map(lambda i: tf.random.fold_in(seed, i))
+    for a, b in zip(ours, theirs.as_numpy_iterator()):
+        same(a, b)
+
+
 def test_stateless_errors():
     with pytest.raises(ValueError):
         cv.random.stateless_uniform([2], [1, 2, 3])
