@@ -69,7 +69,7 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=_dtypes.float32,
     """Uniform random values in [minval, maxval) that depend only on `seed`
     (``tf.random.stateless_uniform``): TensorFlow's values for the same seed.
 
-    Floats (float32, float64) default to [0, 1); integers (int32, int64)
+    Floats (float16, float32, float64) default to [0, 1); integers (int32, int64)
     need both bounds, or neither for values over the whole range. `minval`
     and `maxval` are Python numbers here.
     """
@@ -96,9 +96,9 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=_dtypes.float32,
         if lo >= hi:
             raise op_error(_errors.InvalidArgumentError, f"Need minval < maxval: {lo} >= {hi}")
         return _random(seed, dims, dtype, _RANGE, lo, hi)
-    if dtype not in (_dtypes.float32, _dtypes.float64):
+    if dtype not in (_dtypes.float16, _dtypes.float32, _dtypes.float64):
         raise op_error(TypeError, f"stateless_uniform: unsupported dtype {dtype.name} in "
-                                  f"conveyor (float32, float64, int32, int64)")
+                                  f"conveyor (float16, float32, float64, int32, int64)")
     lo = float(np.asarray(0 if minval is None else minval).astype(dtype.as_numpy_dtype))
     hi = float(np.asarray(1 if maxval is None else maxval).astype(dtype.as_numpy_dtype))
     return _random(seed, dims, dtype, _FLOAT, flo=lo, fhi=hi)
@@ -108,12 +108,13 @@ def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=_dtypes.float32, n
                      alg="auto_select"):
     """Normal random values that depend only on `seed`
     (``tf.random.stateless_normal``): TensorFlow's values for the same seed
-    (float32 or float64; `mean` and `stddev` are Python numbers here)."""
+    (float16, float32 or float64; `mean` and `stddev` are Python numbers
+    here)."""
     dtype = _dtypes.as_dtype(dtype)
     dims = _dims(shape)
-    if dtype not in (_dtypes.float32, _dtypes.float64):
+    if dtype not in (_dtypes.float16, _dtypes.float32, _dtypes.float64):
         raise op_error(TypeError, f"stateless_normal: unsupported dtype {dtype.name} in "
-                                  f"conveyor (float32, float64)")
+                                  f"conveyor (float16, float32, float64)")
     for v, n in ((mean, "mean"), (stddev, "stddev")):
         if isinstance(v, Tensor):
             raise op_error(TypeError, f"conveyor's stateless_normal needs a Python number for "

@@ -70,7 +70,8 @@ def as_seed(seed):
 # tf.random stateless ops
 # ---------------------------------------------------------------------------
 
-UNIFORM_CASES = [dict(), dict(minval=-2.5, maxval=3), dict(dtype="float64"),
+UNIFORM_CASES = [dict(), dict(minval=-2.5, maxval=3), dict(dtype="float64"), dict(dtype="float16"),
+                 dict(dtype="float16", minval=-3, maxval=5),
                  dict(dtype="float64", minval=1, maxval=2), dict(minval=-5, maxval=100, dtype="int32"),
                  dict(minval=-5, maxval=2**40, dtype="int64"),
                  dict(minval=None, maxval=None, dtype="int32"),
@@ -88,6 +89,7 @@ def test_stateless_uniform_matches_tf(seed, kw):
 
 @pytest.mark.parametrize("seed", SEEDS, ids=str)
 @pytest.mark.parametrize("kw", [dict(), dict(mean=2.5, stddev=0.3), dict(dtype="float64"),
+                                dict(dtype="float16", mean=0.5, stddev=2),
                                 dict(dtype="float64", mean=-1, stddev=3)], ids=str)
 def test_stateless_normal_matches_tf(seed, kw):
     """Box-Muller with the same libm calls as TensorFlow: exact."""

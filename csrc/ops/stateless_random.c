@@ -5,13 +5,14 @@
  *
  * ints: [dtype, kind, int minval, int maxval, rank, dims...]; floats:
  * [minval, maxval]. Kinds:
- *   0 = uniform float32 / float64: u * (maxval - minval) + minval, each step
- *       rounded to the dtype (u in [0, 1): one sample for float32, two for
- *       float64);
+ *   0 = uniform float16 / float32 / float64: u * (maxval - minval) + minval,
+ *       each step rounded to the dtype (u in [0, 1): one sample for float16
+ *       (10 bits) and float32 (23 bits), two for float64);
  *   1 = uniform int32 / int64 in [minval, maxval): minval + bits % range
  *       (one sample, or two for int64: low word first);
  *   2 = int32 / int64 over the whole range (the same bits, no modulo);
- *   3 = normal float32 / float64 (tf.random.stateless_normal): Box-Muller
+ *   3 = normal float16 / float32 / float64 (tf.random.stateless_normal;
+ *       float16 rounds the float32 values): Box-Muller
  *       on pairs of uniforms (u1 raised to at least 1e-7, the angle
  *       2 pi u2 in double), libm's log, sqrt and sincos as TensorFlow
  *       calls them; the first value of a pair from the sine; then times
@@ -19,15 +20,31 @@
  * No ownership beyond the output; no state (the stream is a local). */
 #include <math.h>
 
+#include "ops/numeric.h"
 #include "ops/op.h"
 #include "ops/stateless.h"
 
 /* Box-Muller pairs, n values into t (float32 or float64). */
+/* float -> float16 -> float: one float16 rounding. */
+static inline float to_half(float x) { return cv_half_to_float(cv_float_to_half(x)); }
+
 static void normal_fill(CvTensor *t, int64_t n, double mean, double stddev, CvPhilox *rng)
 {
     for (int64_t i = 0; i < n; i += 2) {
         double pair[2];
-        if (t->dtype == CV_FLOAT32) {
+        if (t->dtype == CV_FLOAT16) {
+            float u1 = cv_stateless_float(rng), u2 = cv_stateless_float(rng), s, c;
+            if (u1 < 1.0e-7f)
+                u1 = 1.0e-7f;
+            float angle = (float)(2.0f * M_PI * u2);
+            float r = sqrtf(-2.0f * logf(u1));
+            sincosf(angle, &s, &c);
+            float m = to_half((float)mean), d = to_half((float)stddev);
+            float v[2] = {to_half(to_half(to_half(s * r) * d) + m),
+                          to_half(to_half(to_half(c * r) * d) + m)};
+            for (int k = 0; k < 2 && i + k < n; k++)
+                ((cv_half *)t->data)[i + k] = cv_float_to_half(v[k]);
+        } else if (t->dtype == CV_FLOAT32) {
             float u1 = cv_stateless_float(rng), u2 = cv_stateless_float(rng), s, c;
             if (u1 < 1.0e-7f)
                 u1 = 1.0e-7f;
@@ -69,7 +86,8 @@ static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in,
     CvStatus s = cv_stateless_init(&in[0], &rng);
     if (s)
         return s;
-    bool ok = ((kind == 0 || kind == 3) && (dtype == CV_FLOAT32 || dtype == CV_FLOAT64)) ||
+    bool ok = ((kind == 0 || kind == 3) &&
+               (dtype == CV_FLOAT16 || dtype == CV_FLOAT32 || dtype == CV_FLOAT64)) ||
               ((kind == 1 || kind == 2) && (dtype == CV_INT32 || dtype == CV_INT64));
     if (!ok)
         return cv_error(CV_INVALID_ARGUMENT, "StatelessRandom: unsupported dtype %s",
@@ -89,7 +107,13 @@ static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in,
         return CV_STATUS_OK;
     }
     for (int64_t i = 0; i < n; i++) {
-        if (dtype == CV_FLOAT32) {
+        if (dtype == CV_FLOAT16) {
+            uint32_t bits = (cv_philox_next(&rng) & 0x3ffu) | (15u << 10);
+            float lo = to_half((float)attrs->floats[0]);
+            float span = to_half(to_half((float)attrs->floats[1]) - lo);
+            float u = cv_half_to_float((cv_half)bits) - 1.0f;
+            ((cv_half *)out[0].data)[i] = cv_float_to_half(to_half(u * span) + lo);
+        } else if (dtype == CV_FLOAT32) {
             float lo = (float)attrs->floats[0], span = (float)attrs->floats[1] - lo;
             float u = cv_stateless_float(&rng) * span;
             ((float *)out[0].data)[i] = u + lo;
