@@ -5,11 +5,11 @@ Tolerance: none. Every deterministic op and every stateless op must give
 TensorFlow's values bit for bit (dtype, shape, bytes; NaN where TensorFlow
 gives NaN), eagerly and traced in Dataset.map, for float32 and uint8 images,
 single images and batches, and edge values (0, 1, out-of-range values,
-infinities, NaN). Exceptions: adjust_gamma, within 1 ulp of TensorFlow
-for float32 (exact for integer images), and subnormal inputs, which TensorFlow's
-kernels flush to zero (docs/differences.md); they are not tested here. The
-stateful random_* ops are compared by their ranges, errors and
-reproducibility (their values differ from TensorFlow's by design).
+infinities, NaN, subnormals). Exceptions: adjust_gamma, within 1 ulp of
+TensorFlow for float32 (exact for integer images), and subnormals in
+adjust_hue (docs/differences.md). The stateful random_* ops are compared
+by their ranges, errors and reproducibility (their values differ from
+TensorFlow's by design).
 """
 import os
 
@@ -202,6 +202,15 @@ def test_traced_hue_delta_out_of_range():
     for d in (np.inf, -np.inf, np.nan):
         got = np.asarray(traced(lambda x, dd: cvi.adjust_hue(x, dd), F32, np.float32(d)))
         assert np.isnan(got).any(axis=-1).all()
+
+
+def test_subnormals_flushed_like_tf():
+    x = np.array([[[1e-40, 0, 0], [0.5, 1e-39, 0.2], [3e-39, 3e-39, 1e-38], [0.3, 0.2, 0.1]]],
+                 np.float32)
+    for fn in (lambda lib: lib.image.adjust_saturation(x, 1.3),
+               lambda lib: lib.image.adjust_contrast(x, 0.7),
+               lambda lib: lib.image.rgb_to_hsv(x), lambda lib: lib.image.hsv_to_rgb(x)):
+        same(fn(cv), fn(tf).numpy())
 
 
 def test_large_image_contrast_mean_order():

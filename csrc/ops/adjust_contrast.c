@@ -8,11 +8,13 @@
  * becomes (x - mean) * factor + mean, in float32.
  *
  * floats[0]: the factor, unless input 1 (a float scalar) gives it at run
- * time. Scratch memory is the op's own, freed before returning.
+ * time. Scratch memory is the op's own, freed before returning. Subnormal
+ * values are flushed to zero, as in TensorFlow's kernels.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/flush_denormals.h"
 #include "ops/op.h"
 
 static CvStatus contrast_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
@@ -54,6 +56,7 @@ static CvStatus contrast_run(const CvOpAttrs *attrs, const CvTensor *in, int num
         goto cleanup;
     }
     float f = (float)factor, scale = 1.0f / (float)pixels;
+    unsigned mode_saved = cv_flush_denormals_begin(); /* as TensorFlow's kernels */
     for (int64_t b = 0; b < batch; b++) {
         const float *src = (const float *)v->data + b * plane;
         float *dst = (float *)out[0].data + b * plane;
@@ -80,6 +83,7 @@ static CvStatus contrast_run(const CvOpAttrs *attrs, const CvTensor *in, int num
             for (int64_t c = 0; c < channels; c++)
                 dst[p * channels + c] = (src[p * channels + c] - mean[c]) * f + mean[c];
     }
+    cv_flush_denormals_end(mode_saved);
 cleanup:
     free(scratch);
     free(mean);

@@ -9,9 +9,11 @@
  *   2 = rgb_to_hsv, 3 = hsv_to_rgb (float32).
  * floats[0]: the factor or delta, unless input 1 (a float scalar) gives it
  * at run time. Output: a new tensor of the input's shape and dtype.
+ * Subnormal values are flushed to zero, as in TensorFlow's kernels.
  */
 #include <math.h>
 
+#include "ops/flush_denormals.h"
 #include "ops/op.h"
 
 enum { SATURATION, HUE, TO_HSV, TO_RGB };
@@ -184,6 +186,7 @@ static CvStatus hsv_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
         return s;
     int64_t pixels = cv_tensor_num_elements(v) / 3;
     float f = (float)value;
+    unsigned mode_saved = cv_flush_denormals_begin(); /* as TensorFlow's kernels */
     for (int64_t i = 0; i < pixels; i++) {
         const float *src = (const float *)v->data + 3 * i;
         float *dst = (float *)out[0].data + 3 * i;
@@ -194,6 +197,7 @@ static CvStatus hsv_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
         default: to_rgb(src, dst); break;
         }
     }
+    cv_flush_denormals_end(mode_saved);
     return CV_STATUS_OK;
 }
 
