@@ -11,13 +11,17 @@ same way gives the same order as in TensorFlow, run after run:
 * op seed only: ``(87654321, op % (2**31 - 1))``;
 * neither: unseeded (a different order every run).
 """
+import types as _types
+
 import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor._seed import get_seed, set_seed
+from conveyor._stateless import (fold_in, split, stateless_normal, stateless_split,
+                                 stateless_uniform)
 from conveyor._tracing import apply, op_error
 
-__all__ = ["set_seed", "get_seed", "uniform"]
+__all__ = ["set_seed", "get_seed", "uniform", "stateless_uniform", "stateless_normal", "split", "fold_in", "experimental"]
 
 
 def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
@@ -45,3 +49,7 @@ def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
         raise op_error(TypeError, f"uniform: unsupported dtype {dtype.name}")
     return apply("RandomUniform", [], [(tuple(dims), dtype)], ints=ints, floats=floats,
                  random=True, op_seed=seed)
+
+# tf.random.experimental: the stateless seed split and fold-in.
+experimental = _types.SimpleNamespace(stateless_split=stateless_split,
+                                      stateless_fold_in=fold_in)

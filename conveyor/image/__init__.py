@@ -3,6 +3,7 @@
 Every op runs eagerly on NumPy arrays and is traced into a native program
 inside ``Dataset.map`` (see docs/guide.md, "Native map functions").
 """
+from conveyor.image._adjust import *  # noqa: F401,F403
 from conveyor.image._resize import *  # noqa: F401,F403
 from conveyor.image._transform import *  # noqa: F401,F403
 from conveyor.io.image_ops import decode_image, decode_jpeg  # noqa: F401

@@ -17,6 +17,9 @@
  *   RANDOM (4): any rank; ints[1..] = the size of every dim, or input 1 (an
  *     integer vector); offsets uniform in [0, dim - size] from the op's
  *     random stream.
+ *   STATELESS (5): as RANDOM with ints[1..] the sizes and input 1 the seed
+ *     of tf.image.stateless_random_crop (ops/stateless.h): offset d is
+ *     (a uniform int32 in [0, 2**31 - 1)) % (dim - size + 1).
  *
  * The copy moves whole spans of the innermost dims that are not cut with
  * one memcpy; a window that is one contiguous run of the input (a crop of
@@ -26,8 +29,9 @@
 
 #include "ops/image.h"
 #include "ops/op.h"
+#include "ops/stateless.h"
 
-enum { BOX, PAD, CROP_OR_PAD, CENTRAL, RANDOM };
+enum { BOX, PAD, CROP_OR_PAD, CENTRAL, RANDOM, STATELESS };
 
 /* Per dim: copy input [src, src + len) to output [dst, dst + len). */
 typedef struct {
@@ -120,8 +124,16 @@ static Span central_span(int64_t d, double fraction)
 }
 
 static CvStatus random_spans(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
-                             CvOpContext *ctx, Span *span)
+                             CvOpContext *ctx, Span *span, bool stateless)
 {
+    CvPhilox rng;
+    if (stateless) {
+        CvStatus s = num_in > 1 ? cv_stateless_init(&in[1], &rng)
+                                : cv_error(CV_INVALID_ARGUMENT, "a stateless crop needs a seed");
+        if (s)
+            return s;
+        num_in = 1; /* the sizes are attributes */
+    }
     int64_t size[CV_MAX_RANK];
     int n = attrs->num_ints - 1;
     const CvTensor *v = &in[0];
@@ -154,7 +166,12 @@ static CvStatus random_spans(const CvOpAttrs *attrs, const CvTensor *in, int num
                         cv_shape_str(size, n, want, sizeof(want)));
     }
     for (int d = 0; d < n; d++) {
-        int64_t offset = (int64_t)cv_op_random_below(ctx, (uint64_t)(v->shape[d] - size[d]) + 1);
+        int64_t offset;
+        if (stateless) /* TensorFlow's int32 arithmetic: the limit fits */
+            offset = (int64_t)((cv_philox_next(&rng) % 0x7fffffffu) %
+                               (uint64_t)(v->shape[d] - size[d] + 1));
+        else
+            offset = (int64_t)cv_op_random_below(ctx, (uint64_t)(v->shape[d] - size[d]) + 1);
         span[d] = (Span){offset, 0, size[d], size[d]};
     }
     return CV_STATUS_OK;
@@ -210,8 +227,8 @@ static CvStatus crop_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         return cv_error(CV_UNIMPLEMENTED, "cropping string tensors is not supported");
     for (int d = 0; d < v->rank; d++)
         span[d] = (Span){0, 0, v->shape[d], v->shape[d]};
-    if (mode == RANDOM) {
-        if ((s = random_spans(attrs, in, num_in, ctx, span)))
+    if (mode == RANDOM || mode == STATELESS) {
+        if ((s = random_spans(attrs, in, num_in, ctx, span, mode == STATELESS)))
             return s;
     } else if (mode >= BOX && mode <= CENTRAL) {
         if ((s = cv_image_check_rank(v, "image")))

@@ -4,7 +4,11 @@
  *
  * ints[0]: 0 = always reverse; 1 = random, as tf.image.random_flip_*: a
  *   rank 3 image is reversed when one uniform draw is < 0.5, a rank 4 batch
- *   draws once per image (dim 0).
+ *   draws once per image (dim 0); 2 = stateless, as
+ *   tf.image.stateless_random_flip_*: input 1 is the seed (ops/stateless.h);
+ *   a rank 3 image is reversed when the draw is < 0.5; in a rank 4 batch
+ *   image b is f * reversed + (1 - f) * image with f = round(draw b) (so
+ *   reversed when the draw is > 0.5), computed in the image's dtype.
  * ints[1]: 1 = the input is an image: its rank must be 3 or 4 and its inner
  *   3 dims > 0 (TensorFlow's run-time checks for images of unknown shape).
  * ints[2..]: the axes; a negative axis counts from the end (-2 is an
@@ -14,10 +18,13 @@
  * pixel's channels and everything after) move with fixed-size copies. An
  * unchanged result shares the input's memory.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/image.h"
+#include "ops/numeric.h"
 #include "ops/op.h"
+#include "ops/stateless.h"
 
 /* Reverse n blocks of `block` bytes from src into dst. Fixed sizes let the
  * compiler turn each memcpy into a move or two. */
@@ -76,20 +83,58 @@ static void reverse_copy(char *dst, const char *src, const int64_t *shape, int r
     }
 }
 
+/* dst = f * flipped + (1 - f) * src in T, f in {0, 1}. */
+#define BLEND(T, TO, FROM)                                                                         \
+    for (int64_t i = 0; i < n; i++)                                                                \
+        ((T *)dst)[i] = FROM(f * TO(((const T *)flipped)[i]) + (1 - f) * TO(((const T *)src)[i]));
+
+/* Mode 2 on a batch: each image blended with its reversed copy. */
+static CvStatus blend_flips(const CvTensor *v, CvTensor *out, uint32_t mask, size_t esize,
+                            CvPhilox *rng)
+{
+    CvStatus s = cv_tensor_alloc(out, v->dtype, v->rank, v->shape, 0, NULL);
+    if (s)
+        return s;
+    size_t item = cv_tensor_nbytes(v) / (size_t)(v->shape[0] ? v->shape[0] : 1);
+    int64_t n = (int64_t)(item / esize);
+    char *flipped = malloc(item ? item : 1);
+    if (!flipped) {
+        cv_tensor_clear(out);
+        return cv_error_nomem();
+    }
+    for (int64_t b = 0; b < v->shape[0]; b++) {
+        const char *src = v->data + (size_t)b * item;
+        char *dst = out->data + (size_t)b * item;
+        float u = cv_stateless_float(rng);
+        int f = u > 0.5f; /* round half to even: 0.5 gives 0 */
+        reverse_copy(flipped, src, v->shape + 1, 3, mask, esize);
+        switch (v->dtype) {
+        case CV_FLOAT32: BLEND(float, (float), (float)) break;
+        case CV_FLOAT64: BLEND(double, (double), (double)) break;
+        case CV_FLOAT16: BLEND(cv_half, cv_half_to_float, cv_float_to_half) break;
+        default: memcpy(dst, f ? flipped : src, item); break;
+        }
+    }
+    free(flipped);
+    return CV_STATUS_OK;
+}
+#undef BLEND
+
 static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                          int num_out, CvOpContext *ctx)
 {
-    (void)num_in;
     (void)num_out;
     const CvTensor *v = &in[0];
     bool random = attrs->num_ints > 0 && attrs->ints[0] == 1;
+    bool stateless = attrs->num_ints > 0 && attrs->ints[0] == 2 && num_in > 1;
+    CvPhilox rng;
     bool image = attrs->num_ints > 1 && attrs->ints[1] == 1;
     uint32_t mask = 0;
     if (v->dtype == CV_STRING)
         return cv_error(CV_UNIMPLEMENTED, "reversing string tensors is not supported");
-    if (image || random) {
+    if (image || random || stateless) {
         CvStatus s = cv_image_check(v, 4);
-        if (s)
+        if (s || (stateless && (s = cv_stateless_init(&in[1], &rng))))
             return s;
     }
     for (int i = 2; i < attrs->num_ints; i++) {
@@ -117,6 +162,10 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         }
         return CV_STATUS_OK;
     }
+    if (stateless && v->rank == 4)
+        return blend_flips(v, &out[0], mask >> 1, esize, &rng);
+    if (stateless && !(cv_stateless_float(&rng) < 0.5f))
+        mask = 0;
     if (random && !(cv_op_random_uniform(ctx) < 0.5f))
         mask = 0;
     if (mask == 0) {
@@ -130,4 +179,4 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_flip = {.name = "ReverseV2", .min_inputs = 1, .max_inputs = 1, .run = flip_run};
+const CvOp cv_op_flip = {.name = "ReverseV2", .min_inputs = 1, .max_inputs = 2, .run = flip_run};

@@ -60,6 +60,10 @@ extern const CvOp cv_op_string_join;
 extern const CvOp cv_op_reduce_join;
 extern const CvOp cv_op_as_string;
 extern const CvOp cv_op_string_format;
+extern const CvOp cv_op_stateless_random;
+extern const CvOp cv_op_adjust_hsv;
+extern const CvOp cv_op_adjust_contrast;
+extern const CvOp cv_op_adjust_gamma;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -117,6 +121,10 @@ static const CvOp *const all_ops[] = {
     &cv_op_reduce_join,
     &cv_op_as_string,
     &cv_op_string_format,
+    &cv_op_stateless_random,
+    &cv_op_adjust_hsv,
+    &cv_op_adjust_contrast,
+    &cv_op_adjust_gamma,
 };
 
 const CvOp *cv_op_find(const char *name)
