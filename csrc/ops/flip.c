@@ -12,11 +12,13 @@
  *
  * Rows are copied whole; within the innermost reversed axis the blocks (a
  * pixel's channels and everything after) move with fixed-size copies. An
- * unchanged result shares the input's memory.
+ * unchanged result shares the input's memory. Strings (not random) are
+ * copied into the result through an index map.
  */
 #include <string.h>
 
 #include "ops/image.h"
+#include "ops/index_map.h"
 #include "ops/op.h"
 
 /* Reverse n blocks of `block` bytes from src into dst. Fixed sizes let the
@@ -76,6 +78,25 @@ static void reverse_copy(char *dst, const char *src, const int64_t *shape, int r
     }
 }
 
+static CvStatus reverse_strings(const CvTensor *v, uint32_t mask, CvTensor *out)
+{
+    CvIndexMap m;
+    int64_t stride[CV_MAX_RANK];
+    CvStatus s = cv_index_map_init(&m, v->rank, v->shape);
+    if (s)
+        return s;
+    cv_index_map_strides(v, stride);
+    if (m.total)
+        for (int d = 0; d < v->rank; d++) {
+            m.stride[d] = stride[d];
+            for (int64_t o = 0; o < v->shape[d]; o++)
+                m.map[d][o] = (mask & (1u << d)) ? v->shape[d] - 1 - o : o;
+        }
+    s = cv_index_map_copy(&m, v, NULL, out);
+    cv_index_map_free(&m);
+    return s;
+}
+
 static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                          int num_out, CvOpContext *ctx)
 {
@@ -85,8 +106,8 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     bool random = attrs->num_ints > 0 && attrs->ints[0] == 1;
     bool image = attrs->num_ints > 1 && attrs->ints[1] == 1;
     uint32_t mask = 0;
-    if (v->dtype == CV_STRING)
-        return cv_error(CV_UNIMPLEMENTED, "reversing string tensors is not supported");
+    if (v->dtype == CV_STRING && random)
+        return cv_error(CV_UNIMPLEMENTED, "flipping string images is not supported");
     if (image || random) {
         CvStatus s = cv_image_check(v, 4);
         if (s)
@@ -123,6 +144,8 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         cv_tensor_copy_ref(&out[0], v);
         return CV_STATUS_OK;
     }
+    if (v->dtype == CV_STRING)
+        return reverse_strings(v, mask, &out[0]);
     CvStatus s = cv_tensor_alloc(&out[0], v->dtype, v->rank, v->shape, 0, NULL);
     if (s)
         return s;

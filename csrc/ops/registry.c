@@ -47,6 +47,12 @@ extern const CvOp cv_op_select;
 extern const CvOp cv_op_where;
 extern const CvOp cv_op_assert;
 extern const CvOp cv_op_sparse_to_dense;
+extern const CvOp cv_op_transpose;
+extern const CvOp cv_op_tile;
+extern const CvOp cv_op_pad;
+extern const CvOp cv_op_broadcast_to;
+extern const CvOp cv_op_split;
+extern const CvOp cv_op_cumsum;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -92,6 +98,12 @@ static const CvOp *const all_ops[] = {
     &cv_op_where,
     &cv_op_assert,
     &cv_op_sparse_to_dense,
+    &cv_op_transpose,
+    &cv_op_tile,
+    &cv_op_pad,
+    &cv_op_broadcast_to,
+    &cv_op_split,
+    &cv_op_cumsum,
 };
 
 const CvOp *cv_op_find(const char *name)
