@@ -113,12 +113,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         raise _error(traced, ValueError, f"Paddings must be non-negative: {p.tolist()}")
     out = None
     if shape is not None:
-        for d, n in enumerate(shape):
-            limit = None if n is None else n - 1 if kind == 1 else n
-            if kind and limit is not None and (p[d] > limit).any():
-                raise _error(traced, ValueError, f"paddings must be no greater than the dimension "
-                                                 f"size: {p[d, 0]}, {p[d, 1]} greater than "
-                                                 f"{limit}")
+        # Mirror pads larger than the dim are an InvalidArgumentError of the op,
+        # per element (a graph does not check them when built either).
         out = tuple(None if n is None else n + int(p[d].sum()) for d, n in enumerate(shape))
     inputs = [x]
     if kind == 0:
@@ -128,6 +124,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
                 raise op_error(TypeError, f"pad: constant_values must be {dt.name}, got "
                                           f"{c.dtype.name}")
         else:
+            if np.ndim(c) == 0 and not isinstance(c, (str, bytes)) and c == 0:
+                c = np.zeros((), dt.as_numpy_dtype) if dt != _dtypes.string else b""
             try:
                 c = convert(c, dtype=dt, name="constant_values")
             except TypeError as e:
@@ -273,17 +271,13 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     axis = 0 if axis is None else int(axis)
     if xs is None:
         raise x._trace.fail("boolean_mask of a tensor of unknown rank is not supported natively")
-    if axis < 0:
-        axis += len(xs)
-    if axis < 0 or axis + k > len(xs):
-        raise op_error(ValueError, f"Shapes {list(xs)} and {list(ms)} are incompatible")
-    for a, b in zip(xs[axis:axis + k], ms):
-        if a is not None and b is not None and a != b:
-            dims = ",".join("?" if d is None else str(d) for d in xs[axis:axis + k])
-            raise op_error(ValueError, f"Shapes ({dims}) and ({','.join(map(str, ms))}) are "
-                                       f"incompatible")
+    # The dims the mask covers are tensor.shape[axis:axis + k], sliced as
+    # Python slices them (a negative axis included), as TensorFlow does.
+    inner = xs[axis:axis + k]
+    if len(inner) != k or builtins.any(a is not None and b is not None and a != b
+                                       for a, b in zip(inner, ms)):
+        raise op_error(ValueError, f"Shapes {_dims(inner)} and {_dims(ms)} are incompatible")
     if k > 1:
-        inner = xs[axis:axis + k]
         merged = None if None in inner else int(np.prod(inner))
         outer = list(xs[:axis]) + [merged] + list(xs[axis + k:])
         if outer.count(None) > 1:
@@ -295,15 +289,17 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     return gather(x, idx, axis=axis)
 
 
+def _dims(dims):
+    inner = ", ".join("None" if d is None else str(d) for d in dims)
+    return f"({inner},)" if len(dims) == 1 else f"({inner})"
+
+
 def sequence_mask(lengths, maxlen=None, dtype=_dtypes.bool, name=None):
     """A mask of the first lengths[i] positions of each row
     (``tf.sequence_mask``): result[i..., j] = j < lengths[i...], of shape
     lengths.shape + [maxlen] (maxlen defaults to the largest length),
     cast to `dtype`."""
     n = convert(lengths, name="lengths")
-    if not dtype_of(n).is_integer:
-        raise op_error(TypeError, f"sequence_mask: lengths must be integers, got "
-                                  f"{dtype_of(n).name}")
     if maxlen is None:
         maxlen = reduce_max(n)
     else:
@@ -331,7 +327,8 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):  # noqa: A002
     traced = _traced(v)
     dt = dtype_of(v)
     if dt in (_dtypes.string, _dtypes.bool):
-        raise op_error(TypeError, f"cumsum: x must be a number, got {dt.name}")
+        raise _error(traced, TypeError, f"Value for attr 'T' of {dt.name} is not in the list "
+                                        f"of allowed values (cumsum takes numbers)")
     axes = _static_ints(axis, "cumsum", "axis")
     if len(axes) != 1:
         raise _error(traced, ValueError, "Shape must be rank 0 but is rank 1")
