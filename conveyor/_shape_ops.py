@@ -1,7 +1,7 @@
 """Tensor ops that rearrange values, as input pipelines use them:
 ``tf.transpose``, ``tile``, ``pad``, ``reverse``, ``broadcast_to``,
 ``split``, ``boolean_mask``, ``sequence_mask``, ``math.cumsum``,
-``stop_gradient`` and ``image.resize_with_pad``.
+and ``stop_gradient`` (``image.resize_with_pad`` is in conveyor/image/_pad.py).
 
 Arguments are checked and the static output spec computed here; the work is
 done in C (csrc/ops/transpose.c, tile.c, pad.c, flip.c, broadcast_to.c,
@@ -25,7 +25,7 @@ from conveyor._reduce import _error, _static_ints, _traced, gather, range as _ra
 from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["transpose", "tile", "pad", "reverse", "broadcast_to", "split", "boolean_mask",
-           "sequence_mask", "cumsum", "stop_gradient", "resize_with_pad"]
+           "sequence_mask", "cumsum", "stop_gradient"]
 
 
 def _static_array(value, fname, what):
@@ -143,6 +143,8 @@ def reverse(tensor, axis, name=None):
     reversed (``tf.reverse``). Any dtype, strings included."""
     x = convert(tensor, name="tensor")
     traced = _traced(x)
+    if not isinstance(axis, Tensor) and np.ndim(axis) != 1:
+        raise _error(traced, ValueError, f"'dims' must be 1-dimension, not {np.ndim(axis)}")
     axes = _static_ints(axis, "reverse", "axis")
     shape = static_shape(x)
     if shape is not None:
@@ -211,7 +213,8 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     if sizes.ndim == 0:
         n = int(sizes)
         if n <= 0:
-            raise op_error(ValueError, f"Number of ways to split should be > 0, but got {n}")
+            raise _error(traced, ValueError, f"Value for attr 'num_split' of {n} must be at least "
+                                             f"minimum 1")
         if dim is None:
             raise x._trace.fail("split into equal pieces of a dim unknown when traced is not "
                                 "supported natively")
@@ -226,7 +229,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
             raise _error(traced, ValueError, f"Shape must be rank 1 but is rank {sizes.ndim}")
         sizes = [int(s) for s in sizes]
         if not sizes and num is None:
-            raise op_error(ValueError, "Cannot infer argument `num` from shape [0]")
+            raise _error(traced, ValueError, "Cannot infer argument `num` from shape [0]")
         free = [i for i, s in enumerate(sizes) if s == -1]
         rest = builtins.sum(s for s in sizes if s != -1)
         bad = len(free) > 1 or builtins.any(s < -1 for s in sizes)
@@ -257,9 +260,8 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     rank. Any dtype, strings included."""
     x = convert(tensor, name="tensor")
     m = convert(mask, name="mask")
-    traced = _traced(x, m)
-    if dtype_of(m) != _dtypes.bool:
-        raise op_error(TypeError, f"boolean_mask: mask must be bool, got {dtype_of(m).name}")
+    if dtype_of(m) == _dtypes.string:
+        raise _error(_traced(x, m), TypeError, "boolean_mask: mask must be bool or numeric")
     ms, xs = static_shape(m), static_shape(x)
     if ms is None:
         raise op_error(ValueError, "Number of mask dimensions must be specified, even if some "
@@ -348,34 +350,3 @@ def stop_gradient(input, name=None):  # noqa: A002
     """`input` unchanged (``tf.stop_gradient``): input pipelines compute no
     gradients."""
     return identity(input)
-
-
-def resize_with_pad(image, target_height, target_width, method="bilinear", antialias=False):
-    """`image` resized to fit `target_height` x `target_width` keeping its
-    aspect ratio, then padded with zeros to that size, centered
-    (``tf.image.resize_with_pad``). The scale and offsets are computed in
-    float32 as TensorFlow does; the image's height and width must be known."""
-    from conveyor.image import pad_to_bounding_box, resize
-    x = convert(image, name="image")
-    shape = static_shape(x)
-    if shape is None or len(shape) not in (3, 4):
-        raise op_error(ValueError, "'image' (shape "
-                                   f"{None if shape is None else list(shape)}) must have either 3 "
-                                   "or 4 dimensions.")
-    th, tw = int(target_height), int(target_width)
-    if th <= 0:
-        raise op_error(ValueError, "target_height must be > 0.")
-    if tw <= 0:
-        raise op_error(ValueError, "target_width must be > 0.")
-    h, w = shape[-3], shape[-2]
-    if h is None or w is None:
-        raise x._trace.fail("resize_with_pad of an image of unknown size is not supported "
-                            "natively")
-    f32 = np.float32
-    ratio = builtins.max(f32(w) / f32(tw), f32(h) / f32(th))
-    rh, rw = f32(h) / ratio, f32(w) / ratio
-    new_h, new_w = int(np.floor(rh)), int(np.floor(rw))
-    ph = builtins.max(0, int(np.floor((f32(th) - rh) / f32(2))))
-    pw = builtins.max(0, int(np.floor((f32(tw) - rw) / f32(2))))
-    resized = resize(x, [new_h, new_w], method=method, antialias=antialias)
-    return pad_to_bounding_box(resized, ph, pw, th, tw)

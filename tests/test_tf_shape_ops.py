@@ -200,6 +200,8 @@ def test_reverse_errors():
                cv.errors.InvalidArgumentError)
     both_raise(lambda t: t.reverse(x, [0, 0]), tf.errors.InvalidArgumentError,
                cv.errors.InvalidArgumentError)
+    both_raise(lambda t: t.reverse(x, 0), tf.errors.InvalidArgumentError,
+               cv.errors.InvalidArgumentError)
 
 
 # -- broadcast_to ---------------------------------------------------------------------
@@ -249,6 +251,8 @@ def test_split_errors():
                cv.errors.InvalidArgumentError)
     both_raise(lambda t: t.split(x, [2, 4, -1]), tf.errors.InvalidArgumentError,
                cv.errors.InvalidArgumentError)
+    both_raise(lambda t: t.split(x, 0), tf.errors.InvalidArgumentError,
+               cv.errors.InvalidArgumentError)
     for t in (tf, cv):
         with pytest.raises(ValueError):
             t.data.Dataset.from_tensors(x).map(lambda v: tuple(t.split(v, 2)))
@@ -282,6 +286,7 @@ def test_boolean_mask_errors():
     both_raise(lambda t: t.boolean_mask(x, np.array([True, False, True])), ValueError,
                ValueError)
     both_raise(lambda t: t.boolean_mask(x, np.array(True)), ValueError, ValueError)
+    check(cv.boolean_mask(x + 1, np.array([1, 0])), tf.boolean_mask(x + 1, np.array([1, 0])))
     both_raise(lambda t: t.boolean_mask(x, np.ones((2, 3), bool), axis=-1), ValueError,
                ValueError)
 
