@@ -350,3 +350,44 @@ def test_resize_with_pad_matches_tf(size):
     check(cv.image.resize_with_pad(batch, *size), tf.image.resize_with_pad(batch, *size))
     compare_map(lambda t: lambda v: t.image.resize_with_pad(v, *size),
                 RNG.integers(0, 256, (2, 9, 5, 3)).astype(np.uint8))
+
+
+# -- unknown dims, strings and hostile sizes -----------------------------------------
+
+def test_unknown_dims_traced_match_tf():
+    def gen():
+        yield np.arange(12, dtype=np.float32).reshape(3, 4)
+        yield np.arange(8, dtype=np.float32).reshape(4, 2)
+        yield np.zeros((0, 3), np.float32)
+
+    def run(t):
+        ds = t.data.Dataset.from_generator(gen, output_signature=t.TensorSpec([None, None],
+                                                                              t.float32))
+        return ds.map(lambda v: (t.transpose(v), t.tile(v, [2, 1]), t.reverse(v, [1]),
+                                 t.math.cumsum(v, 1, reverse=True),
+                                 t.pad(v, [[0, 1], [2, 0]], constant_values=-1.0),
+                                 t.boolean_mask(v, v[:, 0] > 1.0)))
+
+    ours, theirs = native(run(cv)), run(tf)
+    same_specs(ours, theirs)
+    same_values(ours, theirs)
+
+
+def test_strings_in_batches_and_rank0():
+    words = sample("string", (6, 2, 3))
+    compare_map(lambda t: lambda v: (t.transpose(v, [1, 0]), t.tile(v[0, 0], []),
+                                     t.broadcast_to(v[0, 0], [2, 2]),
+                                     t.reverse(t.pad(v, [[1, 0], [0, 1]], constant_values="x"),
+                                               [0, 1])),
+                words)
+
+
+def test_hostile_sizes_raise_cleanly():
+    with pytest.raises((cv.errors.InvalidArgumentError, cv.errors.ResourceExhaustedError)):
+        cv.tile(np.ones(2), [2 ** 62])
+    with pytest.raises(cv.errors.ResourceExhaustedError):
+        cv.tile(np.ones((2, 2)), [2 ** 40, 2 ** 40])
+    with pytest.raises((cv.errors.InvalidArgumentError, cv.errors.ResourceExhaustedError)):
+        cv.pad(np.ones(2), [[2 ** 62, 2 ** 62]])
+    with pytest.raises(cv.errors.ResourceExhaustedError):
+        cv.broadcast_to(np.ones(1), [2 ** 40, 2 ** 40])

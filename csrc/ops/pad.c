@@ -28,7 +28,7 @@ static CvStatus pad_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
                             "size: %lld, %lld greater than %lld", (long long)b, (long long)a,
                             (long long)limit);
         if (b > INT64_MAX / 4 || a > INT64_MAX / 4 || x->shape[d] > INT64_MAX / 4)
-            return cv_error(CV_INVALID_ARGUMENT, "Pad: the result's dim %d is too large", d);
+            return cv_error(CV_INVALID_ARGUMENT, "the result's dim %d is too large", d);
         shape[d] = x->shape[d] + b + a;
     }
     CvIndexMap m;

@@ -20,7 +20,7 @@ static CvStatus tile_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
             return cv_error(CV_INVALID_ARGUMENT, "Expected multiples[%d] >= 0, but got %lld", d,
                             (long long)k);
         if (k && x->shape[d] > INT64_MAX / k)
-            return cv_error(CV_INVALID_ARGUMENT, "Tile: the result's dim %d is too large", d);
+            return cv_error(CV_INVALID_ARGUMENT, "the result's dim %d is too large", d);
         shape[d] = x->shape[d] * k;
     }
     CvIndexMap m;
