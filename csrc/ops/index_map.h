@@ -97,6 +97,48 @@ static inline void cv_index_map_next(const CvIndexMap *m, int64_t *idx)
         idx[d] = 0;
 }
 
+/* The numeric path: one output row (the last dim) at a time; source
+ * values that follow each other (stride 1, consecutive map entries) are
+ * copied as one run. `fill` is non-NULL when a map has negative entries
+ * (the op checks this before). */
+static inline void cv_index_map_rows(const CvIndexMap *m, const CvTensor *src,
+                                     const CvTensor *fill, char *dst, size_t esize)
+{
+    int last = m->rank - 1;
+    int64_t idx[CV_MAX_RANK] = {0}, n = m->shape[last], rows = m->total / n;
+    const int64_t *map = m->map[last];
+    int64_t stride = m->stride[last];
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t base = 0;
+        bool pad_row = false;
+        for (int d = 0; d < last; d++) {
+            int64_t v = m->map[d][idx[d]];
+            pad_row = pad_row || v < 0;
+            base += v * m->stride[d];
+        }
+        for (int64_t o = 0; o < n;) {
+            int64_t v = map[o], len = 1;
+            if (pad_row || v < 0) {
+                for (; o < n && (pad_row || map[o] < 0); o++, dst += esize)
+                    memcpy(dst, fill->data, esize);
+                continue;
+            }
+            if (stride == 1)
+                while (o + len < n && map[o + len] == v + len)
+                    len++;
+            if (len > 1) {
+                memcpy(dst, src->data + (size_t)(base + v) * esize, (size_t)len * esize);
+            } else {
+                memcpy(dst, src->data + (size_t)(base + v * stride) * esize, esize);
+            }
+            dst += (size_t)len * esize;
+            o += len;
+        }
+        for (int d = last - 1; d >= 0 && ++idx[d] == m->shape[d]; d--)
+            idx[d] = 0;
+    }
+}
+
 static inline CvStatus cv_index_map_copy(const CvIndexMap *m, const CvTensor *src,
                                          const CvTensor *fill, CvTensor *out)
 {
@@ -106,6 +148,10 @@ static inline CvStatus cv_index_map_copy(const CvIndexMap *m, const CvTensor *sr
     if (fill && (fill->dtype != src->dtype || cv_tensor_num_elements(fill) != 1))
         return cv_error(CV_INVALID_ARGUMENT, "the padding value must be a scalar of the "
                                              "tensor's dtype");
+    for (int d = 0; !fill && m->total && d < m->rank; d++)
+        for (int64_t o = 0; o < m->shape[d]; o++)
+            if (m->map[d][o] < 0)
+                return cv_error(CV_INVALID_ARGUMENT, "index map: no padding value");
     if (str) {
         for (int64_t i = 0; i < m->total; i++, cv_index_map_next(m, idx)) {
             int64_t k = cv_index_map_source(m, idx);
@@ -122,6 +168,11 @@ static inline CvStatus cv_index_map_copy(const CvIndexMap *m, const CvTensor *sr
     CvStatus s = cv_tensor_alloc(out, src->dtype, m->rank, m->shape, blob_bytes, &blob);
     if (s)
         return s;
+    if (!str && m->rank > 0) {
+        if (m->total)
+            cv_index_map_rows(m, src, fill, out->data, esize);
+        return CV_STATUS_OK;
+    }
     dst = out->data;
     memset(idx, 0, sizeof(idx));
     for (int64_t i = 0; i < m->total; i++, cv_index_map_next(m, idx), dst += esize) {
