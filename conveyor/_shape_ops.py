@@ -55,11 +55,11 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
         if len(perm) != rank:
             raise _error(traced, ValueError, f"transpose expects a vector of size {rank}. But "
                                              f"input(1) is a vector of size {len(perm)}")
-        if sorted(perm) != list(builtins.range(rank)):
-            bad = next((p for p in perm if not 0 <= p < rank), None)
-            message = (f"{bad} is out of range [0 .. {rank})" if bad is not None
-                       else f"{perm} is not a permutation of 0..{rank - 1}")
-            raise _error(traced, ValueError, message)
+        bad = next((p for p in perm if not 0 <= p < rank), None)
+        if bad is not None:
+            raise _error(traced, ValueError, f"{bad} is out of range [0 .. {rank})")
+        # A repeated entry is the op's InvalidArgumentError (per element when
+        # traced, as TensorFlow's graph does not check it when built).
         out = tuple(shape[p] for p in perm)
     return apply("Transpose", [x], [(out, dtype_of(x))], ints=perm)
 
@@ -79,10 +79,9 @@ def tile(input, multiples, name=None):  # noqa: A002
         if len(m) != len(shape):
             raise _error(traced, ValueError, f"Expected multiples argument to be a vector of "
                                              f"length {len(shape)} but got length {len(m)}")
-        for d, k in enumerate(m):
-            if k < 0:
-                raise op_error(errors.InvalidArgumentError, f"Expected multiples[{d}] >= 0, but got {k}")
-        out = tuple(None if n is None else n * k for n, k in zip(shape, m))
+        # A negative multiple is an InvalidArgumentError of the op (per element
+        # when traced, as TensorFlow's graph does not check it when built).
+        out = tuple(None if n is None or k < 0 else n * k for n, k in zip(shape, m))
     return apply("Tile", [x], [(out, dtype_of(x))], ints=m)
 
 
@@ -130,10 +129,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
                 c = convert(c, dtype=dt, name="constant_values")
             except TypeError as e:
                 raise op_error(TypeError, str(e)) from None
-        cs = static_shape(c)
-        if cs is not None and len(cs) != 0:
-            raise _error(traced or isinstance(c, Tensor), ValueError,
-                         f"Shape must be rank 0 but is rank {len(cs)}")
+        # A non-scalar value is the op's InvalidArgumentError (per element when
+        # traced, as in TensorFlow's graph).
         inputs.append(c)
     return apply("Pad", inputs, [(out, dt)], ints=[kind] + [int(v) for v in p.reshape(-1)])
 
@@ -155,7 +152,7 @@ def reverse(tensor, axis, name=None):
                 raise _error(traced, ValueError, f"'axis'[{axes.index(a)}] = {a} is out of valid "
                                                  f"range [0, {rank - 1}]")
             if a % rank in seen:
-                raise op_error(errors.InvalidArgumentError, f"axis {a % rank} specified more than once.")
+                raise _error(traced, ValueError, f"axis {a % rank} specified more than once.")
             seen.add(a % rank)
     return apply("ReverseV2", [x], [(shape, dtype_of(x))], ints=[0, 0] + axes)
 
@@ -338,12 +335,9 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):  # noqa: A002
     shape = static_shape(v)
     if shape is None:
         raise v._trace.fail("cumsum of a tensor of unknown rank is not supported natively")
-    rank = len(shape)
-    if not -rank <= a < rank:
-        raise op_error(errors.InvalidArgumentError, f"ScanOp: Expected scan axis in the range [{-rank}, "
-                                         f"{rank}), but got {a}")
-    return apply("Cumsum", [v], [(shape, dt)], ints=[a % rank, int(bool(exclusive)),
-                                                     int(bool(reverse))])
+    # An axis out of range is the op's InvalidArgumentError (per element when
+    # traced, as in TensorFlow's graph).
+    return apply("Cumsum", [v], [(shape, dt)], ints=[a, int(bool(exclusive)), int(bool(reverse))])
 
 
 def stop_gradient(input, name=None):  # noqa: A002

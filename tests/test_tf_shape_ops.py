@@ -391,3 +391,42 @@ def test_hostile_sizes_raise_cleanly():
         cv.pad(np.ones(2), [[2 ** 62, 2 ** 62]])
     with pytest.raises(cv.errors.ResourceExhaustedError):
         cv.broadcast_to(np.ones(1), [2 ** 40, 2 ** 40])
+
+
+TRACED_ERRORS = {
+    "tile_negative": lambda t: lambda v: t.tile(v, [2, -1]),
+    "broadcast_bad": lambda t: lambda v: t.broadcast_to(v, [3]),
+    "reverse_range": lambda t: lambda v: t.reverse(v, [2]),
+    "reverse_repeated": lambda t: lambda v: t.reverse(v, [0, -2]),
+    "reverse_scalar_axis": lambda t: lambda v: t.reverse(v, 0),
+    "cumsum_axis": lambda t: lambda v: t.math.cumsum(v, 2),
+    "cumsum_bool": lambda t: lambda v: t.math.cumsum(v > 0),
+    "split_sizes": lambda t: lambda v: tuple(t.split(v, [1, 3], axis=1)),
+    "split_zero": lambda t: lambda v: tuple(t.split(v, 0)),
+    "perm_repeated": lambda t: lambda v: t.transpose(v, [1, 1]),
+    "perm_range": lambda t: lambda v: t.transpose(v, [0, 2]),
+    "pad_rank": lambda t: lambda v: t.pad(v, [[1, 1], [1, 1], [0, 0]]),
+    "pad_value_not_scalar": lambda t: lambda v: t.pad(v, [[1, 1], [1, 1]], constant_values=[1.0]),
+    "mask_scalar": lambda t: lambda v: t.boolean_mask(v, True),
+    "maxlen_not_scalar": lambda t: lambda v: t.sequence_mask([1, 2], [3]),
+}
+
+
+def _outcome(t, make):
+    x = np.zeros((2, 3), np.float32)
+    try:
+        ds = t.data.Dataset.from_tensors(x).map(make(t))
+    except Exception as e:  # noqa: BLE001 - the error type is what is compared
+        return "build", type(e).__name__
+    try:
+        list(ds)
+    except Exception as e:  # noqa: BLE001
+        return "run", type(e).__name__
+    return "ok", None
+
+
+@pytest.mark.parametrize("case", sorted(TRACED_ERRORS))
+def test_traced_errors_match_tf(case):
+    """Traced: a ValueError/TypeError when the pipeline is built where
+    TensorFlow's graph rejects the op, else the op's error per element."""
+    assert _outcome(cv, TRACED_ERRORS[case]) == _outcome(tf, TRACED_ERRORS[case])

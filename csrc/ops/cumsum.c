@@ -1,5 +1,6 @@
 /* Cumsum(x): running sums along one axis (tf.math.cumsum). ints: [axis
- * (resolved, 0..rank-1), exclusive, reverse]: exclusive sums leave out the
+ * (negative counts from the end; out of range is InvalidArgument), exclusive,
+ * reverse]: exclusive sums leave out the
  * value itself (the first is 0), reverse sums run from the end. Numeric
  * dtypes; sums accumulate in the dtype (integers wrap, float16 rounds at
  * every step), as TensorFlow's CPU kernel. */
@@ -40,10 +41,12 @@ static CvStatus cumsum_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     (void)num_out;
     (void)ctx;
     const CvTensor *x = &in[0];
-    if (attrs->num_ints != 3 || attrs->ints[0] < 0 || attrs->ints[0] >= x->rank ||
-        x->dtype == CV_STRING || x->dtype == CV_BOOL)
-        return cv_error(CV_INVALID_ARGUMENT, "Cumsum: bad axis or dtype");
-    int axis = (int)attrs->ints[0];
+    if (attrs->num_ints != 3 || x->dtype == CV_STRING || x->dtype == CV_BOOL)
+        return cv_error(CV_INVALID_ARGUMENT, "malformed attributes or dtype");
+    if (attrs->ints[0] < -x->rank || attrs->ints[0] >= x->rank)
+        return cv_error(CV_INVALID_ARGUMENT, "ScanOp: Expected scan axis in the range [%d, %d), "
+                        "but got %lld", -x->rank, x->rank, (long long)attrs->ints[0]);
+    int axis = (int)(attrs->ints[0] < 0 ? attrs->ints[0] + x->rank : attrs->ints[0]);
     bool excl = attrs->ints[1] != 0, rev = attrs->ints[2] != 0;
     int64_t outer = 1, inner = 1, n = x->shape[axis];
     for (int d = 0; d < axis; d++)

@@ -145,7 +145,7 @@ static inline CvStatus cv_index_map_copy(const CvIndexMap *m, const CvTensor *sr
     int64_t idx[CV_MAX_RANK] = {0};
     size_t esize = cv_dtype_size(src->dtype), blob_bytes = 0;
     bool str = src->dtype == CV_STRING;
-    if (fill && (fill->dtype != src->dtype || cv_tensor_num_elements(fill) != 1))
+    if (fill && (fill->dtype != src->dtype || fill->rank != 0))
         return cv_error(CV_INVALID_ARGUMENT, "the padding value must be a scalar of the "
                                              "tensor's dtype");
     for (int d = 0; !fill && m->total && d < m->rank; d++)
