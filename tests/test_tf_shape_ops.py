@@ -430,3 +430,29 @@ def test_traced_errors_match_tf(case):
     """Traced: a ValueError/TypeError when the pipeline is built where
     TensorFlow's graph rejects the op, else the op's error per element."""
     assert _outcome(cv, TRACED_ERRORS[case]) == _outcome(tf, TRACED_ERRORS[case])
+
+
+def test_random_shapes_match_tf():
+    """Random small shapes (zeros included) through the run-copying path."""
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        rank = int(rng.integers(1, 5))
+        shape = tuple(int(n) for n in rng.integers(0, 4, rank))
+        dtype = ["uint8", "float16", "int32", "float64"][int(rng.integers(0, 4))]
+        x = sample(dtype, shape)
+        perm = [int(p) for p in rng.permutation(rank)]
+        check(cv.transpose(x, perm), tf.transpose(x, perm))
+        m = [int(k) for k in rng.integers(0, 3, rank)]
+        check(cv.tile(x, m), tf.tile(x, m))
+        p = rng.integers(0, 3, (rank, 2))
+        check(cv.pad(x, p, constant_values=3), tf.pad(x, p, constant_values=3))
+        if min(shape) > 0:
+            mode = "SYMMETRIC" if rng.integers(0, 2) else "REFLECT"
+            limit = np.array(shape)[:, None] - (1 if mode == "REFLECT" else 0)
+            q = np.minimum(p, limit)
+            check(cv.pad(x, q, mode), tf.pad(x, q, mode))
+        axes = [d for d in range(rank) if rng.integers(0, 2)]
+        check(cv.reverse(x, axes), tf.reverse(x, axes))
+        ones = tuple(slice(0, 1) if n and rng.integers(0, 2) else slice(None) for n in shape)
+        target = [int(rng.integers(0, 3))] + list(shape)
+        check(cv.broadcast_to(x[ones], target), tf.broadcast_to(x[ones], target))
