@@ -97,6 +97,18 @@ static inline void cv_index_map_next(const CvIndexMap *m, int64_t *idx)
         idx[d] = 0;
 }
 
+/* Copy one value of `esize` bytes; fixed sizes compile to a single move. */
+static inline void cv_index_map_copy1(char *dst, const char *src, size_t esize)
+{
+    switch (esize) {
+    case 1: *dst = *src; break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    default: memcpy(dst, src, esize); break;
+    }
+}
+
 /* The numeric path: one output row (the last dim) at a time; source
  * values that follow each other (stride 1, consecutive map entries) are
  * copied as one run. `fill` is non-NULL when a map has negative entries
@@ -120,7 +132,7 @@ static inline void cv_index_map_rows(const CvIndexMap *m, const CvTensor *src,
             int64_t v = map[o], len = 1;
             if (pad_row || v < 0) {
                 for (; o < n && (pad_row || map[o] < 0); o++, dst += esize)
-                    memcpy(dst, fill->data, esize);
+                    cv_index_map_copy1(dst, fill->data, esize);
                 continue;
             }
             if (stride == 1)
@@ -129,7 +141,7 @@ static inline void cv_index_map_rows(const CvIndexMap *m, const CvTensor *src,
             if (len > 1) {
                 memcpy(dst, src->data + (size_t)(base + v) * esize, (size_t)len * esize);
             } else {
-                memcpy(dst, src->data + (size_t)(base + v * stride) * esize, esize);
+                cv_index_map_copy1(dst, src->data + (size_t)(base + v * stride) * esize, esize);
             }
             dst += (size_t)len * esize;
             o += len;
