@@ -212,9 +212,12 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
         if n <= 0:
             raise _error(traced, ValueError, f"Value for attr 'num_split' of {n} must be at least "
                                              f"minimum 1")
-        if dim is None:
-            raise x._trace.fail("split into equal pieces of a dim unknown when traced is not "
-                                "supported natively")
+        if dim is None:  # equal pieces of a size known per element
+            if n > 63:
+                raise op_error(ValueError, "split: at most 63 pieces in conveyor")
+            specs = [(shape, dtype_of(x))] * n
+            outs = apply("SplitV", [x], specs, ints=[axis] + [-1] * n)
+            return [outs] if n == 1 else list(outs)
         if dim % n:
             raise _error(traced, ValueError, f"Dimension size must be evenly divisible by {n} but "
                                              f"is {dim}")

@@ -258,6 +258,26 @@ def test_split_errors():
             t.data.Dataset.from_tensors(x).map(lambda v: tuple(t.split(v, 2)))
 
 
+def test_split_equal_pieces_of_unknown_dim():
+    def gen():
+        yield np.arange(6, dtype=np.int32).reshape(2, 3)
+        yield np.arange(8, dtype=np.int32).reshape(2, 4)
+
+    def run(t):
+        ds = t.data.Dataset.from_generator(gen, output_signature=t.TensorSpec([2, None],
+                                                                              t.int32))
+        return ds.map(lambda v: tuple(t.split(v, 2, axis=-1)))
+
+    ours = native(run(cv))
+    assert [s.shape.as_list() for s in ours.element_spec] == \
+        [s.shape.as_list() for s in run(tf).element_spec]
+    it = iter(ours)
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        next(it)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        next(iter(run(tf)))
+
+
 # -- boolean_mask ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -366,7 +386,9 @@ def test_unknown_dims_traced_match_tf():
         return ds.map(lambda v: (t.transpose(v), t.tile(v, [2, 1]), t.reverse(v, [1]),
                                  t.math.cumsum(v, 1, reverse=True),
                                  t.pad(v, [[0, 1], [2, 0]], constant_values=-1.0),
-                                 t.boolean_mask(v, v[:, 0] > 1.0)))
+                                 t.boolean_mask(v, v[:, 0] > 1.0),
+                                 tuple(t.split(v, 1, axis=1)),
+                                 tuple(t.split(t.tile(v, [1, 2]), 2, axis=1))))
 
     ours, theirs = native(run(cv)), run(tf)
     same_specs(ours, theirs)

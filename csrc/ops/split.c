@@ -1,6 +1,7 @@
 /* SplitV(x): x cut along one axis into consecutive pieces (tf.split), one
  * output per piece. ints: [axis (resolved, 0..rank-1), size_0, size_1, ...];
- * the sizes (>= 0) must add up to the dim (checked here: InvalidArgument).
+ * the sizes (>= 0) must add up to the dim (checked here: InvalidArgument);
+ * size_0 = -1: num_out equal pieces (the dim must divide evenly).
  * Any dtype, strings copied. */
 #include "ops/index_map.h"
 
@@ -14,8 +15,15 @@ static CvStatus split_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     int64_t src_stride[CV_MAX_RANK], shape[CV_MAX_RANK];
     if (axis < 0 || axis >= x->rank || attrs->num_ints != 1 + num_out)
         return cv_error(CV_INVALID_ARGUMENT, "Split: bad axis for a rank %d tensor", x->rank);
+    int64_t sizes[CV_OP_MAX_INTS];
+    bool equal = num_out > 0 && attrs->ints[1] == -1;
+    if (equal && x->shape[axis] % num_out)
+        return cv_error(CV_INVALID_ARGUMENT, "Number of ways to split should evenly divide the "
+                        "split dimension, but got split_dim %lld (size = %lld) and num_split %d",
+                        (long long)axis, (long long)x->shape[axis], num_out);
     for (int i = 0; i < num_out; i++) {
-        int64_t k = attrs->ints[1 + i];
+        int64_t k = equal ? x->shape[axis] / num_out : attrs->ints[1 + i];
+        sizes[i] = k;
         if (k < 0 || k > x->shape[axis] || sum > x->shape[axis] - k)
             return cv_error(CV_INVALID_ARGUMENT, "Determined shape must either match input shape "
                             "along split_dim exactly if fully specified, or be less than the size "
@@ -30,7 +38,7 @@ static CvStatus split_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     memcpy(shape, x->shape, sizeof(shape));
     for (int i = 0; i < num_out; i++) {
         CvIndexMap m;
-        shape[axis] = attrs->ints[1 + i];
+        shape[axis] = sizes[i];
         CvStatus s = cv_index_map_init(&m, x->rank, shape);
         if (!s) {
             if (m.total)
