@@ -240,14 +240,12 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
                                              "split_dim exactly if fully specified, or be less than "
                                              "the size of the input along split_dim if not fully "
                                              "specified.")
-        if free:
-            if dim is None:
-                raise x._trace.fail("split with a -1 size of a dim unknown when traced is not "
-                                    "supported natively")
+        if free and dim is not None:  # else the op computes it per element
             sizes[free[0]] = dim - rest
     if len(sizes) > 63:
         raise op_error(ValueError, "split: at most 63 pieces in conveyor")
-    specs = [(shape[:axis] + (s,) + shape[axis + 1:], dtype_of(x)) for s in sizes]
+    specs = [(shape[:axis] + (None if s < 0 else s,) + shape[axis + 1:], dtype_of(x))
+             for s in sizes]
     outs = apply("SplitV", [x], specs, ints=[axis] + sizes)
     return [outs] if len(sizes) == 1 else list(outs)
 

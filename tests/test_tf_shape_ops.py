@@ -388,6 +388,8 @@ def test_unknown_dims_traced_match_tf():
                                  t.pad(v, [[0, 1], [2, 0]], constant_values=-1.0),
                                  t.boolean_mask(v, v[:, 0] > 1.0),
                                  tuple(t.split(v, 1, axis=1)),
+                                 tuple(t.split(v, [-1, 1], axis=1)),
+                                 tuple(t.split(v, [-1, 0], axis=1)),
                                  tuple(t.split(t.tile(v, [1, 2]), 2, axis=1))))
 
     ours, theirs = native(run(cv)), run(tf)
