@@ -34,6 +34,8 @@ from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, 
 from conveyor._reduce import (argmax, argmin, cond, ensure_shape, gather, range, reduce_all,  # noqa: A004
                               reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
                               reduce_sum, squeeze, unstack, where)
+from conveyor._shape_ops import (boolean_mask, broadcast_to, cumsum, pad, reverse, sequence_mask,
+                                 split, stop_gradient, tile, transpose)
 from conveyor import debugging
 from conveyor._tracing import Tensor, numpy_function, py_function
 from conveyor._eager import EagerTensor
@@ -53,7 +55,8 @@ __all__ = ["data", "device", "sparse", "ragged", "RaggedTensor", "DeviceArray", 
            "float16", "half", "float32", "float64", "double", "string",
            "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
            "reduce_all", "argmax", "argmin", "range", "squeeze", "unstack", "gather", "where",
-           "ensure_shape", "cond", "debugging"]
+           "ensure_shape", "cond", "debugging", "transpose", "tile", "pad", "reverse",
+           "broadcast_to", "split", "boolean_mask", "sequence_mask", "stop_gradient", "cumsum"]
 
 _engine.set_error_classes(errors._BY_CODE)
 _engine.set_warning_handler(errors._engine_warning)

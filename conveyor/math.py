@@ -9,6 +9,7 @@ from conveyor._math import (abs, add, ceil, divide, equal, exp, floor, floordiv,
                             negative, not_equal, pow, round, sqrt, square, subtract, truediv)
 from conveyor._reduce import (argmax, argmin, reduce_all, reduce_any, reduce_max,  # noqa: F401
                               reduce_mean, reduce_min, reduce_prod, reduce_sum)
+from conveyor._shape_ops import cumsum  # noqa: F401
 
 mod = floormod
 
@@ -17,4 +18,4 @@ __all__ = ["abs", "add", "ceil", "divide", "equal", "exp", "floor", "floordiv", 
            "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
            "not_equal", "pow", "round", "sqrt", "square", "subtract", "truediv",
            "argmax", "argmin", "reduce_all", "reduce_any", "reduce_max", "reduce_mean",
-           "reduce_min", "reduce_prod", "reduce_sum"]
+           "reduce_min", "reduce_prod", "reduce_sum", "cumsum"]

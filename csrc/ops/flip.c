@@ -16,12 +16,14 @@
  *
  * Rows are copied whole; within the innermost reversed axis the blocks (a
  * pixel's channels and everything after) move with fixed-size copies. An
- * unchanged result shares the input's memory.
+ * unchanged result shares the input's memory. Strings (not random) are
+ * copied into the result through an index map.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/image.h"
+#include "ops/index_map.h"
 #include "ops/numeric.h"
 #include "ops/op.h"
 #include "ops/stateless.h"
@@ -120,6 +122,25 @@ static CvStatus blend_flips(const CvTensor *v, CvTensor *out, uint32_t mask, siz
 }
 #undef BLEND
 
+static CvStatus reverse_strings(const CvTensor *v, uint32_t mask, CvTensor *out)
+{
+    CvIndexMap m;
+    int64_t stride[CV_MAX_RANK];
+    CvStatus s = cv_index_map_init(&m, v->rank, v->shape);
+    if (s)
+        return s;
+    cv_index_map_strides(v, stride);
+    if (m.total)
+        for (int d = 0; d < v->rank; d++) {
+            m.stride[d] = stride[d];
+            for (int64_t o = 0; o < v->shape[d]; o++)
+                m.map[d][o] = (mask & (1u << d)) ? v->shape[d] - 1 - o : o;
+        }
+    s = cv_index_map_copy(&m, v, NULL, out);
+    cv_index_map_free(&m);
+    return s;
+}
+
 static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                          int num_out, CvOpContext *ctx)
 {
@@ -130,8 +151,8 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     CvPhilox rng;
     bool image = attrs->num_ints > 1 && attrs->ints[1] == 1;
     uint32_t mask = 0;
-    if (v->dtype == CV_STRING)
-        return cv_error(CV_UNIMPLEMENTED, "reversing string tensors is not supported");
+    if (v->dtype == CV_STRING && (random || stateless))
+        return cv_error(CV_UNIMPLEMENTED, "flipping string images is not supported");
     if (image || random || stateless) {
         CvStatus s = cv_image_check(v, 4);
         if (s || (stateless && (s = cv_stateless_init(&in[1], &rng))))
@@ -172,6 +193,8 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         cv_tensor_copy_ref(&out[0], v);
         return CV_STATUS_OK;
     }
+    if (v->dtype == CV_STRING)
+        return reverse_strings(v, mask, &out[0]);
     CvStatus s = cv_tensor_alloc(&out[0], v->dtype, v->rank, v->shape, 0, NULL);
     if (s)
         return s;

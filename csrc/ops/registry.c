@@ -64,6 +64,12 @@ extern const CvOp cv_op_stateless_random;
 extern const CvOp cv_op_adjust_hsv;
 extern const CvOp cv_op_adjust_contrast;
 extern const CvOp cv_op_adjust_gamma;
+extern const CvOp cv_op_transpose;
+extern const CvOp cv_op_tile;
+extern const CvOp cv_op_pad;
+extern const CvOp cv_op_broadcast_to;
+extern const CvOp cv_op_split;
+extern const CvOp cv_op_cumsum;
 
 static const CvOp *const all_ops[] = {
     &cv_op_cast,
@@ -125,6 +131,12 @@ static const CvOp *const all_ops[] = {
     &cv_op_adjust_hsv,
     &cv_op_adjust_contrast,
     &cv_op_adjust_gamma,
+    &cv_op_transpose,
+    &cv_op_tile,
+    &cv_op_pad,
+    &cv_op_broadcast_to,
+    &cv_op_split,
+    &cv_op_cumsum,
 };
 
 const CvOp *cv_op_find(const char *name)
