@@ -5,4 +5,4 @@ inside ``Dataset.map`` (see docs/guide.md, "Native map functions").
 """
 from conveyor.image._resize import *  # noqa: F401,F403
 from conveyor.image._transform import *  # noqa: F401,F403
-from conveyor.io.image_ops import decode_image, decode_jpeg  # noqa: F401
+from conveyor.io.image_ops import decode_image, decode_jpeg, decode_png  # noqa: F401
