@@ -357,58 +357,98 @@ static void convert_pixel(const Png *png, int channels, const uint16_t *s, uint3
     }
 }
 
-/* Inflate the IDAT chunks, starting with `c`, into raw (raw_size bytes):
- * the stream must give at least raw_size bytes and end (its Adler-32 is
- * checked); what it gives past raw_size is discarded. On return *c is the
- * first chunk after the IDATs. */
-static CvStatus inflate_idat(Reader *r, Chunk *c, uint8_t *raw, size_t raw_size)
+/* The IDAT reading. The zlib stream is inflated as libpng does it for
+ * TensorFlow, because that decides which damage is an error: one row at a
+ * time (avail_out is the row), the input in pieces of at most 8192 bytes of
+ * one IDAT chunk. A zlib error while a row is being produced fails the
+ * decode; once the last row is complete, one more inflate call of at most
+ * 1024 bytes looks for the end of the stream, and whatever it finds is
+ * ignored (libpng's benign "Extra compressed data" and late zlib errors).
+ * Running out of IDAT chunks while data is still needed (rows, or the
+ * first bytes of that last call) is an error. */
+#define IDAT_READ_SIZE 8192u
+
+typedef struct IdatReader {
+    Reader *r;
+    Chunk *c;    /* the current chunk */
+    size_t used; /* bytes of it given to zlib */
+} IdatReader;
+
+static CvStatus feed(IdatReader *in, z_stream *zs)
+{
+    while (in->used == in->c->length) {
+        CvStatus s = next_chunk(in->r, in->c, BAD_DATA);
+        if (s)
+            return s;
+        in->used = 0;
+        if (in->c->type != T_IDAT)
+            return cv_error(CV_INVALID_ARGUMENT, "%s: not enough image data (the IDAT chunks "
+                            "end before the image does)", BAD_DATA);
+    }
+    size_t n = in->c->length - in->used;
+    if (n > IDAT_READ_SIZE)
+        n = IDAT_READ_SIZE;
+    zs->next_in = (Bytef *)(uintptr_t)(in->c->data + in->used);
+    zs->avail_in = (uInt)n;
+    in->used += n;
+    return CV_STATUS_OK;
+}
+
+/* Inflate the IDAT chunks, starting with `c`, into raw: the rows of every
+ * pass one after the other, each a filter byte and row_bytes. On return *c
+ * is the first chunk after the IDATs. */
+static CvStatus inflate_idat(const Png *png, Reader *r, Chunk *c, uint8_t *raw)
 {
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
     if (inflateInit(&zs) != Z_OK)
         return cv_error_nomem();
     CvStatus s = CV_STATUS_OK;
-    uint8_t scratch[4096];
-    size_t produced = 0;
+    IdatReader in = {r, c, 0};
     bool ended = false;
-    while (c->type == T_IDAT) {
-        zs.next_in = (Bytef *)(uintptr_t)c->data;
-        zs.avail_in = (uInt)c->length;
-        while (zs.avail_in > 0 && !ended) {
-            size_t room = raw_size - produced;
-            if (room > 0) {
-                zs.next_out = raw + produced;
-                zs.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
-            } else {
-                zs.next_out = scratch;
-                zs.avail_out = sizeof(scratch);
-            }
-            uInt before = zs.avail_out;
-            int z = inflate(&zs, Z_NO_FLUSH);
-            if (room > 0)
-                produced += before - zs.avail_out;
-            if (z == Z_STREAM_END) {
-                ended = true;
-            } else if (z == Z_MEM_ERROR) {
-                s = cv_error_nomem();
-                goto done;
-            } else if (z != Z_OK) {
-                s = cv_error(CV_INVALID_ARGUMENT, "%s: the compressed image data is corrupt (%s)",
-                             BAD_DATA, zs.msg ? zs.msg : "zlib error");
-                goto done;
+    uint8_t *pos = raw;
+    const int npass = png->interlaced ? 7 : 1;
+    for (int p = 0; p < npass; p++) {
+        const uint8_t *g = png->interlaced ? ADAM7[p] : PLAIN[0];
+        const uint32_t pw = pass_len(png->width, g[0], g[2]), ph = pass_len(png->height, g[1], g[3]);
+        if (pw == 0 || ph == 0)
+            continue;
+        const size_t len = (size_t)row_bytes(png, pw) + 1;
+        for (uint32_t j = 0; j < ph; j++, pos += len) {
+            zs.next_out = pos;
+            zs.avail_out = (uInt)len;
+            while (zs.avail_out > 0) {
+                if (ended) {
+                    s = cv_error(CV_INVALID_ARGUMENT, "%s: not enough image data (the compressed "
+                                 "data ends in row %u of pass %d)", BAD_DATA, (unsigned)j, p + 1);
+                    goto done;
+                }
+                if (zs.avail_in == 0 && (s = feed(&in, &zs)))
+                    goto done;
+                int z = inflate(&zs, Z_NO_FLUSH);
+                if (z == Z_STREAM_END) {
+                    ended = true;
+                } else if (z == Z_MEM_ERROR) {
+                    s = cv_error_nomem();
+                    goto done;
+                } else if (z != Z_OK) {
+                    s = cv_error(CV_INVALID_ARGUMENT, "%s: the compressed image data is corrupt "
+                                 "(%s)", BAD_DATA, zs.msg ? zs.msg : "zlib error");
+                    goto done;
+                }
             }
         }
-        s = next_chunk(r, c, BAD_DATA);
-        if (s)
+    }
+    if (!ended) {
+        uint8_t scratch[1024];
+        if (zs.avail_in == 0 && (s = feed(&in, &zs)))
             goto done;
+        zs.next_out = scratch;
+        zs.avail_out = sizeof(scratch);
+        (void)inflate(&zs, Z_NO_FLUSH);
     }
-    if (produced < raw_size) {
-        s = cv_error(CV_INVALID_ARGUMENT, "%s: not enough image data: the rows need %zu bytes, "
-                     "the IDAT chunks hold %zu", BAD_DATA, raw_size, produced);
-    } else if (!ended) {
-        s = cv_error(CV_INVALID_ARGUMENT, "%s: the compressed image data does not end (truncated "
-                     "zlib stream, no Adler-32 check value)", BAD_DATA);
-    }
+    while (c->type == T_IDAT && !(s = next_chunk(r, c, BAD_DATA)))
+        ;
 done:
     inflateEnd(&zs);
     return s;
@@ -540,7 +580,7 @@ CvStatus cv_png_decode(const uint8_t *data, size_t size, const CvPngOptions *o, 
         s = cv_error_nomem();
         goto done;
     }
-    s = inflate_idat(&r, &c, raw, (size_t)raw_size);
+    s = inflate_idat(png, &r, &c, raw);
     /* The chunks after the image data, up to IEND. */
     while (!s && c.type != T_IEND) {
         if (c.type == T_IHDR || c.type == T_PLTE)
