@@ -16,6 +16,7 @@
 #include "ops/png.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,8 @@
 #define T_IDAT TAG('I', 'D', 'A', 'T')
 #define T_IEND TAG('I', 'E', 'N', 'D')
 #define T_tRNS TAG('t', 'R', 'N', 'S')
+#define T_gAMA TAG('g', 'A', 'M', 'A')
+#define T_sRGB TAG('s', 'R', 'G', 'B')
 
 static const char BAD_HEADER[] = "Invalid PNG. Failed to initialize decoder";
 static const char BAD_DATA[] = "Invalid PNG data";
@@ -103,6 +106,13 @@ typedef struct Png {
     int ntrns;
     uint8_t trns_alpha[256]; /* palette images */
     uint16_t trns_key[3];    /* gray ([0]) or RGB images */
+    int32_t gama;            /* gAMA * 100000 (0: none) */
+    bool srgb;               /* an sRGB chunk: gamma 45455 whatever gAMA says */
+    bool bad_gama;           /* a gAMA out of range came first */
+    /* libpng's gamma tables for rgb_to_gray when the file has a gamma
+     * (8-bit samples only; see build_gamma). */
+    bool gamma_gray;
+    uint8_t to_linear[256], from_linear[256];
 } Png;
 
 static CvStatus read_ihdr(const Chunk *c, Png *png)
@@ -187,6 +197,21 @@ static CvStatus read_ancillary(const Chunk *c, Png *png)
             for (int i = 0; i < 3; i++)
                 png->trns_key[i] = (uint16_t)(c->data[2 * i] << 8 | c->data[2 * i + 1]);
             png->has_trns = true;
+        }
+        return CV_STATUS_OK;
+    }
+    if (c->type == T_gAMA || c->type == T_sRGB) {
+        /* Before PLTE only; bad ones are ignored, as libpng does. */
+        if (!c->crc_ok || png->npalette)
+            return CV_STATUS_OK;
+        if (c->type == T_sRGB && c->length == 1 && c->data[0] < 4 && !png->bad_gama)
+            png->srgb = true;
+        if (c->type == T_gAMA && c->length == 4 && png->gama == 0) {
+            uint32_t g = be32(c->data);
+            if (g >= 16 && g <= 625000000u)
+                png->gama = (int32_t)g;
+            else
+                png->bad_gama = true; /* libpng then ignores a later sRGB too */
         }
         return CV_STATUS_OK;
     }
@@ -281,6 +306,45 @@ static uint32_t to_gray(uint32_t r, uint32_t g, uint32_t b, bool wide)
     return (9797u * r + 19234u * g + 3737u * b + (wide ? 16384u : 0u)) >> 15;
 }
 
+/* libpng's fixed-point gamma helpers (its floating-point builds). */
+static int32_t reciprocal(int32_t a)
+{
+    double r = floor(1e10 / a + .5);
+    return r <= 2147483647. && r >= -2147483648. ? (int32_t)r : 0;
+}
+
+static bool gamma_significant(int32_t g)
+{
+    return g < 100000 - 5000 || g > 100000 + 5000;
+}
+
+static void gamma_table(uint8_t *table, int32_t g)
+{
+    for (int i = 0; i < 256; i++) {
+        if (gamma_significant(g) && i > 0 && i < 255)
+            table[i] = (uint8_t)floor(255 * pow(i / 255., g * .00001) + .5);
+        else
+            table[i] = (uint8_t)i;
+    }
+}
+
+/* A file gamma (gAMA, or sRGB's 45455) with no screen gamma set, as in
+ * TensorFlow, makes libpng's screen gamma its reciprocal: no correction
+ * overall, but rgb_to_gray then mixes linear values: each sample through
+ * the file's gamma, the weighted sum rounded, back through the screen's. */
+static void build_gamma(Png *png, int channels)
+{
+    int32_t g = png->srgb ? 45455 : png->gama;
+    if (channels != 1 || !(png->color & 2) || png->depth > 8 || g == 0)
+        return;
+    int32_t screen = reciprocal(g);
+    if (!gamma_significant(g) && !gamma_significant(screen))
+        return;
+    gamma_table(png->to_linear, reciprocal(g));
+    gamma_table(png->from_linear, screen > 0 ? reciprocal(screen) : g);
+    png->gamma_gray = true;
+}
+
 /* One pixel as `channels` values at the working depth (16 bits for 16-bit
  * images, 8 otherwise). */
 static void convert_pixel(const Png *png, int channels, const uint16_t *s, uint32_t *v)
@@ -337,7 +401,11 @@ static void convert_pixel(const Png *png, int channels, const uint16_t *s, uint3
     }
     switch (channels) {
     case 1:
-        v[0] = color ? to_gray(r, g, b, wide) : r;
+        if (color && png->gamma_gray && (r != g || r != b))
+            v[0] = png->from_linear[(9797u * png->to_linear[r] + 19234u * png->to_linear[g] +
+                                     3737u * png->to_linear[b] + 16384u) >> 15];
+        else
+            v[0] = color ? to_gray(r, g, b, wide) : r;
         break;
     case 2:
         v[0] = r;
@@ -549,6 +617,7 @@ CvStatus cv_png_decode(const uint8_t *data, size_t size, const CvPngOptions *o, 
     const int channels = o->channels ? o->channels
                          : png->color == 3 ? (png->has_trns ? 4 : 3)
                                            : png->nc;
+    build_gamma(png, channels);
     const int64_t pixels = (int64_t)png->width * (int64_t)png->height;
     if (o->max_pixels > 0 && pixels > o->max_pixels) {
         s = cv_error(CV_INVALID_ARGUMENT,
