@@ -183,6 +183,22 @@ def test_known_conversions():
         .tolist() == [257, 65535]
 
 
+def test_gamma_chunks_change_the_gray_of_8_bit_color_images_as_in_tensorflow():
+    # libpng converts RGB to gray through the file's gamma (gAMA, or sRGB's)
+    rng = np.random.default_rng(6)
+    for extra in [chunk(b"gAMA", struct.pack(">I", 45455)), chunk(b"gAMA", struct.pack(">I", 90000)),
+                  chunk(b"gAMA", struct.pack(">I", 220000)), chunk(b"sRGB", b"\0"),
+                  chunk(b"gAMA", struct.pack(">I", 0)) + chunk(b"sRGB", b"\0"),
+                  chunk(b"gAMA", struct.pack(">I", 100000)) + chunk(b"sRGB", b"\1")]:
+        for ct, spp in ((2, 3), (6, 4)):
+            data = make_png(rng.integers(0, 256, (16, 16, spp)), 8, ct, before_idat=extra)
+            for dt in DTYPES:
+                assert_same(tf.io.decode_png, cv.io.decode_png, data, channels=1, dtype=dt)
+        data = make_png(rng.integers(0, 16, (8, 8, 1)), 4, 3, plte=rng.integers(0, 256, 48).tolist())
+        data = data[:33] + extra + data[33:]  # before PLTE
+        assert_same(tf.io.decode_png, cv.io.decode_png, data, channels=1)
+
+
 def test_decode_jpeg_decodes_png_and_decode_png_decodes_jpeg_as_tensorflow():
     x = np.random.default_rng(4).integers(0, 256, (6, 5, 3)).astype(np.uint8)
     rgba = make_png(np.dstack([x, x[..., :1]]), 8, 6)

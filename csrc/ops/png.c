@@ -429,11 +429,12 @@ static void convert_pixel(const Png *png, int channels, const uint16_t *s, uint3
  * TensorFlow, because that decides which damage is an error: one row at a
  * time (avail_out is the row), the input in pieces of at most 8192 bytes of
  * one IDAT chunk. A zlib error while a row is being produced fails the
- * decode; once the last row is complete, one more inflate call of at most
- * 1024 bytes looks for the end of the stream, and whatever it finds is
- * ignored (libpng's benign "Extra compressed data" and late zlib errors).
- * Running out of IDAT chunks while data is still needed (rows, or the
- * first bytes of that last call) is an error. */
+ * decode; once the last row is complete, inflate calls into a 1024-byte
+ * scratch buffer look for the end of the stream, for as long as the stream
+ * gives more data, and a zlib error or extra data found then is ignored
+ * (libpng's benign "Extra compressed data" and late zlib errors). Running
+ * out of IDAT chunks while data is still needed (rows, or input for one of
+ * those calls) is an error. */
 #define IDAT_READ_SIZE 8192u
 
 typedef struct IdatReader {
@@ -507,13 +508,18 @@ static CvStatus inflate_idat(const Png *png, Reader *r, Chunk *c, uint8_t *raw)
             }
         }
     }
-    if (!ended) {
+    /* After the last row: inflate on while that gives more (extra) data. */
+    size_t extra = 0;
+    while (!ended) {
         uint8_t scratch[1024];
         if (zs.avail_in == 0 && (s = feed(&in, &zs)))
             goto done;
         zs.next_out = scratch;
         zs.avail_out = sizeof(scratch);
-        (void)inflate(&zs, Z_NO_FLUSH);
+        int z = inflate(&zs, Z_NO_FLUSH);
+        extra += sizeof(scratch) - zs.avail_out;
+        if (z != Z_OK || extra == 0)
+            break;
     }
     while (c->type == T_IDAT && !(s = next_chunk(r, c, BAD_DATA)))
         ;

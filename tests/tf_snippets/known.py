@@ -24,8 +24,6 @@ KNOWN_DIFFERENCES = {
     'images_tutorial.augment_grayscale_saturation': "tf.image.adjust_saturation: AttributeError: module 'conveyor.image' has no attribute 'adjust_saturation'",
     'images_tutorial.stateless_random_augment': "tf.random.split: AttributeError: module 'conveyor.random' has no attribute 'split'",
     'images_tutorial.stateless_random_flip': "tf.image.stateless_random_flip_left_right: AttributeError: module 'conveyor.image' has no attribute 'stateless_random_flip_left_right'",
-    'images_tutorial.decode_png': "PNG decoding: AttributeError: module 'conveyor.io' has no attribute 'decode_png'",
-    'images_tutorial.decode_image_png': 'PNG decoding: UnimplementedError: DecodeImage: the data is a PNG image; conveyor decodes only JPEG images so far',
     'tfrecord_tutorial.example_serialized_bytes': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tf_serialize_example_py_function': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.experimental_tfrecord_writer': "tf.data.experimental.TFRecordWriter: AttributeError: module 'conveyor.data.experimental' has no attribute 'TFRecordWriter'",
