@@ -375,3 +375,38 @@ def test_random_damage_never_crashes_and_matches_tensorflow(seed):
             data = fix_crcs(data)
         for kw in (dict(), dict(channels=4, dtype="uint16")):
             assert_same(tf.io.decode_png, cv.io.decode_png, data, f"seed {seed}", **kw)
+
+
+# -- encode_png ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16"])
+def test_encode_png_round_trips_through_tensorflow(dtype):
+    rng = np.random.default_rng(7)
+    for c in (1, 2, 3, 4):
+        for h, w in ((1, 1), (7, 13), (40, 33)):
+            x = rng.integers(0, np.iinfo(dtype).max + 1, (h, w, c)).astype(dtype)
+            x[h // 2:] = x[0, 0]  # flat areas as well as noise
+            for level in (-1, 0, 9):
+                data = cv.io.encode_png(x, compression=level).numpy()
+                np.testing.assert_array_equal(tf.io.decode_png(data, dtype=dtype).numpy(), x)
+                np.testing.assert_array_equal(cv.io.decode_png(data, dtype=dtype), x)
+
+
+def test_encode_png_traced_and_errors():
+    images = np.random.default_rng(8).integers(0, 256, (3, 5, 6, 4)).astype(np.uint8)
+    ds = cv.data.Dataset.from_tensor_slices(images).map(
+        lambda im: cv.io.decode_png(cv.io.encode_png(im, compression=1), channels=4))
+    assert "mode=native" in repr(ds)
+    for got, want in zip(ds, images):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError):
+        cv.io.encode_png(np.zeros((2, 2, 3), np.float32))
+    with pytest.raises(ValueError):
+        cv.io.encode_png(np.zeros((2, 2, 5), np.uint8))
+    with pytest.raises(ValueError):
+        cv.io.encode_png(np.zeros((2, 2, 3), np.uint8), compression=10)
+    with pytest.raises(tf.errors.InternalError):
+        tf.io.encode_png(np.zeros((0, 5, 3), np.uint8))
+    with pytest.raises(cv.errors.InternalError):
+        cv.io.encode_png(np.zeros((0, 5, 3), np.uint8))

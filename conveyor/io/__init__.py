@@ -3,5 +3,5 @@ from conveyor.io import gfile
 from conveyor.io.example import *  # noqa: F401,F403
 from conveyor.io.tfrecord import *  # noqa: F401,F403
 from conveyor.io.image_ops import *  # noqa: F401,F403
-from conveyor.io._encode import encode_jpeg  # noqa: F401
+from conveyor.io._encode import encode_jpeg, encode_png  # noqa: F401
 from conveyor.io.csv_ops import decode_csv  # noqa: F401

@@ -16,6 +16,7 @@ extern const CvOp cv_op_read_file;
 extern const CvOp cv_op_decode_jpeg;
 extern const CvOp cv_op_decode_image;
 extern const CvOp cv_op_decode_png;
+extern const CvOp cv_op_encode_png;
 extern const CvOp cv_op_decode_raw;
 extern const CvOp cv_op_decode_csv;
 extern const CvOp cv_op_shape;
@@ -50,6 +51,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_decode_jpeg,
     &cv_op_decode_image,
     &cv_op_decode_png,
+    &cv_op_encode_png,
     &cv_op_decode_raw,
     &cv_op_decode_csv,
     &cv_op_shape,
