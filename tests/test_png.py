@@ -199,6 +199,21 @@ def test_gamma_chunks_change_the_gray_of_8_bit_color_images_as_in_tensorflow():
         assert_same(tf.io.decode_png, cv.io.decode_png, data, channels=1)
 
 
+@pytest.mark.parametrize("sbit", [None, (16, 16, 16), (12, 10, 11), (4, 4, 4), (0, 5, 5)])
+def test_gamma_and_sbit_change_the_gray_of_16_bit_color_images_as_in_tensorflow(sbit):
+    rng = np.random.default_rng(9)
+    for g in (45455, 220000, 30000):
+        for ct, spp in ((2, 3), (6, 4)):
+            s = rng.integers(0, 65536, (12, 12, spp))
+            s[:4, :, 1] = s[:4, :, 2] = s[:4, :, 0]  # gray pixels take another path
+            extra = chunk(b"gAMA", struct.pack(">I", g))
+            if sbit:
+                extra += chunk(b"sBIT", bytes(sbit + ((16,) if ct == 6 else ())))
+            data = make_png(s, 16, ct, before_idat=extra)
+            for dt in DTYPES:
+                assert_same(tf.io.decode_png, cv.io.decode_png, data, channels=1, dtype=dt)
+
+
 def test_decode_jpeg_decodes_png_and_decode_png_decodes_jpeg_as_tensorflow():
     x = np.random.default_rng(4).integers(0, 256, (6, 5, 3)).astype(np.uint8)
     rgba = make_png(np.dstack([x, x[..., :1]]), 8, 6)

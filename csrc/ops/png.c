@@ -34,6 +34,7 @@
 #define T_tRNS TAG('t', 'R', 'N', 'S')
 #define T_gAMA TAG('g', 'A', 'M', 'A')
 #define T_sRGB TAG('s', 'R', 'G', 'B')
+#define T_sBIT TAG('s', 'B', 'I', 'T')
 
 static const char BAD_HEADER[] = "Invalid PNG. Failed to initialize decoder";
 static const char BAD_DATA[] = "Invalid PNG data";
@@ -113,6 +114,11 @@ typedef struct Png {
      * (8-bit samples only; see build_gamma). */
     bool gamma_gray;
     uint8_t to_linear[256], from_linear[256];
+    /* The same for 16-bit samples: tables indexed by value >> gamma_shift
+     * (malloc'd; NULL when not needed). same16 maps gray pixels (R = G = B). */
+    unsigned gamma_shift;
+    int sbit; /* the largest significant bits of R, G, B from sBIT (0: none) */
+    uint16_t *to_linear16, *from_linear16, *same16;
 } Png;
 
 static CvStatus read_ihdr(const Chunk *c, Png *png)
@@ -198,6 +204,21 @@ static CvStatus read_ancillary(const Chunk *c, Png *png)
                 png->trns_key[i] = (uint16_t)(c->data[2 * i] << 8 | c->data[2 * i + 1]);
             png->has_trns = true;
         }
+        return CV_STATUS_OK;
+    }
+    if (c->type == T_sBIT) {
+        /* Only its R, G, B of 16-bit color images matter (the gamma tables). */
+        uint32_t want = png->color == 2 ? 3u : png->color == 6 ? 4u : 0u;
+        if (!c->crc_ok || png->npalette || want == 0 || c->length != want || png->sbit)
+            return CV_STATUS_OK;
+        int max = 0;
+        for (uint32_t i = 0; i < want; i++) {
+            if (c->data[i] == 0 || c->data[i] > png->depth)
+                return CV_STATUS_OK; /* invalid: ignored */
+            if (i < 3 && c->data[i] > max)
+                max = c->data[i];
+        }
+        png->sbit = max;
         return CV_STATUS_OK;
     }
     if (c->type == T_gAMA || c->type == T_sRGB) {
@@ -328,21 +349,96 @@ static void gamma_table(uint8_t *table, int32_t g)
     }
 }
 
+static int32_t reciprocal2(int32_t a, int32_t b)
+{
+    double r = floor(1e15 / a / b + .5);
+    return r <= 2147483647. && r >= -2147483648. ? (int32_t)r : 0;
+}
+
+static int32_t product2(int32_t a, int32_t b)
+{
+    double r = floor(a * 1e-5 * b + .5);
+    return r <= 2147483647. && r >= -2147483648. ? (int32_t)r : 0;
+}
+
+static uint16_t gamma16_correct(unsigned v, int32_t g)
+{
+    if (v > 0 && v < 65535)
+        return (uint16_t)floor(65535 * pow(v / 65535., g * .00001) + .5);
+    return (uint16_t)v;
+}
+
+/* libpng's 16-bit table for samples of 16 - shift significant bits. */
+static uint16_t *gamma_table16(unsigned shift, int32_t g)
+{
+    const unsigned n = 1u << (16 - shift), max = n - 1, half = 1u << (15 - shift);
+    const double fmax = 1.0 / max;
+    uint16_t *t = malloc(n * sizeof(uint16_t));
+    if (!t)
+        return NULL;
+    for (unsigned ig = 0; ig < n; ig++) {
+        if (gamma_significant(g))
+            t[ig] = (uint16_t)floor(65535. * pow(ig * fmax, g * .00001) + .5);
+        else
+            t[ig] = (uint16_t)(shift ? (ig * 65535u + half) / max : ig);
+    }
+    return t;
+}
+
+/* libpng's table for 16-bit samples that end as 8 bits: each input maps to
+ * the nearest i * 257 after gamma. */
+static uint16_t *gamma_table16to8(unsigned shift, int32_t g)
+{
+    const unsigned n = 1u << (16 - shift), max = n - 1;
+    uint16_t *t = malloc(n * sizeof(uint16_t));
+    if (!t)
+        return NULL;
+    unsigned last = 0;
+    for (unsigned i = 0; i < 255; i++) {
+        unsigned out = i * 257u;
+        uint32_t bound = gamma16_correct(out + 128u, g);
+        bound = (bound * max + 32768u) / 65535u + 1u;
+        while (last < bound && last < n)
+            t[last++] = (uint16_t)out;
+    }
+    while (last < n)
+        t[last++] = 65535u;
+    return t;
+}
+
 /* A file gamma (gAMA, or sRGB's 45455) with no screen gamma set, as in
  * TensorFlow, makes libpng's screen gamma its reciprocal: no correction
  * overall, but rgb_to_gray then mixes linear values: each sample through
  * the file's gamma, the weighted sum rounded, back through the screen's. */
-static void build_gamma(Png *png, int channels)
+static CvStatus build_gamma(Png *png, int channels, bool out16)
 {
     int32_t g = png->srgb ? 45455 : png->gama;
-    if (channels != 1 || !(png->color & 2) || png->depth > 8 || g == 0)
-        return;
+    if (channels != 1 || !(png->color & 2) || g == 0)
+        return CV_STATUS_OK;
     int32_t screen = reciprocal(g);
     if (!gamma_significant(g) && !gamma_significant(screen))
-        return;
-    gamma_table(png->to_linear, reciprocal(g));
-    gamma_table(png->from_linear, screen > 0 ? reciprocal(screen) : g);
+        return CV_STATUS_OK;
+    int32_t from = screen > 0 ? reciprocal(screen) : g;
+    if (png->depth <= 8) {
+        gamma_table(png->to_linear, reciprocal(g));
+        gamma_table(png->from_linear, from);
+    } else {
+        /* The significant bits (sBIT), at most 11 when the output is 8-bit. */
+        unsigned sh = png->sbit > 0 && png->sbit < 16 ? 16u - (unsigned)png->sbit : 0u;
+        if (!out16 && sh < 5)
+            sh = 5;
+        if (sh > 8)
+            sh = 8;
+        png->gamma_shift = sh;
+        png->to_linear16 = gamma_table16(sh, reciprocal(g));
+        png->from_linear16 = gamma_table16(sh, from);
+        png->same16 = out16 ? gamma_table16(sh, screen > 0 ? reciprocal2(g, screen) : 100000)
+                            : gamma_table16to8(sh, screen > 0 ? product2(g, screen) : 100000);
+        if (!png->to_linear16 || !png->from_linear16 || !png->same16)
+            return cv_error_nomem();
+    }
     png->gamma_gray = true;
+    return CV_STATUS_OK;
 }
 
 /* One pixel as `channels` values at the working depth (16 bits for 16-bit
@@ -401,7 +497,17 @@ static void convert_pixel(const Png *png, int channels, const uint16_t *s, uint3
     }
     switch (channels) {
     case 1:
-        if (color && png->gamma_gray && (r != g || r != b))
+        if (color && png->gamma_gray && wide) {
+            const unsigned sh = png->gamma_shift;
+            if (r == g && r == b) {
+                v[0] = png->same16[r >> sh];
+            } else {
+                uint32_t gray = (9797u * png->to_linear16[r >> sh] +
+                                 19234u * png->to_linear16[g >> sh] +
+                                 3737u * png->to_linear16[b >> sh] + 16384u) >> 15;
+                v[0] = png->from_linear16[gray >> sh];
+            }
+        } else if (color && png->gamma_gray && (r != g || r != b))
             v[0] = png->from_linear[(9797u * png->to_linear[r] + 19234u * png->to_linear[g] +
                                      3737u * png->to_linear[b] + 16384u) >> 15];
         else
@@ -623,7 +729,9 @@ CvStatus cv_png_decode(const uint8_t *data, size_t size, const CvPngOptions *o, 
     const int channels = o->channels ? o->channels
                          : png->color == 3 ? (png->has_trns ? 4 : 3)
                                            : png->nc;
-    build_gamma(png, channels);
+    s = build_gamma(png, channels, o->uint16);
+    if (s)
+        goto done;
     const int64_t pixels = (int64_t)png->width * (int64_t)png->height;
     if (o->max_pixels > 0 && pixels > o->max_pixels) {
         s = cv_error(CV_INVALID_ARGUMENT,
@@ -677,6 +785,9 @@ done:
         cv_tensor_clear(out);
     free(samples);
     free(raw);
+    free(png->to_linear16);
+    free(png->from_linear16);
+    free(png->same16);
     free(png);
     return s;
 }

@@ -13,7 +13,8 @@
  *
  * Conversions (`channels`): 1 is gray (from RGB: (9797 R + 19234 G + 3737 B)
  * >> 15, rounded for 16-bit samples, truncated for 8-bit ones, as libpng's
- * rgb_to_gray), 3 is RGB (gray replicated), 4 is RGBA (alpha from the image,
+ * rgb_to_gray; through libpng's gamma tables when the file has gAMA or
+ * sRGB), 3 is RGB (gray replicated), 4 is RGBA (alpha from the image,
  * from tRNS, or opaque), 0 is the image's own (palette: RGB, RGBA with
  * tRNS). Gray samples of 1, 2 or 4 bits are scaled to 8 bits. uint8 output
  * of 16-bit samples keeps the high byte; uint16 output of 8-bit samples is
