@@ -282,6 +282,15 @@ def hostile():
         b[at] ^= 0x55
         return bytes(b)
 
+    def small_window(z):
+        # the header says a 256-byte window; the data refers further back
+        flg = z[1] & 0xE0
+        flg |= (31 - (0x08 * 256 + flg) % 31) % 31
+        return bytes([0x08, flg]) + z[2:]
+
+    row = np.random.default_rng(10).integers(0, 256, 300).astype(np.uint8).tobytes()
+    wide_rows = (b"\0" + row) * 20  # repeats 301 bytes back
+
     bad_adler = bytearray(zlib.compress(raw))
     bad_adler[-1] ^= 1
     return {
@@ -311,6 +320,10 @@ def hostile():
         "truncated-zlib-stream": with_raw(raw, zlib.compress(raw)[:-4]),
         "extra-raw-data": with_raw(raw + bytes(16)),
         "not-zlib": with_raw(raw, raw),
+        "distance-past-declared-window": SIGNATURE + ihdr(100, 20) + chunk(
+            b"IDAT", small_window(zlib.compress(wide_rows, 9))) + chunk(b"IEND", b""),
+        "declared-window-large-enough": SIGNATURE + ihdr(100, 20) + chunk(
+            b"IDAT", zlib.compress(wide_rows, 9)) + chunk(b"IEND", b""),
         "no-idat": SIGNATURE + ihdr(5, 6) + chunk(b"IEND", b""),
         "palette-without-plte": make_png(np.zeros((2, 2, 1), int), 8, 3),
         "unknown-critical-chunk": make_png(x, 8, 2, before_idat=chunk(b"ABCD", b"x")),

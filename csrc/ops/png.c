@@ -576,7 +576,9 @@ static CvStatus inflate_idat(const Png *png, Reader *r, Chunk *c, uint8_t *raw)
 {
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
-    if (inflateInit(&zs) != Z_OK)
+    /* windowBits 0: the window the stream's header declares, as libpng
+     * (a distance past it is an error, not silently accepted). */
+    if (inflateInit2(&zs, 0) != Z_OK)
         return cv_error_nomem();
     CvStatus s = CV_STATUS_OK;
     IdatReader in = {r, c, 0};
