@@ -291,6 +291,7 @@ def hostile():
     row = np.random.default_rng(10).integers(0, 256, 300).astype(np.uint8).tobytes()
     wide_rows = (b"\0" + row) * 20  # repeats 301 bytes back
 
+    plte = chunk(b"PLTE", bytes(range(12)))
     bad_adler = bytearray(zlib.compress(raw))
     bad_adler[-1] ^= 1
     return {
@@ -328,6 +329,18 @@ def hostile():
         "palette-without-plte": make_png(np.zeros((2, 2, 1), int), 8, 3),
         "unknown-critical-chunk": make_png(x, 8, 2, before_idat=chunk(b"ABCD", b"x")),
         "chunk-length-huge": good[:33] + struct.pack(">I", 0xFFFFFFF0) + good[37:],
+        "rgb-two-plte": make_png(x, 8, 2, before_idat=plte + plte),
+        "rgb-plte-after-idat": make_png(x, 8, 2, after_idat=plte),
+        "rgb-plte-before-and-after-idat": make_png(x, 8, 2, before_idat=plte, after_idat=plte),
+        "rgb-plte-bad-length": make_png(x, 8, 2, before_idat=chunk(b"PLTE", bytes(4))),
+        "rgb-plte-empty": make_png(x, 8, 2, before_idat=chunk(b"PLTE", b"")),
+        "gray-plte-bad-length": make_png(x[..., :1], 8, 0, before_idat=chunk(b"PLTE", bytes(4))),
+        "gray-two-plte": make_png(x[..., :1], 8, 0, before_idat=plte + plte),
+        "palette-plte-after-idat": make_png(x[..., :1] % 4, 8, 3, plte=list(range(12)),
+                                            after_idat=plte),
+        "palette-plte-bad-length": make_png(x[..., :1] % 4, 8, 3, plte=[1, 2, 3, 4]),
+        "palette-plte-empty": make_png(x[..., :1] % 4, 8, 3, plte=[]),
+        "ihdr-after-idat": make_png(x, 8, 2, after_idat=good[8:33]),
         "empty": b"",
         "not-an-image": b"hello world, this is no image",
     }

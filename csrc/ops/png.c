@@ -102,6 +102,7 @@ typedef struct Png {
     int nc;         /* samples per pixel in the file */
     bool interlaced;
     int npalette;   /* 0: no PLTE */
+    bool seen_plte; /* any PLTE, used or not */
     uint8_t palette[256][3];
     bool has_trns;
     int ntrns;
@@ -173,13 +174,22 @@ static CvStatus read_ihdr(const Chunk *c, Png *png)
 static CvStatus read_ancillary(const Chunk *c, Png *png)
 {
     if (c->type == T_PLTE) {
-        if (png->npalette)
+        /* libpng's order of checks: a second PLTE is an error in any image,
+         * one in a gray image is ignored, a bad length is an error only in
+         * a palette image (except 0, always), a color image's is unused. */
+        if (png->seen_plte)
             return cv_error(CV_INVALID_ARGUMENT, "%s: duplicate PLTE chunk", BAD_HEADER);
-        if (png->color != 3 && png->color != 2 && png->color != 6)
-            return CV_STATUS_OK; /* ignored in gray images */
-        if (c->length == 0 || c->length % 3 || c->length > 768)
+        png->seen_plte = true;
+        if (!(png->color & 2))
+            return CV_STATUS_OK;
+        if (c->length % 3 || c->length > 768) {
+            if (png->color != 3)
+                return CV_STATUS_OK;
             return cv_error(CV_INVALID_ARGUMENT, "%s: invalid PLTE length %u", BAD_HEADER,
                             c->length);
+        }
+        if (c->length == 0)
+            return cv_error(CV_INVALID_ARGUMENT, "%s: empty PLTE chunk", BAD_HEADER);
         if (png->color != 3)
             return CV_STATUS_OK; /* a suggested palette */
         int n = (int)(c->length / 3), max = 1 << png->depth;
@@ -209,7 +219,7 @@ static CvStatus read_ancillary(const Chunk *c, Png *png)
     if (c->type == T_sBIT) {
         /* Only its R, G, B of 16-bit color images matter (the gamma tables). */
         uint32_t want = png->color == 2 ? 3u : png->color == 6 ? 4u : 0u;
-        if (!c->crc_ok || png->npalette || want == 0 || c->length != want || png->sbit)
+        if (!c->crc_ok || png->seen_plte || want == 0 || c->length != want || png->sbit)
             return CV_STATUS_OK;
         int max = 0;
         for (uint32_t i = 0; i < want; i++) {
@@ -223,7 +233,7 @@ static CvStatus read_ancillary(const Chunk *c, Png *png)
     }
     if (c->type == T_gAMA || c->type == T_sRGB) {
         /* Before PLTE only; bad ones are ignored, as libpng does. */
-        if (!c->crc_ok || png->npalette)
+        if (!c->crc_ok || png->seen_plte)
             return CV_STATUS_OK;
         if (c->type == T_sRGB && c->length == 1 && c->data[0] < 4 && !png->bad_gama)
             png->srgb = true;
@@ -768,9 +778,11 @@ CvStatus cv_png_decode(const uint8_t *data, size_t size, const CvPngOptions *o, 
     s = inflate_idat(png, &r, &c, raw);
     /* The chunks after the image data, up to IEND. */
     while (!s && c.type != T_IEND) {
-        if (c.type == T_IHDR || c.type == T_PLTE)
+        if (c.type == T_IHDR || (c.type == T_PLTE && png->seen_plte))
             s = cv_error(CV_INVALID_ARGUMENT, "%s: %s chunk after the image data", BAD_DATA,
                          c.name);
+        else if (c.type == T_PLTE) /* a first PLTE after the image: ignored, as libpng */
+            s = next_chunk(&r, &c, BAD_DATA);
         else if (c.critical && c.type != T_IDAT)
             s = cv_error(CV_INVALID_ARGUMENT, "%s: unknown critical chunk %s", BAD_DATA, c.name);
         else
