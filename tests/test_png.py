@@ -341,6 +341,9 @@ def hostile():
         "palette-plte-bad-length": make_png(x[..., :1] % 4, 8, 3, plte=[1, 2, 3, 4]),
         "palette-plte-empty": make_png(x[..., :1] % 4, 8, 3, plte=[]),
         "ihdr-after-idat": make_png(x, 8, 2, after_idat=good[8:33]),
+        "gray-trns-key-past-bit-depth": make_png(x[..., :1] % 4, 2, 0, trns=(0x86, 0x03)),
+        "gray8-trns-key-past-bit-depth": make_png(x[..., :1], 8, 0, trns=(0x71, x[0, 0, 0])),
+        "rgb8-trns-key-past-bit-depth": make_png(x, 8, 2, trns=sum(([7, int(v)] for v in x[1, 1]), [])),
         "empty": b"",
         "not-an-image": b"hello world, this is no image",
     }
@@ -352,7 +355,7 @@ HOSTILE = hostile()
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_files_match_tensorflow(name):
     data = HOSTILE[name]
-    for c in (0, 3):
+    for c in (0, 3, 4):
         assert_same(tf.io.decode_png, cv.io.decode_png, data, name, channels=c)
     assert_same(tf.io.decode_image, cv.io.decode_image, data, name)
 

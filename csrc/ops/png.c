@@ -214,6 +214,11 @@ static CvStatus read_ancillary(const Chunk *c, Png *png)
                 png->trns_key[i] = (uint16_t)(c->data[2 * i] << 8 | c->data[2 * i + 1]);
             png->has_trns = true;
         }
+        /* libpng compares the key cut to the bit depth (0x0105 is 5 in an
+         * 8-bit image). */
+        if (png->depth < 16)
+            for (int i = 0; i < 3; i++)
+                png->trns_key[i] &= (uint16_t)((1u << png->depth) - 1u);
         return CV_STATUS_OK;
     }
     if (c->type == T_sBIT) {
