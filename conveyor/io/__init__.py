@@ -3,7 +3,7 @@ from conveyor.io import gfile
 from conveyor.io.example import *  # noqa: F401,F403
 from conveyor.io.tfrecord import *  # noqa: F401,F403
 from conveyor.io.image_ops import *  # noqa: F401,F403
-from conveyor.io._encode import encode_jpeg  # noqa: F401
+from conveyor.io._encode import encode_jpeg, encode_png  # noqa: F401
 from conveyor.io.csv_ops import decode_csv  # noqa: F401
 from conveyor.io._tensor_proto import parse_tensor, serialize_tensor  # noqa: F401
 from conveyor.io._compressed import decode_compressed  # noqa: F401

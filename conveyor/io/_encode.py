@@ -1,8 +1,9 @@
-"""tf.io.encode_jpeg: images to JPEG bytes with libjpeg-turbo."""
+"""tf.io.encode_jpeg and tf.io.encode_png: images to JPEG bytes with
+libjpeg-turbo, to PNG bytes with zlib."""
 from conveyor import dtypes as _dtypes
 from conveyor._tracing import apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["encode_jpeg"]
+__all__ = ["encode_jpeg", "encode_png"]
 
 
 def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=False,  # noqa: A002
@@ -33,3 +34,25 @@ def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=F
     return apply("EncodeJpeg", [x], [((), _dtypes.string)],
                  ints=[int(quality), bool(progressive), bool(optimize_size),
                        bool(chroma_downsampling)])
+
+
+def encode_png(image, compression=-1, name=None):
+    """PNG-encode a uint8 or uint16 image ``[height, width, channels]``
+    (``tf.io.encode_png``): 1 channel is gray, 2 gray + alpha, 3 RGB, 4 RGBA.
+
+    `compression` is zlib's level, -1 (its default) or 0 to 9. The bytes are
+    not TensorFlow's (its libpng chooses other filters), but any PNG decoder
+    gives back the same pixels.
+    """
+    x = convert(image, name="image")
+    shape = static_shape(x)
+    if dtype_of(x) not in (_dtypes.uint8, _dtypes.uint16):
+        raise op_error(TypeError, f"encode_png: image must be uint8 or uint16, got "
+                                  f"{dtype_of(x).name}")
+    if shape is not None and (len(shape) != 3 or shape[2] not in (None, 1, 2, 3, 4)):
+        raise op_error(ValueError, f"encode_png: image must be [height, width, 1 to 4], got "
+                                   f"shape {list(shape)}")
+    if isinstance(compression, bool) or not isinstance(compression, int) or \
+            not -1 <= compression <= 9:
+        raise op_error(ValueError, f"compression should be in [-1,9], got {compression!r}")
+    return apply("EncodePng", [x], [((), _dtypes.string)], ints=[compression])

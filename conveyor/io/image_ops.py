@@ -1,5 +1,5 @@
 """File and image ops of ``tf.io``: ``read_file``, ``decode_jpeg``,
-``decode_image`` and ``decode_raw``.
+``decode_png``, ``decode_image`` and ``decode_raw``.
 
 Each runs eagerly on NumPy values (``bytes``, ``str``, object arrays of
 bytes) and is traced into the native program of a ``Dataset.map`` function,
@@ -9,8 +9,9 @@ where it runs on the map's worker threads without the GIL:
     ds = ds.map(lambda f: tf.io.decode_jpeg(tf.io.read_file(f), channels=3),
                 num_parallel_calls=tf.data.AUTOTUNE)
 
-JPEG decoding uses libjpeg-turbo the way TensorFlow's DecodeJpeg does, so it
-gives TensorFlow's pixels. Images whose header declares more than
+JPEG decoding uses libjpeg-turbo the way TensorFlow's DecodeJpeg does, and
+PNG decoding (zlib) reproduces TensorFlow's libpng conversions, so both give
+TensorFlow's pixels. Images whose header declares more than
 :func:`get_max_image_pixels` pixels are refused before any image memory is
 allocated (a decompression-bomb guard; see :func:`set_max_image_pixels`).
 """
@@ -19,8 +20,8 @@ from conveyor import errors as _errors
 from conveyor._image_dtype import convert_image_dtype
 from conveyor._tracing import Tensor, apply, convert, op_error, static_shape
 
-__all__ = ["read_file", "decode_jpeg", "decode_image", "decode_raw", "set_max_image_pixels",
-           "get_max_image_pixels"]
+__all__ = ["read_file", "decode_jpeg", "decode_png", "decode_image", "decode_raw",
+           "set_max_image_pixels", "get_max_image_pixels"]
 
 # Pillow's error threshold (twice its warning limit), which is also the
 # largest RGB image TensorFlow's decoder accepts (2**29 bytes).
@@ -129,8 +130,10 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
 
     Raises ``InvalidArgumentError`` for invalid or truncated JPEG data, for
     data of no known image format, and for images larger than
-    :func:`get_max_image_pixels`; ``UnimplementedError`` for PNG, GIF, BMP,
-    WebP and JPEG XL data (which TensorFlow's op also decodes).
+    :func:`get_max_image_pixels`; ``UnimplementedError`` for GIF, BMP, WebP
+    and JPEG XL data (which TensorFlow's op also decodes). As in TensorFlow,
+    PNG data is decoded too (as ``decode_png`` with uint8 output, channels 0,
+    1, 3 or 4).
     """
     x = _scalar_string(contents, "contents", "`contents`")
     channels = _check_channels(channels)
@@ -147,23 +150,62 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
                  ints=ints, floats=[float(acceptable_fraction)])
 
 
+def decode_png(contents, channels=0, dtype=_dtypes.uint8, name=None):
+    """Decode a PNG-encoded image to a uint8 or uint16 tensor
+    (``tf.io.decode_png``).
+
+    Every standard PNG decodes: bit depths 1, 2, 4, 8 and 16, gray, gray +
+    alpha, RGB, RGBA and palette images, tRNS transparency and Adam7
+    interlacing. As in TensorFlow, JPEG data is decoded too.
+
+    Args:
+      contents: a scalar string, the PNG-encoded image.
+      channels: 0 (the image's own: 1 gray, 2 gray + alpha, 3 RGB, 4 RGBA; a
+        palette image gives 3, or 4 when it has transparency), 1 (gray), 3
+        (RGB) or 4 (RGBA).
+      dtype: uint8 or uint16. 16-bit images decoded to uint8 keep the high
+        byte of each value; 8-bit images decoded to uint16 are
+        ``value * 257``.
+
+    Returns:
+      A tensor of type `dtype`, ``[height, width, channels]``; its static
+      shape is ``(None, None, channels or None)``.
+
+    Raises ``InvalidArgumentError`` for invalid, corrupt (bad CRC or Adler-32
+    check) or truncated data, data of no known image format, and images
+    larger than :func:`get_max_image_pixels`; ``UnimplementedError`` for GIF,
+    BMP, WebP and JPEG XL data.
+    """
+    x = _scalar_string(contents, "contents", "`contents`")
+    channels = _check_channels(channels)
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype not in (_dtypes.uint8, _dtypes.uint16):
+        raise op_error(TypeError, f"Value for attr 'dtype' of {dtype.name} is not in the list of "
+                                  f"allowed values: uint8, uint16")
+    return apply("DecodePng", [x], [((None, None, channels or None), dtype)],
+                 ints=[channels, dtype._code, _pixel_limit()])
+
+
 def decode_image(contents, channels=None, dtype=_dtypes.uint8, name=None, expand_animations=True):
     """Decode an image, detecting its format from its first bytes
     (``tf.io.decode_image``).
 
-    conveyor decodes JPEG images (with ``decode_jpeg``'s defaults); PNG, GIF,
-    BMP, WebP and JPEG XL data raise ``UnimplementedError`` naming the
-    format, and data of no known format raises ``InvalidArgumentError``.
+    conveyor decodes JPEG images (with ``decode_jpeg``'s defaults) and PNG
+    images (as ``decode_png``); GIF, BMP, WebP and JPEG XL data raise
+    ``UnimplementedError`` naming the format, and data of no known format
+    raises ``InvalidArgumentError``.
 
     Args:
       contents: a scalar string, the encoded image.
-      channels: ``None`` or 0 (the image's own), 1 or 3.
+      channels: ``None`` or 0 (the image's own), 1, 3 or 4 (not for JPEG).
       dtype: the output type. uint8 values are the decoded pixels; other
-        types are scaled as ``tf.image.convert_image_dtype`` does (float32:
-        ``value / 255``, in [0, 1]; uint16: ``value * 256``).
+        types are scaled as ``tf.image.convert_image_dtype`` does (JPEG:
+        float32 ``value / 255``, uint16 ``value * 256``; PNG is decoded to
+        uint16 first, as ``decode_png(dtype=uint16)``, then float32 is
+        ``value / 65535``).
       expand_animations: as in TensorFlow: when True (the default) the static
         shape is unknown (an animated GIF would be 4-D); pass False to get
-        ``(None, None, channels or None)``. JPEG images are always 3-D.
+        ``(None, None, channels or None)``. JPEG and PNG images are always 3-D.
 
     Returns:
       A tensor of type `dtype`, ``[height, width, channels]``.

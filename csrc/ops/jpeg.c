@@ -14,6 +14,7 @@
  * blocks) and fails the second time.
  */
 #include "ops/jpeg.h"
+#include "ops/png.h"
 
 #include <limits.h>
 #include <setjmp.h>
@@ -473,9 +474,13 @@ CvStatus cv_jpeg_decode_contents(const char *op, const CvTensor *contents, const
     if (format == CV_IMAGE_UNKNOWN)
         return cv_error(CV_INVALID_ARGUMENT, "Unknown image file format. One of JPEG, JPEG XL, "
                                              "PNG, GIF, BMP, WebP required.");
+    if (format == CV_IMAGE_PNG) { /* as TensorFlow's DecodeJpeg: decoded as uint8 */
+        CvPngOptions po = {.channels = o->channels, .uint16 = false, .max_pixels = o->max_pixels};
+        return cv_png_decode(data, size, &po, out);
+    }
     if (format != CV_IMAGE_JPEG)
         return cv_error(CV_UNIMPLEMENTED,
-                        "%s: the data is a %s image; conveyor decodes only JPEG images so far",
-                        op, cv_image_format_name(format));
+                        "%s: the data is a %s image; conveyor decodes only JPEG and PNG images "
+                        "so far", op, cv_image_format_name(format));
     return cv_jpeg_decode(data, size, o, out);
 }

@@ -71,8 +71,9 @@ CvStatus cv_jpeg_decode(const uint8_t *data, size_t size, const CvJpegOptions *o
 
 /* What DecodeJpeg and DecodeImage do with their input: `contents` must be
  * a scalar string (INVALID_ARGUMENT otherwise, or when empty or of no known
- * format) holding a JPEG; the other image formats that TensorFlow decodes
- * are UNIMPLEMENTED here. `op` names the op in messages. */
+ * format) holding a JPEG, or a PNG (decoded to uint8 by ops/png.h, as
+ * TensorFlow's DecodeJpeg does); the other image formats that TensorFlow
+ * decodes are UNIMPLEMENTED here. `op` names the op in messages. */
 CvStatus cv_jpeg_decode_contents(const char *op, const CvTensor *contents,
                                  const CvJpegOptions *options, CvTensor *out);
 

@@ -15,6 +15,8 @@ extern const CvOp cv_op_reshape;
 extern const CvOp cv_op_read_file;
 extern const CvOp cv_op_decode_jpeg;
 extern const CvOp cv_op_decode_image;
+extern const CvOp cv_op_decode_png;
+extern const CvOp cv_op_encode_png;
 extern const CvOp cv_op_decode_raw;
 extern const CvOp cv_op_decode_csv;
 extern const CvOp cv_op_shape;
@@ -83,6 +85,8 @@ static const CvOp *const all_ops[] = {
     &cv_op_read_file,
     &cv_op_decode_jpeg,
     &cv_op_decode_image,
+    &cv_op_decode_png,
+    &cv_op_encode_png,
     &cv_op_decode_raw,
     &cv_op_decode_csv,
     &cv_op_shape,

@@ -18,8 +18,6 @@ KNOWN_DIFFERENCES = {
     'tfrecord_tutorial.experimental_tfrecord_writer': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'guide_basics.numpy_arrays_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
     'guide_basics.batch_unknown_dim_spec': "Dataset reprs name conveyor's public classes: '<TensorSliceDataset element_spec=...>' where TF shows its private '<_TensorSliceDataset element_spec=...>'",
-    'images_tutorial.decode_png': "PNG decoding: AttributeError: module 'conveyor.io' has no attribute 'decode_png'",
-    'images_tutorial.decode_image_png': 'PNG decoding: UnimplementedError: DecodeImage: the data is a PNG image; conveyor decodes only JPEG images so far',
     'tfrecord_tutorial.example_serialized_bytes': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tf_serialize_example_py_function': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tfrecord_writer_read_raw': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',

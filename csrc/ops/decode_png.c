@@ -1,0 +1,32 @@
+/* DecodePng(contents): a PNG image as uint8 or uint16 [height, width,
+ * channels] (tf.io.decode_png), decoded with zlib; see ops/png.h. As in
+ * TensorFlow, JPEG data is decoded too.
+ *
+ * ints: [0] channels (0, 1, 3, 4), [1] output CvDtype (CV_UINT8 or
+ * CV_UINT16), [2] max_pixels (<= 0: no limit). The output is new, owned by
+ * the caller. */
+#include "ops/op.h"
+#include "ops/png.h"
+
+static CvStatus decode_png_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
+                               CvTensor *out, int num_out, CvOpContext *ctx)
+{
+    (void)num_in;
+    (void)num_out;
+    (void)ctx;
+    if (attrs->num_ints < 3)
+        return cv_error(CV_INVALID_ARGUMENT, "DecodePng needs 3 int attributes");
+    CvDtype dtype = (CvDtype)attrs->ints[1];
+    if (dtype != CV_UINT8 && dtype != CV_UINT16)
+        return cv_error(CV_INVALID_ARGUMENT, "`dtype` for `DecodePng` must be uint8 or uint16, "
+                                             "got %s", cv_dtype_name(dtype));
+    CvPngOptions o = {
+        .channels = (int)attrs->ints[0],
+        .uint16 = dtype == CV_UINT16,
+        .max_pixels = attrs->ints[2],
+    };
+    return cv_png_decode_contents("DecodePng", &in[0], &o, &out[0]);
+}
+
+const CvOp cv_op_decode_png = {
+    .name = "DecodePng", .min_inputs = 1, .max_inputs = 1, .run = decode_png_run};
