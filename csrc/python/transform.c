@@ -1,19 +1,23 @@
-/* Binding of the structural transformations: filter, zip, concatenate,
- * shard, unbatch, rebatch, padded_batch. Argument checks and element specs
- * live in Python (conveyor/data/dataset.py, conveyor/data/ops/); these functions take
- * normalized arguments. */
+/* Binding of the structural transformations: filter, take_while, scan,
+ * unique, zip, concatenate, shard, unbatch, rebatch, padded_batch. Argument
+ * checks and element specs live in Python (conveyor/data/dataset.py,
+ * conveyor/data/ops/); these functions take normalized arguments. */
 #include "python/binding.h"
 
 #include "kernels/kernels.h"
 
-/* filter(input, predicate, out_convert, name[, with_id]): the predicate is
- * taken as map's function is (cv_function_from_arg: a compiled program or a
- * Python callable), so whatever runs a map function runs a predicate. */
-static PyObject *transform_filter(PyObject *module, PyObject *args)
+typedef CvStatus (*CvPredicateKernel)(CvDataset *, CvFunction, CvDataset **);
+
+/* filter / take_while(input, predicate, out_convert, name[, with_id]): the
+ * predicate is taken as map's function is (cv_function_from_arg: a compiled
+ * program or a Python callable), so whatever runs a map function runs a
+ * predicate. */
+static PyObject *predicate_dataset(PyObject *module, PyObject *args, const char *format,
+                                   CvPredicateKernel make)
 {
     PyObject *input, *fn, *out_convert, *name;
     int with_id = 0;
-    if (!PyArg_ParseTuple(args, "OOOU|p:filter", &input, &fn, &out_convert, &name, &with_id))
+    if (!PyArg_ParseTuple(args, format, &input, &fn, &out_convert, &name, &with_id))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -22,26 +26,18 @@ static PyObject *transform_filter(PyObject *module, PyObject *args)
     CvDataset *ds = NULL;
     CvStatus s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
     if (!s)
-        s = cv_filter_dataset(in, f, &ds);
+        s = make(in, f, &ds);
     return cv_wrap_dataset(module, s, ds);
 }
 
-/* take_while(input, predicate, out_convert, name[, with_id]): as filter. */
+static PyObject *transform_filter(PyObject *module, PyObject *args)
+{
+    return predicate_dataset(module, args, "OOOU|p:filter", cv_filter_dataset);
+}
+
 static PyObject *transform_take_while(PyObject *module, PyObject *args)
 {
-    PyObject *input, *fn, *out_convert, *name;
-    int with_id = 0;
-    if (!PyArg_ParseTuple(args, "OOOU|p:take_while", &input, &fn, &out_convert, &name, &with_id))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, input);
-    if (!in)
-        return NULL;
-    CvFunction f;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
-    if (!s)
-        s = cv_take_while_dataset(in, f, &ds);
-    return cv_wrap_dataset(module, s, ds);
+    return predicate_dataset(module, args, "OOOU|p:take_while", cv_take_while_dataset);
 }
 
 /* scan(input, initial_state, fn, out_convert, name[, with_id]):
