@@ -11,6 +11,7 @@
  * at run time. Output: a new tensor of the input's shape and dtype.
  * Subnormal values are flushed to zero, as in TensorFlow's kernels.
  */
+#include <float.h>
 #include <math.h>
 
 #include "ops/flush_denormals.h"
@@ -188,7 +189,13 @@ static CvStatus hsv_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
     float f = (float)value;
     unsigned mode_saved = cv_flush_denormals_begin(); /* as TensorFlow's kernels */
     for (int64_t i = 0; i < pixels; i++) {
-        const float *src = (const float *)v->data + 3 * i;
+        /* Read as zero when subnormal: a value the op only copies (a max, a
+         * channel passed through) is not flushed by the mode, only
+         * arithmetic is, and what is arithmetic depends on the compiler. */
+        const float *in_px = (const float *)v->data + 3 * i;
+        float src[3];
+        for (int c = 0; c < 3; c++)
+            src[c] = fabsf(in_px[c]) < FLT_MIN ? copysignf(0.0f, in_px[c]) : in_px[c];
         float *dst = (float *)out[0].data + 3 * i;
         switch (mode) {
         case SATURATION: saturation(src, dst, f); break;
