@@ -9,6 +9,7 @@
  * TensorFlow counts them).
  *
  * ints: [0] 1 for unit "UTF8_CHAR". */
+#include "ops/broadcast.h"
 #include "ops/op.h"
 #include "ops/string_out.h"
 
@@ -40,40 +41,25 @@ static CvStatus substr_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
         return cv_error(CV_INVALID_ARGUMENT, "Substr needs strings and int pos and len of one "
                                              "shape and dtype");
     const bool utf8 = attrs->ints[0] != 0;
-    const int rank = a->rank > b->rank ? a->rank : b->rank;
-    int64_t shape[CV_MAX_RANK], sa[CV_MAX_RANK], sb[CV_MAX_RANK], idx[CV_MAX_RANK] = {0};
-    int64_t stride_a = 1, stride_b = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
-        int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
-        if (da != db && da != 1 && db != 1) {
-            char ta[64], tb[64];
-            return cv_error(CV_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
-                            cv_shape_str(a->shape, a->rank, ta, sizeof(ta)),
-                            cv_shape_str(b->shape, b->rank, tb, sizeof(tb)));
-        }
-        shape[i] = da == 1 ? db : da;
-        sa[i] = da == 1 ? 0 : stride_a;
-        sb[i] = db == 1 ? 0 : stride_b;
-        stride_a *= da;
-        stride_b *= db;
-    }
+    CvBroadcast bc;
+    CvStatus bs = cv_broadcast_init(&bc, a, b);
+    if (bs)
+        return bs;
     int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= shape[i];
+    for (int i = 0; i < bc.rank; i++)
+        n *= bc.shape[i];
     CvStringOut o;
     CvStatus s = cv_string_out_init(&o, n);
-    int64_t oa = 0, ob = 0;
     for (int64_t i = 0; !s && i < n; i++) {
         size_t bytes;
-        const unsigned char *t = (const unsigned char *)cv_string_at(a, oa, &bytes);
+        const unsigned char *t = (const unsigned char *)cv_string_at(a, bc.oa, &bytes);
         int64_t size = (int64_t)bytes;
         if (utf8) {
             size = 0;
             for (size_t k = 0; k < bytes; k++)
                 size += (t[k] & 0xC0) != 0x80;
         }
-        int64_t pos = int_at(b, ob), len = int_at(&in[2], ob);
+        int64_t pos = int_at(b, bc.ob), len = int_at(&in[2], bc.ob);
         if (pos < -size || pos > size) {
             s = cv_error(CV_INVALID_ARGUMENT, "pos %lld out of range for string b'%.*s' at "
                          "index %lld", (long long)pos, (int)(bytes > 64 ? 64 : bytes),
@@ -93,18 +79,10 @@ static CvStatus substr_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
         }
         s = cv_string_out_append(&o, (const char *)t + from, to - from);
         cv_string_out_end(&o);
-        for (int d = rank - 1; d >= 0; d--) {
-            oa += sa[d];
-            ob += sb[d];
-            if (++idx[d] < shape[d])
-                break;
-            oa -= sa[d] * shape[d];
-            ob -= sb[d] * shape[d];
-            idx[d] = 0;
-        }
+        cv_broadcast_next(&bc);
     }
     if (!s)
-        return cv_string_out_finish(&o, rank, shape, &out[0]);
+        return cv_string_out_finish(&o, bc.rank, bc.shape, &out[0]);
     cv_string_out_free(&o);
     return s;
 }
