@@ -98,6 +98,11 @@ class IterableDataset(_torch_data.IterableDataset):
     in the ``DataLoader``: batch in the pipeline, where it is parallel and
     native. Iterated directly (no ``DataLoader``), it reads the rank's shard.
 
+    DataLoader workers started by fork (Linux's default) get the adapter as it
+    is; workers started by spawn or forkserver get a pickled copy, which needs
+    `dataset` to be a function defined at module level (a ``Dataset`` cannot
+    be pickled: ``TypeError``).
+
     Resume: ``state_dict()`` is the position of the iteration in progress in
     this process (right after the last element it yielded), with the epoch;
     ``load_state_dict(state)`` makes the next iteration continue from there,
@@ -182,6 +187,11 @@ class IterableDataset(_torch_data.IterableDataset):
         self._iterator = None
 
     def __getstate__(self):
+        if isinstance(self._make, Dataset):
+            raise TypeError(
+                "A conveyor Dataset cannot be pickled, as DataLoader workers started by spawn "
+                "or forkserver need: pass a function seed -> Dataset defined at module level "
+                "instead, or DataLoader(..., multiprocessing_context='fork').")
         state = dict(self.__dict__)
         state["_iterator"] = None  # a live engine iterator stays in its process
         return state
