@@ -28,6 +28,7 @@ import copy
 import os
 import sys
 import threading
+import warnings
 
 import numpy as np
 
@@ -325,7 +326,30 @@ def _sharded(dataset, num_shards, index, policy):
                     None, None, f"Found an unshardable source dataset for FILE based "
                     f"sharding: {e}. Use policy='data' (AutoShardPolicy.DATA) to shard by "
                     "element.") from None
+    _warn_unseeded_shuffle(dataset)
     return dataset.shard(num_shards, index), DATA
+
+
+def _warn_unseeded_shuffle(dataset):
+    """DATA sharding keeps every n-th element of the order each worker sees: an
+    unseeded shuffle (or list_files) draws another order on every worker, and
+    the shards overlap."""
+    from conveyor.data.ops.shuffle_op import ShuffleDataset
+    seen, stack = set(), [dataset]
+    while stack:
+        ds = stack.pop()
+        if id(ds) in seen:
+            continue
+        seen.add(id(ds))
+        if isinstance(ds, ShuffleDataset) and ds._args[1] == 0 and ds._args[2] == 0:
+            warnings.warn(
+                "Sharding by element (DATA) after a shuffle without a seed: every worker "
+                "shuffles differently, so the shards overlap and miss elements. Give "
+                "shuffle()/list_files() a seed, the same on every worker (see "
+                "conveyor.sharding.ShardedDataset for a new seed per epoch).",
+                RuntimeWarning, stacklevel=4)
+            return
+        stack.extend(ds._inputs)
 
 
 # -- equal lengths --------------------------------------------------------------

@@ -171,6 +171,16 @@ def test_argument_errors():
     assert sharding.shard(ds, 2, 1, policy=AutoShardPolicy.OFF) is ds
 
 
+def test_unseeded_shuffle_warns_under_data():
+    with pytest.warns(RuntimeWarning, match="without a seed"):
+        sharding.shard(tf.data.Dataset.range(8).shuffle(8), 2, 0, policy="data")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sharding.shard(tf.data.Dataset.range(8).shuffle(8, seed=1), 2, 0, policy="data")
+        sharding.shard(tf.data.Dataset.range(8).shuffle(8), 1, 0, policy="data")
+
+
 # -- FILE policy -----------------------------------------------------------------------
 
 
