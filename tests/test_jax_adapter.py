@@ -6,11 +6,6 @@ import os
 import numpy as np
 import pytest
 
-if os.environ.get("CV_SANITIZED") == "1":
-    pytest.skip("jaxlib's native libraries are not built with the sanitizer (LD_PRELOAD of "
-                "ASan); the adapter is pure Python over the engine, tested unsanitized",
-                allow_module_level=True)
-
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 

@@ -11,11 +11,6 @@ import textwrap
 import numpy as np
 import pytest
 
-if os.environ.get("CV_SANITIZED") == "1":
-    pytest.skip("torch's own native libraries are not built with the sanitizer (LD_PRELOAD of "
-                "ASan); the adapter is pure Python over the engine, tested unsanitized",
-                allow_module_level=True)
-
 torch = pytest.importorskip("torch")
 
 import conveyor as tf  # noqa: E402
