@@ -1,8 +1,6 @@
 """conveyor.jax: the same values, dtypes (after JAX's own canonicalization)
 and shapes as the NumPy pipeline, DLPack zero-copy on the CPU, global arrays
 with a sharding, and the per-process shard."""
-import os
-
 import numpy as np
 import pytest
 

@@ -222,7 +222,7 @@ def test_file_shards_disjoint_complete(tmp_path, kind, size):
 
 @pytest.mark.parametrize("size", range(1, 9))
 def test_file_equal_lengths(tmp_path, size):
-    names = write_text_files(tmp_path, 9)
+    write_text_files(tmp_path, 9)
     ds = tf.data.Dataset.list_files(str(tmp_path / "*.txt"), shuffle=False).interleave(
         tf.data.TextLineDataset, cycle_length=2)
     lengths = [sum(i + 1 for i in range(9) if i % size == r) for r in range(size)]
@@ -282,7 +282,7 @@ def test_no_file_source(tmp_path):
 
 
 def test_file_shard_resumes(tmp_path):
-    names = write_text_files(tmp_path, 6)
+    write_text_files(tmp_path, 6)
 
     def make():
         return sharding.shard(tf.data.Dataset.list_files(str(tmp_path / "*.txt"), seed=1)
