@@ -37,6 +37,7 @@ from conveyor._reduce import (argmax, argmin, cond, ensure_shape, gather, range,
 from conveyor._shape_ops import (boolean_mask, broadcast_to, cumsum, pad, reverse, sequence_mask,
                                  split, stop_gradient, tile, transpose)
 from conveyor import debugging
+from conveyor import sharding
 from conveyor._tracing import Tensor, numpy_function, py_function
 from conveyor._eager import EagerTensor
 from conveyor._variable import Variable
@@ -46,7 +47,7 @@ from conveyor._basics import print_ as print  # noqa: A004 - tf.print
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "device", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+__all__ = ["data", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
