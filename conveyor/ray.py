@@ -106,9 +106,7 @@ def _arrow_column(values, spec, batched):
         return _ArrowTensorArray.from_numpy(_np.asarray(values, dtype=np_dtype))
     rows = [_np.asarray(v, dtype=np_dtype) for v in values]
     if all(r.shape == rows[0].shape for r in rows):
-        return _ArrowTensorArray.from_numpy(_np.stack(rows) if rows else
-                                            _np.zeros((0,) + tuple(d or 0 for d in spec.shape),
-                                                      np_dtype))
+        return _ArrowTensorArray.from_numpy(_np.stack(rows))
     return _ArrowVarTensorArray.from_numpy(rows)  # a variable-shaped tensor column
 
 
@@ -181,6 +179,11 @@ class _ShardReader:
         names = [name for name, _ in columns]
         specs = [spec for _, spec in columns]
         if self.batched:
+            scalars = [name for name, spec in columns if len(spec.shape) == 0]
+            if scalars:
+                raise ValueError(f"batched=True reads each element as a batch of rows, but the "
+                                 f"components {scalars} are scalars; end the pipeline in "
+                                 f".batch(n), or read rows with batched=False.")
             for element in dataset.as_numpy_iterator():
                 yield _table(_nest.flatten(element), names, specs, True)
             return
@@ -189,8 +192,7 @@ class _ShardReader:
         for element in dataset.as_numpy_iterator():
             for column, value in zip(pending, _nest.flatten(element)):
                 column.append(value)
-                nbytes += value.nbytes if isinstance(value, _np.ndarray) else len(value) \
-                    if isinstance(value, bytes) else 8
+                nbytes += _approx_nbytes(value)
             rows += 1
             if rows >= self.rows_per_block or nbytes >= self.block_bytes:
                 yield _table(pending, names, specs, False)
@@ -198,6 +200,14 @@ class _ShardReader:
                 rows = nbytes = 0
         if rows:
             yield _table(pending, names, specs, False)
+
+
+def _approx_nbytes(value):
+    if isinstance(value, _np.ndarray):
+        return value.nbytes
+    if isinstance(value, bytes):
+        return len(value)
+    return 8
 
 
 class ConveyorDatasource(_Datasource):
