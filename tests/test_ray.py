@@ -140,6 +140,18 @@ def test_import_conveyor_does_not_import_ray(run_python):
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
 
 
+def test_without_ray_the_import_error_says_how_to_install(run_python):
+    result = run_python("""
+        import sys
+        sys.modules["ray"] = None  # as if Ray were not installed
+        try:
+            import conveyor.ray
+        except ImportError as e:
+            print("ImportError:", e)
+    """)
+    assert "pip install conveyor[ray]" in result.stdout, result.stdout + result.stderr
+
+
 def test_conveyor_datasets_do_not_pickle_so_the_factory_travels():
     with pytest.raises(TypeError):
         pickle.dumps(tf.data.Dataset.range(3).map(lambda x: x + 1))
