@@ -308,9 +308,12 @@ def _train_worker(shard):
     """What a Ray Train training function does with get_dataset_shard(...)."""
     import conveyor as tf
     import conveyor.ray as cray
-    ds = cray.from_ray(shard, output_signature={"id": tf.TensorSpec((), tf.int64)})
+    ds = cray.from_ray(shard)  # the signature comes from the shard's schema
+    assert ds.element_spec == {"id": tf.TensorSpec((), tf.int64)}
     ds = ds.map(lambda r: r["id"] * 10, num_parallel_calls=2).batch(3).prefetch(2)
-    return [int(v) for batch in ds.as_numpy_iterator() for v in batch]
+    epochs = [[int(v) for batch in ds.as_numpy_iterator() for v in batch] for _ in range(2)]
+    assert sorted(epochs[0]) == sorted(epochs[1])  # each iteration is one more epoch
+    return epochs[0]
 
 
 def test_ray_train_like_streaming_split_into_conveyor(cluster):
