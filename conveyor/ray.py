@@ -31,6 +31,7 @@ variable-shaped when the shape differs between rows); non-scalar
 ``tf.string`` arrays become nested Arrow lists of ``binary``.
 """
 import glob as _glob
+from collections.abc import Mapping as _Mapping
 import os as _os
 
 import numpy as _np
@@ -68,7 +69,7 @@ def _column_paths(spec):
     out = []
 
     def walk(node, path):
-        if isinstance(node, dict):
+        if isinstance(node, _Mapping):
             for key in _nest._sorted_keys(node):
                 walk(node[key], path + (str(key),))
         elif isinstance(node, tuple):
