@@ -29,7 +29,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+# The conveyor that Python finds first (an installed or PYTHONPATH build), else
+# the checkout this folder belongs to.
+sys.path.append(ROOT)
 
 project = "conveyor"
 author = "the conveyor authors"
