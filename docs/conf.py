@@ -185,7 +185,17 @@ def _c_attribute_docstring(app, what, name, obj, options, lines):
         lines[:] = inspect.cleandoc(obj.__doc__ or "").splitlines()
 
 
+def _no_type_docstring(app, what, name, obj, options, lines):
+    """A constant (``conveyor.int8``, ``conveyor.errors.OK``) shows no docstring
+    rather than its type's (``int``'s, ``DType``'s)."""
+    if what == "data" and not inspect.isclass(obj) and not inspect.ismodule(obj):
+        doc = inspect.getdoc(type(obj))
+        if doc and "\n".join(lines).strip() == inspect.cleandoc(doc).strip():
+            lines[:] = []
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _no_type_docstring, priority=600)
     app.connect("autodoc-process-docstring", _c_attribute_docstring, priority=600)
     app.connect("source-read", _add_unlisted_pages)
     app.connect("source-read", _include_examples)
