@@ -53,8 +53,8 @@ source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 
-# MyST: ``{directive}`` fences, anchors for links such as
-# ``differences.md#images``, and ``$`` kept literal.
+# MyST: ``:::`` fences and definition lists, and anchors for links such as
+# ``differences.md#images`` (headings down to ####).
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 4
 
