@@ -94,8 +94,9 @@ class CsvDataset(Dataset):
       use_quote_delim: whether ``"`` quotes fields (which then may hold the
         delimiter and newlines; ``""`` is a quote).
       na_value: a field equal to it takes the default.
-      select_cols / exclude_cols: strictly increasing field indices to keep
-        / to drop (at most one of them).
+      select_cols: strictly increasing field indices to keep (at most one of
+        `select_cols` and `exclude_cols`).
+      exclude_cols: strictly increasing field indices to drop.
     """
 
     def __init__(self, filenames, record_defaults, compression_type=None, buffer_size=None,

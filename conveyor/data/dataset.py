@@ -149,7 +149,7 @@ class _DatasetMethods:
         conveyor counts with ``Dataset.range`` up to the int64 maximum (the
         range the engine reports as infinite; a negative step counts up the
         negated values and negates them), so the count stops after about
-        2**63 / |step| elements, where tf.data's int64 state would wrap.
+        ``2**63 / abs(step)`` elements, where tf.data's int64 state would wrap.
         """
         start = _int64_arg(start, "start")
         step = _int64_arg(step, "step")
@@ -529,7 +529,7 @@ class _DatasetMethods:
 
     def ragged_batch(self, batch_size, drop_remainder=False, row_splits_dtype=None, name=None):
         """Batches of `batch_size` elements whose first dimension varies, as
-        ``conveyor.RaggedTensor``s (flat values and int64 row splits);
+        ``conveyor.RaggedTensor`` objects (flat values and int64 row splits);
         elements of a fully known shape batch densely, as tf.data's. Other
         dims must be known (one ragged dimension)."""
         from conveyor.data.ops.ragged_batch_op import ragged_batch

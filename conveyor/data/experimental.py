@@ -25,7 +25,7 @@ def prefetch_to_device(device, buffer_size=None):
     """A transformation that prefetches elements to `device` (for ``Dataset.apply``).
 
     ``dataset.apply(prefetch_to_device("/gpu:0"))`` (or ``"cuda:0"``) yields
-    each element with its numeric leaves as :class:`conveyor.DeviceArray`
+    each element with its numeric leaves as :class:`conveyor.device.DeviceArray`
     objects in that GPU's memory, copied asynchronously from a page-locked
     staging ring on a stream of their own, up to `buffer_size` elements
     ahead of the training step (None or AUTOTUNE: chosen automatically).

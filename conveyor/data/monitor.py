@@ -49,7 +49,7 @@ def monitor(iterator, every=None, stall_after=None, logger=None):
 
     Returns a :class:`Monitor`: ``stop()`` it, or use it as a context manager.
     It stops by itself when the iterator is exhausted, closed or garbage
-    collected; it never keeps the iterator alive.
+    collected; it never keeps the iterator alive. For example::
 
         it = iter(dataset)
         with conveyor.data.experimental.monitor(it, every=30, stall_after=60):

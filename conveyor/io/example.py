@@ -334,7 +334,7 @@ def parse_example(serialized, features, example_names=None, name=None):
       name: Unused.
 
     Returns:
-      A dict: ``FixedLenFeature`` -> ``[batch] + shape``; ``VarLenFeature`` ->
+      A dict. ``FixedLenFeature`` -> ``[batch] + shape``; ``VarLenFeature`` ->
       :class:`SparseTensor` with ``indices [N, 2]`` (example, position) and
       ``dense_shape [batch, max_len]``; ``FixedLenSequenceFeature`` ->
       ``[batch, max_rows] + shape`` padded with its ``default_value``.

@@ -130,7 +130,7 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
 
     Raises ``InvalidArgumentError`` for invalid or truncated JPEG data, for
     data of no known image format, and for images larger than
-    :func:`get_max_image_pixels`; ``UnimplementedError`` for GIF, BMP, WebP
+    :func:`~conveyor.io.get_max_image_pixels`; ``UnimplementedError`` for GIF, BMP, WebP
     and JPEG XL data (which TensorFlow's op also decodes). As in TensorFlow,
     PNG data is decoded too (as ``decode_png`` with uint8 output, channels 0,
     1, 3 or 4).
@@ -173,7 +173,7 @@ def decode_png(contents, channels=0, dtype=_dtypes.uint8, name=None):
 
     Raises ``InvalidArgumentError`` for invalid, corrupt (bad CRC or Adler-32
     check) or truncated data, data of no known image format, and images
-    larger than :func:`get_max_image_pixels`; ``UnimplementedError`` for GIF,
+    larger than :func:`~conveyor.io.get_max_image_pixels`; ``UnimplementedError`` for GIF,
     BMP, WebP and JPEG XL data.
     """
     x = _scalar_string(contents, "contents", "`contents`")
