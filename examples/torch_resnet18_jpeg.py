@@ -18,6 +18,10 @@ Run it:
     python examples/torch_resnet18_jpeg.py --data /path/to/images --steps 200
     python examples/torch_resnet18_jpeg.py --steps 2 --batch-size 4 --image-size 32 --width 8
 
+On a machine with few cores, ``--torch-threads 1`` can be much faster: torch's
+intra-op threads and the pipeline's worker threads share the cores, and
+oversubscribed torch threads spin waiting for each other.
+
 ``--data`` is a folder with one subfolder of ``.jpg``/``.jpeg`` files per class
 (``data/cat/1.jpg``, ``data/dog/2.jpg``, ...). Without it the script writes a
 small generated data set (coloured shapes, one class per shape) to a
@@ -179,9 +183,14 @@ def main(argv=None):
     p.add_argument("--image-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--torch-threads", type=int,
+                   help="torch.set_num_threads (default: torch's choice); on a few busy cores, "
+                        "fewer torch threads leave room for the input pipeline's workers")
     p.add_argument("--width", type=int, default=64,
                    help="channels of the first stage (64: ResNet-18; smaller: a quick test)")
     args = p.parse_args(argv)
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
 
     if args.data:
         train(args.data, args.steps, args.batch_size, args.image_size, args.lr, args.log_every,
