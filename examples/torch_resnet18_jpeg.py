@@ -141,6 +141,7 @@ def input_pipeline(folder, batch_size, image_size, seed=0):
 
 def train(folder, steps, batch_size, image_size, lr, log_every, width=64):
     torch.manual_seed(0)
+    tf.random.set_seed(0)  # the random flips: the same ones in every run
     ds, classes = input_pipeline(folder, batch_size, image_size)
     model = ResNet18(len(classes), width)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
@@ -169,7 +170,9 @@ def train(folder, steps, batch_size, image_size, lr, log_every, width=64):
             print(f"step {step:4d}  loss {losses[-1]:.4f}")
     elapsed = time.perf_counter() - start
 
-    print(f"first loss {losses[0]:.4f}, last loss {losses[-1]:.4f}")
+    k = max(1, min(5, steps // 2))
+    print(f"mean loss of the first {k} steps {np.mean(losses[:k]):.4f}, "
+          f"of the last {k} steps {np.mean(losses[-k:]):.4f}")
     print(f"images/s: {steps * batch_size / elapsed:.1f}")
     print(f"input wait: {waited / elapsed:.1%} of the loop")
     return losses

@@ -49,11 +49,14 @@ def test_every_example_is_listed_and_documented():
 
 def test_torch_resnet18_on_generated_jpegs():
     pytest.importorskip("torch")
-    out = run("torch_resnet18_jpeg.py", "--steps", 3, "--batch-size", 4, "--image-size", 16,
-              "--width", 8, "--log-every", 1, "--torch-threads", 1)
+    out = run("torch_resnet18_jpeg.py", "--steps", 20, "--batch-size", 16, "--image-size", 16,
+              "--width", 8, "--log-every", 5, "--torch-threads", 1)
     assert "classes: ['circle', 'square', 'stripes']" in out
     losses = numbers(r"step +\d+  loss (\S+)", out)
-    assert len(losses) == 3 and all(np.isfinite(losses)), out
+    assert len(losses) == 5 and all(np.isfinite(losses)), out
+    first, last = map(float, re.search(r"first 5 steps (\S+), of the last 5 steps (\S+)",
+                                       out).groups())
+    assert last < first, out  # seeded: the same flips, order and weights in every run
     assert numbers(r"images/s: (\S+)", out)[0] > 0
     assert 0 <= numbers(r"input wait: (\S+)%", out)[0] <= 100
 
