@@ -171,7 +171,7 @@ def summary(rates):
 
 def cell(res):
     if "error" in res:
-        return res["error"] if res.get("missing") else "failed"
+        return "not installed" if res.get("missing") else "failed"
     s = res["summary"]
     return f"{compact(s['median'])} [{compact(s['min'])}–{compact(s['max'])}]"
 
@@ -255,7 +255,7 @@ def plot(path, data):
     fig, ax = plt.subplots(figsize=(11, 5.2), dpi=110)
     width = 0.27
     colors = {"conveyor": "#2b6cb0", "tf.data": "#ed8936", "DataLoader": "#c53030"}
-    lo_all = []
+    lo_all, hi_all = [], []
     for i, fw in enumerate(FRAMEWORKS):
         xs, med, err = [], [], [[], []]
         for j, w in enumerate(ws):
@@ -273,16 +273,19 @@ def plot(path, data):
         label = fw + ("" if xs else " (not installed)")
         ax.bar(xs, med, width, yerr=err, capsize=2.5, label=label, color=colors[fw],
                error_kw={"elinewidth": 0.9, "ecolor": "#222"})
+        for x, m, up in zip(xs, med, err[1]):
+            ax.text(x, (m + up) * 1.12, compact(m), ha="center", va="bottom", fontsize=6.5)
+            hi_all.append(m + up)
     ax.set_yscale("log")
     if lo_all:
-        ax.set_ylim(bottom=min(lo_all) / 3)
+        ax.set_ylim(min(lo_all) / 3, max(hi_all) * 12)
     ax.set_xticks(range(len(ws)))
     ax.set_xticklabels([w.replace("_", "\n") for w in ws])
     ax.set_ylabel("elements / s (log scale; bars: median, whiskers: min–max)")
     ax.set_title(f"conveyor vs tf.data vs PyTorch DataLoader ({data['workers']} workers), "
                  f"{data['rounds']} epochs each", fontsize=11)
     ax.grid(axis="y", which="major", alpha=0.3)
-    ax.legend(loc="upper right", fontsize=9)
+    ax.legend(loc="upper left", ncol=3, fontsize=9, frameon=False)
     fig.text(0.01, 0.01, data["machine"][:140], fontsize=6.5, color="#555")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path)
