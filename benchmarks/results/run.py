@@ -180,7 +180,8 @@ def ratio_cell(results, w, other):
     a, b = results[w].get("conveyor", {}), results[w].get(other, {})
     if "summary" not in a or "summary" not in b:
         return "–"
-    return f"{a['summary']['median'] / b['summary']['median']:.2f}x"
+    r = a["summary"]["median"] / b["summary"]["median"]
+    return f"{r:.0f}x" if r >= 99.5 else f"{r:.1f}x" if r >= 9.95 else f"{r:.2f}x"
 
 
 def machine():
@@ -225,7 +226,11 @@ def write_markdown(path, data):
     lines += [
         "",
         f"Machine: {data['machine']}. Load average {data['load_start']} at the start, "
-        f"{data['load_end']} at the end" + (f"; {data['note']}" if data["note"] else "") + ".",
+        f"{data['load_end']} at the end" + (
+            f" (above {data['cpus']} before this run began: the machine was shared with other "
+            "work, so the figures are depressed and spread)"
+            if float(data["load_start"]) > data["cpus"] else "")
+        + (f"; {data['note']}" if data["note"] else "") + ".",
         f"Versions: conveyor {v.get('conveyor', '-')}, TensorFlow {v.get('tf.data', '-')}, "
         f"torch {v.get('DataLoader', '-')}; DataLoader num_workers = {data['workers']}, "
         "persistent_workers=True.",
@@ -384,7 +389,7 @@ def main(argv=None):
         "workloads": names, "rounds": rounds, "quick": args.quick, "spec": spec,
         "results": results, "checks": checks, "versions": versions,
         "workers": children["DataLoader"].hello.get("cpus", W.cpus()),
-        "machine": machine(), "load_start": load_start,
+        "machine": machine(), "cpus": len(os.sched_getaffinity(0)), "load_start": load_start,
         "load_end": "%.1f" % os.getloadavg()[0], "note": args.note,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": "python3 benchmarks/results/run.py" + "".join(

@@ -220,8 +220,9 @@ def _fields(b, start, end):
 
 def parse_example(b):
     """A serialized tf.train.Example as {name: bytes list | float32 array |
-    int64 list}, decoded in Python (what the `tfrecord` package's protobuf
-    classes do)."""
+    int64 array}, decoded in Python (what the `tfrecord` package does with
+    protobuf's classes; with protobuf 7's upb parser and the same conversion to
+    NumPy, records/s came out the same here: the conversion dominates)."""
     out = {}
     for fn, _, (s, e) in _fields(b, 0, len(b)):          # Example.features
         if fn != 1:
