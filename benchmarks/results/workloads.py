@@ -20,7 +20,7 @@ libraries differ on purpose (JPEG resize: PIL antialiases), before timing.
 This module imports neither conveyor, tensorflow nor torch at the top: each
 child process imports only its own framework.
 """
-import csv as _stdlib_csv  # noqa: F401  (cached before benchmarks/ joins sys.path: benchmarks/csv.py)
+import csv as _stdlib_csv  # first: benchmarks/csv.py must not shadow it later
 import importlib.util
 import itertools
 import os
