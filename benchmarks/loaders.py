@@ -41,31 +41,38 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LOADERS = ("conveyor", "tf.data", "DataLoader")
 
 
+def torch_loader(paths, batch_size):
+    """The DataLoader side: a map-style Dataset doing the usual PIL recipe per
+    file (open -> RGB -> Resize((224, 224)) bilinear -> ToTensor: / 255, CHW
+    float32; torchvision's transforms written out, without torchvision),
+    batch_size images per batch, one worker per CPU, persistent workers."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    def tfm(im):  # torchvision's Resize((224, 224)) + ToTensor(), without torchvision
+        a = np.asarray(im.resize((224, 224), Image.BILINEAR), dtype=np.float32) / 255.0
+        return torch.from_numpy(a.transpose(2, 0, 1).copy())
+
+    class Files(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(paths)
+
+        def __getitem__(self, i):
+            with Image.open(paths[i]) as im:
+                return tfm(im.convert("RGB"))
+    return torch.utils.data.DataLoader(Files(), batch_size=batch_size,
+                                       num_workers=os.cpu_count(), persistent_workers=True)
+
+
 def child(loader, folder, epochs, budget):
     import glob
     pattern = os.path.join(folder, "*.jpg")
     count = len(glob.glob(pattern))
     if loader == "DataLoader":
-        import numpy as np
         import torch
-        from PIL import Image
-
-        paths = sorted(glob.glob(pattern))
-
-        def tfm(im):  # torchvision's Resize((224, 224)) + ToTensor(), without torchvision
-            a = np.asarray(im.resize((224, 224), Image.BILINEAR), dtype=np.float32) / 255.0
-            return torch.from_numpy(a.transpose(2, 0, 1).copy())
-
-        class Files(torch.utils.data.Dataset):
-            def __len__(self):
-                return len(paths)
-
-            def __getitem__(self, i):
-                with Image.open(paths[i]) as im:
-                    return tfm(im.convert("RGB"))
         torch.set_num_threads(1)
-        ds = torch.utils.data.DataLoader(Files(), batch_size=64, num_workers=os.cpu_count(),
-                                         persistent_workers=True)
+        ds = torch_loader(sorted(glob.glob(pattern)), 64)
     else:
         sys.path.insert(0, HERE)
         import images
