@@ -910,10 +910,19 @@ class _Doctor:
             top = max(measured, key=lambda s: s.added)
         else:
             return Check(name, SKIPPED, detail="no stage produced enough elements"), None
-        ds = _stages(t.dataset)[top.position]
+        all_stages = _stages(t.dataset)
+        ds, fused = all_stages[top.position], ""
+        if ("BatchDataset" in _class_names(ds) and len(ds._inputs) == 1
+                and getattr(ds._engine(t.ctx), "kernel", "") == "MapAndBatch"):
+            # map_and_batch_fusion: the batch's engine stage does the map's work too,
+            # so the engine's view names the batch; the map is what to change.
+            pos = next(i for i, x in enumerate(all_stages) if x is ds._inputs[0])
+            if stages[pos].added is not None:
+                top, ds = stages[pos], all_stages[pos]
+                fused = ", run as one stage with the batch after it (map_and_batch_fusion)"
         if top.added is not None:
             detail = (f"{top.name}: {top.share:.0%} of the time "
-                      f"({_ms(top.added)} per pipeline element)")
+                      f"({_ms(top.added)} per pipeline element){fused}")
         else:
             detail = top.name
         if evidence:
