@@ -996,6 +996,7 @@ def _stage_remedy(ds, ctx):
         if python:
             return (f"{where} runs Python under the GIL ({fns[0].reason}): write it with "
                     "conveyor ops so it compiles, or cache() after it if its output fits in RAM")
+        n = "AUTOTUNE" if n == -1 else n  # tf.data.AUTOTUNE
         return (f"parallelism up (num_parallel_calls={n}, {ctx.cpus()} CPUs) if CPUs are idle, "
                 "or cache() right after it if its output is the same every epoch and fits")
     if "FilterDataset" in names and python:
