@@ -756,6 +756,7 @@ class _Doctor:
         if self._stages_started:
             self.bar.update(1)
         self._stages_started += 1
+        self.bar.set_postfix_str("", refresh=False)
         self.bar.set_description_str(f"doctor: timing {name} alone")
 
     def _failed(self, run, sampler):
