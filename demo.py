@@ -16,6 +16,13 @@ four ways: a naive Python loop, conveyor, and tf.data (if TensorFlow is
 installed), and prints images/s and ratios. conveyor traces the map function
 into a native program that runs on all cores without the GIL. Each is timed
 as the best of two epochs after a short warm-up.
+
+Then it runs the JPEG pipelines in a training loop with a simulated
+accelerator step per batch, twice: with the step you give (--step-ms) and
+with a step 2.5x the slowest pipeline's time per batch, and says for each
+row which side is the bottleneck and how much input time prefetch hid. It
+ends with the pipeline doctor's verdict on the JPEG pipeline
+(conveyor.data.experimental.diagnose; --doctor-steps 0 skips it).
 """
 import argparse
 import math
