@@ -388,6 +388,17 @@ def test_the_engine_bottleneck_follows_the_waits_down_and_splits_sequential_stag
     assert doctor.engine_bottleneck(ds, ctx, _raw(ds, ctx, seq), 1.0, rates) == (None, "")
 
 
+def test_a_map_fused_with_its_batch_is_named_as_the_map():
+    # map_and_batch_fusion runs the map's work in the batch's engine stage: the
+    # engine's statistics point at the batch, the verdict names the map.
+    ds = (tf.data.Dataset.range(400).map(sleeping(0.02, "slow_fused"), num_parallel_calls=2)
+          .batch(4).prefetch(2))
+    result = run(ds, steps=6)
+    check = result["bottleneck"]
+    assert result.bottleneck == "ParallelMapDataset(slow_fused)", str(result)
+    assert "map_and_batch_fusion" in check.detail and "slow_fused" in check.remedy
+
+
 def test_it_names_a_planted_slow_parallel_stage_from_the_engine_statistics():
     ds = (tf.data.Dataset.range(400).map(sleeping(0.02, "slow_parallel"), num_parallel_calls=2)
           .map(lambda x: x + 1).batch(4).prefetch(2))

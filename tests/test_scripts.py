@@ -20,7 +20,15 @@ def run(args, timeout=180):
 def test_demo_runs_and_matches_the_naive_loop():
     result = run(["demo.py", "--no-tf", "--images", "70", "--epochs", "1", "--step-ms", "1"])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "equal to the naive loop's: yes" in result.stdout
+    out = result.stdout
+    assert "equal to the naive loop's: yes" in out
+    # every figure is explained, the step tables name their bottleneck, the longer
+    # step is the step's bottleneck, and the doctor's verdict ends the demo
+    assert out.count("how measured:") == 2
+    assert "input time hidden" in out and "bottleneck" in out
+    assert "the step (" in out.split("a longer step")[1]
+    assert "the pipeline doctor" in out and "conveyor pipeline doctor:" in out
+    assert "identical output" in out and "determinism" in out
 
 
 def test_benchmark_runner_quick():

@@ -44,6 +44,7 @@ import time
 import numpy as np
 
 from conveyor import _engine
+from conveyor import _progress
 from conveyor import _seed
 from conveyor import errors as _errors
 from conveyor.data.ops.dataset_base import Dataset
@@ -318,8 +319,8 @@ def _element_digest(element):
     return b"".join(_digest(c) for c in element)
 
 
-def _iterate(build, steps, digest=False, step_fn=None):
-    """Take up to `steps` elements."""
+def _iterate(build, steps, digest=False, step_fn=None, tick=None):
+    """Take up to `steps` elements (`tick(count)` after each, for a progress bar)."""
     run = _Run(digests=[] if digest else None)
     it = build.iterator(steps, packed=step_fn is not None)
     perf = time.perf_counter
@@ -344,6 +345,8 @@ def _iterate(build, steps, digest=False, step_fn=None):
                 if run.count > 1:
                     run.stepping += perf() - t1
             run.wall = perf() - start
+            if tick is not None:
+                tick(run.count)
     except Exception as e:  # noqa: BLE001 - reported as a check
         run.error = e
     finally:
@@ -456,7 +459,7 @@ class _Sampler:
 # -- per-stage rates ------------------------------------------------------------------
 
 
-def stage_rates(dataset, ctx, steps, seconds=1.0):
+def stage_rates(dataset, ctx, steps, seconds=1.0, on_stage=None):
     """[StageRate] for every stage of `dataset` built under `ctx`, source first.
 
     The classic tf.data method: each prefix of the pipeline (a stage and what
@@ -464,12 +467,15 @@ def stage_rates(dataset, ctx, steps, seconds=1.0):
     pipeline need (batch sizes multiply), or about `seconds`; a stage's cost is the
     time its prefix takes per pipeline element minus its inputs' (the slowest
     input, for zip). The engine's per-stage statistics can replace this.
+    `on_stage(name)`: called before each stage is timed (a progress bar).
     """
     stages = _stages(dataset)
     factor = _per_output(stages, ctx)
     results, by_id = [], {}
     for pos, ds in enumerate(stages):
         per_output, exact = factor[id(ds)]
+        if on_stage is not None:
+            on_stage(stage_name(ds))
         r = StageRate(pos, stage_name(ds), per_output=per_output, approximate=not exact)
         inputs = [by_id[id(i)] for i in ds._inputs]
         if len(ds._inputs) == 1 and ds._engine(ctx) is ds._inputs[0]._engine(ctx):
@@ -586,7 +592,7 @@ def _names_of(stages, pos_of, i):
 
 
 class _Doctor:
-    def __init__(self, target, steps, step_fn, seed, ram_limit, stage_seconds):
+    def __init__(self, target, steps, step_fn, seed, ram_limit, stage_seconds, progress=None):
         if isinstance(target, Dataset):
             self.factory, self.dataset = None, target
         elif callable(target):
@@ -599,6 +605,8 @@ class _Doctor:
         self.steps, self.step_fn, self.seed = int(steps), step_fn, seed
         self.ram_limit = ram_limit or _engine.process_memory_limit()
         self.stage_seconds = stage_seconds
+        self.progress = progress  # the bar's switch for this call (None: conveyor's switch)
+        self.bar = _progress.Silent()  # until run()
         self.seed_state = _seed.get_state()
         self.built = []  # (dataset, ctx) of every build, dropped at the end
         self.errors = []  # raised by the runs
@@ -655,10 +663,23 @@ class _Doctor:
                 return sa, _contained(ra[:n], rb) or _contained(rb[:n], ra)
         return None, False
 
-    def iterate(self, build, steps, **kwargs):
+    def iterate(self, build, steps, phase="run", **kwargs):
         """_iterate, keeping the first error of each kind for the RAM and
-        descriptor checks."""
-        run = _iterate(build, steps, **kwargs)
+        descriptor checks; one unit of the progress bar."""
+        bar, tick = self.bar, None
+        if not isinstance(bar, _progress.Silent):
+            if bar.n >= bar.total:  # a run the plan did not count (determinism's)
+                bar.total = bar.n + 1
+            bar.set_description_str(f"doctor: {phase}", refresh=False)
+            last = [0.0]
+
+            def tick(count):  # at most 5 redraws a second, so timing stays the pipeline's
+                now = time.monotonic()
+                if now - last[0] >= 0.2 or count == steps:
+                    last[0] = now
+                    bar.set_postfix_str(f"{count}/{steps} elements")
+        run = _iterate(build, steps, tick=tick, **kwargs)
+        bar.update(1)
         if run.error is not None:
             self.errors.append(run.error)
         return run
@@ -670,35 +691,42 @@ class _Doctor:
 
     def run(self):
         sampler = _Sampler()
+        # The bar counts runs of the whole pipeline (4, 5 with a step_fn, more when
+        # determinism looks closer) and then the stages timed one by one.
+        plan = 4 + (self.step_fn is not None)
+        self.bar = _progress.bar(plan, "doctor", " runs", self.progress, leave=False)
         try:
             return self._run(sampler)
         finally:
+            self.bar.close()
+            self.bar = _progress.Silent()
             sampler.stop()
 
     def _run(self, sampler):
         steps = self.steps
         a = self.build()
         self.pipeline = repr(a.dataset)
-        run_a = self.iterate(a, steps, digest=True)
+        run_a = self.iterate(a, steps, "first build", digest=True)
         checks = {}
         if run_a.error is not None:
             return self._failed(run_a, sampler)
         # Determinism: two fresh builds, as two runs of a training script.
         b = self.build()
-        run_b = self.iterate(b, steps, digest=True)
+        run_b = self.iterate(b, steps, "second build (determinism)", digest=True)
         s = self.build(sequential=True, like=a)
-        run_s = self.iterate(s, steps, digest=True)
+        run_s = self.iterate(s, steps, "baseline (sequential)", digest=True)
         checks["determinism"], compare = self.check_determinism(a, run_a, b, run_b, s, run_s)
         checks["identical output"] = self.check_identical(*(compare or ()))
         # Throughput: the pipeline (its own threads overlap the loop) vs the baseline.
         t = self.build(like=a)
-        run_t = self.iterate(t, steps)
+        run_t = self.iterate(t, steps, "timed run (speedup)")
         checks["speedup"] = self.check_speedup(t, run_t, run_s)
         if self.step_fn is not None:
             gpu, why = _nvml()
             sampler.gpu = gpu
             try:
-                run_f = self.iterate(self.build(like=a), steps, step_fn=self.step_fn)
+                run_f = self.iterate(self.build(like=a), steps, "with step_fn (input-bound)",
+                                     step_fn=self.step_fn)
             finally:
                 sampler.gpu = None
             checks["input-bound"] = self.check_input_bound(run_f, t)
@@ -708,7 +736,11 @@ class _Doctor:
                                           detail="no step_fn (or --step-time) given")
             checks["GPU busy"] = Check("GPU busy", SKIPPED, threshold=">= 80%",
                                        detail="no step_fn: nothing runs on a GPU")
-        stages = stage_rates(t.dataset, t.ctx, steps, self.stage_seconds)
+        if not isinstance(self.bar, _progress.Silent):
+            self.bar.total = self.bar.n + len(_stages(t.dataset))
+        self._stages_started = 0
+        stages = stage_rates(t.dataset, t.ctx, steps, self.stage_seconds, self._on_stage)
+        self.bar.update(1 if self._stages_started else 0)
         found = engine_bottleneck(t.dataset, t.ctx, run_t.stats, run_t.waiting, stages) \
             if run_t.stats is not None and run_t.error is None else (None, "")
         checks["bottleneck"], bottleneck = self.check_bottleneck(t, stages, checks["input-bound"],
@@ -718,6 +750,14 @@ class _Doctor:
         checks["open descriptors"] = self.check_fds(sampler, t)
         return Diagnosis(self.pipeline, steps, [checks[k] for k in _ORDER], stages,
                          bottleneck and bottleneck.name)
+
+    def _on_stage(self, name):
+        """stage_rates() starts timing a stage: the previous one is done."""
+        if self._stages_started:
+            self.bar.update(1)
+        self._stages_started += 1
+        self.bar.set_postfix_str("", refresh=False)
+        self.bar.set_description_str(f"doctor: timing {name} alone")
 
     def _failed(self, run, sampler):
         """The pipeline raised before `steps` elements: the check it belongs to
@@ -871,10 +911,19 @@ class _Doctor:
             top = max(measured, key=lambda s: s.added)
         else:
             return Check(name, SKIPPED, detail="no stage produced enough elements"), None
-        ds = _stages(t.dataset)[top.position]
+        all_stages = _stages(t.dataset)
+        ds, fused = all_stages[top.position], ""
+        if ("BatchDataset" in _class_names(ds) and len(ds._inputs) == 1
+                and getattr(ds._engine(t.ctx), "kernel", "") == "MapAndBatch"):
+            # map_and_batch_fusion: the batch's engine stage does the map's work too,
+            # so the engine's view names the batch; the map is what to change.
+            pos = next(i for i, x in enumerate(all_stages) if x is ds._inputs[0])
+            if stages[pos].added is not None:
+                top, ds = stages[pos], all_stages[pos]
+                fused = ", run as one stage with the batch after it (map_and_batch_fusion)"
         if top.added is not None:
             detail = (f"{top.name}: {top.share:.0%} of the time "
-                      f"({_ms(top.added)} per pipeline element)")
+                      f"({_ms(top.added)} per pipeline element){fused}")
         else:
             detail = top.name
         if evidence:
@@ -948,6 +997,7 @@ def _stage_remedy(ds, ctx):
         if python:
             return (f"{where} runs Python under the GIL ({fns[0].reason}): write it with "
                     "conveyor ops so it compiles, or cache() after it if its output fits in RAM")
+        n = "AUTOTUNE" if n == -1 else n  # tf.data.AUTOTUNE
         return (f"parallelism up (num_parallel_calls={n}, {ctx.cpus()} CPUs) if CPUs are idle, "
                 "or cache() right after it if its output is the same every epoch and fits")
     if "FilterDataset" in names and python:
@@ -1012,7 +1062,7 @@ def _fd_remedy(build):
 
 
 def diagnose(dataset, steps=100, step_fn=None, *, seed=0, ram_limit=None, stage_seconds=1.0,
-             quiet=False):
+             quiet=False, progress=None):
     """Run the field's checks on a pipeline before training; print and return
     a :class:`Diagnosis`.
 
@@ -1023,9 +1073,12 @@ def diagnose(dataset, steps=100, step_fn=None, *, seed=0, ram_limit=None, stage_
     the input-bound fraction and, with pynvml, GPU utilisation. `seed`: the
     global seed tried when a factory's runs differ. `ram_limit`: bytes to
     compare peak RSS with (default: the machine's or cgroup's limit).
-    `stage_seconds`: the longest time spent timing one stage.
+    `stage_seconds`: the longest time spent timing one stage. `progress`:
+    a progress bar (tqdm) on stderr over the runs and stages: True, False,
+    or None for ``conveyor.data.experimental.progress``'s switch (by default:
+    when tqdm is installed and stderr is a terminal).
     """
-    doctor = _Doctor(dataset, steps, step_fn, seed, ram_limit, stage_seconds)
+    doctor = _Doctor(dataset, steps, step_fn, seed, ram_limit, stage_seconds, progress)
     try:
         result = doctor.run()
     finally:
@@ -1050,6 +1103,9 @@ def main(argv=None):
     parser.add_argument("--ram-limit", type=int, default=None, metavar="BYTES",
                         help="compare peak RSS with this (default: the machine's or cgroup's)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="a progress bar on stderr (default: when tqdm is installed and "
+                             "stderr is a terminal)")
     args = parser.parse_args(argv)
 
     where, sep, name = args.target.rpartition(":")
@@ -1074,6 +1130,6 @@ def main(argv=None):
     if args.step_time is not None:
         step_fn = lambda element: time.sleep(args.step_time)  # noqa: E731
     result = diagnose(factory, args.steps, step_fn, seed=args.seed, ram_limit=args.ram_limit,
-                      quiet=True)
+                      quiet=True, progress=args.progress)
     print(result.to_json(indent=2) if args.json else result)
     return 0 if result.ok else 1

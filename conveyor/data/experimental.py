@@ -1,6 +1,7 @@
 """``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
 import numpy as np
 
+from conveyor import _progress
 from conveyor import _tracing
 from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
 from conveyor.data.dataset import Dataset as _Dataset
@@ -14,7 +15,7 @@ from conveyor.data.stats import AutotuneChoice, PipelineStats, StageStats
 
 __all__ = ["prefetch_to_device", "copy_to_device", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
-           "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress",
+           "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress", "progress",
            "diagnose", "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats",
            "AutotuneChoice", "Counter", "get_single_element",
            "assert_cardinality", "enumerate_dataset", "ignore_errors", "parallel_interleave",
@@ -127,14 +128,30 @@ def bucket_by_sequence_length(element_length_func, bucket_boundaries, bucket_bat
     return _apply_fn
 
 
+def progress(enabled=True):
+    """Show progress bars (tqdm, on stderr) for the work a user waits on:
+    ``Dataset.cache`` filling its cache (first passes over a second), the
+    pipeline doctor's runs (``diagnose``) and indexing TFRecord files
+    (``python -m conveyor.tools.index``).
+
+    `enabled`: True shows them (tqdm must be installed: ``ImportError``
+    otherwise); False never; None (the default) shows them when tqdm is
+    installed and stderr is a terminal. One switch for the process, also for
+    caches already built; ``diagnose(progress=...)`` and the index tool's
+    ``--progress`` override it for one call. Results never depend on it.
+    """
+    if enabled and _progress.tqdm_class() is None:
+        raise ImportError("progress(True) needs tqdm: pip install tqdm")
+    _progress.set_enabled(enabled)
+
+
 def cache_progress(enabled=True):
     """Show a progress bar (tqdm) while ``Dataset.cache`` fills its cache.
 
-    `enabled`: True shows one for every first pass that takes more than a
-    second (tqdm must be installed: ``ImportError`` otherwise); False never;
-    None (the default) shows them when tqdm is installed and stderr is a
-    terminal. Applies to every cache in the process, also those already
-    built.
+    The same switch as :func:`progress` (which also covers the doctor and
+    index building): True shows bars (tqdm must be installed: ``ImportError``
+    otherwise); False never; None (the default) shows them when tqdm is
+    installed and stderr is a terminal.
     """
     if enabled and cache_op.tqdm_class() is None:
         raise ImportError("cache_progress(True) needs tqdm: pip install tqdm")

@@ -12,6 +12,9 @@ index whose data file changed since (size, mtime or checksums differ) is
 it and read instead; run this tool again to refresh it. Compressed files
 (GZIP/ZLIB) cannot be indexed: a deflate stream has no random access.
 
+The tool shows a progress bar over the bytes of all files (``--progress``;
+by default when tqdm is installed and stderr is a terminal).
+
 Indexes are written only by this tool (or :func:`write_index`), never behind
 the user's back while reading: a read-only dataset directory stays untouched.
 See docs/resume.md.
@@ -21,6 +24,7 @@ import os
 import sys
 
 from conveyor import _engine
+from conveyor import _progress
 
 __all__ = ["INDEX_SUFFIX", "index_path", "write_index", "main"]
 
@@ -51,17 +55,31 @@ def main(argv=None):
                     "files, so skip/shard/restore seek instead of reading.")
     parser.add_argument("files", nargs="+", metavar="FILE", help="TFRecord files to index")
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="a progress bar (bytes read) on stderr (default: when tqdm is "
+                             "installed and stderr is a terminal)")
     args = parser.parse_args(argv)
-    failed = 0
+    sizes = []
     for f in args.files:
         try:
-            n = write_index(f)
-        except Exception as e:  # noqa: BLE001 - report every file, then fail
-            failed += 1
-            print(f"{f}: not indexed: {type(e).__name__}: {e}", file=sys.stderr)
-            continue
-        if not args.quiet:
-            print(f"{f}: {n} records -> {index_path(f)}")
+            sizes.append(os.path.getsize(f))
+        except OSError:
+            sizes.append(0)  # write_index reports it
+    failed = 0
+    with _progress.bar(sum(sizes), "index", "B", args.progress, unit_scale=True,
+                       unit_divisor=1024) as bar:
+        for f, size in zip(args.files, sizes):
+            bar.set_postfix_str(os.path.basename(f))
+            try:
+                n = write_index(f)
+            except Exception as e:  # noqa: BLE001 - report every file, then fail
+                failed += 1
+                bar.write(f"{f}: not indexed: {type(e).__name__}: {e}", file=sys.stderr)
+                continue
+            finally:
+                bar.update(size)
+            if not args.quiet:
+                bar.write(f"{f}: {n} records -> {index_path(f)}", file=sys.stdout)
     return 1 if failed else 0
 
 

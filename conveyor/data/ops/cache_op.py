@@ -4,10 +4,10 @@ stored in cache files."""
 import collections
 import importlib
 import json
-import sys
 import warnings
 
 from conveyor import _engine
+from conveyor import _progress
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor import nest
@@ -22,33 +22,14 @@ class CacheWarning(UserWarning):
 
 
 _TRUNCATION = {"warn": 0, "error": 1, "ignore": 2}  # io/record_reader.h: CvTruncation
-_cache_progress = None  # None: auto (tqdm installed and stderr a terminal); see experimental
 _CACHE_PROGRESS_DELAY = 1.0  # seconds of filling before a bar appears
 
 
 def set_cache_progress(enabled):
-    global _cache_progress
-    _cache_progress = enabled
+    _progress.set_enabled(enabled)  # the one switch of every progress bar (conveyor/_progress.py)
 
 
-def tqdm_class():
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm
-
-
-def _cache_progress_active():
-    if _cache_progress is False:
-        return False
-    if _cache_progress is None:
-        try:
-            if not sys.stderr.isatty():
-                return False
-        except (AttributeError, ValueError):
-            return False
-    return tqdm_class() is not None
+tqdm_class = _progress.tqdm_class
 
 
 def _cache_warn(message):
@@ -62,10 +43,10 @@ def _cache_progress_hook(label):
     def progress(token, elements, nbytes, total, state):
         bar = bars.get(token)
         if bar is None:
-            if state != 0 or not _cache_progress_active():
+            if state != 0 or not _progress.active():
                 return
-            bar = bars[token] = tqdm_class()(total=total if total >= 0 else None, desc=label,
-                                        unit=" elements", unit_scale=True, dynamic_ncols=True)
+            bar = bars[token] = _progress.bar(total if total >= 0 else None, label,
+                                              " elements", unit_scale=True)
         bar.set_postfix_str(f"{nbytes / 2**20:.1f} MiB", refresh=False)
         bar.update(elements - bar.n)
         if state != 0:
