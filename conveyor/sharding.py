@@ -168,19 +168,32 @@ def _reader_classes():
     return (_ReaderDataset, _CsvReader)
 
 
-def _reads_files(dataset):
-    """Whether a reader (TFRecord, text line, fixed length, CSV) is in `dataset`'s graph."""
-    readers = _reader_classes()
+def _walk(dataset, visit):
+    """Calls visit(ds) once for each dataset in `dataset`'s graph, from the
+    output towards the sources; goes on into ds's inputs when visit returns
+    True."""
     seen, stack = set(), [dataset]
     while stack:
         ds = stack.pop()
         if id(ds) in seen:
             continue
         seen.add(id(ds))
+        if visit(ds):
+            stack.extend(ds._inputs)
+
+
+def _reads_files(dataset):
+    """Whether a reader (TFRecord, text line, fixed length, CSV) is in `dataset`'s graph."""
+    readers = _reader_classes()
+    found = []
+
+    def visit(ds):
         if isinstance(ds, readers):
-            return True
-        stack.extend(ds._inputs)
-    return False
+            found.append(ds)
+        return not found
+
+    _walk(dataset, visit)
+    return bool(found)
 
 
 def _file_lists(dataset):
@@ -192,19 +205,16 @@ def _file_lists(dataset):
     from conveyor.data.ops.from_tensors_op import TensorDataset
     from conveyor.data.ops.interleave_op import InterleaveDataset
     readers = _reader_classes()
-    found, seen, stack = [], set(), [dataset]
-    while stack:
-        ds = stack.pop()
-        if id(ds) in seen:
-            continue
-        seen.add(id(ds))
+    found = []
+
+    def visit(ds):
         if isinstance(ds, readers):
             names = ds._inputs[0]
             # A reader of the one file an interleave function got: the interleave's
             # input is the file list (handled there).
             if not isinstance(names, TensorDataset):
                 found.append(names)
-                continue
+                return False
         elif isinstance(ds, InterleaveDataset):
             if ds._first_inner is None:
                 try:
@@ -213,8 +223,10 @@ def _file_lists(dataset):
                     pass
             if ds._first_inner is not None and _reads_files(ds._first_inner):
                 found.append(ds._inputs[0])
-                continue
-        stack.extend(ds._inputs)
+                return False
+        return True
+
+    _walk(dataset, visit)
     return found
 
 
@@ -224,23 +236,22 @@ def _list_sources(file_list):
     from conveyor.data.ops.cache_op import CacheDataset
     from conveyor.data.ops.dataset_base import SourceDataset
     from conveyor.data.ops.from_tensors_op import TensorDataset, TensorSliceDataset
-    sources, seen, stack = [], set(), [file_list]
-    while stack:
-        ds = stack.pop()
-        if id(ds) in seen:
-            continue
-        seen.add(id(ds))
+    sources = []
+
+    def visit(ds):
         if isinstance(ds, (TensorSliceDataset, TensorDataset)):
             sources.append(ds)
-        elif isinstance(ds, CacheDataset):
+            return False
+        if isinstance(ds, CacheDataset):
             raise _Unshardable("the list of file names goes through cache(), which would "
                                "be shared by every shard")
-        elif isinstance(ds, SourceDataset) or not ds._inputs:
+        if isinstance(ds, SourceDataset) or not ds._inputs:
             raise _Unshardable(f"the file names come from {type(ds).__name__}, not from a "
                                "list of names (from_tensor_slices, list_files or a reader's "
                                "`filenames`)")
-        else:
-            stack.extend(ds._inputs)
+        return True
+
+    _walk(file_list, visit)
     return sources
 
 
@@ -335,21 +346,21 @@ def _warn_unseeded_shuffle(dataset):
     unseeded shuffle (or list_files) draws another order on every worker, and
     the shards overlap."""
     from conveyor.data.ops.shuffle_op import ShuffleDataset
-    seen, stack = set(), [dataset]
-    while stack:
-        ds = stack.pop()
-        if id(ds) in seen:
-            continue
-        seen.add(id(ds))
+    unseeded = []
+
+    def visit(ds):
         if isinstance(ds, ShuffleDataset) and ds._args[1] == 0 and ds._args[2] == 0:
-            warnings.warn(
-                "Sharding by element (DATA) after a shuffle without a seed: every worker "
-                "shuffles differently, so the shards overlap and miss elements. Give "
-                "shuffle()/list_files() a seed, the same on every worker (see "
-                "conveyor.sharding.ShardedDataset for a new seed per epoch).",
-                RuntimeWarning, stacklevel=4)
-            return
-        stack.extend(ds._inputs)
+            unseeded.append(ds)
+        return not unseeded
+
+    _walk(dataset, visit)
+    if unseeded:
+        warnings.warn(
+            "Sharding by element (DATA) after a shuffle without a seed: every worker "
+            "shuffles differently, so the shards overlap and miss elements. Give "
+            "shuffle()/list_files() a seed, the same on every worker (see "
+            "conveyor.sharding.ShardedDataset for a new seed per epoch).",
+            RuntimeWarning, stacklevel=4)
 
 
 # -- equal lengths --------------------------------------------------------------
