@@ -25,3 +25,14 @@ def run_python():
         return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                               text=True, timeout=timeout, env=env, **kwargs)
     return run
+
+
+@pytest.fixture(autouse=True)
+def _no_global_seed_leaks():
+    """A test that sets the global seed (conveyor's, or TensorFlow's for a
+    comparison) must not change what later tests draw: reset both after each."""
+    yield
+    conveyor.random.set_seed(None)
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        tf.random.set_seed(None)

@@ -100,7 +100,11 @@ def test_shuffle_order_matches_tf():
             conveyor.data.Dataset.range(100).shuffle(30, seed=3, reshuffle_each_iteration=reshuffle).repeat(3))
     tf.random.set_seed(11)
     conveyor.random.set_seed(11)
-    _assert_same_elements(tf.data.Dataset.range(50).shuffle(50), conveyor.data.Dataset.range(50).shuffle(50))
+    try:
+        _assert_same_elements(tf.data.Dataset.range(50).shuffle(50), conveyor.data.Dataset.range(50).shuffle(50))
+    finally:
+        tf.random.set_seed(None)
+        conveyor.random.set_seed(None)
 
 
 def test_parallel_map_keeps_order():
