@@ -162,12 +162,9 @@ class IterableDataset(_torch_data.IterableDataset):
     def __len__(self):
         """The number of elements this process reads (its shard; all DataLoader
         workers together), when the cardinality is known."""
-        num_shards, index = self._shard()
         if _torch_data.get_worker_info() is not None:
             raise TypeError("len() of the adapter is its length in the main process.")
-        return len(_sharding.ShardedDataset(self._make, num_shards, index, policy=self.policy,
-                                            equal=self.equal, num_elements=self.num_elements,
-                                            seed=self.seed).dataset(self.epoch))
+        return len(self.dataset())
 
     def state_dict(self):
         """The epoch and the position of the iteration in progress (a dict of
