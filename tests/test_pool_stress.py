@@ -280,3 +280,39 @@ _, status = os.waitpid(pid, 0)
 print("ok", [first] + rest == want, os.waitstatus_to_exitcode(status))
 """, timeout=120)
     assert out.split() == ["ok", "True", "0"], out
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_fork_while_engine_threads_are_born(run_python):
+    """fork() at the moment an engine thread makes its Python thread state
+    (its first Python call) must not leave the child deadlocked inside
+    CPython's after-fork code (the runtime's head lock held by a thread that
+    does not exist there). Each round starts fresh pool threads that call
+    Python and forks at once; every child must exit."""
+    seconds = 3 if os.environ.get("CV_SANITIZED") == "1" else 10
+    out = _run(run_python, """
+import os
+def py(x):
+    return x
+forks = hung = 0
+end = time.monotonic() + %d
+while time.monotonic() < end:
+    it = iter(Dataset.range(64).map(py, num_parallel_calls=8).prefetch(1))
+    for _ in range(forks %% 3):
+        next(it)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    forks += 1
+    waited = time.monotonic()
+    while os.waitpid(pid, os.WNOHANG)[0] == 0:
+        if time.monotonic() - waited > 20:
+            hung += 1
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            break
+        time.sleep(0.001)
+    del it
+print("forks", forks > 0, "hung", hung)
+""" % seconds, timeout=120)
+    assert out.split() == ["forks", "True", "hung", "0"], out

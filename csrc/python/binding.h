@@ -154,6 +154,7 @@ int cv_python_unavailable(void);
 /* Engine hooks installed at module exec. */
 void cv_python_after_fork_child(void); /* fork child: nothing is in flight */
 void cv_gil_thread_exit(void);         /* thread exit: releases a pinned thread state */
+void cv_gil_install_fork_guard(void);  /* once: fork() waits for a thread state being made */
 int cv_check_signals(void *arg);       /* interrupt check around GIL-released next() */
 
 /* ------------------------------------------------------------- errors.c */

@@ -32,15 +32,55 @@ int cv_python_unavailable(void)
  * hook undoes it, which deletes the thread state. */
 static _Thread_local int pinned;
 
+/* fork() against a thread state being made. PyThreadState_New takes the
+ * runtime's head lock without the GIL; a fork() in another thread at that
+ * moment leaves the lock held in the child, where CPython (3.11 at least)
+ * deadlocks in PyOS_AfterFork_Child before any Python code runs. So an engine
+ * thread makes its state under birth_mu, which fork() takes first
+ * (pthread_atfork's prepare). Holding it never waits for the GIL, so the
+ * forking thread, which holds the GIL, cannot deadlock on it. */
+static pthread_mutex_t birth_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t birth_once = PTHREAD_ONCE_INIT;
+
+static void birth_prepare(void)
+{
+    pthread_mutex_lock(&birth_mu);
+}
+
+static void birth_parent(void)
+{
+    pthread_mutex_unlock(&birth_mu);
+}
+
+static void birth_child(void)
+{
+    pthread_mutex_init(&birth_mu, NULL);
+}
+
+static void birth_install(void)
+{
+    pthread_atfork(birth_prepare, birth_parent, birth_child);
+}
+
+void cv_gil_install_fork_guard(void)
+{
+    pthread_once(&birth_once, birth_install);
+}
+
 static PyGILState_STATE gil_acquire(void)
 {
-    int fresh = PyGILState_GetThisThreadState() == NULL;
-    PyGILState_STATE g = PyGILState_Ensure();
-    if (fresh) {
-        (void)PyGILState_Ensure();
-        pinned = 1;
-    }
-    return g;
+    if (PyGILState_GetThisThreadState() != NULL)
+        return PyGILState_Ensure();
+    /* A thread Python does not know: make its state, bound to this thread
+     * as PyGILState_Ensure would. A new state's count of Ensure calls starts
+     * at one: that is the pin. Then take the GIL with it. */
+    pthread_mutex_lock(&birth_mu);
+    PyThreadState *state = PyThreadState_New(PyInterpreterState_Main());
+    pthread_mutex_unlock(&birth_mu);
+    if (!state)
+        Py_FatalError("conveyor: cannot make a Python thread state for an engine thread");
+    pinned = 1;
+    return PyGILState_Ensure();
 }
 
 /* The count goes up before the shutdown check, so the atexit hook, which

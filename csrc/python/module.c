@@ -28,6 +28,7 @@ static int module_exec(PyObject *module)
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */
     cv_set_thread_exit_hook(cv_gil_thread_exit);
     cv_set_fork_child_hook(cv_python_after_fork_child);
+    cv_gil_install_fork_guard();
     if (PyModule_AddIntConstant(module, "AUTOTUNE", CV_AUTOTUNE) < 0 ||
         PyModule_AddIntConstant(module, "INFINITE_CARDINALITY", CV_INFINITE_CARDINALITY) < 0 ||
         PyModule_AddIntConstant(module, "UNKNOWN_CARDINALITY", CV_UNKNOWN_CARDINALITY) < 0 ||
