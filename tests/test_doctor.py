@@ -115,6 +115,19 @@ def test_it_names_a_planted_slow_stage():
     assert "<- bottleneck" in str(result)
 
 
+def test_only_the_bottleneck_is_marked_when_two_stages_share_a_name():
+    """Two maps of functions with the same name: the table marks the slow one
+    only (by position, not by name)."""
+    ds = (tf.data.Dataset.range(200).map(sleeping(0.0, "step")).map(sleeping(0.02, "step"))
+          .batch(4).prefetch(2))
+    result = run(ds, steps=6)
+    marked = [line for line in str(result).splitlines() if line.endswith("<- bottleneck")]
+    assert len(marked) == 1, str(result)
+    slow = result.stages[result.bottleneck_position]
+    assert slow.name == "MapDataset(step)" and slow.share > 0.5
+    assert result.stages[slow.position - 1].name == "MapDataset(step)"
+
+
 def test_it_finds_a_planted_non_deterministic_stage():
     result = run(tf.data.Dataset.range(50).map(lambda x: x * 3).map(noisy).batch(2), steps=5)
     check = result["determinism"]

@@ -113,6 +113,8 @@ class Diagnosis:
     checks: list
     stages: list
     bottleneck: str = None
+    #: the bottleneck's position in ``stages`` (two stages may share a name)
+    bottleneck_position: int = None
 
     def __getitem__(self, name):
         for c in self.checks:
@@ -152,7 +154,7 @@ class Diagnosis:
                 if s.added is None:
                     out.append(f"  {s.position:2d} {s.name}: not measured")
                     continue
-                mark = "  <- bottleneck" if s.name == self.bottleneck else ""
+                mark = "  <- bottleneck" if s.position == self.bottleneck_position else ""
                 approx = " (approx.)" if s.approximate else ""
                 out.append(f"  {s.position:2d} {s.name:<40} {_ms(s.added):>10} "
                            f"{s.share:4.0%}{approx}{mark}")
@@ -749,7 +751,7 @@ class _Doctor:
         checks["peak RAM"] = self.check_ram(sampler, t)
         checks["open descriptors"] = self.check_fds(sampler, t)
         return Diagnosis(self.pipeline, steps, [checks[k] for k in _ORDER], stages,
-                         bottleneck and bottleneck.name)
+                         bottleneck and bottleneck.name, bottleneck and bottleneck.position)
 
     def _on_stage(self, name):
         """stage_rates() starts timing a stage: the previous one is done."""
