@@ -38,7 +38,7 @@ def test_benchmark_runner_quick():
 
 
 def test_csv_benchmark_tiny(tmp_path):
-    result = run(["benchmarks/csv.py", "--no-tf", "--rows", "3000", "--rounds", "1",
+    result = run(["benchmarks/csv_reading.py", "--no-tf", "--rows", "3000", "--rounds", "1",
                   "--dir", str(tmp_path)])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rows/s" in result.stdout
@@ -147,3 +147,22 @@ def test_gpu_check_without_cuda():
     result = run(["benchmarks/gpu_check.py", "--quick", "--allow-no-gpu"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "CUDA not available: " in result.stdout
+
+
+def test_no_script_shadows_a_standard_library_module():
+    """A script runs with its folder first on sys.path: one named like a
+    standard library module (benchmarks/csv.py once) replaces that module for
+    every import in the process, conveyor's own included."""
+    for folder in ("benchmarks", "benchmarks/results", "examples", "."):
+        for name in os.listdir(os.path.join(REPO, folder)):
+            stem, ext = os.path.splitext(name)
+            if ext == ".py":
+                assert stem not in sys.stdlib_module_names, f"{folder}/{name}"
+
+
+@pytest.mark.parametrize("script", sorted(
+    name for name in os.listdir(os.path.join(REPO, "benchmarks")) if name.endswith(".py")))
+def test_every_benchmark_script_starts(script):
+    """Each benchmark imports what it needs (`--help` runs its imports)."""
+    result = run([f"benchmarks/{script}", "--help"], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr

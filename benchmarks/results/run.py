@@ -8,7 +8,7 @@ writes the results table (results.md), the figures (results.json) and the plot
     python3 benchmarks/results/run.py --out DIR --rounds 7 --only jpeg,csv
 
 The workloads are in workloads.py: the pipelines of the other benchmarks
-(images.py, records.py, csv.py, text.py, map_batch.py, shuffle.py) for
+(images.py, records.py, csv_reading.py, text.py, map_batch.py, shuffle.py) for
 conveyor and tf.data, and for the DataLoader a Dataset doing the same work per
 element in Python (batch_size as the pipeline's, num_workers = CPUs,
 persistent_workers=True). Each framework runs in its own long-lived child

@@ -2,7 +2,7 @@
 three ways on the same files or arrays.
 
   conveyor, tf.data  the pipelines of the other benchmarks, imported from them
-                     (images.py, records.py, csv.py's call, text.py, map_batch.py's
+                     (images.py, records.py, csv_reading.py's call, text.py, map_batch.py's
                      "small vector", shuffle.py), built with `lib` = conveyor or
                      tensorflow
   DataLoader         torch.utils.data.DataLoader(batch_size=B, num_workers=CPUs,
@@ -20,7 +20,7 @@ libraries differ on purpose (JPEG resize: PIL antialiases), before timing.
 This module imports neither conveyor, tensorflow nor torch at the top: each
 child process imports only its own framework.
 """
-import csv as _stdlib_csv  # first: benchmarks/csv.py must not shadow it later
+import csv
 import importlib.util
 import itertools
 import os
@@ -37,8 +37,8 @@ REPO = os.path.dirname(BENCH)
 
 
 def bench_module(name):
-    """benchmarks/<name>.py, loaded under a private name (benchmarks/csv.py
-    must not shadow the standard library's csv)."""
+    """benchmarks/<name>.py, loaded under a private name (by path: this
+    folder is not on the import path)."""
     key = "_bench_" + name
     if key not in sys.modules:
         spec = importlib.util.spec_from_file_location(key, os.path.join(BENCH, name + ".py"))
@@ -113,7 +113,7 @@ def prepare(folder, quick):
     n = SIZES["csv"][k]
     path = os.path.join(folder, f"mixed-{n}.csv")
     if not os.path.exists(path):
-        bench_module("csv").write_file(path + ".tmp", n)
+        bench_module("csv_reading").write_file(path + ".tmp", n)
         os.replace(path + ".tmp", path)
     spec["csv"] = {"n": n, "path": path}
 
@@ -306,7 +306,7 @@ def torch_loader(name, s):
             def __iter__(self):
                 wid, nw = shard()
                 with open(path, newline="") as f:
-                    reader = _stdlib_csv.reader(f)
+                    reader = csv.reader(f)
                     header = next(reader)
                     types = [CSV_TYPES[h] for h in header]
                     for row in itertools.islice(reader, wid, None, nw):

@@ -13,36 +13,22 @@ long-lived child process, alternated round by round, so one library's
 threads and heap never slow the other. Prints rows/s median [min-max] per
 side and the per-round ratio conveyor / tf.data.
 
-    python benchmarks/csv.py               # 100,000 rows, 5 rounds (about half a minute)
-    python benchmarks/csv.py --rows 20000 --rounds 2
-    python benchmarks/csv.py --no-tf
+    python benchmarks/csv_reading.py               # 100,000 rows, 5 rounds (about half a minute)
+    python benchmarks/csv_reading.py --rows 20000 --rounds 2
+    python benchmarks/csv_reading.py --no-tf
 """
+import argparse
+import importlib.util
+import json
 import os
+import subprocess
 import sys
+import tempfile
 
-# This file is named csv.py: keep its folder off the import path, so that
-# `import csv` (the standard library, which conveyor uses) is not this file.
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+import numpy as np
 
-import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-
-def _load_run():
-    spec = importlib.util.spec_from_file_location("_bench_run", os.path.join(HERE, "run.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_run = _load_run()
-fmt_range, summary = _run.fmt_range, _run.summary
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import fmt_range, summary  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
