@@ -183,9 +183,21 @@ def count_instructions(rounds, scale):
     return results
 
 
+def _median_interval(values, level=0.9, resamples=4000):
+    """A bootstrap interval of the median (percentile method, fixed seed): the
+    range the median of these rounds would fall in if the rounds were drawn
+    again. With noise larger than the goal, it says whether the goal is
+    still shown by the median of many rounds."""
+    draws = np.random.default_rng(0).choice(values, size=(resamples, len(values)))
+    medians = np.median(draws, axis=1)
+    tail = (1.0 - level) / 2 * 100
+    return float(np.percentile(medians, tail)), float(np.percentile(medians, 100 - tail))
+
+
 def _summary(values):
+    low, high = _median_interval(values)
     return {"min": min(values), "median": statistics.median(values), "max": max(values),
-            "values": values}
+            "median_90ci": [low, high], "values": values}
 
 
 def main(argv=None):
@@ -205,7 +217,7 @@ def main(argv=None):
     info = machine_info(None)
     print(f"{info['cpus_usable']} CPUs usable ({info['cpu_model']}), Python {info['python']}; "
           f"{args.rounds} rounds; overhead = time / time with statistics off - 1, "
-          "per round: min / median / max")
+          "per round: min / median / max, and a bootstrap 90% interval of the median")
     if args.instructions:
         # Each pass runs ~50x slower under valgrind: a tenth of the workload.
         results = count_instructions(args.rounds, args.scale * 0.1)
@@ -230,9 +242,13 @@ def main(argv=None):
                   f"(min {row['off_seconds']['min'] * 1e3:.1f})", flush=True)
             for key in ("on", "on/fixed"):
                 w, c = row[key], row[key + "_cpu"]
+                wl, wh = w["median_90ci"]
+                cl, ch = c["median_90ci"]
                 print(f"  {key:<9} wall {w['min']:+6.1%} / {w['median']:+6.1%} / {w['max']:+6.1%}"
+                      f" (median 90% CI {wl:+.1%}..{wh:+.1%})"
                       f"   best vs best {row[key + '_best']:+6.1%}"
-                      f"   CPU {c['min']:+6.1%} / {c['median']:+6.1%} / {c['max']:+6.1%}",
+                      f"   CPU {c['min']:+6.1%} / {c['median']:+6.1%} / {c['max']:+6.1%}"
+                      f" (CI {cl:+.1%}..{ch:+.1%})",
                       flush=True)
     worst = max(r["on"]["median"] for r in results.values())
     print(f"worst median wall overhead (on vs off): {worst:+.1%} (goal: under {GOAL:.0%})")
