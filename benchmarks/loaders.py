@@ -16,10 +16,12 @@ loader runs in a fresh child process: one untimed warm-up epoch (DataLoader: its
 workers start there), then --epochs timed epochs; the set of children runs
 --repeat times, in alternating order. Figures: images/s, median [min-max] over
 all timed epochs; conveyor / each other loader (ratio of medians); conveyor /
-the decode+resize limit (--limit: images/s; default: the limit measured by
+the decode limit (--limit: images/s; default: the limit measured by
 jpeg_decode_limit.c on all cores, as images.py does; decode only, so the full
-pipeline's ratio is lower by the resize's share). A loader that is not installed
-is skipped and said so.
+pipeline's ratio is lower by the resize's share); and conveyor / the issue's
+same-work limit: the CPUs times the rate of "one thread", the same pipeline
+without parallelism or prefetch in a child pinned to one CPU. A loader that is
+not installed is skipped and said so.
 
     python benchmarks/loaders.py                  # 1024 files, 5 epochs, 2 repeats
     python benchmarks/loaders.py --files 256 --epochs 3 --repeat 1
@@ -39,6 +41,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOADERS = ("conveyor", "tf.data", "DataLoader")
+ONE_THREAD = "one thread"  # conveyor's pipeline, sequential, on one CPU: the limit's unit
+
+
+def one_thread_pipeline(lib, pattern):
+    """images.py's pipeline with its parallelism and prefetch removed: the
+    same work per image (read, decode, resize, / 255, batch 64) done by the
+    consumer's thread alone."""
+    fn = lambda f: lib.image.resize(  # noqa: E731
+        lib.io.decode_jpeg(lib.io.read_file(f), channels=3), [224, 224]) / 255.0
+    return lib.data.Dataset.list_files(pattern, shuffle=False).map(fn).batch(64)
 
 
 def torch_loader(paths, batch_size):
@@ -80,7 +92,11 @@ def child(loader, folder, epochs, budget):
             import tensorflow as lib
         else:
             import conveyor as lib
-        ds = images.pipeline(lib, pattern, True)
+        if loader == ONE_THREAD:
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+            ds = one_thread_pipeline(lib, pattern)
+        else:
+            ds = images.pipeline(lib, pattern, True)
         if loader == "conveyor" and budget:
             o = lib.data.Options()
             o.autotune.cpu_budget = budget
@@ -105,7 +121,7 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--limit", type=float, default=0.0, help="images/s; 0: measure it")
     p.add_argument("--budget", type=int, default=0)
-    p.add_argument("--only", default=",".join(LOADERS))
+    p.add_argument("--only", default=",".join(LOADERS + (ONE_THREAD,)))
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--folder", help=argparse.SUPPRESS)
@@ -146,6 +162,13 @@ def main(argv=None):
     print(f"JPEG workload, each loader in its own process: {len(paths)} files, {cpus} CPUs, "
           f"{args.epochs} epochs x {args.repeat} repeats; images/s median [min-max]")
     print(f"decode limit (libjpeg-turbo alone, all cores): {limit:.0f} images/s")
+    # The issue's limit: the CPUs times the one-thread rate of the same work.
+    work_limit = None
+    if results.get(ONE_THREAD) and ONE_THREAD not in skipped:
+        one = statistics.median(results[ONE_THREAD])
+        work_limit = cpus * one
+        print(f"same-work limit: {cpus} CPUs x {one:.0f} images/s (the pipeline on one thread, "
+              f"one CPU) = {work_limit:.0f} images/s")
     med = {}
     for loader in loaders:
         r = results[loader]
@@ -153,15 +176,24 @@ def main(argv=None):
             print(f"  {loader:<11} skipped: {skipped.get(loader, 'no result')}")
             continue
         med[loader] = statistics.median(r)
-        print(f"  {loader:<11} {med[loader]:8.0f} [{min(r):.0f}-{max(r):.0f}]   "
-              f"/limit {med[loader] / limit:.2f} (min {min(r) / limit:.2f})")
+        line = (f"  {loader:<11} {med[loader]:8.0f} [{min(r):.0f}-{max(r):.0f}]   "
+                f"/decode limit {med[loader] / limit:.2f} (min {min(r) / limit:.2f})")
+        if work_limit and loader != ONE_THREAD:
+            line += (f"   /same-work limit {med[loader] / work_limit:.2f} "
+                     f"[{min(r) / work_limit:.2f}-{max(r) / work_limit:.2f}]")
+        print(line)
     if "conveyor" in med:
+        if work_limit:
+            r = results["conveyor"]
+            print(f"  conveyor / same-work limit: {med['conveyor'] / work_limit:.2f} "
+                  f"(goal >= 0.8); min / median {min(r) / med['conveyor']:.2f} (goal >= 0.85)")
         for other in ("tf.data", "DataLoader"):
             if other in med:
                 print(f"  conveyor / {other}: {med['conveyor'] / med[other]:.2f}x (goal >= 1.3)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"limit": limit, "rates": results, "skipped": skipped}, f, indent=1)
+            json.dump({"limit": limit, "same_work_limit": work_limit, "rates": results,
+                       "skipped": skipped}, f, indent=1)
     return 0
 
 
