@@ -34,11 +34,14 @@ static _Thread_local int pinned;
 
 /* fork() against a thread state being made. PyThreadState_New takes the
  * runtime's head lock without the GIL; a fork() in another thread at that
- * moment leaves the lock held in the child, where CPython (3.11 at least)
+ * moment leaves the lock held in the child, where CPython before 3.13
  * deadlocks in PyOS_AfterFork_Child before any Python code runs. So an engine
  * thread makes its state under birth_mu, which fork() takes first
  * (pthread_atfork's prepare). Holding it never waits for the GIL, so the
- * forking thread, which holds the GIL, cannot deadlock on it. */
+ * forking thread, which holds the GIL, cannot deadlock on it. From 3.13 on,
+ * os.fork() itself holds the head lock across fork(): there the guard would
+ * deadlock against a thread waiting for that lock under birth_mu, and is
+ * not needed, so it is not installed. */
 static pthread_mutex_t birth_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t birth_once = PTHREAD_ONCE_INIT;
 
@@ -59,7 +62,13 @@ static void birth_child(void)
 
 static void birth_install(void)
 {
+#if PY_VERSION_HEX < 0x030D0000
     pthread_atfork(birth_prepare, birth_parent, birth_child);
+#else
+    (void)birth_prepare;
+    (void)birth_parent;
+    (void)birth_child;
+#endif
 }
 
 void cv_gil_install_fork_guard(void)
