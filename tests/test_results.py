@@ -112,4 +112,5 @@ def test_missing_frameworks_say_not_installed(tmp_path):
     (row,) = table_rows((out / "results.md").read_text()).values()
     assert FIGURE.match(row[2]), row
     assert row[3:7] == ["not installed", "not installed", "–", "–"], row
-    assert (out / "throughput.png").read_bytes()[:4] == b"\x89PNG"
+    if importlib.util.find_spec("matplotlib") is not None:  # the plot needs it
+        assert (out / "throughput.png").read_bytes()[:4] == b"\x89PNG"
