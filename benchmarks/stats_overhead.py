@@ -4,6 +4,7 @@
     python benchmarks/stats_overhead.py --rounds 9 --scale 2
     python benchmarks/stats_overhead.py --json out.json
     python benchmarks/stats_overhead.py --instructions   # under valgrind, ~10 min
+    python benchmarks/stats_overhead.py --profile        # perf samples, ~2 min
 
 Every iterator keeps statistics (csrc/core/stats.h) and runs the autotuner
 (csrc/core/autotune.h). A private switch, ``dataset._make_iterator(
@@ -30,6 +31,15 @@ time and for the process's CPU time; "best vs best" compares the fastest run
 of each (the least disturbed on a shared machine). Timings are printed,
 never asserted.
 
+``--profile`` asks where the CPU goes instead of how long a run takes: each
+run goes in its own process under ``perf record -e cpu-clock`` (a software
+clock, so no hardware counters are needed), statistics on, and the share of
+its samples in the statistics and autotuner code (csrc/core/stats.c,
+csrc/core/autotune.c, the kernels' measure hooks) is the cost of leaving
+them on; the share of every clock read in the process is added as an upper
+bound for the stages' always-on timing. A share of samples barely moves with
+the machine's load, where wall time moves by tens of percent.
+
 On a shared machine the spread of wall and CPU time between identical runs
 (often +-20%) is ten times the goal. ``--instructions`` counts instead: each
 run goes in its own process under valgrind's callgrind, which counts the
@@ -42,6 +52,7 @@ import argparse
 import gc
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -194,6 +205,78 @@ def _median_interval(values, level=0.9, resamples=4000):
     return float(np.percentile(medians, tail)), float(np.percentile(medians, 100 - tail))
 
 
+# --profile: the CPU share of the statistics code, from perf's samples.
+
+STATS_SOURCES = ("csrc/core/stats.c", "csrc/core/autotune.c")
+DEFINITION = re.compile(r"^(?:static\s+)?(?:inline\s+)?[A-Za-z_][\w\s\*]*?\b(\w+)\(", re.M)
+
+
+def statistics_symbols():
+    """The functions of the statistics and the autotuner (defined in
+    STATS_SOURCES; their static helpers inline into them), plus the kernels'
+    measure hooks, which only statistics readers and the autotuner call."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = set()
+    for rel in STATS_SOURCES:
+        with open(os.path.join(repo, rel)) as f:
+            text = f.read()
+        names |= {m.group(1) for m in DEFINITION.finditer(text)
+                  if not text[m.end():].split(")", 1)[1].lstrip().startswith(";")}
+    for folder, _, files in os.walk(os.path.join(repo, "csrc")):
+        for name in files:
+            if name.endswith(".c"):
+                with open(os.path.join(folder, name)) as f:
+                    names |= set(re.findall(r"\.measure = (\w+)", f.read()))
+    return names - {"if", "for", "while", "switch", "return", "sizeof"}
+
+
+def profile_shares(rounds, scale):
+    """{workload: [per run: % of the process's CPU samples in statistics
+    code]}: each run goes in its own process under `perf record -e cpu-clock`
+    (a software clock: no hardware counters needed), statistics on (the
+    default). Unlike timings, a share of samples does not move with the
+    machine's load."""
+    symbols = statistics_symbols()
+    with tempfile.TemporaryDirectory() as folder:
+        names = list(workloads(0.001, folder))
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "perf.data")
+        for name in names:
+            shares, bounds, found = [], [], {}
+            for _ in range(rounds):
+                subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-o", data,
+                                os.path.realpath(sys.executable), os.path.abspath(__file__),
+                                "--child", name, "on", "--scale", str(scale)],
+                               check=True, capture_output=True)
+                report = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
+                                         "--sort", "dso,sym", "--percent-limit", "0", "-q"],
+                                        check=True, capture_output=True, text=True).stdout
+                share = clock = 0.0
+                for line in report.splitlines():
+                    parts = line.split()
+                    if len(parts) < 4 or not parts[0].endswith("%"):
+                        continue
+                    percent = float(parts[0].rstrip("%"))
+                    if "_engine" in parts[1] and parts[-1] in symbols:
+                        share += percent
+                        found[parts[-1]] = found.get(parts[-1], 0.0) + percent
+                    elif "clock_gettime" in parts[-1]:
+                        clock += percent
+                shares.append(share / 100.0)
+                bounds.append((share + clock) / 100.0)
+            results[name] = {"shares": shares, "with_clock_reads": bounds,
+                             "symbols": {k: v / rounds for k, v in found.items()}}
+            top = sorted(found.items(), key=lambda kv: -kv[1])[:3]
+            print(f"{name}: statistics code {min(shares):.3%} / {statistics.median(shares):.3%} / "
+                  f"{max(shares):.3%} of CPU samples (min / median / max of {rounds} runs)"
+                  + (f"; most in {', '.join(k for k, _ in top)}" if top else ""), flush=True)
+            print(f"  with every clock read of the process (the stages' always-on timing, shared "
+                  f"with scheduling): {min(bounds):.3%} / {statistics.median(bounds):.3%} / "
+                  f"{max(bounds):.3%}", flush=True)
+    return results
+
+
 def _summary(values):
     low, high = _median_interval(values)
     return {"min": min(values), "median": statistics.median(values), "max": max(values),
@@ -207,6 +290,8 @@ def main(argv=None):
     parser.add_argument("--json", default=None, help="write the figures to this file")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under valgrind instead of timing")
+    parser.add_argument("--profile", action="store_true",
+                        help="the CPU share of statistics code, from perf samples (needs perf)")
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "VARIANT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -218,6 +303,17 @@ def main(argv=None):
     print(f"{info['cpus_usable']} CPUs usable ({info['cpu_model']}), Python {info['python']}; "
           f"{args.rounds} rounds; overhead = time / time with statistics off - 1, "
           "per round: min / median / max, and a bootstrap 90% interval of the median")
+    if args.profile:
+        results = profile_shares(args.rounds, args.scale)
+        worst = max(statistics.median(r["shares"]) for r in results.values())
+        bound = max(max(r["with_clock_reads"]) for r in results.values())
+        print(f"worst median share of statistics code: {worst:.3%}; worst run with every clock "
+              f"read counted as statistics: {bound:.3%} (goal: under {GOAL:.0%})")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"machine": info, "rounds": args.rounds, "scale": args.scale,
+                           "profile": results}, f, indent=2)
+        return
     if args.instructions:
         # Each pass runs ~50x slower under valgrind: a tenth of the workload.
         results = count_instructions(args.rounds, args.scale * 0.1)
