@@ -66,6 +66,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import conveyor as cv  # noqa: E402
 from conveyor.data import AUTOTUNE  # noqa: E402
+from images import make_files as make_jpegs  # noqa: E402
 from records import record_payloads, write_shards  # noqa: E402
 from run import machine_info  # noqa: E402
 
@@ -89,6 +90,16 @@ def workloads(scale, folder):
     payloads = record_payloads(int(scale * 40_000), 1000, seed=1)
     pattern = os.path.join(folder, "overhead-*.tfrecord")
     write_shards(folder, "overhead", payloads, "", None)
+    small = os.path.join(folder, "small-*.tfrecord")
+    for i in range(400):
+        with cv.io.TFRecordWriter(os.path.join(folder, f"small-{i:03d}.tfrecord")) as w:
+            for payload in payloads[i::400][:max(1, int(scale * 50))]:
+                w.write(payload)
+    # made once, as images.py does (encoding them takes a few seconds)
+    images_folder = os.path.join(tempfile.gettempdir(), "conveyor-bench-images",
+                                 f"overhead-{int(scale * 256)}")
+    make_jpegs(images_folder, max(8, int(scale * 256)))
+    jpegs = os.path.join(images_folder, "*.jpg")
     return {
         "range(N).prefetch": lambda: cv.data.Dataset.range(n).prefetch(AUTOTUNE),
         "native map AUTOTUNE + batch": lambda: (
@@ -103,6 +114,16 @@ def workloads(scale, folder):
             cv.data.Dataset.list_files(pattern, shuffle=False)
             .interleave(cv.data.TFRecordDataset, cycle_length=2, num_parallel_calls=2)
             .batch(256).prefetch(AUTOTUNE)),
+        # one inner iterator per file: each is attached to and detached from the statistics
+        "interleave of 400 small files": lambda: (
+            cv.data.Dataset.list_files(small, shuffle=False)
+            .interleave(cv.data.TFRecordDataset, cycle_length=4, num_parallel_calls=AUTOTUNE)
+            .batch(64).prefetch(AUTOTUNE)),
+        "JPEG decode + resize + batch": lambda: (
+            cv.data.Dataset.list_files(jpegs, shuffle=False)
+            .map(lambda f: cv.image.resize(cv.io.decode_jpeg(cv.io.read_file(f), channels=3),
+                                           [224, 224]) / 255.0, num_parallel_calls=AUTOTUNE)
+            .batch(32).prefetch(AUTOTUNE)),
     }
 
 
@@ -148,13 +169,28 @@ def measure(make, rounds):
     return times, cpu
 
 
+def _perf_control(command):
+    """Under --profile: tell perf (through its control FIFOs) to start or
+    stop sampling, and wait for its answer."""
+    with open(os.environ["CV_PERF_CTL"], "w") as f:
+        f.write(command + "\n")
+    with open(os.environ["CV_PERF_ACK"]) as f:
+        f.readline()
+
+
 def _child(name, variant, scale):
-    """One pass of one workload in this process (run under valgrind);
-    variant "build" makes the datasets and iterates nothing."""
+    """One pass of one workload in this process (run under valgrind or perf);
+    variant "build" makes the datasets and iterates nothing. Under perf,
+    only the pass is sampled, not the start-up or the files' writing."""
     with tempfile.TemporaryDirectory() as folder:
         make = workloads(scale, folder)[name]
+        profiled = "CV_PERF_CTL" in os.environ
         if variant != "build":
+            if profiled:
+                _perf_control("enable")
             VARIANTS[variant](make)
+            if profiled:
+                _perf_control("disable")
 
 
 def _instructions(name, variant, scale):
@@ -242,13 +278,19 @@ def profile_shares(rounds, scale):
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "perf.data")
+        ctl, ack = os.path.join(tmp, "ctl"), os.path.join(tmp, "ack")
+        os.mkfifo(ctl)
+        os.mkfifo(ack)
+        env = dict(os.environ, CV_PERF_CTL=ctl, CV_PERF_ACK=ack)
         for name in names:
             shares, bounds, found = [], [], {}
             for _ in range(rounds):
-                subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-o", data,
+                # -D -1: start with sampling off; the child turns it on for its pass only
+                subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-D", "-1",
+                                "--control", f"fifo:{ctl},{ack}", "-o", data,
                                 os.path.realpath(sys.executable), os.path.abspath(__file__),
                                 "--child", name, "on", "--scale", str(scale)],
-                               check=True, capture_output=True)
+                               check=True, capture_output=True, env=env)
                 report = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
                                          "--sort", "dso,sym", "--percent-limit", "0", "-q"],
                                         check=True, capture_output=True, text=True).stdout
