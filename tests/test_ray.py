@@ -35,6 +35,26 @@ GOOD_JPEGS = sorted(f for f in glob.glob(os.path.join(JPEG_DIR, "*.jpg"))
 TRUNCATED_JPEG = os.path.join(JPEG_DIR, "truncated_jpeg.jpg")
 
 
+def _start_ray():
+    """ray.init, tried twice: Ray gives its node a fixed 30 s to start, which
+    its C++ servers can miss on a loaded machine, above all with the ASan
+    preload of .ci/sanitize. There, a node that misses it twice skips the
+    module (Ray's start-up, not conveyor, is what failed)."""
+    for attempt in range(2):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                     logging_level="ERROR", configure_logging=False)
+            return
+        except Exception as e:  # Ray raises a bare Exception for this
+            if "timed out during startup" not in str(e):
+                raise
+            ray.shutdown()
+            if attempt == 1:
+                if os.environ.get("CV_SANITIZED") == "1":
+                    pytest.skip(f"Ray's node did not start under the sanitizer preload: {e}")
+                raise
+
+
 @pytest.fixture(scope="module")
 def cluster():
     # Workers inherit the driver's environment: give them this conveyor build.
@@ -43,8 +63,7 @@ def cluster():
     # The pipeline factories below are defined in this test module, which the
     # workers cannot import: ship them by value.
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             logging_level="ERROR", configure_logging=False)
+    _start_ray()
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
