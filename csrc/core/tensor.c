@@ -36,12 +36,16 @@ const char *cv_dtype_name(CvDtype dtype)
 #define CV_POOL_MIN_BYTES ((size_t)64 << 10)
 #define CV_HUGE_PAGE ((size_t)2 << 20)
 #define CV_HUGE_BYTES ((size_t)8 << 20)
-#define CV_POOL_SLOTS 16
-#define CV_POOL_MAX_BYTES ((size_t)64 << 20)
+#define CV_POOL_SLOTS 32
+#define CV_POOL_MAX_BYTES ((size_t)256 << 20)
 
-/* The pool of idle large buffers. Guarded by pool_mu; taken only for
- * buffers of at least CV_POOL_MIN_BYTES, never on a per-element hot path of
- * small tensors. */
+/* The pool of idle large buffers, oldest first. Guarded by pool_mu; taken
+ * only for buffers of at least CV_POOL_MIN_BYTES, never on a per-element hot
+ * path of small tensors. A released buffer evicts the oldest ones when the
+ * pool is full: what was released last is what the running pipeline will
+ * ask for next (a batch's rows, then the batch the consumer dropped), and a
+ * full pool of rows must not turn every batch buffer away, which would map
+ * and zero-fault a fresh one per batch. */
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static CvBuffer *pool[CV_POOL_SLOTS];
 static int pool_count;
@@ -63,15 +67,22 @@ static void buffer_release(CvBuffer *b)
     b->nparts = 0;
     cv_origin_unref(b->origin);
     b->origin = NULL;
-    if (b->capacity >= CV_POOL_MIN_BYTES) {
+    CvBuffer *evicted[CV_POOL_SLOTS];
+    int nevicted = 0;
+    if (b->capacity >= CV_POOL_MIN_BYTES && b->capacity <= CV_POOL_MAX_BYTES) {
         pthread_mutex_lock(&pool_mu);
-        if (pool_count < CV_POOL_SLOTS && pool_bytes + b->capacity <= CV_POOL_MAX_BYTES) {
-            pool[pool_count++] = b;
-            pool_bytes += b->capacity;
-            b = NULL;
+        while (pool_count == CV_POOL_SLOTS || pool_bytes + b->capacity > CV_POOL_MAX_BYTES) {
+            evicted[nevicted++] = pool[0];
+            pool_bytes -= pool[0]->capacity;
+            memmove(pool, pool + 1, (size_t)--pool_count * sizeof(pool[0]));
         }
+        pool[pool_count++] = b;
+        pool_bytes += b->capacity;
+        b = NULL;
         pthread_mutex_unlock(&pool_mu);
     }
+    for (int i = 0; i < nevicted; i++)
+        free(evicted[i]); /* outside the lock: unmapping can take a while */
     free(b);
 }
 
@@ -90,7 +101,8 @@ static CvBuffer *pool_take(size_t size)
         }
     }
     if (best) {
-        pool[best_index] = pool[--pool_count];
+        memmove(pool + best_index, pool + best_index + 1,
+                (size_t)(--pool_count - best_index) * sizeof(pool[0])); /* keeps the age order */
         pool_bytes -= best->capacity;
     }
     pthread_mutex_unlock(&pool_mu);
