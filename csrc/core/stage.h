@@ -246,6 +246,8 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
 void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob);
 
 #define CV_STAGE_CHUNK_NS 200000
+#define CV_STAGE_SLACK_UNITS 8                   /* per worker; see adapt_chunk in stage.c */
+#define CV_STAGE_SLACK_BYTES ((size_t)32 << 20)
 #define CV_STAGE_CHUNK_BYTES ((size_t)1 << 20)
 /* The kernel's next(): the next {status, element} in order, waiting for it
  * (in interruptible slices) when none is ready. Consumer only. */

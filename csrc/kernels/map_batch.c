@@ -974,10 +974,12 @@ static CvStatus mb_make_iterator(const CvDataset *ds, CvIterator **out)
     int workers = p->map.num_workers;
     if (!s)
         s = cv_stage_init(&it->staged.stage, &mb_stage_ops, it, "MapAndBatch", workers,
-                          p->map.tune_workers, 2 * workers, 2 * workers, true);
-    if (!s)
+                          p->map.tune_workers, 2 * workers, CV_STAGE_SLACK_UNITS * workers, true);
+    if (!s) { /* a piece per unit: the window is two per worker, with slack for slow pieces */
+        cv_stage_set_chunk(&it->staged.stage, 1, true);
         cv_stage_set_memory(&it->staged.stage, ds->memory,
                             "lower map's num_parallel_calls or batch's batch_size");
+    }
     if (s) {
         mb_destroy(&it->staged.base);
         return s;
