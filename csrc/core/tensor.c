@@ -36,7 +36,7 @@ const char *cv_dtype_name(CvDtype dtype)
 #define CV_POOL_MIN_BYTES ((size_t)64 << 10)
 #define CV_HUGE_PAGE ((size_t)2 << 20)
 #define CV_HUGE_BYTES ((size_t)8 << 20)
-#define CV_POOL_SLOTS 32
+#define CV_POOL_SLOTS 128
 #define CV_POOL_MAX_BYTES ((size_t)256 << 20)
 
 /* The pool of idle large buffers, oldest first. Guarded by pool_mu; taken
@@ -45,7 +45,8 @@ const char *cv_dtype_name(CvDtype dtype)
  * pool is full: what was released last is what the running pipeline will
  * ask for next (a batch's rows, then the batch the consumer dropped), and a
  * full pool of rows must not turn every batch buffer away, which would map
- * and zero-fault a fresh one per batch. */
+ * and zero-fault a fresh one per batch. 128 slots hold the rows of a batch
+ * of 64 or more released together (an unfused batch) beside its buffer. */
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static CvBuffer *pool[CV_POOL_SLOTS];
 static int pool_count;
