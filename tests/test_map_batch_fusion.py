@@ -378,3 +378,36 @@ def test_fuzz_errors_sizes_parallelism(seed):
     fn = (lambda s: cv.io.decode_raw(s, cv.uint8)) if ragged else raw
     same(lambda: strings(vals).map(fn, num_parallel_calls=parallel).batch(batch, drop),
          epochs=2)
+
+
+def _image_like(x):
+    img = cv.cast(cv.fill([6, 5, 3], x), cv.float32)
+    return cv.image.resize(img, [4, 3]) / 255.0
+
+
+@pytest.mark.parametrize("batch, drop", [(1, False), (4, False), (7, False), (7, True)])
+def test_results_written_in_place(batch, drop):
+    # The function's last ops write their results straight into the batch's
+    # rows (a result used twice, a result that another result reads, an input
+    # passed through and a constant result are copied in as before).
+    def fn(x):
+        r = _image_like(x)
+        return {"r": r, "again": r, "twice": r * 2.0, "n": cv.cast(x, cv.int32), "x": x,
+                "one": cv.constant(1.0)}
+    got = same(lambda: Dataset.range(23).map(fn, num_parallel_calls=3).batch(batch, drop))
+    assert len(got[0]) == (23 // batch if drop else -(-23 // batch))
+    first = got[0][0]["r"]
+    assert first[0] == "float32" and first[1] == (batch, 4, 3, 3)
+
+
+def test_a_later_failure_after_a_result_was_written_in_place():
+    # The result goes into the row first; a later op of the same call fails.
+    # The failed row's error comes out in its batch, as unfused, and the rows
+    # written around it keep their values.
+    def fn(x):
+        r = _image_like(x)
+        checked = cv.debugging.check_numerics(cv.math.log(cv.cast(x, cv.float32) - 3.0), "bad")
+        return r, checked
+    got = same(lambda: Dataset.range(2, 20).map(fn, num_parallel_calls=2).batch(4))
+    assert any(is_error(o) for o in got[0])
+    assert sum(not is_error(o) for o in got[0]) >= 3

@@ -254,6 +254,12 @@ typedef struct CvFunction {
     void *ctx;
     /* Optional: visit the foreign references ctx holds (see CvVisit). */
     int (*traverse)(void *ctx, CvVisit visit, void *arg);
+    /* Optional: call(), offering dests[k] (borrowed; one per component of
+     * the result) as the memory of result component k: a component that
+     * went there is a view of dests[k] (same data pointer), the others are
+     * the function's own (ops/program.h). */
+    CvStatus (*call_into)(void *ctx, const CvElement *in, const CvElementId *id,
+                          const CvTensor *dests, CvElement *out);
 } CvFunction;
 
 /* A function from an element to a dataset (interleave's map_func). `in` is

@@ -70,6 +70,7 @@
 
 #define MB_MAX_PIECE 256                     /* most rows per piece */
 #define MB_MAX_FAST_BYTES ((size_t)1 << 30) /* bigger batches are stacked by the exact path */
+#define MB_MAX_DEST_COMPONENTS 16           /* rows of more components are copied in */
 
 typedef struct {
     int64_t batch_size;
@@ -260,7 +261,8 @@ static bool write_row(MbBatch *b, int64_t row, const CvElement *e, int64_t batch
     }
     for (uint32_t c = 0; c < e->n; c++) {
         int64_t per_row = cv_tensor_num_elements(&e->t[c]);
-        cv_copy_values(&b->t[c], row * per_row, &e->t[c], 0, per_row, NULL);
+        if (e->t[c].data != b->t[c].data + (size_t)(row * per_row) * cv_dtype_size(e->t[c].dtype))
+            cv_copy_values(&b->t[c], row * per_row, &e->t[c], 0, per_row, NULL); /* not written in place */
     }
     return true;
 }
@@ -342,6 +344,24 @@ static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
     return CV_STATUS_OK;
 }
 
+/* Call fn on one row. Once the batch has its layout, a native function
+ * writes its results straight into the row (call_into): write_row then has
+ * nothing to copy for them. */
+static CvStatus call_row(const CvFunction *fn, MbBatch *b, int64_t row, const CvElement *in,
+                         const CvElementId *id, CvElement *out)
+{
+    CvTensor dests[MB_MAX_DEST_COMPONENTS];
+    if (!fn->call_into || atomic_load_explicit(&b->layout, memory_order_acquire) != 1 ||
+        b->ncomp > MB_MAX_DEST_COMPONENTS)
+        return fn->call(fn->ctx, in, id, out);
+    for (uint32_t c = 0; c < b->ncomp; c++)
+        cv_tensor_slice(&dests[c], &b->t[c], row);
+    CvStatus s = fn->call_into(fn->ctx, in, id, dests, out);
+    for (uint32_t c = 0; c < b->ncomp; c++)
+        cv_tensor_clear(&dests[c]);
+    return s;
+}
+
 /* Map rows [from, to) of piece (whose inputs are all there) with fn. */
 static void map_rows(MapBatchIterator *it, MbPiece *piece, int from, int to)
 {
@@ -355,7 +375,7 @@ static void map_rows(MapBatchIterator *it, MbPiece *piece, int from, int to)
             CvElement in, out = {0};
             cv_element_move(&in, &row->e);
             CvElementId id = {it->epoch, row->index};
-            row->status = fn->call(fn->ctx, &in, &id, &out);
+            row->status = call_row(fn, piece->batch, piece->r0 + i, &in, &id, &out);
             cv_element_clear(&in);
             cv_element_move(&row->e, &out);
         }

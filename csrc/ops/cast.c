@@ -119,7 +119,6 @@ static CvStatus cast_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
 {
     (void)num_in;
     (void)num_out;
-    (void)ctx;
     CvDtype to = (CvDtype)attrs->ints[0];
     if (attrs->num_ints < 1 || attrs->ints[0] < 0 || attrs->ints[0] >= CV_NUM_DTYPES)
         return cv_error(CV_INVALID_ARGUMENT, "Cast needs a target dtype");
@@ -129,7 +128,7 @@ static CvStatus cast_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     }
     if (in[0].dtype == CV_STRING || to == CV_STRING)
         return cv_error(CV_UNIMPLEMENTED, "Cast string to %s is not supported", cv_dtype_name(to));
-    CvStatus s = cv_tensor_alloc(&out[0], to, in[0].rank, in[0].shape, 0, NULL);
+    CvStatus s = cv_op_output(ctx, &out[0], to, in[0].rank, in[0].shape);
     if (s)
         return s;
     convert(in[0].dtype, in[0].data, to, out[0].data, cv_tensor_num_elements(&in[0]));

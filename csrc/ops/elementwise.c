@@ -405,7 +405,6 @@ static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int 
                                 CvTensor *out, int num_out, CvOpContext *ctx)
 {
     (void)num_out;
-    (void)ctx;
     int kind = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
     bool unary = kind >= EW_FIRST_UNARY;
     if (kind < 0 || kind >= EW_COUNT || num_in != (unary ? 1 : 2))
@@ -425,7 +424,7 @@ static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     if ((s = make_plan(a, b, shape, &rank, &plan)))
         return s;
     CvDtype out_dtype = is_comparison(kind) ? CV_BOOL : a->dtype;
-    if ((s = cv_tensor_alloc(&out[0], out_dtype, rank, shape, 0, NULL)))
+    if ((s = cv_op_output(ctx, &out[0], out_dtype, rank, shape)))
         return s;
     BinaryKernel k = unary ? unary_kernel(a->dtype) : binary_kernel(a->dtype);
     bool done = cv_tensor_num_elements(&out[0]) == 0 ||

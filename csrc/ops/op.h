@@ -59,7 +59,17 @@ typedef struct CvOpContext {
     CvElementId id;
     bool rng_ready;
     CvPhilox rng;
+    /* Borrowed, may be NULL: where the op's first output may go (a row of a
+     * fused map+batch's batch) when its dtype and shape match. Ops that can
+     * take it get their output from cv_op_output; the others allocate as
+     * usual, and the caller copies. */
+    const CvTensor *dest;
 } CvOpContext;
+
+/* out: a view of ctx->dest when it has this dtype and shape, else a new
+ * tensor (cv_tensor_alloc). For an op's first output, written in full. */
+CvStatus cv_op_output(const CvOpContext *ctx, CvTensor *out, CvDtype dtype, int rank,
+                      const int64_t *shape);
 
 uint32_t cv_op_random_u32(CvOpContext *ctx);
 /* Uniform in [0, 1), 24 bits (float32 resolution). */

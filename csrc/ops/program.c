@@ -12,6 +12,7 @@ typedef struct {
     int num_outputs;
     int first_output; /* value id of output 0 */
     int64_t op_seed;
+    int result_of; /* the one result that output 0 is, else -1: it may go to dests[result_of] */
 } Node;
 
 struct CvProgram {
@@ -189,6 +190,23 @@ CvStatus cv_program_finish(CvProgram *p, const int *results, int num_results)
             p->last_use[v] = p->num_nodes;
     for (int i = 0; i < num_results; i++)
         p->last_use[results[i]] = p->num_nodes;
+    for (int n = 0; n < p->num_nodes; n++) {
+        Node *node = &p->nodes[n];
+        node->result_of = -1;
+        for (int i = 0; i < num_results; i++) {
+            if (results[i] != node->first_output)
+                continue;
+            /* a value that is two results (or a result and a later input) needs its own memory */
+            node->result_of = node->result_of == -1 ? i : -2;
+        }
+        if (node->result_of >= 0)
+            for (int k = n + 1; k < p->num_nodes; k++)
+                for (int i = 0; i < p->nodes[k].num_inputs; i++)
+                    if (p->nodes[k].inputs[i] == node->first_output)
+                        node->result_of = -2;
+        if (node->result_of < 0)
+            node->result_of = -1;
+    }
     p->finished = true;
     return CV_STATUS_OK;
 }
@@ -281,8 +299,26 @@ done:
 #define CV_PROGRAM_STACK_VALUES 64
 #define CV_PROGRAM_STACK_INPUTS 16
 
+CvStatus cv_op_output(const CvOpContext *ctx, CvTensor *out, CvDtype dtype, int rank,
+                      const int64_t *shape)
+{
+    const CvTensor *d = ctx->dest;
+    if (d && d->dtype == dtype && d->rank == rank &&
+        memcmp(d->shape, shape, (size_t)rank * sizeof(int64_t)) == 0) {
+        cv_tensor_copy_ref(out, d);
+        return CV_STATUS_OK;
+    }
+    return cv_tensor_alloc(out, dtype, rank, shape, 0, NULL);
+}
+
 CvStatus cv_program_run(const CvProgram *p, const CvElement *in, const CvElementId *id,
                         CvElement *out)
+{
+    return cv_program_run_into(p, in, id, NULL, out);
+}
+
+CvStatus cv_program_run_into(const CvProgram *p, const CvElement *in, const CvElementId *id,
+                             const CvTensor *dests, CvElement *out)
 {
     CvStatus s = CV_STATUS_OK;
     CvTensor stack_values[CV_PROGRAM_STACK_VALUES];
@@ -310,7 +346,8 @@ CvStatus cv_program_run(const CvProgram *p, const CvElement *in, const CvElement
         for (int i = 0; i < node->num_inputs; i++)
             args[i] = values[node->inputs[i]];
         CvOpContext ctx = {.seed = {p->seed[0], p->seed[1]}, .op_seed = node->op_seed,
-                           .node = n, .id = *id};
+                           .node = n, .id = *id,
+                           .dest = dests && node->result_of >= 0 ? &dests[node->result_of] : NULL};
         s = run_op(node->op, &node->attrs, args, node->num_inputs, &values[node->first_output],
                    node->num_outputs, &ctx);
         if (s) {
@@ -344,6 +381,12 @@ static CvStatus program_call(void *ctx, const CvElement *in, const CvElementId *
     return cv_program_run(ctx, in, id, out);
 }
 
+static CvStatus program_call_into(void *ctx, const CvElement *in, const CvElementId *id,
+                                  const CvTensor *dests, CvElement *out)
+{
+    return cv_program_run_into(ctx, in, id, dests, out);
+}
+
 static void program_release(void *ctx)
 {
     cv_program_unref(ctx);
@@ -351,7 +394,8 @@ static void program_release(void *ctx)
 
 CvFunction cv_program_function(CvProgram *p)
 {
-    return (CvFunction){program_call, NULL, program_release, cv_program_ref(p)};
+    return (CvFunction){.call = program_call, .release = program_release, .ctx = cv_program_ref(p),
+                        .call_into = program_call_into};
 }
 
 CvStatus cv_op_run_eager(const CvOp *op, const CvOpAttrs *attrs, const CvTensor *in, int num_in,

@@ -40,6 +40,12 @@ void cv_program_unref(CvProgram *p); /* NULL-safe; any thread */
 /* Run on one element. `in` is borrowed; on OK *out is a new element. */
 CvStatus cv_program_run(const CvProgram *p, const CvElement *in, const CvElementId *id,
                         CvElement *out);
+/* The same, offering dests[k] (borrowed, one per result) as result k's
+ * memory: an op producing a result that nothing else uses writes it there
+ * when the dtype and shape match (CvOpContext.dest), and that result is then
+ * a view of dests[k]. */
+CvStatus cv_program_run_into(const CvProgram *p, const CvElement *in, const CvElementId *id,
+                             const CvTensor *dests, CvElement *out);
 
 /* A CvFunction running the program; it takes its own reference. */
 CvFunction cv_program_function(CvProgram *p);

@@ -83,10 +83,9 @@ static CvStatus area_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
 {
     (void)num_in;
     (void)num_out;
-    (void)ctx;
     CvResizeGeom g;
     CvStatus s = cv_resize_setup(attrs, &in[0], &g);
-    if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0])) || g.batch == 0)
+    if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0], ctx)) || g.batch == 0)
         return s;
     int64_t c = g.channels, in_row = g.in_w * c, out_row = g.out_w * c;
     size_t in_row_bytes = (size_t)in_row * g.in_item;

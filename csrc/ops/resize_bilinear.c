@@ -123,10 +123,9 @@ static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num
 {
     (void)num_in;
     (void)num_out;
-    (void)ctx;
     CvResizeGeom g;
     CvStatus s = cv_resize_setup(attrs, &in[0], &g);
-    if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0])) || g.batch == 0)
+    if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0], ctx)) || g.batch == 0)
         return s;
     float *dst = (float *)out[0].data;
     if (g.out_h == g.in_h && g.out_w == g.in_w) { /* as TensorFlow: a plain cast */

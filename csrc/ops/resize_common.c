@@ -64,11 +64,12 @@ CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *image, CvResize
     return CV_STATUS_OK;
 }
 
-CvStatus cv_resize_alloc(const CvResizeGeom *g, CvDtype dtype, CvTensor *out)
+CvStatus cv_resize_alloc(const CvResizeGeom *g, CvDtype dtype, CvTensor *out,
+                         const CvOpContext *ctx)
 {
     int64_t shape[4] = {g->batch, g->out_h, g->out_w, g->channels};
-    return g->rank == 4 ? cv_tensor_alloc(out, dtype, 4, shape, 0, NULL)
-                        : cv_tensor_alloc(out, dtype, 3, shape + 1, 0, NULL);
+    return g->rank == 4 ? cv_op_output(ctx, out, dtype, 4, shape)
+                        : cv_op_output(ctx, out, dtype, 3, shape + 1);
 }
 
 /* X(dtype, C type, load expression of `p[i]`) for every numeric dtype. */

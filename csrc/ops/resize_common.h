@@ -34,8 +34,10 @@ typedef struct CvResizeGeom {
  * to even). Error messages are TensorFlow's. */
 CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *image, CvResizeGeom *g);
 
-/* Allocates the [batch,] out_h, out_w, channels output of `dtype`. */
-CvStatus cv_resize_alloc(const CvResizeGeom *g, CvDtype dtype, CvTensor *out);
+/* Allocates the [batch,] out_h, out_w, channels output of `dtype` (or
+ * takes ctx->dest: see cv_op_output). */
+CvStatus cv_resize_alloc(const CvResizeGeom *g, CvDtype dtype, CvTensor *out,
+                         const CvOpContext *ctx);
 
 /* in_size / out_size in float32 (TensorFlow's CalculateResizeScale without
  * align_corners). */

@@ -61,7 +61,6 @@ static CvStatus nearest_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
 {
     (void)num_in;
     (void)num_out;
-    (void)ctx;
     CvResizeGeom g;
     CvStatus s = cv_resize_setup(attrs, &in[0], &g);
     if (s)
@@ -69,7 +68,7 @@ static CvStatus nearest_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     if (g.in_h >= (1 << 24) || g.in_w >= (1 << 24))
         return cv_error(CV_INVALID_ARGUMENT,
                         "nearest neighbor requires max height & width of 2^24");
-    if ((s = cv_resize_alloc(&g, in[0].dtype, &out[0])) || g.batch == 0)
+    if ((s = cv_resize_alloc(&g, in[0].dtype, &out[0], ctx)) || g.batch == 0)
         return s;
     size_t pixel = (size_t)g.channels * g.in_item;
     size_t in_row = (size_t)g.in_w * pixel, out_row = (size_t)g.out_w * pixel;

@@ -162,7 +162,6 @@ static CvStatus scale_and_translate_run(const CvOpAttrs *attrs, const CvTensor *
 {
     (void)num_in;
     (void)num_out;
-    (void)ctx;
     const Kernel *k = NULL;
     for (size_t i = 0; attrs->string && i < sizeof(kernels) / sizeof(kernels[0]); i++)
         if (strcmp(kernels[i].name, attrs->string) == 0)
@@ -173,7 +172,7 @@ static CvStatus scale_and_translate_run(const CvOpAttrs *attrs, const CvTensor *
     bool antialias = attrs->ints[3] != 0;
     CvResizeGeom g;
     CvStatus s = cv_resize_setup(attrs, &in[0], &g);
-    if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0])) || g.batch == 0)
+    if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0], ctx)) || g.batch == 0)
         return s;
     int64_t c = g.channels, in_row = g.in_w * c, out_row = g.out_w * c;
     size_t in_row_bytes = (size_t)in_row * g.in_item;
