@@ -362,3 +362,35 @@ def test_op_attribute_checks():
     for kernel in ["box", "lanczos1"]:
         out = _engine.run_op("ScaleAndTranslate", [x + 9], [3, 5, 0, 1], [], kernel, None, 1, rng)
         np.testing.assert_allclose(out[0], 9, atol=1e-5)
+
+
+@pytest.mark.parametrize("epilogue", [lambda r: r / 255.0, lambda r: r * 0.5, lambda r: r + 1.5,
+                                      lambda r: r - 0.25, lambda r: r / 7.0 + 1.0])
+@pytest.mark.parametrize("size", [[224, 224], [375, 500]])
+def test_an_elementwise_scalar_after_bilinear_is_folded_with_the_same_values(epilogue, size):
+    # In a traced map, `resize(...) / 255.0` runs as one pass (the resize
+    # applies the division as it writes each row): bit for bit what the two
+    # ops give one at a time (eager), batched (rows written in place) or not.
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (375, 500, 3), dtype=np.uint8)
+    fn = lambda x: epilogue(cv.image.resize(x, size))  # noqa: E731
+    want = np.asarray(fn(img))
+    ds = cv.data.Dataset.from_tensors(img).repeat(5)
+    for built in (ds.map(fn), ds.map(fn, num_parallel_calls=2).batch(2)):
+        for got in built.as_numpy_iterator():
+            got = got.reshape((-1,) + want.shape)
+            assert got.dtype == np.float32
+            for row in got:
+                np.testing.assert_array_equal(row, want)
+
+
+def test_a_resize_used_twice_is_not_folded():
+    img = np.arange(6 * 8 * 3, dtype=np.uint8).reshape(6, 8, 3)
+
+    def fn(x):
+        r = cv.image.resize(x, [3, 4])
+        return r / 255.0, r
+    (a, b), = cv.data.Dataset.from_tensors(img).map(fn).as_numpy_iterator()
+    r = np.asarray(cv.image.resize(img, [3, 4]))
+    np.testing.assert_array_equal(b, r)
+    np.testing.assert_array_equal(a, r / np.float32(255.0))

@@ -52,6 +52,17 @@ void cv_op_attrs_clear(CvOpAttrs *attrs);
  * so it is the same whatever thread runs the element, and the same in a
  * traced program as in the op called eagerly for that element. The Python
  * layer makes op_seed unique per random op of a function. */
+/* An elementwise op with a float32 scalar (x / 255.0) that the op before it
+ * applies to its float32 output as it writes it (ops/elementwise.c): the
+ * same arithmetic, one pass over the memory instead of two. */
+typedef struct CvEpilogue {
+    int kind;
+    float value;
+} CvEpilogue;
+
+/* Apply e to x[0..n) in place. */
+void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n);
+
 typedef struct CvOpContext {
     uint64_t seed[2];  /* the function's seed pair */
     int64_t op_seed;   /* the op's own seed argument (0 when none) */
@@ -64,6 +75,8 @@ typedef struct CvOpContext {
      * take it get their output from cv_op_output; the others allocate as
      * usual, and the caller copies. */
     const CvTensor *dest;
+    /* Borrowed, may be NULL: only for ops with takes_epilogue. */
+    const CvEpilogue *epilogue;
 } CvOpContext;
 
 /* out: a view of ctx->dest when it has this dtype and shape, else a new
@@ -83,7 +96,13 @@ typedef struct CvOp {
     int max_inputs;
     CvStatus (*run)(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                     int num_out, CvOpContext *ctx);
+    /* run() applies ctx->epilogue to its one float32 output when set. */
+    bool takes_epilogue;
 } CvOp;
+
+/* The epilogue an Elementwise node with `attrs` and the constant second
+ * operand `operand` amounts to, when it is one (+ - * / a float32 scalar). */
+bool cv_elementwise_epilogue(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out);
 
 /* The op named `name`, or NULL. */
 const CvOp *cv_op_find(const char *name);

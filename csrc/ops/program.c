@@ -4,6 +4,8 @@
 
 #include "ops/program.h"
 
+extern const CvOp cv_op_elementwise; /* for epilogues (cv_program_finish) */
+
 typedef struct {
     const CvOp *op;
     CvOpAttrs attrs;
@@ -13,6 +15,9 @@ typedef struct {
     int first_output; /* value id of output 0 */
     int64_t op_seed;
     int result_of; /* the one result that output 0 is, else -1: it may go to dests[result_of] */
+    bool has_epilogue; /* the next node is folded into this one's output (see cv_program_finish) */
+    bool folded;       /* done by the node before: its output becomes this node's */
+    CvEpilogue epilogue;
 } Node;
 
 struct CvProgram {
@@ -207,6 +212,22 @@ CvStatus cv_program_finish(CvProgram *p, const int *results, int num_results)
         if (node->result_of < 0)
             node->result_of = -1;
     }
+    /* Epilogues: a node whose op takes them, followed by an Elementwise
+     * node applying + - * / of a float32 constant scalar to its output and
+     * nothing else using that output: the first node applies it as it
+     * writes (x / 255.0 after a resize), with the same arithmetic. */
+    for (int n = 0; n + 1 < p->num_nodes; n++) {
+        Node *a = &p->nodes[n], *b = &p->nodes[n + 1];
+        int v = a->first_output, c = b->num_inputs == 2 ? b->inputs[1] : -1;
+        bool constant = c >= p->num_args && c < p->num_args + p->num_constants;
+        if (a->op->takes_epilogue && !a->has_epilogue && !a->folded && a->num_outputs == 1 &&
+            b->op == &cv_op_elementwise && b->num_outputs == 1 && b->inputs[0] == v &&
+            constant && p->last_use[v] == n + 1 &&
+            cv_elementwise_epilogue(&b->attrs, &p->constants[c - p->num_args], &a->epilogue)) {
+            a->has_epilogue = true;
+            b->folded = true;
+        }
+    }
     p->finished = true;
     return CV_STATUS_OK;
 }
@@ -342,12 +363,23 @@ CvStatus cv_program_run_into(const CvProgram *p, const CvElement *in, const CvEl
         cv_tensor_copy_ref(&values[p->num_args + i], &p->constants[i]);
     for (int n = 0; n < p->num_nodes && !s; n++) {
         const Node *node = &p->nodes[n];
+        if (node->folded) { /* the node before wrote our output */
+            values[node->first_output] = values[node->inputs[0]];
+            values[node->inputs[0]] = (CvTensor){0};
+            for (int i = 1; i < node->num_inputs; i++)
+                if (p->last_use[node->inputs[i]] == n)
+                    cv_tensor_clear(&values[node->inputs[i]]);
+            continue;
+        }
+        /* With an epilogue, the result (and dest) are the next node's. */
+        int result_of = node->has_epilogue ? p->nodes[n + 1].result_of : node->result_of;
         /* Inputs are shallow copies (no new references): the values keep them. */
         for (int i = 0; i < node->num_inputs; i++)
             args[i] = values[node->inputs[i]];
         CvOpContext ctx = {.seed = {p->seed[0], p->seed[1]}, .op_seed = node->op_seed,
                            .node = n, .id = *id,
-                           .dest = dests && node->result_of >= 0 ? &dests[node->result_of] : NULL};
+                           .dest = dests && result_of >= 0 ? &dests[result_of] : NULL,
+                           .epilogue = node->has_epilogue ? &node->epilogue : NULL};
         s = run_op(node->op, &node->attrs, args, node->num_inputs, &values[node->first_output],
                    node->num_outputs, &ctx);
         if (s) {

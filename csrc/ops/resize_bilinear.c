@@ -130,6 +130,8 @@ static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num
     float *dst = (float *)out[0].data;
     if (g.out_h == g.in_h && g.out_w == g.in_w) { /* as TensorFlow: a plain cast */
         cv_resize_load_row(in[0].dtype, in[0].data, cv_tensor_num_elements(&in[0]), dst);
+        if (ctx->epilogue)
+            cv_epilogue_apply(ctx->epilogue, dst, cv_tensor_num_elements(&out[0]));
         return CV_STATUS_OK;
     }
     int64_t c = g.channels, in_row = g.in_w * c, out_row = g.out_w * c;
@@ -175,7 +177,10 @@ static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num
                     }
                 }
             }
-            lerp_rows(rows[0], rows[1], ys[y].lerp, out_row, dst + ((b * g.out_h) + y) * out_row);
+            float *row = dst + ((b * g.out_h) + y) * out_row;
+            lerp_rows(rows[0], rows[1], ys[y].lerp, out_row, row);
+            if (ctx->epilogue) /* while the row is in L1 */
+                cv_epilogue_apply(ctx->epilogue, row, out_row);
         }
     }
     free(xs);
@@ -183,4 +188,5 @@ static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num
 }
 
 const CvOp cv_op_resize_bilinear = {
-    .name = "ResizeBilinear", .min_inputs = 1, .max_inputs = 1, .run = bilinear_run};
+    .name = "ResizeBilinear", .min_inputs = 1, .max_inputs = 1, .run = bilinear_run,
+    .takes_epilogue = true};
