@@ -51,6 +51,7 @@ static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static CvBuffer *pool[CV_POOL_SLOTS];
 static int pool_count;
 static size_t pool_bytes;
+static uint64_t pool_hits, pool_misses, pool_missed_bytes;
 
 static size_t header_size(void)
 {
@@ -105,9 +106,21 @@ static CvBuffer *pool_take(size_t size)
         memmove(pool + best_index, pool + best_index + 1,
                 (size_t)(--pool_count - best_index) * sizeof(pool[0])); /* keeps the age order */
         pool_bytes -= best->capacity;
+        pool_hits++;
+    } else {
+        pool_misses++;
+        pool_missed_bytes += size;
     }
     pthread_mutex_unlock(&pool_mu);
     return best;
+}
+
+CvBufferPoolStats cv_buffer_pool_stats(void)
+{
+    pthread_mutex_lock(&pool_mu);
+    CvBufferPoolStats stats = {pool_hits, pool_misses, pool_missed_bytes, (size_t)pool_count, pool_bytes};
+    pthread_mutex_unlock(&pool_mu);
+    return stats;
 }
 
 void cv_buffer_pool_after_fork(void)

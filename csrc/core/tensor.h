@@ -115,10 +115,19 @@ const char *cv_dtype_name(CvDtype dtype);
 
 /* Buffers. cv_buffer_new allocates header and memory together (64-byte
  * aligned data); returns NULL when out of memory. Large buffers (>= 64 KiB)
- * are recycled through a small pool (at most 16 buffers, 64 MiB), so that a
+ * are recycled through a pool (at most 128 buffers, 256 MiB), so that a
  * pipeline that allocates a batch buffer per step reuses warm memory instead
  * of mapping and faulting fresh pages each time. */
 CvBuffer *cv_buffer_new(size_t size);
+/* What the pool has done since the process started: requests for large
+ * buffers it served (hits) and those it could not (misses, for missed_bytes
+ * of fresh memory), and what it holds now. A consistent snapshot, taken under
+ * the pool's lock. */
+typedef struct CvBufferPoolStats {
+    uint64_t hits, misses, missed_bytes;
+    size_t pooled_buffers, pooled_bytes;
+} CvBufferPoolStats;
+CvBufferPoolStats cv_buffer_pool_stats(void);
 /* In a fork() child: forget the pool (its lock may be held by a parent thread). */
 void cv_buffer_pool_after_fork(void);
 static inline CvBuffer *cv_buffer_ref(CvBuffer *b)

@@ -9,6 +9,7 @@
 
 #include "core/cgroup.h"
 #include "core/memory.h"
+#include "core/tensor.h"
 
 #define MEMORY_CAPSULE "conveyor._engine.MemoryBudget"
 
@@ -68,6 +69,17 @@ static PyObject *memory_in_use(PyObject *module, PyObject *unused)
     return PyLong_FromLongLong(cv_memory_in_use());
 }
 
+static PyObject *buffer_pool_stats(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    CvBufferPoolStats stats = cv_buffer_pool_stats();
+    return Py_BuildValue("{sKsKsKsnsn}", "hits", (unsigned long long)stats.hits, "misses",
+                         (unsigned long long)stats.misses, "missed_bytes",
+                         (unsigned long long)stats.missed_bytes, "pooled_buffers",
+                         (Py_ssize_t)stats.pooled_buffers, "pooled_bytes", (Py_ssize_t)stats.pooled_bytes);
+}
+
 static PyObject *memory_process_limit(PyObject *module, PyObject *unused)
 {
     (void)module;
@@ -105,6 +117,8 @@ PyMethodDef cv_memory_functions[] = {
      "memory_budget_usage(budget or None) -> (bytes charged, limit); None: the process default"},
     {"memory_in_use", memory_in_use, METH_NOARGS,
      "Bytes that the buffers of all pipelines hold (charged to any budget)."},
+    {"buffer_pool_stats", buffer_pool_stats, METH_NOARGS,
+     "{hits, misses, missed_bytes, pooled_buffers, pooled_bytes} of the pool that recycles large buffers."},
     {"process_memory_limit", memory_process_limit, METH_NOARGS,
      "Bytes this process may use: min(physical RAM, cgroup limit, RLIMIT_AS)."},
     {"cgroup_limits", memory_cgroup_limits, METH_NOARGS,
