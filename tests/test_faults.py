@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import conveyor as cv
-from conftest import ROOT, thread_count
+from conftest import ROOT, fork_with_busy_threads, thread_count
 
 Dataset = cv.data.Dataset
 
@@ -281,6 +281,7 @@ def test_daemon_thread_in_next_at_exit(run_python):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@fork_with_busy_threads
 def test_fork_child_gets_clear_error_and_can_start_fresh(run_python):
     result = run_python("""
         import os, warnings, conveyor as cv

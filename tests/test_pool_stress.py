@@ -12,6 +12,8 @@ import os
 
 import pytest
 
+from conftest import fork_with_busy_threads
+
 # Under a sanitizer everything runs several times slower: fewer rounds.
 ROUNDS = 6 if os.environ.get("CV_SANITIZED") == "1" else 30
 
@@ -253,6 +255,7 @@ print("exiting", flush=True)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+@fork_with_busy_threads
 def test_fork_while_pipelines_run(run_python):
     """fork() while pipelines run in the parent: the child can make and drain
     new pipelines (the parent's iterators are unusable there), the parent
@@ -283,6 +286,7 @@ print("ok", [first] + rest == want, os.waitstatus_to_exitcode(status))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+@fork_with_busy_threads
 def test_fork_while_engine_threads_are_born(run_python):
     """fork() at the moment an engine thread makes its Python thread state
     (its first Python call) must not leave the child deadlocked inside
