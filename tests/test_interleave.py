@@ -176,6 +176,39 @@ def test_open_files_stay_bounded(tmp_path):
     assert 1 < peak[0] <= cycle + 8, peak[0]
 
 
+def test_read_ahead_of_large_records_is_deep_and_stays_in_the_ram_budget(tmp_path):
+    """The slots of the cycle read a batch's worth of 100 KB records ahead
+    (2 MiB each left the readers idle while the consumer converted a batch),
+    but never more than a quarter of options.autotune.ram_budget in all."""
+    paths = []
+    for i in range(2):
+        paths.append(str(tmp_path / f"r{i}.tfrecord"))
+        with cv.io.TFRecordWriter(paths[-1]) as w:
+            for j in range(300):
+                w.write(bytes([j % 256]) * 100_000)
+
+    def held_after_filling(budget=None, settle=10.0):
+        ds = Dataset.from_tensor_slices(paths).interleave(
+            cv.data.TFRecordDataset, cycle_length=2, num_parallel_calls=2)
+        if budget:
+            opts = cv.data.Options()
+            opts.autotune.ram_budget = budget
+            ds = ds.with_options(opts)
+        it = iter(ds)
+        first = [bytes(next(it)) for _ in range(4)]  # both files are in the cycle now
+        assert [b[0] for b in first] == [0, 0, 1, 1] and len(first[0]) == 100_000
+        deadline, held = time.monotonic() + settle, 0
+        while time.monotonic() < deadline and held < 8 << 20:
+            time.sleep(0.05)
+            held = max(held, it.stats().stage("ParallelInterleaveDataset").bytes_held)
+        rest = [bytes(b)[0] for b in it]
+        assert rest == [k % 256 for j in range(2, 300) for k in (j, j)]  # nothing lost or repeated
+        return held
+
+    assert held_after_filling() >= 8 << 20  # 2 MiB a slot held 4 MiB in all
+    assert held_after_filling(32 << 20, settle=1.0) <= (32 << 20) // 4 + 2 * 100_000
+
+
 def test_slow_opens_overlap():
     """With parallel interleave, inner datasets whose first element is slow open in parallel."""
     active, peak, lock = [0], [0], threading.Lock()

@@ -79,12 +79,19 @@
 #define CV_INTERLEAVE_MAX_FUTURES 8
 /* Per-slot read-ahead: tf.data's 2 x block_length + 1 results at least; for
  * small elements up to CV_INTERLEAVE_MAX_BUFFER of them, as long as they fit
- * in CV_INTERLEAVE_SLOT_BYTES, so that a worker hands over a run of records
- * under one lock and one wake-up instead of one each. 2 MiB lets a run hold
- * ten 100 KB records (256 KiB held three, and the wake-ups cost more CPU
- * than reading them); 1 KB records stay capped at 64 per slot. */
-#define CV_INTERLEAVE_MAX_BUFFER 64
+ * in the slot's bytes, so that a worker hands over a run of records under
+ * one lock and one wake-up instead of one each. The slots of the cycle share
+ * CV_INTERLEAVE_READ_AHEAD_BYTES (at most a quarter of the RAM budget), and
+ * have CV_INTERLEAVE_SLOT_BYTES each at least; futures (files opened ahead)
+ * have CV_INTERLEAVE_SLOT_BYTES. Large records need the depth: with 100 KB
+ * records, cycle_length 2 and batch(256), 2 MiB a slot ran dry while the
+ * consumer turned one batch into bytes objects (the readers idled, 1.2 of 2
+ * cores busy); a batch's worth read ahead keeps both cores reading. 2 MiB
+ * holds ten 100 KB records (256 KiB held three, and the wake-ups cost more
+ * CPU than reading them); 1 KB records stay capped at 128 per slot. */
+#define CV_INTERLEAVE_MAX_BUFFER 128
 #define CV_INTERLEAVE_SLOT_BYTES ((size_t)2 << 20)
+#define CV_INTERLEAVE_READ_AHEAD_BYTES ((size_t)32 << 20)
 /* A worker publishes what it has read after this long, even mid-run, so a
  * slow inner dataset never holds back elements the consumer waits for. */
 #define CV_INTERLEAVE_PUBLISH_NS 50000
@@ -120,6 +127,7 @@ typedef struct {
     int head, count;
     int limit;            /* results to buffer at most, from the element sizes seen */
     bool busy;  /* a worker is inside inner->next */
+    bool in_cycle; /* a slot of the cycle, not a future: reads ahead slot_bytes */
     bool ended; /* no more work: end buffered, or opening failed */
     bool unmarkable;          /* the worker's: saving inner failed; no more marks */
     CvStateWriter input_mark; /* futures: the input's frame right after `outer` */
@@ -148,6 +156,7 @@ typedef struct {
     int future_head, future_count, max_futures;
     int ring_size;  /* CV_INTERLEAVE_MAX_BUFFER */
     int min_limit;  /* 2 x block_length + 1, capped */
+    size_t slot_bytes; /* read-ahead of a slot of the cycle */
     bool opening;         /* a worker is pulling the input / calling map_func */
     bool input_exhausted; /* the input has ended (futures may remain) */
     bool cancelled, started;
@@ -306,6 +315,8 @@ static void place_slot(InterleaveIterator *it, int64_t position, Slot *slot)
 {
     pthread_mutex_lock(&it->mu);
     it->cycle[position] = slot;
+    if (slot)
+        slot->in_cycle = true;
     if (slot && it->cancelled)
         cv_iterator_cancel(slot->inner);
     pthread_mutex_unlock(&it->mu);
@@ -465,7 +476,7 @@ static CvTurn interleave_turn(void *arg)
         int elements = got - (run[got - 1].end || run[got - 1].status);
         if (elements > 0) {
             size_t per = bytes / (size_t)elements + 1;
-            size_t fit = CV_INTERLEAVE_SLOT_BYTES / per;
+            size_t fit = (slot->in_cycle ? it->slot_bytes : CV_INTERLEAVE_SLOT_BYTES) / per;
             slot->limit = fit < (size_t)it->min_limit ? it->min_limit
                           : fit > (size_t)it->ring_size ? it->ring_size : (int)fit;
         }
@@ -529,6 +540,7 @@ static CvStatus open_future_at(InterleaveIterator *it, int64_t position)
         return s;
     }
     it->cycle[position] = fresh;
+    fresh->in_cycle = true;
     it->num_open++;
     return CV_STATUS_OK;
 }
@@ -779,6 +791,12 @@ static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
         it->min_limit = ring > CV_INTERLEAVE_MAX_BUFFER ? CV_INTERLEAVE_MAX_BUFFER : (int)ring;
         int64_t futures = 2 * p->cycle_length;
         it->max_futures = futures > CV_INTERLEAVE_MAX_FUTURES ? CV_INTERLEAVE_MAX_FUTURES : (int)futures;
+        size_t shared = CV_INTERLEAVE_READ_AHEAD_BYTES;
+        int64_t budget = cv_memory_limit(ds->memory);
+        if (budget > 0 && (uint64_t)budget / 4 < shared)
+            shared = (size_t)(budget / 4);
+        shared /= (size_t)p->cycle_length;
+        it->slot_bytes = shared > CV_INTERLEAVE_SLOT_BYTES ? shared : CV_INTERLEAVE_SLOT_BYTES;
         /* The pipeline's pool, or one of our own when made outside a pipeline. */
         CvPool *pool = cv_pool_current() ? cv_pool_ref(cv_pool_current()) : cv_pool_new(p->num_workers);
         if (pool)
