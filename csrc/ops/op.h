@@ -48,10 +48,6 @@ typedef struct CvOpAttrs {
 
 void cv_op_attrs_clear(CvOpAttrs *attrs);
 
-/* The random stream of one op call: keyed by (seed, op seed, element id),
- * so it is the same whatever thread runs the element, and the same in a
- * traced program as in the op called eagerly for that element. The Python
- * layer makes op_seed unique per random op of a function. */
 /* An elementwise op with a float32 scalar (x / 255.0) that the op before it
  * applies to its float32 output as it writes it (ops/elementwise.c): the
  * same arithmetic, one pass over the memory instead of two. */
@@ -63,6 +59,10 @@ typedef struct CvEpilogue {
 /* Apply e to x[0..n) in place. */
 void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n);
 
+/* The random stream of one op call: keyed by (seed, op seed, element id),
+ * so it is the same whatever thread runs the element, and the same in a
+ * traced program as in the op called eagerly for that element. The Python
+ * layer makes op_seed unique per random op of a function. */
 typedef struct CvOpContext {
     uint64_t seed[2];  /* the function's seed pair */
     int64_t op_seed;   /* the op's own seed argument (0 when none) */

@@ -167,6 +167,27 @@ fail:
     return s;
 }
 
+/* The one result that node n's output 0 is, when nothing else uses that
+ * value, so that it may be written straight into dests[result]; else -1. A
+ * value that is two results, or a result and a later node's input, needs
+ * memory of its own. */
+static int sole_result(const CvProgram *p, int n, const int *results, int num_results)
+{
+    int v = p->nodes[n].first_output, found = -1;
+    for (int i = 0; i < num_results; i++) {
+        if (results[i] != v)
+            continue;
+        if (found >= 0)
+            return -1;
+        found = i;
+    }
+    for (int k = n + 1; found >= 0 && k < p->num_nodes; k++)
+        for (int i = 0; i < p->nodes[k].num_inputs; i++)
+            if (p->nodes[k].inputs[i] == v)
+                return -1;
+    return found;
+}
+
 CvStatus cv_program_finish(CvProgram *p, const int *results, int num_results)
 {
     if (p->finished)
@@ -195,23 +216,8 @@ CvStatus cv_program_finish(CvProgram *p, const int *results, int num_results)
             p->last_use[v] = p->num_nodes;
     for (int i = 0; i < num_results; i++)
         p->last_use[results[i]] = p->num_nodes;
-    for (int n = 0; n < p->num_nodes; n++) {
-        Node *node = &p->nodes[n];
-        node->result_of = -1;
-        for (int i = 0; i < num_results; i++) {
-            if (results[i] != node->first_output)
-                continue;
-            /* a value that is two results (or a result and a later input) needs its own memory */
-            node->result_of = node->result_of == -1 ? i : -2;
-        }
-        if (node->result_of >= 0)
-            for (int k = n + 1; k < p->num_nodes; k++)
-                for (int i = 0; i < p->nodes[k].num_inputs; i++)
-                    if (p->nodes[k].inputs[i] == node->first_output)
-                        node->result_of = -2;
-        if (node->result_of < 0)
-            node->result_of = -1;
-    }
+    for (int n = 0; n < p->num_nodes; n++)
+        p->nodes[n].result_of = sole_result(p, n, results, num_results);
     /* Epilogues: a node whose op takes them, followed by an Elementwise
      * node applying + - * / of a float32 constant scalar to its output and
      * nothing else using that output: the first node applies it as it
