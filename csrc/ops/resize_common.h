@@ -72,13 +72,13 @@ static inline void cv_row_cache_reset(CvRowCache *c)
 /* The slot holding row r, or NULL (then *victim is the slot to fill). */
 static inline float *cv_row_cache_find(CvRowCache *c, int64_t r, int *victim)
 {
+    *victim = 1 - c->last; /* always set: GCC cannot see it is read only after NULL */
     for (int k = 0; k < 2; k++) {
         if (c->row[k] == r) {
             c->last = k;
             return c->slot[k];
         }
     }
-    *victim = 1 - c->last;
     return NULL;
 }
 
