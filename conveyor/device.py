@@ -24,7 +24,8 @@ from conveyor import _engine
 from conveyor import errors
 
 __all__ = ["DeviceArray", "parse_device", "cuda_available", "cuda_device_count", "cuda_info",
-           "load_cuda", "copy_bandwidth", "CPU", "CUDA", "HOST"]
+           "load_cuda", "copy_bandwidth", "staging_cache_info", "empty_cache", "CPU", "CUDA",
+           "HOST"]
 
 DeviceArray = _engine.DeviceArray
 
@@ -126,6 +127,29 @@ def copy_bandwidth(device="cuda:0", nbytes=256 << 20, repeats=10):
     if kind == CUDA:
         load_cuda()
     return _engine.copy_rate(_KIND_CODE[kind], index, int(nbytes), int(repeats))
+
+
+def staging_cache_info():
+    """The page-locked staging cache of ``prefetch_to_device``: a dict of
+    ``hits`` and ``misses`` (staging slots taken from the cache / newly
+    allocated, since the process started), ``cached_bytes`` and
+    ``cached_blocks`` (held now, for the next iterator).
+
+    Pinning host memory is slow (a 38.5 MB batch slot took 19 ms to
+    allocate and 6 ms to free on an H200 machine), so the slots of an
+    iterator that ends wait, up to 512 MiB, for the next epoch's iterator
+    instead of being freed. Device memory is not cached between iterators."""
+    info = _engine.staging_cache(False)
+    del info["freed_bytes"]
+    return info
+
+
+def empty_cache():
+    """Free the page-locked staging memory that ended ``prefetch_to_device``
+    iterators left for reuse (see :func:`staging_cache_info`), as
+    ``torch.cuda.empty_cache()`` does for PyTorch's caches; returns the
+    bytes freed. Slots of running iterators are not touched."""
+    return _engine.staging_cache(True)["freed_bytes"]
 
 
 def engine_kind(kind):

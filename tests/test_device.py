@@ -29,6 +29,7 @@ from conveyor.data.experimental import AUTOTUNE, copy_to_device, prefetch_to_dev
 import _dlpack
 from checkpoint_helpers import plain, run, verify_resume, verify_resume_in_new_process
 from checkpoint_helpers import verify_two_restores
+from conftest import fork_with_busy_threads
 
 D = cv.data.Dataset
 # NumPy 1.x (CI runs the oldest supported one) has no copy= in asarray and
@@ -541,6 +542,76 @@ def test_the_staging_ring_is_charged_to_the_ram_budget():
     assert cv._engine.memory_in_use() == before
     del x  # the elements are not RAM (device memory, here the host's)
     assert cv._engine.memory_in_use() == before
+
+
+# ---------------------------------------------------------------- the staging cache
+
+def test_the_next_epoch_takes_the_last_epochs_staging():
+    cvdevice.empty_cache()
+    before = cvdevice.staging_cache_info()
+    ds = D.from_tensor_slices(np.arange(48 * 40000, dtype=np.float32).reshape(48, 40000)).batch(8)
+    staged = ds.apply(prefetch_to_device("host", 2))
+    expected = [b.sum() for b in ds]
+    charged, infos = [], []
+    for epoch in range(3):
+        it = iter(staged)
+        sums = [x.numpy().sum() for x in it]
+        assert sums == expected
+        charged.append(device_stage(it).staging_bytes)
+        del it
+        gc.collect()
+        infos.append(cvdevice.staging_cache_info())
+    # Epoch 1 pins its slots; epochs 2 and 3 take them back (one slot per
+    # packing turn, at most CV_DEVICE_MAX_WORKERS + 1), charged the same.
+    new = [i["misses"] - before["misses"] for i in infos]
+    assert 1 <= new[0] <= 5 and new[1] == new[0] and new[2] == new[0]
+    assert infos[2]["hits"] - before["hits"] >= 2 * new[0]
+    assert infos[0]["cached_blocks"] == infos[2]["cached_blocks"] == new[0]
+    assert infos[2]["cached_bytes"] == charged[0] == charged[2]
+    # Two iterators at once never share a slot: the second pins its own.
+    a, b = iter(staged), iter(staged)
+    assert [(x.numpy().sum(), y.numpy().sum()) for x, y in zip(a, b)] == list(zip(expected, expected))
+    del a, b
+    gc.collect()
+    assert cvdevice.staging_cache_info()["cached_blocks"] >= 2
+    freed = cvdevice.empty_cache()
+    assert freed >= infos[2]["cached_bytes"]
+    assert cvdevice.staging_cache_info()["cached_bytes"] == 0 and cvdevice.empty_cache() == 0
+
+
+def test_the_staging_cache_is_bounded_oldest_out():
+    cvdevice.empty_cache()
+    mib = 1 << 20
+    for megabytes in (300, 250):  # 550 MiB: past the 512 MiB bound
+        big = D.from_tensors(np.ones(megabytes * mib, np.uint8)).apply(copy_to_device("host"))
+        assert [x.nbytes for x in big] == [megabytes * mib]
+        gc.collect()
+        info = cvdevice.staging_cache_info()
+        assert info["cached_bytes"] == megabytes * mib and info["cached_blocks"] == 1, info
+    assert cvdevice.empty_cache() == 250 * mib
+
+
+@fork_with_busy_threads  # the stage's threads may still be winding down at fork()
+def test_a_fork_child_starts_with_an_empty_staging_cache(run_python):
+    done = run_python("""
+        import gc, os, numpy as np, conveyor as cv
+        from conveyor import device
+        from conveyor.data.experimental import prefetch_to_device
+        ds = cv.data.Dataset.range(100).batch(10).apply(prefetch_to_device("host", 2))
+        assert sum(int(x.numpy().sum()) for x in ds) == 4950
+        gc.collect()
+        assert device.staging_cache_info()["cached_blocks"] >= 1
+        pid = os.fork()
+        if pid == 0:
+            ok = device.staging_cache_info()["cached_blocks"] == 0
+            ok = ok and sum(int(x.numpy().sum()) for x in ds) == 4950
+            ok = ok and device.staging_cache_info()["cached_blocks"] >= 1 and device.empty_cache() > 0
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), device.staging_cache_info()["cached_blocks"] >= 1)
+        """, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True"]
 
 
 @pytest.mark.parametrize("apply", [lambda: prefetch_to_device("host", 2), lambda: copy_to_device("host")],

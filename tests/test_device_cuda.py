@@ -213,8 +213,10 @@ def same(got, expected):
     return plain(host_values(got)) == plain(expected)
 
 def drained():
-    # Everything conveyor held in the runtime is back: blocks, pinned memory, events, streams.
+    # Everything conveyor held in the runtime is back: blocks, pinned memory, events, streams
+    # (the pinned staging that ended iterators leave for the next epoch once the cache is emptied).
     gc.collect()
+    cvdevice.empty_cache()
     return fake.live()
 """
 
@@ -462,13 +464,17 @@ def test_fake_cuda_capsules_own_their_buffer(fake_cudart):
         del it
         gc.collect()
         held = fake.live()
+        cached = cvdevice.staging_cache_info()
         described = [_dlpack.describe(c) for c in capsules]
         names = [_dlpack.capsule_name(c).decode() for c in capsules]
         del capsules
-        print(json.dumps({"held": held, "names": names, "shapes": [d["shape"] for d in described],
+        print(json.dumps({"held": held, "cached": cached, "names": names,
+                          "shapes": [d["shape"] for d in described],
                           "live": drained(), "misuse": fake.misuse()}))
         """)
-    assert out["held"]["device_allocs"] == 4 and out["held"]["host_allocs"] == 0  # the ring is gone
+    # The ring is gone: its pinned slots wait in the staging cache, nothing else.
+    assert out["held"]["device_allocs"] == 4
+    assert out["held"]["host_allocs"] == out["cached"]["cached_blocks"] >= 1
     assert out["held"]["streams"] == 1  # the copy stream lives while a block does
     assert out["names"] == ["dltensor", "dltensor_versioned"] * 2
     assert out["shapes"] == [[10]] * 4
@@ -666,6 +672,34 @@ def test_fake_cuda_arrays_kept_across_epochs_hold_only_their_own_blocks(fake_cud
     assert out["live"] == [1, 2, 3, 4]
     assert out["values"] == [2 * 16384.0] * 4
     assert out["end"] == ZERO_LIVE and out["misuse"] == {}
+
+
+def test_fake_cuda_epochs_reuse_the_pinned_staging(fake_cudart):
+    """cudaHostAlloc in the first epoch only: the ring's pinned slots wait in
+    the staging cache for the next iterator; empty_cache() frees them."""
+    out = fake_child(fake_cudart, """
+        data = np.arange(32 * 8192, dtype=np.float32).reshape(32, 8192)
+        ds = D.from_tensor_slices(data).batch(4).apply(prefetch_to_device("cuda:0", 4))
+        pinned, infos, ok = [], [], True
+        for epoch in range(3):
+            got = [x.numpy() for x in ds]
+            ok = ok and all(np.array_equal(g, data[4 * i:4 * i + 4]) for i, g in enumerate(got))
+            del got
+            gc.collect()
+            pinned.append(fake.live()["host_allocs"])
+            infos.append(cvdevice.staging_cache_info())
+        freed = cvdevice.empty_cache()
+        print(json.dumps({"ok": ok, "pinned": pinned, "infos": infos, "freed": freed,
+                          "after": fake.live()["host_allocs"], "live": drained(),
+                          "misuse": fake.misuse()}))
+        """, FAKE_CUDA_DELAY_US=200)
+    assert out["ok"]
+    first = out["infos"][0]["misses"]
+    assert 1 <= first <= 5 and [i["misses"] for i in out["infos"]] == [first] * 3
+    assert out["infos"][2]["hits"] >= 2 * first
+    assert out["pinned"] == [first] * 3  # held by the cache between epochs, nothing more
+    assert out["freed"] == out["infos"][2]["cached_bytes"] > 0 and out["after"] == 0
+    assert out["misuse"] == {} and out["live"] == ZERO_LIVE
 
 
 def test_fake_cuda_exit_with_live_arrays_and_capsules(fake_cudart):

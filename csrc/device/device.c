@@ -501,6 +501,137 @@ CvStatus cv_device_buffer_read(CvDeviceBuffer *b, const char *src, void *dst, si
     return s;
 }
 
+/* ------------------------------------------------------------ staging cache */
+
+typedef struct StagingBlock {
+    const CvDeviceMethods *methods; /* of the kind that allocated it: frees it */
+    CvDeviceKind kind;
+    int index;
+    void *ptr;
+    size_t size;
+    struct StagingBlock *next;
+} StagingBlock;
+
+static pthread_mutex_t staging_mu = PTHREAD_MUTEX_INITIALIZER; /* guards all below */
+static StagingBlock *staging_cache;
+static size_t staging_bytes, staging_blocks;
+static uint64_t staging_hits, staging_misses;
+static pthread_once_t staging_once = PTHREAD_ONCE_INIT;
+
+static void staging_after_fork(void)
+{
+    pthread_mutex_init(&staging_mu, NULL);
+    staging_cache = NULL; /* the parent's pinned blocks: not ours to free or reuse */
+    staging_bytes = staging_blocks = 0;
+}
+
+static void staging_install(void)
+{
+    pthread_atfork(NULL, NULL, staging_after_fork);
+}
+
+/* Free a list taken out of the cache (outside staging_mu: cudaFreeHost waits
+ * for the device). */
+static void free_staging(StagingBlock *b)
+{
+    while (b) {
+        StagingBlock *next = b->next;
+        b->methods->host_free(NULL, b->ptr);
+        free(b);
+        b = next;
+    }
+}
+
+CvStatus cv_device_staging_take(CvDevice *d, size_t n, void **p, size_t *capacity)
+{
+    pthread_once(&staging_once, staging_install);
+    StagingBlock *found = NULL, **link = NULL;
+    pthread_mutex_lock(&staging_mu);
+    for (StagingBlock **b = &staging_cache; *b; b = &(*b)->next)
+        if ((*b)->kind == d->kind && (*b)->index == d->index && (*b)->size == n) {
+            found = *b;
+            link = b;
+            break;
+        }
+    if (found) {
+        *link = found->next;
+        staging_bytes -= found->size;
+        staging_blocks--;
+        staging_hits++;
+    } else {
+        staging_misses++;
+    }
+    pthread_mutex_unlock(&staging_mu);
+    if (found) {
+        *p = found->ptr;
+        *capacity = found->size;
+        free(found);
+        return CV_STATUS_OK;
+    }
+    CvStatus s = d->methods->host_alloc(d, n, p);
+    if (!s)
+        *capacity = n;
+    return s;
+}
+
+void cv_device_staging_give(CvDevice *d, void *p, size_t capacity)
+{
+    if (!p)
+        return;
+    pthread_once(&staging_once, staging_install);
+    StagingBlock *b = malloc(sizeof(*b)), *evicted = NULL;
+    if (!b || capacity > CV_STAGING_CACHE_BYTES) {
+        free(b);
+        d->methods->host_free(d, p);
+        return;
+    }
+    *b = (StagingBlock){d->methods, d->kind, d->index, p, capacity, NULL};
+    pthread_mutex_lock(&staging_mu);
+    b->next = staging_cache; /* newest first */
+    staging_cache = b;
+    staging_bytes += capacity;
+    staging_blocks++;
+    if (staging_bytes > CV_STAGING_CACHE_BYTES) { /* the oldest go: cut the list where it fits */
+        size_t kept = 0;
+        StagingBlock **link = &staging_cache;
+        while (kept + (*link)->size <= CV_STAGING_CACHE_BYTES) {
+            kept += (*link)->size;
+            link = &(*link)->next;
+        }
+        evicted = *link;
+        *link = NULL;
+        staging_bytes = kept;
+        for (StagingBlock *e = evicted; e; e = e->next)
+            staging_blocks--;
+    }
+    pthread_mutex_unlock(&staging_mu);
+    free_staging(evicted);
+}
+
+size_t cv_device_staging_trim(void)
+{
+    pthread_once(&staging_once, staging_install);
+    pthread_mutex_lock(&staging_mu);
+    StagingBlock *all = staging_cache;
+    size_t bytes = staging_bytes;
+    staging_cache = NULL;
+    staging_bytes = staging_blocks = 0;
+    pthread_mutex_unlock(&staging_mu);
+    free_staging(all);
+    return bytes;
+}
+
+CvStagingStats cv_device_staging_stats(void)
+{
+    pthread_once(&staging_once, staging_install);
+    pthread_mutex_lock(&staging_mu);
+    CvStagingStats st = {staging_hits, staging_misses, staging_bytes, staging_blocks};
+    pthread_mutex_unlock(&staging_mu);
+    return st;
+}
+
+/* ------------------------------------------------------------ bandwidth */
+
 CvStatus cv_device_copy_rate(CvDevice *d, size_t n, int repeats, double *rate)
 {
     void *host = NULL, *start = NULL, *end = NULL;

@@ -57,7 +57,7 @@ typedef struct CvDeviceMethods {
     CvStatus (*open)(CvDevice *d);  /* check the index, make the copy stream */
     void (*close)(CvDevice *d);
     CvStatus (*host_alloc)(CvDevice *d, size_t n, void **p); /* page-locked (pinned) */
-    void (*host_free)(CvDevice *d, void *p);
+    void (*host_free)(CvDevice *d, void *p); /* d may be NULL: no device is needed */
     CvStatus (*alloc)(CvDevice *d, size_t n, void **p);
     void (*free)(CvDevice *d, void *p);
     /* n bytes host -> device, asynchronous on the copy stream. */
@@ -150,6 +150,28 @@ CvStatus cv_device_buffer_wait(CvDeviceBuffer *b, uintptr_t stream);
 /* Copy n bytes at device address src (inside b) to host memory dst, after
  * the copy that filled b. */
 CvStatus cv_device_buffer_read(CvDeviceBuffer *b, const char *src, void *dst, size_t n);
+
+/* Page-locked staging memory, kept between iterators: on an H200 machine a
+ * cudaHostAlloc of one 38.5 MB batch slot took 19 ms and its cudaFreeHost
+ * 6 ms (and that waits for the device), so each epoch's new iterator paid
+ * about 75 ms for its ring. Given back, a block waits in a cache of its
+ * device (kind and index), newest first, at most CV_STAGING_CACHE_BYTES
+ * in all (past that the oldest are freed); taking n bytes reuses a cached
+ * block of exactly n (slots grow in 1 MiB steps, so an epoch's ring takes
+ * the blocks of the last epoch's, and the RAM budget's charge is the same).
+ * Any thread. A fork child starts with an empty cache (the parent's blocks
+ * stay allocated there: a bounded leak). */
+#define CV_STAGING_CACHE_BYTES ((size_t)512 << 20)
+/* At least n page-locked bytes: *capacity gets the block's size. */
+CvStatus cv_device_staging_take(CvDevice *d, size_t n, void **p, size_t *capacity);
+void cv_device_staging_give(CvDevice *d, void *p, size_t capacity); /* NULL-safe */
+/* Free every cached block; returns the bytes freed. */
+size_t cv_device_staging_trim(void);
+typedef struct CvStagingStats {
+    uint64_t hits, misses; /* takes served from the cache / allocated */
+    size_t cached_bytes, cached_blocks;
+} CvStagingStats;
+CvStagingStats cv_device_staging_stats(void);
 
 /* Host-to-device bandwidth from page-locked memory, as the device's own
  * copies would see it: `repeats` copies of n bytes on the copy stream, timed

@@ -17,7 +17,9 @@
  * workers + 1 slots. A turn claims a slot no other turn is filling,
  * preferring one whose copy has completed, and waits (in a blocking
  * section) for the copy of the one it took. Slots grow to the largest
- * element; their bytes are charged to the pipeline's RAM budget. Elements
+ * element; their bytes are charged to the pipeline's RAM budget. Their
+ * page-locked memory comes from, and goes back to, the device's staging
+ * cache (device.h), so the next epoch's iterator does not pin it again. Elements
  * waiting on the device are charged to a budget of their own (device
  * memory, not RAM; shown in statistics). buffer_size 0 (copy_to_device)
  * copies on the consumer's thread, in next().
@@ -145,17 +147,16 @@ static CvStatus grow_slot(DeviceIterator *it, StagingSlot *slot, size_t n)
     CvDevice *d = it->device;
     size_t step = (size_t)1 << 20, capacity = (n + step - 1) / step * step;
     CvMemory *m = it->staged.base.dataset->memory;
-    CvStatus s = cv_memory_charge(m, capacity - slot->capacity, "PrefetchToDevice",
-                                  atomic_load(&it->ring_bytes), "lower the batch size");
+    void *host = NULL;
+    CvStatus s = cv_device_staging_take(d, capacity, &host, &capacity);
     if (s)
         return s;
-    void *host = NULL;
-    if ((s = d->methods->host_alloc(d, capacity, &host))) {
-        cv_memory_release(m, capacity - slot->capacity);
+    if ((s = cv_memory_charge(m, capacity - slot->capacity, "PrefetchToDevice",
+                              atomic_load(&it->ring_bytes), "lower the batch size"))) {
+        cv_device_staging_give(d, host, capacity);
         return s;
     }
-    if (slot->host)
-        d->methods->host_free(d, slot->host);
+    cv_device_staging_give(d, slot->host, slot->capacity);
     it->ring_bytes += capacity - slot->capacity;
     slot->host = host;
     slot->capacity = capacity;
@@ -311,8 +312,7 @@ static void device_destroy(CvIterator *base)
             StagingSlot *slot = &it->ring[i];
             if (slot->busy)
                 cv_status_free(d->methods->sync(d, slot->done));
-            if (slot->host)
-                d->methods->host_free(d, slot->host);
+            cv_device_staging_give(d, slot->host, slot->capacity); /* the next epoch's */
             d->methods->event_free(d, slot->start);
             d->methods->event_free(d, slot->done);
         }

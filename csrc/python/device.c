@@ -608,7 +608,29 @@ static PyObject *device_copy_rate(PyObject *module, PyObject *args)
     return PyFloat_FromDouble(rate);
 }
 
+/* staging_cache(trim) -> dict: the page-locked staging cache's counters
+ * (device.h), read before trim=True frees what it holds. */
+static PyObject *device_staging_cache(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    int trim = PyObject_IsTrue(arg);
+    if (trim < 0)
+        return NULL;
+    CvStagingStats st = cv_device_staging_stats();
+    size_t freed = 0;
+    if (trim) {
+        Py_BEGIN_ALLOW_THREADS /* cudaFreeHost waits for the device */
+        freed = cv_device_staging_trim();
+        Py_END_ALLOW_THREADS
+    }
+    return Py_BuildValue("{s:K,s:K,s:n,s:n,s:n}", "hits", (unsigned long long)st.hits, "misses",
+                         (unsigned long long)st.misses, "cached_bytes", (Py_ssize_t)st.cached_bytes,
+                         "cached_blocks", (Py_ssize_t)st.cached_blocks, "freed_bytes",
+                         (Py_ssize_t)freed);
+}
+
 PyMethodDef cv_device_functions[] = {
+    {"staging_cache", device_staging_cache, METH_O, "staging_cache(trim) -> dict"},
     {"cuda_load", device_cuda_load, METH_O, "cuda_load(candidates) -> None"},
     {"cuda_info", device_cuda_info, METH_NOARGS, "cuda_info() -> dict"},
     {"copy_rate", device_copy_rate, METH_VARARGS, "copy_rate(kind, index, nbytes, repeats) -> float"},
