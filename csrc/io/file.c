@@ -5,8 +5,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/openat2.h>
+#endif
 
 #include "core/pool.h"
 #include "core/thread.h"
@@ -45,14 +51,44 @@ CvStatus cv_file_error(int e, const char *path, const char *what)
     return cv_error(errno_code(e), "%s; %s%s%s", path, strerror(e), what ? " " : "", what ? what : "");
 }
 
+/* Whether the kernel reads buffered files with RWF_NOWAIT (Linux 5.9 and
+ * later); cleared at its first refusal. */
+static atomic_bool nowait_works = true;
+
+/* Read what the page cache holds without blocking (preadv2 with
+ * RWF_NOWAIT, at the file position as read() would): such a read is CPU
+ * work, and giving the thread's place to another worker for it would only
+ * run more threads than the budget for a moment, at every file. -1 with
+ * EAGAIN: the data needs I/O (or the kernel cannot tell). */
+static ssize_t read_cached(int fd, void *dst, size_t n)
+{
+#ifdef RWF_NOWAIT
+    if (atomic_load_explicit(&nowait_works, memory_order_relaxed)) {
+        struct iovec v = {dst, n};
+        ssize_t r = preadv2(fd, &v, 1, -1, RWF_NOWAIT);
+        if (r >= 0 || errno == EAGAIN || errno == EINTR)
+            return r;
+        if (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)
+            atomic_store_explicit(&nowait_works, false, memory_order_relaxed);
+    }
+#else
+    (void)fd, (void)dst, (void)n;
+#endif
+    errno = EAGAIN;
+    return -1;
+}
+
 CvStatus cv_file_read(int fd, const char *path, void *dst, size_t n, size_t *got)
 {
     size_t done = 0;
     while (done < n) {
         size_t want = n - done < MAX_TRANSFER ? n - done : MAX_TRANSFER;
-        cv_blocking_begin(); /* on a pool thread, let another thread run meanwhile */
-        ssize_t r = read(fd, (char *)dst + done, want);
-        cv_blocking_end();
+        ssize_t r = read_cached(fd, (char *)dst + done, want);
+        if (r < 0 && errno == EAGAIN) {
+            cv_blocking_begin(); /* I/O: on a pool thread, let another thread run meanwhile */
+            r = read(fd, (char *)dst + done, want);
+            cv_blocking_end();
+        }
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -67,11 +103,41 @@ CvStatus cv_file_read(int fd, const char *path, void *dst, size_t n, size_t *got
     return CV_STATUS_OK;
 }
 
+/* Whether openat2 takes RESOLVE_CACHED (Linux 5.12 and later); cleared at
+ * its first refusal. */
+static atomic_bool cached_open_works = true;
+
+/* open() when the path resolves from the dentry cache alone (openat2 with
+ * RESOLVE_CACHED), for the same reason as read_cached; -1 with EAGAIN
+ * otherwise. */
+static int open_cached(const char *path, int flags)
+{
+#if defined(SYS_openat2) && defined(RESOLVE_CACHED)
+    if (atomic_load_explicit(&cached_open_works, memory_order_relaxed)) {
+        struct open_how how = {.flags = (uint64_t)flags, .resolve = RESOLVE_CACHED};
+        int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+        if (fd >= 0 || errno != EAGAIN) {
+            if (fd >= 0 || (errno != ENOSYS && errno != EINVAL && errno != EPERM && errno != E2BIG))
+                return fd; /* opened, or a real error: ENOENT, EACCES... */
+            atomic_store_explicit(&cached_open_works, false, memory_order_relaxed);
+        }
+    }
+#else
+    (void)path, (void)flags;
+#endif
+    errno = EAGAIN;
+    return -1;
+}
+
 CvStatus cv_file_open_read(const char *path, int *fd, bool *waits)
 {
-    cv_blocking_begin(); /* a slow file system, even without a FIFO */
-    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    cv_blocking_end();
+    int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+    *fd = open_cached(path, flags);
+    if (*fd < 0 && errno == EAGAIN) {
+        cv_blocking_begin(); /* a slow file system, even without a FIFO */
+        *fd = open(path, flags);
+        cv_blocking_end();
+    }
     if (*fd < 0)
         return cv_file_error(errno, path, NULL);
     struct stat sb;
