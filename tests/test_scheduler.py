@@ -202,6 +202,27 @@ def test_blocking_work_does_not_starve_cpu_work():
     assert sleepy_stage.max_parallelism == 4
 
 
+@pytest.mark.parametrize("budget", [4, 8])
+def test_cpu_work_ramps_up_to_the_parallelism(budget):
+    """Native work with no blocking section at all (no I/O, no Python): the
+    pool still starts a thread per turn the stage may run, up to the budget
+    (a turn that starts wakes a peer while more could run; before, only
+    submits and blocking sections woke threads, and this ran on one)."""
+    images = np.random.default_rng(0).random((128, 48, 48, 3), dtype=np.float32)
+    ds = Dataset.from_tensor_slices(images).map(
+        lambda x: cv.image.resize(x, [80, 80]), num_parallel_calls=budget).batch(8)
+    options = cv.data.Options()
+    options.autotune.cpu_budget = budget
+    it = iter(ds.with_options(options))
+    peak, got = 0, []
+    for b in it:
+        got.append(b)
+        peak = max(peak, it.stats().threads)
+    assert peak == budget
+    expected = [cv.image.resize(x, [80, 80]) for x in images]
+    assert all(np.array_equal(g, np.stack(expected[8 * i:8 * i + 8])) for i, g in enumerate(got))
+
+
 def _cached_io_works(path):
     """openat2(RESOLVE_CACHED) and preadv2(RWF_NOWAIT), as csrc/io/file.c uses them."""
     import ctypes

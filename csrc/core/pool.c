@@ -139,6 +139,9 @@ static CvTask *pick(CvPool *pool)
     return NULL;
 }
 
+static void wake_one(CvPool *pool, int most);
+static bool has_runnable(CvPool *pool);
+
 /* mu held: run one turn of t (picked: queued, below its limit) with mu
  * released. `counted`: the thread takes a place among the running turns
  * (a helper already holds one, for the turn it is inside). */
@@ -146,6 +149,11 @@ static void run_turn(CvPool *pool, CvTask *t, bool counted)
 {
     t->running++;
     pool->running += counted;
+    /* More turns could run beside this one: get a peer on them (it does the
+     * same as it starts, so the pool ramps up to the stages' parallelism).
+     * Submits and blocking sections wake one thread each, too few alone. */
+    if (counted && pool->running < pool->budget && has_runnable(pool))
+        wake_one(pool, pool->budget);
     uint64_t submits = t->submits;
     pthread_mutex_unlock(&pool->mu);
     CvTurn r = t->turn(t->owner);

@@ -10,6 +10,10 @@
  * of runnable tasks round robin, at most `limit` turns of one task at a time
  * (the stage's parallelism, which the autotuner moves).
  *
+ * A thread that starts a turn wakes a peer (or starts one, up to the
+ * budget) while more turns could run, so the pool ramps up to the stages'
+ * parallelism without waiting for submits or blocking sections.
+ *
  * A task is queued while it may have work. A turn that finds none (no room
  * in its buffer, nothing to open) returns CV_TURN_IDLE and the task leaves
  * the queue until cv_task_submit() (the consumer made room); a submit
