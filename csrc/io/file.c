@@ -52,8 +52,11 @@ CvStatus cv_file_error(int e, const char *path, const char *what)
 }
 
 /* Whether the kernel reads buffered files with RWF_NOWAIT (Linux 5.9 and
- * later); cleared at its first refusal. */
-static atomic_bool nowait_works = true;
+ * later). Some file systems refuse it where the kernel has it (procfs:
+ * EOPNOTSUPP), so a refusal only counts against it until one read has
+ * worked; after 32 refusals and no success it is not tried again. */
+static atomic_bool nowait_works = true, nowait_worked;
+static atomic_int nowait_refusals;
 
 /* Read what the page cache holds without blocking (preadv2 with
  * RWF_NOWAIT, at the file position as read() would): such a read is CPU
@@ -66,9 +69,13 @@ static ssize_t read_cached(int fd, void *dst, size_t n)
     if (atomic_load_explicit(&nowait_works, memory_order_relaxed)) {
         struct iovec v = {dst, n};
         ssize_t r = preadv2(fd, &v, 1, -1, RWF_NOWAIT);
+        if (r >= 0 && !atomic_load_explicit(&nowait_worked, memory_order_relaxed))
+            atomic_store_explicit(&nowait_worked, true, memory_order_relaxed);
         if (r >= 0 || errno == EAGAIN || errno == EINTR)
             return r;
-        if (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)
+        if (errno == ENOSYS || ((errno == EOPNOTSUPP || errno == EINVAL) &&
+                                !atomic_load_explicit(&nowait_worked, memory_order_relaxed) &&
+                                atomic_fetch_add_explicit(&nowait_refusals, 1, memory_order_relaxed) >= 32))
             atomic_store_explicit(&nowait_works, false, memory_order_relaxed);
     }
 #else
