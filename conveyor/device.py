@@ -139,9 +139,7 @@ def staging_cache_info():
     allocate and 6 ms to free on an H200 machine), so the slots of an
     iterator that ends wait, up to 512 MiB, for the next epoch's iterator
     instead of being freed. Device memory is not cached between iterators."""
-    info = _engine.staging_cache(False)
-    del info["freed_bytes"]
-    return info
+    return _engine.staging_cache_info()
 
 
 def empty_cache():
@@ -149,7 +147,7 @@ def empty_cache():
     iterators left for reuse (see :func:`staging_cache_info`), as
     ``torch.cuda.empty_cache()`` does for PyTorch's caches; returns the
     bytes freed. Slots of running iterators are not touched."""
-    return _engine.staging_cache(True)["freed_bytes"]
+    return _engine.staging_cache_empty()
 
 
 def engine_kind(kind):

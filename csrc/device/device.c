@@ -514,7 +514,7 @@ typedef struct StagingBlock {
 
 static pthread_mutex_t staging_mu = PTHREAD_MUTEX_INITIALIZER; /* guards all below */
 static StagingBlock *staging_cache;
-static size_t staging_bytes, staging_blocks;
+static size_t staging_bytes;
 static uint64_t staging_hits, staging_misses;
 static pthread_once_t staging_once = PTHREAD_ONCE_INIT;
 
@@ -522,7 +522,7 @@ static void staging_after_fork(void)
 {
     pthread_mutex_init(&staging_mu, NULL);
     staging_cache = NULL; /* the parent's pinned blocks: not ours to free or reuse */
-    staging_bytes = staging_blocks = 0;
+    staging_bytes = 0;
 }
 
 static void staging_install(void)
@@ -542,36 +542,27 @@ static void free_staging(StagingBlock *b)
     }
 }
 
-CvStatus cv_device_staging_take(CvDevice *d, size_t n, void **p, size_t *capacity)
+CvStatus cv_device_staging_take(CvDevice *d, size_t n, void **p)
 {
     pthread_once(&staging_once, staging_install);
-    StagingBlock *found = NULL, **link = NULL;
     pthread_mutex_lock(&staging_mu);
-    for (StagingBlock **b = &staging_cache; *b; b = &(*b)->next)
-        if ((*b)->kind == d->kind && (*b)->index == d->index && (*b)->size == n) {
-            found = *b;
-            link = b;
-            break;
-        }
+    StagingBlock **link = &staging_cache;
+    while (*link && !((*link)->kind == d->kind && (*link)->index == d->index && (*link)->size == n))
+        link = &(*link)->next;
+    StagingBlock *found = *link;
     if (found) {
         *link = found->next;
-        staging_bytes -= found->size;
-        staging_blocks--;
+        staging_bytes -= n;
         staging_hits++;
     } else {
         staging_misses++;
     }
     pthread_mutex_unlock(&staging_mu);
-    if (found) {
-        *p = found->ptr;
-        *capacity = found->size;
-        free(found);
-        return CV_STATUS_OK;
-    }
-    CvStatus s = d->methods->host_alloc(d, n, p);
-    if (!s)
-        *capacity = n;
-    return s;
+    if (!found)
+        return d->methods->host_alloc(d, n, p);
+    *p = found->ptr;
+    free(found);
+    return CV_STATUS_OK;
 }
 
 void cv_device_staging_give(CvDevice *d, void *p, size_t capacity)
@@ -590,7 +581,6 @@ void cv_device_staging_give(CvDevice *d, void *p, size_t capacity)
     b->next = staging_cache; /* newest first */
     staging_cache = b;
     staging_bytes += capacity;
-    staging_blocks++;
     if (staging_bytes > CV_STAGING_CACHE_BYTES) { /* the oldest go: cut the list where it fits */
         size_t kept = 0;
         StagingBlock **link = &staging_cache;
@@ -601,8 +591,6 @@ void cv_device_staging_give(CvDevice *d, void *p, size_t capacity)
         evicted = *link;
         *link = NULL;
         staging_bytes = kept;
-        for (StagingBlock *e = evicted; e; e = e->next)
-            staging_blocks--;
     }
     pthread_mutex_unlock(&staging_mu);
     free_staging(evicted);
@@ -615,7 +603,7 @@ size_t cv_device_staging_trim(void)
     StagingBlock *all = staging_cache;
     size_t bytes = staging_bytes;
     staging_cache = NULL;
-    staging_bytes = staging_blocks = 0;
+    staging_bytes = 0;
     pthread_mutex_unlock(&staging_mu);
     free_staging(all);
     return bytes;
@@ -625,7 +613,9 @@ CvStagingStats cv_device_staging_stats(void)
 {
     pthread_once(&staging_once, staging_install);
     pthread_mutex_lock(&staging_mu);
-    CvStagingStats st = {staging_hits, staging_misses, staging_bytes, staging_blocks};
+    CvStagingStats st = {staging_hits, staging_misses, staging_bytes, 0};
+    for (StagingBlock *b = staging_cache; b; b = b->next)
+        st.cached_blocks++;
     pthread_mutex_unlock(&staging_mu);
     return st;
 }

@@ -162,8 +162,8 @@ CvStatus cv_device_buffer_read(CvDeviceBuffer *b, const char *src, void *dst, si
  * Any thread. A fork child starts with an empty cache (the parent's blocks
  * stay allocated there: a bounded leak). */
 #define CV_STAGING_CACHE_BYTES ((size_t)512 << 20)
-/* At least n page-locked bytes: *capacity gets the block's size. */
-CvStatus cv_device_staging_take(CvDevice *d, size_t n, void **p, size_t *capacity);
+/* n page-locked bytes, cached or newly allocated. */
+CvStatus cv_device_staging_take(CvDevice *d, size_t n, void **p);
 void cv_device_staging_give(CvDevice *d, void *p, size_t capacity); /* NULL-safe */
 /* Free every cached block; returns the bytes freed. */
 size_t cv_device_staging_trim(void);

@@ -18,8 +18,8 @@
  * preferring one whose copy has completed, and waits (in a blocking
  * section) for the copy of the one it took. Slots grow to the largest
  * element; their bytes are charged to the pipeline's RAM budget. Their
- * page-locked memory comes from, and goes back to, the device's staging
- * cache (device.h), so the next epoch's iterator does not pin it again. Elements
+ * page-locked memory comes from, and goes back to, the staging cache
+ * (device.h), so the next epoch's iterator does not pin it again. Elements
  * waiting on the device are charged to a budget of their own (device
  * memory, not RAM; shown in statistics). buffer_size 0 (copy_to_device)
  * copies on the consumer's thread, in next().
@@ -147,13 +147,13 @@ static CvStatus grow_slot(DeviceIterator *it, StagingSlot *slot, size_t n)
     CvDevice *d = it->device;
     size_t step = (size_t)1 << 20, capacity = (n + step - 1) / step * step;
     CvMemory *m = it->staged.base.dataset->memory;
-    void *host = NULL;
-    CvStatus s = cv_device_staging_take(d, capacity, &host, &capacity);
+    CvStatus s = cv_memory_charge(m, capacity - slot->capacity, "PrefetchToDevice",
+                                  atomic_load(&it->ring_bytes), "lower the batch size");
     if (s)
         return s;
-    if ((s = cv_memory_charge(m, capacity - slot->capacity, "PrefetchToDevice",
-                              atomic_load(&it->ring_bytes), "lower the batch size"))) {
-        cv_device_staging_give(d, host, capacity);
+    void *host = NULL;
+    if ((s = cv_device_staging_take(d, capacity, &host))) {
+        cv_memory_release(m, capacity - slot->capacity);
         return s;
     }
     cv_device_staging_give(d, slot->host, slot->capacity);

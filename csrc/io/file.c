@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#ifdef __linux__
+#if defined(__linux__) && __has_include(<linux/openat2.h>) /* Linux 5.6 headers */
 #include <linux/openat2.h>
 #endif
 

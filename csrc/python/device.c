@@ -608,29 +608,30 @@ static PyObject *device_copy_rate(PyObject *module, PyObject *args)
     return PyFloat_FromDouble(rate);
 }
 
-/* staging_cache(trim) -> dict: the page-locked staging cache's counters
- * (device.h), read before trim=True frees what it holds. */
-static PyObject *device_staging_cache(PyObject *module, PyObject *arg)
+/* staging_cache_info() -> dict: the page-locked staging cache (device.h). */
+static PyObject *device_staging_cache_info(PyObject *module, PyObject *unused)
 {
-    (void)module;
-    int trim = PyObject_IsTrue(arg);
-    if (trim < 0)
-        return NULL;
+    (void)module, (void)unused;
     CvStagingStats st = cv_device_staging_stats();
-    size_t freed = 0;
-    if (trim) {
-        Py_BEGIN_ALLOW_THREADS /* cudaFreeHost waits for the device */
-        freed = cv_device_staging_trim();
-        Py_END_ALLOW_THREADS
-    }
-    return Py_BuildValue("{s:K,s:K,s:n,s:n,s:n}", "hits", (unsigned long long)st.hits, "misses",
+    return Py_BuildValue("{s:K,s:K,s:n,s:n}", "hits", (unsigned long long)st.hits, "misses",
                          (unsigned long long)st.misses, "cached_bytes", (Py_ssize_t)st.cached_bytes,
-                         "cached_blocks", (Py_ssize_t)st.cached_blocks, "freed_bytes",
-                         (Py_ssize_t)freed);
+                         "cached_blocks", (Py_ssize_t)st.cached_blocks);
+}
+
+/* staging_cache_empty() -> bytes freed. */
+static PyObject *device_staging_cache_empty(PyObject *module, PyObject *unused)
+{
+    (void)module, (void)unused;
+    size_t freed;
+    Py_BEGIN_ALLOW_THREADS /* cudaFreeHost waits for the device */
+    freed = cv_device_staging_trim();
+    Py_END_ALLOW_THREADS
+    return PyLong_FromSize_t(freed);
 }
 
 PyMethodDef cv_device_functions[] = {
-    {"staging_cache", device_staging_cache, METH_O, "staging_cache(trim) -> dict"},
+    {"staging_cache_info", device_staging_cache_info, METH_NOARGS, "staging_cache_info() -> dict"},
+    {"staging_cache_empty", device_staging_cache_empty, METH_NOARGS, "staging_cache_empty() -> int"},
     {"cuda_load", device_cuda_load, METH_O, "cuda_load(candidates) -> None"},
     {"cuda_info", device_cuda_info, METH_NOARGS, "cuda_info() -> dict"},
     {"copy_rate", device_copy_rate, METH_VARARGS, "copy_rate(kind, index, nbytes, repeats) -> float"},
