@@ -30,7 +30,8 @@
  *
  * Locks: ring_mu guards the slots' flags (never held while packing or
  * waiting); copy_mu makes each copy's event, copy and events one unbroken
- * sequence on the stream, so its timing events measure that copy alone.
+ * sequence on the stream, so its timing events measure that copy alone,
+ * and keeps the byte and copy counters in step for device_measure.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -212,14 +213,14 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
                 !(s = d->methods->record(d, slot->done, NULL)))
                 s = d->methods->record(d, buf->ready, NULL);
             int64_t t1 = cv_now_ns();
-            pthread_mutex_unlock(&it->copy_mu);
-            if (!s) {
+            if (!s) { /* counted under copy_mu, so a measure sees bytes and copies agree */
                 copying = d->kind == CV_DEVICE_CUDA; /* in flight until its event completes */
                 if (!copying) /* the host's copy is done: its time is the memcpy's */
                     atomic_fetch_add_explicit(&it->copy_ns, (uint64_t)(t1 - t0), memory_order_relaxed);
                 atomic_fetch_add_explicit(&it->copy_bytes, total, memory_order_relaxed);
                 atomic_fetch_add_explicit(&it->copies, 1, memory_order_relaxed);
             }
+            pthread_mutex_unlock(&it->copy_mu);
         }
     }
     release_slot(it, slot, copying);
@@ -411,8 +412,10 @@ static void device_measure(CvIterator *base, CvNodeTotals *totals, CvGauges *gau
 {
     DeviceIterator *it = (DeviceIterator *)base;
     cv_staged_iterator_measure(base, totals, gauges);
+    pthread_mutex_lock(&it->copy_mu); /* one copy's bytes and count together */
     totals->copy_bytes += atomic_load_explicit(&it->copy_bytes, memory_order_relaxed);
     totals->copies += atomic_load_explicit(&it->copies, memory_order_relaxed);
+    pthread_mutex_unlock(&it->copy_mu);
     totals->copy_ns += atomic_load_explicit(&it->copy_ns, memory_order_relaxed);
     gauges->ring_slots += it->nslots;
     gauges->ring_busy += atomic_load_explicit(&it->ring_busy, memory_order_relaxed);
