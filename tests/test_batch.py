@@ -222,7 +222,7 @@ def test_batch_buffers_are_reused_across_steps():
     after = _engine.buffer_pool_stats()
     fresh = after["missed_bytes"] - before["missed_bytes"]
     # Turned away, every step takes a fresh batch buffer (24 of them). A few
-    # may still be fresh where this epoch keeps more batches in flight at
-    # once than the warm-up did (timing), never most.
-    assert after["hits"] - before["hits"] >= batches * 64, (before, after)
+    # buffers (rows or batches) may still be fresh where this epoch keeps
+    # more in flight at once than the warm-up did (timing), never most.
+    assert after["hits"] - before["hits"] >= batches * 64 * 9 // 10, (before, after)
     assert fresh <= batches * batch_bytes // 3, (fresh / batch_bytes, batches, before, after)

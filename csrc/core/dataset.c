@@ -159,7 +159,7 @@ CvStatus cv_iterator_skip(CvIterator *it, int64_t n, int64_t *skipped)
     if (it->kernel->skip)
         return it->kernel->skip(it, n, skipped);
     while (*skipped < n) {
-        CvElement e = {0, NULL};
+        CvElement e = {0};
         bool end = false;
         CvStatus s = cv_iterator_next(it, &e, &end);
         if (s || end)

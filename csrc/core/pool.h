@@ -54,6 +54,9 @@
  * blocking sections. */
 #define CV_POOL_SPARE 4
 
+/* The longest an idle pool thread spins for the next submit (pool.c). */
+#define CV_POOL_SPIN_NS 100000
+
 typedef struct CvPool CvPool;
 typedef struct CvStats CvStats;
 

@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include "core/blocks.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +60,14 @@ static size_t header_size(void)
     return (sizeof(CvBuffer) + CV_BUFFER_ALIGN - 1) / CV_BUFFER_ALIGN * CV_BUFFER_ALIGN;
 }
 
+/* Small buffers (a scalar, a short row) are blocks (core/blocks.h): made on
+ * a pool thread, freed on the consumer's, they would take malloc's arena
+ * lock from each other once per element. */
+static bool is_block(size_t capacity)
+{
+    return header_size() + capacity <= CV_BLOCK_MAX;
+}
+
 /* Header and memory in one allocation; the memory starts on a 64-byte
  * boundary so NumPy and SIMD code see aligned data. */
 static void buffer_release(CvBuffer *b)
@@ -85,7 +95,10 @@ static void buffer_release(CvBuffer *b)
     }
     for (int i = 0; i < nevicted; i++)
         free(evicted[i]); /* outside the lock: unmapping can take a while */
-    free(b);
+    if (b && is_block(b->capacity))
+        cv_block_free(b, header_size() + b->capacity);
+    else
+        free(b);
 }
 
 /* The pooled buffer that fits `size` best without wasting more than a
@@ -146,6 +159,8 @@ CvBuffer *cv_buffer_new(size_t size)
             b = aligned_alloc(CV_HUGE_PAGE, total);
             if (b)
                 madvise(b, total, MADV_HUGEPAGE); /* advice only: failure is harmless */
+        } else if (is_block(capacity)) {
+            b = cv_block_alloc(header + capacity);
         } else {
             b = aligned_alloc(CV_BUFFER_ALIGN, header + capacity);
         }
@@ -343,25 +358,41 @@ const char *cv_shape_str(const int64_t *shape, int rank, char *buf, size_t size)
     return buf;
 }
 
+/* Arrays of a few tensors (most elements) are blocks: like small buffers
+ * they are made on a pool thread and freed on the consumer's. */
 CvStatus cv_element_init(CvElement *e, uint32_t n)
 {
-    e->n = n;
-    e->t = NULL;
+    *e = (CvElement){0};
     if (n == 0)
         return CV_STATUS_OK;
-    e->t = calloc(n, sizeof(CvTensor));
-    if (!e->t) {
-        e->n = 0;
-        return cv_error_nomem();
+    size_t bytes = (size_t)n * sizeof(CvTensor);
+    if (bytes <= CV_BLOCK_MAX) {
+        e->t = cv_block_alloc(bytes);
+        if (e->t) {
+            memset(e->t, 0, bytes);
+            e->t_block = (uint32_t)bytes;
+        }
+    } else {
+        e->t = calloc(n, sizeof(CvTensor));
     }
+    if (!e->t)
+        return cv_error_nomem();
+    e->n = n;
     return CV_STATUS_OK;
+}
+
+void cv_element_free_array(CvElement *e)
+{
+    if (e->t_block)
+        cv_block_free(e->t, e->t_block);
+    else
+        free(e->t);
+    *e = (CvElement){0};
 }
 
 void cv_element_clear(CvElement *e)
 {
     for (uint32_t i = 0; i < e->n; i++)
         cv_tensor_clear(&e->t[i]);
-    free(e->t);
-    e->t = NULL;
-    e->n = 0;
+    cv_element_free_array(e);
 }

@@ -107,6 +107,10 @@ bool cv_tensor_origin_str(const CvTensor *t, char *buf, size_t size);
 
 typedef struct CvElement {
     uint32_t n;
+    /* The bytes t was allocated with as a block (core/blocks.h: small
+     * arrays from cv_element_init), or 0 when t is malloc's. Code that
+     * reallocates t sets it to 0; cv_element_free_array frees either. */
+    uint32_t t_block;
     CvTensor *t; /* owned array of n tensors (NULL when n == 0) */
 } CvElement;
 
@@ -183,12 +187,13 @@ const char *cv_shape_str(const int64_t *shape, int rank, char *buf, size_t size)
 /* Elements. */
 CvStatus cv_element_init(CvElement *e, uint32_t n);
 void cv_element_clear(CvElement *e);
+/* Free e's tensor array alone (its tensors were moved out); e becomes empty. */
+void cv_element_free_array(CvElement *e);
 /* Move src into dst, leaving src empty. */
 static inline void cv_element_move(CvElement *dst, CvElement *src)
 {
     *dst = *src;
-    src->n = 0;
-    src->t = NULL;
+    *src = (CvElement){0};
 }
 
 #endif

@@ -1,5 +1,6 @@
 #include "core/thread.h"
 
+#include "core/blocks.h"
 #include "core/cgroup.h"
 #include "core/memory.h"
 #include "core/pool.h"
@@ -30,6 +31,7 @@ static void after_fork_child(void)
 {
     atomic_fetch_add(&fork_generation, 1);
     cv_buffer_pool_after_fork();
+    cv_blocks_after_fork();
     cv_memory_after_fork();
     void (*hook)(void) = atomic_load(&fork_child_hook);
     if (hook)

@@ -254,7 +254,7 @@ static CvStatus read_record(CsvIterator *it, bool *eof)
 static CvStatus open_next_file(CsvIterator *it, bool *end)
 {
     const CsvParams *p = it->base.base.dataset->params;
-    CvElement fe = {0, NULL};
+    CvElement fe = {0};
     CvStatus st = cv_iterator_next(it->base.input, &fe, end);
     if (st)
         return st;

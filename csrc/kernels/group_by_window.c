@@ -149,8 +149,7 @@ static CvStatus emit(const GroupParams *p, Group *g, CvElement *out)
     if (!s) {
         *(int64_t *)out->t[0].data = g->key;
         memcpy(&out->t[1], packed.t, packed.n * sizeof(CvTensor));
-        free(packed.t);
-        packed = (CvElement){0};
+        cv_element_free_array(&packed);
     } else {
         cv_element_clear(out);
     }

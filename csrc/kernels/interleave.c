@@ -907,7 +907,7 @@ static CvStatus pass_over(CvIterator *inner, int64_t n, bool error_last)
         }
     }
     if (error_last) {
-        CvElement e = {0, NULL};
+        CvElement e = {0};
         bool end = false;
         cv_status_free(cv_iterator_next(inner, &e, &end));
         cv_element_clear(&e);

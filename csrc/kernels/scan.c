@@ -109,9 +109,7 @@ static CvStatus scan_next(CvIterator *base, CvElement *out, bool *end)
     }
     for (uint32_t i = num_state; i < result.n; i++)
         out->t[i - num_state] = result.t[i];
-    free(result.t); /* its tensors were moved */
-    result.t = NULL;
-    result.n = 0;
+    cv_element_free_array(&result); /* its tensors were moved */
 done:
     cv_element_clear(&result);
     cv_element_clear(&args);

@@ -422,12 +422,13 @@ static CvStatus bundle_append(ShuffleBatchIterator *it, CvElement *row)
         if (!t)
             return cv_error_nomem();
         b->t = t;
+        b->t_block = 0; /* malloc's now */
         it->bundle_cap = want;
     }
     if (row->n)
         memcpy(&b->t[b->n], row->t, row->n * sizeof(CvTensor));
     b->n += row->n;
-    free(row->t);
+    cv_element_free_array(row);
     *row = (CvElement){0};
     return CV_STATUS_OK;
 }
@@ -667,7 +668,7 @@ static CvStatus shuffle_batch_save(CvIterator *base, CvStateWriter *w)
         if (!it->slow) {
             s = put_slot(it, w, it->taken[r]);
         } else { /* a bundle: first_ncomp tensors per row */
-            CvElement row = {it->first_ncomp, it->bundle.t + (size_t)r * it->first_ncomp};
+            CvElement row = {.n = it->first_ncomp, .t = it->bundle.t + (size_t)r * it->first_ncomp};
             cv_state_put_element(w, &row);
         }
     }

@@ -90,8 +90,7 @@ static CvStatus join(ZipIterator *it, CvElement *out)
     for (int i = 0; i < n; i++) {
         for (uint32_t c = 0; c < it->parts[i].n; c++)
             out->t[k++] = it->parts[i].t[c];
-        free(it->parts[i].t);
-        it->parts[i] = (CvElement){0};
+        cv_element_free_array(&it->parts[i]); /* its tensors were moved */
     }
     return CV_STATUS_OK;
 }

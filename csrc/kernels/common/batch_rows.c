@@ -16,14 +16,14 @@ CvStatus cv_bundle_append(CvElement *bundle, size_t *capacity, CvElement *row)
         if (!grown)
             return cv_error_nomem();
         bundle->t = grown;
+        bundle->t_block = 0; /* malloc's now */
         *capacity = want;
     }
     /* Move the tensors, not the element array. */
     if (row->n)
         memcpy(&bundle->t[bundle->n], row->t, row->n * sizeof(CvTensor));
     bundle->n += row->n;
-    free(row->t);
-    *row = (CvElement){0};
+    cv_element_free_array(row);
     return CV_STATUS_OK;
 }
 

@@ -69,7 +69,7 @@ static CvStatus filename_of(const CvElement *e, char **out)
 static CvStatus open_next_file(FileRecordsIterator *it, bool *end)
 {
     const CvReaderParams *params = it->base.base.dataset->params;
-    CvElement fe = {0, NULL};
+    CvElement fe = {0};
     CvStatus st = cv_iterator_next(it->base.input, &fe, end);
     if (st)
         return st;
