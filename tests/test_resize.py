@@ -151,6 +151,19 @@ def test_batch_is_independent_images():
                                                                       antialias=True))
 
 
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+def test_bilinear_of_uint8_equals_bilinear_of_its_float32(channels):
+    # uint8 rows of 3 and 4 channels take their own passes (two pixels per
+    # AVX2 vector where the CPU has it, the last ones lane by lane), float32
+    # rows another: the same floats, every width and parity, down and up.
+    rng = np.random.default_rng(channels)
+    for shape, size in [((375, 500), (224, 224)), ((31, 17), (10, 9)), ((7, 9), (20, 33)),
+                        ((64, 3), (5, 1)), ((2, 2), (3, 5)), ((50, 41), (49, 40))]:
+        x = rng.integers(0, 256, shape + (channels,), dtype=np.uint8)
+        np.testing.assert_array_equal(cv.image.resize(x, size),
+                                      cv.image.resize(x.astype(np.float32), size))
+
+
 def test_channels_are_independent():
     x = image((10, 12, 5), np.float32)
     for method in METHODS:

@@ -448,6 +448,7 @@ bool cv_elementwise_epilogue(const CvOpAttrs *attrs, const CvTensor *operand, Cv
 }
 
 /* The float kernel's expressions (binary_float), so results are identical. */
+CV_CLONES_AVX2
 void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n)
 {
     float y = e->value;

@@ -27,6 +27,16 @@
 #include "core/philox.h"
 #include "core/tensor.h"
 
+/* Compile a hot loop twice, for AVX2 and for the baseline, and pick one
+ * when the module loads (GCC's and Clang's target_clones). Loops of IEEE
+ * operations give the same floats either way: -ffp-contract=off keeps
+ * multiplies and adds apart. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CV_CLONES_AVX2 __attribute__((target_clones("avx2", "default")))
+#else
+#define CV_CLONES_AVX2
+#endif
+
 #define CV_OP_MAX_INTS 64
 #define CV_OP_MAX_FLOATS 8
 
