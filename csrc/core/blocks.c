@@ -74,9 +74,8 @@ static void refill(Magazine *m, size_t c)
     pthread_mutex_unlock(&depot[c].mu);
 }
 
-/* pthread key destructor: the exiting thread's blocks go to the depot. A
- * partly filled magazine is spilled as a full one would be only when full;
- * the rest go back to malloc. */
+/* pthread key destructor: the exiting thread's full magazines go to the
+ * depot (which holds only full ones), its other blocks back to malloc. */
 static void release_thread_cache(void *arg)
 {
     ThreadCache *tc = arg;

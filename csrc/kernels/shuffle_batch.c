@@ -409,30 +409,6 @@ static CvStatus copy_taken(ShuffleBatchIterator *it, CvElement *out)
     return s;
 }
 
-static CvStatus bundle_append(ShuffleBatchIterator *it, CvElement *row)
-{
-    CvElement *b = &it->bundle;
-    if ((size_t)b->n + row->n > it->bundle_cap) {
-        size_t want = it->bundle_cap ? it->bundle_cap * 2 : 16 * (size_t)(row->n ? row->n : 1);
-        while (want < (size_t)b->n + row->n)
-            want *= 2;
-        if (want > UINT32_MAX)
-            return cv_error(CV_RESOURCE_EXHAUSTED, "batch has more than 2^32 tensors");
-        CvTensor *t = realloc(b->t, want * sizeof(CvTensor));
-        if (!t)
-            return cv_error_nomem();
-        b->t = t;
-        b->t_block = 0; /* malloc's now */
-        it->bundle_cap = want;
-    }
-    if (row->n)
-        memcpy(&b->t[b->n], row->t, row->n * sizeof(CvTensor));
-    b->n += row->n;
-    cv_element_free_array(row);
-    *row = (CvElement){0};
-    return CV_STATUS_OK;
-}
-
 /* Switch the batch to a bundle, as batch gathers one: the rows taken so far
  * become views of one copy of them. */
 static CvStatus go_slow(ShuffleBatchIterator *it)
@@ -450,7 +426,7 @@ static CvStatus go_slow(ShuffleBatchIterator *it)
             break;
         for (uint32_t c = 0; c < it->ncomp; c++)
             cv_tensor_slice(&view.t[c], &copied.t[c], r);
-        if ((s = bundle_append(it, &view)))
+        if ((s = cv_bundle_append(&it->bundle, &it->bundle_cap, &view)))
             cv_element_clear(&view);
     }
     cv_element_clear(&copied);
@@ -490,7 +466,7 @@ static CvStatus add_slow_row(ShuffleBatchIterator *it, uint32_t slot)
         cv_element_clear(&e);
         return s;
     }
-    if ((s = bundle_append(it, &e)))
+    if ((s = cv_bundle_append(&it->bundle, &it->bundle_cap, &e)))
         cv_element_clear(&e);
     return s;
 }
@@ -727,7 +703,7 @@ static CvStatus shuffle_batch_restore(CvIterator *base, CvStateReader *r)
         } else if (e.n != it->first_ncomp) {
             s = cv_state_corrupt("rows of a batch with different component counts");
         }
-        if (!s && !(s = bundle_append(it, &e)))
+        if (!s && !(s = cv_bundle_append(&it->bundle, &it->bundle_cap, &e)))
             it->rows++;
         cv_element_clear(&e);
     }
