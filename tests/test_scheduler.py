@@ -6,6 +6,7 @@ one that stopped being it (asserted on the autotuner's recorded choices,
 never on time); results never depend on the strategy or the budget.
 """
 import os
+import re
 import threading
 import time
 import warnings
@@ -164,7 +165,8 @@ def test_the_fixed_rule_changes_nothing():
     assert [int(x) for x in it] == list(range(300))
     stats = it.stats()
     assert stats.autotune_algorithm == "fixed" and stats.choices == []
-    assert stats.stages[1].parallelism == stats.stages[1].max_parallelism == 4
+    # AUTOTUNE's ceiling on a budget of 4 CPUs: 4 + 1 (csrc/core/pipeline.h)
+    assert stats.stages[1].parallelism == stats.stages[1].max_parallelism == 5
 
 
 def _algorithm(name):
@@ -296,3 +298,42 @@ def test_nested_pipelines_in_a_map_function_finish():
     options = cv.data.Options()
     options.autotune.cpu_budget = 1
     assert [int(x) for x in ds.with_options(options)] == [x * (x - 1) for x in range(12)]
+
+
+def _engine_thread_names():
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass  # the thread exited meanwhile
+    return [n for n in names if n.startswith("cv")]
+
+
+def test_the_default_budget_is_the_cpu_budget_of_all_cpus():
+    """One place resolves budgets (csrc/core/pipeline.h): a default AUTOTUNE
+    pipeline on N CPUs gets the pool, the per-stage ceilings and so the thread
+    bound of options.autotune.cpu_budget = N."""
+    cpus = cv._engine.cpu_count()
+    default = _drain_counting_threads(_seven_stages(None))
+    explicit = _drain_counting_threads(_seven_stages(cpus))
+    assert default[0] == explicit[0]
+    assert default[2].cpu_budget == explicit[2].cpu_budget == cpus
+    assert ([s.max_parallelism for s in default[2].stages]
+            == [s.max_parallelism for s in explicit[2].stages])
+    assert {s.max_parallelism for s in default[2].stages if s.kernel == "Map"} == {cpus + 1}
+    assert default[1] <= cpus + POOL_SPARE and explicit[1] <= cpus + POOL_SPARE
+
+
+def test_engine_threads_are_named_by_pipeline_and_role():
+    """top -H, gdb and py-spy show cv<pipeline>-pool (and cv<pipeline>-stop
+    for a detached teardown), never "python"."""
+    before = set(_engine_thread_names())
+    it = iter(_seven_stages(2))
+    next(it)
+    names = _engine_thread_names()
+    it.close()
+    assert all(re.fullmatch(r"cv\d+-(pool|stop)", n) for n in names), names
+    ours = set(names) - before
+    assert len(ours) == 1 and ours.pop().endswith("-pool"), names

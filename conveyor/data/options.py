@@ -222,21 +222,20 @@ class BuildContext(tuple):
     sequential = False
 
     def cpus(self):
-        """CPUs that AUTOTUNE decisions may assume."""
-        return self.cpu_budget or _engine.cpu_count()
+        """CPUs that AUTOTUNE decisions may assume: the pipeline's CPU budget."""
+        return _engine.cpu_budget(self.cpu_budget)
 
     def parallelism(self, value):
         """num_parallel_calls -> the engine's parallelism: 0 (sequential), n > 0
         (n turns at once on the pipeline's pool) or, for AUTOTUNE, -n: at most n,
         as many as the autotuner picks.
 
-        AUTOTUNE's most is one per CPU plus one: a turn pulls its own input
-        element, so with one per CPU all can be busy processing while nobody
-        reads ahead (a slow source then stalls the stage). With
-        options.autotune.cpu_budget it is exactly that budget."""
+        AUTOTUNE's most is the engine's ceiling for the pipeline's CPU budget
+        (csrc/core/pipeline.h: one per CPU plus one, whether the budget is
+        options.autotune.cpu_budget or the CPUs this process may use)."""
         tuned = value == AUTOTUNE
         if tuned:
-            value = self.cpu_budget or _engine.cpu_count() + 1
+            value = _engine.autotune_ceiling(self.cpus())
         if self.max_threads and value > self.max_threads:
             value = self.max_threads
         return -value if tuned and value > 1 else value

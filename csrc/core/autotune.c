@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/pool.h"
 #include "core/thread.h"
 
 /* Headroom: a stage runs at most this busy at the target interval, since a
@@ -76,7 +75,7 @@ int cv_autotuner_budget(const CvAutotuner *tuner)
 /* One stage in the model. */
 typedef struct {
     int node;
-    CvTask *task;
+    _Atomic int *limit; /* the stage's published parallelism (CvGauges) */
     int p, max_p;
     double k; /* units per root element */
     double w; /* ns of work per unit */
@@ -98,7 +97,7 @@ static double delta(uint64_t now, uint64_t before)
 static int stage_above(const CvNodeSnapshot *now, int j)
 {
     int a = now[j].parent;
-    while (a >= 0 && !now[a].gauges.task)
+    while (a >= 0 && !now[a].gauges.limit)
         a = now[a].parent;
     return a;
 }
@@ -119,13 +118,13 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     for (int i = 0; i < n; i++) {
         const CvNodeTotals *t = &now[i].totals, *seen = &nodes[i]->seen;
         double units = delta(t->units, seen->units);
-        if (!now[i].gauges.task || units == 0 || root_total == 0)
+        if (!now[i].gauges.limit || units == 0 || root_total == 0)
             continue;
         /* Pulling that was waiting for the parallel stages right below is
          * not this stage's work. */
         double below_wait = 0;
         for (int j = i + 1; j < n; j++)
-            if (now[j].gauges.task && stage_above(now, j) == i)
+            if (now[j].gauges.limit && stage_above(now, j) == i)
                 below_wait += delta(now[j].totals.wait_ns, nodes[j]->seen.wait_ns);
         double busy = delta(t->busy_ns, seen->busy_ns);
         double input = delta(t->input_ns, seen->input_ns) - below_wait;
@@ -138,7 +137,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
             continue;
         int most = now[i].gauges.max_parallelism;
         int least = most < CV_AUTOTUNE_MIN_PARALLELISM ? most : CV_AUTOTUNE_MIN_PARALLELISM;
-        stages[m++] = (Stage){i, now[i].gauges.task, least, most, k, w};
+        stages[m++] = (Stage){i, now[i].gauges.limit, least, most, k, w};
     }
     if (m == 0 || root_window == 0)
         goto done;
@@ -172,7 +171,9 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
         if (stages[s].p == from)
             continue;
         node->fewer_votes = 0;
-        cv_task_set_limit(stages[s].task, stages[s].p);
+        /* Published: the pool reads it at its next pick (the tick's
+         * caller wakes a thread when it returns true). */
+        atomic_store_explicit(stages[s].limit, stages[s].p, memory_order_relaxed);
         changed = true;
         tuner->history[tuner->changes++ % CV_AUTOTUNE_HISTORY] = (CvAutotuneChoice){
             .at_ns = run->now - cv_stats_started_ns(tuner->stats),
@@ -193,15 +194,16 @@ done:
     free(stages);
 }
 
-void cv_autotuner_tick(CvAutotuner *tuner)
+bool cv_autotuner_tick(CvAutotuner *tuner)
 {
     if (!tuner || tuner->algorithm == CV_AUTOTUNE_FIXED)
-        return;
+        return false;
     int64_t now = cv_now_ns();
     if (now < atomic_load_explicit(&tuner->next_due, memory_order_relaxed))
-        return;
+        return false;
     if (atomic_flag_test_and_set_explicit(&tuner->running, memory_order_acquire))
-        return; /* another thread is at it */
+        return false; /* another thread is at it */
+    int64_t changes = tuner->changes; /* written by the thread holding `running` only */
     if (now >= atomic_load_explicit(&tuner->next_due, memory_order_relaxed)) {
         int64_t consumer_wait = cv_stats_consumer_wait_ns(tuner->stats);
         Run run = {tuner, now, (double)(now - tuner->last_run), (double)(consumer_wait - tuner->last_consumer_wait)};
@@ -214,7 +216,9 @@ void cv_autotuner_tick(CvAutotuner *tuner)
         pthread_mutex_unlock(&tuner->history_mu);
         atomic_store_explicit(&tuner->next_due, now + tuner->period, memory_order_relaxed);
     }
+    bool published = tuner->changes != changes;
     atomic_flag_clear_explicit(&tuner->running, memory_order_release);
+    return published;
 }
 
 int64_t cv_autotuner_history(CvAutotuner *tuner, CvAutotuneChoice *out, int cap, int *copied)

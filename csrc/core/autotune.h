@@ -64,9 +64,13 @@ typedef struct CvAutotuner CvAutotuner;
 
 CvAutotuner *cv_autotuner_new(CvStats *stats, int cpu_budget, CvAutotuneAlgorithm algorithm);
 void cv_autotuner_free(CvAutotuner *tuner);
-/* Called by pool threads between turns: runs the model when a period has
- * passed (one thread at a time; the others return at once). */
-void cv_autotuner_tick(CvAutotuner *tuner);
+/* Called by pool threads between turns (core/pipeline.c installs it as the
+ * pool's tick): runs the model when a period has passed (one thread at a
+ * time; the others return at once). The model publishes each stage's
+ * parallelism in the stage's shared parameter (CvGauges.limit), never
+ * calling into the pool; returns whether it changed one, so that the pool
+ * can wake a thread for a raised limit. */
+bool cv_autotuner_tick(CvAutotuner *tuner);
 /* Copy up to `cap` of the latest choices, oldest first; returns how many
  * were made in all (so a caller can tell when some were dropped). */
 int64_t cv_autotuner_history(CvAutotuner *tuner, CvAutotuneChoice *out, int cap, int *copied);

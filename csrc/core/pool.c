@@ -1,10 +1,10 @@
 #include "core/pool.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-#include "core/autotune.h"
-#include "core/stats.h"
+#include "core/blocking.h"
 
 struct CvPool {
     atomic_int refcount;
@@ -30,15 +30,14 @@ struct CvPool {
     bool shutdown;
     CvThread *threads;
     CvStats *stats;       /* borrowed; NULL for a stage's private pool */
-    CvAutotuner *tuner;   /* borrowed; NULL likewise */
+    CvPoolTick tick;      /* between turns; none for a stage's private pool */
+    char name[16];        /* its threads' name */
 };
 
 /* The pool whose iterators this thread makes, and the pool this thread
- * works for (pool threads only), with its blocking-section depth. */
+ * works for (pool threads only). */
 static _Thread_local CvPool *current_pool;
 static _Thread_local CvPool *worker_pool;
-static _Thread_local int blocking_depth;
-static _Thread_local int64_t blocking_since, blocking_total;
 
 CvPool *cv_pool_current(void)
 {
@@ -76,6 +75,7 @@ CvPool *cv_pool_new(int budget)
     cv_cond_init(&pool->idle_cv);
     atomic_init(&pool->cancelled, false);
     pool->spin_ns = CV_POOL_SPIN_NS;
+    cv_pool_set_name(pool, "cv-pool");
     return pool;
 }
 
@@ -89,14 +89,14 @@ CvStats *cv_pool_stats(const CvPool *pool)
     return pool->stats;
 }
 
-void cv_pool_set_autotuner(CvPool *pool, CvAutotuner *tuner)
+void cv_pool_set_name(CvPool *pool, const char *name)
 {
-    pool->tuner = tuner;
+    snprintf(pool->name, sizeof(pool->name), "%s", name);
 }
 
-CvAutotuner *cv_pool_autotuner(const CvPool *pool)
+void cv_pool_set_tick(CvPool *pool, CvPoolTick tick)
 {
-    return pool->tuner;
+    pool->tick = tick;
 }
 
 CvPool *cv_pool_ref(CvPool *pool)
@@ -162,8 +162,10 @@ static void run_turn(CvPool *pool, CvTask *t, bool counted)
     uint64_t submits = t->submits;
     pthread_mutex_unlock(&pool->mu);
     CvTurn r = t->turn(t->owner);
-    cv_autotuner_tick(pool->tuner); /* between turns: no lock held */
+    bool retuned = pool->tick.fn && pool->tick.fn(pool->tick.arg); /* between turns: no lock held */
     pthread_mutex_lock(&pool->mu);
+    if (retuned && pool->running < pool->budget && has_runnable(pool))
+        wake_one(pool, pool->budget); /* a raised limit: more turns can run */
     pool->running -= counted;
     t->running--;
     if (r == CV_TURN_DONE)
@@ -212,10 +214,15 @@ static void spin_for_work(CvPool *pool)
         pool->spin_ns = pool->spin_ns / 2 < 1000 ? 0 : pool->spin_ns / 2;
 }
 
+static void blocking_enter(void *owner);
+static void blocking_leave(void *owner);
+static bool blocking_cancelled(void *owner);
+
 static void *pool_worker(void *arg)
 {
     CvPool *pool = arg;
     worker_pool = current_pool = pool;
+    cv_blocking_set_hooks((CvBlockingHooks){blocking_enter, blocking_leave, blocking_cancelled, pool});
     bool may_spin = true; /* once between two waits or turns */
     pthread_mutex_lock(&pool->mu);
     while (!pool->shutdown) {
@@ -267,7 +274,7 @@ static void wake_one(CvPool *pool, int most)
         return;
     }
     if (pool->started < most && !pool->shutdown) {
-        CvStatus s = cv_thread_start(&pool->threads[pool->started], pool_worker, pool, "conveyor pool");
+        CvStatus s = cv_thread_start(&pool->threads[pool->started], pool_worker, pool, pool->name);
         if (s)
             cv_status_free(s); /* run with the threads there are; there is at least the caller's */
         else
@@ -317,23 +324,10 @@ void cv_task_submit(CvTask *t)
     pthread_mutex_unlock(&pool->mu);
 }
 
-void cv_task_set_limit(CvTask *t, int limit)
-{
-    if (limit < 1)
-        limit = 1;
-    if (atomic_exchange_explicit(&t->limit, limit, memory_order_relaxed) < limit && t->pool) {
-        CvPool *pool = t->pool;
-        pthread_mutex_lock(&pool->mu);
-        if (t->queued && pool->running < pool->budget)
-            wake_one(pool, pool->budget);
-        pthread_mutex_unlock(&pool->mu);
-    }
-}
-
 bool cv_task_help(CvTask *t)
 {
     CvPool *pool = t->pool;
-    if (!pool || pool != worker_pool || blocking_depth > 0)
+    if (!pool || pool != worker_pool || cv_blocking_depth() > 0)
         return false;
     pthread_mutex_lock(&pool->mu);
     bool runnable = t->queued && t->running < atomic_load_explicit(&t->limit, memory_order_relaxed);
@@ -375,12 +369,13 @@ void cv_task_remove(CvTask *t)
     cv_pool_unref(pool);
 }
 
-void cv_blocking_begin(void)
+/* The hooks of this pool's threads (core/blocking.h): a thread blocking
+ * gives up its place among the running turns, and another thread takes it
+ * while there is work; one coming back runs over budget until its turn
+ * ends. */
+static void blocking_enter(void *owner)
 {
-    CvPool *pool = worker_pool;
-    if (!pool || blocking_depth++ > 0)
-        return;
-    blocking_since = cv_now_ns();
+    CvPool *pool = owner;
     pthread_mutex_lock(&pool->mu);
     pool->running--;
     if (has_runnable(pool))
@@ -388,12 +383,9 @@ void cv_blocking_begin(void)
     pthread_mutex_unlock(&pool->mu);
 }
 
-void cv_blocking_end(void)
+static void blocking_leave(void *owner)
 {
-    CvPool *pool = worker_pool;
-    if (!pool || --blocking_depth > 0)
-        return;
-    blocking_total += cv_now_ns() - blocking_since;
+    CvPool *pool = owner;
     pthread_mutex_lock(&pool->mu);
     pool->running++;
     pthread_mutex_unlock(&pool->mu);
@@ -404,9 +396,10 @@ void cv_pool_cancel(CvPool *pool)
     atomic_store(&pool->cancelled, true);
 }
 
-bool cv_pool_cancelled(void)
+static bool blocking_cancelled(void *owner)
 {
-    return worker_pool && atomic_load_explicit(&worker_pool->cancelled, memory_order_relaxed);
+    CvPool *pool = owner;
+    return atomic_load_explicit(&pool->cancelled, memory_order_relaxed);
 }
 
 bool cv_pool_wait_idle(CvPool *pool, int64_t timeout_ns)
@@ -420,11 +413,6 @@ bool cv_pool_wait_idle(CvPool *pool, int64_t timeout_ns)
     bool idle = pool->idle >= pool->started - pool->exited;
     pthread_mutex_unlock(&pool->mu);
     return idle;
-}
-
-int64_t cv_blocking_ns(void)
-{
-    return blocking_total;
 }
 
 void cv_pool_unref(CvPool *pool)

@@ -20,7 +20,7 @@
  * during the turn keeps it queued, so no wake-up is lost. CV_TURN_DONE
  * (input exhausted, cancelled) retires it for good.
  *
- * Blocking sections (cv_blocking_begin/end): a pool thread about to block
+ * Blocking sections (core/blocking.h): a pool thread about to block
  * (taking the GIL, running Python code, reading a file, waiting for another
  * stage's element) gives up its place among the `budget` running threads:
  * another thread is woken, or started while the pool has fewer than
@@ -47,6 +47,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/blocking.h" /* the sections its threads announce */
 #include "core/status.h"
 #include "core/thread.h"
 
@@ -71,7 +72,10 @@ typedef struct CvTask {
     void *owner;
     const char *name;
     CvPool *pool; /* a reference, from cv_task_attach until cv_task_remove */
-    _Atomic int limit; /* most turns at once (the stage's parallelism), >= 1 */
+    /* Most turns at once (the stage's parallelism), >= 1: a shared
+     * parameter that the autotuner writes (core/stats.h CvGauges.limit)
+     * and the pool reads at each pick. */
+    _Atomic int limit;
     /* Guarded by the pool mutex. */
     struct CvTask *prev, *next;
     uint64_t submits;
@@ -88,11 +92,17 @@ CvPool *cv_pool_new(int budget);
  * private pool). */
 void cv_pool_set_stats(CvPool *pool, CvStats *stats);
 CvStats *cv_pool_stats(const CvPool *pool);
-/* The autotuner (core/autotune.h), borrowed like the statistics, run by
- * the pool's threads between turns. Set once, like the statistics. */
-typedef struct CvAutotuner CvAutotuner;
-void cv_pool_set_autotuner(CvPool *pool, CvAutotuner *tuner);
-CvAutotuner *cv_pool_autotuner(const CvPool *pool);
+/* The name its threads carry in top -H, gdb and py-spy (at most 15
+ * characters are kept; "cv-pool" by default). Set before any work. */
+void cv_pool_set_name(CvPool *pool, const char *name);
+/* Work the pool's threads run between turns, with no lock held: the
+ * pipeline's autotuner (core/pipeline.c installs it; the pool knows nothing
+ * of it). Set once, like the statistics. */
+typedef struct CvPoolTick {
+    bool (*fn)(void *arg); /* true: it raised or lowered a task's limit */
+    void *arg;
+} CvPoolTick;
+void cv_pool_set_tick(CvPool *pool, CvPoolTick tick);
 CvPool *cv_pool_ref(CvPool *pool);
 /* The last reference stops and joins the threads (every task removed by
  * then). */
@@ -117,7 +127,6 @@ void cv_task_attach(CvTask *t, CvPool *pool, CvTurn (*turn)(void *), void *owner
                     int limit);
 /* Queue the task (it may have work). Safe from any thread, idempotent. */
 void cv_task_submit(CvTask *t);
-void cv_task_set_limit(CvTask *t, int limit);
 /* On a thread of t's pool: run one turn of t now if it is queued and below
  * its limit. Returns whether it ran one. Elsewhere, false. */
 bool cv_task_help(CvTask *t);
@@ -127,19 +136,11 @@ bool cv_task_help(CvTask *t);
 void cv_task_remove(CvTask *t);
 
 /* Cancel the pipeline's work that cannot see its stages' cancellation (a
- * read waiting on a pipe: cv_pool_cancelled); safe from any thread. */
+ * read waiting on a pipe asks cv_blocking_cancelled); safe from any
+ * thread. */
 void cv_pool_cancel(CvPool *pool);
-/* On a pool thread: its pool was cancelled. Elsewhere false. */
-bool cv_pool_cancelled(void);
 /* Wait up to timeout_ns for every thread of the pool to be idle (no turn
  * running). Returns whether they are. */
 bool cv_pool_wait_idle(CvPool *pool, int64_t timeout_ns);
-
-/* Blocking sections. Nested sections count once; off the pool, no-ops. */
-void cv_blocking_begin(void);
-void cv_blocking_end(void);
-/* Nanoseconds this thread has spent in blocking sections (pool threads;
- * 0 elsewhere): a turn's share is the difference across it. */
-int64_t cv_blocking_ns(void);
 
 #endif

@@ -847,5 +847,5 @@ void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *
     gauges->parallelism += atomic_load_explicit(&st->task.limit, memory_order_relaxed);
     gauges->max_parallelism += st->max_workers;
     gauges->tuned_parallelism |= st->tune_workers;
-    gauges->task = &st->task;
+    gauges->limit = &st->task.limit;
 }

@@ -29,8 +29,8 @@
  *    what became ready meanwhile as the next run), or after low_water
  *    elements, whichever comes first: one lock per run, not per element.
  *  - Workers are woken in batches: a retire resubmits a full stage only once
- *    the free room reaches low_water = max(1, capacity * 3/4), or at once when
- *    the consumer is starved (about to wait). A turn pulls up to `chunk`
+ *    the free room reaches low_water = max(1, capacity / 2) (stage.c says
+ *    why), or at once when the consumer is starved (about to wait). A turn pulls up to `chunk`
  *    units. Turns wake the consumer only when it sleeps.
  *  - cv_stage_try_next never waits, so the binding can call it with the GIL
  *    held and release the GIL only when it answers "would block".

@@ -143,7 +143,7 @@ void cv_stats_detach(CvIterator *it)
     CvGauges last = {0};
     measure(it, &node->retired, &last);
     last.buffered = last.bytes = 0; /* freed with the iterator */
-    last.task = NULL;
+    last.limit = NULL;
     node->last = last;
     if (it->node_prev)
         it->node_prev->node_next = it->node_next;

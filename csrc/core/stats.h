@@ -1,8 +1,9 @@
 /* CvStats: what the iterators of one pipeline did, per stage.
  *
  * DESIGN
- * Each pipeline (the binding's Iterator) has one CvStats, owned by its pool
- * (core/pool.h). When the pipeline starts, every dataset of its graph gets a
+ * Each pipeline (core/pipeline.h) has one CvStats, which it owns; its pool
+ * borrows it so that iterators made on its threads attach to it. When the
+ * pipeline starts, every dataset of its graph gets a
  * *node*, in depth-first order from the root (a dataset used twice has one
  * node). Every iterator made while that pool is current (cv_pool_current)
  * is attached to the node of its dataset; iterators of datasets made at run
@@ -23,8 +24,7 @@
  * pool threads while stats() and the autotuner read).
  *
  * Locks: mu guards the nodes and their live lists. It is taken before a
- * stage's mu (measure hooks) and before the pool's mutex (the autotuner
- * sets limits), never after them; attach and detach are called with no
+ * stage's mu (measure hooks), never after it; attach and detach are called with no
  * stage lock held.
  */
 #ifndef CV_STATS_H
@@ -35,8 +35,6 @@
 #include <stdint.h>
 
 #include "core/dataset.h"
-
-typedef struct CvTask CvTask;
 
 /* Counters: only grow. */
 typedef struct CvNodeTotals {
@@ -75,7 +73,11 @@ typedef struct CvGauges {
     int ring_busy;
     int64_t staging_bytes;
     int64_t device_bytes;
-    CvTask *task;        /* the pool task, for the autotuner (valid under mu only) */
+    /* The stage's parallelism as a shared parameter (tf.data's model
+     * parameter): the autotuner publishes a value, the pool reads it before
+     * each turn. The stage's own; valid under mu only. NULL: not a parallel
+     * stage. */
+    _Atomic int *limit;
 } CvGauges;
 
 typedef struct CvNode {

@@ -1,14 +1,15 @@
 #include "core/thread.h"
 
+#include "core/blocking.h"
 #include "core/blocks.h"
 #include "core/cgroup.h"
 #include "core/memory.h"
-#include "core/pool.h"
 #include "core/tensor.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -59,12 +60,14 @@ void cv_set_thread_exit_hook(void (*hook)(void))
 typedef struct {
     void *(*fn)(void *);
     void *arg;
+    char name[16];
 } ThreadStart;
 
 static void *thread_main(void *p)
 {
     ThreadStart start = *(ThreadStart *)p;
     free(p);
+    pthread_setname_np(pthread_self(), start.name);
     void *result = start.fn(start.arg);
     void (*hook)(void) = atomic_load(&thread_exit_hook);
     if (hook)
@@ -72,21 +75,23 @@ static void *thread_main(void *p)
     return result;
 }
 
-CvStatus cv_thread_start(CvThread *t, void *(*fn)(void *), void *arg, const char *what)
+CvStatus cv_thread_start(CvThread *t, void *(*fn)(void *), void *arg, const char *name)
 {
     ThreadStart *start = malloc(sizeof(*start));
     if (!start)
         return cv_error_nomem();
-    *start = (ThreadStart){fn, arg};
+    *start = (ThreadStart){fn, arg, {0}};
+    snprintf(start->name, sizeof(start->name), "%s", name);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&t->handle, NULL, thread_main, start);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
+        CvStatus s = cv_error(CV_RESOURCE_EXHAUSTED, "could not start engine thread %s: %s", start->name,
+                              strerror(rc));
         free(start);
-        return cv_error(CV_RESOURCE_EXHAUSTED, "could not start a %s worker thread: %s", what,
-                        strerror(rc));
+        return s;
     }
     t->started = true;
     return CV_STATUS_OK;
@@ -184,17 +189,6 @@ int cv_cpu_count(void)
         n = allowed < quota ? allowed + 1 : allowed;
     }
     return n > 0 ? n : 1;
-}
-
-CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers, bool *autotune)
-{
-    *autotune = num_parallel_calls < 0;
-    if (num_parallel_calls == -1)
-        num_parallel_calls = cv_cpu_count();
-    else if (num_parallel_calls < 0)
-        num_parallel_calls = -num_parallel_calls;
-    *workers = num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
-    return CV_STATUS_OK;
 }
 
 bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen, int64_t limit_ns)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "core/clock.h" /* cv_now_ns */
 #include "core/status.h"
 
 #define CV_WAIT_SLICE_MS 50
@@ -27,8 +28,10 @@ typedef struct CvThread {
     bool started;
 } CvThread;
 
-/* Start fn(arg) on a new thread with all signals blocked. */
-CvStatus cv_thread_start(CvThread *t, void *(*fn)(void *), void *arg, const char *what);
+/* Start fn(arg) on a new thread with all signals blocked, named `name` (at
+ * most 15 characters are kept: "cv3-pool" for pipeline 3's pool) where
+ * top -H, gdb and py-spy show it. */
+CvStatus cv_thread_start(CvThread *t, void *(*fn)(void *), void *arg, const char *name);
 
 /* Called on every engine thread just before it exits (the binding uses it to
  * drop the thread's Python thread state). Set once, at module init. */
@@ -75,15 +78,6 @@ CvStatus cv_wait(pthread_cond_t *cond, pthread_mutex_t *mu);
 #define CV_SPIN_NS 30000
 bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen, int64_t limit_ns);
 
-/* Nanoseconds on CLOCK_MONOTONIC (the clock condition variables use): for
- * measuring how long something took, never for the time of day. */
-static inline int64_t cv_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* Condition variables use CLOCK_MONOTONIC. */
 void cv_cond_init(pthread_cond_t *cond);
 
@@ -92,11 +86,7 @@ void cv_cond_init(pthread_cond_t *cond);
  * each call: cache it off hot paths. */
 int cv_cpu_count(void);
 
-/* Worker count for a num_parallel_calls argument: 0 (sequential), a
- * positive count (capped at 1024), or AUTOTUNE: -1 (up to the CPU count) or
- * -n (up to n workers, the binding's form), which sets *autotune (the
- * autotuner may run fewer). */
-CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers, bool *autotune);
+
 
 /* Incremented in the child after fork(). */
 unsigned long cv_fork_generation(void);

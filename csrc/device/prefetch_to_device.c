@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/pool.h"
+#include "core/blocking.h"
 #include "core/stage.h"
 #include "device/device.h"
 #include "device/prefetch_to_device.h"

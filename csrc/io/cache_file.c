@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "core/array.h"
-#include "core/pool.h"
+#include "core/blocking.h"
 #include "io/crc32c.h"
 #include "io/file.h"
 

@@ -14,7 +14,7 @@
 #include <linux/openat2.h>
 #endif
 
-#include "core/pool.h"
+#include "core/blocking.h"
 #include "core/thread.h"
 
 #define MAX_TRANSFER ((size_t)1 << 30) /* bytes per read()/write() call */
@@ -169,7 +169,7 @@ CvStatus cv_file_read_waiting(int fd, const char *path, void *dst, size_t n, siz
         cv_wait_outside_end(outside);
         cv_blocking_end();
         if (ready == 0 || (ready < 0 && errno == EINTR)) { /* a slice passed: still wanted? */
-            if (cv_pool_cancelled()) {
+            if (cv_blocking_cancelled()) {
                 *got = done;
                 return cv_error(CV_CANCELLED, "%s: the read was cancelled", path);
             }

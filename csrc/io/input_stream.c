@@ -10,7 +10,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/pool.h"
 #include "io/file.h"
 
 struct CvInputStream {

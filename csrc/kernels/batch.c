@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kernels/common/batch_rows.h"
+#include "core/pipeline.h" /* cv_parallelism */
 #include "core/stage.h"
 #include "kernels/kernels.h"
 

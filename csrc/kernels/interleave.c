@@ -71,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/pipeline.h" /* cv_parallelism */
 #include "core/pool.h"
 #include "core/stats.h"
 #include "io/crc32c.h"

@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 
+#include "core/pipeline.h" /* cv_parallelism */
 #include "core/stage.h"
 #include "kernels/common/element_calls.h"
 #include "kernels/kernels.h"

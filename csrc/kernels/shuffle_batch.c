@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/pipeline.h" /* cv_parallelism */
 #include "core/memory.h"
 #include "core/philox.h"
 #include "core/stage.h"

@@ -43,10 +43,9 @@
 #endif
 #include <numpy/arrayobject.h>
 
-#include "core/autotune.h"
+#include "core/blocking.h"
 #include "core/dataset.h"
-#include "core/pool.h"
-#include "core/stats.h"
+#include "core/pipeline.h"
 #include "core/thread.h"
 
 typedef struct CvIteratorObject CvIteratorObject;

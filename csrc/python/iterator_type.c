@@ -30,9 +30,9 @@
 
 struct CvIteratorObject {
     PyObject_HEAD
-    CvIterator *it;      /* owned; NULL once closed or exhausted */
-    CvPool *pool;        /* owned: the pipeline's worker pool, outlives it */
-    struct Measures *measures; /* a reference: outlive the pool, for stats() after the end */
+    CvPipeline *pipeline; /* owned reference (core/pipeline.h): kept after the end for stats() */
+    bool live;           /* the pipeline runs: not closed, exhausted or abandoned */
+    bool statistics;     /* made with statistics (stats() works) */
     PyObject *describe;  /* strong or NULL: describe(raw) -> what stats() returns */
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
     PyObject *pack;      /* strong, for kind 2 */
@@ -45,7 +45,7 @@ struct CvIteratorObject {
     bool may_block;
     bool busy;            /* inside next() */
     bool close_requested; /* close() arrived while busy */
-    bool started;         /* next() has asked the engine: a restore remakes self->it */
+    bool started;         /* next() has asked the engine: a restore restarts the pipeline */
     bool exhausted;       /* the end was reached (not closed): saves as "finished" */
     unsigned long fork_generation;
     CvIteratorObject *prev, *next; /* live list in module state */
@@ -78,119 +78,17 @@ static bool forked_away(CvIteratorObject *self)
     return self->fork_generation != cv_fork_generation();
 }
 
-/* The statistics and the autotuner of one pipeline, shared by the Python
- * object (stats() after the end) and, when a release is deferred, by the
- * thread that finishes it: freed by whichever lets go last. */
-typedef struct Measures {
-    atomic_int refs;
-    CvStats *stats;
-    CvAutotuner *tuner;
-    int64_t ended_ns; /* when the pipeline ended or was closed (under the GIL); 0 while it runs */
-} Measures;
-
-static Measures *measures_new(int budget, int algorithm)
-{
-    Measures *m = calloc(1, sizeof(*m));
-    if (!m)
-        return NULL;
-    atomic_init(&m->refs, 1);
-    m->stats = cv_stats_new();
-    m->tuner = m->stats ? cv_autotuner_new(m->stats, budget, (CvAutotuneAlgorithm)algorithm) : NULL;
-    if (!m->tuner) {
-        cv_stats_free(m->stats);
-        free(m);
-        return NULL;
-    }
-    return m;
-}
-
-static Measures *measures_ref(Measures *m)
-{
-    if (m)
-        atomic_fetch_add(&m->refs, 1);
-    return m;
-}
-
-static void measures_unref(Measures *m)
-{
-    if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
-        return;
-    cv_autotuner_free(m->tuner);
-    cv_stats_free(m->stats);
-    free(m);
-}
-
-/* How long a release waits for the pipeline's turns to end after
- * cancelling them before it hands the rest to a thread of its own. Native
- * turns end within a turn (~200 us); what takes longer is user code (a
- * Python function mid-call) or a read that cannot be interrupted. */
-#define CV_RELEASE_WAIT_NS 100000000LL
-
-/* A pipeline whose release was deferred: destroyed on its own thread once
- * the work in flight returns (its results are discarded). It owns the
- * engine iterator, the pool and a reference to the measures, so nothing it
- * touches is freed under it; the Python object is free to go. */
-typedef struct Deferred {
-    CvIterator *it;
-    CvPool *pool;
-    Measures *measures;
-} Deferred;
-
-static void finish(CvIterator *it, CvPool *pool, Measures *measures)
-{
-    CvPool *outer = cv_pool_set_current(pool);
-    cv_iterator_destroy(it);
-    cv_pool_set_current(outer);
-    cv_pool_unref(pool); /* after the pipeline: joins the pool's threads */
-    measures_unref(measures);
-}
-
-static void *finish_deferred(void *arg)
-{
-    Deferred *d = arg;
-    finish(d->it, d->pool, d->measures);
-    free(d);
-    return NULL;
-}
-
-/* No GIL. Cancel everything; finish here when the turns end soon, or else
- * on a detached thread, so that dropping an iterator, Ctrl-C and interpreter
- * exit never wait on user code or a blocked read. */
-static void release_pipeline(CvIterator *it, CvPool *pool, Measures *measures)
-{
-    cv_iterator_cancel(it);
-    if (pool) {
-        cv_pool_cancel(pool); /* reads waiting on pipes give up */
-        if (!cv_pool_wait_idle(pool, CV_RELEASE_WAIT_NS)) {
-            Deferred *d = malloc(sizeof(*d));
-            CvThread thread;
-            if (d) {
-                *d = (Deferred){it, pool, measures};
-                if (!cv_thread_start(&thread, finish_deferred, d, "conveyor release")) {
-                    pthread_detach(thread.handle);
-                    return;
-                }
-                free(d);
-            }
-        }
-    }
-    finish(it, pool, measures); /* no memory or thread for a deferral: wait */
-}
-
-/* Stop and free the engine iterator with the GIL released. */
+/* Stop the pipeline with the GIL released: a worker may be waiting for the
+ * GIL to finish a Python map function (core/pipeline.h bounds the wait). */
 static void iterator_release(CvIteratorObject *self)
 {
-    CvIterator *it = self->it;
-    CvPool *pool = self->pool;
-    self->it = NULL;
-    self->pool = NULL;
-    if ((!it && !pool) || forked_away(self))
+    bool was_live = self->live;
+    self->live = false;
+    if (!was_live || !self->pipeline || forked_away(self))
         return; /* after fork(), its threads and locks belong to the parent: leak, never join */
-    Measures *measures = measures_ref(self->measures);
-    if (measures && !measures->ended_ns)
-        measures->ended_ns = cv_now_ns(); /* stats() rates stop here */
+    CvPipeline *pipeline = self->pipeline;
     Py_BEGIN_ALLOW_THREADS
-    release_pipeline(it, pool, measures);
+    cv_pipeline_stop(pipeline);
     Py_END_ALLOW_THREADS
 }
 
@@ -211,9 +109,9 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     CvIteratorObject *self = PyObject_GC_New(CvIteratorObject, st->iterator_type);
     if (!self)
         return NULL;
-    self->it = NULL;
-    self->pool = NULL;
-    self->measures = NULL;
+    self->pipeline = NULL;
+    self->live = false;
+    self->statistics = statistics;
     self->describe = describe == Py_None ? NULL : Py_XNewRef(describe);
     self->structure = Py_NewRef(structure);
     self->pack = NULL;
@@ -225,7 +123,7 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     self->has_pending = false;
     self->kind = -1;
     self->eager = false;
-    self->may_block = ds->may_block;
+    self->may_block = false;
     self->busy = false;
     self->close_requested = false;
     self->fork_generation = cv_fork_generation();
@@ -233,28 +131,14 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     self->weakrefs = NULL;
     live_link(st, self);
     PyObject_GC_Track(self);
-    int budget = cpu_budget > 0 ? cpu_budget : cv_cpu_count();
-    self->pool = cv_pool_new(budget);
-    CvStatus s = CV_STATUS_OK;
-    if (statistics) {
-        self->measures = measures_new(budget, algorithm);
-        s = self->measures ? cv_stats_add_pipeline(self->measures->stats, ds) : cv_error_nomem();
-    }
-    if (s || !self->pool) {
-        Py_DECREF(self);
-        return cv_raise_status(st, s ? s : cv_error_nomem());
-    }
-    if (self->measures) {
-        cv_pool_set_stats(self->pool, self->measures->stats);
-        cv_pool_set_autotuner(self->pool, self->measures->tuner);
-    }
-    CvPool *outer = cv_pool_set_current(self->pool);
-    s = cv_iterator_make(ds, &self->it);
-    cv_pool_set_current(outer);
+    CvPipelineOptions options = {cpu_budget, (CvAutotuneAlgorithm)algorithm, statistics};
+    CvStatus s = cv_pipeline_new(ds, &options, &self->pipeline);
     if (s) {
         Py_DECREF(self);
         return cv_raise_status(st, s);
     }
+    self->live = true;
+    self->may_block = cv_pipeline_may_block(self->pipeline);
     return (PyObject *)self;
 }
 
@@ -374,37 +258,32 @@ static PyObject *iterator_next(PyObject *op)
         self->has_pending = false;
         return convert(self, st, &e);
     }
-    if (!self->it)
+    if (!self->live)
         return NULL; /* exhausted or closed: StopIteration, sticky */
     bool end = false;
     CvStatus s;
+    CvPipeline *pipeline = self->pipeline;
     self->busy = true;
     self->started = true;
-    /* Iterators made during next() (interleave's, repeat's) join this pool. */
-    CvPool *outer_pool = cv_pool_set_current(self->pool);
     if (self->may_block) {
         bool would_block = false;
-        s = cv_iterator_try_next(self->it, &e, &end, &would_block);
+        s = cv_pipeline_try_next(pipeline, &e, &end, &would_block);
         if (!s && would_block) {
-            int64_t waited = cv_now_ns();
             Py_BEGIN_ALLOW_THREADS
             CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
-            s = cv_iterator_next(self->it, &e, &end);
+            s = cv_pipeline_wait(pipeline, &e, &end);
             cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
             Py_END_ALLOW_THREADS
-            if (self->measures)
-                cv_stats_consumer_wait(self->measures->stats, cv_now_ns() - waited);
         }
     } else {
         /* With the GIL: only a read waiting on a pipe lets go of it and
          * checks for signals, in slices (io/file.c). */
         CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
         CvOutsideHooks outer_hooks = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
-        s = cv_iterator_next(self->it, &e, &end);
+        s = cv_pipeline_next(pipeline, &e, &end);
         cv_set_outside_hooks(outer_hooks);
         cv_set_interrupt_check(outer.fn, outer.arg);
     }
-    cv_pool_set_current(outer_pool);
     self->busy = false;
     if (self->close_requested || (!s && end)) {
         cv_element_clear(&e);
@@ -432,7 +311,7 @@ static PyObject *iterator_close(PyObject *op, PyObject *unused)
          * and no engine thread waits for the GIL while holding one. */
         self->close_requested = true;
         if (!forked_away(self))
-            cv_iterator_cancel(self->it);
+            cv_pipeline_cancel(self->pipeline);
     } else {
         iterator_release(self);
     }
@@ -444,7 +323,7 @@ static PyObject *iterator_close(PyObject *op, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* Visits what the object holds directly. The engine iterator (self->it) is
+/* Visits what the object holds directly. The pipeline's root iterator is
  * not walked: it holds its datasets, and through them Python callables, but
  * worker threads use and re-count those while the gc runs, so a cycle
  * through a live iterator is collected only once the iterator is exhausted
@@ -482,8 +361,8 @@ static void iterator_dealloc(PyObject *op)
         PyObject_ClearWeakRefs(op);
     iterator_release(self);
     if (!forked_away(self)) /* after fork(), the parent's: leak */
-        measures_unref(self->measures);
-    self->measures = NULL;
+        cv_pipeline_unref(self->pipeline);
+    self->pipeline = NULL;
     cv_element_clear(&self->pending);
     if (self->module)
         live_unlink(cv_get_state(self->module), self);
@@ -582,20 +461,21 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
 {
     (void)unused;
     CvIteratorObject *self = (CvIteratorObject *)op;
-    Measures *m = self->measures;
-    if (!m || forked_away(self)) {
+    CvPipeline *pipeline = self->pipeline;
+    CvStats *stats = pipeline && self->statistics ? cv_pipeline_stats(pipeline) : NULL;
+    if (!stats || forked_away(self)) {
         PyErr_SetString(PyExc_RuntimeError, forked_away(self)
                                                 ? "conveyor: this iterator has no statistics (created before fork())"
                                                 : "conveyor: this iterator was made with statistics off");
         return NULL;
     }
-    int n = cv_stats_snapshot(m->stats, NULL, 0);
+    int n = cv_stats_snapshot(stats, NULL, 0);
     CvNodeSnapshot *snaps = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(*snaps));
     if (!snaps)
         return PyErr_NoMemory();
     /* Nodes only grow: those added since the count are left to the next call
      * (the snapshot fills n and returns how many there are now). */
-    (void)cv_stats_snapshot(m->stats, snaps, n);
+    (void)cv_stats_snapshot(stats, snaps, n);
     PyObject *nodes = PyList_New(0), *raw = NULL;
     for (int i = 0; nodes && i < n; i++) {
         PyObject *d = node_dict(&snaps[i]);
@@ -604,16 +484,14 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
         Py_XDECREF(d);
     }
     PyMem_Free(snaps);
-    PyObject *autotune = nodes ? autotune_dict(m->tuner) : NULL;
-    CvPool *pool = self->pool;
+    PyObject *autotune = nodes ? autotune_dict(cv_pipeline_autotuner(pipeline)) : NULL;
     if (autotune)
-        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N,s:O}", "cpu_budget", cv_autotuner_budget(m->tuner),
-                            "threads", pool ? cv_pool_threads(pool) : 0, "running",
-                            pool ? cv_pool_running(pool) : 0, "elapsed_ns",
-                            (long long)((m->ended_ns ? m->ended_ns : cv_now_ns()) - cv_stats_started_ns(m->stats)),
-                            "consumer_wait_ns",
-                            (long long)cv_stats_consumer_wait_ns(m->stats), "nodes", nodes, "autotune",
-                            autotune, "finished", self->it ? Py_False : Py_True);
+        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N,s:O}", "cpu_budget", cv_pipeline_cpu_budget(pipeline),
+                            "threads", cv_pipeline_threads(pipeline), "running",
+                            cv_pipeline_running_turns(pipeline), "elapsed_ns",
+                            (long long)cv_pipeline_elapsed_ns(pipeline), "consumer_wait_ns",
+                            (long long)cv_stats_consumer_wait_ns(stats), "nodes", nodes, "autotune",
+                            autotune, "finished", self->live ? Py_False : Py_True);
     else
         Py_XDECREF(nodes);
     if (!raw || !self->describe)
@@ -659,7 +537,7 @@ static PyObject *iterator_save_engine(PyObject *op, PyObject *unused)
     CvIteratorObject *self = (CvIteratorObject *)op;
     if (check_usable(self, "save") < 0)
         return NULL;
-    if (!self->it) {
+    if (!self->live) {
         if (self->exhausted)
             Py_RETURN_NONE;
         PyErr_SetString(PyExc_ValueError, "conveyor: cannot save a closed iterator");
@@ -669,11 +547,10 @@ static PyObject *iterator_save_engine(PyObject *op, PyObject *unused)
     cv_state_writer_init(&w);
     CvStatus s;
     self->busy = true;
-    CvPool *outer = cv_pool_set_current(self->pool);
+    CvPipeline *pipeline = self->pipeline;
     Py_BEGIN_ALLOW_THREADS
-    s = cv_iterator_save(self->it, &w);
+    s = cv_pipeline_save(pipeline, &w);
     Py_END_ALLOW_THREADS
-    cv_pool_set_current(outer);
     self->busy = false;
     PyObject *result = s ? NULL : PyBytes_FromStringAndSize(w.data, (Py_ssize_t)w.len);
     cv_state_writer_clear(&w);
@@ -689,7 +566,7 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     CvModuleState *st = cv_get_state(self->module);
     if (check_usable(self, "restore") < 0)
         return NULL;
-    if (!self->it) {
+    if (!self->live) {
         PyErr_SetString(PyExc_ValueError,
                         self->exhausted ? "conveyor: cannot restore an iterator that reached its "
                                           "end; restore into a new one (iter(dataset))"
@@ -705,20 +582,15 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
             cv_element_clear(&self->pending);
             self->has_pending = false;
         }
-        CvDataset *ds = cv_dataset_ref(self->it->dataset);
         CvStatus remade;
+        CvPipeline *pipeline = self->pipeline;
         self->busy = true;
-        CvPool *outer = cv_pool_set_current(self->pool);
         Py_BEGIN_ALLOW_THREADS
-        cv_iterator_destroy(self->it);
-        self->it = NULL;
-        remade = cv_iterator_make(ds, &self->it);
-        cv_dataset_unref(ds);
+        remade = cv_pipeline_restart(pipeline);
         Py_END_ALLOW_THREADS
-        cv_pool_set_current(outer);
         self->busy = false;
         if (remade) {
-            self->it = NULL;
+            self->live = false; /* restart stopped it */
             return cv_raise_status(st, remade);
         }
         self->started = false;
@@ -735,25 +607,13 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     cv_state_reader_init(&r, view.buf, (size_t)view.len);
     CvStatus s;
     self->busy = true;
-    CvPool *outer = cv_pool_set_current(self->pool);
+    CvPipeline *pipeline = self->pipeline;
     Py_BEGIN_ALLOW_THREADS
-    s = cv_iterator_restore(self->it, &r);
-    if (!s && r.pos != r.len)
-        s = cv_state_corrupt("bytes are left after the pipeline's state");
-    if (s) { /* start over from a fresh iterator of the same dataset */
-        CvDataset *ds = cv_dataset_ref(self->it->dataset);
-        cv_iterator_destroy(self->it);
-        self->it = NULL;
-        CvStatus remade = cv_iterator_make(ds, &self->it);
-        cv_dataset_unref(ds);
-        if (remade) {
-            cv_status_free(remade);
-            self->it = NULL;
-        }
-    }
+    s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator (core/pipeline.h) */
     Py_END_ALLOW_THREADS
-    cv_pool_set_current(outer);
     self->busy = false;
+    if (s && !cv_pipeline_running(pipeline))
+        iterator_release(self); /* not even a fresh one could be made */
     PyBuffer_Release(&view);
     if (s)
         return cv_raise_status(st, s);
@@ -905,7 +765,7 @@ static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
     if (!live)
         return NULL;
     for (CvIteratorObject *self = st->live; self; self = self->next) {
-        if (self->it && !forked_away(self) && PyList_Append(live, (PyObject *)self) < 0) {
+        if (self->live && !forked_away(self) && PyList_Append(live, (PyObject *)self) < 0) {
             Py_DECREF(live);
             return NULL;
         }
@@ -913,8 +773,8 @@ static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
     Py_ssize_t n = PyList_GET_SIZE(live);
     for (Py_ssize_t i = 0; i < n; i++) {
         CvIteratorObject *self = (CvIteratorObject *)PyList_GET_ITEM(live, i);
-        if (self->it)
-            cv_iterator_cancel(self->it); /* GIL held: see iterator_close */
+        if (self->live)
+            cv_pipeline_cancel(self->pipeline); /* GIL held: see iterator_close */
     }
     bool drained;
     Py_BEGIN_ALLOW_THREADS
@@ -929,8 +789,11 @@ static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
             self->close_requested = true; /* its next() returns CANCELLED and frees it */
         else if (drained)
             iterator_release(self);
-        else
-            self->it = NULL; /* abandoned */
+        else {
+            self->live = false; /* abandoned: its threads die with the process, never joined */
+            cv_pipeline_abandon(self->pipeline);
+            self->pipeline = NULL;
+        }
     }
     Py_DECREF(live);
     Py_RETURN_NONE;
@@ -941,7 +804,7 @@ static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
     (void)unused;
     long n = 0;
     for (CvIteratorObject *self = cv_get_state(module)->live; self; self = self->next)
-        n += self->it != NULL;
+        n += self->live;
     return PyLong_FromLong(n);
 }
 
@@ -956,7 +819,32 @@ static PyObject *iterator_set_eager_type(PyObject *module, PyObject *type)
     Py_RETURN_NONE;
 }
 
+/* The budgets, resolved in one place (core/pipeline.h) for the Python layer
+ * too: AUTOTUNE's worker count is fixed when a dataset is built. */
+static PyObject *iterator_cpu_budget(PyObject *module, PyObject *requested)
+{
+    (void)module;
+    long n = PyLong_AsLong(requested);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLong(cv_cpu_budget(n < 0 || n > 65536 ? 0 : (int)n));
+}
+
+static PyObject *iterator_autotune_ceiling(PyObject *module, PyObject *budget)
+{
+    (void)module;
+    long n = PyLong_AsLong(budget);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLong(cv_autotune_ceiling(n < 1 || n > 65536 ? 1 : (int)n));
+}
+
 PyMethodDef cv_iterator_functions[] = {
+    {"cpu_budget", iterator_cpu_budget, METH_O,
+     "cpu_budget(requested) -> the CPUs a pipeline runs on: requested, or (0) the CPUs this "
+     "process may use."},
+    {"autotune_ceiling", iterator_autotune_ceiling, METH_O,
+     "autotune_ceiling(budget) -> the most turns an AUTOTUNE stage runs at once on budget CPUs."},
     {"set_eager_type", iterator_set_eager_type, METH_O,
      "set_eager_type(cls): the ndarray subclass an iterator with eager=True yields "
      "(conveyor.EagerTensor)."},

@@ -1,0 +1,317 @@
+#include "core/pipeline.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/pool.h"
+#include "core/thread.h"
+
+struct CvPipeline {
+    atomic_int refs;
+    unsigned id;
+    int cpu_budget;
+    bool may_block;
+    /* The running part, owned until stop(). `it` is the consumer's; `pool`
+     * is also read by the statistics accessors, so stop() takes it away
+     * under mu. */
+    CvIterator *it;
+    CvPool *pool;
+    pthread_mutex_t mu; /* guards pool and ended_ns; a leaf above the pool's mutex */
+    int64_t ended_ns;   /* when stop() ran; 0 while running */
+    /* Owned; freed with the last reference (stats() after the end). */
+    CvStats *stats;
+    CvAutotuner *tuner;
+};
+
+static atomic_uint pipelines_made;
+
+int cv_cpu_budget(int requested)
+{
+    return requested > 0 ? requested : cv_cpu_count();
+}
+
+int cv_autotune_ceiling(int budget)
+{
+    return (budget < 1 ? 1 : budget) + 1;
+}
+
+CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers, bool *autotune)
+{
+    *autotune = num_parallel_calls < 0;
+    if (num_parallel_calls == -1)
+        num_parallel_calls = cv_autotune_ceiling(cv_cpu_budget(0));
+    else if (num_parallel_calls < 0)
+        num_parallel_calls = -num_parallel_calls;
+    *workers = num_parallel_calls > 1024 ? 1024 : (int)num_parallel_calls;
+    return CV_STATUS_OK;
+}
+
+/* The pool's tick: the autotuner between turns (core/pool.h). */
+static bool tune(void *arg)
+{
+    return cv_autotuner_tick(arg);
+}
+
+CvStatus cv_pipeline_new(const CvDataset *ds, const CvPipelineOptions *options, CvPipeline **out)
+{
+    *out = NULL;
+    CvStatus s = CV_STATUS_OK;
+    CvPipeline *p = calloc(1, sizeof(*p));
+    if (!p)
+        return cv_error_nomem();
+    atomic_init(&p->refs, 1);
+    pthread_mutex_init(&p->mu, NULL);
+    p->id = atomic_fetch_add(&pipelines_made, 1) + 1;
+    p->cpu_budget = cv_cpu_budget(options->cpu_budget);
+    p->may_block = ds->may_block;
+    p->pool = cv_pool_new(p->cpu_budget);
+    if (!p->pool) {
+        s = cv_error_nomem();
+        goto fail;
+    }
+    char name[16];
+    snprintf(name, sizeof(name), "cv%u-pool", p->id);
+    cv_pool_set_name(p->pool, name);
+    if (options->statistics) {
+        p->stats = cv_stats_new();
+        p->tuner = p->stats ? cv_autotuner_new(p->stats, p->cpu_budget, options->algorithm) : NULL;
+        if (!p->tuner) {
+            s = cv_error_nomem();
+            goto fail;
+        }
+        s = cv_stats_add_pipeline(p->stats, ds);
+        if (s)
+            goto fail;
+        cv_pool_set_stats(p->pool, p->stats);
+        cv_pool_set_tick(p->pool, (CvPoolTick){tune, p->tuner});
+    }
+    CvPool *outer = cv_pool_set_current(p->pool);
+    s = cv_iterator_make(ds, &p->it);
+    cv_pool_set_current(outer);
+    if (s)
+        goto fail;
+    *out = p;
+    return CV_STATUS_OK;
+fail:
+    cv_pipeline_unref(p);
+    return s;
+}
+
+CvPipeline *cv_pipeline_ref(CvPipeline *p)
+{
+    if (p)
+        atomic_fetch_add(&p->refs, 1);
+    return p;
+}
+
+void cv_pipeline_unref(CvPipeline *p)
+{
+    if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
+        return;
+    cv_pipeline_stop(p); /* nobody else holds it: waits, never detaches */
+    cv_autotuner_free(p->tuner);
+    cv_stats_free(p->stats);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+bool cv_pipeline_running(const CvPipeline *p)
+{
+    return p->it != NULL;
+}
+
+bool cv_pipeline_may_block(const CvPipeline *p)
+{
+    return p->may_block;
+}
+
+/* Iterators made during next (interleave's, repeat's) join this pool. */
+CvStatus cv_pipeline_next(CvPipeline *p, CvElement *out, bool *end)
+{
+    CvPool *outer = cv_pool_set_current(p->pool);
+    CvStatus s = cv_iterator_next(p->it, out, end);
+    cv_pool_set_current(outer);
+    return s;
+}
+
+CvStatus cv_pipeline_try_next(CvPipeline *p, CvElement *out, bool *end, bool *would_block)
+{
+    CvPool *outer = cv_pool_set_current(p->pool);
+    CvStatus s = cv_iterator_try_next(p->it, out, end, would_block);
+    cv_pool_set_current(outer);
+    return s;
+}
+
+CvStatus cv_pipeline_wait(CvPipeline *p, CvElement *out, bool *end)
+{
+    int64_t started = cv_now_ns();
+    CvStatus s = cv_pipeline_next(p, out, end);
+    if (p->stats)
+        cv_stats_consumer_wait(p->stats, cv_now_ns() - started);
+    return s;
+}
+
+void cv_pipeline_cancel(CvPipeline *p)
+{
+    cv_iterator_cancel(p->it);
+}
+
+/* The running part of a pipeline, freed on the thread that ends it. */
+typedef struct Teardown {
+    CvPipeline *owner; /* a reference when detached: the statistics outlive the pool */
+    CvIterator *it;
+    CvPool *pool;
+} Teardown;
+
+static void teardown(Teardown *t)
+{
+    CvPool *outer = cv_pool_set_current(t->pool);
+    cv_iterator_destroy(t->it);
+    cv_pool_set_current(outer);
+    cv_pool_unref(t->pool); /* after the iterators: joins the pool's threads */
+}
+
+static void *teardown_detached(void *arg)
+{
+    Teardown *t = arg;
+    teardown(t);
+    cv_pipeline_unref(t->owner);
+    free(t);
+    return NULL;
+}
+
+void cv_pipeline_stop(CvPipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    Teardown t = {p, p->it, p->pool};
+    p->it = NULL;
+    p->pool = NULL;
+    if (!p->ended_ns)
+        p->ended_ns = cv_now_ns(); /* the statistics' rates stop here */
+    pthread_mutex_unlock(&p->mu);
+    if (!t.it && !t.pool)
+        return;
+    cv_iterator_cancel(t.it);
+    cv_pool_cancel(t.pool); /* reads waiting on pipes give up */
+    if (!cv_pool_wait_idle(t.pool, CV_PIPELINE_RELEASE_WAIT_NS) && atomic_load(&p->refs) > 0) {
+        Teardown *d = malloc(sizeof(*d));
+        if (d) {
+            char name[16];
+            snprintf(name, sizeof(name), "cv%u-stop", p->id);
+            *d = t;
+            d->owner = cv_pipeline_ref(p);
+            CvThread thread;
+            CvStatus s = cv_thread_start(&thread, teardown_detached, d, name);
+            if (!s) {
+                pthread_detach(thread.handle);
+                return;
+            }
+            cv_status_free(s);
+            cv_pipeline_unref(p); /* not the last: the caller holds one */
+            free(d);
+        }
+    }
+    teardown(&t); /* no memory or thread for a detached teardown: wait */
+}
+
+void cv_pipeline_abandon(CvPipeline *p)
+{
+    /* No lock: a parent's thread may have held mu at the fork, and the
+     * child has no other thread. */
+    p->it = NULL;
+    p->pool = NULL;
+}
+
+CvStatus cv_pipeline_save(CvPipeline *p, CvStateWriter *w)
+{
+    CvPool *outer = cv_pool_set_current(p->pool);
+    CvStatus s = cv_iterator_save(p->it, w);
+    cv_pool_set_current(outer);
+    return s;
+}
+
+/* A fresh root iterator in place of the current one. */
+static CvStatus remake(CvPipeline *p)
+{
+    CvDataset *ds = cv_dataset_ref(p->it->dataset);
+    CvPool *outer = cv_pool_set_current(p->pool);
+    cv_iterator_destroy(p->it);
+    p->it = NULL;
+    CvStatus s = cv_iterator_make(ds, &p->it);
+    cv_pool_set_current(outer);
+    cv_dataset_unref(ds);
+    if (s)
+        p->it = NULL;
+    return s;
+}
+
+CvStatus cv_pipeline_restart(CvPipeline *p)
+{
+    CvStatus s = remake(p);
+    if (s)
+        cv_pipeline_stop(p);
+    return s;
+}
+
+CvStatus cv_pipeline_restore(CvPipeline *p, CvStateReader *r)
+{
+    CvPool *outer = cv_pool_set_current(p->pool);
+    CvStatus s = cv_iterator_restore(p->it, r);
+    cv_pool_set_current(outer);
+    if (!s && r->pos != r->len)
+        s = cv_state_corrupt("bytes are left after the pipeline's state");
+    if (s) { /* start over from a fresh iterator of the same dataset */
+        CvStatus remade = remake(p);
+        if (remade)
+            cv_status_free(remade);
+    }
+    return s;
+}
+
+CvStats *cv_pipeline_stats(const CvPipeline *p)
+{
+    return p->stats;
+}
+
+CvAutotuner *cv_pipeline_autotuner(const CvPipeline *p)
+{
+    return p->tuner;
+}
+
+int cv_pipeline_cpu_budget(const CvPipeline *p)
+{
+    return p->cpu_budget;
+}
+
+int cv_pipeline_threads(CvPipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int n = p->pool ? cv_pool_threads(p->pool) : 0;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+int cv_pipeline_running_turns(CvPipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int n = p->pool ? cv_pool_running(p->pool) : 0;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+int64_t cv_pipeline_elapsed_ns(CvPipeline *p)
+{
+    if (!p->stats)
+        return 0;
+    pthread_mutex_lock(&p->mu);
+    int64_t end = p->ended_ns ? p->ended_ns : cv_now_ns();
+    pthread_mutex_unlock(&p->mu);
+    return end - cv_stats_started_ns(p->stats);
+}
+
+unsigned cv_pipeline_id(const CvPipeline *p)
+{
+    return p->id;
+}
