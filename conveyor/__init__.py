@@ -38,9 +38,9 @@ from conveyor._shape_ops import (boolean_mask, broadcast_to, cumsum, pad, revers
                                  split, stop_gradient, tile, transpose)
 from conveyor import debugging
 from conveyor import sharding
-from conveyor._tracing import Tensor, numpy_function, py_function
-from conveyor._eager import EagerTensor
-from conveyor._variable import Variable
+from conveyor.framework.tracing import Tensor, numpy_function, py_function
+from conveyor.framework.eager import EagerTensor
+from conveyor.framework.variables import Variable
 from conveyor._basics import (autograph, convert_to_tensor, function, identity, is_tensor,
                               rank, size)
 from conveyor._basics import print_ as print  # noqa: A004 - tf.print

@@ -3,7 +3,7 @@
 ``convert_to_tensor``, ``is_tensor``, ``size``, ``rank`` and ``print``.
 
 ``tf.function`` passes the function through: a map function is traced by
-the map itself (conveyor/_tracing.py), with or without the decorator, and
+the map itself (conveyor/framework/tracing.py), with or without the decorator, and
 called eagerly elsewhere; ``input_signature`` and the compile flags are
 accepted. The others work eagerly and inside traced map functions.
 """
@@ -13,9 +13,9 @@ import types
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._convert import to_array
-from conveyor._eager import EagerTensor, as_eager
-from conveyor._tracing import Tensor, _PlainPython, convert, current_trace, static_shape
+from conveyor.framework.convert import to_array
+from conveyor.framework.eager import EagerTensor, as_eager
+from conveyor.framework.tracing import Tensor, _PlainPython, convert, current_trace, static_shape
 
 __all__ = ["function", "autograph", "identity", "convert_to_tensor", "is_tensor", "size", "rank",
            "print_"]

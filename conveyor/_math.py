@@ -13,9 +13,9 @@ import builtins
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._convert import to_array
-from conveyor._tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
-                               static_shape)
+from conveyor.framework.convert import to_array
+from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
+                                        static_shape)
 from conveyor.tensor_spec import TensorShape
 
 __all__ = ["cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
@@ -447,7 +447,7 @@ def _eager(arr):
     trace = current_trace()
     if trace is not None:
         return trace.constant(arr, TensorShape(list(arr.shape)), _dtypes.as_dtype(arr.dtype))
-    from conveyor._eager import as_eager
+    from conveyor.framework.eager import as_eager
     return as_eager(arr)
 
 

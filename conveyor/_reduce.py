@@ -17,10 +17,10 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor import errors
 from conveyor import nest
-from conveyor._convert import to_array
+from conveyor.framework.convert import to_array
 from conveyor._math import _broadcast_shape, _hinted, cast
-from conveyor._tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
-                               static_shape)
+from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
+                                        static_shape)
 from conveyor.tensor_spec import TensorShape
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",

@@ -22,7 +22,7 @@ from conveyor._basics import identity
 from conveyor._math import cast, expand_dims, less, reshape
 from conveyor._reduce import _error, _static_ints, _traced, gather, range as _range, \
     reduce_max, squeeze, where
-from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["transpose", "tile", "pad", "reverse", "broadcast_to", "split", "boolean_mask",
            "sequence_mask", "cumsum", "stop_gradient"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["stateless_uniform", "stateless_normal", "stateless_split", "split", "fold_in"]
 

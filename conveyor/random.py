@@ -1,6 +1,6 @@
 """``conveyor.random``: seeds, with ``tf.random``'s rules.
 
-``set_seed(seed)`` sets the global seed (kept in ``conveyor._seed``, which
+``set_seed(seed)`` sets the global seed (kept in ``conveyor.framework.random_seed``, which
 derives every random operation's seeds). A random transformation's seeds are
 derived as TensorFlow derives them (``get_seed``), so a pipeline seeded the
 same way gives the same order as in TensorFlow, run after run:
@@ -16,10 +16,10 @@ import types as _types
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._seed import get_seed, set_seed
+from conveyor.framework.random_seed import get_seed, set_seed
 from conveyor._stateless import (fold_in, split, stateless_normal, stateless_split,
                                  stateless_uniform)
-from conveyor._tracing import apply, op_error
+from conveyor.framework.tracing import apply, op_error
 
 __all__ = ["set_seed", "get_seed", "uniform", "stateless_uniform", "stateless_normal", "split", "fold_in", "experimental"]
 

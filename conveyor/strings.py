@@ -15,8 +15,8 @@ import numpy as np
 from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor._tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
-                               static_shape)
+from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
+                                        static_shape)
 
 __all__ = ["split", "bytes_split", "unicode_split", "unicode_decode", "to_number",
            "to_hash_bucket_fast", "to_hash_bucket_strong", "to_hash_bucket"]

@@ -116,10 +116,10 @@ def _find_cycle(graph):
 
 def test_the_import_graph_sees_the_packages_modules():
     modules, graph = _graph()
-    assert {"conveyor", "conveyor._tracing", "conveyor._math", "conveyor.data",
+    assert {"conveyor", "conveyor.framework.tracing", "conveyor._math", "conveyor.data",
             "conveyor.data.dataset", "conveyor.io.image_ops"} <= set(modules)
     deps = {dep for dep, _ in graph["conveyor._math"]}
-    assert "conveyor._tracing" in deps and "conveyor.dtypes" in deps
+    assert "conveyor.framework.tracing" in deps and "conveyor.dtypes" in deps
 
 
 def test_a_circle_is_found():

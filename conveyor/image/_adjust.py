@@ -17,7 +17,7 @@ from conveyor import errors as _errors
 from conveyor import random as _random
 from conveyor._image_dtype import convert_image_dtype
 from conveyor._stateless import _seed, stateless_uniform
-from conveyor._tracing import Tensor, apply, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import Tensor, apply, dtype_of, op_error, static_shape
 from conveyor.image._transform import (_RANDOM, _check_inner_dims, _image, _shape_str,
                                        adjust_brightness)
 

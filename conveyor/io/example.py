@@ -25,7 +25,7 @@ import collections
 import numpy as np
 
 from conveyor import _engine
-from conveyor import _tracing
+from conveyor.framework import tracing as _tracing
 from conveyor import _wire
 from conveyor._example_pb import Feature as _FeatureMessage
 from conveyor import dtypes as _dtypes

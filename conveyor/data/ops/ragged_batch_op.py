@@ -22,7 +22,7 @@ class _ToRagged:
     __name__ = "Dataset.ragged_batch"
 
     def __call__(self, rows, lengths):
-        from conveyor._tracing import Tensor, _PlainPython
+        from conveyor.framework.tracing import Tensor, _PlainPython
         if isinstance(rows, Tensor):
             raise _PlainPython("ragged_batch packs its rows in Python")
         rows, lengths = np.asarray(rows), np.asarray(lengths, np.int64)

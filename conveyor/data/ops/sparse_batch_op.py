@@ -24,7 +24,7 @@ class _ToSparse:
         self._row_shape = np.asarray(row_shape, np.int64)
 
     def __call__(self, values, shapes):
-        from conveyor._tracing import Tensor, _PlainPython
+        from conveyor.framework.tracing import Tensor, _PlainPython
         if isinstance(values, Tensor):
             raise _PlainPython("sparse_batch builds its indices in Python")
         values, shapes = np.asarray(values), np.asarray(shapes, np.int64)
