@@ -23,7 +23,7 @@ from conveyor.io import tfrecord as _tfrecord
 from conveyor.io._tensor_proto import parse_tensor, serialize_tensor
 from conveyor.tensor_spec import TensorShape, TensorSpec
 from conveyor.framework.tracing import Tensor, _PlainPython
-from conveyor._wire import _read_varint, _varint
+from conveyor.proto.wire import _read_varint, _varint
 
 __all__ = ["save", "load", "TFRecordWriter", "make_batched_features_dataset", "Reducer",
            "group_by_reducer"]

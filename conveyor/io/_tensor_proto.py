@@ -18,7 +18,7 @@ from conveyor import errors
 from conveyor.framework.convert import to_array
 from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import Tensor, UntraceableError
-from conveyor._wire import _Corrupt, _ld, _read_tag, _read_varint, _varint
+from conveyor.proto.wire import _Corrupt, _ld, _read_tag, _read_varint, _varint
 
 __all__ = ["serialize_tensor", "parse_tensor"]
 
