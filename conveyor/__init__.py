@@ -26,16 +26,16 @@ from conveyor import train
 from conveyor import sparse
 from conveyor import ragged
 from conveyor.ragged import RaggedTensor
-from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, greater_equal,  # noqa: A004
-                            less, less_equal, logical_and, logical_not, logical_or, maximum,
-                            minimum, multiply, negative, not_equal, one_hot, pow, reshape, round,
-                            sqrt, square, subtract, truediv, shape, expand_dims, concat, stack,
-                            clip_by_value, constant, fill, zeros, ones, zeros_like, ones_like)
+from conveyor.ops.math_ops import (abs, add, cast, divide, equal, exp, floor, greater, greater_equal,  # noqa: A004
+                                   less, less_equal, logical_and, logical_not, logical_or, maximum,
+                                   minimum, multiply, negative, not_equal, one_hot, pow, reshape, round,
+                                   sqrt, square, subtract, truediv, shape, expand_dims, concat, stack,
+                                   clip_by_value, constant, fill, zeros, ones, zeros_like, ones_like)
 from conveyor._reduce import (argmax, argmin, cond, ensure_shape, gather, range, reduce_all,  # noqa: A004
                               reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
                               reduce_sum, squeeze, unstack, where)
-from conveyor._shape_ops import (boolean_mask, broadcast_to, cumsum, pad, reverse, sequence_mask,
-                                 split, stop_gradient, tile, transpose)
+from conveyor.ops.array_ops import (boolean_mask, broadcast_to, cumsum, pad, reverse, sequence_mask,
+                                    split, stop_gradient, tile, transpose)
 from conveyor import debugging
 from conveyor import sharding
 from conveyor.framework.tracing import Tensor, numpy_function, py_function

@@ -73,7 +73,7 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
         except (TypeError, ValueError, OverflowError):
             pass
     if current_trace() is not None:  # a constant of the traced program
-        from conveyor._math import constant
+        from conveyor.ops.math_ops import constant
         return constant(value, dtype=dtype)
     arr = to_array(value, dtype)
     if dtype is not None and isinstance(value, np.ndarray) and value.dtype != arr.dtype \
@@ -96,7 +96,7 @@ def size(input, out_type=None, name=None):  # noqa: A002
     s = static_shape(x)
     if s is not None and None not in s:
         return _constant(int(np.prod(s, dtype=np.int64)), out_type)
-    from conveyor._math import cast, shape
+    from conveyor.ops.math_ops import cast, shape
     from conveyor._reduce import reduce_prod
     return cast(reduce_prod(shape(x, out_type=_dtypes.int64)), out_type)
 
@@ -106,13 +106,13 @@ def rank(input, name=None):  # noqa: A002
     x = convert(input, name="input")
     s = static_shape(x)
     if s is None:
-        from conveyor._math import shape
+        from conveyor.ops.math_ops import shape
         return size(shape(x))
     return _constant(len(s), _dtypes.int32)
 
 
 def _constant(value, dtype):
-    from conveyor._math import constant
+    from conveyor.ops.math_ops import constant
     return constant(value, dtype=dtype)
 
 

@@ -18,7 +18,7 @@ from conveyor import dtypes as _dtypes
 from conveyor import errors
 from conveyor import nest
 from conveyor.framework.convert import to_array
-from conveyor._math import _broadcast_shape, _hinted, cast
+from conveyor.ops.math_ops import _broadcast_shape, _hinted, cast
 from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
                                         static_shape)
 from conveyor.tensor_spec import TensorShape

@@ -17,8 +17,8 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor.framework.random_seed import get_seed, set_seed
-from conveyor._stateless import (fold_in, split, stateless_normal, stateless_split,
-                                 stateless_uniform)
+from conveyor.ops.stateless_random_ops import (fold_in, split, stateless_normal, stateless_split,
+                                               stateless_uniform)
 from conveyor.framework.tracing import apply, op_error
 
 __all__ = ["set_seed", "get_seed", "uniform", "stateless_uniform", "stateless_normal", "split", "fold_in", "experimental"]

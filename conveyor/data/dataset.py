@@ -28,7 +28,7 @@ import numpy as np
 from conveyor.framework import random_seed as _seed
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor import _math
+from conveyor.ops import math_ops as _math
 from conveyor import nest
 from conveyor.framework.eager import as_eager
 from conveyor.framework.convert import to_array

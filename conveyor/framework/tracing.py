@@ -113,7 +113,7 @@ class Tensor:
     __hash__ = object.__hash__
 
     # The operators (+ - * / // % ** < <= > >= == != & | ^, unary - abs ~,
-    # and [] indexing) are installed by conveyor._math, which defines the ops
+    # and [] indexing) are installed by conveyor.ops.math_ops, which defines the ops
     # they run (as TensorFlow's math_ops overrides tf.Tensor's operators).
 
 

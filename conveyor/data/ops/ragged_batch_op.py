@@ -8,7 +8,7 @@ tf.data's do.
 """
 import numpy as np
 
-from conveyor import _math
+from conveyor.ops import math_ops as _math
 from conveyor.data.ops.dataset_base import Dataset  # noqa: F401 - methods live there
 from conveyor.ragged import RaggedTensor
 from conveyor.tensor_spec import TensorSpec

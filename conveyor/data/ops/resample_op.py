@@ -20,7 +20,8 @@ import warnings
 
 import numpy as np
 
-from conveyor import _math, _reduce
+from conveyor import _reduce
+from conveyor.ops import math_ops as _math
 from conveyor import dtypes as _dtypes
 from conveyor import random as _random
 from conveyor.data.ops.dataset_base import Dataset

@@ -8,7 +8,8 @@ a Python step per batch turns the rows into indices and values: dense_shape
 """
 import numpy as np
 
-from conveyor import _math, errors
+from conveyor import errors
+from conveyor.ops import math_ops as _math
 from conveyor.io.example import SparseTensor
 from conveyor.tensor_spec import TensorSpec
 

@@ -19,7 +19,7 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor import errors
 from conveyor._basics import identity
-from conveyor._math import cast, expand_dims, less, reshape
+from conveyor.ops.math_ops import cast, expand_dims, less, reshape
 from conveyor._reduce import _error, _static_ints, _traced, gather, range as _range, \
     reduce_max, squeeze, where
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
