@@ -172,7 +172,7 @@ class _StaticShapes:
         self._spec = spec
 
     def __call__(self, *args):
-        from conveyor._reduce import ensure_shape
+        from conveyor.ops.array_ops import ensure_shape
         element = args if type(self._spec) is tuple else args[0]
         return nest.map_structure(lambda t, s: ensure_shape(t, s.shape), element, self._spec)
 

@@ -25,7 +25,7 @@ def _seed(seed):
     """`seed` converted: a [2] int32 or int64 tensor."""
     if isinstance(seed, (tuple, list)):
         if any(isinstance(v, Tensor) for v in seed):  # a pair of scalars: stacked
-            from conveyor.ops.math_ops import stack
+            from conveyor.ops.array_ops import stack
             return _seed(stack(list(seed)))
         try:
             values = [operator.index(v) for v in seed]
@@ -137,7 +137,7 @@ def fold_in(seed, data, alg="auto_select"):
     """A new seed from `seed` and an integer `data`
     (``tf.random.experimental.stateless_fold_in``): [a full-range value of
     data's dtype drawn from `seed`, data] (int32 for a Python int)."""
-    from conveyor.ops.math_ops import stack
+    from conveyor.ops.array_ops import stack
     d = convert(data, name="data")
     dtype = dtype_of(d)
     if dtype not in (_dtypes.int32, _dtypes.int64):

@@ -9,7 +9,7 @@ a Python step per batch turns the rows into indices and values: dense_shape
 import numpy as np
 
 from conveyor import errors
-from conveyor.ops import math_ops as _math
+from conveyor.ops import array_ops, math_ops
 from conveyor.io.example import SparseTensor
 from conveyor.tensor_spec import TensorSpec
 
@@ -60,9 +60,10 @@ def sparse_batch(dataset, batch_size, row_shape):
         raise ValueError(f"sparse_batch: `row_shape` {row_shape} must have the rank of the "
                          f"elements, {spec.shape.rank}.")
     rank = len(row_shape)
-    flat = dataset.map(lambda x: (_math.reshape(x, [-1]), _math.cast(_math.shape(x), "int64")))
+    flat = dataset.map(lambda x: (array_ops.reshape(x, [-1]),
+                                  math_ops.cast(array_ops.shape(x), "int64")))
     batched = flat.padded_batch(batch_size, padded_shapes=([None], [rank]))
-    from conveyor._reduce import ensure_shape
+    from conveyor.ops.array_ops import ensure_shape
 
     def static_shapes(sp):  # native: the spec TensorFlow gives
         return SparseTensor(ensure_shape(sp.indices, [None, rank + 1]),
