@@ -85,7 +85,7 @@ class MapFunction:
     def function_for_engine(self, jpeg_scaled_decode=False):
         """(fn, with_id): the compiled program, or a Python callable taking
         (epoch, index, *components) whose random ops draw what the traced
-        program would. Keywords ask for program passes (_tracing.py, "program
+        program would. Keywords ask for program passes (framework/tracing.py, "program
         passes"; the build options decide): such a program is compiled once."""
         self.resolve()
         if self.mode == "native":
