@@ -75,7 +75,7 @@ def _broadcast_shape(a, b, fname):
     if a is None or b is None:
         return None
     out = []
-    for i in range(builtins.max(len(a), len(b))):
+    for i in builtins.range(builtins.max(len(a), len(b))):
         x = a[len(a) - 1 - i] if i < len(a) else 1
         y = b[len(b) - 1 - i] if i < len(b) else 1
         if x == 1:
@@ -230,7 +230,7 @@ def _getitem(x, key):
     items, out, d = [], [], 0
     for k in key:
         if k is Ellipsis:
-            for _ in range(len(shape) - used):
+            for _ in builtins.range(len(shape) - used):
                 items.append((1, 0, 0, 1, 0, 0))
                 out.append(shape[d])
                 d += 1
@@ -243,7 +243,7 @@ def _getitem(x, key):
                 raise op_error(ValueError, "slice step cannot be zero")
             items.append((1, int(k.start or 0), int(k.stop or 0), step, k.start is not None,
                           k.stop is not None))
-            out.append(None if shape[d] is None else len(range(shape[d])[k]))
+            out.append(None if shape[d] is None else len(builtins.range(shape[d])[k]))
             d += 1
         else:
             i = int(k)
@@ -496,7 +496,7 @@ def _range_size(start, limit, delta, dtype):
     if d < 0 and not s >= l:
         raise op_error(ValueError, f"Requires start >= limit when delta < 0: {start}/{limit}")
     if dtype.is_integer:
-        return -(-abs(l - s) // abs(d))
+        return -(-builtins.abs(l - s) // builtins.abs(d))
     t = dtype.as_numpy_dtype
     n = float(np.ceil(np.abs((t(limit) - t(start)) / t(delta))))
     if not n < 2.0 ** 63:
