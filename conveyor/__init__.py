@@ -26,24 +26,26 @@ from conveyor import train
 from conveyor import sparse
 from conveyor import ragged
 from conveyor.ragged import RaggedTensor
-from conveyor._math import (abs, add, cast, divide, equal, exp, floor, greater, greater_equal,  # noqa: A004
-                            less, less_equal, logical_and, logical_not, logical_or, maximum,
-                            minimum, multiply, negative, not_equal, one_hot, pow, reshape, round,
-                            sqrt, square, subtract, truediv, shape, expand_dims, concat, stack,
-                            clip_by_value, constant, fill, zeros, ones, zeros_like, ones_like)
-from conveyor._reduce import (argmax, argmin, cond, ensure_shape, gather, range, reduce_all,  # noqa: A004
-                              reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
-                              reduce_sum, squeeze, unstack, where)
-from conveyor._shape_ops import (boolean_mask, broadcast_to, cumsum, pad, reverse, sequence_mask,
-                                 split, stop_gradient, tile, transpose)
+from conveyor.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value,  # noqa: A004
+                                   cumsum, divide, equal, exp, floor, greater, greater_equal, less,
+                                   less_equal, logical_and, logical_not, logical_or, maximum,
+                                   minimum, multiply, negative, not_equal, pow, range, reduce_all,
+                                   reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
+                                   reduce_sum, round, sqrt, square, subtract, truediv)
+from conveyor.ops.array_ops import (boolean_mask, broadcast_to, concat, constant,  # noqa: A004
+                                    ensure_shape, expand_dims, fill, gather, identity, one_hot,
+                                    ones, ones_like, pad, rank, reshape, reverse, sequence_mask,
+                                    shape, size, split, squeeze, stack, stop_gradient, tile,
+                                    transpose, unstack, where, zeros, zeros_like)
+from conveyor.ops.control_flow_ops import cond
+from conveyor.ops.logging_ops import print_ as print  # noqa: A004 - tf.print
 from conveyor import debugging
 from conveyor import sharding
-from conveyor._tracing import Tensor, numpy_function, py_function
-from conveyor._eager import EagerTensor
-from conveyor._variable import Variable
-from conveyor._basics import (autograph, convert_to_tensor, function, identity, is_tensor,
-                              rank, size)
-from conveyor._basics import print_ as print  # noqa: A004 - tf.print
+from conveyor.framework.tracing import Tensor, numpy_function, py_function
+from conveyor.framework.eager import EagerTensor
+from conveyor.framework.variables import Variable
+from conveyor.framework.function import autograph, function
+from conveyor.framework.tensor_conversion import convert_to_tensor, is_tensor
 
 __version__ = "0.1.0"
 

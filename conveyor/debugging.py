@@ -22,9 +22,9 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors
-from conveyor._math import _binary
-from conveyor._tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
-                               static_shape)
+from conveyor.ops.math_ops import _binary
+from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
+                                        static_shape)
 
 
 def _is_traced(*values):

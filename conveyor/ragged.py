@@ -11,8 +11,8 @@ import collections
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._convert import to_array
-from conveyor._eager import as_eager
+from conveyor.framework.convert import to_array
+from conveyor.framework.eager import as_eager
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
 __all__ = ["RaggedTensor", "constant"]

@@ -7,7 +7,7 @@ a native op inside a map function (csrc/ops/sparse_to_dense.c) and eagerly.
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 from conveyor.io.example import SparseTensor
 
 __all__ = ["SparseTensor", "to_dense"]

@@ -18,7 +18,7 @@ read nor written: a checkpoint of a TensorFlow model lives beside this one.
 ``tf.train.Example``, ``Features``, ``Feature``, ``BytesList``, ``FloatList``,
 ``Int64List``, ``SequenceExample``, ``FeatureList`` and ``FeatureLists`` are
 plain Python classes with protobuf's message API (see
-``conveyor._example_pb``); ``DecodeError`` is what ``FromString`` raises on
+``conveyor.proto.example_pb``); ``DecodeError`` is what ``FromString`` raises on
 bytes that are not a message.
 """
 import os
@@ -27,8 +27,9 @@ import struct
 import zlib
 
 from conveyor import errors
-from conveyor._example_pb import (BytesList, DecodeError, Example, Feature, FeatureList,
-                                  FeatureLists, Features, FloatList, Int64List, SequenceExample)
+from conveyor.proto.example_pb import (BytesList, DecodeError, Example, Feature, FeatureList,
+                                       FeatureLists, Features, FloatList, Int64List,
+                                       SequenceExample)
 
 __all__ = ["Checkpoint", "CheckpointManager", "latest_checkpoint", "Example", "Features", "Feature", "BytesList",
            "FloatList", "Int64List", "SequenceExample", "FeatureList", "FeatureLists",

@@ -26,7 +26,7 @@ from conveyor.data.experimental import CacheWarning
 
 # Many map functions here compute in Python on purpose (the work a cache saves);
 # map says once that they cannot be compiled.
-pytestmark = pytest.mark.filterwarnings("ignore::conveyor._tracing.TracingWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::conveyor.framework.tracing.TracingWarning")
 
 Point = collections.namedtuple("Point", ["x", "y"])
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(cv.__file__)))

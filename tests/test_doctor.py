@@ -21,7 +21,7 @@ import pytest
 from conftest import ROOT
 
 import conveyor as tf
-from conveyor import _seed
+from conveyor.framework import random_seed as _seed
 from conveyor.data import doctor
 from conveyor.data.experimental import diagnose
 from conveyor.data.options import DerivedContext

@@ -15,7 +15,7 @@ from conveyor import errors
 Dataset = tf.data.Dataset
 AUTOTUNE = tf.data.AUTOTUNE
 
-pytestmark = pytest.mark.filterwarnings("ignore::conveyor._tracing.TracingWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::conveyor.framework.tracing.TracingWarning")
 
 
 @pytest.mark.parametrize("buffer_size", [1, 2, 3, 8, 64, AUTOTUNE])

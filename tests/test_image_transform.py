@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import conveyor as cv
-from conveyor import _engine, _tracing
+from conveyor import _engine
+from conveyor.framework import tracing as _tracing
 from conveyor import image as cvi
 
 RNG = np.random.default_rng(3)

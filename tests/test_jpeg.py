@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import conveyor as cv
-from conveyor import _engine, _tracing
+from conveyor import _engine
+from conveyor.framework import tracing as _tracing
 
 from _jpeg_files import ALL, GOOD, TRUNCATED, damaged, needs_files, read
 

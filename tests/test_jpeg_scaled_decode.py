@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import conveyor as cv
-from conveyor import _engine, _tracing
+from conveyor import _engine
+from conveyor.framework import tracing as _tracing
 from conveyor.data.options import BuildContext
 
 from _jpeg_files import GOOD, TRUNCATED, damaged_cases, needs_files, read

@@ -22,7 +22,7 @@ Dataset = tf.data.Dataset
 KB = 1000
 
 # The maps below build arrays with NumPy on purpose (per-element Python).
-pytestmark = pytest.mark.filterwarnings("ignore::conveyor._tracing.TracingWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::conveyor.framework.tracing.TracingWarning")
 
 
 def with_budget(ds, ram_budget):

@@ -1,5 +1,12 @@
-"""The layout of the Python package: no import circles between conveyor's
-modules, and no module longer than 1,200 lines.
+"""The layout of the Python package: no private module at the package's top
+but the compiled engine, no import circles between conveyor's modules, and
+no module longer than 1,200 lines.
+
+The tensor ops live in conveyor/ops/ (math_ops, array_ops, string_ops ...),
+the machinery in conveyor/framework/ (tracing, eager, variables ...), the
+protobuf wire code in conveyor/proto/; conveyor's public modules
+(conveyor.math, conveyor.strings, conveyor.random ...) are faces that
+re-export from them.
 
 Imports are read from the source with ``ast`` (module level and inside
 functions alike, so an import moved into a function to dodge a circle still
@@ -16,6 +23,11 @@ import conveyor
 
 PACKAGE = os.path.dirname(os.path.abspath(conveyor.__file__))
 MAX_LINES = 1200
+# The private modules allowed at the package's top: only the compiled engine,
+# which csrc/ builds as conveyor._engine. A new private module belongs in a
+# room: conveyor/ops/, conveyor/framework/, conveyor/proto/, or the private
+# modules of conveyor/data, conveyor/io, conveyor/image.
+TOP_LEVEL_PRIVATE = {"conveyor._engine"}
 
 
 def _modules(extensions=False):
@@ -116,10 +128,10 @@ def _find_cycle(graph):
 
 def test_the_import_graph_sees_the_packages_modules():
     modules, graph = _graph()
-    assert {"conveyor", "conveyor._tracing", "conveyor._math", "conveyor.data",
+    assert {"conveyor", "conveyor.framework.tracing", "conveyor.ops.math_ops", "conveyor.data",
             "conveyor.data.dataset", "conveyor.io.image_ops"} <= set(modules)
-    deps = {dep for dep, _ in graph["conveyor._math"]}
-    assert "conveyor._tracing" in deps and "conveyor.dtypes" in deps
+    deps = {dep for dep, _ in graph["conveyor.ops.math_ops"]}
+    assert "conveyor.framework.tracing" in deps and "conveyor.dtypes" in deps
 
 
 def test_a_circle_is_found():
@@ -138,6 +150,15 @@ def test_no_import_circles():
         where = ", ".join(f"{os.path.relpath(modules[n], os.path.dirname(PACKAGE))}:{line}"
                           for n, line in cycle)
         raise AssertionError(f"import circle: {' -> '.join(names)} (imports at {where})")
+
+
+def test_no_private_module_at_the_package_top():
+    top = [name for name in _modules(extensions=True) if name.count(".") == 1]
+    private = {name for name in top if name.split(".")[1].startswith("_")}
+    assert "conveyor._engine" in private  # the checker sees the compiled module
+    extra = sorted(private - TOP_LEVEL_PRIVATE)
+    assert not extra, (f"private modules at conveyor's top: {extra}; put each in its room "
+                       f"(conveyor/ops, conveyor/framework, conveyor/proto, ...)")
 
 
 def test_no_module_over_1200_lines():

@@ -1,4 +1,4 @@
-"""Progress bars (conveyor/_progress.py): one switch for the cache's filling,
+"""Progress bars (conveyor/framework/progress.py): one switch for the cache's filling,
 the pipeline doctor's runs and the TFRecord index tool. A bar shows on stderr
 when forced on, nothing is written when off, and results are the same either
 way."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import conveyor as tf
-from conveyor import _progress
+from conveyor.framework import progress as _progress
 from conveyor.data.experimental import diagnose
 from conveyor.data.ops import cache_op
 from conveyor.tools import index as index_tool

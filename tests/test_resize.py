@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import conveyor as cv
-from conveyor import _engine, _tracing
+from conveyor import _engine
+from conveyor.framework import tracing as _tracing
 from conveyor.tensor_spec import TensorSpec
 
 METHODS = ["bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian",

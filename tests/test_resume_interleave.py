@@ -18,7 +18,7 @@ from checkpoint_helpers import (plain, run, straight, verify_resume, verify_resu
                                 verify_two_restores)
 from _record_files import crc32c, frame, tfrecord_bytes
 
-pytestmark = pytest.mark.filterwarnings("ignore::conveyor._tracing.TracingWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::conveyor.framework.tracing.TracingWarning")
 
 D = cv.data.Dataset
 AUTOTUNE = cv.data.AUTOTUNE

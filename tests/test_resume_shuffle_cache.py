@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - the tf extra is optional
 
 D = cv.data.Dataset
 needs_tf = pytest.mark.skipif(tf is None, reason="tensorflow is not installed")
-pytestmark = [pytest.mark.filterwarnings("ignore::conveyor._tracing.TracingWarning"),
+pytestmark = [pytest.mark.filterwarnings("ignore::conveyor.framework.tracing.TracingWarning"),
               pytest.mark.filterwarnings("ignore::conveyor.data.experimental.CacheWarning")]
 
 OURS = ("Shuffle", "ShuffleBatch", "Cache", "Range")

@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - the tf extra is optional
 D = cv.data.Dataset
 AUTOTUNE = cv.data.AUTOTUNE
 needs_tf = pytest.mark.skipif(tf is None, reason="tensorflow is not installed")
-pytestmark = pytest.mark.filterwarnings("ignore::conveyor._tracing.TracingWarning",
+pytestmark = pytest.mark.filterwarnings("ignore::conveyor.framework.tracing.TracingWarning",
                                         "ignore:.*runs in Python per element")
 PARALLEL = [None, 1, 2, AUTOTUNE]
 

@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - the tf extra is optional
 
 Dataset = cv.data.Dataset
 needs_tf = pytest.mark.skipif(tf is None, reason="tensorflow is not installed")
-pytestmark = pytest.mark.filterwarnings("ignore::conveyor._tracing.TracingWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::conveyor.framework.tracing.TracingWarning")
 
 
 def options(fusion=None, ram_budget=None, parallel_batch=None):

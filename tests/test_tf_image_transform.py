@@ -17,7 +17,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 tf = pytest.importorskip("tensorflow")
 
 import conveyor as cv  # noqa: E402
-from conveyor import _engine, _tracing  # noqa: E402
+from conveyor import _engine  # noqa: E402
+from conveyor.framework import tracing as _tracing
 from conveyor import image as cvi  # noqa: E402
 
 JPEG_DIR = "/work/shared/testdata/jpeg"

@@ -115,7 +115,8 @@ def test_special_values():
 
 
 def test_traced_matches_tf_map():
-    from conveyor import _engine, _tracing
+    from conveyor import _engine
+    from conveyor.framework import tracing as _tracing
     from conveyor.tensor_spec import TensorSpec
 
     x = np.random.default_rng(5).integers(0, 256, (375, 500, 3)).astype(np.uint8)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import conveyor as tf
-from conveyor import _tracing
+from conveyor.framework import tracing as _tracing
 from conveyor.data import AUTOTUNE, Dataset
 
 IMAGES = np.random.default_rng(0).integers(0, 256, (12, 9, 7, 3), dtype=np.uint8)

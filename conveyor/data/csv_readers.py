@@ -22,7 +22,7 @@ import numpy as np
 from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor._math import reshape as _reshape
+from conveyor.ops.array_ops import reshape as _reshape
 from conveyor.data.dataset import AUTOTUNE, Dataset
 from conveyor.data.readers import _compression_code, _filenames_dataset
 from conveyor.io import gfile as _gfile

@@ -25,13 +25,13 @@ import warnings
 
 import numpy as np
 
-from conveyor import _seed
+from conveyor.framework import random_seed as _seed
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor import _math
+from conveyor.ops import math_ops as _math
 from conveyor import nest
-from conveyor._eager import as_eager
-from conveyor._convert import to_array
+from conveyor.framework.eager import as_eager
+from conveyor.framework.convert import to_array
 from conveyor.data.ops.batch_op import (BatchDataset, PaddedBatchDataset, ParallelBatchDataset,
                                         RebatchDataset, UnbatchDataset)
 from conveyor.data.ops.cache_op import CacheDataset, CacheWarning

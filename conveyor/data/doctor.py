@@ -44,8 +44,8 @@ import time
 import numpy as np
 
 from conveyor import _engine
-from conveyor import _progress
-from conveyor import _seed
+from conveyor.framework import progress as _progress
+from conveyor.framework import random_seed as _seed
 from conveyor import errors as _errors
 from conveyor.data.ops.dataset_base import Dataset
 from conveyor.data.options import DerivedContext

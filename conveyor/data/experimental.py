@@ -1,8 +1,8 @@
 """``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
 import numpy as np
 
-from conveyor import _progress
-from conveyor import _tracing
+from conveyor.framework import progress as _progress
+from conveyor.framework import tracing as _tracing
 from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
 from conveyor.data.dataset import Dataset as _Dataset
 from conveyor.data.doctor import Diagnosis, diagnose
@@ -269,7 +269,7 @@ def from_list(elements, name=None):
     length. ``ValueError`` for an empty list, as in tf.data.
     """
     from conveyor import nest
-    from conveyor._convert import to_array
+    from conveyor.framework.convert import to_array
     if not isinstance(elements, list):
         elements = list(elements)
     if not elements:

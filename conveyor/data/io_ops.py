@@ -22,8 +22,8 @@ from conveyor.data.readers import TFRecordDataset
 from conveyor.io import tfrecord as _tfrecord
 from conveyor.io._tensor_proto import parse_tensor, serialize_tensor
 from conveyor.tensor_spec import TensorShape, TensorSpec
-from conveyor._tracing import Tensor, _PlainPython
-from conveyor._wire import _read_varint, _varint
+from conveyor.framework.tracing import Tensor, _PlainPython
+from conveyor.proto.wire import _read_varint, _varint
 
 __all__ = ["save", "load", "TFRecordWriter", "make_batched_features_dataset", "Reducer",
            "group_by_reducer"]
@@ -172,7 +172,7 @@ class _StaticShapes:
         self._spec = spec
 
     def __call__(self, *args):
-        from conveyor._reduce import ensure_shape
+        from conveyor.ops.array_ops import ensure_shape
         element = args if type(self._spec) is tuple else args[0]
         return nest.map_structure(lambda t, s: ensure_shape(t, s.shape), element, self._spec)
 

@@ -15,9 +15,9 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor import random as _random
-from conveyor._image_dtype import convert_image_dtype
-from conveyor._stateless import _seed, stateless_uniform
-from conveyor._tracing import Tensor, apply, dtype_of, op_error, static_shape
+from conveyor.ops.image_ops import convert_image_dtype
+from conveyor.ops.stateless_random_ops import _seed, stateless_uniform
+from conveyor.framework.tracing import Tensor, apply, dtype_of, op_error, static_shape
 from conveyor.image._transform import (_RANDOM, _check_inner_dims, _image, _shape_str,
                                        adjust_brightness)
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from conveyor.image._resize import resize
 from conveyor.image._transform import pad_to_bounding_box
-from conveyor._tracing import convert, op_error, static_shape
+from conveyor.framework.tracing import convert, op_error, static_shape
 
 __all__ = ["resize_with_pad"]
 

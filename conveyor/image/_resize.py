@@ -9,7 +9,7 @@ arithmetic (half-pixel centers): ``bilinear`` is ResizeBilinear,
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["ResizeMethod", "resize"]
 

@@ -1,5 +1,5 @@
 """Crops, flips and padding of images (``tf.image``); ``convert_image_dtype``
-is defined in ``conveyor/_image_dtype.py`` (the decoders use it too).
+is defined in ``conveyor/ops/image_ops.py`` (the decoders use it too).
 
 Each function takes TensorFlow's arguments and raises TensorFlow's errors:
 problems visible from static shapes and arguments raise ``ValueError`` (or
@@ -19,8 +19,8 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor._image_dtype import _as, _saturate_limits, convert_image_dtype
-from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.ops.image_ops import _as, _saturate_limits, convert_image_dtype
+from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["convert_image_dtype", "central_crop", "crop_to_bounding_box", "pad_to_bounding_box",
            "resize_with_crop_or_pad", "resize_image_with_crop_or_pad", "random_crop",

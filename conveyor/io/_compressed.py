@@ -1,7 +1,7 @@
 """``tf.io.decode_compressed``: inflate ZLIB or GZIP strings, natively
 (csrc/ops/decode_compressed.c) in a map function and eagerly."""
 from conveyor import dtypes as _dtypes
-from conveyor._tracing import apply, convert, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["decode_compressed"]
 

@@ -1,7 +1,7 @@
 """tf.io.encode_jpeg and tf.io.encode_png: images to JPEG bytes with
 libjpeg-turbo, to PNG bytes with zlib."""
 from conveyor import dtypes as _dtypes
-from conveyor._tracing import apply, convert, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["encode_jpeg", "encode_png"]
 

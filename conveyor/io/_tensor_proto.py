@@ -15,10 +15,10 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors
-from conveyor._convert import to_array
-from conveyor._eager import as_eager
-from conveyor._tracing import Tensor, UntraceableError
-from conveyor._wire import _Corrupt, _ld, _read_tag, _read_varint, _varint
+from conveyor.framework.convert import to_array
+from conveyor.framework.eager import as_eager
+from conveyor.framework.tracing import Tensor, UntraceableError
+from conveyor.proto.wire import _Corrupt, _ld, _read_tag, _read_varint, _varint
 
 __all__ = ["serialize_tensor", "parse_tensor"]
 

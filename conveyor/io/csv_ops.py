@@ -12,7 +12,7 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor._tracing import apply, convert, dtype_of, is_symbolic, op_error, static_shape
+from conveyor.framework.tracing import apply, convert, dtype_of, is_symbolic, op_error, static_shape
 
 __all__ = ["decode_csv"]
 

@@ -25,9 +25,9 @@ import collections
 import numpy as np
 
 from conveyor import _engine
-from conveyor import _tracing
-from conveyor import _wire
-from conveyor._example_pb import Feature as _FeatureMessage
+from conveyor.framework import tracing as _tracing
+from conveyor.proto import wire as _wire
+from conveyor.proto.example_pb import Feature as _FeatureMessage
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor.tensor_spec import TensorShape

@@ -17,8 +17,8 @@ allocated (a decompression-bomb guard; see :func:`set_max_image_pixels`).
 """
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor._image_dtype import convert_image_dtype
-from conveyor._tracing import Tensor, apply, convert, op_error, static_shape
+from conveyor.ops.image_ops import convert_image_dtype
+from conveyor.framework.tracing import Tensor, apply, convert, op_error, static_shape
 
 __all__ = ["read_file", "decode_jpeg", "decode_png", "decode_image", "decode_raw",
            "set_max_image_pixels", "get_max_image_pixels"]

@@ -24,7 +24,7 @@ import os
 import sys
 
 from conveyor import _engine
-from conveyor import _progress
+from conveyor.framework import progress as _progress
 
 __all__ = ["INDEX_SUFFIX", "index_path", "write_index", "main"]
 

@@ -6,7 +6,7 @@ import numpy as np
 from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import nest
-from conveyor._convert import to_array
+from conveyor.framework.convert import to_array
 from conveyor.data.ops.dataset_base import AUTOTUNE, UNKNOWN_CARDINALITY, Cardinality, Dataset
 from conveyor.data.ops.map_op import MapDataset
 from conveyor.data.ops.shuffle_op import ShuffleDataset

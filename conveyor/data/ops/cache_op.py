@@ -7,7 +7,7 @@ import json
 import warnings
 
 from conveyor import _engine
-from conveyor import _progress
+from conveyor.framework import progress as _progress
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor import nest
@@ -26,7 +26,8 @@ _CACHE_PROGRESS_DELAY = 1.0  # seconds of filling before a bar appears
 
 
 def set_cache_progress(enabled):
-    _progress.set_enabled(enabled)  # the one switch of every progress bar (conveyor/_progress.py)
+    # the one switch of every progress bar (conveyor/framework/progress.py)
+    _progress.set_enabled(enabled)
 
 
 tqdm_class = _progress.tqdm_class

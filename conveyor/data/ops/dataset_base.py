@@ -20,7 +20,7 @@ import threading
 import numpy as np
 
 from conveyor import _engine
-from conveyor._eager import as_eager
+from conveyor.framework.eager import as_eager
 from conveyor import errors as _errors
 from conveyor import nest
 from conveyor.data import monitor as _monitor

@@ -3,7 +3,7 @@ generator, called anew for every iterator and checked against the signature."""
 from conveyor import _engine
 from conveyor import errors as _errors
 from conveyor import nest
-from conveyor._convert import to_array
+from conveyor.framework.convert import to_array
 from conveyor.data.ops.dataset_base import SourceDataset
 from conveyor.tensor_spec import TensorShape, TensorSpec
 

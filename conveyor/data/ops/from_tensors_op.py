@@ -5,7 +5,7 @@ from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor import nest
-from conveyor._convert import spec_of, to_array
+from conveyor.framework.convert import spec_of, to_array
 from conveyor.data.ops.dataset_base import SourceDataset
 from conveyor.tensor_spec import TensorSpec
 

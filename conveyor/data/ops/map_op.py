@@ -1,11 +1,11 @@
 """``Dataset.map`` (MapDataset; ParallelMapDataset with num_parallel_calls).
 
 The function is traced into a native program when it can be (see
-structured_function.MapFunction and conveyor/_tracing.py), else called per
+structured_function.MapFunction and conveyor/framework/tracing.py), else called per
 element in Python."""
 from conveyor import _engine
 from conveyor import errors
-from conveyor import _tracing
+from conveyor.framework import tracing as _tracing
 from conveyor.data.ops.dataset_base import Dataset
 from conveyor.data.ops.structured_function import MapFunction
 

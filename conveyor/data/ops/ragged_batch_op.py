@@ -8,7 +8,7 @@ tf.data's do.
 """
 import numpy as np
 
-from conveyor import _math
+from conveyor.ops import array_ops, math_ops
 from conveyor.data.ops.dataset_base import Dataset  # noqa: F401 - methods live there
 from conveyor.ragged import RaggedTensor
 from conveyor.tensor_spec import TensorSpec
@@ -22,7 +22,7 @@ class _ToRagged:
     __name__ = "Dataset.ragged_batch"
 
     def __call__(self, rows, lengths):
-        from conveyor._tracing import Tensor, _PlainPython
+        from conveyor.framework.tracing import Tensor, _PlainPython
         if isinstance(rows, Tensor):
             raise _PlainPython("ragged_batch packs its rows in Python")
         rows, lengths = np.asarray(rows), np.asarray(lengths, np.int64)
@@ -46,10 +46,10 @@ def ragged_batch(dataset, batch_size, drop_remainder=False):
             f"element; elements of shape {spec.shape} would need more")
     inner = dims[1:]
     with_lengths = dataset.map(
-        lambda x: (x, _math.cast(_math.shape(x)[0], "int64")))
+        lambda x: (x, math_ops.cast(array_ops.shape(x)[0], "int64")))
     batched = with_lengths.padded_batch(batch_size, padded_shapes=([None] + inner, []),
                                         drop_remainder=drop_remainder)
-    from conveyor._reduce import ensure_shape
+    from conveyor.ops.array_ops import ensure_shape
 
     def static_shapes(r):  # native: the spec of the values and splits
         return RaggedTensor(ensure_shape(r.values, [None] + inner),

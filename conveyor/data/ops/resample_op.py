@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from conveyor import _math, _reduce
+from conveyor.ops import array_ops, math_ops
 from conveyor import dtypes as _dtypes
 from conveyor import random as _random
 from conveyor.data.ops.dataset_base import Dataset
@@ -77,23 +77,24 @@ def rejection_resample(dataset, class_func, target_dist, initial_dist=None, seed
         num_classes = len(target)
 
         def estimate(seen, batch):
-            counts = seen + _reduce.reduce_sum(
-                _math.one_hot(_math.cast(batch, _dtypes.int64), num_classes, dtype=_dtypes.int64),
+            counts = seen + math_ops.reduce_sum(
+                array_ops.one_hot(math_ops.cast(batch, _dtypes.int64), num_classes,
+                                  dtype=_dtypes.int64),
                 axis=0)
-            dist = _math.cast(counts, _dtypes.float32) / _math.cast(
-                _reduce.reduce_sum(counts), _dtypes.float32)
-            ratio = _reduce.where(dist > 0, target / _reduce.where(dist > 0, dist, 1.0),
-                                  _math.zeros_like(dist))
-            probs = ratio / _reduce.reduce_max(ratio)
-            rows = _math.expand_dims(probs, 0) + _math.zeros_like(
-                _math.cast(_math.expand_dims(batch, 1), _dtypes.float32))
+            dist = math_ops.cast(counts, _dtypes.float32) / math_ops.cast(
+                math_ops.reduce_sum(counts), _dtypes.float32)
+            ratio = array_ops.where(dist > 0, target / array_ops.where(dist > 0, dist, 1.0),
+                                    array_ops.zeros_like(dist))
+            probs = ratio / math_ops.reduce_max(ratio)
+            rows = array_ops.expand_dims(probs, 0) + array_ops.zeros_like(
+                math_ops.cast(array_ops.expand_dims(batch, 1), _dtypes.float32))
             return counts, rows
         accept_ds = classes.batch(_ESTIMATION_BATCH).scan(
             np.zeros([num_classes], np.int64), estimate).unbatch()
 
     def keep(accept_probs, element):
         element_class = class_func(*element) if type(element) is tuple else class_func(element)
-        p = _reduce.gather(accept_probs, element_class)
+        p = array_ops.gather(accept_probs, element_class)
         return _random.uniform([], seed=seed) < p
 
     filtered = Dataset.zip((accept_ds, dataset)).filter(keep).map(

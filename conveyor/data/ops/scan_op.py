@@ -12,8 +12,8 @@ import numpy as np
 from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import nest
-from conveyor._convert import to_array
-from conveyor._eager import as_eager
+from conveyor.framework.convert import to_array
+from conveyor.framework.eager import as_eager
 from conveyor.data.ops.dataset_base import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY,
                                             Cardinality, Dataset,
                                             UnaryUnchangedStructureDataset)

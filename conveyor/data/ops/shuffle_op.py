@@ -1,4 +1,4 @@
-"""``Dataset.shuffle`` (ShuffleDataset); its seeds come from conveyor._seed."""
+"""``Dataset.shuffle`` (ShuffleDataset); its seeds come from conveyor.framework.random_seed."""
 from conveyor import _engine
 from conveyor.data.ops.dataset_base import UnaryUnchangedStructureDataset
 

@@ -8,7 +8,8 @@ a Python step per batch turns the rows into indices and values: dense_shape
 """
 import numpy as np
 
-from conveyor import _math, errors
+from conveyor import errors
+from conveyor.ops import array_ops, math_ops
 from conveyor.io.example import SparseTensor
 from conveyor.tensor_spec import TensorSpec
 
@@ -24,7 +25,7 @@ class _ToSparse:
         self._row_shape = np.asarray(row_shape, np.int64)
 
     def __call__(self, values, shapes):
-        from conveyor._tracing import Tensor, _PlainPython
+        from conveyor.framework.tracing import Tensor, _PlainPython
         if isinstance(values, Tensor):
             raise _PlainPython("sparse_batch builds its indices in Python")
         values, shapes = np.asarray(values), np.asarray(shapes, np.int64)
@@ -59,9 +60,10 @@ def sparse_batch(dataset, batch_size, row_shape):
         raise ValueError(f"sparse_batch: `row_shape` {row_shape} must have the rank of the "
                          f"elements, {spec.shape.rank}.")
     rank = len(row_shape)
-    flat = dataset.map(lambda x: (_math.reshape(x, [-1]), _math.cast(_math.shape(x), "int64")))
+    flat = dataset.map(lambda x: (array_ops.reshape(x, [-1]),
+                                  math_ops.cast(array_ops.shape(x), "int64")))
     batched = flat.padded_batch(batch_size, padded_shapes=([None], [rank]))
-    from conveyor._reduce import ensure_shape
+    from conveyor.ops.array_ops import ensure_shape
 
     def static_shapes(sp):  # native: the spec TensorFlow gives
         return SparseTensor(ensure_shape(sp.indices, [None, rank + 1]),

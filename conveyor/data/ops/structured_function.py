@@ -4,11 +4,11 @@ functions, traced into native programs when they can be) and
 is unpacked into positional arguments)."""
 import threading
 
-from conveyor import _tracing
+from conveyor.framework import tracing as _tracing
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor import nest
-from conveyor._convert import to_array
+from conveyor.framework.convert import to_array
 from conveyor.data.ops.dataset_base import has_datasets, pack_element, structure_kind
 from conveyor.tensor_spec import TensorSpec
 
@@ -18,7 +18,7 @@ __all__ = ["MapFunction", "calling_convention"]
 class MapFunction:
     """The engine's view of a user map function.
 
-    It is traced once on symbolic placeholders (conveyor/_tracing.py): when
+    It is traced once on symbolic placeholders (conveyor/framework/tracing.py): when
     every output comes from conveyor ops, the engine gets a compiled native
     program (mode "native": no GIL, exact output spec). Otherwise (mode
     "python") the engine calls it per element as fn(epoch, index, *components)
@@ -85,7 +85,7 @@ class MapFunction:
     def function_for_engine(self, jpeg_scaled_decode=False):
         """(fn, with_id): the compiled program, or a Python callable taking
         (epoch, index, *components) whose random ops draw what the traced
-        program would. Keywords ask for program passes (_tracing.py, "program
+        program would. Keywords ask for program passes (framework/tracing.py, "program
         passes"; the build options decide): such a program is compiled once."""
         self.resolve()
         if self.mode == "native":

@@ -12,8 +12,8 @@ import struct
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._convert import to_array
-from conveyor._eager import as_eager
+from conveyor.framework.convert import to_array
+from conveyor.framework.eager import as_eager
 
 __all__ = ["Variable"]
 

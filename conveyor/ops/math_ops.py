@@ -1,5 +1,7 @@
-"""Tensor math ops: ``conveyor.cast``, ``reshape``, ``one_hot`` and the
-elementwise arithmetic behind ``+ - * /`` (``conveyor.math``).
+"""Math ops: ``conveyor.cast``, the elementwise arithmetic, comparisons and
+logic behind ``+ - * / < ==`` (``conveyor.math``), ``clip_by_value``, the
+reductions (``reduce_sum`` and friends), ``argmax``/``argmin``, ``range``
+and ``cumsum``; and the symbolic ``Tensor``'s operators (``x[i]`` too).
 
 Each op works on NumPy arrays (eagerly, in C) and on traced tensors inside a
 map function (recorded into the native program). Dtype rules are
@@ -7,23 +9,28 @@ TensorFlow's: both operands of a binary op have one dtype; a Python number
 is converted to the other operand's dtype (and must fit it); ``/`` on
 integers computes in floating point (int8/16 and uint8/16 in float32, wider
 integers in float64); results broadcast as in NumPy.
+
+Errors follow TensorFlow: what a graph would reject when a function is traced
+(an axis out of range for a known rank) is a ValueError or TypeError when the
+pipeline is built; eagerly, and for values only known per element, an
+``InvalidArgumentError``.
 """
 import builtins
 
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._convert import to_array
-from conveyor._tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
-                               static_shape)
-from conveyor.tensor_spec import TensorShape
+from conveyor import errors
+from conveyor.framework.convert import to_array
+from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
+                                        static_shape)
 
-__all__ = ["cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
-           "clip_by_value", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
+__all__ = ["cast", "clip_by_value", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
            "floormod", "pow", "maximum", "minimum", "less", "less_equal", "greater",
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
            "logical_not", "negative", "abs", "sqrt", "exp", "log", "floor", "ceil", "round",
-           "square"]
+           "square", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+           "reduce_any", "reduce_all", "argmax", "argmin", "range", "cumsum"]
 
 
 def cast(x, dtype, name=None):
@@ -34,72 +41,6 @@ def cast(x, dtype, name=None):
     if dtype == _dtypes.string or dtype_of(x) == _dtypes.string:
         raise op_error(TypeError, f"Cast: cannot cast {dtype_of(x).name} to {dtype.name}")
     return apply("Cast", [x], [(static_shape(x), dtype)], ints=[dtype._code])
-
-
-def reshape(tensor, shape, name=None):
-    """The values of `tensor` in `shape` (``tf.reshape``): one dim may be -1,
-    inferred from the number of values. Shares memory with the input."""
-    x = convert(tensor, name="tensor")
-    if isinstance(shape, Tensor):
-        raise op_error(TypeError, "reshape: `shape` must be static (a list of ints) in conveyor")
-    dims = [int(d) for d in np.asarray(shape, dtype=np.int64).reshape(-1)]
-    if builtins.sum(d == -1 for d in dims) > 1 or any(d < -1 for d in dims):
-        raise op_error(ValueError, f"reshape: invalid shape {dims}: at most one -1, no other "
-                                   f"negative dims")
-    in_shape = static_shape(x)
-    out = list(dims)
-    if -1 in dims and in_shape is not None and None not in in_shape:
-        known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
-        total = int(np.prod(in_shape, dtype=np.int64))
-        if known == 0 or total % known:
-            raise op_error(ValueError, f"Cannot reshape a tensor with {total} elements to "
-                                       f"shape {dims}")
-        out[dims.index(-1)] = total // known
-    elif -1 in dims:
-        out[dims.index(-1)] = None
-    elif in_shape is not None and None not in in_shape:
-        total = int(np.prod(in_shape, dtype=np.int64))
-        if total != int(np.prod(dims, dtype=np.int64)):
-            raise op_error(ValueError, f"Cannot reshape a tensor with {total} elements to shape "
-                                       f"{dims} ({int(np.prod(dims, dtype=np.int64))} elements)")
-    return apply("Reshape", [x], [(tuple(out), dtype_of(x))], ints=dims)
-
-
-def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
-    """A one-hot tensor (``tf.one_hot``): `depth` is inserted at `axis` (default
-    last); positions equal to the index get `on_value` (default 1), the rest
-    `off_value` (default 0); indices outside [0, depth) give all-off rows."""
-    x = convert(indices, name="indices")
-    if dtype_of(x) not in (_dtypes.uint8, _dtypes.int32, _dtypes.int64):
-        raise op_error(TypeError, f"one_hot: indices must be uint8, int32 or int64, got "
-                                  f"{dtype_of(x).name}")
-    if dtype is None:
-        given = next((v for v in (on_value, off_value) if v is not None), None)
-        dtype = _dtypes.float32 if given is None else dtype_of(convert(given))
-    dtype = _dtypes.as_dtype(dtype)
-    if dtype == _dtypes.string:
-        raise op_error(TypeError, "one_hot: string outputs are not supported")
-    on = 1 if on_value is None else on_value
-    off = 0 if off_value is None else off_value
-    for v in (on, off):
-        if isinstance(v, Tensor) or np.ndim(v) != 0:
-            raise op_error(TypeError, "one_hot: on_value and off_value must be static scalars")
-    shape = static_shape(x)
-    rank = None if shape is None else len(shape)
-    axis = -1 if axis is None else int(axis)
-    if rank is None:
-        raise op_error(ValueError, "one_hot: indices need a known rank")
-    if axis < -1 or axis > rank:
-        raise op_error(ValueError, f"Expected axis to be -1 or between [0, {rank}).  But "
-                                   f"received: {axis}")
-    axis = rank if axis == -1 else axis
-    depth = int(depth)
-    out = list(shape)
-    out.insert(axis, depth)
-    iv = [int(np.asarray(on).astype(np.float64)) if dtype.is_floating else int(on),
-          int(np.asarray(off).astype(np.float64)) if dtype.is_floating else int(off)]
-    return apply("OneHot", [x], [(tuple(out), dtype)],
-                 ints=[dtype._code, depth, axis, iv[0], iv[1]], floats=[float(on), float(off)])
 
 
 # -- elementwise ops (csrc/ops/elementwise.c) ---------------------------------
@@ -134,7 +75,7 @@ def _broadcast_shape(a, b, fname):
     if a is None or b is None:
         return None
     out = []
-    for i in range(builtins.max(len(a), len(b))):
+    for i in builtins.range(builtins.max(len(a), len(b))):
         x = a[len(a) - 1 - i] if i < len(a) else 1
         y = b[len(b) - 1 - i] if i < len(b) else 1
         if x == 1:
@@ -289,7 +230,7 @@ def _getitem(x, key):
     items, out, d = [], [], 0
     for k in key:
         if k is Ellipsis:
-            for _ in range(len(shape) - used):
+            for _ in builtins.range(len(shape) - used):
                 items.append((1, 0, 0, 1, 0, 0))
                 out.append(shape[d])
                 d += 1
@@ -302,7 +243,7 @@ def _getitem(x, key):
                 raise op_error(ValueError, "slice step cannot be zero")
             items.append((1, int(k.start or 0), int(k.stop or 0), step, k.start is not None,
                           k.stop is not None))
-            out.append(None if shape[d] is None else len(range(shape[d])[k]))
+            out.append(None if shape[d] is None else len(builtins.range(shape[d])[k]))
             d += 1
         else:
             i = int(k)
@@ -316,76 +257,6 @@ def _getitem(x, key):
     if len(ints) > 64:
         raise trace.fail("an index with more than 10 parts")
     return apply("StridedSlice", [x], [(tuple(out), dtype_of(x))], ints=ints)
-
-
-def shape(input, out_type=None, name=None):  # noqa: A002 - TensorFlow's argument name
-    """The shape of `input` as an int32 vector (``tf.shape``)."""
-    x = convert(input, name="input")
-    s = static_shape(x)
-    result = apply("Shape", [x], [((None if s is None else len(s),), _dtypes.int32)])
-    if out_type is not None and _dtypes.as_dtype(out_type) != _dtypes.int32:
-        result = cast(result, out_type)
-    return result
-
-
-def expand_dims(input, axis, name=None):  # noqa: A002
-    """`input` with a new dimension of size 1 at `axis` (``tf.expand_dims``)."""
-    x = convert(input, name="input")
-    s = static_shape(x)
-    if s is None:
-        raise op_error(ValueError, "expand_dims needs a known rank")
-    axis = int(axis)
-    if not -len(s) - 1 <= axis <= len(s):
-        raise op_error(ValueError, f"axis {axis} is out of range for a rank-{len(s)} tensor")
-    axis = axis + len(s) + 1 if axis < 0 else axis
-    if isinstance(x, Tensor):
-        return _getitem(x, (slice(None),) * axis + (None,))
-    return np.expand_dims(x, axis)
-
-
-def concat(values, axis, name=None):
-    """Join tensors along `axis` (``tf.concat``): one dtype and rank, other dims equal."""
-    xs = [convert(v, name="values") for v in values]
-    if not xs:
-        raise op_error(ValueError, "concat needs at least one tensor")
-    shapes, dts = [static_shape(x) for x in xs], {dtype_of(x) for x in xs}
-    if len(dts) != 1 or _dtypes.string in dts:
-        raise op_error(TypeError, f"concat: tensors must share one numeric dtype, got "
-                                  f"{sorted(d.name for d in dts)}")
-    if any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:
-        raise op_error(ValueError, "concat: tensors need known and equal ranks")
-    rank = len(shapes[0])
-    axis = int(axis)
-    if not -rank <= axis < rank:
-        raise op_error(ValueError, f"axis {axis} is out of range for rank {rank}")
-    axis %= rank
-    out = []
-    for d in range(rank):
-        dims = [s[d] for s in shapes]
-        if d == axis:
-            out.append(None if None in dims else builtins.sum(dims))
-        else:
-            known = {v for v in dims if v is not None}
-            if len(known) > 1:
-                raise op_error(ValueError, f"concat: dimension {d} differs: {dims}")
-            out.append(known.pop() if known else None)
-    return apply("ConcatV2", xs, [(tuple(out), dts.pop())], ints=[axis])
-
-
-def stack(values, axis=0, name=None):
-    """Stack tensors of one shape along a new `axis` (``tf.stack``)."""
-    xs = [convert(v, name="values") for v in values]
-    if not xs:
-        raise op_error(ValueError, "stack needs at least one tensor")
-    s = static_shape(xs[0])
-    rank = None if s is None else len(s)
-    if rank is None:
-        raise op_error(ValueError, "stack needs a known rank")
-    axis = int(axis)
-    if not -rank - 1 <= axis <= rank:
-        raise op_error(ValueError, f"axis {axis} is out of range for stacking rank-{rank} tensors")
-    axis = axis + rank + 1 if axis < 0 else axis
-    return concat([expand_dims(x, axis) for x in xs], axis)
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
@@ -428,107 +299,260 @@ def _install_operators(cls):
 _install_operators(Tensor)
 
 
-# -- constants: tf.constant, fill, zeros, ones ---------------------------------
+# -- cumsum (csrc/ops/cumsum.c) ------------------------------------------------
 
 
-def _needs_python(fname, *values):
-    """Inside a traced function, a shape or value that is itself traced makes
-    the function Python (these build constants)."""
-    for v in values:
-        for leaf in (v if isinstance(v, (list, tuple)) else [v]):
-            if isinstance(leaf, Tensor):
-                raise leaf._trace.fail(f"{fname} with a traced shape or value is not supported "
-                                       f"natively")
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):  # noqa: A002
+    """Running sums along `axis` (``tf.math.cumsum``): `exclusive` leaves
+    each value out of its own sum (the first is 0), `reverse` sums from the
+    end. Sums accumulate in the dtype (integers wrap), as TensorFlow."""
+    v = convert(x, name="x")
+    traced = _traced(v)
+    dt = dtype_of(v)
+    if dt in (_dtypes.string, _dtypes.bool):
+        raise _error(traced, TypeError, f"Value for attr 'T' of {dt.name} is not in the list "
+                                        f"of allowed values (cumsum takes numbers)")
+    axes = _static_ints(axis, "cumsum", "axis")
+    if len(axes) != 1:
+        raise _error(traced, ValueError, "Shape must be rank 0 but is rank 1")
+    a = axes[0]
+    shape = static_shape(v)
+    if shape is None:
+        raise v._trace.fail("cumsum of a tensor of unknown rank is not supported natively")
+    # An axis out of range is the op's InvalidArgumentError (per element when
+    # traced, as in TensorFlow's graph).
+    return apply("Cumsum", [v], [(shape, dt)], ints=[a, int(bool(exclusive)), int(bool(reverse))])
 
 
-def _eager(arr):
-    """A new constant: an EagerTensor, or inside a traced function a
-    constant of the program."""
-    trace = current_trace()
-    if trace is not None:
-        return trace.constant(arr, TensorShape(list(arr.shape)), _dtypes.as_dtype(arr.dtype))
-    from conveyor._eager import as_eager
-    return as_eager(arr)
+# -- helpers of the reductions and of conveyor.ops.array_ops -----------------------
 
 
-def _dims(shape, fname):
-    if isinstance(shape, (int, np.integer)):
-        shape = [shape]
-    try:
-        dims = [int(d) for d in np.asarray(shape, dtype=object).reshape(-1)]
-    except (TypeError, ValueError):
-        raise TypeError(f"{fname}: shape must be a list of ints, got {shape!r}") from None
-    if any(d < 0 for d in dims):
-        raise op_error(ValueError, f"{fname}: dimensions must be >= 0, got {dims}")
-    return dims
+def _traced(*values):
+    return builtins.any(isinstance(v, Tensor) for v in values) or current_trace() is not None
 
 
-def constant(value, dtype=None, shape=None, name=None):
-    """A constant tensor (``tf.constant``): `value` (a Python value, nested
-    lists, NumPy array, bytes or str) converted as TensorFlow converts it
-    (Python ints to int32, floats to float32, strings to bytes), cast to
-    `dtype` when given; with `shape`, a single value is repeated to fill it
-    and otherwise the values are reshaped to it. Returns an ``EagerTensor``
-    (a NumPy array with ``numpy()``); inside a traced map function, a
-    constant of the program."""
-    _needs_python("constant", value)
-    arr = np.array(to_array(value, dtype))  # a copy: later changes to `value` do not leak in
+def _error(traced, exc_type, message):
+    """TensorFlow's error for a bad argument: a graph raises `exc_type`
+    (ValueError / TypeError) when built; eagerly it is InvalidArgumentError."""
+    return op_error(exc_type if traced else errors.InvalidArgumentError, message)
+
+
+def _static_ints(value, fname, what):
+    """A static int or list of ints (an axis argument); a traced one makes
+    the function run in Python."""
+    if isinstance(value, Tensor):
+        raise value._trace.fail(f"{fname} with a traced `{what}` is not supported natively")
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu" and arr.size:
+        raise op_error(TypeError, f"{fname}: `{what}` must be an int or a list of ints, got "
+                                  f"{value!r}")
+    return [int(a) for a in arr.reshape(-1)]
+
+
+# -- reductions (csrc/ops/reduce.c) ---------------------------------------------
+
+_REDUCE_KINDS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "prod": 4, "any": 5, "all": 6}
+
+
+_TF_OP = {"sum": "Sum", "mean": "Mean", "max": "Max", "min": "Min", "prod": "Prod",
+          "any": "Any", "all": "All"}
+
+
+def _reduce(kind, input_tensor, axis, keepdims):
+    logical = kind in ("any", "all")
+    if logical and type(input_tensor) is np.ndarray and input_tensor.dtype.kind in "iuf":
+        input_tensor = input_tensor.astype(bool)  # TensorFlow converts arrays to bool here
+    x = convert(input_tensor, name="input_tensor")
+    traced = _traced(x)
+    dt = dtype_of(x)
+    if dt == _dtypes.string or dt.is_bool != logical:
+        raise _error(traced, TypeError, f"{_TF_OP[kind]}: input must be "
+                                        f"{'bool' if logical else 'a number'}, got {dt.name}")
+    axes = None if axis is None else _static_ints(axis, f"reduce_{kind}", "axis")
+    shape = static_shape(x)
+    if axes is None:
+        out = () if not keepdims else None if shape is None else (1,) * len(shape)
+    elif shape is None:
+        out = None
+    else:
+        rank, seen = len(shape), set()
+        for a in axes:
+            if not -rank <= a < rank:
+                raise _error(traced, ValueError, f"Invalid reduction dimension {a} for input "
+                                                 f"with {rank} dimensions.")
+            if a % rank in seen and traced:
+                raise op_error(ValueError, f"Invalid reduction arguments: Axes contains "
+                                           f"duplicate dimension: {a % rank}")
+            seen.add(a % rank)
+        out = tuple(1 if d in seen else n for d, n in enumerate(shape) if keepdims or d not in seen)
+    ints = [_REDUCE_KINDS[kind], int(bool(keepdims)), -1 if axes is None else len(axes)]
+    ints += axes or []
+    if len(ints) > 64:
+        raise op_error(ValueError, f"reduce_{kind}: at most 61 axes")
+    return apply("Reduce", [x], [(out, dt)], ints=ints)
+
+
+def _make_reduce(kind, doc):
+    def op(input_tensor, axis=None, keepdims=False, name=None):
+        return _reduce(kind, input_tensor, axis, keepdims)
+    op.__name__ = op.__qualname__ = f"reduce_{kind}"
+    op.__doc__ = doc + """
+
+    `axis`: None (every dim), an int or a list of ints (negative counts from
+    the end); reduced dims are dropped, or kept as 1 with `keepdims`. The
+    reduction of no values is the operation's identity."""
+    return op
+
+
+reduce_sum = _make_reduce("sum", "The sum of a tensor's values along `axis` (``tf.reduce_sum``). "
+                                 "Integer sums wrap; float32 sums are accumulated in double.")
+
+
+reduce_mean = _make_reduce("mean", "The mean along `axis` (``tf.reduce_mean``), in the input's "
+                                   "dtype: an integer mean truncates toward zero, as "
+                                   "TensorFlow's; the mean of nothing is NaN (0 for integers).")
+
+
+reduce_max = _make_reduce("max", "The largest value along `axis` (``tf.reduce_max``); NaN if any "
+                                 "value is NaN; the dtype's lowest (-inf) for no values.")
+
+
+reduce_min = _make_reduce("min", "The smallest value along `axis` (``tf.reduce_min``); NaN if any "
+                                 "value is NaN; the dtype's highest (inf) for no values.")
+
+
+reduce_prod = _make_reduce("prod", "The product along `axis` (``tf.reduce_prod``); integer "
+                                   "products wrap.")
+
+
+reduce_any = _make_reduce("any", "Logical OR of a bool tensor along `axis` (``tf.reduce_any``).")
+
+
+reduce_all = _make_reduce("all", "Logical AND of a bool tensor along `axis` (``tf.reduce_all``).")
+
+
+# -- argmax / argmin (csrc/ops/arg_min_max.c) ------------------------------------
+
+_INDEX_TYPES = (_dtypes.int16, _dtypes.uint16, _dtypes.int32, _dtypes.int64)
+
+
+def _arg(is_min, input, axis, output_type):  # noqa: A002
+    fname = "argmin" if is_min else "argmax"
+    x = convert(input, name="input")
+    traced = _traced(x)
+    output_type = _dtypes.as_dtype(output_type)
+    if output_type not in _INDEX_TYPES:
+        raise op_error(TypeError, f"{fname}: output_type must be int16, uint16, int32 or int64, "
+                                  f"got {output_type.name}")
+    if dtype_of(x) == _dtypes.string:
+        raise _error(traced, TypeError, f"{fname} is not defined for string tensors")
+    axes = _static_ints(0 if axis is None else axis, fname, "axis")
+    if len(axes) != 1:
+        raise op_error(ValueError, f"{fname}: `axis` must be a single int, got {axis!r}")
+    axis = axes[0]
+    shape = static_shape(x)
+    out = None
     if shape is not None:
-        dims = _dims(shape, "constant")
-        count = int(np.prod(dims)) if dims else 1
-        if arr.size == 1:
-            arr = np.full(dims, arr.reshape(()), dtype=arr.dtype)
-        elif arr.size == count:
-            arr = arr.reshape(dims)
-        else:
-            raise TypeError(f"Eager execution of tf.constant with unsupported shape. Tensor "
-                            f"{value!r} (converted from {value!r}) has {arr.size} elements, but "
-                            f"got `shape` {tuple(dims)} with {count} elements).")
-    return _eager(arr)
+        rank = len(shape)
+        if not -rank <= axis < rank:
+            raise _error(traced, ValueError, f"Expected dimension in the range [{-rank}, {rank}), "
+                                             f"but got {axis}")
+        out = shape[:axis % rank] + shape[axis % rank + 1:]
+    return apply("ArgMinMax", [x], [(out, output_type)],
+                 ints=[int(is_min), axis, output_type._code])
 
 
-def fill(dims, value, name=None):  # noqa: A002 - TensorFlow's argument names
-    """A tensor of shape `dims` filled with `value` (``tf.fill``), of value's dtype."""
-    _needs_python("fill", dims, value)
-    arr = to_array(value)
-    if arr.ndim != 0:
-        raise op_error(ValueError, f"Fill: value must be a scalar, got shape {list(arr.shape)}")
-    return _eager(np.full(_dims(dims, "fill"), arr, dtype=arr.dtype))
+def argmax(input, axis=None, output_type=_dtypes.int64, name=None):  # noqa: A002
+    """The index of the largest value along `axis` (default 0) (``tf.argmax``):
+    the first one on ties; NaN values are passed over (as TensorFlow on CPU)."""
+    return _arg(False, input, axis, output_type)
 
 
-def zeros(shape, dtype=_dtypes.float32, name=None):
-    """A tensor of zeros (``tf.zeros``); strings are empty."""
-    _needs_python("zeros", shape)
-    dtype = _dtypes.as_dtype(dtype)
-    if dtype == _dtypes.string:
-        return _eager(np.full(_dims(shape, "zeros"), b"", dtype=object))
-    return _eager(np.zeros(_dims(shape, "zeros"), dtype=dtype.as_numpy_dtype))
+def argmin(input, axis=None, output_type=_dtypes.int64, name=None):  # noqa: A002
+    """The index of the smallest value along `axis` (default 0) (``tf.argmin``):
+    the first one on ties; NaN values are passed over (as TensorFlow on CPU)."""
+    return _arg(True, input, axis, output_type)
 
 
-def ones(shape, dtype=_dtypes.float32, name=None):
-    """A tensor of ones (``tf.ones``)."""
-    _needs_python("ones", shape)
-    dtype = _dtypes.as_dtype(dtype)
-    if dtype == _dtypes.string:
-        raise op_error(TypeError, "ones: a string tensor of ones is not defined")
-    return _eager(np.ones(_dims(shape, "ones"), dtype=dtype.as_numpy_dtype))
+# -- range (csrc/ops/range.c) -----------------------------------------------------
+
+_RANGE_ORDER = [_dtypes.int32, _dtypes.int64, _dtypes.float16, _dtypes.float32, _dtypes.float64]
 
 
-def _like(fname, input, dtype, make):  # noqa: A002
-    if isinstance(input, Tensor):  # traced: the shape must be static
-        shape = static_shape(input)
-        if shape is None or any(d is None for d in shape):
-            raise input._trace.fail(f"{fname} of a tensor whose shape is not static")
-        return make(list(shape), dtype or dtype_of(input))
-    arr = to_array(input)
-    return make(list(arr.shape), dtype or _dtypes.as_dtype(arr.dtype))
+_RANGE_DTYPES = (_dtypes.int32, _dtypes.int64, _dtypes.float16, _dtypes.float32, _dtypes.float64)
 
 
-def zeros_like(input, dtype=None, name=None):  # noqa: A002
-    """Zeros of `input`'s shape (and dtype unless given) (``tf.zeros_like``)."""
-    return _like("zeros_like", input, dtype, zeros)
+def _range_size(start, limit, delta, dtype):
+    """The static length of a range of constants, or the error TensorFlow's
+    graph gives for them (a ValueError when the function is traced)."""
+    if dtype.is_integer:
+        s, l, d = int(start), int(limit), int(delta)
+    else:
+        s, l, d = float(start), float(limit), float(delta)
+    if d == 0:
+        raise op_error(ValueError, "Requires delta != 0")
+    if d > 0 and not s <= l:
+        raise op_error(ValueError, f"Requires start <= limit when delta > 0: {start}/{limit}")
+    if d < 0 and not s >= l:
+        raise op_error(ValueError, f"Requires start >= limit when delta < 0: {start}/{limit}")
+    if dtype.is_integer:
+        return -(-builtins.abs(l - s) // builtins.abs(d))
+    t = dtype.as_numpy_dtype
+    n = float(np.ceil(np.abs((t(limit) - t(start)) / t(delta))))
+    if not n < 2.0 ** 63:
+        raise op_error(ValueError, "Requires ((limit - start) / delta) <= 9223372036854775807")
+    return int(n)
 
 
-def ones_like(input, dtype=None, name=None):  # noqa: A002
-    """Ones of `input`'s shape (and dtype unless given) (``tf.ones_like``)."""
-    return _like("ones_like", input, dtype, ones)
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
+    """The numbers start, start + delta, ... before limit (``tf.range``).
+
+    With one argument it is the limit (``range(5)`` is 0..4). Without
+    `dtype` the arguments' dtypes decide, as TensorFlow: Python ints give
+    int32 (int64 when they do not fit), floats float32, and the widest of
+    int32 < int64 < float16 < float32 < float64 wins. Arguments may be traced scalars
+    (``ds.map(lambda n: tf.range(n))``); the length is then unknown (None)
+    in the element spec. delta 0, or a limit on the wrong side of start, is
+    an InvalidArgumentError (a ValueError when all arguments are constants
+    of a traced function, as TensorFlow's graph checks them).
+    """
+    if limit is None:
+        start, limit = 0, start
+    args = [start, limit, delta]
+    if dtype is not None:
+        dtype = _dtypes.as_dtype(dtype)
+        conv = []
+        for v in args:
+            if isinstance(v, Tensor) or isinstance(v, np.ndarray):
+                conv.append(convert(v))
+                continue
+            if dtype.is_integer and isinstance(v, (float, np.floating)) and \
+                    not float(v).is_integer():
+                raise op_error(TypeError, f"Cannot convert {v!r} to EagerTensor of dtype "
+                                          f"{dtype.name}")
+            conv.append(to_array(v))
+        args = conv
+    else:
+        args = [convert(v, name="range argument") for v in args]
+        kinds = [dtype_of(v) for v in args]
+        if builtins.any(k not in _RANGE_ORDER for k in kinds):
+            names = [k.name for k in kinds]
+            raise op_error(TypeError, f"range: arguments of dtypes {names}; range infers int32, "
+                                      f"int64, float16, float32 or float64 only")
+        dtype = builtins.max(kinds, key=_RANGE_ORDER.index)
+    if dtype not in _RANGE_DTYPES:
+        exc = errors.InvalidArgumentError if dtype in (_dtypes.uint8, _dtypes.bool,
+                                                       _dtypes.string) else errors.NotFoundError
+        raise op_error(exc, f"Range: no CPU kernel for dtype {dtype.name}")
+    for v in args:
+        s = static_shape(v)
+        if s is not None and len(s) != 0:
+            raise _error(_traced(v), ValueError, f"Range: start, limit and delta must be "
+                                                 f"scalars, got shape {list(s)}")
+    args = [cast(v, dtype) if isinstance(v, Tensor) and v.dtype != dtype
+            else v if isinstance(v, Tensor) else np.asarray(v).astype(dtype.as_numpy_dtype)
+            for v in args]
+    length = None
+    if current_trace() is not None and not builtins.any(isinstance(v, Tensor) for v in args):
+        length = _range_size(*(v[()] for v in args), dtype)
+    return apply("Range", args, [((length,), dtype)])

@@ -10,7 +10,7 @@ one; changing it sets it), repeated fields and message maps, ``CopyFrom``,
 (``deterministic=True`` gives TensorFlow's bytes exactly), ``FromString``,
 ``ParseFromString``, ``ByteSize``, equality, and ``str()`` in protobuf's text
 format. There is no protobuf dependency: the wire encoder and decoder are
-in ``conveyor._wire``, which ``conveyor.io.serialize_example`` uses too.
+in ``conveyor.proto.wire``, which ``conveyor.io.serialize_example`` uses too.
 
 Not provided: descriptors (``DESCRIPTOR``), reflection, extensions, other
 message types, text or JSON parsing.
@@ -19,10 +19,10 @@ import array as _array
 import struct as _struct
 from collections import abc as _abc
 
-from conveyor._wire import (_BIG_ENDIAN, _BYTE, _U64, _Corrupt, _ld, _map_order,
-                            _read_tag, _read_varint, _skip, _unpack_varints, encode_bytes_list,
-                            encode_float_list, encode_int64_list, encode_map_entry,
-                            to_bytes_list, to_float_array, to_int64_array)
+from conveyor.proto.wire import (_BIG_ENDIAN, _BYTE, _U64, _Corrupt, _ld, _map_order,
+                                 _read_tag, _read_varint, _skip, _unpack_varints, encode_bytes_list,
+                                 encode_float_list, encode_int64_list, encode_map_entry,
+                                 to_bytes_list, to_float_array, to_int64_array)
 
 try:  # code written for TensorFlow catches protobuf's DecodeError
     from google.protobuf.message import DecodeError as _ProtobufDecodeError

@@ -13,7 +13,7 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
-from conveyor._tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["stateless_uniform", "stateless_normal", "stateless_split", "split", "fold_in"]
 
@@ -25,7 +25,7 @@ def _seed(seed):
     """`seed` converted: a [2] int32 or int64 tensor."""
     if isinstance(seed, (tuple, list)):
         if any(isinstance(v, Tensor) for v in seed):  # a pair of scalars: stacked
-            from conveyor._math import stack
+            from conveyor.ops.array_ops import stack
             return _seed(stack(list(seed)))
         try:
             values = [operator.index(v) for v in seed]
@@ -137,7 +137,7 @@ def fold_in(seed, data, alg="auto_select"):
     """A new seed from `seed` and an integer `data`
     (``tf.random.experimental.stateless_fold_in``): [a full-range value of
     data's dtype drawn from `seed`, data] (int32 for a Python int)."""
-    from conveyor._math import stack
+    from conveyor.ops.array_ops import stack
     d = convert(data, name="data")
     dtype = dtype_of(d)
     if dtype not in (_dtypes.int32, _dtypes.int64):

@@ -26,11 +26,11 @@ import warnings
 import numpy as np
 
 from conveyor import _engine
-from conveyor import _seed
+from conveyor.framework import random_seed as _seed
 from conveyor import dtypes as _dtypes
 from conveyor import nest
-from conveyor._convert import to_array
-from conveyor._eager import as_eager, eager_result
+from conveyor.framework.convert import to_array
+from conveyor.framework.eager import as_eager, eager_result
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
 __all__ = ["Tensor", "UntraceableError", "apply", "convert", "op_error", "static_shape", "dtype_of"]
@@ -113,7 +113,7 @@ class Tensor:
     __hash__ = object.__hash__
 
     # The operators (+ - * / // % ** < <= > >= == != & | ^, unary - abs ~,
-    # and [] indexing) are installed by conveyor._math, which defines the ops
+    # and [] indexing) are installed by conveyor.ops.math_ops, which defines the ops
     # they run (as TensorFlow's math_ops overrides tf.Tensor's operators).
 
 
@@ -429,7 +429,7 @@ class TracingWarning(UserWarning):
 
 
 _warned = set()  # code objects (or callables) already warned about
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # conveyor/
 
 
 def _user_stacklevel():

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor._tracing import apply, convert, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["convert_image_dtype"]
 

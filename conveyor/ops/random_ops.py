@@ -1,0 +1,36 @@
+"""``tf.random.uniform``; the stateless ops are in ``stateless_random_ops``
+and the seed rules in ``conveyor.framework.random_seed`` (``conveyor.random``
+re-exports them all)."""
+import numpy as np
+
+from conveyor import dtypes as _dtypes
+from conveyor.framework.tracing import apply, op_error
+
+__all__ = ["uniform"]
+
+
+def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
+    """Uniform random values in [minval, maxval) (``tf.random.uniform``).
+
+    Inside a map function each element gets its own values, drawn from a
+    stream keyed by the seed and the element's position, so the result does
+    not depend on thread count or scheduling (unlike TensorFlow's stateful
+    op). Integer dtypes (int32, int64) need `maxval`.
+    """
+    dtype = _dtypes.float32 if dtype is None else _dtypes.as_dtype(dtype)
+    dims = [int(d) for d in np.asarray(shape, dtype=np.int64).reshape(-1)]
+    if any(d < 0 for d in dims) or len(dims) > 16:
+        raise op_error(ValueError, f"uniform: invalid shape {dims}")
+    if dtype in (_dtypes.int32, _dtypes.int64):
+        if maxval is None:
+            raise op_error(ValueError, "Must specify maxval for integer dtype " + dtype.name)
+        ints, floats = [dtype._code, int(minval), int(maxval), len(dims)] + dims, [0.0, 0.0]
+        if int(minval) >= int(maxval):
+            raise op_error(ValueError, f"Need minval < maxval: {minval} >= {maxval}")
+    elif dtype in (_dtypes.float32, _dtypes.float64):
+        ints = [dtype._code, 0, 0, len(dims)] + dims
+        floats = [float(minval), 1.0 if maxval is None else float(maxval)]
+    else:
+        raise op_error(TypeError, f"uniform: unsupported dtype {dtype.name}")
+    return apply("RandomUniform", [], [(tuple(dims), dtype)], ints=ints, floats=floats,
+                 random=True, op_seed=seed)
