@@ -17,6 +17,9 @@ __all__ = ["BatchDataset", "ParallelBatchDataset", "PaddedBatchDataset", "Unbatc
 
 
 class BatchDataset(Dataset):
+    _arg_fields = {"batch_size": "_batch_size", "drop_remainder": "_drop_remainder",
+                   "num_parallel_calls": "_parallelism", "deterministic": "_deterministic"}
+
     def __init__(self, input_dataset, batch_size, drop_remainder, parallelism, deterministic):
         super().__init__([input_dataset])
         self._batch_size = batch_size
