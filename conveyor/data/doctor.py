@@ -1010,7 +1010,7 @@ def _stage_remedy(ds, ctx):
     if "GeneratorDataset" in names:
         return ("from_generator runs Python on one thread: move per-element work into a "
                 "parallel map, or read record files with num_parallel_reads")
-    if getattr(ds, "_inputs", None) and names & {"TFRecordDataset", "TextLineDataset",
+    if ds.inputs() and names & {"TFRecordDataset", "TextLineDataset",
                                                  "FixedLengthRecordDataset"}:
         return "num_parallel_reads=AUTOTUNE reads several files at once"
     return ""
