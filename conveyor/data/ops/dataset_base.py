@@ -170,8 +170,9 @@ class Dataset:
         """A copy of this dataset that reads `inputs` (one per input, in order)
         in place of its own: every reference to an old input among its
         attributes (zip's structure of datasets, for one) is swapped, and the
-        copy has no engine datasets built yet. Datasets are immutable
-        descriptions, so this one is not changed."""
+        copy has no engine datasets built yet; this dataset itself when
+        `inputs` are its own. Datasets are immutable descriptions, so this
+        one is not changed."""
         inputs = tuple(inputs)
         if len(inputs) != len(self._inputs):
             raise ValueError(f"{type(self).__name__} reads {len(self._inputs)} dataset(s), "

@@ -18,8 +18,11 @@ is called.
 
 The rule: a rewrite works only through the graph API of
 ``conveyor/data/ops/dataset_base.py`` (``inputs()``, ``with_inputs()``,
-``named_args``, ``arg(name)``) and the ops' public methods, never through
-another dataset's private fields (tests/test_package_layout.py checks
-``_inputs``, ``_engine_cache`` and ``_args``). This package's ``__init__``
+``named_args``, ``arg(name)``), the methods of the Dataset protocol
+(``_known_spec()``, ``element_spec``) and those of the op it matches
+(``MapDataset._engine_parallelism(ctx)``, ``InterleaveDataset.
+first_inner_dataset()``), never through another dataset's fields
+(tests/test_package_layout.py checks ``_inputs``, ``_engine_cache`` and
+``_args``). This package's ``__init__``
 imports nothing, so an op module can import one rewrite without a circle.
 """
