@@ -24,15 +24,14 @@ See docs/frameworks.md. Importing this module imports neither torch nor JAX:
 they are read only when the program has imported them already.
 """
 import collections
-import copy
 import os
 import sys
-import threading
-import warnings
 
 import numpy as np
 
 from conveyor import errors as _errors
+from conveyor.data.rewrites import auto_shard as _auto_shard
+from conveyor.data.rewrites.auto_shard import AUTO, DATA, FILE, OFF
 
 __all__ = ["World", "detect_world", "shard", "ShardedDataset", "FILE", "DATA", "AUTO", "OFF"]
 
@@ -42,8 +41,6 @@ World.__doc__ = """This process's place among the processes that train together.
 ``rank`` is in ``[0, size)``; ``source`` says where it was read
 ("torch.distributed", "jax", the environment variables, or "single process").
 """
-
-AUTO, FILE, DATA, OFF = "auto", "file", "data", "off"
 
 # Launchers' environment variables, (rank, size), in the order they are tried:
 # torchrun / torch.distributed.launch, Slurm's srun, Open MPI, MPICH / Intel MPI.
@@ -155,214 +152,6 @@ def _shard_args(num_shards, index):
     return num_shards, index
 
 
-# -- finding the file source ----------------------------------------------------
-
-
-class _Unshardable(Exception):
-    """Why FILE sharding cannot apply to a pipeline."""
-
-
-def _reader_classes():
-    from conveyor.data.csv_readers import _CsvReader
-    from conveyor.data.readers import _ReaderDataset
-    return (_ReaderDataset, _CsvReader)
-
-
-def _walk(dataset, visit):
-    """Calls visit(ds) once for each dataset in `dataset`'s graph, from the
-    output towards the sources; goes on into ds's inputs when visit returns
-    True."""
-    seen, stack = set(), [dataset]
-    while stack:
-        ds = stack.pop()
-        if id(ds) in seen:
-            continue
-        seen.add(id(ds))
-        if visit(ds):
-            stack.extend(ds._inputs)
-
-
-def _reads_files(dataset):
-    """Whether a reader (TFRecord, text line, fixed length, CSV) is in `dataset`'s graph."""
-    readers = _reader_classes()
-    found = []
-
-    def visit(ds):
-        if isinstance(ds, readers):
-            found.append(ds)
-        return not found
-
-    _walk(dataset, visit)
-    return bool(found)
-
-
-def _file_lists(dataset):
-    """The datasets of file names that the pipeline's readers read: a reader's
-    filenames input, or the input of an interleave / flat_map whose function
-    returns a dataset that reads files (tf.data looks into the function; here
-    the first dataset it returned is inspected, which runs the function on the
-    first file name, as ``element_spec`` does)."""
-    from conveyor.data.ops.from_tensors_op import TensorDataset
-    from conveyor.data.ops.interleave_op import InterleaveDataset
-    readers = _reader_classes()
-    found = []
-
-    def visit(ds):
-        if isinstance(ds, readers):
-            names = ds._inputs[0]
-            # A reader of the one file an interleave function got: the interleave's
-            # input is the file list (handled there).
-            if not isinstance(names, TensorDataset):
-                found.append(names)
-                return False
-        elif isinstance(ds, InterleaveDataset):
-            if ds._first_inner is None:
-                try:
-                    ds.element_spec  # runs map_func on the first element
-                except Exception:  # noqa: BLE001 - an input without elements: nothing to read
-                    pass
-            if ds._first_inner is not None and _reads_files(ds._first_inner):
-                found.append(ds._inputs[0])
-                return False
-        return True
-
-    _walk(dataset, visit)
-    return found
-
-
-def _list_sources(file_list):
-    """The source datasets a file list is made from (where the shard goes: before
-    any shuffle of the names, so every rank shards the same sorted list)."""
-    from conveyor.data.ops.cache_op import CacheDataset
-    from conveyor.data.ops.dataset_base import SourceDataset
-    from conveyor.data.ops.from_tensors_op import TensorDataset, TensorSliceDataset
-    sources = []
-
-    def visit(ds):
-        if isinstance(ds, (TensorSliceDataset, TensorDataset)):
-            sources.append(ds)
-            return False
-        if isinstance(ds, CacheDataset):
-            raise _Unshardable("the list of file names goes through cache(), which would "
-                               "be shared by every shard")
-        if isinstance(ds, SourceDataset) or not ds._inputs:
-            raise _Unshardable(f"the file names come from {type(ds).__name__}, not from a "
-                               "list of names (from_tensor_slices, list_files or a reader's "
-                               "`filenames`)")
-        return True
-
-    _walk(file_list, visit)
-    return sources
-
-
-def _swap(value, table):
-    if id(value) in table:
-        return table[id(value)]
-    if type(value) in (tuple, list):
-        items = [_swap(v, table) for v in value]
-        if any(a is not b for a, b in zip(items, value)):
-            return type(value)(items)
-    elif type(value) is dict:
-        items = {k: _swap(v, table) for k, v in value.items()}
-        if any(items[k] is not value[k] for k in value):
-            return items
-    return value
-
-
-def _rewrite(dataset, replace):
-    """`dataset` with the datasets in `replace` (id -> new dataset) replaced:
-    every dataset downstream of one is copied with its new inputs (datasets are
-    immutable descriptions; the caller's pipeline is not changed)."""
-    from conveyor.data.ops.cache_op import CacheDataset
-    memo = dict(replace)
-
-    def visit(ds):
-        if id(ds) in memo:
-            return memo[id(ds)]
-        new_inputs = [visit(i) for i in ds._inputs]
-        if all(a is b for a, b in zip(new_inputs, ds._inputs)):
-            result = ds
-        else:
-            if isinstance(ds, CacheDataset):
-                raise _Unshardable("cache() sits between the files and the output: its "
-                                   "store would be shared by every shard; shard before cache()")
-            result = copy.copy(ds)
-            table = {id(old): new for old, new in zip(ds._inputs, new_inputs)}
-            for key, value in list(vars(result).items()):
-                result.__dict__[key] = _swap(value, table)
-            result._inputs = tuple(new_inputs)
-            result._engine_cache = {}
-            result._lock = threading.Lock()
-            result.__dict__.pop("_fingerprint", None)
-        memo[id(ds)] = result
-        return result
-
-    return visit(dataset)
-
-
-def _file_sharded(dataset, num_shards, index):
-    """FILE policy: the shard inserted after each file-name source. Raises
-    _Unshardable (no file source) or InvalidArgumentError (too few files)."""
-    lists = _file_lists(dataset)
-    if not lists:
-        raise _Unshardable("no reader of files (TFRecordDataset, TextLineDataset, "
-                           "FixedLengthRecordDataset, CsvDataset, or an interleave / flat_map "
-                           "over file names) was found in the pipeline")
-    sources = []
-    for file_list in lists:
-        for source in _list_sources(file_list):
-            if all(source is not s for s in sources):
-                sources.append(source)
-    for source in sources:
-        files = int(source.cardinality())
-        if files < num_shards:
-            raise _errors.InvalidArgumentError(
-                f"Could not apply FILE based sharding: the dataset only has {files} file(s), "
-                f"which is not enough for the required {num_shards} shards/workers. Write more "
-                "files, or shard by element with policy='data' "
-                "(AutoShardPolicy.DATA).")
-    return _rewrite(dataset, {id(s): s.shard(num_shards, index) for s in sources})
-
-
-def _sharded(dataset, num_shards, index, policy):
-    """(dataset sharded by `policy`, the policy that applied)."""
-    if policy == OFF or num_shards == 1 and policy != FILE:
-        return dataset, policy if policy == OFF else DATA
-    if policy in (FILE, AUTO):
-        try:
-            return _file_sharded(dataset, num_shards, index), FILE
-        except _Unshardable as e:
-            if policy == FILE:
-                raise _errors.NotFoundError(
-                    None, None, f"Found an unshardable source dataset for FILE based "
-                    f"sharding: {e}. Use policy='data' (AutoShardPolicy.DATA) to shard by "
-                    "element.") from None
-    _warn_unseeded_shuffle(dataset)
-    return dataset.shard(num_shards, index), DATA
-
-
-def _warn_unseeded_shuffle(dataset):
-    """DATA sharding keeps every n-th element of the order each worker sees: an
-    unseeded shuffle (or list_files) draws another order on every worker, and
-    the shards overlap."""
-    from conveyor.data.ops.shuffle_op import ShuffleDataset
-    unseeded = []
-
-    def visit(ds):
-        if isinstance(ds, ShuffleDataset) and ds._args[1] == 0 and ds._args[2] == 0:
-            unseeded.append(ds)
-        return not unseeded
-
-    _walk(dataset, visit)
-    if unseeded:
-        warnings.warn(
-            "Sharding by element (DATA) after a shuffle without a seed: every worker "
-            "shuffles differently, so the shards overlap and miss elements. Give "
-            "shuffle()/list_files() a seed, the same on every worker (see "
-            "conveyor.sharding.ShardedDataset for a new seed per epoch).",
-            RuntimeWarning, stacklevel=4)
-
-
 # -- equal lengths --------------------------------------------------------------
 
 
@@ -412,7 +201,7 @@ def _shard_lengths(dataset, num_shards, index, applied, num_elements):
         return _lengths_arg(num_elements, num_shards)
     lengths = []
     for j in range(num_shards):
-        part = _file_sharded(dataset, num_shards, j)
+        part = _auto_shard.file_sharded(dataset, num_shards, j)
         n = _known(part.cardinality())
         if n is None:
             if num_elements != "count":
@@ -520,7 +309,7 @@ def shard(dataset, num_shards=None, index=None, *, policy=AUTO, equal=None,
     policy = _policy(policy)
     if equal not in (None, "truncate", "pad"):
         raise ValueError(f"`equal` must be None, 'truncate' or 'pad', got {equal!r}.")
-    part, applied = _sharded(dataset, num_shards, index, policy)
+    part, applied = _auto_shard.rewrite(dataset, num_shards, index, policy)
     if equal is None:
         return part
     if applied == OFF:

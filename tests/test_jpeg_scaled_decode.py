@@ -12,6 +12,7 @@ import conveyor as cv
 from conveyor import _engine
 from conveyor.framework import tracing as _tracing
 from conveyor.data.options import BuildContext
+from conveyor.data.rewrites import scaled_decode
 
 from _jpeg_files import GOOD, TRUNCATED, damaged_cases, needs_files, read
 
@@ -37,7 +38,7 @@ def run(blobs, fn, on, parallel=None):
 def programs(fn):
     """(exact, fused) programs of `fn` traced on one scalar string."""
     tr, keys, _, _ = _tracing.record(fn, [cv.TensorSpec((), cv.string)], lambda f: f, "fn")
-    return tr.compile(keys), tr.compile(keys, jpeg_scaled_decode=True)
+    return tr.compile(keys), tr.compile(keys, passes=(scaled_decode.rewrite,))
 
 
 def outcome(program, blob, index=0):
@@ -234,7 +235,7 @@ def test_the_pass_hints_only_a_decode_that_feeds_one_resize():
     def hinted(fn):
         tr, keys, _, _ = _tracing.record(fn, spec, lambda f: f, "fn")
         before = tr.nodes
-        after = _tracing.jpeg_scaled_decode_pass(before, keys)
+        after = scaled_decode.rewrite(before, keys)
         assert len(after) == len(before)
         assert all(a[1] == b[1] and a[3:] == b[3:] for a, b in zip(after, before))  # ids kept
         return [a[2][len(b[2]):] for a, b in zip(after, before) if a[2] != b[2]]

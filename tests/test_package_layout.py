@@ -1,12 +1,13 @@
 """The layout of the Python package: no private module at the package's top
-but the compiled engine, no import circles between conveyor's modules, and
-no module longer than 1,200 lines.
+but the compiled engine, no import circles between conveyor's modules, no
+module longer than 1,200 lines, and no module but the Dataset base class
+touching another dataset's graph fields.
 
 The tensor ops live in conveyor/ops/ (math_ops, array_ops, string_ops ...),
 the machinery in conveyor/framework/ (tracing, eager, variables ...), the
 protobuf wire code in conveyor/proto/; conveyor's public modules
 (conveyor.math, conveyor.strings, conveyor.random ...) are faces that
-re-export from them.
+re-export from them. Pipeline rewrites live in conveyor/data/rewrites/.
 
 Imports are read from the source with ``ast`` (module level and inside
 functions alike, so an import moved into a function to dodge a circle still
@@ -169,3 +170,60 @@ def test_no_module_over_1200_lines():
         if lines > MAX_LINES:
             too_long.append(f"{os.path.relpath(path, os.path.dirname(PACKAGE))}: {lines} lines")
     assert not too_long, "modules over 1,200 lines: " + "; ".join(too_long)
+
+
+# -- the graph fields ------------------------------------------------------------
+# A dataset's inputs, its cache of built engine datasets and its positional
+# arguments are its own storage. Code that reads or rebuilds a pipeline (the
+# rewrites in conveyor/data/rewrites/, sharding, statistics, the doctor) goes
+# through the graph API of conveyor/data/ops/dataset_base.py (inputs(),
+# with_inputs(), named_args, arg(name), _cached_engine(), _forget_engine()),
+# so that an op can change how it stores them. The check: in every module of
+# the package but dataset_base.py (which implements that API), an attribute
+# `_inputs`, `_engine_cache` or `_args` may be read or assigned only on `self`
+# (`x._inputs`, `getattr(x, "_args")`, `x._args = ...` on anything else fail).
+
+GRAPH_FIELDS = frozenset({"_inputs", "_engine_cache", "_args"})
+GRAPH_API_MODULE = "conveyor.data.ops.dataset_base"
+
+
+def _foreign_graph_fields(source, path="<string>"):
+    """[(line, text)] where `source` touches a graph field of an object other than self."""
+    found = []
+    for node in ast.walk(ast.parse(source, path)):
+        owner = field = None
+        if isinstance(node, ast.Attribute) and node.attr in GRAPH_FIELDS:
+            owner, field = node.value, node.attr
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+              and node.args[1].value in GRAPH_FIELDS):
+            owner, field = node.args[0], node.args[1].value
+        if field is not None and not (isinstance(owner, ast.Name) and owner.id == "self"):
+            found.append((node.lineno, f"{ast.unparse(owner)}.{field}"))
+    return found
+
+
+def test_the_graph_field_check_finds_foreign_access():
+    source = ("def f(self, ds):\n"
+              "    a = self._inputs[0]._inputs\n"          # an input's inputs: foreign
+              "    ds._engine_cache = {}\n"
+              "    b = getattr(ds, '_args')\n"
+              "    self._args = (1,)\n"                    # its own: fine
+              "    return self._engine_cache, ds.inputs()\n")
+    assert _foreign_graph_fields(source) == [
+        (2, "self._inputs[0]._inputs"), (3, "ds._engine_cache"), (4, "ds._args")]
+
+
+def test_only_the_dataset_base_touches_other_datasets_graph_fields():
+    offenders = []
+    for name, path in _modules().items():
+        if name == GRAPH_API_MODULE:
+            continue
+        with open(path, encoding="utf-8") as f:
+            found = _foreign_graph_fields(f.read(), path)
+        rel = os.path.relpath(path, os.path.dirname(PACKAGE))
+        offenders += [f"{rel}:{line}: {text}" for line, text in found]
+    assert not offenders, ("another dataset's graph fields touched outside "
+                           "dataset_base.py (use inputs(), with_inputs(), arg(name), "
+                           "_cached_engine(), _forget_engine()): " + "; ".join(offenders))

@@ -197,7 +197,7 @@ def _stages(dataset):
         if id(ds) in seen:
             return
         seen.add(id(ds))
-        for i in ds._inputs:
+        for i in ds.inputs():
             visit(i)
         order.append(ds)
     visit(dataset)
@@ -227,12 +227,12 @@ def _inputs_per_output(ds, ctx):
         return float(size), True
     names = _class_names(ds)
     if "ShardDataset" in names:
-        return float(ds._args[0]), True
+        return float(ds.arg("num_shards")), True
     if names & {"FilterDataset", "UnbatchDataset", "RebatchDataset", "WindowDataset",
                 "GroupByWindowDataset", "InterleaveDataset"}:
         try:
             out = int(ds._engine(ctx).cardinality())
-            inp = int(ds._inputs[0]._engine(ctx).cardinality())
+            inp = int(ds.inputs()[0]._engine(ctx).cardinality())
         except Exception:  # noqa: BLE001 - a guess only
             return 1.0, False
         if out > 0 and inp > 0:
@@ -246,8 +246,8 @@ def _per_output(stages, ctx):
     factor = {id(stages[-1]): (1.0, True)}
     for ds in reversed(stages):
         f, exact = factor[id(ds)]
-        ratio, known = (_inputs_per_output(ds, ctx) if len(ds._inputs) == 1 else (1.0, True))
-        for i in ds._inputs:
+        ratio, known = (_inputs_per_output(ds, ctx) if len(ds.inputs()) == 1 else (1.0, True))
+        for i in ds.inputs():
             old = factor.get(id(i), (0.0, True))
             factor[id(i)] = (max(old[0], f * ratio), old[1] and exact and known)
     return factor
@@ -479,8 +479,8 @@ def stage_rates(dataset, ctx, steps, seconds=1.0, on_stage=None):
         if on_stage is not None:
             on_stage(stage_name(ds))
         r = StageRate(pos, stage_name(ds), per_output=per_output, approximate=not exact)
-        inputs = [by_id[id(i)] for i in ds._inputs]
-        if len(ds._inputs) == 1 and ds._engine(ctx) is ds._inputs[0]._engine(ctx):
+        inputs = [by_id[id(i)] for i in ds.inputs()]
+        if len(ds.inputs()) == 1 and ds._engine(ctx) is ds.inputs()[0]._engine(ctx):
             r.rate = inputs[0].rate  # a pass-through (with_options): nothing of its own
             r.seconds_per_output = inputs[0].seconds_per_output
         else:
@@ -642,8 +642,7 @@ class _Doctor:
         """Drop the doctor's engine datasets from the build caches."""
         for ds, ctx in self.built:
             for stage in _stages(ds):
-                with stage._lock:
-                    stage._engine_cache.pop(ctx, None)
+                stage._forget_engine(ctx)
         self.built.clear()
         _seed.set_state(self.seed_state)
 
@@ -915,11 +914,11 @@ class _Doctor:
             return Check(name, SKIPPED, detail="no stage produced enough elements"), None
         all_stages = _stages(t.dataset)
         ds, fused = all_stages[top.position], ""
-        if ("BatchDataset" in _class_names(ds) and len(ds._inputs) == 1
+        if ("BatchDataset" in _class_names(ds) and len(ds.inputs()) == 1
                 and getattr(ds._engine(t.ctx), "kernel", "") == "MapAndBatch"):
             # map_and_batch_fusion: the batch's engine stage does the map's work too,
             # so the engine's view names the batch; the map is what to change.
-            pos = next(i for i, x in enumerate(all_stages) if x is ds._inputs[0])
+            pos = next(i for i, x in enumerate(all_stages) if x is ds.inputs()[0])
             if stages[pos].added is not None:
                 top, ds = stages[pos], all_stages[pos]
                 fused = ", run as one stage with the batch after it (map_and_batch_fusion)"
@@ -1011,7 +1010,7 @@ def _stage_remedy(ds, ctx):
     if "GeneratorDataset" in names:
         return ("from_generator runs Python on one thread: move per-element work into a "
                 "parallel map, or read record files with num_parallel_reads")
-    if getattr(ds, "_inputs", None) and names & {"TFRecordDataset", "TextLineDataset",
+    if ds.inputs() and names & {"TFRecordDataset", "TextLineDataset",
                                                  "FixedLengthRecordDataset"}:
         return "num_parallel_reads=AUTOTUNE reads several files at once"
     return ""
@@ -1026,7 +1025,7 @@ def _knobs(build):
         if "PrefetchDataset" in names:
             found["prefetch"].append(ds._buffer_size)
         elif "ShuffleDataset" in names:
-            found["shuffle"].append(ds._args[0])
+            found["shuffle"].append(ds.arg("buffer_size"))
         elif "InterleaveDataset" in names:
             found["interleave"].append(ds._cycle_length)
         elif "CacheDataset" in names and not getattr(ds, "_filename", ""):

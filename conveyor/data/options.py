@@ -212,7 +212,7 @@ class BuildContext(tuple):
     # options.experimental_optimization.shuffle_and_batch_fusion (None -> True).
     shuffle_batch_fusion = property(operator.itemgetter(5))
     # options.experimental_optimization.jpeg_scaled_decode (None -> False): maps
-    # compile their programs with _tracing.jpeg_scaled_decode_pass.
+    # compile their programs with the pass of conveyor/data/rewrites/scaled_decode.py.
     jpeg_scaled_decode = property(operator.itemgetter(6))
     # options.experimental_optimization.map_and_batch_fusion (None -> True): a
     # parallel map directly followed by batch runs as one kernel (MapAndBatch).

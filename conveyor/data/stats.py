@@ -238,7 +238,7 @@ def dataset_names(dataset, ctx):
     while stack:
         ds, inputs_done = stack.pop()
         if inputs_done:
-            handle = ds._engine_cache.get(ctx)
+            handle = ds._cached_engine(ctx)
             if handle is not None and id(handle) not in owner:
                 owner[id(handle)] = (type(ds).__name__, function_name(ds))
             continue
@@ -246,7 +246,7 @@ def dataset_names(dataset, ctx):
             continue
         seen.add(id(ds))
         stack.append((ds, True))
-        stack.extend((i, False) for i in reversed(ds._inputs))
+        stack.extend((i, False) for i in reversed(ds.inputs()))
     return owner
 
 

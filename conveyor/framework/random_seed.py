@@ -5,7 +5,7 @@ operation asks this module for its seeds: ``Dataset.shuffle``,
 ``Dataset.random`` and ``sample_from_datasets`` through :func:`get_seed`
 (as TensorFlow's ``get_seed``), and the random ops of map functions
 (``conveyor.random.uniform``, ``random_crop``...) through
-:func:`op_seed_pair` and :func:`map_base_seed` (see ``_tracing``).
+:func:`op_seed_pair` and :func:`map_base_seed` (see ``framework.tracing``).
 
 TensorFlow's rules (``get_seed``):
 

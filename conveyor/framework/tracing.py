@@ -17,7 +17,6 @@ Random ops draw from a stream keyed by (seed, op seed, position of the op in
 the function, element id), so a traced program, its Python twin and any
 thread count give the same values (see ``element_scope``).
 """
-import collections
 import os
 import sys
 import threading
@@ -167,12 +166,13 @@ class _Trace:
         """The keys of `results` (placeholders, node outputs or constants)."""
         return [self._key(v) for v in results]
 
-    def compile(self, result_keys, jpeg_scaled_decode=False):
+    def compile(self, result_keys, passes=()):
         """The engine program computing the values `result_keys`, after the
-        program passes that the keywords ask for (see "program passes" below)."""
+        program passes `passes`: functions (nodes, result_keys) -> nodes that
+        change node attributes only (conveyor/data/rewrites/scaled_decode.py)."""
         recorded = self.nodes
-        if jpeg_scaled_decode:
-            recorded = jpeg_scaled_decode_pass(recorded, result_keys)
+        for program_pass in passes:
+            recorded = program_pass(recorded, result_keys)
         ids = {("arg", i): i for i in range(self.num_args)}
         for k in range(len(self.constants)):
             ids[("const", k)] = self.num_args + k
@@ -317,8 +317,8 @@ def trace(fn, flat_specs, pack, name):
 
 def record(fn, flat_specs, pack, name):
     """What `trace` compiles: (the _Trace, its result keys, the result
-    structure, the flat result specs); `tr.compile(keys, ...)` makes a
-    program, with the program passes that its keywords ask for."""
+    structure, the flat result specs); `tr.compile(keys, passes)` makes a
+    program, with the program passes it is given."""
     tr = _Trace(name, new_base_seed())
     placeholders = [tr.placeholder(s, f"component {i}") for i, s in enumerate(flat_specs)]
     saved = _current("trace")
@@ -361,54 +361,6 @@ def record(fn, flat_specs, pack, name):
             specs.append(TensorSpec(arr.shape, _dtypes.as_dtype(arr.dtype)))
             values.append(arr)
     return tr, tr.result_keys(values), result, specs
-
-
-# -- program passes ---------------------------------------------------------------
-# Rewrites of a recorded program that the build options ask for (BuildContext in
-# conveyor/data/options.py; MapFunction.function_for_engine compiles one program
-# per set of passes). Each takes the recorded nodes and the result keys and
-# returns new nodes; values keep their ids, so a pass changes attributes only.
-
-# The JPEG decoders that take a resize hint (ops/decode_jpeg.c), with how many
-# ints they have without one, and the resize ops that filter (ints: height,
-# width, preserve_aspect_ratio; conveyor/image/_resize.py). Not "nearest": it
-# is chosen when values must not be blended (label masks), and the scaled
-# IDCT blends.
-_HINTED_DECODERS = {"DecodeJpeg": 6, "DecodeImage": 4}
-_RESIZES = frozenset({"ResizeBilinear", "ResizeBicubic", "ResizeArea", "ScaleAndTranslate"})
-
-
-def jpeg_scaled_decode_pass(nodes, result_keys):
-    """options.experimental_optimization.jpeg_scaled_decode: decode+resize in one pass.
-
-    A JPEG decode (``decode_jpeg`` with ``ratio=1``, or ``decode_image``) whose
-    image is used by one resize and nothing else (no other op, not a
-    result), a resize to a fixed size (no ``preserve_aspect_ratio``, whose
-    size would follow the decoded image's) with any method but ``nearest``,
-    gets that size as a hint: two more ints. At run time the decoder reads
-    the JPEG header and, when the size is under half the image's in both
-    dimensions, decodes at libjpeg's smallest scale of 1/8, 1/4 and 1/2
-    that still covers it (ops/jpeg.c); the resize, unchanged, then resizes
-    the smaller image to the exact size. The output's shape and dtype are
-    the same; its pixels are close to, not equal to, TensorFlow's.
-    """
-    uses = collections.Counter(k for node in nodes for k in node[1])
-    uses.update(result_keys)
-    out = list(nodes)
-    for op, keys, ints, *_ in nodes:
-        if op not in _RESIZES or ints[2] or ints[0] <= 0 or ints[1] <= 0:
-            continue
-        source = keys[0]
-        if source[0] != "node" or uses[source] != 1:
-            continue
-        decoder = out[source[1]]
-        name, decoder_ints = decoder[0], decoder[2]
-        if len(decoder_ints) != _HINTED_DECODERS.get(name):
-            continue
-        if name == "DecodeJpeg" and decoder_ints[1] != 1:  # an explicit ratio
-            continue
-        out[source[1]] = (name, decoder[1], decoder_ints + (ints[0], ints[1])) + decoder[3:]
-    return out
 
 
 # -- debug mode and warnings ----------------------------------------------------

@@ -5,7 +5,7 @@
  * [3] try_recover_truncated, [4] DCT (CvJpegDct: 0 fast, 1 accurate),
  * [5] max_pixels (<= 0: no limit), optionally [6], [7] a resize hint: the
  * height and width of the resize that alone consumes the image (put there by
- * the jpeg_scaled_decode program pass, conveyor/_tracing.py), which lets the
+ * the jpeg_scaled_decode program pass, conveyor/framework/tracing.py), which lets the
  * decoder decode at a reduced scale (CvJpegOptions.min_height; the output is
  * then smaller than the image). floats: [0] acceptable_fraction. */
 #include "ops/jpeg.h"

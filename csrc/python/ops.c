@@ -1,6 +1,6 @@
 /* Binding of element ops and traced programs (ops/op.h, ops/program.h).
  *
- * The Python tracer (conveyor/_tracing.py) checks arguments and computes
+ * The Python tracer (conveyor/framework/tracing.py) checks arguments and computes
  * specs; these functions take normalized arguments:
  *   run_op(name, inputs, ints, floats, string, obj, num_outputs, rng)
  *     runs one op eagerly on arrays (GIL released while it runs);

@@ -7,9 +7,8 @@ from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import nest
 from conveyor.framework.convert import to_array
-from conveyor.data.ops.dataset_base import AUTOTUNE, UNKNOWN_CARDINALITY, Cardinality, Dataset
-from conveyor.data.ops.map_op import MapDataset
-from conveyor.data.ops.shuffle_op import ShuffleDataset
+from conveyor.data.ops.dataset_base import UNKNOWN_CARDINALITY, Cardinality, Dataset
+from conveyor.data.rewrites import map_batch, parallel_batch, shuffle_batch
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
 __all__ = ["BatchDataset", "ParallelBatchDataset", "PaddedBatchDataset", "UnbatchDataset",
@@ -17,6 +16,9 @@ __all__ = ["BatchDataset", "ParallelBatchDataset", "PaddedBatchDataset", "Unbatc
 
 
 class BatchDataset(Dataset):
+    _arg_fields = {"batch_size": "_batch_size", "drop_remainder": "_drop_remainder",
+                   "num_parallel_calls": "_parallelism", "deterministic": "_deterministic"}
+
     def __init__(self, input_dataset, batch_size, drop_remainder, parallelism, deterministic):
         super().__init__([input_dataset])
         self._batch_size = batch_size
@@ -25,39 +27,15 @@ class BatchDataset(Dataset):
         self._deterministic = deterministic
 
     def _build(self, ctx, engine_inputs):
+        # The rewrites that may build another kernel (conveyor/data/rewrites/),
+        # in this order: shuffle+batch, map+batch, then parallel batch.
+        for rewrite in (shuffle_batch.rewrite, map_batch.rewrite, parallel_batch.rewrite):
+            built = rewrite(self, ctx, engine_inputs)
+            if built is not None:
+                return built
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
-        parallelism = self._parallelism
-        if ctx.shuffle_batch_fusion and _arena_rows(self._inputs[0]):
-            # shuffle + batch as one kernel (options.experimental_optimization.
-            # shuffle_and_batch_fusion), built on the shuffle's engine dataset, whose
-            # input and seed generator it uses, so the results are the pair's. Its
-            # rows are drawn and copied in order, so the parallel_batch optimization
-            # has nothing to spread over workers; an explicit num_parallel_calls runs
-            # the assembly on one worker ahead of the consumer.
-            return _engine.shuffle_batch(engine_inputs[0], self._batch_size,
-                                         self._drop_remainder,
-                                         ctx.parallelism(parallelism or 0), deterministic,
-                                         ctx.memory)
-        map_input = self._inputs[0]
-        if (ctx.map_batch_fusion and isinstance(map_input, MapDataset)
-                and map_input._engine_parallelism(ctx) != 0
-                and (ctx.deterministic if map_input._deterministic is None
-                     else map_input._deterministic)
-                and engine_inputs[0].kernel == "Map"):
-            # map + batch as one kernel (options.experimental_optimization.
-            # map_and_batch_fusion, as tf.data's MapAndBatch): built on the map's
-            # engine dataset, whose input, function and epochs it uses (not with
-            # deterministic=False: the fused kernel keeps the input's order); rows are
-            # written straight into the batch, and the results are the pair's
-            # (errors included: see csrc/kernels/map_batch.c).
-            return _engine.map_batch(engine_inputs[0], self._batch_size, self._drop_remainder,
-                                     ctx.memory)
-        if not parallelism and ctx.parallel_batch:
-            # tf.data's default parallel_batch optimization: the copying into
-            # batches runs on worker threads, in order (results never change).
-            parallelism, deterministic = AUTOTUNE, True
         return _engine.batch(engine_inputs[0], self._batch_size, self._drop_remainder,
-                             ctx.parallelism(parallelism), deterministic, ctx.memory)
+                             ctx.parallelism(self._parallelism), deterministic, ctx.memory)
 
     def _batched(self, spec):
         dim = self._batch_size if self._drop_remainder else None
@@ -70,31 +48,6 @@ class BatchDataset(Dataset):
     def _known_spec(self):
         spec = self._inputs[0]._known_spec()
         return None if spec is None else self._batched(spec)
-
-
-# The engine's CV_ARENA_MAX_ROW_BYTES: elements up to this size are "small".
-_ARENA_MAX_ROW_BYTES = 4096
-
-
-def _arena_rows(input_dataset):
-    """Whether batch over `input_dataset` fuses with it: a shuffle whose elements
-    are, by their static spec, small rows of numbers of fully known shapes. (The
-    engine kernel stays exact for elements that break the spec; this only picks
-    where the fused kernel is faster.)"""
-    if not isinstance(input_dataset, ShuffleDataset):
-        return False
-    spec = input_dataset._known_spec()
-    if spec is None:
-        return False
-    flat = nest.flatten(spec)
-    row = 0
-    for s in flat:
-        if not isinstance(s, TensorSpec) or s.dtype == _dtypes.string:
-            return False
-        if not s.shape.is_fully_defined() or s.shape.rank >= 16:
-            return False
-        row += int(np.prod(s.shape.as_list(), dtype=np.int64)) * s.dtype.size
-    return bool(flat) and row <= _ARENA_MAX_ROW_BYTES
 
 
 class ParallelBatchDataset(BatchDataset):

@@ -14,6 +14,7 @@ tf.data's methods (``map``, ``batch``, ``from_tensor_slices``...) are added
 to this class by conveyor/data/dataset.py, which constructs the op classes:
 the op modules import only this module, so no import goes in a circle.
 """
+import copy
 import functools
 import threading
 
@@ -148,6 +149,73 @@ class Dataset:
         """The user functions this dataset runs (MapFunction objects), for repr."""
         return ()
 
+    # -- the graph API ------------------------------------------------------
+    # How code other than the dataset itself reads and rebuilds a pipeline:
+    # the rewrites (conveyor/data/rewrites/), auto-sharding, the statistics
+    # and the doctor go through these methods, never through another
+    # dataset's ``_inputs``, ``_engine_cache`` or ``_args`` (a lint test,
+    # tests/test_package_layout.py, checks it).
+
+    # An op that stores its arguments as the positional tuple ``_args`` names
+    # them here, in order; one that keeps them in attributes maps each name to
+    # its attribute in ``_arg_fields``. The names are tf.data's argument names.
+    _arg_names = ()
+    _arg_fields = {}
+
+    def inputs(self):
+        """The datasets this one reads, in order (a tuple; empty for a source)."""
+        return self._inputs
+
+    def with_inputs(self, inputs):
+        """A copy of this dataset that reads `inputs` (one per input, in order)
+        in place of its own: every reference to an old input among its
+        attributes (zip's structure of datasets, for one) is swapped, and the
+        copy has no engine datasets built yet; this dataset itself when
+        `inputs` are its own. Datasets are immutable descriptions, so this
+        one is not changed."""
+        inputs = tuple(inputs)
+        if len(inputs) != len(self._inputs):
+            raise ValueError(f"{type(self).__name__} reads {len(self._inputs)} dataset(s), "
+                             f"got {len(inputs)}.")
+        if all(a is b for a, b in zip(inputs, self._inputs)):
+            return self
+        result = copy.copy(self)
+        table = {id(old): new for old, new in zip(self._inputs, inputs)}
+        for key, value in list(vars(result).items()):
+            result.__dict__[key] = _swap(value, table)
+        result._inputs = inputs
+        result._engine_cache = {}
+        result._lock = threading.Lock()
+        result.__dict__.pop("_fingerprint", None)
+        return result
+
+    @property
+    def named_args(self):
+        """The arguments this op was made with, as {tf.data's argument name:
+        value} (only those an op names: see ``_arg_names``, ``_arg_fields``)."""
+        named = dict(zip(self._arg_names, getattr(self, "_args", ())))
+        named.update((name, getattr(self, field)) for name, field in self._arg_fields.items())
+        return named
+
+    def arg(self, name):
+        """The argument `name` of this op (``ds.arg("num_parallel_calls")``);
+        KeyError when the op has no argument of that name."""
+        named = self.named_args
+        if name not in named:
+            raise KeyError(f"{type(self).__name__} has no argument {name!r} "
+                           f"(it has {sorted(named)}).")
+        return named[name]
+
+    def _cached_engine(self, ctx):
+        """The engine dataset already built for `ctx`, or None (builds nothing;
+        takes no lock: a dict lookup is atomic, and a caller may hold one)."""
+        return self._engine_cache.get(ctx)
+
+    def _forget_engine(self, ctx):
+        """Drop the engine dataset built for `ctx` from the build cache."""
+        with self._lock:
+            self._engine_cache.pop(ctx, None)
+
     # -- engine plumbing ----------------------------------------------------
 
     def _engine(self, ctx):
@@ -274,8 +342,24 @@ class Dataset:
                 continue
             seen.add(id(ds))
             modes += [f"{f.name}: {f.mode or 'untraced'}" for f in ds._functions()]
-            stack.extend(ds._inputs)
+            stack.extend(ds.inputs())
         return modes[::-1]
+
+
+def _swap(value, table):
+    """`value` with the objects whose ids are in `table` replaced, looking into
+    plain tuples, lists and dicts (a copy only where something changed)."""
+    if id(value) in table:
+        return table[id(value)]
+    if type(value) in (tuple, list):
+        items = [_swap(v, table) for v in value]
+        if any(a is not b for a, b in zip(items, value)):
+            return type(value)(items)
+    elif type(value) is dict:
+        items = {k: _swap(v, table) for k, v in value.items()}
+        if any(items[k] is not value[k] for k in value):
+            return items
+    return value
 
 
 def _numpy_values(iterator):

@@ -21,6 +21,12 @@ class InterleaveDataset(Dataset):
         self._deterministic = deterministic
         self._first_inner = None  # the first inner Dataset map_func returned: the element spec
 
+    def first_inner_dataset(self):
+        """The first dataset map_func returned (its element spec is this
+        dataset's), or None while map_func has not run (``element_spec`` runs
+        it on the first input element)."""
+        return self._first_inner
+
     def _inner_dataset(self, result):
         if not isinstance(result, Dataset):
             raise TypeError("`map_func` must return a `Dataset` object, got "

@@ -40,6 +40,8 @@ def probe_function_spec(dataset, stage):
 
 
 class MapDataset(Dataset):
+    _arg_fields = {"num_parallel_calls": "_parallelism", "deterministic": "_deterministic"}
+
     def __init__(self, input_dataset, map_func, parallelism, deterministic):
         super().__init__([input_dataset])
         self._function = MapFunction(map_func, input_dataset)

@@ -6,6 +6,8 @@ __all__ = ["ShardDataset"]
 
 
 class ShardDataset(UnaryUnchangedStructureDataset):
+    _arg_names = ("num_shards", "index")
+
     def __init__(self, input_dataset, num_shards, index):
         super().__init__(input_dataset)
         self._args = (num_shards, index)

@@ -6,6 +6,9 @@ __all__ = ["ShuffleDataset"]
 
 
 class ShuffleDataset(UnaryUnchangedStructureDataset):
+    # seed, seed2: the op's seed pair (conveyor.framework.random_seed), 0 and 0 when unseeded.
+    _arg_names = ("buffer_size", "seed", "seed2", "reshuffle_each_iteration")
+
     def __init__(self, input_dataset, buffer_size, seed, seed2, reshuffle):
         super().__init__(input_dataset)
         self._args = (buffer_size, seed, seed2, reshuffle)

@@ -10,6 +10,7 @@ from conveyor import errors as _errors
 from conveyor import nest
 from conveyor.framework.convert import to_array
 from conveyor.data.ops.dataset_base import has_datasets, pack_element, structure_kind
+from conveyor.data.rewrites import scaled_decode
 from conveyor.tensor_spec import TensorSpec
 
 __all__ = ["MapFunction", "calling_convention"]
@@ -85,8 +86,8 @@ class MapFunction:
     def function_for_engine(self, jpeg_scaled_decode=False):
         """(fn, with_id): the compiled program, or a Python callable taking
         (epoch, index, *components) whose random ops draw what the traced
-        program would. Keywords ask for program passes (framework/tracing.py, "program
-        passes"; the build options decide): such a program is compiled once."""
+        program would. Keywords ask for program passes (conveyor/data/rewrites/
+        scaled_decode.py; the build options decide): such a program is compiled once."""
         self.resolve()
         if self.mode == "native":
             if not jpeg_scaled_decode:
@@ -95,7 +96,7 @@ class MapFunction:
                 program = self._variants.get("jpeg_scaled_decode")
                 if program is None:
                     tr, keys = self._recorded
-                    program = tr.compile(keys, jpeg_scaled_decode=True)
+                    program = tr.compile(keys, passes=(scaled_decode.rewrite,))
                     self._variants["jpeg_scaled_decode"] = program
             return program, False
         map_func, pack = self.map_func, self._pack(self.input_dataset.element_spec)

@@ -40,6 +40,8 @@ def _empty_window(spec):
 
 
 class WindowDataset(Dataset):
+    _arg_names = ("size", "shift", "stride", "drop_remainder")
+
     def __init__(self, input_dataset, size, shift, stride, drop_remainder):
         super().__init__([input_dataset])
         self._args = (size, shift, stride, drop_remainder)
