@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include "core/pool.h"
-#include "core/stats.h"
 
 CvStatus cv_dataset_new(const CvKernel *kernel, CvDataset *const *inputs, int num_inputs,
                         void *params, bool may_block, CvDataset **out)
@@ -88,7 +87,8 @@ void *cv_iterator_alloc(const CvDataset *ds, size_t size)
 
 void cv_iterator_free(CvIterator *it)
 {
-    cv_stats_detach(it); /* no-op unless attached and not yet detached */
+    if (it->unwatch)
+        it->unwatch(it); /* no-op unless watched and not yet unwatched */
     cv_dataset_unref(it->dataset);
     free(it);
 }
@@ -102,8 +102,9 @@ CvStatus cv_iterator_make(const CvDataset *ds, CvIterator **out)
      * time, so they must never see one whose stage or locks are still being
      * set up (inner iterators are made while the pipeline runs). */
     CvPool *pool = cv_pool_current();
-    if (!s && *out && pool && cv_pool_stats(pool))
-        cv_stats_attach(cv_pool_stats(pool), *out);
+    CvPoolWatcher watcher = pool ? cv_pool_watcher(pool) : (CvPoolWatcher){0};
+    if (!s && *out && watcher.iterator_made)
+        watcher.iterator_made(watcher.arg, *out);
     return s;
 }
 
@@ -117,7 +118,8 @@ void cv_iterator_destroy(CvIterator *it)
 {
     if (!it)
         return;
-    cv_stats_detach(it); /* first: statistics readers never see a stage being torn down */
+    if (it->unwatch)
+        it->unwatch(it); /* first: statistics readers never see a stage being torn down */
     it->kernel->destroy(it);
 }
 

@@ -122,6 +122,10 @@ struct CvIterator {
     struct CvStats *stats;
     struct CvNode *node;
     CvIterator *node_prev, *node_next;
+    /* Set by whoever watches the iterator (core/stats.c, through the
+     * pool's watcher): called before it is destroyed or freed; NULL when
+     * nothing watches. */
+    void (*unwatch)(CvIterator *it);
     /* Written by the consumer only (cv_iterator_next), read by anyone. */
     _Atomic uint64_t elements;
     _Atomic uint64_t errors;

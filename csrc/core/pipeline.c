@@ -48,6 +48,13 @@ CvStatus cv_parallelism(int64_t num_parallel_calls, int *workers, bool *autotune
     return CV_STATUS_OK;
 }
 
+/* The pool's watcher: every iterator made in the pipeline joins its node
+ * of the statistics (core/stats.h). */
+static void attach(void *stats, CvIterator *it)
+{
+    cv_stats_attach(stats, it);
+}
+
 /* The pool's tick: the autotuner between turns (core/pool.h). */
 static bool tune(void *arg)
 {
@@ -84,7 +91,7 @@ CvStatus cv_pipeline_new(const CvDataset *ds, const CvPipelineOptions *options, 
         s = cv_stats_add_pipeline(p->stats, ds);
         if (s)
             goto fail;
-        cv_pool_set_stats(p->pool, p->stats);
+        cv_pool_set_watcher(p->pool, (CvPoolWatcher){attach, p->stats});
         cv_pool_set_tick(p->pool, (CvPoolTick){tune, p->tuner});
     }
     CvPool *outer = cv_pool_set_current(p->pool);

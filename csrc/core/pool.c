@@ -29,7 +29,7 @@ struct CvPool {
     int exited;
     bool shutdown;
     CvThread *threads;
-    CvStats *stats;       /* borrowed; NULL for a stage's private pool */
+    CvPoolWatcher watcher; /* none for a stage's private pool */
     CvPoolTick tick;      /* between turns; none for a stage's private pool */
     char name[16];        /* its threads' name */
 };
@@ -79,14 +79,14 @@ CvPool *cv_pool_new(int budget)
     return pool;
 }
 
-void cv_pool_set_stats(CvPool *pool, CvStats *stats)
+void cv_pool_set_watcher(CvPool *pool, CvPoolWatcher watcher)
 {
-    pool->stats = stats;
+    pool->watcher = watcher;
 }
 
-CvStats *cv_pool_stats(const CvPool *pool)
+CvPoolWatcher cv_pool_watcher(const CvPool *pool)
 {
-    return pool->stats;
+    return pool->watcher;
 }
 
 void cv_pool_set_name(CvPool *pool, const char *name)

@@ -59,7 +59,6 @@
 #define CV_POOL_SPIN_NS 100000
 
 typedef struct CvPool CvPool;
-typedef struct CvStats CvStats;
 
 typedef enum CvTurn {
     CV_TURN_AGAIN, /* more work may be there: stay queued */
@@ -86,12 +85,17 @@ typedef struct CvTask {
 /* A pool of `budget` running threads (at least 1). Threads start as work
  * comes. Returns NULL when out of memory. */
 CvPool *cv_pool_new(int budget);
-/* The pipeline's statistics (core/stats.h), borrowed (they outlive the
- * pool: the binding reads them after the pipeline ends): set once, before
- * any iterator is made with the pool current. NULL: none (a stage's
- * private pool). */
-void cv_pool_set_stats(CvPool *pool, CvStats *stats);
-CvStats *cv_pool_stats(const CvPool *pool);
+/* Who is told of each iterator made with the pool current, once it is made
+ * (core/dataset.c): the pipeline's statistics (core/pipeline.c sets it, the
+ * pool knows nothing of them). Set once, before any iterator is made with
+ * the pool current; none for a stage's private pool. */
+struct CvIterator;
+typedef struct CvPoolWatcher {
+    void (*iterator_made)(void *arg, struct CvIterator *it);
+    void *arg; /* borrowed: outlives the pool */
+} CvPoolWatcher;
+void cv_pool_set_watcher(CvPool *pool, CvPoolWatcher watcher);
+CvPoolWatcher cv_pool_watcher(const CvPool *pool);
 /* The name its threads carry in top -H, gdb and py-spy (at most 15
  * characters are kept; "cv-pool" by default). Set before any work. */
 void cv_pool_set_name(CvPool *pool, const char *name);

@@ -114,6 +114,7 @@ void cv_stats_attach(CvStats *stats, CvIterator *it)
     if (node) { /* out of memory: the iterator simply goes uncounted */
         it->stats = stats;
         it->node = node;
+        it->unwatch = cv_stats_detach;
         it->node_prev = NULL;
         it->node_next = node->live;
         if (node->live)

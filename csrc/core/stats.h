@@ -1,12 +1,12 @@
 /* CvStats: what the iterators of one pipeline did, per stage.
  *
  * DESIGN
- * Each pipeline (core/pipeline.h) has one CvStats, which it owns; its pool
- * borrows it so that iterators made on its threads attach to it. When the
- * pipeline starts, every dataset of its graph gets a
- * *node*, in depth-first order from the root (a dataset used twice has one
- * node). Every iterator made while that pool is current (cv_pool_current)
- * is attached to the node of its dataset; iterators of datasets made at run
+ * Each pipeline (core/pipeline.h) has one CvStats, which it owns. When the
+ * pipeline starts, every dataset of its graph gets a *node*, in depth-first
+ * order from the root (a dataset used twice has one node). Every iterator
+ * made while the pipeline's pool is current (cv_pool_current) is attached
+ * to the node of its dataset (the pipeline makes cv_stats_attach the pool's
+ * watcher, and attaching sets the iterator's unwatch to cv_stats_detach); iterators of datasets made at run
  * time (interleave's and flat_map's inner datasets) share one node per
  * kernel name, marked `inner`. So a node counts over all its iterators:
  * repeat()'s epochs, interleave's inner datasets, zip(ds, ds)'s two passes.
@@ -107,7 +107,8 @@ void cv_stats_free(CvStats *stats);
 /* Give the datasets of root's graph their nodes (root first). Call once,
  * before the root iterator is made. */
 CvStatus cv_stats_add_pipeline(CvStats *stats, const CvDataset *root);
-/* Attach a new iterator to its node; detach one (idempotent). */
+/* Attach a new iterator to its node (sets it->unwatch); detach one
+ * (idempotent). */
 void cv_stats_attach(CvStats *stats, CvIterator *it);
 void cv_stats_detach(CvIterator *it);
 
