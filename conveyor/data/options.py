@@ -6,7 +6,8 @@ What conveyor honours today: ``deterministic`` (the default for ``map`` and
 ``threading.private_threadpool_size`` (caps every parallel stage's thread
 count when > 0), ``autotune.ram_budget`` (bytes the buffering stages of the
 pipeline may hold; 0/None: half of the memory the process may use),
-``autotune.cpu_budget`` (the worker count of ``num_parallel_calls=AUTOTUNE``),
+``autotune.cpu_budget`` (the pipeline's CPU budget: ``num_parallel_calls=AUTOTUNE``
+runs up to the budget plus one at once),
 ``experimental_optimization.parallel_batch`` (on by default, as in
 tf.data: ``batch`` copies on worker threads, in order),
 ``experimental_optimization.map_and_batch_fusion`` (on by default, as in
@@ -82,8 +83,9 @@ class AutotuneOptions(_OptionsGroup):
     """``ram_budget``: bytes that the pipeline's buffers (shuffle, prefetch, parallel map
     and batch, interleave read-ahead) may hold; going over raises ResourceExhaustedError
     naming the stage. None/0: half of the memory the process may use (physical RAM,
-    cgroup limit, RLIMIT_AS). ``cpu_budget``: the worker count of
-    ``num_parallel_calls=AUTOTUNE`` (None/0: the CPUs the process may use).
+    cgroup limit, RLIMIT_AS). ``cpu_budget``: the turns the pipeline's pool runs at
+    once (None/0: the CPUs the process may use); ``num_parallel_calls=AUTOTUNE`` runs
+    up to the budget plus one.
     ``enabled``, ``autotune_algorithm``, ``initial_parallelism``, ``min_parallelism``:
     accepted and recorded."""
     _fields = ("enabled", "cpu_budget", "ram_budget", "autotune_algorithm", "initial_parallelism",
