@@ -437,7 +437,9 @@ static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     return CV_STATUS_OK;
 }
 
-bool cv_elementwise_epilogue(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out)
+/* CvOp.as_epilogue: + - * / of a float32 scalar constant. */
+static bool elementwise_as_epilogue(const CvOpAttrs *attrs, const CvTensor *operand,
+                                    CvEpilogue *out)
 {
     int kind = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
     if ((kind != EW_ADD && kind != EW_SUB && kind != EW_MUL && kind != EW_DIV) ||
@@ -461,5 +463,8 @@ void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n)
     }
 }
 
-const CvOp cv_op_elementwise = {
-    .name = "Elementwise", .min_inputs = 1, .max_inputs = 2, .run = elementwise_run};
+const CvOp cv_op_elementwise = {.name = "Elementwise",
+                                 .min_inputs = 1,
+                                 .max_inputs = 2,
+                                 .run = elementwise_run,
+                                 .as_epilogue = elementwise_as_epilogue};

@@ -66,7 +66,7 @@ typedef struct CvEpilogue {
     float value;
 } CvEpilogue;
 
-/* Apply e to x[0..n) in place. */
+/* Apply e to x[0..n) in place (ops/elementwise.c: kind is its function). */
 void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n);
 
 /* The random stream of one op call: keyed by (seed, op seed, element id),
@@ -108,11 +108,12 @@ typedef struct CvOp {
                     int num_out, CvOpContext *ctx);
     /* run() applies ctx->epilogue to its one float32 output when set. */
     bool takes_epilogue;
+    /* Optional capability (NULL: never): whether a node of this op with
+     * `attrs` and the constant second input `operand` amounts to an epilogue
+     * the op before it can apply as it writes; if so, fills *out. The program
+     * asks this when it finishes (cv_program_finish), never which op it is. */
+    bool (*as_epilogue)(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out);
 } CvOp;
-
-/* The epilogue an Elementwise node with `attrs` and the constant second
- * operand `operand` amounts to, when it is one (+ - * / a float32 scalar). */
-bool cv_elementwise_epilogue(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out);
 
 /* The op named `name`, or NULL. */
 const CvOp *cv_op_find(const char *name);
