@@ -66,3 +66,19 @@ CvStatus cv_op_output(const CvOpContext *ctx, CvTensor *out, CvDtype dtype, int 
     }
     return cv_tensor_alloc(out, dtype, rank, shape, 0, NULL);
 }
+
+/* -- epilogues ------------------------------------------------------------- */
+
+/* Elementwise's float kernel's expressions (binary_float), so results are
+ * identical to the unfolded op's. */
+CV_CLONES_AVX2
+void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n)
+{
+    float y = e->value;
+    switch (e->kind) {
+    case CV_EPILOGUE_ADD: for (int64_t i = 0; i < n; i++) x[i] = x[i] + y; break;
+    case CV_EPILOGUE_SUB: for (int64_t i = 0; i < n; i++) x[i] = x[i] - y; break;
+    case CV_EPILOGUE_MUL: for (int64_t i = 0; i < n; i++) x[i] = x[i] * y; break;
+    case CV_EPILOGUE_DIV: for (int64_t i = 0; i < n; i++) x[i] = x[i] / y; break;
+    }
+}
