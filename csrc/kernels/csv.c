@@ -17,7 +17,8 @@
  * goes on with the next record, as tf.data does.
  *
  * Files are read through io/input_stream.h (GZIP/ZLIB on the fly). Exact
- * resume saves the open file's name, its uncompressed offset, record and
+ * resume is the record readers' (kernels/common/file_records.h): the open
+ * file's name and its position, here its uncompressed offset, record and
  * line counts and what the file was (size, mtime); a restore reopens it and
  * seeks, refusing a file that changed. Never needs the GIL.
  */
@@ -30,6 +31,7 @@
 #include "core/array.h"
 #include "core/state.h"
 #include "io/input_stream.h"
+#include "kernels/common/file_records.h"
 #include "kernels/readers.h"
 
 typedef struct CsvParams {
@@ -416,71 +418,84 @@ static CvStatus csv_next(CvIterator *base, CvElement *out, bool *end)
     }
 }
 
-static CvStatus csv_save(CvIterator *base, CvStateWriter *w)
+/* -- exact resume (kernels/common/file_records.h's frame) ------------------ */
+
+/* Where the open file stands: its uncompressed offset, the next record's
+ * index and line, and what the file was when it was opened. */
+typedef struct CsvPosition {
+    uint64_t offset, record, line, size;
+    int64_t mtime;
+} CsvPosition;
+
+static void put_csv_position(const CvIterator *base, CvStateWriter *w)
 {
-    CsvIterator *it = (CsvIterator *)base;
-    cv_state_put_i64(w, it->done);
-    cv_state_put_i64(w, it->s != NULL);
-    if (it->s) {
-        cv_state_put_bytes(w, it->name, strlen(it->name));
-        cv_state_put_u64(w, cv_input_stream_offset(it->s));
-        cv_state_put_u64(w, it->record);
-        cv_state_put_u64(w, it->line);
-        cv_state_put_u64(w, cv_input_stream_file_size(it->s));
-        cv_state_put_i64(w, cv_input_stream_file_mtime_ns(it->s));
-    }
-    return cv_iterator_save(it->base.input, w);
+    const CsvIterator *it = (const CsvIterator *)base;
+    cv_state_put_u64(w, cv_input_stream_offset(it->s));
+    cv_state_put_u64(w, it->record);
+    cv_state_put_u64(w, it->line);
+    cv_state_put_u64(w, cv_input_stream_file_size(it->s));
+    cv_state_put_i64(w, cv_input_stream_file_mtime_ns(it->s));
 }
 
-static CvStatus csv_restore(CvIterator *base, CvStateReader *r)
+static CvStatus get_csv_position(CvStateReader *r, void *position)
+{
+    CsvPosition *pos = position;
+    CvStatus st = cv_state_get_u64(r, &pos->offset);
+    if (!st)
+        st = cv_state_get_u64(r, &pos->record);
+    if (!st)
+        st = cv_state_get_u64(r, &pos->line);
+    if (!st)
+        st = cv_state_get_u64(r, &pos->size);
+    if (!st)
+        st = cv_state_get_i64(r, &pos->mtime);
+    return st;
+}
+
+/* Reopens the file and seeks, refusing a file that changed since the save. */
+static CvStatus reopen_csv(CvIterator *base, char *path, const void *position)
 {
     CsvIterator *it = (CsvIterator *)base;
     const CsvParams *p = base->dataset->params;
-    bool done = false, open = false;
-    const void *name = NULL;
-    size_t name_len = 0;
-    uint64_t offset = 0, rec = 0, line = 0, size = 0;
-    int64_t mtime = 0;
-    CvStatus st = cv_state_get_bool(r, &done);
-    if (!st)
-        st = cv_state_get_bool(r, &open);
-    if (!st && open && done)
-        st = cv_state_corrupt("a finished CSV reader with an open file");
-    if (!st && open && !(st = cv_state_get_bytes(r, &name, &name_len)) &&
-        (name_len == 0 || memchr(name, '\0', name_len)))
-        st = cv_state_corrupt("a CSV reader's filename is empty or holds a NUL byte");
-    if (!st && open && !(st = cv_state_get_u64(r, &offset)) && !(st = cv_state_get_u64(r, &rec)) &&
-        !(st = cv_state_get_u64(r, &line)) && !(st = cv_state_get_u64(r, &size)))
-        st = cv_state_get_i64(r, &mtime);
-    if (!st)
-        st = cv_iterator_restore(it->base.input, r);
-    if (st || !open) {
-        it->done = !st && done;
-        return st;
-    }
-    char *path = malloc(name_len + 1);
-    if (!path)
-        return cv_error_nomem();
-    memcpy(path, name, name_len);
-    path[name_len] = '\0';
+    const CsvPosition *pos = position;
     it->name = path;
-    it->record = rec;
-    it->line = line;
-    st = cv_input_stream_open(path, p->p.options.compression, p->p.options.buffer_size, &it->s);
+    it->record = pos->record;
+    it->line = pos->line;
+    CvStatus st = cv_input_stream_open(path, p->p.options.compression, p->p.options.buffer_size,
+                                       &it->s);
     if (!st) {
         uint64_t now = cv_input_stream_file_size(it->s);
-        if (now == UINT64_MAX || now != size || cv_input_stream_file_mtime_ns(it->s) != mtime)
+        if (now == UINT64_MAX || now != pos->size || cv_input_stream_file_mtime_ns(it->s) != pos->mtime)
             st = cv_error(CV_FAILED_PRECONDITION, "cannot restore the position in \"%s\" (CSV "
                           "record %" PRIu64 " at byte %" PRIu64 "): the file changed since the "
-                          "state was saved", path, rec, offset);
-        else if (cv_input_stream_compression(it->s) == CV_COMPRESSION_NONE && offset > now)
+                          "state was saved", path, pos->record, pos->offset);
+        else if (cv_input_stream_compression(it->s) == CV_COMPRESSION_NONE && pos->offset > now)
             st = cv_state_corrupt("a CSV offset past the end of its file");
         else
-            st = cv_input_stream_seek(it->s, offset, "(restoring a CSV position)");
+            st = cv_input_stream_seek(it->s, pos->offset, "(restoring a CSV position)");
     }
     if (st)
         close_file(it);
     return st;
+}
+
+static const CvFileResume csv_resume = {
+    .reader = "CSV reader",
+    .put_position = put_csv_position,
+    .get_position = get_csv_position,
+    .reopen = reopen_csv,
+};
+
+static CvStatus csv_save(CvIterator *base, CvStateWriter *w)
+{
+    CsvIterator *it = (CsvIterator *)base;
+    return cv_file_resume_save(base, w, &csv_resume, it->done, it->s ? it->name : NULL);
+}
+
+static CvStatus csv_restore(CvIterator *base, CvStateReader *r)
+{
+    CsvPosition pos = {0};
+    return cv_file_resume_restore(base, r, &csv_resume, &pos, &((CsvIterator *)base)->done);
 }
 
 static void csv_cancel(CvIterator *base)

@@ -241,15 +241,22 @@ static CvStatus shuffle_save(CvIterator *base, CvStateWriter *w)
     return cv_iterator_save(it->base.input, w);
 }
 
+/* cv_shuffle_restore_buffer's push: the ring of iterator `buffer`. */
+static CvStatus restore_push(void *buffer, CvElement *e, size_t bytes)
+{
+    ShuffleIterator *it = buffer;
+    return ring_push(it, ((const ShuffleParams *)it->base.base.dataset->params)->buffer_size, e,
+                     bytes);
+}
+
 /* Fills a new iterator (empty buffer, nothing charged): every field is read
  * and checked before the dataset's seed generator is moved. */
 static CvStatus shuffle_restore(CvIterator *base, CvStateReader *r)
 {
     ShuffleIterator *it = (ShuffleIterator *)base;
     ShuffleParams *p = base->dataset->params;
-    CvMemory *memory = base->dataset->memory;
     CvSavedSeeds seeds;
-    int64_t nahead = 0, count = 0;
+    int64_t nahead = 0;
     bool input_done = false, has_pending = false;
     CvStatus s = cv_shuffle_get_seeds(r, &seeds);
     if (!s)
@@ -265,21 +272,8 @@ static CvStatus shuffle_restore(CvIterator *base, CvStateReader *r)
     if (!s)
         s = cv_state_get_bool(r, &input_done);
     if (!s)
-        s = cv_state_get_range(r, "shuffle's buffered elements", 0, p->buffer_size, &count);
-    for (int64_t i = 0; !s && i < count; i++) {
-        CvElement e = {0};
-        if ((s = cv_state_get_element(r, &e)))
-            break;
-        size_t bytes = cv_element_bytes(&e);
-        if (!cv_memory_try_charge(memory, bytes)) {
-            s = cv_shuffle_exceeded(memory, bytes, p->buffer_size, it->count, it->held);
-        } else if ((s = ring_push(it, p->buffer_size, &e, bytes))) {
-            cv_memory_release(memory, bytes);
-        } else {
-            it->held += bytes;
-        }
-        cv_element_clear(&e);
-    }
+        s = cv_shuffle_restore_buffer(r, base->dataset->memory, p->buffer_size, restore_push, it,
+                                      &it->held);
     if (!s)
         s = cv_state_get_bool(r, &has_pending);
     if (!s && has_pending && !(s = cv_state_get_element(r, &it->pending)))

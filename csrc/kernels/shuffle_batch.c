@@ -652,6 +652,13 @@ static CvStatus shuffle_batch_save(CvIterator *base, CvStateWriter *w)
     return s ? s : cv_iterator_save(it->staged.input, w);
 }
 
+/* cv_shuffle_restore_buffer's push: the buffer of iterator `buffer`. */
+static CvStatus restore_push(void *buffer, CvElement *e, size_t bytes)
+{
+    (void)bytes; /* the iterator keeps only the total, it->held */
+    return push(buffer, e);
+}
+
 /* Buffered elements are pushed in logical order (the layout comes from the
  * first of them; the batches are the same whichever layout rows have);
  * the rows of a half-built batch become a bundle, as after go_slow(). */
@@ -662,7 +669,7 @@ static CvStatus shuffle_batch_restore(CvIterator *base, CvStateReader *r)
     if (p->num_workers > 0)
         return staged_unsavable();
     CvSavedSeeds seeds;
-    int64_t count = 0, rows = 0;
+    int64_t rows = 0;
     bool input_done = false, has_pending = false;
     CvStatus s = cv_shuffle_get_seeds(r, &seeds);
     if (!s)
@@ -670,23 +677,8 @@ static CvStatus shuffle_batch_restore(CvIterator *base, CvStateReader *r)
     if (!s)
         s = cv_state_get_bool(r, &input_done);
     if (!s)
-        s = cv_state_get_range(r, "shuffle's buffered elements", 0, it->shuffle->buffer_size,
-                               &count);
-    for (int64_t i = 0; !s && i < count; i++) {
-        CvElement e = {0};
-        if ((s = cv_state_get_element(r, &e)))
-            break;
-        size_t bytes = cv_element_bytes(&e);
-        if (!cv_memory_try_charge(it->memory, bytes)) {
-            s = cv_shuffle_exceeded(it->memory, bytes, it->shuffle->buffer_size, it->count,
-                                    it->held);
-        } else if ((s = push(it, &e))) {
-            cv_memory_release(it->memory, bytes);
-        } else {
-            it->held += bytes;
-        }
-        cv_element_clear(&e);
-    }
+        s = cv_shuffle_restore_buffer(r, it->memory, it->shuffle->buffer_size, restore_push, it,
+                                      &it->held);
     if (!s)
         s = cv_state_get_bool(r, &has_pending);
     if (!s && has_pending && !(s = cv_state_get_element(r, &it->pending)))

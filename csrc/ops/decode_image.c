@@ -1,19 +1,18 @@
 /* DecodeImage(contents): an image of any format TensorFlow knows by its
  * first bytes, as [height, width, channels] of uint8, uint16 or float32
  * (tf.io.decode_image). JPEG is decoded with TensorFlow's DecodeImage
- * defaults (see ops/jpeg.h), PNG by ops/png.h; the other formats are
- * UNIMPLEMENTED so far. For JPEG, uint16 is value * 256 and float32 is
- * value * (1/255 in float); for PNG, uint16 is the decoder's (8-bit samples
- * * 257) and float32 is that * (1/65535 in float), as TensorFlow computes
- * them.
+ * defaults (see ops/jpeg.h), PNG by ops/png.h, both reached through
+ * ops/image_decode.h; the other formats are UNIMPLEMENTED so far. For JPEG,
+ * uint16 is value * 256 and float32 is value * (1/255 in float); for PNG,
+ * uint16 is the decoder's (8-bit samples * 257) and float32 is that *
+ * (1/65535 in float), as TensorFlow computes them.
  *
  * ints: [0] channels (0, 1, 3, 4; 4 is refused for JPEG), [1] output CvDtype
  * (CV_UINT8, CV_UINT16 or CV_FLOAT32), [2] expand_animations (for GIF; no
  * effect on JPEG), [3] max_pixels (<= 0: no limit), optionally [4], [5] a
  * resize hint (see ops/decode_jpeg.c: the image may come out smaller). */
-#include "ops/jpeg.h"
+#include "ops/image_decode.h"
 #include "ops/op.h"
-#include "ops/png.h"
 
 /* PNG: decoded to uint16 unless uint8 is asked for; float32 is then
  * value * (1/65535 in float), as TensorFlow computes it. */
@@ -22,9 +21,9 @@ static CvStatus decode_png(const CvTensor *contents, int channels, CvDtype dtype
 {
     CvPngOptions po = {.channels = channels, .uint16 = dtype != CV_UINT8, .max_pixels = max_pixels};
     if (dtype != CV_FLOAT32)
-        return cv_png_decode_contents("DecodeImage", contents, &po, out);
+        return cv_image_decode_png_contents("DecodeImage", contents, &po, out);
     CvTensor wide;
-    CvStatus s = cv_png_decode_contents("DecodeImage", contents, &po, &wide);
+    CvStatus s = cv_image_decode_png_contents("DecodeImage", contents, &po, &wide);
     if (s)
         return s;
     s = cv_tensor_alloc(out, CV_FLOAT32, wide.rank, wide.shape, 0, NULL);
@@ -63,14 +62,10 @@ static CvStatus decode_image_run(const CvOpAttrs *attrs, const CvTensor *in, int
         .min_height = attrs->num_ints >= 6 ? attrs->ints[4] : 0,
         .min_width = attrs->num_ints >= 6 ? attrs->ints[5] : 0,
     };
-    if (in[0].dtype == CV_STRING && in[0].rank == 0) {
-        const CvStringRef *ref = (const CvStringRef *)in[0].data;
-        if (cv_image_format((const uint8_t *)cv_string_data(&in[0], ref), (size_t)ref->length) ==
-            CV_IMAGE_PNG)
-            return decode_png(&in[0], (int)attrs->ints[0], dtype, attrs->ints[3], &out[0]);
-    }
+    if (cv_image_contents_format(&in[0]) == CV_IMAGE_PNG)
+        return decode_png(&in[0], (int)attrs->ints[0], dtype, attrs->ints[3], &out[0]);
     CvTensor pixels;
-    CvStatus s = cv_jpeg_decode_contents("DecodeImage", &in[0], &o, &pixels);
+    CvStatus s = cv_image_decode_jpeg_contents("DecodeImage", &in[0], &o, &pixels);
     if (s || dtype == CV_UINT8) {
         out[0] = pixels;
         return s;

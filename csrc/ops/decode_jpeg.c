@@ -1,5 +1,6 @@
 /* DecodeJpeg(contents): a JPEG image as uint8 [height, width, channels]
- * (tf.io.decode_jpeg), on libjpeg-turbo; see ops/jpeg.h.
+ * (tf.io.decode_jpeg), on libjpeg-turbo; see ops/jpeg.h. As in TensorFlow, PNG
+ * data is decoded too (ops/image_decode.h).
  *
  * ints: [0] channels (0, 1, 3), [1] ratio (1, 2, 4, 8), [2] fancy_upscaling,
  * [3] try_recover_truncated, [4] DCT (CvJpegDct: 0 fast, 1 accurate),
@@ -8,7 +9,7 @@
  * the jpeg_scaled_decode program pass, conveyor/framework/tracing.py), which lets the
  * decoder decode at a reduced scale (CvJpegOptions.min_height; the output is
  * then smaller than the image). floats: [0] acceptable_fraction. */
-#include "ops/jpeg.h"
+#include "ops/image_decode.h"
 #include "ops/op.h"
 
 static CvStatus decode_jpeg_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
@@ -30,7 +31,7 @@ static CvStatus decode_jpeg_run(const CvOpAttrs *attrs, const CvTensor *in, int 
         .min_height = attrs->num_ints >= 8 ? attrs->ints[6] : 0,
         .min_width = attrs->num_ints >= 8 ? attrs->ints[7] : 0,
     };
-    return cv_jpeg_decode_contents("DecodeJpeg", &in[0], &o, &out[0]);
+    return cv_image_decode_jpeg_contents("DecodeJpeg", &in[0], &o, &out[0]);
 }
 
 const CvOp cv_op_decode_jpeg = {

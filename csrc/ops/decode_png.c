@@ -1,12 +1,12 @@
 /* DecodePng(contents): a PNG image as uint8 or uint16 [height, width,
  * channels] (tf.io.decode_png), decoded with zlib; see ops/png.h. As in
- * TensorFlow, JPEG data is decoded too.
+ * TensorFlow, JPEG data is decoded too (ops/image_decode.h).
  *
  * ints: [0] channels (0, 1, 3, 4), [1] output CvDtype (CV_UINT8 or
  * CV_UINT16), [2] max_pixels (<= 0: no limit). The output is new, owned by
  * the caller. */
+#include "ops/image_decode.h"
 #include "ops/op.h"
-#include "ops/png.h"
 
 static CvStatus decode_png_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
                                CvTensor *out, int num_out, CvOpContext *ctx)
@@ -25,7 +25,7 @@ static CvStatus decode_png_run(const CvOpAttrs *attrs, const CvTensor *in, int n
         .uint16 = dtype == CV_UINT16,
         .max_pixels = attrs->ints[2],
     };
-    return cv_png_decode_contents("DecodePng", &in[0], &o, &out[0]);
+    return cv_image_decode_png_contents("DecodePng", &in[0], &o, &out[0]);
 }
 
 const CvOp cv_op_decode_png = {

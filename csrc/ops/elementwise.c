@@ -437,29 +437,28 @@ static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     return CV_STATUS_OK;
 }
 
-bool cv_elementwise_epilogue(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out)
+/* CvOp.as_epilogue: + - * / of a float32 scalar constant. cv_epilogue_apply
+ * (ops/op.c) computes them as binary_float does, so results are identical. */
+static bool elementwise_as_epilogue(const CvOpAttrs *attrs, const CvTensor *operand,
+                                    CvEpilogue *out)
 {
-    int kind = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
-    if ((kind != EW_ADD && kind != EW_SUB && kind != EW_MUL && kind != EW_DIV) ||
-        operand->dtype != CV_FLOAT32 || operand->rank != 0)
+    int function = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
+    CvEpilogueKind kind;
+    switch (function) {
+    case EW_ADD: kind = CV_EPILOGUE_ADD; break;
+    case EW_SUB: kind = CV_EPILOGUE_SUB; break;
+    case EW_MUL: kind = CV_EPILOGUE_MUL; break;
+    case EW_DIV: kind = CV_EPILOGUE_DIV; break;
+    default: return false;
+    }
+    if (operand->dtype != CV_FLOAT32 || operand->rank != 0)
         return false;
     *out = (CvEpilogue){kind, *(const float *)operand->data};
     return true;
 }
 
-/* The float kernel's expressions (binary_float), so results are identical. */
-CV_CLONES_AVX2
-void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n)
-{
-    float y = e->value;
-    switch (e->kind) {
-    case EW_ADD: for (int64_t i = 0; i < n; i++) x[i] = x[i] + y; break;
-    case EW_SUB: for (int64_t i = 0; i < n; i++) x[i] = x[i] - y; break;
-    case EW_MUL: for (int64_t i = 0; i < n; i++) x[i] = x[i] * y; break;
-    case EW_DIV: for (int64_t i = 0; i < n; i++) x[i] = x[i] / y; break;
-    default: break;
-    }
-}
-
-const CvOp cv_op_elementwise = {
-    .name = "Elementwise", .min_inputs = 1, .max_inputs = 2, .run = elementwise_run};
+const CvOp cv_op_elementwise = {.name = "Elementwise",
+                                 .min_inputs = 1,
+                                 .max_inputs = 2,
+                                 .run = elementwise_run,
+                                 .as_epilogue = elementwise_as_epilogue};

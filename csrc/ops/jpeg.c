@@ -14,7 +14,6 @@
  * blocks) and fails the second time.
  */
 #include "ops/jpeg.h"
-#include "ops/png.h"
 
 #include <limits.h>
 #include <setjmp.h>
@@ -24,46 +23,6 @@
 
 #include <jpeglib.h>
 #include <jerror.h>
-
-/* ------------------------------------------------------- format sniffing */
-
-CvImageFormat cv_image_format(const uint8_t *d, size_t n)
-{
-    if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff)
-        return CV_IMAGE_JPEG;
-    if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0)
-        return CV_IMAGE_PNG;
-    if (n >= 4 && memcmp(d, "GIF8", 4) == 0)
-        return CV_IMAGE_GIF;
-    if (n >= 2 && d[0] == 'B' && d[1] == 'M')
-        return CV_IMAGE_BMP;
-    if (n > 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0)
-        return CV_IMAGE_WEBP;
-    if ((n >= 2 && d[0] == 0xff && d[1] == 0x0a) ||
-        (n >= 12 && memcmp(d, "\0\0\0\x0cJXL \r\n\x87\n", 12) == 0))
-        return CV_IMAGE_JXL;
-    return CV_IMAGE_UNKNOWN;
-}
-
-const char *cv_image_format_name(CvImageFormat f)
-{
-    switch (f) {
-    case CV_IMAGE_JPEG:
-        return "JPEG";
-    case CV_IMAGE_PNG:
-        return "PNG";
-    case CV_IMAGE_GIF:
-        return "GIF";
-    case CV_IMAGE_BMP:
-        return "BMP";
-    case CV_IMAGE_WEBP:
-        return "WebP";
-    case CV_IMAGE_JXL:
-        return "JPEG XL";
-    default:
-        return "unknown";
-    }
-}
 
 /* ---------------------------------------------------------- the decoder */
 
@@ -446,41 +405,4 @@ CvStatus cv_jpeg_decode(const uint8_t *data, size_t size, const CvJpegOptions *o
     if (redo)
         s = decode(data, size, o, false, out, &redo);
     return s;
-}
-
-/* The bytes of a scalar string tensor. */
-static const uint8_t *string_scalar(const CvTensor *t, size_t *size)
-{
-    const CvStringRef *ref = (const CvStringRef *)t->data;
-    *size = (size_t)ref->length;
-    return (const uint8_t *)cv_string_data(t, ref);
-}
-
-CvStatus cv_jpeg_decode_contents(const char *op, const CvTensor *contents, const CvJpegOptions *o,
-                                 CvTensor *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (contents->dtype != CV_STRING || contents->rank != 0) {
-        char shape[64];
-        return cv_error(CV_INVALID_ARGUMENT, "`contents` must be a scalar string but got %s shape %s",
-                        cv_dtype_name(contents->dtype),
-                        cv_shape_str(contents->shape, contents->rank, shape, sizeof(shape)));
-    }
-    size_t size;
-    const uint8_t *data = string_scalar(contents, &size);
-    if (size == 0)
-        return cv_error(CV_INVALID_ARGUMENT, "Input is empty.");
-    CvImageFormat format = cv_image_format(data, size);
-    if (format == CV_IMAGE_UNKNOWN)
-        return cv_error(CV_INVALID_ARGUMENT, "Unknown image file format. One of JPEG, JPEG XL, "
-                                             "PNG, GIF, BMP, WebP required.");
-    if (format == CV_IMAGE_PNG) { /* as TensorFlow's DecodeJpeg: decoded as uint8 */
-        CvPngOptions po = {.channels = o->channels, .uint16 = false, .max_pixels = o->max_pixels};
-        return cv_png_decode(data, size, &po, out);
-    }
-    if (format != CV_IMAGE_JPEG)
-        return cv_error(CV_UNIMPLEMENTED,
-                        "%s: the data is a %s image; conveyor decodes only JPEG and PNG images "
-                        "so far", op, cv_image_format_name(format));
-    return cv_jpeg_decode(data, size, o, out);
 }

@@ -1,5 +1,6 @@
-/* JPEG decoding with libjpeg-turbo, as TensorFlow's DecodeJpeg does it, and
- * the image-format sniffing that DecodeJpeg and DecodeImage share.
+/* JPEG decoding with libjpeg-turbo, as TensorFlow's DecodeJpeg does it: a
+ * codec for one format. Which bytes reach it, and what the decode ops do
+ * with other formats, is ops/image_decode.h's business.
  *
  * The decoder reproduces TensorFlow's jpeg::Uncompress step by step (color
  * space choice, the Adobe-inverted CMYK -> RGB conversion, how a truncated
@@ -19,20 +20,6 @@
 #include <stdint.h>
 
 #include "core/tensor.h"
-
-typedef enum CvImageFormat {
-    CV_IMAGE_UNKNOWN = 0,
-    CV_IMAGE_JPEG,
-    CV_IMAGE_PNG,
-    CV_IMAGE_GIF,
-    CV_IMAGE_BMP,
-    CV_IMAGE_WEBP,
-    CV_IMAGE_JXL,
-} CvImageFormat;
-
-/* The format named by the first bytes (TensorFlow's magic-byte rules). */
-CvImageFormat cv_image_format(const uint8_t *data, size_t size);
-const char *cv_image_format_name(CvImageFormat f); /* "JPEG", "PNG", ... */
 
 typedef enum CvJpegDct {
     CV_JPEG_DCT_FAST = 0,     /* JDCT_IFAST: TensorFlow's default ('' or 'INTEGER_FAST') */
@@ -68,13 +55,5 @@ typedef struct CvJpegOptions {
  * data ended), or the dimensions and the limit for a refused large image. */
 CvStatus cv_jpeg_decode(const uint8_t *data, size_t size, const CvJpegOptions *options,
                         CvTensor *out);
-
-/* What DecodeJpeg and DecodeImage do with their input: `contents` must be
- * a scalar string (INVALID_ARGUMENT otherwise, or when empty or of no known
- * format) holding a JPEG, or a PNG (decoded to uint8 by ops/png.h, as
- * TensorFlow's DecodeJpeg does); the other image formats that TensorFlow
- * decodes are UNIMPLEMENTED here. `op` names the op in messages. */
-CvStatus cv_jpeg_decode_contents(const char *op, const CvTensor *contents,
-                                 const CvJpegOptions *options, CvTensor *out);
 
 #endif

@@ -58,15 +58,23 @@ typedef struct CvOpAttrs {
 
 void cv_op_attrs_clear(CvOpAttrs *attrs);
 
-/* An elementwise op with a float32 scalar (x / 255.0) that the op before it
- * applies to its float32 output as it writes it (ops/elementwise.c): the
- * same arithmetic, one pass over the memory instead of two. */
+/* An arithmetic step with a float32 scalar (x / 255.0) that the op before
+ * it applies to its float32 output as it writes it: the same arithmetic as
+ * the op it stands for (CvOp.as_epilogue), one pass over the memory instead
+ * of two. */
+typedef enum CvEpilogueKind {
+    CV_EPILOGUE_ADD,
+    CV_EPILOGUE_SUB,
+    CV_EPILOGUE_MUL,
+    CV_EPILOGUE_DIV,
+} CvEpilogueKind;
+
 typedef struct CvEpilogue {
-    int kind;
+    CvEpilogueKind kind;
     float value;
 } CvEpilogue;
 
-/* Apply e to x[0..n) in place. */
+/* Apply e to x[0..n) in place: x[i] = x[i] <kind> value, in float32. */
 void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n);
 
 /* The random stream of one op call: keyed by (seed, op seed, element id),
@@ -108,11 +116,12 @@ typedef struct CvOp {
                     int num_out, CvOpContext *ctx);
     /* run() applies ctx->epilogue to its one float32 output when set. */
     bool takes_epilogue;
+    /* Optional capability (NULL: never): whether a node of this op with
+     * `attrs` and the constant second input `operand` amounts to an epilogue
+     * the op before it can apply as it writes; if so, fills *out. The program
+     * asks this when it finishes (cv_program_finish), never which op it is. */
+    bool (*as_epilogue)(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out);
 } CvOp;
-
-/* The epilogue an Elementwise node with `attrs` and the constant second
- * operand `operand` amounts to, when it is one (+ - * / a float32 scalar). */
-bool cv_elementwise_epilogue(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out);
 
 /* The op named `name`, or NULL. */
 const CvOp *cv_op_find(const char *name);

@@ -22,7 +22,6 @@
 
 #include <zlib.h>
 
-#include "ops/jpeg.h"
 
 #define PNG_MAX_DIM 1000000u /* libpng's default user limit on width and height */
 
@@ -808,55 +807,5 @@ done:
     free(png->from_linear16);
     free(png->same16);
     free(png);
-    return s;
-}
-
-CvStatus cv_png_decode_contents(const char *op, const CvTensor *contents, const CvPngOptions *o,
-                                CvTensor *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (contents->dtype != CV_STRING || contents->rank != 0) {
-        char shape[64];
-        return cv_error(CV_INVALID_ARGUMENT, "`contents` must be a scalar string but got %s shape %s",
-                        cv_dtype_name(contents->dtype),
-                        cv_shape_str(contents->shape, contents->rank, shape, sizeof(shape)));
-    }
-    const CvStringRef *ref = (const CvStringRef *)contents->data;
-    const size_t size = (size_t)ref->length;
-    const uint8_t *data = (const uint8_t *)cv_string_data(contents, ref);
-    if (size == 0)
-        return cv_error(CV_INVALID_ARGUMENT, "Input is empty.");
-    CvImageFormat format = cv_image_format(data, size);
-    if (format == CV_IMAGE_PNG)
-        return cv_png_decode(data, size, o, out);
-    if (format == CV_IMAGE_UNKNOWN)
-        return cv_error(CV_INVALID_ARGUMENT, "Unknown image file format. One of JPEG, JPEG XL, "
-                                             "PNG, GIF, BMP, WebP required.");
-    if (format != CV_IMAGE_JPEG)
-        return cv_error(CV_UNIMPLEMENTED, "%s: the data is a %s image; conveyor decodes only "
-                        "JPEG and PNG images so far", op, cv_image_format_name(format));
-    CvJpegOptions jo = {
-        .channels = o->channels,
-        .ratio = 1,
-        .fancy_upscaling = true,
-        .acceptable_fraction = 1.0f,
-        .dct = CV_JPEG_DCT_FAST,
-        .max_pixels = o->max_pixels,
-    };
-    CvTensor pixels;
-    CvStatus s = cv_jpeg_decode(data, size, &jo, &pixels);
-    if (s || !o->uint16) {
-        *out = pixels;
-        return s;
-    }
-    s = cv_tensor_alloc(out, CV_UINT16, pixels.rank, pixels.shape, 0, NULL);
-    if (!s) {
-        const uint8_t *src = (const uint8_t *)pixels.data;
-        uint16_t *dst = (uint16_t *)out->data;
-        int64_t n = cv_tensor_num_elements(&pixels);
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = (uint16_t)(src[i] * 257u);
-    }
-    cv_tensor_clear(&pixels);
     return s;
 }

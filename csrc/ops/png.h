@@ -20,6 +20,9 @@
  * of 16-bit samples keeps the high byte; uint16 output of 8-bit samples is
  * value * 257.
  *
+ * A codec for one format: which bytes reach it, and what the decode ops do
+ * with other formats, is ops/image_decode.h's business.
+ *
  * Plain C, no globals: any number of threads may decode at once.
  */
 #ifndef CV_PNG_H
@@ -34,7 +37,9 @@
 typedef struct CvPngOptions {
     int channels;       /* 0 (the image's own), 1, 3 or 4 */
     bool uint16;        /* output uint16 (else uint8) */
-    int64_t max_pixels; /* decompression-bomb guard (see ops/jpeg.h); <= 0: none */
+    /* Decompression-bomb guard: images whose header declares more pixels
+     * (width x height) are refused before anything is allocated. <= 0: none. */
+    int64_t max_pixels;
 } CvPngOptions;
 
 /* Decode `size` bytes of PNG into a new tensor [height, width, channels]
@@ -42,14 +47,5 @@ typedef struct CvPngOptions {
  * INVALID_ARGUMENT saying what is wrong with the data. */
 CvStatus cv_png_decode(const uint8_t *data, size_t size, const CvPngOptions *options,
                        CvTensor *out);
-
-/* What DecodePng does with its input (and DecodeImage with PNG data):
- * `contents` must be a non-empty scalar string. PNG data is decoded as
- * above; JPEG data is decoded as DecodeJpeg's defaults do (channels 0, 1 or
- * 3; uint16 output is value * 257), as TensorFlow's DecodePng does; other
- * image formats are UNIMPLEMENTED, unknown data INVALID_ARGUMENT. `op`
- * names the op in messages. */
-CvStatus cv_png_decode_contents(const char *op, const CvTensor *contents,
-                                const CvPngOptions *options, CvTensor *out);
 
 #endif

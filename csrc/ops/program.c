@@ -1,10 +1,9 @@
-/* Traced element programs: build, run, and the per-op random stream. */
+/* Traced element programs: build and run. The op contract's own helpers
+ * (attributes, the random stream, cv_op_output) are in ops/op.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/program.h"
-
-extern const CvOp cv_op_elementwise; /* for epilogues (cv_program_finish) */
 
 typedef struct {
     const CvOp *op;
@@ -38,54 +37,6 @@ struct CvProgram {
     int max_inputs; /* the most inputs of any node (sizes run()'s argument array) */
     bool finished;
 };
-
-void cv_op_attrs_clear(CvOpAttrs *attrs)
-{
-    free(attrs->string);
-    if (attrs->owner && attrs->release_owner)
-        attrs->release_owner(attrs->owner);
-    memset(attrs, 0, sizeof(*attrs));
-}
-
-/* -- random stream ------------------------------------------------------ */
-
-static uint64_t mix64(uint64_t x) /* splitmix64's finalizer */
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-uint32_t cv_op_random_u32(CvOpContext *ctx)
-{
-    if (!ctx->rng_ready) {
-        /* The node's position is not part of the key: the Python layer folds
-         * the op's ordinal among random ops into op_seed, which its
-         * per-element Python twin can reproduce. */
-        uint64_t key = mix64(ctx->seed[0] ^ mix64((uint64_t)ctx->op_seed));
-        uint64_t stream = mix64(ctx->seed[1] ^ mix64(ctx->id.epoch ^ mix64(ctx->id.index)));
-        cv_philox_init(&ctx->rng, key, stream);
-        ctx->rng_ready = true;
-    }
-    return cv_philox_next(&ctx->rng);
-}
-
-float cv_op_random_uniform(CvOpContext *ctx)
-{
-    return (float)(cv_op_random_u32(ctx) >> 8) * (1.0f / 16777216.0f);
-}
-
-uint64_t cv_op_random_below(CvOpContext *ctx, uint64_t n)
-{
-    /* Rejection sampling: draws in the top partial range are redrawn. */
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    for (;;) {
-        uint64_t r = ((uint64_t)cv_op_random_u32(ctx) << 32) | cv_op_random_u32(ctx);
-        if (r < limit)
-            return r % n;
-    }
-}
 
 /* -- building ------------------------------------------------------------ */
 
@@ -218,18 +169,19 @@ CvStatus cv_program_finish(CvProgram *p, const int *results, int num_results)
         p->last_use[results[i]] = p->num_nodes;
     for (int n = 0; n < p->num_nodes; n++)
         p->nodes[n].result_of = sole_result(p, n, results, num_results);
-    /* Epilogues: a node whose op takes them, followed by an Elementwise
-     * node applying + - * / of a float32 constant scalar to its output and
-     * nothing else using that output: the first node applies it as it
-     * writes (x / 255.0 after a resize), with the same arithmetic. */
+    /* Epilogues: a node whose op takes them, followed by a node whose op
+     * says (as_epilogue) it amounts to one with its constant second input
+     * (Elementwise + - * / of a float32 scalar), and nothing else using the
+     * first node's output: the first node applies it as it writes (x / 255.0
+     * after a resize), with the same arithmetic. */
     for (int n = 0; n + 1 < p->num_nodes; n++) {
         Node *a = &p->nodes[n], *b = &p->nodes[n + 1];
         int v = a->first_output, c = b->num_inputs == 2 ? b->inputs[1] : -1;
         bool constant = c >= p->num_args && c < p->num_args + p->num_constants;
         if (a->op->takes_epilogue && !a->has_epilogue && !a->folded && a->num_outputs == 1 &&
-            b->op == &cv_op_elementwise && b->num_outputs == 1 && b->inputs[0] == v &&
-            constant && p->last_use[v] == n + 1 &&
-            cv_elementwise_epilogue(&b->attrs, &p->constants[c - p->num_args], &a->epilogue)) {
+            b->op->as_epilogue && b->num_outputs == 1 && b->inputs[0] == v && constant &&
+            p->last_use[v] == n + 1 &&
+            b->op->as_epilogue(&b->attrs, &p->constants[c - p->num_args], &a->epilogue)) {
             a->has_epilogue = true;
             b->folded = true;
         }
@@ -325,18 +277,6 @@ done:
 
 #define CV_PROGRAM_STACK_VALUES 64
 #define CV_PROGRAM_STACK_INPUTS 16
-
-CvStatus cv_op_output(const CvOpContext *ctx, CvTensor *out, CvDtype dtype, int rank,
-                      const int64_t *shape)
-{
-    const CvTensor *d = ctx->dest;
-    if (d && d->dtype == dtype && d->rank == rank &&
-        memcmp(d->shape, shape, (size_t)rank * sizeof(int64_t)) == 0) {
-        cv_tensor_copy_ref(out, d);
-        return CV_STATUS_OK;
-    }
-    return cv_tensor_alloc(out, dtype, rank, shape, 0, NULL);
-}
 
 CvStatus cv_program_run(const CvProgram *p, const CvElement *in, const CvElementId *id,
                         CvElement *out)

@@ -1,14 +1,17 @@
 /* The regex engine of ops/regex.h, its first half: a recursive-descent
  * parser of RE2's syntax into a small tree and a compiler of the tree into
- * Pike VM instructions (ops/regex_match.h; the VM is regex_match.c). Limits that keep compile time and memory
- * bounded on hostile patterns: repeat counts <= 1000, groups nested <= 250
- * deep, <= 100000 instructions (a larger program is "pattern too large"). */
+ * Pike VM instructions (ops/regex_program.h; the VM is regex_match.c).
+ * Limits that keep compile time and memory bounded on hostile patterns:
+ * repeat counts <= 1000, groups nested <= 250 deep, <= 100000 instructions
+ * (a larger program is "pattern too large"). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/regex_match.h"
+#include "ops/regex.h"
+#include "ops/regex_program.h"
+#include "ops/utf8.h"
 
 #define MAX_REPEAT 1000
 #define MAX_DEPTH 250
@@ -42,35 +45,6 @@ typedef struct {
     bool nomem;
     char why[200];
 } Parser;
-
-int32_t cv_utf8_decode(const unsigned char *s, size_t n, int *len)
-{
-    *len = 1;
-    unsigned c = s[0];
-    if (c < 0x80)
-        return (int32_t)c;
-    int need;
-    int32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF)
-        need = 1, cp = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF)
-        need = 2, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4)
-        need = 3, cp = c & 0x07, min = 0x10000;
-    else
-        return -1;
-    if ((size_t)need >= n)
-        return -1;
-    for (int i = 1; i <= need; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return -1;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > MAX_RUNE || (cp >= 0xD800 && cp <= 0xDFFF))
-        return -1;
-    *len = need + 1;
-    return cp;
-}
 
 /* -- parsing ------------------------------------------------------------- */
 

@@ -27,9 +27,9 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "ops/regex_match.h" /* the matcher's half: CvRegexVm, cv_regex_match */
 
 typedef struct CvRegex CvRegex;
-typedef struct CvRegexVm CvRegexVm;
 
 /* Compile pattern[0..len); an invalid pattern is a CV_INVALID_ARGUMENT
  * "Invalid pattern: <pattern>, error: <why>". */
@@ -37,27 +37,5 @@ CvStatus cv_regex_compile(const char *pattern, size_t len, CvRegex **out);
 void cv_regex_free(CvRegex *re); /* NULL-safe */
 /* The number of capturing groups. */
 int cv_regex_groups(const CvRegex *re);
-
-/* Scratch space for matching with `re`, recording the first `ncap` groups
- * (0: none; group 0 is the whole match). */
-CvStatus cv_regex_vm_new(const CvRegex *re, int ncap, CvRegexVm **out);
-void cv_regex_vm_free(CvRegexVm *vm); /* NULL-safe */
-
-enum { CV_REGEX_UNANCHORED = 0, CV_REGEX_FULL = 1 };
-
-/* Search text[0..n) from byte `start` for the leftmost-first match (FULL:
- * one spanning all of text[start..n)). Returns 1 with caps[2g], caps[2g+1]
- * the byte span of group g < ncap (-1, -1 when it took no part), else 0. */
-int cv_regex_match(CvRegexVm *vm, const char *text, size_t n, size_t start, int anchor,
-                   int64_t *caps);
-
-/* How far regex_replace moves past an empty match at text[0..n) (n >= 1):
- * one UTF-8 character (surrogates count), or one byte. */
-size_t cv_regex_advance(const char *text, size_t n);
-
-/* The UTF-8 character at s[0..n) (n >= 1): its code point, and its length
- * in *len; -1 with *len 1 for a byte that does not start a valid one (no
- * overlong forms, surrogates or code points past U+10FFFF). */
-int32_t cv_utf8_decode(const unsigned char *s, size_t n, int *len);
 
 #endif

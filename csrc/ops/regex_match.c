@@ -1,11 +1,13 @@
 /* The regex engine of ops/regex.h, its second half: the Pike VM that runs
- * a compiled program (ops/regex_match.h) over a text. Each step moves
+ * a compiled program (ops/regex_program.h) over a text. Each step moves
  * every thread over one character, in priority order, so the time is linear
  * in the text times the program's size. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/regex_match.h"
+#include "ops/regex_program.h"
+#include "ops/utf8.h"
 
 /* The character at s[0..n) as the matcher sees it, RE2's way: a lead byte
  * C2-DF, E0-EF or F0-F4 and the continuation bytes it asks for make one

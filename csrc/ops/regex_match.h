@@ -1,44 +1,32 @@
-/* The compiled form of a regex (ops/regex.h) that the matcher
- * (regex_match.c) runs and the compiler (regex.c) builds; not an op.
- *
- * A program is a list of Pike VM instructions: CHAR (a code point), CLASS
- * (an index into `classes`), ANY / ANYNL (any character / but newline),
- * SPLIT x, y (try x, then y), JMP x, SAVE slot (record the position),
- * ASSERT kind (an empty-width test) and MATCH. Immutable once built. */
+/* The regex engine's matcher (regex_match.c): scratch space and matching
+ * for a compiled CvRegex (built by ops/regex.h, which includes this header,
+ * so users of the engine include ops/regex.h alone). Not an op. */
 #ifndef CV_REGEX_MATCH_H
 #define CV_REGEX_MATCH_H
 
-#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "ops/regex.h"
+#include "core/status.h"
 
-#define MAX_RUNE 0x10FFFF
+typedef struct CvRegex CvRegex;
+typedef struct CvRegexVm CvRegexVm;
 
-enum { A_BEGIN_TEXT, A_END_TEXT, A_BEGIN_LINE, A_END_LINE, A_WORD, A_NOT_WORD };
-enum { I_CHAR, I_CLASS, I_ANY, I_ANYNL, I_SPLIT, I_JMP, I_SAVE, I_ASSERT, I_MATCH };
+/* Scratch space for matching with `re`, recording the first `ncap` groups
+ * (0: none; group 0 is the whole match). */
+CvStatus cv_regex_vm_new(const CvRegex *re, int ncap, CvRegexVm **out);
+void cv_regex_vm_free(CvRegexVm *vm); /* NULL-safe */
 
-typedef struct {
-    int32_t lo, hi;
-} Range;
+enum { CV_REGEX_UNANCHORED = 0, CV_REGEX_FULL = 1 };
 
-typedef struct {
-    uint64_t ascii[2]; /* bit c: code point c < 128 is in the class */
-    Range *r;          /* sorted, disjoint ranges of code points >= 128 */
-    int n;
-} Class;
+/* Search text[0..n) from byte `start` for the leftmost-first match (FULL:
+ * one spanning all of text[start..n)). Returns 1 with caps[2g], caps[2g+1]
+ * the byte span of group g < ncap (-1, -1 when it took no part), else 0. */
+int cv_regex_match(CvRegexVm *vm, const char *text, size_t n, size_t start, int anchor,
+                   int64_t *caps);
 
-typedef struct {
-    uint8_t op;
-    int32_t x, y;
-} Inst;
-
-struct CvRegex {
-    Inst *prog;
-    int ninst;
-    Class *classes;
-    int nclasses;
-    int groups;
-};
+/* How far regex_replace moves past an empty match at text[0..n) (n >= 1):
+ * one UTF-8 character (surrogates count), or one byte. */
+size_t cv_regex_advance(const char *text, size_t n);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ops/op.h"
-#include "ops/regex.h"
+#include "ops/utf8.h"
 #include "ops/string_out.h"
 
 /* The case mapping of cp (upper or lower) into out (at most 2 code points);

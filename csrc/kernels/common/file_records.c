@@ -9,6 +9,7 @@
 #include "kernels/common/file_records.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,48 +159,46 @@ CvStatus cv_file_records_skip(CvIterator *base, int64_t n, int64_t *skipped)
     return CV_STATUS_OK;
 }
 
-CvStatus cv_file_records_save(CvIterator *base, CvStateWriter *w)
+/* -- exact resume, shared with kernels/csv.c ------------------------------- */
+
+CvStatus cv_file_resume_save(CvIterator *it, CvStateWriter *w, const CvFileResume *how, bool done,
+                             const char *name)
 {
-    FileRecordsIterator *it = (FileRecordsIterator *)base;
-    cv_state_put_i64(w, it->done);
-    cv_state_put_i64(w, it->reader != NULL);
-    if (it->reader) {
-        CvRecordPosition pos;
-        cv_record_reader_position(it->reader, &pos);
-        cv_state_put_bytes(w, it->name, strlen(it->name));
-        cv_state_put_u64(w, pos.offset);
-        cv_state_put_u64(w, pos.index);
-        cv_state_put_u64(w, pos.file_size);
-        cv_state_put_i64(w, pos.mtime_ns);
-        cv_state_put_u64(w, pos.flags);
+    cv_state_put_i64(w, done);
+    cv_state_put_i64(w, name != NULL);
+    if (name) {
+        cv_state_put_bytes(w, name, strlen(name));
+        how->put_position(it, w);
     }
-    return cv_iterator_save(it->base.input, w);
+    return cv_iterator_save(((CvUnaryIterator *)it)->input, w);
 }
 
-CvStatus cv_file_records_restore(CvIterator *base, CvStateReader *r)
+CvStatus cv_file_resume_restore(CvIterator *it, CvStateReader *r, const CvFileResume *how,
+                                void *position, bool *done)
 {
-    FileRecordsIterator *it = (FileRecordsIterator *)base;
-    const CvReaderParams *params = base->dataset->params;
-    bool done = false, open = false;
+    bool saved_done = false, open = false;
     const void *name = NULL;
     size_t name_len = 0;
-    CvRecordPosition pos = {0};
-    CvStatus st = cv_state_get_bool(r, &done);
+    char what[96];
+    *done = false;
+    CvStatus st = cv_state_get_bool(r, &saved_done);
     if (!st)
         st = cv_state_get_bool(r, &open);
-    if (!st && open && done)
-        st = cv_state_corrupt("a finished file reader with an open file");
+    if (!st && open && saved_done) {
+        snprintf(what, sizeof(what), "a finished %s with an open file", how->reader);
+        st = cv_state_corrupt(what);
+    }
     if (!st && open && !(st = cv_state_get_bytes(r, &name, &name_len)) &&
-        (name_len == 0 || memchr(name, '\0', name_len)))
-        st = cv_state_corrupt("a file reader's filename is empty or holds a NUL byte");
-    if (!st && open && !(st = cv_state_get_u64(r, &pos.offset)) &&
-        !(st = cv_state_get_u64(r, &pos.index)) && !(st = cv_state_get_u64(r, &pos.file_size)) &&
-        !(st = cv_state_get_i64(r, &pos.mtime_ns)))
-        st = cv_state_get_u64(r, &pos.flags);
+        (name_len == 0 || memchr(name, '\0', name_len))) {
+        snprintf(what, sizeof(what), "a %s's filename is empty or holds a NUL byte", how->reader);
+        st = cv_state_corrupt(what);
+    }
+    if (!st && open)
+        st = how->get_position(r, position);
     if (!st)
-        st = cv_iterator_restore(it->base.input, r);
+        st = cv_iterator_restore(((CvUnaryIterator *)it)->input, r);
     if (st || !open) {
-        it->done = !st && done;
+        *done = !st && saved_done;
         return st;
     }
     char *path = malloc(name_len + 1);
@@ -207,13 +206,67 @@ CvStatus cv_file_records_restore(CvIterator *base, CvStateReader *r)
         return cv_error_nomem();
     memcpy(path, name, name_len);
     path[name_len] = '\0';
-    it->name = path;
-    st = cv_record_reader_open(path, params, &it->reader);
+    return how->reopen(it, path, position);
+}
+
+/* -- the record readers' resume ---------------------------------------------- */
+
+static void put_record_position(const CvIterator *base, CvStateWriter *w)
+{
+    CvRecordPosition pos;
+    cv_record_reader_position(((const FileRecordsIterator *)base)->reader, &pos);
+    cv_state_put_u64(w, pos.offset);
+    cv_state_put_u64(w, pos.index);
+    cv_state_put_u64(w, pos.file_size);
+    cv_state_put_i64(w, pos.mtime_ns);
+    cv_state_put_u64(w, pos.flags);
+}
+
+static CvStatus get_record_position(CvStateReader *r, void *position)
+{
+    CvRecordPosition *pos = position;
+    CvStatus st = cv_state_get_u64(r, &pos->offset);
     if (!st)
-        st = cv_record_reader_seek(it->reader, &pos);
+        st = cv_state_get_u64(r, &pos->index);
+    if (!st)
+        st = cv_state_get_u64(r, &pos->file_size);
+    if (!st)
+        st = cv_state_get_i64(r, &pos->mtime_ns);
+    if (!st)
+        st = cv_state_get_u64(r, &pos->flags);
+    return st;
+}
+
+static CvStatus reopen_records(CvIterator *base, char *path, const void *position)
+{
+    FileRecordsIterator *it = (FileRecordsIterator *)base;
+    it->name = path;
+    CvStatus st = cv_record_reader_open(path, base->dataset->params, &it->reader);
+    if (!st)
+        st = cv_record_reader_seek(it->reader, position);
     if (st)
         close_file(it);
     return st;
+}
+
+static const CvFileResume record_resume = {
+    .reader = "file reader",
+    .put_position = put_record_position,
+    .get_position = get_record_position,
+    .reopen = reopen_records,
+};
+
+CvStatus cv_file_records_save(CvIterator *base, CvStateWriter *w)
+{
+    FileRecordsIterator *it = (FileRecordsIterator *)base;
+    return cv_file_resume_save(base, w, &record_resume, it->done, it->reader ? it->name : NULL);
+}
+
+CvStatus cv_file_records_restore(CvIterator *base, CvStateReader *r)
+{
+    FileRecordsIterator *it = (FileRecordsIterator *)base;
+    CvRecordPosition pos = {0};
+    return cv_file_resume_restore(base, r, &record_resume, &pos, &it->done);
 }
 
 void cv_file_records_cancel(CvIterator *base)

@@ -27,11 +27,36 @@ CvStatus cv_file_records_make_iterator(const CvDataset *ds, CvIterator **out);
 CvStatus cv_file_records_next(CvIterator *it, CvElement *out, bool *end);
 /* Skip: seeks with a TFRecord index (cv_record_reader_skip), file by file. */
 CvStatus cv_file_records_skip(CvIterator *it, int64_t n, int64_t *skipped);
-/* State: done, whether a file is open, and then its name and
- * CvRecordPosition; then the input's frame. */
+/* State: cv_file_resume_save's, the position a CvRecordPosition. */
 CvStatus cv_file_records_save(CvIterator *it, CvStateWriter *w);
 CvStatus cv_file_records_restore(CvIterator *it, CvStateReader *r);
 void cv_file_records_cancel(CvIterator *it);
 void cv_file_records_destroy(CvIterator *it);
+
+/* Exact resume of any reader that reads the files named by its input one
+ * after the other (the record readers above, kernels/csv.c): the input
+ * stands right after the open file's name as long as the file is open, so
+ * the state is `done`, whether a file is open, and if one is, its name and
+ * the kernel's position in it; then the input's frame. A restore restores
+ * the input, then reopens the file and goes to the position. `it` is a
+ * CvUnaryIterator. */
+typedef struct CvFileResume {
+    const char *reader; /* "file reader", "CSV reader": named in corrupt-state messages */
+    /* The open file's position, after its name. */
+    void (*put_position)(const CvIterator *it, CvStateWriter *w);
+    /* Reads it into *position (the caller's scratch, see below). */
+    CvStatus (*get_position)(CvStateReader *r, void *position);
+    /* Opens `path` (owned by the iterator from now on, as its open file's
+     * name) and goes to `position`; on error leaves no file open. */
+    CvStatus (*reopen)(CvIterator *it, char *path, const void *position);
+} CvFileResume;
+
+/* name: the open file's, or NULL between files (and at the end). */
+CvStatus cv_file_resume_save(CvIterator *it, CvStateWriter *w, const CvFileResume *how, bool done,
+                             const char *name);
+/* On a new iterator. `position`: scratch for how->get_position. *done: the
+ * saved `done` once restored (false on error). */
+CvStatus cv_file_resume_restore(CvIterator *it, CvStateReader *r, const CvFileResume *how,
+                                void *position, bool *done);
 
 #endif

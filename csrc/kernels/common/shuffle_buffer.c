@@ -92,3 +92,26 @@ void cv_shuffle_set_seeds(CvSeedGenerator *g, const CvSavedSeeds *saved)
     g->generator = saved->generator;
     pthread_mutex_unlock(&g->mu);
 }
+
+CvStatus cv_shuffle_restore_buffer(CvStateReader *r, CvMemory *memory, int64_t buffer_size,
+                                   CvShufflePush push, void *buffer, size_t *held)
+{
+    int64_t count = 0;
+    CvStatus s = cv_state_get_range(r, "shuffle's buffered elements", 0, buffer_size, &count);
+    /* `i` elements are in the (initially empty) buffer when element i comes. */
+    for (int64_t i = 0; !s && i < count; i++) {
+        CvElement e = {0};
+        if ((s = cv_state_get_element(r, &e)))
+            break;
+        size_t bytes = cv_element_bytes(&e);
+        if (!cv_memory_try_charge(memory, bytes)) {
+            s = cv_shuffle_exceeded(memory, bytes, buffer_size, i, *held);
+        } else if ((s = push(buffer, &e, bytes))) {
+            cv_memory_release(memory, bytes);
+        } else {
+            *held += bytes;
+        }
+        cv_element_clear(&e);
+    }
+    return s;
+}

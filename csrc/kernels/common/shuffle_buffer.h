@@ -57,6 +57,17 @@ typedef struct CvSavedSeeds {
 CvStatus cv_shuffle_get_seeds(CvStateReader *r, CvSavedSeeds *saved);
 void cv_shuffle_set_seeds(CvSeedGenerator *g, const CvSavedSeeds *saved);
 
+/* Restores the buffered elements that save() wrote (a count up to
+ * buffer_size, then each element) into an empty buffer, in logical order:
+ * each element's bytes are charged to `memory` and added to *held, then
+ * push(buffer, e, bytes) appends it (moving from *e, or leaving *e for this
+ * function to clear). An element over the budget is cv_shuffle_exceeded's
+ * error; a failed push releases that element's charge. On error what was
+ * pushed stays in the buffer (and charged), for the iterator's destroy(). */
+typedef CvStatus (*CvShufflePush)(void *buffer, CvElement *e, size_t bytes);
+CvStatus cv_shuffle_restore_buffer(CvStateReader *r, CvMemory *memory, int64_t buffer_size,
+                                   CvShufflePush push, void *buffer, size_t *held);
+
 /* offset = r % count, as tf.data draws it (r a uint32 Philox sample). */
 static inline int64_t cv_shuffle_offset(uint32_t r, int64_t count)
 {
