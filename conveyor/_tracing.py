@@ -125,7 +125,7 @@ class _Trace:
         self.base_seed = base_seed  # (s0, s1) for ops without their own seed
         self.num_args = 0
         self.constants = []   # arrays
-        self.nodes = []       # [op, input keys, ints, floats, string, obj, num_outputs, op_seed]
+        self.nodes = []       # [op, input keys, attrs, floats, string, obj, num_outputs, op_seed]
         self.failure = None   # the first reason the trace cannot run natively
         self.quiet = False    # ... when it is a deliberate one (numpy_function)
         self.random_ops = 0   # random ops recorded so far (their ordinal keys them)
@@ -156,10 +156,11 @@ class _Trace:
         self.constants.append(arr)
         return Tensor(self, ("const", len(self.constants) - 1), shape, dtype, "Const")
 
-    def add(self, op, inputs, outputs, ints, floats, string, obj, op_seed):
+    def add(self, op, inputs, outputs, attrs, floats, string, obj, op_seed):
         keys = [self._key(v) for v in inputs]
         n = len(self.nodes)
-        self.nodes.append((op, keys, tuple(ints), tuple(floats), string, obj, len(outputs), op_seed))
+        attrs = dict(attrs) if isinstance(attrs, dict) else tuple(attrs)
+        self.nodes.append((op, keys, attrs, tuple(floats), string, obj, len(outputs), op_seed))
         return [Tensor(self, ("node", n, j), shape, dtype, f"{op}:{j}" if len(outputs) > 1 else op)
                 for j, (shape, dtype) in enumerate(outputs)]
 
@@ -272,13 +273,21 @@ def is_symbolic(x):
     return isinstance(x, Tensor)
 
 
-def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random=False,
-          op_seed=None):
+def apply(op, inputs, outputs, attrs=None, string=None, obj=None, random=False,
+          op_seed=None, ints=(), floats=()):
     """Run or record element op `op` on converted `inputs`.
 
     outputs: one (shape, dtype) per output, the static spec of a traced
-    result (shape entries None when unknown). Returns one value or a list.
+    result (shape entries None when unknown). attrs: the op's attributes by
+    the names its C file declares (CvOp.int_attrs, .float_attrs): an int,
+    a float, or a list of ints for a "name[]" attribute. Returns one value
+    or a list. `ints` and `floats` (positional) remain only for the ops that
+    tests/test_csource_lint.py lists as not yet named.
     """
+    if attrs is not None:
+        if ints or floats:
+            raise TypeError(f"{op}: attributes are named or positional, not both")
+        ints = attrs
     trace = next((x._trace for x in inputs if isinstance(x, Tensor)), None)
     if trace is None:
         # Inside a function being traced, an op on constants is part of the
@@ -369,12 +378,12 @@ def record(fn, flat_specs, pack, name):
 # per set of passes). Each takes the recorded nodes and the result keys and
 # returns new nodes; values keep their ids, so a pass changes attributes only.
 
-# The JPEG decoders that take a resize hint (ops/decode_jpeg.c), with how many
-# ints they have without one, and the resize ops that filter (ints: height,
-# width, preserve_aspect_ratio; conveyor/image/_resize.py). Not "nearest": it
-# is chosen when values must not be blended (label masks), and the scaled
-# IDCT blends.
-_HINTED_DECODERS = {"DecodeJpeg": 6, "DecodeImage": 4}
+# The JPEG decoders that take a resize hint (ops/decode_jpeg.c: the optional
+# attributes min_height, min_width), and the resize ops that filter (attributes
+# height, width, preserve_aspect_ratio; conveyor/image/_resize.py). Not
+# "nearest": it is chosen when values must not be blended (label masks), and
+# the scaled IDCT blends.
+_HINTED_DECODERS = frozenset({"DecodeJpeg", "DecodeImage"})
 _RESIZES = frozenset({"ResizeBilinear", "ResizeBicubic", "ResizeArea", "ScaleAndTranslate"})
 
 
@@ -385,7 +394,7 @@ def jpeg_scaled_decode_pass(nodes, result_keys):
     image is used by one resize and nothing else (no other op, not a
     result), a resize to a fixed size (no ``preserve_aspect_ratio``, whose
     size would follow the decoded image's) with any method but ``nearest``,
-    gets that size as a hint: two more ints. At run time the decoder reads
+    gets that size as a hint: the attributes min_height and min_width. At run time the decoder reads
     the JPEG header and, when the size is under half the image's in both
     dimensions, decodes at libjpeg's smallest scale of 1/8, 1/4 and 1/2
     that still covers it (ops/jpeg.c); the resize, unchanged, then resizes
@@ -395,19 +404,23 @@ def jpeg_scaled_decode_pass(nodes, result_keys):
     uses = collections.Counter(k for node in nodes for k in node[1])
     uses.update(result_keys)
     out = list(nodes)
-    for op, keys, ints, *_ in nodes:
-        if op not in _RESIZES or ints[2] or ints[0] <= 0 or ints[1] <= 0:
+    for op, keys, attrs, *_ in nodes:
+        if op not in _RESIZES or attrs["preserve_aspect_ratio"]:
+            continue
+        height, width = attrs["height"], attrs["width"]
+        if height <= 0 or width <= 0:
             continue
         source = keys[0]
         if source[0] != "node" or uses[source] != 1:
             continue
         decoder = out[source[1]]
-        name, decoder_ints = decoder[0], decoder[2]
-        if len(decoder_ints) != _HINTED_DECODERS.get(name):
+        name, decoder_attrs = decoder[0], decoder[2]
+        if name not in _HINTED_DECODERS or "min_height" in decoder_attrs:
             continue
-        if name == "DecodeJpeg" and decoder_ints[1] != 1:  # an explicit ratio
+        if name == "DecodeJpeg" and decoder_attrs["ratio"] != 1:  # an explicit ratio
             continue
-        out[source[1]] = (name, decoder[1], decoder_ints + (ints[0], ints[1])) + decoder[3:]
+        hinted = {**decoder_attrs, "min_height": height, "min_width": width}
+        out[source[1]] = (name, decoder[1], hinted) + decoder[3:]
     return out
 
 

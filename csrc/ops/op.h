@@ -41,7 +41,7 @@
 #define CV_OP_MAX_FLOATS 8
 
 /* Attributes fixed when the program is built; each op documents what its
- * ints/floats/string mean. */
+ * ints/floats/string mean, and declares their names (CvOp.int_attrs). */
 typedef struct CvOpAttrs {
     int num_ints;
     int num_floats;
@@ -108,7 +108,22 @@ typedef struct CvOp {
                     int num_out, CvOpContext *ctx);
     /* run() applies ctx->epilogue to its one float32 output when set. */
     bool takes_epilogue;
+    /* Named attributes: the names of ints[0..] and floats[0..] in slot
+     * order, each list NULL-terminated (NULL: none). Python passes
+     * attributes by name; the binding puts each into its slot and refuses
+     * unknown, missing and repeated names. "name?" is optional: it may be
+     * left out with every later one, and num_ints then ends before it. The
+     * last int name may be "name[]": a list of ints (maybe empty) filling the
+     * remaining slots (a shape). The op file names the slots with an enum in
+     * the same order; CV_ATTR_NAMES_MATCH checks the counts agree. */
+    const char *const *int_attrs;
+    const char *const *float_attrs;
 } CvOp;
+
+/* The names array `names` (NULL-terminated) has one name per slot 0..count-1. */
+#define CV_ATTR_NAMES_MATCH(names, count)                                                     \
+    _Static_assert(sizeof(names) / sizeof((names)[0]) == (size_t)(count) + 1,                \
+                   #names " names every slot of its enum")
 
 /* The epilogue an Elementwise node with `attrs` and the constant second
  * operand `operand` amounts to, when it is one (+ - * / a float32 scalar). */

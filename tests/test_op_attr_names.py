@@ -1,0 +1,185 @@
+"""Op attributes are passed by name (csrc/ops/op.h, CvOp.int_attrs).
+
+The rules, checked on the sources (as tests/test_csource_lint.py does):
+
+- C: an op file (csrc/ops/*.c defining a const CvOp) whose op reads int
+  attributes (``attrs->ints``, ``attrs->num_ints``, or ``attrs`` handed to a
+  helper) declares ``.int_attrs``; one that reads ``attrs->floats`` or
+  ``attrs->num_floats`` declares ``.float_attrs``. No op file or helper
+  indexes ``attrs->ints`` / ``attrs->floats`` with a bare number: slots are
+  named by the file's enum.
+- Every declared names list is well formed: lowercase identifiers, each
+  optionally ending in "?" (optional) or, the last int name only, "[]" (a list
+  of ints); no required name after an optional one; no name twice in an op
+  (ints and floats together); ``NULL``-terminated.
+- Python: no call of ``_tracing.apply`` in conveyor/ passes ``ints=`` or
+  ``floats=`` or more than three positional arguments (op, inputs, outputs):
+  attributes go in ``attrs=`` (a dict by name). ``_engine.run_op`` in conveyor/
+  gets its attributes as a dict display or a name bound to the dict
+  ``apply`` built, never a list or tuple display.
+
+Tests may still call ``_engine.run_op`` with positional ints: that raw form
+probes the C ops' own checks on malformed attributes.
+"""
+import ast
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OPS = ROOT / "csrc" / "ops"
+NAME = re.compile(r"^[a-z][a-z0-9_]*(\?|\[\])?$")
+NAMES_LIST = re.compile(r"const char \*const (\w+)\[\] = \{(.*?)\};", re.S)
+
+# Transitional: the op files (and so the ops) still passed positional ints.
+# Each conversion removes its file here; the list is to end empty.
+POSITIONAL_OP_FILES = {
+    "adjust", "adjust_contrast", "adjust_gamma", "adjust_hsv", "arg_min_max", "as_string",
+    "broadcast_to", "cast", "color", "concat", "convert_image", "crop", "cumsum",
+    "decode_compressed", "decode_csv", "decode_raw", "elementwise", "encode_jpeg", "encode_png",
+    "ensure_shape", "flip", "gather", "one_hot", "pad", "reduce", "reduce_join", "regex_replace",
+    "reshape", "rotate", "split", "squeeze", "stateless_random", "strided_slice", "string_case",
+    "string_equal", "string_format", "string_length", "string_split", "string_to_hash_bucket",
+    "string_to_number", "substr", "tile", "transpose", "unicode_decode", "uniform",
+}
+
+
+def _op_name(text):
+    return re.search(r'const CvOp cv_op_\w+ = \{\s*(?:\.name = )?"(\w+)"', text).group(1)
+
+
+def _positional_op_names():
+    return {_op_name((OPS / f"{stem}.c").read_text()) for stem in POSITIONAL_OP_FILES}
+
+
+def _op_files():
+    for path in sorted(OPS.glob("*.c")):
+        text = path.read_text()
+        table = re.search(r"const CvOp cv_op_\w+ = \{(.*?)\};", text, re.S)
+        if table and path.stem not in POSITIONAL_OP_FILES:
+            yield path, text, table.group(1)
+
+
+def _reads_ints(text):
+    return bool(re.search(r"attrs->(ints|num_ints)\b|[(,]\s*attrs\s*[,)]", text))
+
+
+def _reads_floats(text):
+    return bool(re.search(r"attrs->(floats|num_floats)\b", text))
+
+
+def test_ops_that_read_attributes_declare_their_names():
+    offenders = []
+    for path, text, table in _op_files():
+        if _reads_ints(text) and ".int_attrs" not in table:
+            offenders.append(f"{path.name}: .int_attrs")
+        if _reads_floats(text) and ".float_attrs" not in table:
+            offenders.append(f"{path.name}: .float_attrs")
+    assert not offenders, f"ops reading attributes without declaring their names: {offenders}"
+
+
+def test_no_attribute_slot_is_a_bare_number():
+    offenders = []
+    for path in sorted(OPS.glob("*.[ch]")):
+        if path.stem in POSITIONAL_OP_FILES:
+            continue
+        for m in re.finditer(r"attrs->(ints|floats)\[\s*\d", path.read_text()):
+            offenders.append(f"{path.name}: {m.group(0)}")
+    assert not offenders, f"name the slot with the op's enum: {offenders}"
+
+
+def test_declared_names_are_well_formed():
+    lists = 0
+    for path in sorted(OPS.glob("*.c")):
+        text = path.read_text()
+        declared = {}
+        for var, body in NAMES_LIST.findall(text):
+            lists += 1
+            items = [item.strip() for item in body.split(",") if item.strip()]
+            assert items[-1] == "NULL", f"{path.name}: {var} must end with NULL"
+            names = [ast.literal_eval(item) for item in items[:-1]]
+            for i, name in enumerate(names):
+                assert NAME.match(name) and len(name) < 64, f"{path.name}: {var}: {name!r}"
+                if name.endswith("[]"):
+                    assert i == len(names) - 1 and "int" in var, \
+                        f"{path.name}: {var}: only the last int name may be a list"
+                if i and names[i - 1].endswith("?"):
+                    assert name.endswith("?"), \
+                        f"{path.name}: {var}: required {name!r} after an optional name"
+            declared[var] = [n.rstrip("?[]") for n in names]
+        # An op's int and float names (one table per op file) are distinct.
+        tables = re.findall(r"\.(?:int|float)_attrs = (\w+)", text)
+        bare = [n for var in tables if var in declared for n in declared[var]]
+        assert len(bare) == len(set(bare)), f"{path.name}: a name is declared twice: {bare}"
+    assert lists > 0
+
+
+def _calls(tree, name):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            called = f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)
+            if called == name:
+                yield node
+
+
+def test_conveyor_passes_op_attributes_by_name():
+    positional = _positional_op_names()
+
+    def exempt(call):  # a call of a not yet converted op, named by a constant
+        op = call.args[0] if call.args else None
+        return isinstance(op, ast.Constant) and op.value in positional
+
+    offenders = []
+    for path in sorted((ROOT / "conveyor").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        where = path.relative_to(ROOT)
+        for call in _calls(tree, "apply"):
+            if exempt(call):
+                continue
+            if len(call.args) > 3 or any(k.arg in ("ints", "floats") for k in call.keywords):
+                offenders.append(f"{where}:{call.lineno} apply")
+        for call in _calls(tree, "run_op"):
+            attrs = call.args[2] if len(call.args) > 2 else None
+            if not exempt(call) and not isinstance(attrs, (ast.Dict, ast.Name)):
+                offenders.append(f"{where}:{call.lineno} run_op")
+    assert not offenders, f"op attributes passed by position: {offenders}"
+
+
+# -- the binding's checks -------------------------------------------------------------
+
+RNG = (0, 0, 0, 0, 0, 0)
+
+
+def _resize(attrs):
+    from conveyor import _engine
+    return _engine.run_op("ResizeBilinear", [np.zeros((4, 4, 3), np.uint8)], attrs, [], None,
+                          None, 1, RNG)[0]
+
+
+def test_named_attributes_fill_their_slots():
+    out = _resize({"width": 5, "preserve_aspect_ratio": 0, "height": 3})
+    assert out.shape == (3, 5, 3)
+
+
+@pytest.mark.parametrize("attrs, message", [
+    ({"height": 3, "width": 3}, "ResizeBilinear: missing attribute 'preserve_aspect_ratio'"),
+    ({"height": 3, "width": 3, "preserve_aspect_ratio": 0, "size": 1},
+     "ResizeBilinear: unknown attribute 'size'"),
+    ([("height", 3), ("height", 4), ("width", 3), ("preserve_aspect_ratio", 0)],
+     "ResizeBilinear: attribute 'height' given twice"),
+])
+def test_unknown_missing_and_repeated_names_are_refused(attrs, message):
+    with pytest.raises(TypeError, match=re.escape(message)):
+        _resize(attrs)
+
+
+def test_an_optional_attribute_needs_the_optional_ones_before_it():
+    from conveyor import _engine
+    attrs = {"channels": 0, "ratio": 1, "fancy_upscaling": 1, "try_recover_truncated": 0,
+             "dct_method": 0, "max_pixels": 0, "min_width": 8, "acceptable_fraction": 1.0}
+    with pytest.raises(TypeError, match="DecodeJpeg: attribute 'min_width' needs the optional "
+                                        "'min_height'"):
+        _engine.run_op("DecodeJpeg", [np.array(b"", object)], attrs, [], None, None, 1, RNG)
