@@ -36,13 +36,12 @@ NAMES_LIST = re.compile(r"const char \*const (\w+)\[\] = \{(.*?)\};", re.S)
 # Transitional: the op files (and so the ops) still passed positional ints.
 # Each conversion removes its file here; the list is to end empty.
 POSITIONAL_OP_FILES = {
-    "adjust", "adjust_contrast", "adjust_gamma", "adjust_hsv", "arg_min_max", "as_string",
-    "broadcast_to", "cast", "color", "concat", "convert_image", "crop", "cumsum",
-    "decode_compressed", "decode_csv", "decode_raw", "elementwise", "encode_jpeg", "encode_png",
-    "ensure_shape", "flip", "gather", "one_hot", "pad", "reduce", "reduce_join", "regex_replace",
-    "reshape", "rotate", "split", "squeeze", "stateless_random", "strided_slice", "string_case",
-    "string_equal", "string_format", "string_length", "string_split", "string_to_hash_bucket",
-    "string_to_number", "substr", "tile", "transpose", "unicode_decode", "uniform",
+    "arg_min_max", "as_string", "broadcast_to", "cast", "concat", "crop", "cumsum", "decode_csv",
+    "elementwise", "ensure_shape", "flip", "gather", "one_hot", "pad", "reduce", "reduce_join",
+    "regex_replace", "reshape", "split", "squeeze", "stateless_random", "strided_slice",
+    "string_case", "string_equal", "string_format", "string_length", "string_split",
+    "string_to_hash_bucket", "string_to_number", "substr", "tile", "transpose", "unicode_decode",
+    "uniform",
 }
 
 

@@ -364,7 +364,7 @@ def _swap_hw(shape):
 def transpose(image, name=None):
     """Swap the height and width of `image` (``tf.image.transpose``)."""
     x, shape = _image_3d_or_4d(image)
-    return apply("Rot90", [x], [(_swap_hw(shape), dtype_of(x))], ints=[4])
+    return apply("Rot90", [x], [(_swap_hw(shape), dtype_of(x))], attrs={"k": 4})
 
 
 transpose_image = transpose
@@ -384,14 +384,15 @@ def rot90(image, k=1, name=None):
         out = None if shape is None else tuple(shape[:-3]) + (None, None, shape[-1])
         kt = k if dtype_of(k) in (_dtypes.int32, _dtypes.int64) else apply(
             "Cast", [k], [(static_shape(k), _dtypes.int64)], ints=[_dtypes.int64._code])
-        return apply("Rot90", [x, kt], [(out, dtype_of(x))], ints=[1])
+        return apply("Rot90", [x, kt], [(out, dtype_of(x))], attrs={"k": 1})
     arr = np.asarray(k)
     if arr.ndim != 0:
         raise op_error(ValueError, f"Shape {_shape_str(arr.shape)} must have rank 0")
     k = _int_param(k, "k") % 4
     if k == 0:
         return x
-    return apply("Rot90", [x], [(shape if k == 2 else _swap_hw(shape), dtype_of(x))], ints=[k])
+    return apply("Rot90", [x], [(shape if k == 2 else _swap_hw(shape), dtype_of(x))],
+                 attrs={"k": k})
 
 
 def _float_dtype_check(x):
@@ -414,7 +415,8 @@ def rgb_to_grayscale(images, name=None):
     scale_in = float(_as(_dtypes.float32, 1.0 / src.max)) if src.is_integer else 1.0
     scale_out = float(_as(_dtypes.float32, src.max + 0.5)) if src.is_integer else 1.0
     out = None if shape is None else tuple(shape[:-1]) + (1,)
-    return apply("ImageColor", [x], [(out, src)], ints=[0], floats=[scale_in, scale_out])
+    return apply("ImageColor", [x], [(out, src)], attrs={"mode": 0, "scale_in": scale_in,
+                                                         "scale_out": scale_out})
 
 
 def grayscale_to_rgb(images, name=None):
@@ -429,7 +431,7 @@ def grayscale_to_rgb(images, name=None):
             raise op_error(ValueError, "Last dimension of a grayscale image should be size 1.")
     _float_dtype_check(x)
     out = None if shape is None else tuple(shape[:-1]) + (3,)
-    return apply("ImageColor", [x], [(out, dtype_of(x))], ints=[1])
+    return apply("ImageColor", [x], [(out, dtype_of(x))], attrs={"mode": 1})
 
 
 def adjust_brightness(image, delta):
@@ -464,7 +466,8 @@ def adjust_brightness(image, delta):
         scale_out = float(_as(_dtypes.float32, src.max + 0.5))
         lo, hi = (float(v) for v in _saturate_limits(_dtypes.float32, src))
     return apply("AdjustBrightness", inputs, [(shape, src)],
-                 floats=[value, scale_in, scale_out, lo, hi])
+                 attrs={"delta": value, "scale_in": scale_in, "scale_out": scale_out, "lo": lo,
+                        "hi": hi})
 
 
 def per_image_standardization(image):

@@ -268,4 +268,5 @@ def decode_raw(input_bytes, out_type, little_endian=True, fixed_length=None, nam
     shape = static_shape(x)
     out_shape = None if shape is None else tuple(shape) + (width,)
     return apply("DecodeRaw", [x], [(out_shape, out_type)],
-                 ints=[out_type._code, int(bool(little_endian)), fixed_length or 0])
+                 attrs={"dtype": out_type._code, "little_endian": int(bool(little_endian)),
+                        "fixed_length": fixed_length or 0})
