@@ -154,7 +154,8 @@ def reverse(tensor, axis, name=None):
             if a % rank in seen:
                 raise _error(traced, ValueError, f"axis {a % rank} specified more than once.")
             seen.add(a % rank)
-    return apply("ReverseV2", [x], [(shape, dtype_of(x))], ints=[0, 0] + axes)
+    return apply("ReverseV2", [x], [(shape, dtype_of(x))],
+                 attrs={"mode": 0, "image": 0, "axes": axes})
 
 
 def broadcast_to(input, shape, name=None):  # noqa: A002

@@ -220,7 +220,8 @@ def _stateless_flip(image, axis, seed):
         if len(shape) > 4:
             raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must have either 3 "
                                        f"or 4 dimensions.")
-    return apply("ReverseV2", [x, _seed(seed)], [(shape, dtype_of(x))], ints=[2, 1, axis])
+    return apply("ReverseV2", [x, _seed(seed)], [(shape, dtype_of(x))],
+                 attrs={"mode": 2, "image": 1, "axes": [axis]})
 
 
 def stateless_random_flip_left_right(image, seed):
@@ -281,5 +282,5 @@ def stateless_random_crop(value, size, seed, name=None):
                        f"Need value.shape >= size, got [{' '.join(map(str, shape))}] "
                        f"[{' '.join(map(str, sizes))}]")
     return apply("CropOrPad", [x, _seed(seed)], [(tuple(sizes), dtype_of(x))],
-                 ints=[_STATELESS_CROP] + sizes)
+                 attrs={"mode": _STATELESS_CROP, "params": sizes})
 

@@ -105,7 +105,7 @@ def _window(x, mode, params, out4, is_batch):
     # An image of unknown rank may be 3-D or 4-D when it runs: rank unknown.
     shape = None if static_shape(x) is None else tuple(out4) if is_batch else tuple(out4[1:])
     return apply("CropOrPad", [x] + dynamic, [(shape, dtype_of(x))],
-                 ints=[mode] + static + [mask])
+                 attrs={"mode": mode, "params": static + [mask]})
 
 
 # ---------------------------------------------------------------------------
@@ -243,8 +243,10 @@ def central_crop(image, central_fraction):
             out[d] = None
             fractions.append(float(np.float32(fraction)) if fraction is not None else 1.0)
     inputs = [x] if fraction is not None else [x, central_fraction]
-    return apply("CropOrPad", inputs, [(tuple(out), dtype_of(x))], ints=[_CENTRAL],
-                 floats=fractions)
+    height_fraction, width_fraction = fractions
+    return apply("CropOrPad", inputs, [(tuple(out), dtype_of(x))],
+                 attrs={"mode": _CENTRAL, "height_fraction": height_fraction,
+                        "width_fraction": width_fraction})
 
 
 def random_crop(value, size, seed=None, name=None):
@@ -267,7 +269,7 @@ def random_crop(value, size, seed=None, name=None):
             raise op_error(_errors.InvalidArgumentError,
                            f"Incompatible shapes: [{len(shape)}] vs. [{n}]")
         out = None if n is None else (None,) * n
-        return apply("CropOrPad", [x, size], [(out, dtype_of(x))], ints=[_RANDOM],
+        return apply("CropOrPad", [x, size], [(out, dtype_of(x))], attrs={"mode": _RANDOM},
                      random=True, op_seed=seed)
     try:
         arr = np.asarray(size)
@@ -289,7 +291,8 @@ def random_crop(value, size, seed=None, name=None):
         raise op_error(_errors.InvalidArgumentError,
                        f"Need value.shape >= size, got [{' '.join(map(str, shape))}] "
                        f"[{' '.join(map(str, sizes))}]")
-    return apply("CropOrPad", [x], [(tuple(sizes), dtype_of(x))], ints=[_RANDOM] + sizes,
+    return apply("CropOrPad", [x], [(tuple(sizes), dtype_of(x))],
+                 attrs={"mode": _RANDOM, "params": sizes},
                  random=True, op_seed=seed)
 
 
@@ -308,7 +311,8 @@ def _flip(image, axis, random, seed, sep):
         if len(shape) > 4:
             raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}){sep}must have either "
                                        f"3 or 4 dimensions.")
-    return apply("ReverseV2", [x], [(shape, dtype_of(x))], ints=[int(random), 1, axis],
+    return apply("ReverseV2", [x], [(shape, dtype_of(x))],
+                 attrs={"mode": int(random), "image": 1, "axes": [axis]},
                  random=random, op_seed=seed)
 
 

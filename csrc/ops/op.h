@@ -113,9 +113,10 @@ typedef struct CvOp {
      * attributes by name; the binding puts each into its slot and refuses
      * unknown, missing and repeated names. "name?" is optional: it may be
      * left out with every later one, and num_ints then ends before it. The
-     * last int name may be "name[]": a list of ints (maybe empty) filling the
-     * remaining slots (a shape). The op file names the slots with an enum in
-     * the same order; CV_ATTR_NAMES_MATCH checks the counts agree. */
+     * last int name may be "name[]": a list of ints filling the remaining
+     * slots (a shape); left out, it is empty. The op file names the slots
+     * with an enum in the same order; CV_ATTR_NAMES_MATCH checks the counts
+     * agree. */
     const char *const *int_attrs;
     const char *const *float_attrs;
 } CvOp;

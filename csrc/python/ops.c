@@ -75,7 +75,7 @@ static int place_attrs(const CvOp *op, const char *const *names, PyObject *const
     for (int i = 0; names && names[i]; i++) {
         AttrDecl d = attr_decl(names[i]);
         if (!given[i]) {
-            if (!d.optional) {
+            if (!d.optional && !d.list) {
                 PyErr_Format(PyExc_TypeError, "%s: missing attribute '%s'", op->name, d.name);
                 return -1;
             }
