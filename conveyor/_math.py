@@ -33,7 +33,7 @@ def cast(x, dtype, name=None):
     x = convert(x, name="x")
     if dtype == _dtypes.string or dtype_of(x) == _dtypes.string:
         raise op_error(TypeError, f"Cast: cannot cast {dtype_of(x).name} to {dtype.name}")
-    return apply("Cast", [x], [(static_shape(x), dtype)], ints=[dtype._code])
+    return apply("Cast", [x], [(static_shape(x), dtype)], attrs={"dtype": dtype._code})
 
 
 def reshape(tensor, shape, name=None):
@@ -62,7 +62,7 @@ def reshape(tensor, shape, name=None):
         if total != int(np.prod(dims, dtype=np.int64)):
             raise op_error(ValueError, f"Cannot reshape a tensor with {total} elements to shape "
                                        f"{dims} ({int(np.prod(dims, dtype=np.int64))} elements)")
-    return apply("Reshape", [x], [(tuple(out), dtype_of(x))], ints=dims)
+    return apply("Reshape", [x], [(tuple(out), dtype_of(x))], attrs={"shape": dims})
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
@@ -99,7 +99,8 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     iv = [int(np.asarray(on).astype(np.float64)) if dtype.is_floating else int(on),
           int(np.asarray(off).astype(np.float64)) if dtype.is_floating else int(off)]
     return apply("OneHot", [x], [(tuple(out), dtype)],
-                 ints=[dtype._code, depth, axis, iv[0], iv[1]], floats=[float(on), float(off)])
+                 attrs={"dtype": dtype._code, "depth": depth, "axis": axis, "on_int": iv[0],
+                        "off_int": iv[1], "on_value": float(on), "off_value": float(off)})
 
 
 # -- elementwise ops (csrc/ops/elementwise.c) ---------------------------------
@@ -198,7 +199,7 @@ def _binary(fname, x, y, operator=False):
     if half:  # computed in float32 and rounded back, as TensorFlow (Eigen) does
         x, y = cast(x, _dtypes.float32), cast(y, _dtypes.float32)
     out_dtype = _dtypes.bool if fname in _COMPARISONS else (_dtypes.float32 if half else dx)
-    result = apply("Elementwise", [x, y], [(shape, out_dtype)], ints=[_KINDS[fname]])
+    result = apply("Elementwise", [x, y], [(shape, out_dtype)], attrs={"kind": _KINDS[fname]})
     if half and fname not in _COMPARISONS:
         result = cast(result, _dtypes.float16)
     return result
@@ -214,7 +215,8 @@ def _unary(fname, x):
     half = dx == _dtypes.float16
     if half:
         x = cast(x, _dtypes.float32)
-    result = apply("Elementwise", [x], [(static_shape(x), dtype_of(x))], ints=[_KINDS[fname]])
+    result = apply("Elementwise", [x], [(static_shape(x), dtype_of(x))],
+                   attrs={"kind": _KINDS[fname]})
     return cast(result, _dtypes.float16) if half else result
 
 
@@ -312,10 +314,11 @@ def _getitem(x, key):
             items.append((0, i, 0, 1, 1, 0))
             d += 1
     out.extend(shape[d:])
-    ints = [len(items)] + [int(v) for item in items for v in item]
-    if len(ints) > 64:
+    dims = [int(v) for item in items for v in item]
+    if 1 + len(dims) > 64:
         raise trace.fail("an index with more than 10 parts")
-    return apply("StridedSlice", [x], [(tuple(out), dtype_of(x))], ints=ints)
+    return apply("StridedSlice", [x], [(tuple(out), dtype_of(x))],
+                 attrs={"num_dims": len(items), "dims": dims})
 
 
 def shape(input, out_type=None, name=None):  # noqa: A002 - TensorFlow's argument name
@@ -369,7 +372,7 @@ def concat(values, axis, name=None):
             if len(known) > 1:
                 raise op_error(ValueError, f"concat: dimension {d} differs: {dims}")
             out.append(known.pop() if known else None)
-    return apply("ConcatV2", xs, [(tuple(out), dts.pop())], ints=[axis])
+    return apply("ConcatV2", xs, [(tuple(out), dts.pop())], attrs={"axis": axis})
 
 
 def stack(values, axis=0, name=None):

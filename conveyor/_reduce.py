@@ -84,11 +84,11 @@ def _reduce(kind, input_tensor, axis, keepdims):
                                            f"duplicate dimension: {a % rank}")
             seen.add(a % rank)
         out = tuple(1 if d in seen else n for d, n in enumerate(shape) if keepdims or d not in seen)
-    ints = [_REDUCE_KINDS[kind], int(bool(keepdims)), -1 if axes is None else len(axes)]
-    ints += axes or []
-    if len(ints) > 64:
+    attrs = {"kind": _REDUCE_KINDS[kind], "keepdims": int(bool(keepdims)),
+             "num_axes": -1 if axes is None else len(axes), "axes": list(axes or [])}
+    if 3 + len(attrs["axes"]) > 64:
         raise op_error(ValueError, f"reduce_{kind}: at most 61 axes")
-    return apply("Reduce", [x], [(out, dt)], ints=ints)
+    return apply("Reduce", [x], [(out, dt)], attrs=attrs)
 
 
 def _make_reduce(kind, doc):
@@ -146,7 +146,7 @@ def _arg(is_min, input, axis, output_type):  # noqa: A002
                                              f"but got {axis}")
         out = shape[:axis % rank] + shape[axis % rank + 1:]
     return apply("ArgMinMax", [x], [(out, output_type)],
-                 ints=[int(is_min), axis, output_type._code])
+                 attrs={"is_min": int(is_min), "axis": axis, "dtype": output_type._code})
 
 
 def argmax(input, axis=None, output_type=_dtypes.int64, name=None):  # noqa: A002
@@ -271,7 +271,7 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
             out = tuple(n for d, n in enumerate(shape) if d not in drop)
         elif None not in shape:
             out = tuple(n for n in shape if n != 1)
-    return apply("Squeeze", [x], [(out, dtype_of(x))], ints=axes)
+    return apply("Squeeze", [x], [(out, dtype_of(x))], attrs={"axes": axes})
 
 
 def unstack(value, num=None, axis=0, name="unstack"):
@@ -302,7 +302,7 @@ def unstack(value, num=None, axis=0, name="unstack"):
         return [np.take(x, i, axis=axis) for i in builtins.range(n)]
     keep = [1, 0, 0, 1, 0, 0]
     return [apply("StridedSlice", [x], [(out, dtype_of(x))],
-                  ints=[axis + 1] + keep * axis + [0, i, 0, 1, 1, 0])
+                  attrs={"num_dims": axis + 1, "dims": keep * axis + [0, i, 0, 1, 1, 0]})
             for i in builtins.range(n)]
 
 
@@ -336,7 +336,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
         axis %= rank
         if is_ is not None:
             out = ps[:axis] + is_ + ps[axis + 1:]
-    return apply("GatherV2", [p, i], [(out, dtype_of(p))], ints=[axis])
+    return apply("GatherV2", [p, i], [(out, dtype_of(p))], attrs={"axis": axis})
 
 
 # -- where (csrc/ops/select.c, where.c) ---------------------------------------------
@@ -399,10 +399,11 @@ def ensure_shape(x, shape, name=None):
                                            f"{a} and {b}. Shapes are {_dims_str(want)} and "
                                            f"{_dims_str(have)}.")
         out = tuple(a if a is not None else b for a, b in zip(want, have))
-    ints = [len(want)] + [-1 if d is None else int(d) for d in want]
-    if len(ints) > 64:
+    dims = [-1 if d is None else int(d) for d in want]
+    if 1 + len(dims) > 64:
         raise op_error(ValueError, "ensure_shape: at most 63 dims")
-    return apply("EnsureShape", [x], [(out, dtype_of(x))], ints=ints)
+    return apply("EnsureShape", [x], [(out, dtype_of(x))],
+                 attrs={"rank": len(want), "dims": dims})
 
 
 def _dims_str(dims):

@@ -61,7 +61,7 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
         # A repeated entry is the op's InvalidArgumentError (per element when
         # traced, as TensorFlow's graph does not check it when built).
         out = tuple(shape[p] for p in perm)
-    return apply("Transpose", [x], [(out, dtype_of(x))], ints=perm)
+    return apply("Transpose", [x], [(out, dtype_of(x))], attrs={"perm": perm})
 
 
 def tile(input, multiples, name=None):  # noqa: A002
@@ -82,7 +82,7 @@ def tile(input, multiples, name=None):  # noqa: A002
         # A negative multiple is an InvalidArgumentError of the op (per element
         # when traced, as TensorFlow's graph does not check it when built).
         out = tuple(None if n is None or k < 0 else n * k for n, k in zip(shape, m))
-    return apply("Tile", [x], [(out, dtype_of(x))], ints=m)
+    return apply("Tile", [x], [(out, dtype_of(x))], attrs={"multiples": m})
 
 
 _PAD_MODES = {"CONSTANT": 0, "REFLECT": 1, "SYMMETRIC": 2}
@@ -132,7 +132,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         # A non-scalar value is the op's InvalidArgumentError (per element when
         # traced, as in TensorFlow's graph).
         inputs.append(c)
-    return apply("Pad", inputs, [(out, dt)], ints=[kind] + [int(v) for v in p.reshape(-1)])
+    return apply("Pad", inputs, [(out, dt)], attrs={"mode": kind,
+                                                    "paddings": [int(v) for v in p.reshape(-1)]})
 
 
 def reverse(tensor, axis, name=None):
@@ -182,7 +183,7 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
                                              f"tensor of shape [{want}]")
     if len(target) > 16:
         raise op_error(ValueError, "broadcast_to: at most 16 dims")
-    return apply("BroadcastTo", [x], [(tuple(target), dtype_of(x))], ints=target)
+    return apply("BroadcastTo", [x], [(tuple(target), dtype_of(x))], attrs={"shape": target})
 
 
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
@@ -217,7 +218,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
             if n > 63:
                 raise op_error(ValueError, "split: at most 63 pieces in conveyor")
             specs = [(shape, dtype_of(x))] * n
-            outs = apply("SplitV", [x], specs, ints=[axis] + [-1] * n)
+            outs = apply("SplitV", [x], specs, attrs={"axis": axis, "sizes": [-1] * n})
             return [outs] if n == 1 else list(outs)
         if dim % n:
             raise _error(traced, ValueError, f"Dimension size must be evenly divisible by {n} but "
@@ -247,7 +248,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
         raise op_error(ValueError, "split: at most 63 pieces in conveyor")
     specs = [(shape[:axis] + (None if s < 0 else s,) + shape[axis + 1:], dtype_of(x))
              for s in sizes]
-    outs = apply("SplitV", [x], specs, ints=[axis] + sizes)
+    outs = apply("SplitV", [x], specs, attrs={"axis": axis, "sizes": sizes})
     return [outs] if len(sizes) == 1 else list(outs)
 
 
@@ -339,7 +340,8 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):  # noqa: A002
         raise v._trace.fail("cumsum of a tensor of unknown rank is not supported natively")
     # An axis out of range is the op's InvalidArgumentError (per element when
     # traced, as in TensorFlow's graph).
-    return apply("Cumsum", [v], [(shape, dt)], ints=[a, int(bool(exclusive)), int(bool(reverse))])
+    return apply("Cumsum", [v], [(shape, dt)], attrs={"axis": a, "exclusive": int(bool(exclusive)),
+                                                      "reverse": int(bool(reverse))})
 
 
 def stop_gradient(input, name=None):  # noqa: A002

@@ -34,7 +34,7 @@ _STATELESS_CROP = _RANDOM + 1  # CropOrPad's STATELESS mode (csrc/ops/crop.c)
 
 
 def _cast(x, dtype):
-    return apply("Cast", [x], [(static_shape(x), dtype)], ints=[dtype._code])
+    return apply("Cast", [x], [(static_shape(x), dtype)], attrs={"dtype": dtype._code})
 
 
 def _to_float(image, op):

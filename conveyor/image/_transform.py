@@ -213,7 +213,7 @@ def central_crop(image, central_fraction):
         if dtype_of(central_fraction) == _dtypes.float16:
             central_fraction = apply("Cast", [central_fraction],
                                      [(static_shape(central_fraction), _dtypes.float32)],
-                                     ints=[_dtypes.float32._code])
+                                     attrs={"dtype": _dtypes.float32._code})
     else:
         try:
             fraction = float(np.asarray(central_fraction).item())
@@ -387,7 +387,7 @@ def rot90(image, k=1, name=None):
                            else f"`k` must be an integer, got {k!r}")
         out = None if shape is None else tuple(shape[:-3]) + (None, None, shape[-1])
         kt = k if dtype_of(k) in (_dtypes.int32, _dtypes.int64) else apply(
-            "Cast", [k], [(static_shape(k), _dtypes.int64)], ints=[_dtypes.int64._code])
+            "Cast", [k], [(static_shape(k), _dtypes.int64)], attrs={"dtype": _dtypes.int64._code})
         return apply("Rot90", [x, kt], [(out, dtype_of(x))], attrs={"k": 1})
     arr = np.asarray(k)
     if arr.ndim != 0:
@@ -452,7 +452,8 @@ def adjust_brightness(image, delta):
         if delta.shape.rank not in (None, 0) or not dtype_of(delta).is_floating:
             raise op_error(TypeError, f"`delta` must be a scalar float tensor, got {delta!r}")
         if dtype_of(delta) == _dtypes.float16:
-            delta = apply("Cast", [delta], [((), _dtypes.float32)], ints=[_dtypes.float32._code])
+            delta = apply("Cast", [delta], [((), _dtypes.float32)],
+                          attrs={"dtype": _dtypes.float32._code})
         inputs.append(delta)
         value = 0.0
     else:

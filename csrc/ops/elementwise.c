@@ -14,6 +14,11 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { ELEMENTWISE_KIND, ELEMENTWISE_NUM_INTS };
+static const char *const elementwise_int_attrs[] = {"kind", NULL};
+CV_ATTR_NAMES_MATCH(elementwise_int_attrs, ELEMENTWISE_NUM_INTS);
+
 typedef enum {
     EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_FLOORDIV, EW_FLOORMOD, EW_POW, EW_MAX, EW_MIN,
     EW_LESS, EW_LESS_EQUAL, EW_GREATER, EW_GREATER_EQUAL, EW_EQUAL, EW_NOT_EQUAL,
@@ -405,7 +410,7 @@ static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int 
                                 CvTensor *out, int num_out, CvOpContext *ctx)
 {
     (void)num_out;
-    int kind = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
+    int kind = attrs->num_ints > ELEMENTWISE_KIND ? (int)attrs->ints[ELEMENTWISE_KIND] : -1;
     bool unary = kind >= EW_FIRST_UNARY;
     if (kind < 0 || kind >= EW_COUNT || num_in != (unary ? 1 : 2))
         return cv_error(CV_INVALID_ARGUMENT, "elementwise function %d with %d inputs", kind, num_in);
@@ -439,7 +444,7 @@ static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int 
 
 bool cv_elementwise_epilogue(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out)
 {
-    int kind = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
+    int kind = attrs->num_ints > ELEMENTWISE_KIND ? (int)attrs->ints[ELEMENTWISE_KIND] : -1;
     if ((kind != EW_ADD && kind != EW_SUB && kind != EW_MUL && kind != EW_DIV) ||
         operand->dtype != CV_FLOAT32 || operand->rank != 0)
         return false;
@@ -462,4 +467,5 @@ void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n)
 }
 
 const CvOp cv_op_elementwise = {
-    .name = "Elementwise", .min_inputs = 1, .max_inputs = 2, .run = elementwise_run};
+    .name = "Elementwise", .min_inputs = 1, .max_inputs = 2, .run = elementwise_run,
+    .int_attrs = elementwise_int_attrs};
