@@ -185,7 +185,7 @@ def _binary(fname, x, y, operator=False):
             raise refuse(TypeError, f"{fname} is not defined for string tensors")
         shape = _broadcast_shape(static_shape(x), static_shape(y), fname)
         return apply("StringEqual", [x, y], [(shape, _dtypes.bool)],
-                     ints=[fname == "not_equal"])
+                     attrs={"negate": fname == "not_equal"})
     if (fname in _LOGICAL) != dx.is_bool and fname not in ("equal", "not_equal"):
         raise refuse(TypeError, f"{fname} is not defined for {dx.name} tensors")
     shape = _broadcast_shape(static_shape(x), static_shape(y), fname)

@@ -36,9 +36,6 @@ NAMES_LIST = re.compile(r"const char \*const (\w+)\[\] = \{(.*?)\};", re.S)
 # Transitional: the op files (and so the ops) still passed positional ints.
 # Each conversion removes its file here; the list is to end empty.
 POSITIONAL_OP_FILES = {
-    "as_string", "decode_csv", "reduce_join", "regex_replace", "stateless_random", "string_case",
-    "string_equal", "string_format", "string_length", "string_split", "string_to_hash_bucket",
-    "string_to_number", "substr", "unicode_decode", "uniform",
 }
 
 
