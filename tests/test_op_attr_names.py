@@ -16,7 +16,8 @@ The rules, checked on the sources (as tests/test_csource_lint.py does):
   ``floats=`` or more than three positional arguments (op, inputs, outputs):
   attributes go in ``attrs=`` (a dict by name). ``_engine.run_op`` in conveyor/
   gets its attributes as a dict display or a name bound to the dict
-  ``apply`` built, never a list or tuple display.
+  ``apply`` built, never a list or tuple display, and ``_engine.program``
+  nodes carry the dict (the binding refuses positional ints there).
 
 Tests may still call ``_engine.run_op`` with positional ints: that raw form
 probes the C ops' own checks on malformed attributes.
@@ -28,30 +29,19 @@ import re
 import numpy as np
 import pytest
 
+import conveyor as cv
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPS = ROOT / "csrc" / "ops"
 NAME = re.compile(r"^[a-z][a-z0-9_]*(\?|\[\])?$")
 NAMES_LIST = re.compile(r"const char \*const (\w+)\[\] = \{(.*?)\};", re.S)
-
-# Transitional: the op files (and so the ops) still passed positional ints.
-# Each conversion removes its file here; the list is to end empty.
-POSITIONAL_OP_FILES = {
-}
-
-
-def _op_name(text):
-    return re.search(r'const CvOp cv_op_\w+ = \{\s*(?:\.name = )?"(\w+)"', text).group(1)
-
-
-def _positional_op_names():
-    return {_op_name((OPS / f"{stem}.c").read_text()) for stem in POSITIONAL_OP_FILES}
 
 
 def _op_files():
     for path in sorted(OPS.glob("*.c")):
         text = path.read_text()
         table = re.search(r"const CvOp cv_op_\w+ = \{(.*?)\};", text, re.S)
-        if table and path.stem not in POSITIONAL_OP_FILES:
+        if table:
             yield path, text, table.group(1)
 
 
@@ -76,8 +66,6 @@ def test_ops_that_read_attributes_declare_their_names():
 def test_no_attribute_slot_is_a_bare_number():
     offenders = []
     for path in sorted(OPS.glob("*.[ch]")):
-        if path.stem in POSITIONAL_OP_FILES:
-            continue
         for m in re.finditer(r"attrs->(ints|floats)\[\s*\d", path.read_text()):
             offenders.append(f"{path.name}: {m.group(0)}")
     assert not offenders, f"name the slot with the op's enum: {offenders}"
@@ -119,24 +107,16 @@ def _calls(tree, name):
 
 
 def test_conveyor_passes_op_attributes_by_name():
-    positional = _positional_op_names()
-
-    def exempt(call):  # a call of a not yet converted op, named by a constant
-        op = call.args[0] if call.args else None
-        return isinstance(op, ast.Constant) and op.value in positional
-
     offenders = []
     for path in sorted((ROOT / "conveyor").rglob("*.py")):
         tree = ast.parse(path.read_text())
         where = path.relative_to(ROOT)
         for call in _calls(tree, "apply"):
-            if exempt(call):
-                continue
             if len(call.args) > 3 or any(k.arg in ("ints", "floats") for k in call.keywords):
                 offenders.append(f"{where}:{call.lineno} apply")
         for call in _calls(tree, "run_op"):
             attrs = call.args[2] if len(call.args) > 2 else None
-            if not exempt(call) and not isinstance(attrs, (ast.Dict, ast.Name)):
+            if not isinstance(attrs, (ast.Dict, ast.Name)):
                 offenders.append(f"{where}:{call.lineno} run_op")
     assert not offenders, f"op attributes passed by position: {offenders}"
 
@@ -176,3 +156,15 @@ def test_an_optional_attribute_needs_the_optional_ones_before_it():
     with pytest.raises(TypeError, match="DecodeJpeg: attribute 'min_width' needs the optional "
                                         "'min_height'"):
         _engine.run_op("DecodeJpeg", [np.array(b"", object)], attrs, [], None, None, 1, RNG)
+
+
+def test_program_nodes_take_named_attributes_only():
+    from conveyor import _engine
+    code = cv.float32._code
+    node = ("Cast", [0], [code], None, None, 1, 0)  # positional ints: refused
+    with pytest.raises(TypeError, match="Cast: attributes must be named"):
+        _engine.program("f", 1, [], [node], [1], 0, 0)
+    named = ("Cast", [0], {"dtype": code}, None, None, 1, 0)
+    program = _engine.program("f", 1, [], [named], [1], 0, 0)
+    (out,) = _engine.run_program(program, [np.array([1.5, 2.5], np.float64)], 0, 0)
+    assert out.dtype == np.float32

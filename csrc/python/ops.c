@@ -2,12 +2,17 @@
  *
  * The Python tracer (conveyor/_tracing.py) checks arguments and computes
  * specs; these functions take normalized arguments:
- *   run_op(name, inputs, ints, floats, string, obj, num_outputs, rng)
+ *   run_op(name, inputs, attrs, floats, string, obj, num_outputs, rng)
  *     runs one op eagerly on arrays (GIL released while it runs);
  *   program(name, num_args, constants, nodes, results, seed0, seed1)
  *     compiles a traced function into a capsule that map() accepts.
- * A node is (op name, input value ids, ints, floats, string, obj,
- * num_outputs, op_seed); rng is (seed0, seed1, op_seed, node, epoch, index).
+ * A node is (op name, input value ids, attrs, string, obj, num_outputs,
+ * op_seed); rng is (seed0, seed1, op_seed, node, epoch, index).
+ * attrs: the op's attributes by the names it declares (CvOp.int_attrs,
+ * .float_attrs), a dict {name: int, float or list of ints}; run_op's
+ * `floats` is then empty. run_op also takes the raw form, attrs a sequence
+ * of ints and floats a sequence of floats placed slot by slot, which tests
+ * use to probe the ops' own checks on malformed attributes.
  * `obj` is an op-specific capsule (an Example parser config) or None: the
  * op gets the capsule's pointer.
  */
@@ -193,22 +198,24 @@ static bool are_named(PyObject *attrs)
 }
 
 /* Fill attrs from Python values: `ints` the named attributes (then `floats`
- * is empty) or a sequence of positional ints, the raw form that tests use
- * to probe the ops' own checks (conveyor/ always names them); -1 with an
- * exception set on failure. */
+ * is empty or NULL) or, with `floats` not NULL, the raw form (positional
+ * ints and floats); -1 with an exception set on failure. */
 static int attrs_from_python(const CvOp *op, PyObject *ints, PyObject *floats, PyObject *string,
                              PyObject *obj, CvOpAttrs *attrs)
 {
     memset(attrs, 0, sizeof(*attrs));
     int rc = -1;
     if (are_named(ints)) {
-        if (PyObject_Length(floats) != 0) {
+        if (floats && PyObject_Length(floats) != 0) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_TypeError, "%s: floats are named attributes too", op->name);
             goto done;
         }
         if (named_attrs_from_python(op, ints, attrs) < 0)
             goto done;
+    } else if (!floats) {
+        PyErr_Format(PyExc_TypeError, "%s: attributes must be named (a dict)", op->name);
+        goto done;
     } else if (positional_attrs_from_python(ints, floats, attrs) < 0) {
         goto done;
     }
@@ -360,16 +367,16 @@ static PyObject *ops_program(PyObject *module, PyObject *args)
             goto status;
     }
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fn); i++) {
-        PyObject *opname, *inputs, *ints, *floats, *string, *obj;
+        PyObject *opname, *inputs, *named, *string, *obj;
         int num_out;
         long long op_seed;
         CvOpAttrs attrs;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fn, i), "UOOOOOiL:program node", &opname,
-                              &inputs, &ints, &floats, &string, &obj, &num_out, &op_seed))
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fn, i), "UOOOOiL:program node", &opname,
+                              &inputs, &named, &string, &obj, &num_out, &op_seed))
             goto error;
         const CvOp *op = op_arg(opname);
         if (!op || int_list(inputs, &ids, &n) < 0 ||
-            attrs_from_python(op, ints, floats, string, obj, &attrs) < 0)
+            attrs_from_python(op, named, NULL, string, obj, &attrs) < 0)
             goto error;
         s = cv_program_add_node(p, op, &attrs, ids, n, num_out, op_seed);
         PyMem_Free(ids);
@@ -470,7 +477,7 @@ PyMethodDef cv_op_functions[] = {
     {"regex_compile", ops_regex_compile, METH_VARARGS,
      "regex_compile(pattern) -> compiled regex capsule (the regex ops' obj)"},
     {"run_op", ops_run_op, METH_VARARGS,
-     "run_op(name, inputs, ints, floats, string, obj, num_outputs, rng) -> tuple of arrays"},
+     "run_op(name, inputs, attrs, floats, string, obj, num_outputs, rng) -> tuple of arrays"},
     {"program", ops_program, METH_VARARGS,
      "program(name, num_args, constants, nodes, results, seed0, seed1) -> Program capsule"},
     {"run_program", ops_run_program, METH_VARARGS,
