@@ -349,7 +349,7 @@ def _warn_unseeded_shuffle(dataset):
     unseeded = []
 
     def visit(ds):
-        if isinstance(ds, ShuffleDataset) and ds._args[1] == 0 and ds._args[2] == 0:
+        if isinstance(ds, ShuffleDataset) and ds._args["seed"] == 0 and ds._args["seed2"] == 0:
             unseeded.append(ds)
         return not unseeded
 

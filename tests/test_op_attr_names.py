@@ -1,4 +1,5 @@
-"""Op attributes are passed by name (csrc/ops/op.h, CvOp.int_attrs).
+"""Op attributes are passed by name (csrc/ops/op.h, CvOp.int_attrs), and so
+are the arguments of the dataset constructors (csrc/python/*.c).
 
 The rules, checked on the sources (as tests/test_csource_lint.py does):
 
@@ -18,6 +19,11 @@ The rules, checked on the sources (as tests/test_csource_lint.py does):
   gets its attributes as a dict display or a name bound to the dict
   ``apply`` built, never a list or tuple display, and ``_engine.program``
   nodes carry the dict (the binding refuses positional ints there).
+
+- Dataset constructors: every function of the engine module that takes
+  keywords (``CV_METHOD_KEYWORDS`` in its method table) is called from
+  conveyor/ with at most its first argument (the input dataset or the
+  filenames) by position, everything else by keyword.
 
 Tests may still call ``_engine.run_op`` with positional ints: that raw form
 probes the C ops' own checks on malformed attributes.
@@ -119,6 +125,40 @@ def test_conveyor_passes_op_attributes_by_name():
             if not isinstance(attrs, (ast.Dict, ast.Name)):
                 offenders.append(f"{where}:{call.lineno} run_op")
     assert not offenders, f"op attributes passed by position: {offenders}"
+
+
+def _keyword_constructors():
+    names = set()
+    for path in sorted((ROOT / "csrc" / "python").glob("*.c")):
+        names.update(re.findall(r'\{"(\w+)", CV_METHOD_KEYWORDS\(', path.read_text()))
+    return names
+
+
+def test_conveyor_calls_dataset_constructors_by_keyword():
+    constructors = _keyword_constructors()
+    assert {"map", "interleave", "csv", "group_by_window", "batch", "shuffle"} <= constructors
+    offenders = []
+    for path in sorted((ROOT / "conveyor").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            direct = (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                      and f.value.id == "_engine" and f.attr in constructors)
+            by_name = (isinstance(f, ast.Call) and getattr(f.func, "id", None) == "getattr"
+                       and getattr(f.args[0], "id", None) == "_engine")
+            if (direct or by_name) and (len(node.args) > 1 or
+                                        any(isinstance(a, ast.Starred) for a in node.args)):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, f"dataset constructors called with positional arguments: {offenders}"
+
+
+def test_constructor_keywords_are_checked():
+    from conveyor import _engine
+    with pytest.raises(TypeError, match="missing required argument .buffer_size."):
+        _engine.shuffle(_engine.range(start=0, stop=3, step=1, dtype=cv.int64._code),
+                        buffer_sise=2, seed=0, seed2=0, reshuffle_each_iteration=False)
 
 
 # -- the binding's checks -------------------------------------------------------------

@@ -1026,7 +1026,7 @@ def _knobs(build):
         if "PrefetchDataset" in names:
             found["prefetch"].append(ds._buffer_size)
         elif "ShuffleDataset" in names:
-            found["shuffle"].append(ds._args[0])
+            found["shuffle"].append(ds._args["buffer_size"])
         elif "InterleaveDataset" in names:
             found["interleave"].append(ds._cycle_length)
         elif "CacheDataset" in names and not getattr(ds, "_filename", ""):

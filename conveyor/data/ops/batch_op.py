@@ -34,10 +34,10 @@ class BatchDataset(Dataset):
             # rows are drawn and copied in order, so the parallel_batch optimization
             # has nothing to spread over workers; an explicit num_parallel_calls runs
             # the assembly on one worker ahead of the consumer.
-            return _engine.shuffle_batch(engine_inputs[0], self._batch_size,
-                                         self._drop_remainder,
-                                         ctx.parallelism(parallelism or 0), deterministic,
-                                         ctx.memory)
+            return _engine.shuffle_batch(engine_inputs[0], batch_size=self._batch_size,
+                                         drop_remainder=self._drop_remainder,
+                                         num_parallel_calls=ctx.parallelism(parallelism or 0),
+                                         deterministic=deterministic, memory=ctx.memory)
         map_input = self._inputs[0]
         if (ctx.map_batch_fusion and isinstance(map_input, MapDataset)
                 and map_input._engine_parallelism(ctx) != 0
@@ -50,14 +50,16 @@ class BatchDataset(Dataset):
             # deterministic=False: the fused kernel keeps the input's order); rows are
             # written straight into the batch, and the results are the pair's
             # (errors included: see csrc/kernels/map_batch.c).
-            return _engine.map_batch(engine_inputs[0], self._batch_size, self._drop_remainder,
-                                     ctx.memory)
+            return _engine.map_batch(engine_inputs[0], batch_size=self._batch_size,
+                                     drop_remainder=self._drop_remainder, memory=ctx.memory)
         if not parallelism and ctx.parallel_batch:
             # tf.data's default parallel_batch optimization: the copying into
             # batches runs on worker threads, in order (results never change).
             parallelism, deterministic = AUTOTUNE, True
-        return _engine.batch(engine_inputs[0], self._batch_size, self._drop_remainder,
-                             ctx.parallelism(parallelism), deterministic, ctx.memory)
+        return _engine.batch(engine_inputs[0], batch_size=self._batch_size,
+                             drop_remainder=self._drop_remainder,
+                             num_parallel_calls=ctx.parallelism(parallelism),
+                             deterministic=deterministic, memory=ctx.memory)
 
     def _batched(self, spec):
         dim = self._batch_size if self._drop_remainder else None
@@ -201,7 +203,8 @@ class RebatchDataset(_SpecDerivedDataset):
         # The spec is needed only for the empty batches of size 0; the engine
         # checks each input element itself.
         empty = [_zero_rows(s) for s in nest.flatten(self._derive_spec())] if 0 in self._sizes else []
-        return _engine.rebatch(engine_inputs[0], self._sizes, self._drop_remainder, empty)
+        return _engine.rebatch(engine_inputs[0], batch_sizes=self._sizes,
+                               drop_remainder=self._drop_remainder, empty_components=empty)
 
     def cardinality(self):
         return Cardinality(UNKNOWN_CARDINALITY)
@@ -295,5 +298,7 @@ class PaddedBatchDataset(_SpecDerivedDataset):
 
     def _build(self, ctx, engine_inputs):
         self._derive_spec()
-        return _engine.padded_batch(engine_inputs[0], self._batch_size, self._flat_shapes,
-                                    self._flat_values, self._drop_remainder)
+        return _engine.padded_batch(engine_inputs[0], batch_size=self._batch_size,
+                                    padded_shapes=self._flat_shapes,
+                                    padding_values=self._flat_values,
+                                    drop_remainder=self._drop_remainder)

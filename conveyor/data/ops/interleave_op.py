@@ -70,8 +70,10 @@ class InterleaveDataset(Dataset):
         if ctx.sequential:  # the doctor's baseline: the same order, on the consumer's thread
             workers = 0
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
-        return _engine.interleave(engine_inputs[0], make_inner, cycle, self._block_length, workers,
-                                  deterministic, "Dataset.interleave", ctx.memory)
+        return _engine.interleave(engine_inputs[0], fn=make_inner, cycle_length=cycle,
+                                  block_length=self._block_length, num_parallel_calls=workers,
+                                  deterministic=deterministic, name="Dataset.interleave",
+                                  memory=ctx.memory)
 
     def cardinality(self):
         return Cardinality(UNKNOWN_CARDINALITY)

@@ -51,8 +51,9 @@ class MapDataset(Dataset):
         fn, with_id = self._function.function_for_engine(
             jpeg_scaled_decode=ctx.jpeg_scaled_decode)
         parallelism = self._engine_parallelism(ctx)
-        return _engine.map(engine_inputs[0], fn, self._function.convert, parallelism,
-                           deterministic, self._function.name, with_id, ctx.memory)
+        return _engine.map(engine_inputs[0], fn=fn, out_convert=self._function.convert,
+                           num_parallel_calls=parallelism, deterministic=deterministic,
+                           name=self._function.name, with_id=with_id, memory=ctx.memory)
 
     def _engine_parallelism(self, ctx):
         """The engine's num_parallel_calls for this map (0: sequential)."""
