@@ -20,10 +20,11 @@ The rules, checked on the sources (as tests/test_csource_lint.py does):
   ``apply`` built, never a list or tuple display, and ``_engine.program``
   nodes carry the dict (the binding refuses positional ints there).
 
-- Dataset constructors: every function of the engine module that takes
-  keywords (``CV_METHOD_KEYWORDS`` in its method table) is called from
-  conveyor/ with at most its first argument (the input dataset or the
-  filenames) by position, everything else by keyword.
+- Dataset constructors: every function of the engine module (and the
+  engine Dataset's make_iterator) that takes keywords (``CV_METHOD_KEYWORDS``
+  in its method table) is called from conveyor/ with at most its first
+  argument (the input dataset, the filenames, the structure) by position,
+  everything else by keyword.
 
 Tests may still call ``_engine.run_op`` with positional ints: that raw form
 probes the C ops' own checks on malformed attributes.
@@ -136,7 +137,8 @@ def _keyword_constructors():
 
 def test_conveyor_calls_dataset_constructors_by_keyword():
     constructors = _keyword_constructors()
-    assert {"map", "interleave", "csv", "group_by_window", "batch", "shuffle"} <= constructors
+    assert {"map", "interleave", "csv", "group_by_window", "batch", "shuffle",
+            "make_iterator"} <= constructors
     offenders = []
     for path in sorted((ROOT / "conveyor").rglob("*.py")):
         tree = ast.parse(path.read_text())
@@ -144,8 +146,9 @@ def test_conveyor_calls_dataset_constructors_by_keyword():
             if not isinstance(node, ast.Call):
                 continue
             f = node.func
-            direct = (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
-                      and f.value.id == "_engine" and f.attr in constructors)
+            direct = (isinstance(f, ast.Attribute) and f.attr in constructors and
+                      (f.attr == "make_iterator" or
+                       isinstance(f.value, ast.Name) and f.value.id == "_engine"))
             by_name = (isinstance(f, ast.Call) and getattr(f.func, "id", None) == "getattr"
                        and getattr(f.args[0], "id", None) == "_engine")
             if (direct or by_name) and (len(node.args) > 1 or

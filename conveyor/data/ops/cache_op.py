@@ -154,7 +154,8 @@ class CacheDataset(UnaryUnchangedStructureDataset):
     def _build(self, ctx, engine_inputs):
         spec = self._inputs[0]._known_spec()
         expected = None if spec is None else _flat_component_specs(spec)
-        return _engine.cache(engine_inputs[0], self._store, expected, ctx.memory)
+        return _engine.cache(engine_inputs[0], store=self._store, expected=expected,
+                             memory=ctx.memory)
 
     def _spec_from_file(self):
         """The element spec stored in the committed cache file, if there is one."""

@@ -238,8 +238,10 @@ class Dataset:
         (benchmarks/stats_overhead.py). Not for users: tf.data has no such switch."""
         ctx = self._context()
         it = self._engine(ctx).make_iterator(
-            self._packing, ctx.cpu_budget, _stats.algorithm_code(self.options()),
-            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)), statistics, self)
+            self._packing, cpu_budget=ctx.cpu_budget,
+            algorithm=_stats.algorithm_code(self.options()),
+            describe=functools.partial(_stats.describe, _stats.dataset_names(self, ctx)),
+            statistics=statistics, owner=self)
         if statistics:
             _monitor.from_environment(it)  # CONVEYOR_LOG_STATS_EVERY, CONVEYOR_STALL_AFTER
         return it
