@@ -66,11 +66,11 @@ class _CsvReader(Dataset):
 
     def __init__(self, filenames, args, specs):
         super().__init__([filenames])
-        self._args = tuple(args)
+        self._args = dict(args)  # csv's keywords
         self._specs = specs
 
     def _build(self, ctx, engine_inputs):
-        return _engine.csv(engine_inputs[0], *self._args)
+        return _engine.csv(engine_inputs[0], **self._args)
 
     def _derive_spec(self):
         return self._specs
@@ -127,8 +127,10 @@ class CsvDataset(Dataset):
         if select and len(select) != len(cols):
             raise _errors.InvalidArgumentError("select_cols should match output size")
         specs = tuple(TensorSpec([], dt) for dt, _ in cols)
-        args = (compression, int(buffer_size), bool(header), delim, bool(use_quote_delim), na,
-                select, exclude, [dt._code for dt, _ in cols], [v for _, v in cols])
+        args = {"compression": compression, "buffer_size": int(buffer_size),
+                "header": bool(header), "delim": delim, "use_quote": bool(use_quote_delim),
+                "na": na, "select": select, "exclude": exclude,
+                "dtypes": [dt._code for dt, _ in cols], "defaults": [v for _, v in cols]}
         self._impl = _CsvReader(_filenames_dataset(filenames), args, specs)
         self._specs = specs
         super().__init__([self._impl])

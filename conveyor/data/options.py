@@ -6,8 +6,7 @@ What conveyor honours today: ``deterministic`` (the default for ``map`` and
 ``threading.private_threadpool_size`` (caps every parallel stage's thread
 count when > 0), ``autotune.ram_budget`` (bytes the buffering stages of the
 pipeline may hold; 0/None: half of the memory the process may use),
-``autotune.cpu_budget`` (the pipeline's CPU budget: ``num_parallel_calls=AUTOTUNE``
-runs up to the budget plus one at once),
+``autotune.cpu_budget`` (the worker count of ``num_parallel_calls=AUTOTUNE``),
 ``experimental_optimization.parallel_batch`` (on by default, as in
 tf.data: ``batch`` copies on worker threads, in order),
 ``experimental_optimization.map_and_batch_fusion`` (on by default, as in
@@ -25,8 +24,10 @@ use; see docs/differences.md and the Memory section of docs/guide.md.
 besides their arguments: the options that matter to the engine, once merged.
 """
 
+import collections
 import enum
 import operator
+import typing
 
 import numpy as np
 
@@ -83,9 +84,8 @@ class AutotuneOptions(_OptionsGroup):
     """``ram_budget``: bytes that the pipeline's buffers (shuffle, prefetch, parallel map
     and batch, interleave read-ahead) may hold; going over raises ResourceExhaustedError
     naming the stage. None/0: half of the memory the process may use (physical RAM,
-    cgroup limit, RLIMIT_AS). ``cpu_budget``: the turns the pipeline's pool runs at
-    once (None/0: the CPUs the process may use); ``num_parallel_calls=AUTOTUNE`` runs
-    up to the budget plus one.
+    cgroup limit, RLIMIT_AS). ``cpu_budget``: the worker count of
+    ``num_parallel_calls=AUTOTUNE`` (None/0: the CPUs the process may use).
     ``enabled``, ``autotune_algorithm``, ``initial_parallelism``, ``min_parallelism``:
     accepted and recorded."""
     _fields = ("enabled", "cpu_budget", "ram_budget", "autotune_algorithm", "initial_parallelism",
@@ -194,67 +194,69 @@ def check_budget(value, what):
     return int(value)
 
 
-class BuildContext(tuple):
-    """What engine datasets depend on beyond their arguments (from Options)."""
+class BuildContext(typing.NamedTuple):
+    """What engine datasets depend on beyond their arguments (from Options).
+    A tuple: hashable, engine datasets are cached per context."""
 
-    def __new__(cls, deterministic, max_threads, parallel_batch, memory=None, cpu_budget=0,
-                shuffle_batch_fusion=True, jpeg_scaled_decode=False, map_batch_fusion=True):
-        return super().__new__(cls, (deterministic, max_threads, parallel_batch, memory,
-                                     cpu_budget, shuffle_batch_fusion, jpeg_scaled_decode,
-                                     map_batch_fusion))
-
-    deterministic = property(operator.itemgetter(0))
-    max_threads = property(operator.itemgetter(1))
-    parallel_batch = property(operator.itemgetter(2))
+    deterministic: bool
+    max_threads: int
+    parallel_batch: bool
     # The engine RAM budget (a capsule) that buffering stages charge; None: the
     # process-wide default. Hashed by identity: one per with_options() call.
-    memory = property(operator.itemgetter(3))
+    memory: object = None
     # options.autotune.cpu_budget; 0: the CPUs this process may use.
-    cpu_budget = property(operator.itemgetter(4))
+    cpu_budget: int = 0
     # options.experimental_optimization.shuffle_and_batch_fusion (None -> True).
-    shuffle_batch_fusion = property(operator.itemgetter(5))
+    shuffle_batch_fusion: bool = True
     # options.experimental_optimization.jpeg_scaled_decode (None -> False): maps
-    # compile their programs with the pass of conveyor/data/rewrites/scaled_decode.py.
-    jpeg_scaled_decode = property(operator.itemgetter(6))
+    # compile their programs with _tracing.jpeg_scaled_decode_pass.
+    jpeg_scaled_decode: bool = False
     # options.experimental_optimization.map_and_batch_fusion (None -> True): a
     # parallel map directly followed by batch runs as one kernel (MapAndBatch).
-    map_batch_fusion = property(operator.itemgetter(7))
+    map_batch_fusion: bool = True
     # True in the doctor's baseline (DerivedContext): parallel stages run
     # sequentially, prefetch passes elements through.
     sequential = False
 
     def cpus(self):
-        """CPUs that AUTOTUNE decisions may assume: the pipeline's CPU budget."""
-        return _engine.cpu_budget(self.cpu_budget)
+        """CPUs that AUTOTUNE decisions may assume."""
+        return self.cpu_budget or _engine.cpu_count()
 
     def parallelism(self, value):
         """num_parallel_calls -> the engine's parallelism: 0 (sequential), n > 0
         (n turns at once on the pipeline's pool) or, for AUTOTUNE, -n: at most n,
         as many as the autotuner picks.
 
-        AUTOTUNE's most is the engine's ceiling for the pipeline's CPU budget
-        (csrc/core/pipeline.h: one per CPU plus one, whether the budget is
-        options.autotune.cpu_budget or the CPUs this process may use)."""
+        AUTOTUNE's most is one per CPU plus one: a turn pulls its own input
+        element, so with one per CPU all can be busy processing while nobody
+        reads ahead (a slow source then stalls the stage). With
+        options.autotune.cpu_budget it is exactly that budget."""
         tuned = value == AUTOTUNE
         if tuned:
-            value = _engine.autotune_ceiling(self.cpus())
+            value = self.cpu_budget or _engine.cpu_count() + 1
         if self.max_threads and value > self.max_threads:
             value = self.max_threads
         return -value if tuned and value > 1 else value
 
 
-class DerivedContext(BuildContext):
-    """`ctx` with engine datasets of its own: the extra items (`tag`, `sequential`)
+# BuildContext's fields, then the derived context's own.
+_DerivedFields = collections.namedtuple("_DerivedFields", BuildContext._fields + ("tag", "sequential"))
+
+
+class DerivedContext(_DerivedFields):
+    """`ctx` with engine datasets of its own: the extra fields (`tag`, `sequential`)
     keep them apart in the build caches, so a pipeline can be built afresh (new
     shuffle seed generators) without touching the user's builds. With
     `sequential`, every parallel stage runs sequentially, in order, and prefetch
     passes elements through: the baseline of the pipeline doctor
     (conveyor/data/doctor.py). Only ops that read `sequential` need to know."""
 
-    def __new__(cls, ctx, tag, sequential=False):
-        return tuple.__new__(cls, tuple(ctx) + (tag, bool(sequential)))
+    __slots__ = ()
 
-    sequential = property(operator.itemgetter(-1))
+    def __new__(cls, ctx, tag, sequential=False):
+        return super().__new__(cls, *ctx, tag=tag, sequential=bool(sequential))
+
+    cpus = BuildContext.cpus
 
     def parallelism(self, value):
-        return 0 if self.sequential else super().parallelism(value)
+        return 0 if self.sequential else BuildContext.parallelism(self, value)

@@ -121,14 +121,14 @@ class _ReaderDataset(Dataset):
 
     def __init__(self, filenames, kernel, args):
         super().__init__([filenames])
-        # _engine.<kernel>(files, *args); both are part of the pipeline's
+        # _engine.<kernel>(files, **args); both are part of the pipeline's
         # fingerprint (exact resume), so a state saved with other reader
         # arguments is refused.
         self._kernel = kernel
-        self._args = tuple(args)
+        self._args = dict(args)  # the kernel's keywords
 
     def _build(self, ctx, engine_inputs):
-        return getattr(_engine, self._kernel)(engine_inputs[0], *self._args)
+        return getattr(_engine, self._kernel)(engine_inputs[0], **self._args)
 
     def _derive_spec(self):
         return _STRING_SCALAR
@@ -207,7 +207,8 @@ class TFRecordDataset(_FileDataset):
             if max_record_bytes is not None else 0
         self._compression_type = compression_type
         super().__init__(filenames, num_parallel_reads, "tfrecord",
-                         (compression, buffer_size, max_bytes, truncation))
+                         {"compression": compression, "buffer_size": buffer_size,
+                          "max_record_bytes": max_bytes, "on_truncation": truncation})
 
 
 class TextLineDataset(_FileDataset):
@@ -229,7 +230,8 @@ class TextLineDataset(_FileDataset):
         truncation = _truncation_code(on_truncation)
         buffer_size = _byte_count(buffer_size, "buffer_size", _DEFAULT_BUFFER)
         super().__init__(filenames, num_parallel_reads, "text_line",
-                         (compression, buffer_size, truncation))
+                         {"compression": compression, "buffer_size": buffer_size,
+                          "on_truncation": truncation})
 
 
 class FixedLengthRecordDataset(_FileDataset):
@@ -258,5 +260,6 @@ class FixedLengthRecordDataset(_FileDataset):
         buffer_size = _byte_count(buffer_size, "buffer_size", _DEFAULT_BUFFER)
         truncation = _truncation_code(on_truncation)
         super().__init__(filenames, num_parallel_reads, "fixed_length_record",
-                         (header_bytes, record_bytes, footer_bytes, compression, buffer_size,
-                          truncation))
+                         {"header_bytes": header_bytes, "record_bytes": record_bytes,
+                          "footer_bytes": footer_bytes, "compression": compression,
+                          "buffer_size": buffer_size, "on_truncation": truncation})

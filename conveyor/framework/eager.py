@@ -63,8 +63,8 @@ def _as_bytes_array(value):
 def _string_equal(a, b):
     """Elementwise a == b of string arrays with broadcasting: the native
     StringEqual op (csrc/ops/string_equal.c), as ``tf.equal`` runs it."""
-    (result,) = _engine.run_op("StringEqual", [_as_bytes_array(a.view(np.ndarray)),
-                                               _as_bytes_array(b)], [0], [], None, None, 1,
+    inputs = [_as_bytes_array(a.view(np.ndarray)), _as_bytes_array(b)]
+    (result,) = _engine.run_op("StringEqual", inputs, {"negate": 0}, [], None, None, 1,
                                (0, 0, 0, 0, 0, 0))
     return result
 

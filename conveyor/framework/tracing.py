@@ -124,7 +124,7 @@ class _Trace:
         self.base_seed = base_seed  # (s0, s1) for ops without their own seed
         self.num_args = 0
         self.constants = []   # arrays
-        self.nodes = []       # [op, input keys, ints, floats, string, obj, num_outputs, op_seed]
+        self.nodes = []       # [op, input keys, attrs, string, obj, num_outputs, op_seed]
         self.failure = None   # the first reason the trace cannot run natively
         self.quiet = False    # ... when it is a deliberate one (numpy_function)
         self.random_ops = 0   # random ops recorded so far (their ordinal keys them)
@@ -155,10 +155,10 @@ class _Trace:
         self.constants.append(arr)
         return Tensor(self, ("const", len(self.constants) - 1), shape, dtype, "Const")
 
-    def add(self, op, inputs, outputs, ints, floats, string, obj, op_seed):
+    def add(self, op, inputs, outputs, attrs, string, obj, op_seed):
         keys = [self._key(v) for v in inputs]
         n = len(self.nodes)
-        self.nodes.append((op, keys, tuple(ints), tuple(floats), string, obj, len(outputs), op_seed))
+        self.nodes.append((op, keys, dict(attrs), string, obj, len(outputs), op_seed))
         return [Tensor(self, ("node", n, j), shape, dtype, f"{op}:{j}" if len(outputs) > 1 else op)
                 for j, (shape, dtype) in enumerate(outputs)]
 
@@ -178,8 +178,8 @@ class _Trace:
             ids[("const", k)] = self.num_args + k
         next_id = self.num_args + len(self.constants)
         nodes = []
-        for n, (op, keys, ints, floats, string, obj, num_out, op_seed) in enumerate(recorded):
-            nodes.append((op, [ids[k] for k in keys], ints, floats, string, obj, num_out, op_seed))
+        for n, (op, keys, attrs, string, obj, num_out, op_seed) in enumerate(recorded):
+            nodes.append((op, [ids[k] for k in keys], attrs, string, obj, num_out, op_seed))
             for j in range(num_out):
                 ids[("node", n, j)] = next_id
                 next_id += 1
@@ -272,13 +272,17 @@ def is_symbolic(x):
     return isinstance(x, Tensor)
 
 
-def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random=False,
+def apply(op, inputs, outputs, attrs=None, string=None, obj=None, random=False,
           op_seed=None):
     """Run or record element op `op` on converted `inputs`.
 
     outputs: one (shape, dtype) per output, the static spec of a traced
-    result (shape entries None when unknown). Returns one value or a list.
+    result (shape entries None when unknown). attrs: the op's attributes by
+    the names its C file declares (CvOp.int_attrs, .float_attrs): a dict of
+    ints, floats, and lists of ints for "name[]" attributes; the engine
+    refuses unknown, missing and repeated names. Returns one value or a list.
     """
+    attrs = {} if attrs is None else attrs
     trace = next((x._trace for x in inputs if isinstance(x, Tensor)), None)
     if trace is None:
         # Inside a function being traced, an op on constants is part of the
@@ -290,7 +294,7 @@ def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random
         if random:
             key = _op_seed(op_seed, trace.base_seed, trace.random_ops)
             trace.random_ops += 1
-        results = trace.add(op, inputs, outputs, ints, floats, string, obj, key)
+        results = trace.add(op, inputs, outputs, attrs, string, obj, key)
     else:
         key, epoch, index = 0, 0, 0
         if random:
@@ -303,7 +307,7 @@ def apply(op, inputs, outputs, ints=(), floats=(), string=None, obj=None, random
                 _eager_counter[0] += 1
                 key, index = _op_seed(op_seed, new_base_seed(), 0), _eager_counter[0]
         results = [eager_result(r) for r in _engine.run_op(
-            op, list(inputs), ints, floats, string, obj, len(outputs), (0, 0, key, 0, epoch, index))]
+            op, list(inputs), attrs, (), string, obj, len(outputs), (0, 0, key, 0, epoch, index))]
     return results[0] if len(outputs) == 1 else list(results)
 
 

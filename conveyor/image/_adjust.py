@@ -34,7 +34,7 @@ _STATELESS_CROP = _RANDOM + 1  # CropOrPad's STATELESS mode (csrc/ops/crop.c)
 
 
 def _cast(x, dtype):
-    return apply("Cast", [x], [(static_shape(x), dtype)], ints=[dtype._code])
+    return apply("Cast", [x], [(static_shape(x), dtype)], attrs={"dtype": dtype._code})
 
 
 def _to_float(image, op):
@@ -81,8 +81,8 @@ def _factor(value, name):
 def _hsv_op(image, mode, value, name, saturate=False):
     x, src = _to_float(image, "AdjustSaturation" if mode == _SATURATION else "AdjustHue")
     extra, number = _factor(value, name)
-    out = apply("AdjustHsv", [x] + extra, [(static_shape(x), _dtypes.float32)], ints=[mode],
-                floats=[number])
+    out = apply("AdjustHsv", [x] + extra, [(static_shape(x), _dtypes.float32)],
+                attrs={"mode": mode, "value": number})
     return _from_float(out, src, saturate)
 
 
@@ -113,7 +113,8 @@ def adjust_contrast(images, contrast_factor):
     if isinstance(x, Tensor) and shape is not None and len(shape) < 3:  # eagerly: the op's error
         raise op_error(ValueError, f"Shape must be at least rank 3 but is rank {len(shape)}")
     extra, number = _factor(contrast_factor, "contrast_factor")
-    out = apply("AdjustContrastv2", [x] + extra, [(shape, _dtypes.float32)], floats=[number])
+    out = apply("AdjustContrastv2", [x] + extra, [(shape, _dtypes.float32)],
+                attrs={"factor": number})
     return _from_float(out, src, True)
 
 
@@ -137,7 +138,7 @@ def adjust_gamma(image, gamma=1, gain=1):
     elif src != _dtypes.float32:
         x = convert_image_dtype(x, _dtypes.float32)
     out = apply("AdjustGamma", [x], [(shape, _dtypes.float32)],
-                floats=[float(np.float32(gamma)), float(np.float32(gain))])
+                attrs={"gamma": float(np.float32(gamma)), "gain": float(np.float32(gain))})
     if src == _dtypes.float16:
         return _cast(out, src)
     return _from_float(out, src, True)
@@ -151,7 +152,7 @@ def _colorspace(images, mode):
     if dtype != _dtypes.float32:  # TensorFlow casts the rest
         x, dtype = _cast(x, _dtypes.float32), _dtypes.float32
     shape = static_shape(x)
-    return apply("AdjustHsv", [x], [(shape, dtype)], ints=[mode], floats=[0.0])
+    return apply("AdjustHsv", [x], [(shape, dtype)], attrs={"mode": mode, "value": 0.0})
 
 
 def rgb_to_hsv(images, name=None):
@@ -219,7 +220,8 @@ def _stateless_flip(image, axis, seed):
         if len(shape) > 4:
             raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must have either 3 "
                                        f"or 4 dimensions.")
-    return apply("ReverseV2", [x, _seed(seed)], [(shape, dtype_of(x))], ints=[2, 1, axis])
+    return apply("ReverseV2", [x, _seed(seed)], [(shape, dtype_of(x))],
+                 attrs={"mode": 2, "image": 1, "axes": [axis]})
 
 
 def stateless_random_flip_left_right(image, seed):
@@ -280,5 +282,5 @@ def stateless_random_crop(value, size, seed, name=None):
                        f"Need value.shape >= size, got [{' '.join(map(str, shape))}] "
                        f"[{' '.join(map(str, sizes))}]")
     return apply("CropOrPad", [x, _seed(seed)], [(tuple(sizes), dtype_of(x))],
-                 ints=[_STATELESS_CROP] + sizes)
+                 attrs={"mode": _STATELESS_CROP, "params": sizes})
 

@@ -130,7 +130,7 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
     out_w = out_w if out_w is not None and out_w > 0 else None
     out_shape = shape[:-3] + (out_h, out_w, shape[-1])
     out_dtype = dtype if op == "ResizeNearestNeighbor" else _dtypes.float32
-    ints = [h, w, int(bool(preserve_aspect_ratio))]
+    attrs = {"height": h, "width": w, "preserve_aspect_ratio": int(bool(preserve_aspect_ratio))}
     if op == "ScaleAndTranslate":
-        ints.append(int(bool(antialias)))
-    return apply(op, [images], [(out_shape, out_dtype)], ints=ints, string=kernel)
+        attrs["antialias"] = int(bool(antialias))
+    return apply(op, [images], [(out_shape, out_dtype)], attrs=attrs, string=kernel)

@@ -105,7 +105,7 @@ def _window(x, mode, params, out4, is_batch):
     # An image of unknown rank may be 3-D or 4-D when it runs: rank unknown.
     shape = None if static_shape(x) is None else tuple(out4) if is_batch else tuple(out4[1:])
     return apply("CropOrPad", [x] + dynamic, [(shape, dtype_of(x))],
-                 ints=[mode] + static + [mask])
+                 attrs={"mode": mode, "params": static + [mask]})
 
 
 # ---------------------------------------------------------------------------
@@ -213,7 +213,7 @@ def central_crop(image, central_fraction):
         if dtype_of(central_fraction) == _dtypes.float16:
             central_fraction = apply("Cast", [central_fraction],
                                      [(static_shape(central_fraction), _dtypes.float32)],
-                                     ints=[_dtypes.float32._code])
+                                     attrs={"dtype": _dtypes.float32._code})
     else:
         try:
             fraction = float(np.asarray(central_fraction).item())
@@ -243,8 +243,10 @@ def central_crop(image, central_fraction):
             out[d] = None
             fractions.append(float(np.float32(fraction)) if fraction is not None else 1.0)
     inputs = [x] if fraction is not None else [x, central_fraction]
-    return apply("CropOrPad", inputs, [(tuple(out), dtype_of(x))], ints=[_CENTRAL],
-                 floats=fractions)
+    height_fraction, width_fraction = fractions
+    return apply("CropOrPad", inputs, [(tuple(out), dtype_of(x))],
+                 attrs={"mode": _CENTRAL, "height_fraction": height_fraction,
+                        "width_fraction": width_fraction})
 
 
 def random_crop(value, size, seed=None, name=None):
@@ -267,7 +269,7 @@ def random_crop(value, size, seed=None, name=None):
             raise op_error(_errors.InvalidArgumentError,
                            f"Incompatible shapes: [{len(shape)}] vs. [{n}]")
         out = None if n is None else (None,) * n
-        return apply("CropOrPad", [x, size], [(out, dtype_of(x))], ints=[_RANDOM],
+        return apply("CropOrPad", [x, size], [(out, dtype_of(x))], attrs={"mode": _RANDOM},
                      random=True, op_seed=seed)
     try:
         arr = np.asarray(size)
@@ -289,7 +291,8 @@ def random_crop(value, size, seed=None, name=None):
         raise op_error(_errors.InvalidArgumentError,
                        f"Need value.shape >= size, got [{' '.join(map(str, shape))}] "
                        f"[{' '.join(map(str, sizes))}]")
-    return apply("CropOrPad", [x], [(tuple(sizes), dtype_of(x))], ints=[_RANDOM] + sizes,
+    return apply("CropOrPad", [x], [(tuple(sizes), dtype_of(x))],
+                 attrs={"mode": _RANDOM, "params": sizes},
                  random=True, op_seed=seed)
 
 
@@ -308,7 +311,8 @@ def _flip(image, axis, random, seed, sep):
         if len(shape) > 4:
             raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}){sep}must have either "
                                        f"3 or 4 dimensions.")
-    return apply("ReverseV2", [x], [(shape, dtype_of(x))], ints=[int(random), 1, axis],
+    return apply("ReverseV2", [x], [(shape, dtype_of(x))],
+                 attrs={"mode": int(random), "image": 1, "axes": [axis]},
                  random=random, op_seed=seed)
 
 
@@ -364,7 +368,7 @@ def _swap_hw(shape):
 def transpose(image, name=None):
     """Swap the height and width of `image` (``tf.image.transpose``)."""
     x, shape = _image_3d_or_4d(image)
-    return apply("Rot90", [x], [(_swap_hw(shape), dtype_of(x))], ints=[4])
+    return apply("Rot90", [x], [(_swap_hw(shape), dtype_of(x))], attrs={"k": 4})
 
 
 transpose_image = transpose
@@ -383,15 +387,16 @@ def rot90(image, k=1, name=None):
                            else f"`k` must be an integer, got {k!r}")
         out = None if shape is None else tuple(shape[:-3]) + (None, None, shape[-1])
         kt = k if dtype_of(k) in (_dtypes.int32, _dtypes.int64) else apply(
-            "Cast", [k], [(static_shape(k), _dtypes.int64)], ints=[_dtypes.int64._code])
-        return apply("Rot90", [x, kt], [(out, dtype_of(x))], ints=[1])
+            "Cast", [k], [(static_shape(k), _dtypes.int64)], attrs={"dtype": _dtypes.int64._code})
+        return apply("Rot90", [x, kt], [(out, dtype_of(x))], attrs={"k": 1})
     arr = np.asarray(k)
     if arr.ndim != 0:
         raise op_error(ValueError, f"Shape {_shape_str(arr.shape)} must have rank 0")
     k = _int_param(k, "k") % 4
     if k == 0:
         return x
-    return apply("Rot90", [x], [(shape if k == 2 else _swap_hw(shape), dtype_of(x))], ints=[k])
+    return apply("Rot90", [x], [(shape if k == 2 else _swap_hw(shape), dtype_of(x))],
+                 attrs={"k": k})
 
 
 def _float_dtype_check(x):
@@ -414,7 +419,8 @@ def rgb_to_grayscale(images, name=None):
     scale_in = float(_as(_dtypes.float32, 1.0 / src.max)) if src.is_integer else 1.0
     scale_out = float(_as(_dtypes.float32, src.max + 0.5)) if src.is_integer else 1.0
     out = None if shape is None else tuple(shape[:-1]) + (1,)
-    return apply("ImageColor", [x], [(out, src)], ints=[0], floats=[scale_in, scale_out])
+    return apply("ImageColor", [x], [(out, src)], attrs={"mode": 0, "scale_in": scale_in,
+                                                         "scale_out": scale_out})
 
 
 def grayscale_to_rgb(images, name=None):
@@ -429,7 +435,7 @@ def grayscale_to_rgb(images, name=None):
             raise op_error(ValueError, "Last dimension of a grayscale image should be size 1.")
     _float_dtype_check(x)
     out = None if shape is None else tuple(shape[:-1]) + (3,)
-    return apply("ImageColor", [x], [(out, dtype_of(x))], ints=[1])
+    return apply("ImageColor", [x], [(out, dtype_of(x))], attrs={"mode": 1})
 
 
 def adjust_brightness(image, delta):
@@ -446,7 +452,8 @@ def adjust_brightness(image, delta):
         if delta.shape.rank not in (None, 0) or not dtype_of(delta).is_floating:
             raise op_error(TypeError, f"`delta` must be a scalar float tensor, got {delta!r}")
         if dtype_of(delta) == _dtypes.float16:
-            delta = apply("Cast", [delta], [((), _dtypes.float32)], ints=[_dtypes.float32._code])
+            delta = apply("Cast", [delta], [((), _dtypes.float32)],
+                          attrs={"dtype": _dtypes.float32._code})
         inputs.append(delta)
         value = 0.0
     else:
@@ -464,7 +471,8 @@ def adjust_brightness(image, delta):
         scale_out = float(_as(_dtypes.float32, src.max + 0.5))
         lo, hi = (float(v) for v in _saturate_limits(_dtypes.float32, src))
     return apply("AdjustBrightness", inputs, [(shape, src)],
-                 floats=[value, scale_in, scale_out, lo, hi])
+                 attrs={"delta": value, "scale_in": scale_in, "scale_out": scale_out, "lo": lo,
+                        "hi": hi})
 
 
 def per_image_standardization(image):

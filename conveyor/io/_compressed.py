@@ -25,4 +25,5 @@ def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002 - TF
     if kind not in _KINDS:
         raise op_error(ValueError, f"Only ZLIB, ZSTD, GZIP or NONE are supported compressions, "
                                    f"got {compression_type!r}")
-    return apply("DecodeCompressed", [x], [(static_shape(x), _dtypes.string)], ints=[_KINDS[kind]])
+    return apply("DecodeCompressed", [x], [(static_shape(x), _dtypes.string)],
+                 attrs={"kind": _KINDS[kind]})

@@ -32,8 +32,9 @@ def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=F
     if not 0 <= int(quality) <= 100:
         raise op_error(ValueError, f"quality must be in [0, 100], got {quality}")
     return apply("EncodeJpeg", [x], [((), _dtypes.string)],
-                 ints=[int(quality), bool(progressive), bool(optimize_size),
-                       bool(chroma_downsampling)])
+                 attrs={"quality": int(quality), "progressive": bool(progressive),
+                        "optimize_size": bool(optimize_size),
+                        "chroma_downsampling": bool(chroma_downsampling)})
 
 
 def encode_png(image, compression=-1, name=None):
@@ -55,4 +56,4 @@ def encode_png(image, compression=-1, name=None):
     if isinstance(compression, bool) or not isinstance(compression, int) or \
             not -1 <= compression <= 9:
         raise op_error(ValueError, f"compression should be in [-1,9], got {compression!r}")
-    return apply("EncodePng", [x], [((), _dtypes.string)], ints=[compression])
+    return apply("EncodePng", [x], [((), _dtypes.string)], attrs={"compression": compression})

@@ -114,8 +114,8 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
             raise op_error(ValueError, "select_cols is not strictly increasing.")
         if len(sel) != len(defaults):
             raise op_error(ValueError, "Length of select_cols and record_defaults do not match.")
-    ints = [delim_byte(field_delim), 1 if use_quote_delim else 0]
+    attrs = {"field_delim": delim_byte(field_delim), "use_quote_delim": 1 if use_quote_delim else 0}
     shape = static_shape(x)
     out = apply("DecodeCSV", [x, np.array(sel, dtype=np.int64)] + defaults,
-                [(shape, dt) for dt in dtypes], ints=ints, string=na_text(na_value) or None)
+                [(shape, dt) for dt in dtypes], attrs=attrs, string=na_text(na_value) or None)
     return out if isinstance(out, list) else [out]

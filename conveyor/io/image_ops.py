@@ -144,10 +144,11 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
         raise _invalid("dct_method must be one of {'', 'INTEGER_FAST', 'INTEGER_ACCURATE'}")
     if isinstance(acceptable_fraction, Tensor):
         raise op_error(TypeError, "`acceptable_fraction` must be a Python number in conveyor")
-    ints = [channels, ratio, int(bool(fancy_upscaling)), int(bool(try_recover_truncated)),
-            _DCT_METHODS[dct_method], _pixel_limit()]
-    return apply("DecodeJpeg", [x], [((None, None, channels or None), _dtypes.uint8)],
-                 ints=ints, floats=[float(acceptable_fraction)])
+    attrs = {"channels": channels, "ratio": ratio, "fancy_upscaling": int(bool(fancy_upscaling)),
+             "try_recover_truncated": int(bool(try_recover_truncated)),
+             "dct_method": _DCT_METHODS[dct_method], "max_pixels": _pixel_limit(),
+             "acceptable_fraction": float(acceptable_fraction)}
+    return apply("DecodeJpeg", [x], [((None, None, channels or None), _dtypes.uint8)], attrs=attrs)
 
 
 def decode_png(contents, channels=0, dtype=_dtypes.uint8, name=None):
@@ -183,7 +184,7 @@ def decode_png(contents, channels=0, dtype=_dtypes.uint8, name=None):
         raise op_error(TypeError, f"Value for attr 'dtype' of {dtype.name} is not in the list of "
                                   f"allowed values: uint8, uint16")
     return apply("DecodePng", [x], [((None, None, channels or None), dtype)],
-                 ints=[channels, dtype._code, _pixel_limit()])
+                 attrs={"channels": channels, "dtype": dtype._code, "max_pixels": _pixel_limit()})
 
 
 def decode_image(contents, channels=None, dtype=_dtypes.uint8, name=None, expand_animations=True):
@@ -215,12 +216,13 @@ def decode_image(contents, channels=None, dtype=_dtypes.uint8, name=None, expand
     dtype = _dtypes.as_dtype(dtype)
     shape = None if expand_animations else (None, None, channels or None)
     native = (_dtypes.uint8, _dtypes.uint16, _dtypes.float32)
-    ints = [channels, dtype._code if dtype in native else _dtypes.uint16._code,
-            int(bool(expand_animations)), _pixel_limit()]
+    attrs = {"channels": channels,
+             "dtype": dtype._code if dtype in native else _dtypes.uint16._code,
+             "expand_animations": int(bool(expand_animations)), "max_pixels": _pixel_limit()}
     if dtype in native:
-        return apply("DecodeImage", [x], [(shape, dtype)], ints=ints)
+        return apply("DecodeImage", [x], [(shape, dtype)], attrs=attrs)
     # As TensorFlow does: decode to uint16, then convert.
-    return convert_image_dtype(apply("DecodeImage", [x], [(shape, _dtypes.uint16)], ints=ints),
+    return convert_image_dtype(apply("DecodeImage", [x], [(shape, _dtypes.uint16)], attrs=attrs),
                                dtype)
 
 
@@ -266,4 +268,5 @@ def decode_raw(input_bytes, out_type, little_endian=True, fixed_length=None, nam
     shape = static_shape(x)
     out_shape = None if shape is None else tuple(shape) + (width,)
     return apply("DecodeRaw", [x], [(out_shape, out_type)],
-                 ints=[out_type._code, int(bool(little_endian)), fixed_length or 0])
+                 attrs={"dtype": out_type._code, "little_endian": int(bool(little_endian)),
+                        "fixed_length": fixed_length or 0})

@@ -71,7 +71,7 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
         # A repeated entry is the op's InvalidArgumentError (per element when
         # traced, as TensorFlow's graph does not check it when built).
         out = tuple(shape[p] for p in perm)
-    return apply("Transpose", [x], [(out, dtype_of(x))], ints=perm)
+    return apply("Transpose", [x], [(out, dtype_of(x))], attrs={"perm": perm})
 
 
 def tile(input, multiples, name=None):  # noqa: A002
@@ -92,7 +92,7 @@ def tile(input, multiples, name=None):  # noqa: A002
         # A negative multiple is an InvalidArgumentError of the op (per element
         # when traced, as TensorFlow's graph does not check it when built).
         out = tuple(None if n is None or k < 0 else n * k for n, k in zip(shape, m))
-    return apply("Tile", [x], [(out, dtype_of(x))], ints=m)
+    return apply("Tile", [x], [(out, dtype_of(x))], attrs={"multiples": m})
 
 
 _PAD_MODES = {"CONSTANT": 0, "REFLECT": 1, "SYMMETRIC": 2}
@@ -142,7 +142,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         # A non-scalar value is the op's InvalidArgumentError (per element when
         # traced, as in TensorFlow's graph).
         inputs.append(c)
-    return apply("Pad", inputs, [(out, dt)], ints=[kind] + [int(v) for v in p.reshape(-1)])
+    return apply("Pad", inputs, [(out, dt)], attrs={"mode": kind,
+                                                    "paddings": [int(v) for v in p.reshape(-1)]})
 
 
 def reverse(tensor, axis, name=None):
@@ -164,7 +165,8 @@ def reverse(tensor, axis, name=None):
             if a % rank in seen:
                 raise _error(traced, ValueError, f"axis {a % rank} specified more than once.")
             seen.add(a % rank)
-    return apply("ReverseV2", [x], [(shape, dtype_of(x))], ints=[0, 0] + axes)
+    return apply("ReverseV2", [x], [(shape, dtype_of(x))],
+                 attrs={"mode": 0, "image": 0, "axes": axes})
 
 
 def broadcast_to(input, shape, name=None):  # noqa: A002
@@ -191,7 +193,7 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
                                              f"tensor of shape [{want}]")
     if len(target) > 16:
         raise op_error(ValueError, "broadcast_to: at most 16 dims")
-    return apply("BroadcastTo", [x], [(tuple(target), dtype_of(x))], ints=target)
+    return apply("BroadcastTo", [x], [(tuple(target), dtype_of(x))], attrs={"shape": target})
 
 
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
@@ -226,7 +228,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
             if n > 63:
                 raise op_error(ValueError, "split: at most 63 pieces in conveyor")
             specs = [(shape, dtype_of(x))] * n
-            outs = apply("SplitV", [x], specs, ints=[axis] + [-1] * n)
+            outs = apply("SplitV", [x], specs, attrs={"axis": axis, "sizes": [-1] * n})
             return [outs] if n == 1 else list(outs)
         if dim % n:
             raise _error(traced, ValueError, f"Dimension size must be evenly divisible by {n} but "
@@ -256,7 +258,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
         raise op_error(ValueError, "split: at most 63 pieces in conveyor")
     specs = [(shape[:axis] + (None if s < 0 else s,) + shape[axis + 1:], dtype_of(x))
              for s in sizes]
-    outs = apply("SplitV", [x], specs, ints=[axis] + sizes)
+    outs = apply("SplitV", [x], specs, attrs={"axis": axis, "sizes": sizes})
     return [outs] if len(sizes) == 1 else list(outs)
 
 
@@ -364,7 +366,7 @@ def reshape(tensor, shape, name=None):
         if total != int(np.prod(dims, dtype=np.int64)):
             raise op_error(ValueError, f"Cannot reshape a tensor with {total} elements to shape "
                                        f"{dims} ({int(np.prod(dims, dtype=np.int64))} elements)")
-    return apply("Reshape", [x], [(tuple(out), dtype_of(x))], ints=dims)
+    return apply("Reshape", [x], [(tuple(out), dtype_of(x))], attrs={"shape": dims})
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
@@ -401,7 +403,8 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     iv = [int(np.asarray(on).astype(np.float64)) if dtype.is_floating else int(on),
           int(np.asarray(off).astype(np.float64)) if dtype.is_floating else int(off)]
     return apply("OneHot", [x], [(tuple(out), dtype)],
-                 ints=[dtype._code, depth, axis, iv[0], iv[1]], floats=[float(on), float(off)])
+                 attrs={"dtype": dtype._code, "depth": depth, "axis": axis, "on_int": iv[0],
+                        "off_int": iv[1], "on_value": float(on), "off_value": float(off)})
 
 
 def shape(input, out_type=None, name=None):  # noqa: A002 - TensorFlow's argument name
@@ -455,7 +458,7 @@ def concat(values, axis, name=None):
             if len(known) > 1:
                 raise op_error(ValueError, f"concat: dimension {d} differs: {dims}")
             out.append(known.pop() if known else None)
-    return apply("ConcatV2", xs, [(tuple(out), dts.pop())], ints=[axis])
+    return apply("ConcatV2", xs, [(tuple(out), dts.pop())], attrs={"axis": axis})
 
 
 def stack(values, axis=0, name=None):
@@ -608,7 +611,7 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
             out = tuple(n for d, n in enumerate(shape) if d not in drop)
         elif None not in shape:
             out = tuple(n for n in shape if n != 1)
-    return apply("Squeeze", [x], [(out, dtype_of(x))], ints=axes)
+    return apply("Squeeze", [x], [(out, dtype_of(x))], attrs={"axes": axes})
 
 
 def unstack(value, num=None, axis=0, name="unstack"):
@@ -639,7 +642,7 @@ def unstack(value, num=None, axis=0, name="unstack"):
         return [np.take(x, i, axis=axis) for i in builtins.range(n)]
     keep = [1, 0, 0, 1, 0, 0]
     return [apply("StridedSlice", [x], [(out, dtype_of(x))],
-                  ints=[axis + 1] + keep * axis + [0, i, 0, 1, 1, 0])
+                  attrs={"num_dims": axis + 1, "dims": keep * axis + [0, i, 0, 1, 1, 0]})
             for i in builtins.range(n)]
 
 
@@ -673,7 +676,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
         axis %= rank
         if is_ is not None:
             out = ps[:axis] + is_ + ps[axis + 1:]
-    return apply("GatherV2", [p, i], [(out, dtype_of(p))], ints=[axis])
+    return apply("GatherV2", [p, i], [(out, dtype_of(p))], attrs={"axis": axis})
 
 
 # -- where (csrc/ops/select.c, where.c) ---------------------------------------------
@@ -738,10 +741,11 @@ def ensure_shape(x, shape, name=None):
                                            f"{a} and {b}. Shapes are {_dims_str(want)} and "
                                            f"{_dims_str(have)}.")
         out = tuple(a if a is not None else b for a, b in zip(want, have))
-    ints = [len(want)] + [-1 if d is None else int(d) for d in want]
-    if len(ints) > 64:
+    dims = [-1 if d is None else int(d) for d in want]
+    if 1 + len(dims) > 64:
         raise op_error(ValueError, "ensure_shape: at most 63 dims")
-    return apply("EnsureShape", [x], [(out, dtype_of(x))], ints=ints)
+    return apply("EnsureShape", [x], [(out, dtype_of(x))],
+                 attrs={"rank": len(want), "dims": dims})
 
 
 def _dims_str(dims):

@@ -95,5 +95,6 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
         if saturate:
             flo, fhi = (float(v) for v in _saturate_limits(src, dtype))
     return apply("ConvertImageDtype", [x], [(static_shape(x), dtype)],
-                 ints=[dtype._code, int(bool(saturate)), lo, hi, shift],
-                 floats=[scale, flo, fhi])
+                 attrs={"dtype": dtype._code, "saturate": int(bool(saturate)), "int_lo": lo,
+                        "int_hi": hi, "shift": shift, "scale": scale, "float_lo": flo,
+                        "float_hi": fhi})

@@ -40,7 +40,7 @@ def cast(x, dtype, name=None):
     x = convert(x, name="x")
     if dtype == _dtypes.string or dtype_of(x) == _dtypes.string:
         raise op_error(TypeError, f"Cast: cannot cast {dtype_of(x).name} to {dtype.name}")
-    return apply("Cast", [x], [(static_shape(x), dtype)], ints=[dtype._code])
+    return apply("Cast", [x], [(static_shape(x), dtype)], attrs={"dtype": dtype._code})
 
 
 # -- elementwise ops (csrc/ops/elementwise.c) ---------------------------------
@@ -125,7 +125,7 @@ def _binary(fname, x, y, operator=False):
             raise refuse(TypeError, f"{fname} is not defined for string tensors")
         shape = _broadcast_shape(static_shape(x), static_shape(y), fname)
         return apply("StringEqual", [x, y], [(shape, _dtypes.bool)],
-                     ints=[fname == "not_equal"])
+                     attrs={"negate": fname == "not_equal"})
     if (fname in _LOGICAL) != dx.is_bool and fname not in ("equal", "not_equal"):
         raise refuse(TypeError, f"{fname} is not defined for {dx.name} tensors")
     shape = _broadcast_shape(static_shape(x), static_shape(y), fname)
@@ -139,7 +139,7 @@ def _binary(fname, x, y, operator=False):
     if half:  # computed in float32 and rounded back, as TensorFlow (Eigen) does
         x, y = cast(x, _dtypes.float32), cast(y, _dtypes.float32)
     out_dtype = _dtypes.bool if fname in _COMPARISONS else (_dtypes.float32 if half else dx)
-    result = apply("Elementwise", [x, y], [(shape, out_dtype)], ints=[_KINDS[fname]])
+    result = apply("Elementwise", [x, y], [(shape, out_dtype)], attrs={"kind": _KINDS[fname]})
     if half and fname not in _COMPARISONS:
         result = cast(result, _dtypes.float16)
     return result
@@ -155,7 +155,8 @@ def _unary(fname, x):
     half = dx == _dtypes.float16
     if half:
         x = cast(x, _dtypes.float32)
-    result = apply("Elementwise", [x], [(static_shape(x), dtype_of(x))], ints=[_KINDS[fname]])
+    result = apply("Elementwise", [x], [(static_shape(x), dtype_of(x))],
+                   attrs={"kind": _KINDS[fname]})
     return cast(result, _dtypes.float16) if half else result
 
 
@@ -253,10 +254,11 @@ def _getitem(x, key):
             items.append((0, i, 0, 1, 1, 0))
             d += 1
     out.extend(shape[d:])
-    ints = [len(items)] + [int(v) for item in items for v in item]
-    if len(ints) > 64:
+    dims = [int(v) for item in items for v in item]
+    if 1 + len(dims) > 64:
         raise trace.fail("an index with more than 10 parts")
-    return apply("StridedSlice", [x], [(tuple(out), dtype_of(x))], ints=ints)
+    return apply("StridedSlice", [x], [(tuple(out), dtype_of(x))],
+                 attrs={"num_dims": len(items), "dims": dims})
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
@@ -321,7 +323,8 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):  # noqa: A002
         raise v._trace.fail("cumsum of a tensor of unknown rank is not supported natively")
     # An axis out of range is the op's InvalidArgumentError (per element when
     # traced, as in TensorFlow's graph).
-    return apply("Cumsum", [v], [(shape, dt)], ints=[a, int(bool(exclusive)), int(bool(reverse))])
+    return apply("Cumsum", [v], [(shape, dt)], attrs={"axis": a, "exclusive": int(bool(exclusive)),
+                                                      "reverse": int(bool(reverse))})
 
 
 # -- helpers of the reductions and of conveyor.ops.array_ops -----------------------
@@ -385,11 +388,11 @@ def _reduce(kind, input_tensor, axis, keepdims):
                                            f"duplicate dimension: {a % rank}")
             seen.add(a % rank)
         out = tuple(1 if d in seen else n for d, n in enumerate(shape) if keepdims or d not in seen)
-    ints = [_REDUCE_KINDS[kind], int(bool(keepdims)), -1 if axes is None else len(axes)]
-    ints += axes or []
-    if len(ints) > 64:
+    attrs = {"kind": _REDUCE_KINDS[kind], "keepdims": int(bool(keepdims)),
+             "num_axes": -1 if axes is None else len(axes), "axes": list(axes or [])}
+    if 3 + len(attrs["axes"]) > 64:
         raise op_error(ValueError, f"reduce_{kind}: at most 61 axes")
-    return apply("Reduce", [x], [(out, dt)], ints=ints)
+    return apply("Reduce", [x], [(out, dt)], attrs=attrs)
 
 
 def _make_reduce(kind, doc):
@@ -459,7 +462,7 @@ def _arg(is_min, input, axis, output_type):  # noqa: A002
                                              f"but got {axis}")
         out = shape[:axis % rank] + shape[axis % rank + 1:]
     return apply("ArgMinMax", [x], [(out, output_type)],
-                 ints=[int(is_min), axis, output_type._code])
+                 attrs={"is_min": int(is_min), "axis": axis, "dtype": output_type._code})
 
 
 def argmax(input, axis=None, output_type=_dtypes.int64, name=None):  # noqa: A002

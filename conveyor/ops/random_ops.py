@@ -24,13 +24,15 @@ def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
     if dtype in (_dtypes.int32, _dtypes.int64):
         if maxval is None:
             raise op_error(ValueError, "Must specify maxval for integer dtype " + dtype.name)
-        ints, floats = [dtype._code, int(minval), int(maxval), len(dims)] + dims, [0.0, 0.0]
+        bounds = {"int_minval": int(minval), "int_maxval": int(maxval), "minval": 0.0,
+                  "maxval": 0.0}
         if int(minval) >= int(maxval):
             raise op_error(ValueError, f"Need minval < maxval: {minval} >= {maxval}")
     elif dtype in (_dtypes.float32, _dtypes.float64):
-        ints = [dtype._code, 0, 0, len(dims)] + dims
-        floats = [float(minval), 1.0 if maxval is None else float(maxval)]
+        bounds = {"int_minval": 0, "int_maxval": 0, "minval": float(minval),
+                  "maxval": 1.0 if maxval is None else float(maxval)}
     else:
         raise op_error(TypeError, f"uniform: unsupported dtype {dtype.name}")
-    return apply("RandomUniform", [], [(tuple(dims), dtype)], ints=ints, floats=floats,
+    attrs = {"dtype": dtype._code, **bounds, "rank": len(dims), "shape": dims}
+    return apply("RandomUniform", [], [(tuple(dims), dtype)], attrs=attrs,
                  random=True, op_seed=seed)

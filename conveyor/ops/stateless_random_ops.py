@@ -61,7 +61,8 @@ def _dims(shape):
 
 def _random(seed, dims, dtype, kind, ilo=0, ihi=0, flo=0.0, fhi=1.0):
     return apply("StatelessRandom", [_seed(seed)], [(tuple(dims), dtype)],
-                 ints=[dtype._code, kind, ilo, ihi, len(dims)] + dims, floats=[flo, fhi])
+                 attrs={"dtype": dtype._code, "kind": kind, "int_minval": ilo, "int_maxval": ihi,
+                        "rank": len(dims), "shape": dims, "minval": flo, "maxval": fhi})
 
 
 def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=_dtypes.float32, name=None,

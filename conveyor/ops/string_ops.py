@@ -76,12 +76,14 @@ def split(input, sep=None, maxsplit=-1, name=None):  # noqa: A002 - TensorFlow's
     _scalar_only(x, "split")
     maxsplit = _int_attr(maxsplit, "maxsplit", "split")
     if sep is None:
-        return apply("StringSplitV2", [x], [((None,), _dtypes.string)], ints=[0, maxsplit])
+        return apply("StringSplitV2", [x], [((None,), _dtypes.string)],
+                     attrs={"mode": 0, "maxsplit": maxsplit})
     s = _strings(sep, "sep")
     if static_shape(s) not in (None, ()):
         raise op_error(_errors.InvalidArgumentError,
                        f"sep must be a scalar, got shape: {list(static_shape(s))}")
-    return apply("StringSplitV2", [x, s], [((None,), _dtypes.string)], ints=[1, maxsplit])
+    return apply("StringSplitV2", [x, s], [((None,), _dtypes.string)],
+                 attrs={"mode": 1, "maxsplit": maxsplit})
 
 
 def bytes_split(input, name=None):  # noqa: A002
@@ -89,7 +91,8 @@ def bytes_split(input, name=None):  # noqa: A002
     a 1-D string tensor of the string's length (``(None,)`` when traced)."""
     x = _strings(input, "input")
     _scalar_only(x, "bytes_split")
-    return apply("StringSplitV2", [x], [((None,), _dtypes.string)], ints=[2, -1])
+    return apply("StringSplitV2", [x], [((None,), _dtypes.string)],
+                 attrs={"mode": 2, "maxsplit": -1})
 
 
 _ERRORS = {"strict": 0, "replace": 1, "ignore": 2}
@@ -128,7 +131,9 @@ def unicode_decode(input, input_encoding, errors="replace", replacement_char=0xF
     _scalar_only(x, "unicode_decode")
     mode, repl = _decode_args("unicode_decode", input_encoding, errors, replacement_char)
     return apply("UnicodeDecode", [x], [((None,), _dtypes.int32)],
-                 ints=[mode, repl, int(bool(replace_control_characters)), 0])
+                 attrs={"errors": mode, "replacement_char": repl,
+                        "replace_control_characters": int(bool(replace_control_characters)),
+                        "output_strings": 0})
 
 
 def unicode_split(input, input_encoding, errors="replace", replacement_char=0xFFFD,  # noqa: A002
@@ -139,7 +144,9 @@ def unicode_split(input, input_encoding, errors="replace", replacement_char=0xFF
     x = _strings(input, "input")
     _scalar_only(x, "unicode_split")
     mode, repl = _decode_args("unicode_split", input_encoding, errors, replacement_char)
-    return apply("UnicodeDecode", [x], [((None,), _dtypes.string)], ints=[mode, repl, 0, 1])
+    return apply("UnicodeDecode", [x], [((None,), _dtypes.string)],
+                 attrs={"errors": mode, "replacement_char": repl, "replace_control_characters": 0,
+                        "output_strings": 1})
 
 
 _NUMBER_TYPES = ("float32", "float64", "int32", "int64", "uint32", "uint64")
@@ -159,7 +166,8 @@ def to_number(string_tensor, out_type=_dtypes.float32, name=None):
         raise op_error(_errors.InvalidArgumentError,
                        f"Value for attr 'out_type' of {out_type.name} is not in the list of "
                        f"allowed values: float, double, int32, int64, uint32, uint64")
-    return apply("StringToNumber", [x], [(static_shape(x), out_type)], ints=[out_type._code])
+    return apply("StringToNumber", [x], [(static_shape(x), out_type)],
+                 attrs={"dtype": out_type._code})
 
 
 def _num_buckets(num_buckets, op):
@@ -176,7 +184,7 @@ def _num_buckets(num_buckets, op):
 
 def _hash(x, kind, buckets, key=(0, 0)):
     return apply("StringToHashBucket", [x], [(static_shape(x), _dtypes.int64)],
-                 ints=[kind, buckets, key[0], key[1]])
+                 attrs={"kind": kind, "num_buckets": buckets, "key0": key[0], "key1": key[1]})
 
 
 def to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
@@ -290,7 +298,8 @@ def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # n
             raise op_error(_errors.InvalidArgumentError, f"regex_replace: invalid rewrite "
                                                          f"pattern: {rewrite}")
     return apply("RegexReplace", [x], [(static_shape(x), _dtypes.string)],
-                 string=pattern + "\0" + rewrite, ints=[1 if replace_global else 0],
+                 string=pattern + "\0" + rewrite,
+                 attrs={"replace_global": 1 if replace_global else 0},
                  obj=compiled)
 
 
@@ -309,7 +318,7 @@ def lower(input, encoding="", name=None):  # noqa: A002
     UTF-8 bytes become U+FFFD)."""
     x = _string_input(input, "lower")
     return apply("StringCase", [x], [(static_shape(x), _dtypes.string)],
-                 ints=[0, _encoding(encoding, "lower")])
+                 attrs={"upper": 0, "utf8": _encoding(encoding, "lower")})
 
 
 def upper(input, encoding="", name=None):  # noqa: A002
@@ -317,7 +326,7 @@ def upper(input, encoding="", name=None):  # noqa: A002
     :func:`lower` for `encoding`."""
     x = _string_input(input, "upper")
     return apply("StringCase", [x], [(static_shape(x), _dtypes.string)],
-                 ints=[1, _encoding(encoding, "upper")])
+                 attrs={"upper": 1, "utf8": _encoding(encoding, "upper")})
 
 
 def strip(input, name=None):  # noqa: A002
@@ -339,7 +348,7 @@ def length(input, unit="BYTE", name=None):  # noqa: A002
     in bytes, or with ``unit="UTF8_CHAR"`` in UTF-8 characters."""
     x = _string_input(input, "length")
     return apply("StringLength", [x], [(static_shape(x), _dtypes.int32)],
-                 ints=[_unit(unit, "length")])
+                 attrs={"utf8": _unit(unit, "length")})
 
 
 def _int_pair(pos, len_, fname):
@@ -381,7 +390,8 @@ def substr(input, pos, len, unit="BYTE", name=None):  # noqa: A002 - TensorFlow'
     x = _string_input(input, "substr")
     p, n = _int_pair(pos, len, "substr")
     shape = _broadcast(static_shape(x), static_shape(p), "substr")
-    return apply("Substr", [x, p, n], [(shape, _dtypes.string)], ints=[_unit(unit, "substr")])
+    return apply("Substr", [x, p, n], [(shape, _dtypes.string)],
+                 attrs={"utf8": _unit(unit, "substr")})
 
 
 def _separator(separator, fname):
@@ -440,7 +450,8 @@ def reduce_join(inputs, axis=None, keepdims=False, separator="", name=None):
     out = [1 if d in axes else shape[d] for d in range(rank) if keepdims or d not in axes]
     flags = [axes.index(d) + 1 if d in axes else 0 for d in range(rank)]
     return apply("ReduceJoin", [x], [(tuple(out), _dtypes.string)],
-                 ints=[1 if keepdims else 0] + flags, string=_separator(separator, "reduce_join"))
+                 attrs={"keepdims": 1 if keepdims else 0, "reduced": flags},
+                 string=_separator(separator, "reduce_join"))
 
 
 builtins_len = len
@@ -474,8 +485,9 @@ def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, f
     if not -1 <= int(precision) <= 1000 or not -1 <= int(width) <= 1 << 20:
         raise op_error(_errors.InvalidArgumentError, "as_string: precision or width out of range")
     return apply("AsString", [x], [(static_shape(x), _dtypes.string)],
-                 ints=[int(precision), int(bool(scientific)), int(bool(shortest)), int(width),
-                       ord(fill) if fill else 0])
+                 attrs={"precision": int(precision), "scientific": int(bool(scientific)),
+                        "shortest": int(bool(shortest)), "width": int(width),
+                        "fill": ord(fill) if fill else 0})
 
 
 __all__ += ["format"]
@@ -505,4 +517,5 @@ def format(template, inputs, placeholder="{}", summarize=3, name=None):  # noqa:
                                                        "unknown rank) are not supported yet")
     text = "\0".join(pieces)
     return apply("StringFormat", xs, [((), _dtypes.string)],
-                 ints=[int(summarize), builtins_len(text.encode("utf-8")) + 1], string=text)
+                 attrs={"summarize": int(summarize),
+                        "template_length": builtins_len(text.encode("utf-8")) + 1}, string=text)

@@ -12,6 +12,12 @@
 #include "ops/image_convert.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { ADJUST_DELTA, ADJUST_SCALE_IN, ADJUST_SCALE_OUT, ADJUST_LO, ADJUST_HI, ADJUST_NUM_FLOATS };
+static const char *const adjust_float_attrs[] = {"delta", "scale_in", "scale_out", "lo", "hi",
+    NULL};
+CV_ATTR_NAMES_MATCH(adjust_float_attrs, ADJUST_NUM_FLOATS);
+
 #define CHUNK 1024
 
 static CvStatus adjust_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
@@ -20,9 +26,9 @@ static CvStatus adjust_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     (void)num_out;
     (void)ctx;
     const CvTensor *v = &in[0];
-    if (attrs->num_floats < 5)
+    if (attrs->num_floats < ADJUST_NUM_FLOATS)
         return cv_error(CV_INVALID_ARGUMENT, "AdjustBrightness: bad attributes");
-    double delta = attrs->floats[0];
+    double delta = attrs->floats[ADJUST_DELTA];
     if (num_in > 1) {
         const CvTensor *t = &in[1];
         if (cv_tensor_num_elements(t) != 1 || (t->dtype != CV_FLOAT32 && t->dtype != CV_FLOAT64))
@@ -56,15 +62,16 @@ static CvStatus adjust_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     for (int64_t start = 0; start < total; start += CHUNK) {
         int64_t n = total - start < CHUNK ? total - start : CHUNK;
         cv_image_to_f32(v->dtype, v->data + (size_t)start * esize, n, buf,
-                        (float)attrs->floats[1]);
+                        (float)attrs->floats[ADJUST_SCALE_IN]);
         for (int64_t i = 0; i < n; i++)
             buf[i] += d;
         cv_image_from_f32(v->dtype, buf, n, out[0].data + (size_t)start * esize,
-                          (float)attrs->floats[2], true, (float)attrs->floats[3],
-                          (float)attrs->floats[4]);
+                          (float)attrs->floats[ADJUST_SCALE_OUT], true,
+                          (float)attrs->floats[ADJUST_LO], (float)attrs->floats[ADJUST_HI]);
     }
     return CV_STATUS_OK;
 }
 
 const CvOp cv_op_adjust = {
-    .name = "AdjustBrightness", .min_inputs = 1, .max_inputs = 2, .run = adjust_run};
+    .name = "AdjustBrightness", .min_inputs = 1, .max_inputs = 2, .run = adjust_run,
+    .float_attrs = adjust_float_attrs};

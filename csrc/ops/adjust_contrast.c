@@ -17,13 +17,18 @@
 #include "ops/flush_denormals.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { CONTRAST_FACTOR, CONTRAST_NUM_FLOATS };
+static const char *const contrast_float_attrs[] = {"factor", NULL};
+CV_ATTR_NAMES_MATCH(contrast_float_attrs, CONTRAST_NUM_FLOATS);
+
 static CvStatus contrast_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                              int num_out, CvOpContext *ctx)
 {
     (void)num_out;
     (void)ctx;
     const CvTensor *v = &in[0];
-    double factor = attrs->num_floats > 0 ? attrs->floats[0] : 1.0;
+    double factor = attrs->num_floats > CONTRAST_FACTOR ? attrs->floats[CONTRAST_FACTOR] : 1.0;
     char text[CV_MAX_RANK * 24];
     float *scratch = NULL;
     if (num_in > 1) {
@@ -91,4 +96,5 @@ cleanup:
 }
 
 const CvOp cv_op_adjust_contrast = {
-    .name = "AdjustContrastv2", .min_inputs = 1, .max_inputs = 2, .run = contrast_run};
+    .name = "AdjustContrastv2", .min_inputs = 1, .max_inputs = 2, .run = contrast_run,
+    .float_attrs = contrast_float_attrs};

@@ -11,6 +11,11 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { GAMMA_GAMMA, GAMMA_GAIN, GAMMA_NUM_FLOATS };
+static const char *const gamma_float_attrs[] = {"gamma", "gain", NULL};
+CV_ATTR_NAMES_MATCH(gamma_float_attrs, GAMMA_NUM_FLOATS);
+
 static CvStatus gamma_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                           int num_out, CvOpContext *ctx)
 {
@@ -18,7 +23,7 @@ static CvStatus gamma_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     (void)num_out;
     (void)ctx;
     const CvTensor *v = &in[0];
-    if (attrs->num_floats != 2)
+    if (attrs->num_floats != GAMMA_NUM_FLOATS)
         return cv_error(CV_INVALID_ARGUMENT, "AdjustGamma: malformed attributes");
     if (v->dtype != CV_FLOAT32)
         return cv_error(CV_INVALID_ARGUMENT, "AdjustGamma: unsupported dtype %s",
@@ -26,8 +31,8 @@ static CvStatus gamma_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     CvStatus s = cv_tensor_alloc(&out[0], v->dtype, v->rank, v->shape, 0, NULL);
     if (s)
         return s;
-    double gamma = (double)(float)attrs->floats[0];
-    float gain = (float)attrs->floats[1];
+    double gamma = (double)(float)attrs->floats[GAMMA_GAMMA];
+    float gain = (float)attrs->floats[GAMMA_GAIN];
     int64_t n = cv_tensor_num_elements(v);
     const float *src = (const float *)v->data;
     float *dst = (float *)out[0].data;
@@ -37,4 +42,5 @@ static CvStatus gamma_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
 }
 
 const CvOp cv_op_adjust_gamma = {
-    .name = "AdjustGamma", .min_inputs = 1, .max_inputs = 1, .run = gamma_run};
+    .name = "AdjustGamma", .min_inputs = 1, .max_inputs = 1, .run = gamma_run,
+    .float_attrs = gamma_float_attrs};

@@ -17,6 +17,14 @@
 #include "ops/flush_denormals.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { HSV_MODE, HSV_NUM_INTS };
+static const char *const hsv_int_attrs[] = {"mode", NULL};
+CV_ATTR_NAMES_MATCH(hsv_int_attrs, HSV_NUM_INTS);
+enum { HSV_VALUE, HSV_NUM_FLOATS };
+static const char *const hsv_float_attrs[] = {"value", NULL};
+CV_ATTR_NAMES_MATCH(hsv_float_attrs, HSV_NUM_FLOATS);
+
 enum { SATURATION, HUE, TO_HSV, TO_RGB };
 
 static inline float fmaxf_(float a, float b) { return a < b ? b : a; }
@@ -158,8 +166,8 @@ static CvStatus hsv_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
     (void)num_out;
     (void)ctx;
     const CvTensor *v = &in[0];
-    int mode = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
-    double value = attrs->num_floats > 0 ? attrs->floats[0] : 0.0;
+    int mode = attrs->num_ints > HSV_MODE ? (int)attrs->ints[HSV_MODE] : -1;
+    double value = attrs->num_floats > HSV_VALUE ? attrs->floats[HSV_VALUE] : 0.0;
     char text[CV_MAX_RANK * 24];
     if (mode < SATURATION || mode > TO_RGB)
         return cv_error(CV_INVALID_ARGUMENT, "AdjustHsv: unknown mode %d", mode);
@@ -209,4 +217,5 @@ static CvStatus hsv_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
 }
 
 const CvOp cv_op_adjust_hsv = {
-    .name = "AdjustHsv", .min_inputs = 1, .max_inputs = 2, .run = hsv_run};
+    .name = "AdjustHsv", .min_inputs = 1, .max_inputs = 2, .run = hsv_run,
+    .int_attrs = hsv_int_attrs, .float_attrs = hsv_float_attrs};

@@ -14,6 +14,11 @@
 #include "ops/op.h"
 #include "ops/values.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { ARG_MIN_MAX_IS_MIN, ARG_MIN_MAX_AXIS, ARG_MIN_MAX_DTYPE, ARG_MIN_MAX_NUM_INTS };
+static const char *const arg_min_max_int_attrs[] = {"is_min", "axis", "dtype", NULL};
+CV_ATTR_NAMES_MATCH(arg_min_max_int_attrs, ARG_MIN_MAX_NUM_INTS);
+
 static double lowest_f(CvDtype d)
 {
     return d == CV_FLOAT16 ? -65504.0 : d == CV_FLOAT32 ? -(double)FLT_MAX : -DBL_MAX;
@@ -26,11 +31,11 @@ static CvStatus arg_min_max_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     (void)num_out;
     (void)ctx;
     const CvTensor *x = &in[0];
-    if (attrs->num_ints != 3)
+    if (attrs->num_ints != ARG_MIN_MAX_NUM_INTS)
         return cv_error(CV_INVALID_ARGUMENT, "ArgMinMax: malformed attributes");
-    bool is_min = attrs->ints[0] != 0;
-    int64_t axis = attrs->ints[1];
-    CvDtype od = (CvDtype)attrs->ints[2];
+    bool is_min = attrs->ints[ARG_MIN_MAX_IS_MIN] != 0;
+    int64_t axis = attrs->ints[ARG_MIN_MAX_AXIS];
+    CvDtype od = (CvDtype)attrs->ints[ARG_MIN_MAX_DTYPE];
     if (x->dtype == CV_STRING ||
         (od != CV_INT16 && od != CV_UINT16 && od != CV_INT32 && od != CV_INT64))
         return cv_error(CV_INVALID_ARGUMENT, "ArgMinMax: bad input or output dtype");
@@ -87,4 +92,5 @@ static CvStatus arg_min_max_run(const CvOpAttrs *attrs, const CvTensor *in, int 
 }
 
 const CvOp cv_op_arg_min_max = {
-    .name = "ArgMinMax", .min_inputs = 1, .max_inputs = 1, .run = arg_min_max_run};
+    .name = "ArgMinMax", .min_inputs = 1, .max_inputs = 1, .run = arg_min_max_run,
+    .int_attrs = arg_min_max_int_attrs};

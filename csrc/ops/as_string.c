@@ -14,6 +14,13 @@
 #include "ops/op.h"
 #include "ops/string_out.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { AS_STRING_PRECISION, AS_STRING_SCIENTIFIC, AS_STRING_SHORTEST, AS_STRING_WIDTH,
+    AS_STRING_FILL, AS_STRING_NUM_INTS };
+static const char *const as_string_int_attrs[] = {"precision", "scientific", "shortest", "width",
+    "fill", NULL};
+CV_ATTR_NAMES_MATCH(as_string_int_attrs, AS_STRING_NUM_INTS);
+
 static double float_at(const CvTensor *t, int64_t i)
 {
     if (t->dtype == CV_FLOAT64)
@@ -34,13 +41,14 @@ static CvStatus as_string_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     (void)num_out;
     (void)ctx;
     const CvTensor *x = &in[0];
-    if (attrs->num_ints < 5)
+    if (attrs->num_ints < AS_STRING_NUM_INTS)
         return cv_error(CV_INVALID_ARGUMENT, "AsString needs five ints");
     if (x->dtype == CV_STRING) {
         cv_tensor_copy_ref(&out[0], x);
         return CV_STATUS_OK;
     }
-    const int64_t precision = attrs->ints[0], width = attrs->ints[3], fill = attrs->ints[4];
+    const int64_t precision = attrs->ints[AS_STRING_PRECISION];
+    const int64_t width = attrs->ints[AS_STRING_WIDTH], fill = attrs->ints[AS_STRING_FILL];
     if (precision > 1000 || width > (1 << 20) || (fill && !strchr("0 -+#", (int)fill)))
         return cv_error(CV_INVALID_ARGUMENT, "AsString: precision, width or fill out of range");
     const bool is_float = x->dtype == CV_FLOAT16 || x->dtype == CV_FLOAT32 ||
@@ -55,7 +63,9 @@ static CvStatus as_string_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     if (is_float) {
         if (precision >= 0)
             f += snprintf(f, 16, ".%lld", (long long)precision);
-        *f++ = attrs->ints[1] ? 'e' : attrs->ints[2] ? 'g' : 'f';
+        *f++ = attrs->ints[AS_STRING_SCIENTIFIC] ? 'e'
+               : attrs->ints[AS_STRING_SHORTEST] ? 'g'
+                                                 : 'f';
     } else if (x->dtype == CV_BOOL) {
         *f++ = 's';
     } else {
@@ -112,4 +122,6 @@ static CvStatus as_string_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     return s;
 }
 
-const CvOp cv_op_as_string = {"AsString", 1, 1, as_string_run};
+const CvOp cv_op_as_string = {
+    .name = "AsString", .min_inputs = 1, .max_inputs = 1, .run = as_string_run,
+    .int_attrs = as_string_int_attrs};

@@ -6,6 +6,11 @@
 #include "ops/numeric.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { CAST_DTYPE, CAST_NUM_INTS };
+static const char *const cast_int_attrs[] = {"dtype", NULL};
+CV_ATTR_NAMES_MATCH(cast_int_attrs, CAST_NUM_INTS);
+
 /* Loads widen every source to one of three carriers (double for floats,
  * int64/uint64 for integers), stores narrow from it. */
 #define LOAD_BOOL(p, i) ((int64_t)(((const uint8_t *)(p))[i] != 0))
@@ -119,8 +124,9 @@ static CvStatus cast_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
 {
     (void)num_in;
     (void)num_out;
-    CvDtype to = (CvDtype)attrs->ints[0];
-    if (attrs->num_ints < 1 || attrs->ints[0] < 0 || attrs->ints[0] >= CV_NUM_DTYPES)
+    CvDtype to = (CvDtype)attrs->ints[CAST_DTYPE];
+    if (attrs->num_ints < CAST_NUM_INTS || attrs->ints[CAST_DTYPE] < 0 ||
+        attrs->ints[CAST_DTYPE] >= CV_NUM_DTYPES)
         return cv_error(CV_INVALID_ARGUMENT, "Cast needs a target dtype");
     if (in[0].dtype == to) {
         cv_tensor_copy_ref(&out[0], &in[0]);
@@ -135,4 +141,5 @@ static CvStatus cast_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_cast = {.name = "Cast", .min_inputs = 1, .max_inputs = 1, .run = cast_run};
+const CvOp cv_op_cast = {.name = "Cast", .min_inputs = 1, .max_inputs = 1, .run = cast_run,
+    .int_attrs = cast_int_attrs};

@@ -13,6 +13,14 @@
 #include "ops/image_convert.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { COLOR_MODE, COLOR_NUM_INTS };
+static const char *const color_int_attrs[] = {"mode", NULL};
+CV_ATTR_NAMES_MATCH(color_int_attrs, COLOR_NUM_INTS);
+enum { COLOR_SCALE_IN, COLOR_SCALE_OUT, COLOR_NUM_FLOATS };
+static const char *const color_float_attrs[] = {"scale_in?", "scale_out?", NULL};
+CV_ATTR_NAMES_MATCH(color_float_attrs, COLOR_NUM_FLOATS);
+
 #define CHUNK 256 /* pixels per conversion chunk */
 
 static CvStatus color_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
@@ -22,7 +30,7 @@ static CvStatus color_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     (void)num_out;
     (void)ctx;
     const CvTensor *v = &in[0];
-    bool to_rgb = attrs->num_ints > 0 && attrs->ints[0] == 1;
+    bool to_rgb = attrs->num_ints > COLOR_MODE && attrs->ints[COLOR_MODE] == 1;
     int64_t shape[CV_MAX_RANK];
     char text[CV_MAX_RANK * 24];
     if (v->dtype == CV_STRING || v->dtype == CV_BOOL)
@@ -50,8 +58,9 @@ static CvStatus color_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     }
     const float w0 = (float)0.2989, w1 = (float)0.5870, w2 = (float)0.1140;
     float rgb[CHUNK * 3], gray[CHUNK];
-    float scale_in = attrs->num_floats > 0 ? (float)attrs->floats[0] : 1.0f;
-    float scale_out = attrs->num_floats > 1 ? (float)attrs->floats[1] : 1.0f;
+    const double *f = attrs->floats;
+    float scale_in = attrs->num_floats > COLOR_SCALE_IN ? (float)f[COLOR_SCALE_IN] : 1.0f;
+    float scale_out = attrs->num_floats > COLOR_SCALE_OUT ? (float)f[COLOR_SCALE_OUT] : 1.0f;
     for (int64_t start = 0; start < pixels; start += CHUNK) {
         int64_t n = pixels - start < CHUNK ? pixels - start : CHUNK;
         cv_image_to_f32(v->dtype, v->data + (size_t)(start * 3) * esize, n * 3, rgb, scale_in);
@@ -63,4 +72,5 @@ static CvStatus color_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_color = {.name = "ImageColor", .min_inputs = 1, .max_inputs = 1, .run = color_run};
+const CvOp cv_op_color = {.name = "ImageColor", .min_inputs = 1, .max_inputs = 1, .run = color_run,
+    .int_attrs = color_int_attrs, .float_attrs = color_float_attrs};

@@ -6,12 +6,17 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { CONCAT_AXIS, CONCAT_NUM_INTS };
+static const char *const concat_int_attrs[] = {"axis", NULL};
+CV_ATTR_NAMES_MATCH(concat_int_attrs, CONCAT_NUM_INTS);
+
 static CvStatus concat_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                            int num_out, CvOpContext *ctx)
 {
     (void)num_out;
     (void)ctx;
-    int64_t axis = attrs->num_ints == 1 ? attrs->ints[0] : -1;
+    int64_t axis = attrs->num_ints == CONCAT_NUM_INTS ? attrs->ints[CONCAT_AXIS] : -1;
     const CvTensor *first = &in[0];
     if (axis < 0 || axis >= first->rank || first->dtype == CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "ConcatV2: bad axis or dtype");
@@ -52,4 +57,5 @@ static CvStatus concat_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_concat = {.name = "ConcatV2", .min_inputs = 1, .max_inputs = 64, .run = concat_run};
+const CvOp cv_op_concat = {.name = "ConcatV2", .min_inputs = 1, .max_inputs = 64, .run = concat_run,
+    .int_attrs = concat_int_attrs};

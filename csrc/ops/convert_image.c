@@ -25,6 +25,16 @@
 #include "ops/image_convert.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { CONVERT_DTYPE, CONVERT_SATURATE, CONVERT_INT_LO, CONVERT_INT_HI, CONVERT_SHIFT,
+    CONVERT_NUM_INTS };
+static const char *const convert_int_attrs[] = {"dtype", "saturate", "int_lo", "int_hi", "shift",
+    NULL};
+CV_ATTR_NAMES_MATCH(convert_int_attrs, CONVERT_NUM_INTS);
+enum { CONVERT_SCALE, CONVERT_FLOAT_LO, CONVERT_FLOAT_HI, CONVERT_NUM_FLOATS };
+static const char *const convert_float_attrs[] = {"scale", "float_lo", "float_hi", NULL};
+CV_ATTR_NAMES_MATCH(convert_float_attrs, CONVERT_NUM_FLOATS);
+
 enum { SIGNED, UNSIGNED, FLOATING, OTHER };
 
 #define CHUNK 256
@@ -139,10 +149,12 @@ static CvStatus convert_image_run(const CvOpAttrs *attrs, const CvTensor *in, in
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    if (attrs->num_ints < 5 || attrs->num_floats < 3 || attrs->ints[0] < 0 ||
-        attrs->ints[0] >= CV_NUM_DTYPES || attrs->ints[4] < -63 || attrs->ints[4] > 63)
+    const int64_t *a = attrs->ints;
+    if (attrs->num_ints < CONVERT_NUM_INTS || attrs->num_floats < CONVERT_NUM_FLOATS ||
+        a[CONVERT_DTYPE] < 0 || a[CONVERT_DTYPE] >= CV_NUM_DTYPES || a[CONVERT_SHIFT] < -63 ||
+        a[CONVERT_SHIFT] > 63)
         return cv_error(CV_INVALID_ARGUMENT, "ConvertImageDtype: bad attributes");
-    CvDtype from = in[0].dtype, to = (CvDtype)attrs->ints[0];
+    CvDtype from = in[0].dtype, to = (CvDtype)a[CONVERT_DTYPE];
     int kin = kind_of(from), kout = kind_of(to);
     if (kin == OTHER || kout == OTHER)
         return cv_error(CV_INVALID_ARGUMENT, "convert_image_dtype: %s to %s: dtypes must be "
@@ -151,9 +163,10 @@ static CvStatus convert_image_run(const CvOpAttrs *attrs, const CvTensor *in, in
         cv_tensor_copy_ref(&out[0], &in[0]);
         return CV_STATUS_OK;
     }
-    bool saturate = attrs->ints[1] != 0;
-    int64_t lo = attrs->ints[2], hi = attrs->ints[3], shift = attrs->ints[4];
-    double scale = attrs->floats[0], flo = attrs->floats[1], fhi = attrs->floats[2];
+    bool saturate = a[CONVERT_SATURATE] != 0;
+    int64_t lo = a[CONVERT_INT_LO], hi = a[CONVERT_INT_HI], shift = a[CONVERT_SHIFT];
+    const double *f = attrs->floats;
+    double scale = f[CONVERT_SCALE], flo = f[CONVERT_FLOAT_LO], fhi = f[CONVERT_FLOAT_HI];
     CvStatus s = cv_tensor_alloc(&out[0], to, in[0].rank, in[0].shape, 0, NULL);
     if (s)
         return s;
@@ -232,4 +245,5 @@ static CvStatus convert_image_run(const CvOpAttrs *attrs, const CvTensor *in, in
 }
 
 const CvOp cv_op_convert_image = {
-    .name = "ConvertImageDtype", .min_inputs = 1, .max_inputs = 1, .run = convert_image_run};
+    .name = "ConvertImageDtype", .min_inputs = 1, .max_inputs = 1, .run = convert_image_run,
+    .int_attrs = convert_int_attrs, .float_attrs = convert_float_attrs};

@@ -4,20 +4,21 @@
  * tf.image.random_crop. The window is computed here from the runtime shape,
  * so traced images of unknown size crop as TensorFlow's Python computes it.
  *
- * ints[0] is the mode; the image modes (all but RANDOM) work on the height
- * and width dims of a rank 3 ([h, w, c]) or rank 4 ([n, h, w, c]) value:
- *   BOX (0), PAD (1): ints[1..4] = offset_h, offset_w, target_h, target_w;
- *   CROP_OR_PAD (2):  ints[3..4] = target_h, target_w (offsets from the shape);
- *     for these three, ints[5] is a mask: bit k set means parameter k
+ * Attributes (named below): `mode`, then `params` by mode. The image modes
+ * (all but RANDOM) work on the height and width dims of a rank 3 ([h, w, c])
+ * or rank 4 ([n, h, w, c]) value:
+ *   BOX (0), PAD (1): params[0..3] = offset_h, offset_w, target_h, target_w;
+ *   CROP_OR_PAD (2):  params[2..3] = target_h, target_w (offsets from the shape);
+ *     for these three, params[4] is a mask: bit k set means parameter k
  *     (offset_h, offset_w, target_h, target_w) is the next input, a scalar
- *     integer, instead of ints[1 + k];
- *   CENTRAL (3): floats[0], floats[1] = central_fraction for the height and
- *     the width (TensorFlow rounds it to float32 for a dim it only knows at
- *     run time), or input 1 (a scalar float) for both;
- *   RANDOM (4): any rank; ints[1..] = the size of every dim, or input 1 (an
+ *     integer, instead of params[k];
+ *   CENTRAL (3): floats height_fraction, width_fraction = central_fraction
+ *     for the height and the width (TensorFlow rounds it to float32 for a dim
+ *     it only knows at run time), or input 1 (a scalar float) for both;
+ *   RANDOM (4): any rank; params = the size of every dim, or input 1 (an
  *     integer vector); offsets uniform in [0, dim - size] from the op's
  *     random stream.
- *   STATELESS (5): as RANDOM with ints[1..] the sizes and input 1 the seed
+ *   STATELESS (5): as RANDOM with params the sizes and input 1 the seed
  *     of tf.image.stateless_random_crop (ops/stateless.h): offset d is
  *     (a uniform int32 in [0, 2**31 - 1)) % (dim - size + 1).
  *
@@ -30,6 +31,17 @@
 #include "ops/image.h"
 #include "ops/op.h"
 #include "ops/stateless.h"
+
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { CROP_MODE, CROP_PARAMS, CROP_NUM_INTS };
+static const char *const crop_int_attrs[] = {"mode", "params[]", NULL};
+CV_ATTR_NAMES_MATCH(crop_int_attrs, CROP_NUM_INTS);
+/* The params of BOX, PAD and CROP_OR_PAD: offset_h, offset_w, target_h,
+ * target_w, then the mask of those given as inputs. */
+enum { CROP_BOX_PARAMS = 4, CROP_BOX_MASK = CROP_PARAMS + CROP_BOX_PARAMS };
+enum { CROP_HEIGHT_FRACTION, CROP_WIDTH_FRACTION, CROP_NUM_FLOATS };
+static const char *const crop_float_attrs[] = {"height_fraction?", "width_fraction?", NULL};
+CV_ATTR_NAMES_MATCH(crop_float_attrs, CROP_NUM_FLOATS);
 
 enum { BOX, PAD, CROP_OR_PAD, CENTRAL, RANDOM, STATELESS };
 
@@ -135,7 +147,7 @@ static CvStatus random_spans(const CvOpAttrs *attrs, const CvTensor *in, int num
         num_in = 1; /* the sizes are attributes */
     }
     int64_t size[CV_MAX_RANK];
-    int n = attrs->num_ints - 1;
+    int n = attrs->num_ints - CROP_PARAMS;
     const CvTensor *v = &in[0];
     if (num_in > 1) {
         const CvTensor *t = &in[1];
@@ -151,7 +163,7 @@ static CvStatus random_spans(const CvOpAttrs *attrs, const CvTensor *in, int num
             size[d] = in[1].dtype == CV_INT32 ? ((const int32_t *)in[1].data)[d]
                                               : ((const int64_t *)in[1].data)[d];
         else
-            size[d] = attrs->ints[1 + d];
+            size[d] = attrs->ints[CROP_PARAMS + d];
         if (size[d] < 0) {
             char text[CV_MAX_RANK * 24];
             return cv_error(CV_INVALID_ARGUMENT, "size must be >= 0, got %s",
@@ -220,7 +232,7 @@ static CvStatus crop_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
 {
     (void)num_out;
     const CvTensor *v = &in[0];
-    int mode = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
+    int mode = attrs->num_ints > CROP_MODE ? (int)attrs->ints[CROP_MODE] : -1;
     Span span[CV_MAX_RANK];
     CvStatus s;
     if (v->dtype == CV_STRING)
@@ -236,8 +248,9 @@ static CvStatus crop_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         int hd = v->rank - 3, wd = v->rank - 2;
         int64_t h = v->shape[hd], w = v->shape[wd];
         if (mode == CENTRAL) {
-            double fh = attrs->num_floats > 0 ? attrs->floats[0] : 1.0;
-            double fw = attrs->num_floats > 1 ? attrs->floats[1] : fh;
+            const double *f = attrs->floats;
+            double fh = attrs->num_floats > CROP_HEIGHT_FRACTION ? f[CROP_HEIGHT_FRACTION] : 1.0;
+            double fw = attrs->num_floats > CROP_WIDTH_FRACTION ? f[CROP_WIDTH_FRACTION] : fh;
             if (num_in > 1) {
                 if (cv_tensor_num_elements(&in[1]) != 1 ||
                     (in[1].dtype != CV_FLOAT32 && in[1].dtype != CV_FLOAT64))
@@ -251,11 +264,11 @@ static CvStatus crop_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
             span[wd] = central_span(w, fw);
         } else {
             int64_t p[4];
-            int64_t mask = attrs->num_ints > 5 ? attrs->ints[5] : 0;
+            int64_t mask = attrs->num_ints > CROP_BOX_MASK ? attrs->ints[CROP_BOX_MASK] : 0;
             int next = 1;
-            for (int k = 0; k < 4; k++) {
+            for (int k = 0; k < CROP_BOX_PARAMS; k++) {
                 if (!(mask & (1 << k))) {
-                    p[k] = attrs->num_ints > 1 + k ? attrs->ints[1 + k] : 0;
+                    p[k] = attrs->num_ints > CROP_PARAMS + k ? attrs->ints[CROP_PARAMS + k] : 0;
                 } else if (next >= num_in) {
                     return fail("missing crop parameter input");
                 } else if ((s = scalar_int(&in[next++], &p[k]))) {
@@ -307,4 +320,5 @@ static CvStatus crop_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_crop = {.name = "CropOrPad", .min_inputs = 1, .max_inputs = 5, .run = crop_run};
+const CvOp cv_op_crop = {.name = "CropOrPad", .min_inputs = 1, .max_inputs = 5, .run = crop_run,
+    .int_attrs = crop_int_attrs, .float_attrs = crop_float_attrs};

@@ -9,6 +9,11 @@
 #include "ops/op.h"
 #include "ops/values.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { CUMSUM_AXIS, CUMSUM_EXCLUSIVE, CUMSUM_REVERSE, CUMSUM_NUM_INTS };
+static const char *const cumsum_int_attrs[] = {"axis", "exclusive", "reverse", NULL};
+CV_ATTR_NAMES_MATCH(cumsum_int_attrs, CUMSUM_NUM_INTS);
+
 #define CUMSUM_LOOP(T, ACC, LOAD, STORE)                                                          \
     do {                                                                                           \
         const T *src = (const T *)x->data;                                                         \
@@ -41,13 +46,14 @@ static CvStatus cumsum_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     (void)num_out;
     (void)ctx;
     const CvTensor *x = &in[0];
-    if (attrs->num_ints != 3 || x->dtype == CV_STRING || x->dtype == CV_BOOL)
+    if (attrs->num_ints != CUMSUM_NUM_INTS || x->dtype == CV_STRING || x->dtype == CV_BOOL)
         return cv_error(CV_INVALID_ARGUMENT, "malformed attributes or dtype");
-    if (attrs->ints[0] < -x->rank || attrs->ints[0] >= x->rank)
+    int64_t axis_attr = attrs->ints[CUMSUM_AXIS];
+    if (axis_attr < -x->rank || axis_attr >= x->rank)
         return cv_error(CV_INVALID_ARGUMENT, "ScanOp: Expected scan axis in the range [%d, %d), "
-                        "but got %lld", -x->rank, x->rank, (long long)attrs->ints[0]);
-    int axis = (int)(attrs->ints[0] < 0 ? attrs->ints[0] + x->rank : attrs->ints[0]);
-    bool excl = attrs->ints[1] != 0, rev = attrs->ints[2] != 0;
+                        "but got %lld", -x->rank, x->rank, (long long)axis_attr);
+    int axis = (int)(axis_attr < 0 ? axis_attr + x->rank : axis_attr);
+    bool excl = attrs->ints[CUMSUM_EXCLUSIVE] != 0, rev = attrs->ints[CUMSUM_REVERSE] != 0;
     int64_t outer = 1, inner = 1, n = x->shape[axis];
     for (int d = 0; d < axis; d++)
         outer *= x->shape[d];
@@ -95,4 +101,5 @@ static CvStatus cumsum_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_cumsum = {.name = "Cumsum", .min_inputs = 1, .max_inputs = 1, .run = cumsum_run};
+const CvOp cv_op_cumsum = {.name = "Cumsum", .min_inputs = 1, .max_inputs = 1, .run = cumsum_run,
+    .int_attrs = cumsum_int_attrs};

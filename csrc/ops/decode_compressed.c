@@ -14,6 +14,11 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { DECOMPRESS_KIND, DECOMPRESS_NUM_INTS };
+static const char *const decompress_int_attrs[] = {"kind", NULL};
+CV_ATTR_NAMES_MATCH(decompress_int_attrs, DECOMPRESS_NUM_INTS);
+
 #define CV_DECOMPRESSED_MAX (UINT64_C(1) << 34) /* 16 GiB per string */
 
 /* Inflate src (n bytes) into a malloc'd *out of *out_len bytes. */
@@ -88,9 +93,10 @@ static CvStatus decode_compressed_run(const CvOpAttrs *attrs, const CvTensor *in
     (void)num_out;
     (void)ctx;
     const CvTensor *x = &in[0];
-    if (x->dtype != CV_STRING || attrs->num_ints != 1 || attrs->ints[0] < 1 || attrs->ints[0] > 2)
+    if (x->dtype != CV_STRING || attrs->num_ints != DECOMPRESS_NUM_INTS ||
+        attrs->ints[DECOMPRESS_KIND] < 1 || attrs->ints[DECOMPRESS_KIND] > 2)
         return cv_error(CV_INVALID_ARGUMENT, "DecodeCompressed: a string tensor and a kind");
-    int window_bits = attrs->ints[0] == 2 ? 16 + MAX_WBITS : MAX_WBITS;
+    int window_bits = attrs->ints[DECOMPRESS_KIND] == 2 ? 16 + MAX_WBITS : MAX_WBITS;
     int64_t count = cv_tensor_num_elements(x);
     const CvStringRef *refs = (const CvStringRef *)x->data;
     char **parts = calloc(count > 0 ? (size_t)count : 1, sizeof(char *));
@@ -123,4 +129,5 @@ static CvStatus decode_compressed_run(const CvOpAttrs *attrs, const CvTensor *in
 }
 
 const CvOp cv_op_decode_compressed = {.name = "DecodeCompressed", .min_inputs = 1,
-                                      .max_inputs = 1, .run = decode_compressed_run};
+                                      .max_inputs = 1, .run = decode_compressed_run,
+    .int_attrs = decompress_int_attrs};

@@ -26,6 +26,11 @@
 #include "io/csv.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { DECODE_CSV_FIELD_DELIM, DECODE_CSV_USE_QUOTE_DELIM, DECODE_CSV_NUM_INTS };
+static const char *const decode_csv_int_attrs[] = {"field_delim", "use_quote_delim", NULL};
+CV_ATTR_NAMES_MATCH(decode_csv_int_attrs, DECODE_CSV_NUM_INTS);
+
 typedef struct Span {
     size_t off, len;
 } Span;
@@ -128,11 +133,11 @@ static CvStatus decode_csv_run(const CvOpAttrs *attrs, const CvTensor *in, int n
                                CvTensor *out, int num_out, CvOpContext *ctx)
 {
     (void)ctx;
-    if (attrs->num_ints < 2 || num_in != num_out + 2 || num_out < 1)
+    if (attrs->num_ints < DECODE_CSV_NUM_INTS || num_in != num_out + 2 || num_out < 1)
         return cv_error(CV_INVALID_ARGUMENT, "DecodeCSV needs records, select_cols and one "
                         "default per output");
-    const char delim = (char)attrs->ints[0];
-    const bool quotes = attrs->ints[1] != 0;
+    const char delim = (char)attrs->ints[DECODE_CSV_FIELD_DELIM];
+    const bool quotes = attrs->ints[DECODE_CSV_USE_QUOTE_DELIM] != 0;
     const char *na = attrs->string ? attrs->string : "";
     const size_t na_len = strlen(na);
     const CvTensor *rec = &in[0], *sel = &in[1];
@@ -297,4 +302,5 @@ cleanup:
 }
 
 const CvOp cv_op_decode_csv = {
-    .name = "DecodeCSV", .min_inputs = 3, .max_inputs = 1 << 16, .run = decode_csv_run};
+    .name = "DecodeCSV", .min_inputs = 3, .max_inputs = 1 << 16, .run = decode_csv_run,
+    .int_attrs = decode_csv_int_attrs};

@@ -11,6 +11,11 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { DECODE_RAW_DTYPE, DECODE_RAW_LITTLE_ENDIAN, DECODE_RAW_FIXED_LENGTH, DECODE_RAW_NUM_INTS };
+static const char *const decode_raw_int_attrs[] = {"dtype", "little_endian", "fixed_length", NULL};
+CV_ATTR_NAMES_MATCH(decode_raw_int_attrs, DECODE_RAW_NUM_INTS);
+
 /* Reverse the bytes of each `size`-byte value (big-endian data on a
  * little-endian machine). */
 static void swap_bytes(uint8_t *p, size_t count, size_t size)
@@ -29,12 +34,13 @@ static CvStatus decode_raw_run(const CvOpAttrs *attrs, const CvTensor *in, int n
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    if (attrs->num_ints < 3 || attrs->ints[0] < 0 || attrs->ints[0] >= CV_STRING)
+    if (attrs->num_ints < DECODE_RAW_NUM_INTS || attrs->ints[DECODE_RAW_DTYPE] < 0 ||
+        attrs->ints[DECODE_RAW_DTYPE] >= CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "DecodeRaw needs a numeric or bool output dtype");
-    const CvDtype dtype = (CvDtype)attrs->ints[0];
+    const CvDtype dtype = (CvDtype)attrs->ints[DECODE_RAW_DTYPE];
     const size_t size = cv_dtype_size(dtype);
-    const bool little = attrs->ints[1] != 0;
-    const int64_t fixed = attrs->ints[2];
+    const bool little = attrs->ints[DECODE_RAW_LITTLE_ENDIAN] != 0;
+    const int64_t fixed = attrs->ints[DECODE_RAW_FIXED_LENGTH];
     if (in[0].dtype != CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "DecodeRaw needs strings, got %s",
                         cv_dtype_name(in[0].dtype));
@@ -86,4 +92,5 @@ static CvStatus decode_raw_run(const CvOpAttrs *attrs, const CvTensor *in, int n
 }
 
 const CvOp cv_op_decode_raw = {
-    .name = "DecodeRaw", .min_inputs = 1, .max_inputs = 1, .run = decode_raw_run};
+    .name = "DecodeRaw", .min_inputs = 1, .max_inputs = 1, .run = decode_raw_run,
+    .int_attrs = decode_raw_int_attrs};

@@ -1,8 +1,8 @@
 /* Elementwise arithmetic, comparison and logic: the ops behind + - * / and
  * tf.math's binary and unary functions.
  *
- * ints[0]: the function (CvElementwise below). Binary functions take two
- * inputs of one dtype and broadcast them as NumPy does; unary ones take one.
+ * The attribute "kind" (ELEMENTWISE_KIND): the function (CvElementwise
+ * below). Binary functions take two inputs of one dtype and broadcast them as NumPy does; unary ones take one.
  * The Python layer settles dtypes (TensorFlow's rules: no implicit
  * promotion; float16 is computed in float32 and rounded back, as Eigen
  * does) and refuses combinations TensorFlow does not define, so the C side
@@ -13,6 +13,11 @@
 #include <string.h>
 
 #include "ops/op.h"
+
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { ELEMENTWISE_KIND, ELEMENTWISE_NUM_INTS };
+static const char *const elementwise_int_attrs[] = {"kind", NULL};
+CV_ATTR_NAMES_MATCH(elementwise_int_attrs, ELEMENTWISE_NUM_INTS);
 
 typedef enum {
     EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_FLOORDIV, EW_FLOORMOD, EW_POW, EW_MAX, EW_MIN,
@@ -405,7 +410,7 @@ static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int 
                                 CvTensor *out, int num_out, CvOpContext *ctx)
 {
     (void)num_out;
-    int kind = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
+    int kind = attrs->num_ints > ELEMENTWISE_KIND ? (int)attrs->ints[ELEMENTWISE_KIND] : -1;
     bool unary = kind >= EW_FIRST_UNARY;
     if (kind < 0 || kind >= EW_COUNT || num_in != (unary ? 1 : 2))
         return cv_error(CV_INVALID_ARGUMENT, "elementwise function %d with %d inputs", kind, num_in);
@@ -442,7 +447,7 @@ static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int 
 static bool elementwise_as_epilogue(const CvOpAttrs *attrs, const CvTensor *operand,
                                     CvEpilogue *out)
 {
-    int function = attrs->num_ints > 0 ? (int)attrs->ints[0] : -1;
+    int function = attrs->num_ints > ELEMENTWISE_KIND ? (int)attrs->ints[ELEMENTWISE_KIND] : -1;
     CvEpilogueKind kind;
     switch (function) {
     case EW_ADD: kind = CV_EPILOGUE_ADD; break;
@@ -461,4 +466,5 @@ const CvOp cv_op_elementwise = {.name = "Elementwise",
                                  .min_inputs = 1,
                                  .max_inputs = 2,
                                  .run = elementwise_run,
-                                 .as_epilogue = elementwise_as_epilogue};
+                                 .as_epilogue = elementwise_as_epilogue,
+                                 .int_attrs = elementwise_int_attrs};

@@ -13,6 +13,13 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { ENCODE_JPEG_QUALITY, ENCODE_JPEG_PROGRESSIVE, ENCODE_JPEG_OPTIMIZE_SIZE,
+    ENCODE_JPEG_CHROMA_DOWNSAMPLING, ENCODE_JPEG_NUM_INTS };
+static const char *const encode_jpeg_int_attrs[] = {"quality", "progressive", "optimize_size",
+    "chroma_downsampling", NULL};
+CV_ATTR_NAMES_MATCH(encode_jpeg_int_attrs, ENCODE_JPEG_NUM_INTS);
+
 typedef struct {
     struct jpeg_error_mgr base;
     jmp_buf escape;
@@ -41,7 +48,7 @@ static CvStatus encode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     (void)num_out;
     (void)ctx;
     const CvTensor *img = &in[0];
-    if (attrs->num_ints != 4)
+    if (attrs->num_ints != ENCODE_JPEG_NUM_INTS)
         return cv_error(CV_INVALID_ARGUMENT, "EncodeJpeg: malformed attributes");
     if (img->dtype != CV_UINT8 || img->rank != 3 || (img->shape[2] != 1 && img->shape[2] != 3))
         return cv_error(CV_INVALID_ARGUMENT, "image must be 3-dimensional uint8 with 1 or 3 "
@@ -68,12 +75,12 @@ static CvStatus encode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     cinfo.input_components = (int)img->shape[2];
     cinfo.in_color_space = img->shape[2] == 3 ? JCS_RGB : JCS_GRAYSCALE;
     jpeg_set_defaults(&cinfo);
-    jpeg_set_quality(&cinfo, (int)attrs->ints[0], TRUE);
-    cinfo.optimize_coding = attrs->ints[2] ? TRUE : FALSE;
-    if (img->shape[2] == 3 && !attrs->ints[3]) { /* 4:4:4 */
+    jpeg_set_quality(&cinfo, (int)attrs->ints[ENCODE_JPEG_QUALITY], TRUE);
+    cinfo.optimize_coding = attrs->ints[ENCODE_JPEG_OPTIMIZE_SIZE] ? TRUE : FALSE;
+    if (img->shape[2] == 3 && !attrs->ints[ENCODE_JPEG_CHROMA_DOWNSAMPLING]) { /* 4:4:4 */
         cinfo.comp_info[0].h_samp_factor = cinfo.comp_info[0].v_samp_factor = 1;
     }
-    if (attrs->ints[1])
+    if (attrs->ints[ENCODE_JPEG_PROGRESSIVE])
         jpeg_simple_progression(&cinfo);
     jpeg_start_compress(&cinfo, TRUE);
     size_t row = (size_t)(img->shape[1] * img->shape[2]);
@@ -92,4 +99,5 @@ static CvStatus encode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
 }
 
 const CvOp cv_op_encode_jpeg = {
-    .name = "EncodeJpeg", .min_inputs = 1, .max_inputs = 1, .run = encode_run};
+    .name = "EncodeJpeg", .min_inputs = 1, .max_inputs = 1, .run = encode_run,
+    .int_attrs = encode_jpeg_int_attrs};

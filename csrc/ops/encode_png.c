@@ -13,6 +13,11 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { ENCODE_PNG_COMPRESSION, ENCODE_PNG_NUM_INTS };
+static const char *const encode_png_int_attrs[] = {"compression", NULL};
+CV_ATTR_NAMES_MATCH(encode_png_int_attrs, ENCODE_PNG_NUM_INTS);
+
 static void put32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
@@ -74,7 +79,8 @@ static CvStatus encode_png_run(const CvOpAttrs *attrs, const CvTensor *in, int n
     (void)num_out;
     (void)ctx;
     const CvTensor *img = &in[0];
-    int level = attrs->num_ints >= 1 ? (int)attrs->ints[0] : -1;
+    int level =
+        attrs->num_ints > ENCODE_PNG_COMPRESSION ? (int)attrs->ints[ENCODE_PNG_COMPRESSION] : -1;
     if (level < -1 || level > 9)
         return cv_error(CV_INVALID_ARGUMENT, "compression should be in [-1,9], got %d", level);
     if (img->dtype != CV_UINT8 && img->dtype != CV_UINT16)
@@ -158,4 +164,5 @@ done:
 }
 
 const CvOp cv_op_encode_png = {
-    .name = "EncodePng", .min_inputs = 1, .max_inputs = 1, .run = encode_png_run};
+    .name = "EncodePng", .min_inputs = 1, .max_inputs = 1, .run = encode_png_run,
+    .int_attrs = encode_png_int_attrs};

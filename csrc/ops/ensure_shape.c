@@ -7,12 +7,17 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { ENSURE_SHAPE_RANK, ENSURE_SHAPE_DIMS, ENSURE_SHAPE_NUM_INTS };
+static const char *const ensure_shape_int_attrs[] = {"rank", "dims[]", NULL};
+CV_ATTR_NAMES_MATCH(ensure_shape_int_attrs, ENSURE_SHAPE_NUM_INTS);
+
 static const char *expected_str(const CvOpAttrs *attrs, char *buf, size_t size)
 {
     size_t used = 0;
     used += (size_t)snprintf(buf, size, "[");
-    for (int64_t d = 0; d < attrs->ints[0] && used < size; d++) {
-        int64_t v = attrs->ints[1 + d];
+    for (int64_t d = 0; d < attrs->ints[ENSURE_SHAPE_RANK] && used < size; d++) {
+        int64_t v = attrs->ints[ENSURE_SHAPE_DIMS + d];
         if (v < 0)
             used += (size_t)snprintf(buf + used, size - used, "%s?", d ? "," : "");
         else
@@ -31,13 +36,14 @@ static CvStatus ensure_shape_run(const CvOpAttrs *attrs, const CvTensor *in, int
     (void)num_out;
     (void)ctx;
     const CvTensor *x = &in[0];
-    if (attrs->num_ints < 1 || attrs->ints[0] > CV_MAX_RANK ||
-        (attrs->ints[0] >= 0 && attrs->num_ints != 1 + attrs->ints[0]))
+    int64_t rank = attrs->num_ints > ENSURE_SHAPE_RANK ? attrs->ints[ENSURE_SHAPE_RANK] : 0;
+    if (attrs->num_ints <= ENSURE_SHAPE_RANK || rank > CV_MAX_RANK ||
+        (rank >= 0 && attrs->num_ints != ENSURE_SHAPE_DIMS + rank))
         return cv_error(CV_INVALID_ARGUMENT, "EnsureShape: malformed attributes");
-    int64_t rank = attrs->ints[0];
+    const int64_t *dims = attrs->ints + ENSURE_SHAPE_DIMS;
     bool ok = rank < 0 || rank == x->rank;
     for (int d = 0; ok && rank >= 0 && d < x->rank; d++)
-        ok = attrs->ints[1 + d] < 0 || attrs->ints[1 + d] == x->shape[d];
+        ok = dims[d] < 0 || dims[d] == x->shape[d];
     if (!ok) {
         char a[128], b[128];
         return cv_error(CV_INVALID_ARGUMENT,
@@ -50,4 +56,5 @@ static CvStatus ensure_shape_run(const CvOpAttrs *attrs, const CvTensor *in, int
 }
 
 const CvOp cv_op_ensure_shape = {
-    .name = "EnsureShape", .min_inputs = 1, .max_inputs = 1, .run = ensure_shape_run};
+    .name = "EnsureShape", .min_inputs = 1, .max_inputs = 1, .run = ensure_shape_run,
+    .int_attrs = ensure_shape_int_attrs};

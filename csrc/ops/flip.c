@@ -2,16 +2,16 @@
  * (tf.reverse, tf.image.flip_left_right / flip_up_down and their random
  * versions).
  *
- * ints[0]: 0 = always reverse; 1 = random, as tf.image.random_flip_*: a
+ * ints (named below) [0] mode: 0 = always reverse; 1 = random, as tf.image.random_flip_*: a
  *   rank 3 image is reversed when one uniform draw is < 0.5, a rank 4 batch
  *   draws once per image (dim 0); 2 = stateless, as
  *   tf.image.stateless_random_flip_*: input 1 is the seed (ops/stateless.h);
  *   a rank 3 image is reversed when the draw is < 0.5; in a rank 4 batch
  *   image b is f * reversed + (1 - f) * image with f = round(draw b) (so
  *   reversed when the draw is > 0.5), computed in the image's dtype.
- * ints[1]: 1 = the input is an image: its rank must be 3 or 4 and its inner
+ * [1] image: 1 = the input is an image: its rank must be 3 or 4 and its inner
  *   3 dims > 0 (TensorFlow's run-time checks for images of unknown shape).
- * ints[2..]: the axes; a negative axis counts from the end (-2 is an
+ * [2..] axes: a negative axis counts from the end (-2 is an
  *   image's width whatever its rank).
  *
  * Rows are copied whole; within the innermost reversed axis the blocks (a
@@ -27,6 +27,11 @@
 #include "ops/numeric.h"
 #include "ops/op.h"
 #include "ops/stateless.h"
+
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { FLIP_MODE, FLIP_IMAGE, FLIP_AXES, FLIP_NUM_INTS };
+static const char *const flip_int_attrs[] = {"mode", "image", "axes[]", NULL};
+CV_ATTR_NAMES_MATCH(flip_int_attrs, FLIP_NUM_INTS);
 
 /* Reverse n blocks of `block` bytes from src into dst. Fixed sizes let the
  * compiler turn each memcpy into a move or two. */
@@ -146,10 +151,10 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
 {
     (void)num_out;
     const CvTensor *v = &in[0];
-    bool random = attrs->num_ints > 0 && attrs->ints[0] == 1;
-    bool stateless = attrs->num_ints > 0 && attrs->ints[0] == 2 && num_in > 1;
+    bool random = attrs->num_ints > FLIP_MODE && attrs->ints[FLIP_MODE] == 1;
+    bool stateless = attrs->num_ints > FLIP_MODE && attrs->ints[FLIP_MODE] == 2 && num_in > 1;
     CvPhilox rng;
-    bool image = attrs->num_ints > 1 && attrs->ints[1] == 1;
+    bool image = attrs->num_ints > FLIP_IMAGE && attrs->ints[FLIP_IMAGE] == 1;
     uint32_t mask = 0;
     if (v->dtype == CV_STRING && (random || stateless))
         return cv_error(CV_UNIMPLEMENTED, "flipping string images is not supported");
@@ -158,7 +163,7 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         if (s || (stateless && (s = cv_stateless_init(&in[1], &rng))))
             return s;
     }
-    for (int i = 2; i < attrs->num_ints; i++) {
+    for (int i = FLIP_AXES; i < attrs->num_ints; i++) {
         int64_t axis = attrs->ints[i] < 0 ? attrs->ints[i] + v->rank : attrs->ints[i];
         if (axis < 0 || axis >= v->rank)
             return cv_error(CV_INVALID_ARGUMENT, "axis %lld is out of range for a rank %d tensor",
@@ -202,4 +207,5 @@ static CvStatus flip_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_flip = {.name = "ReverseV2", .min_inputs = 1, .max_inputs = 2, .run = flip_run};
+const CvOp cv_op_flip = {.name = "ReverseV2", .min_inputs = 1, .max_inputs = 2, .run = flip_run,
+    .int_attrs = flip_int_attrs};

@@ -12,6 +12,11 @@
 #include "ops/op.h"
 #include "ops/values.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { GATHER_AXIS, GATHER_NUM_INTS };
+static const char *const gather_int_attrs[] = {"axis", NULL};
+CV_ATTR_NAMES_MATCH(gather_int_attrs, GATHER_NUM_INTS);
+
 static CvStatus bad_index(const CvTensor *idx, int64_t flat, int64_t v, int64_t limit)
 {
     char pos[256];
@@ -36,9 +41,9 @@ static CvStatus gather_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     (void)num_out;
     (void)ctx;
     const CvTensor *p = &in[0], *idx = &in[1];
-    if (attrs->num_ints != 1 || (idx->dtype != CV_INT32 && idx->dtype != CV_INT64))
+    if (attrs->num_ints != GATHER_NUM_INTS || (idx->dtype != CV_INT32 && idx->dtype != CV_INT64))
         return cv_error(CV_INVALID_ARGUMENT, "GatherV2: malformed attributes or index dtype");
-    int64_t axis = attrs->ints[0];
+    int64_t axis = attrs->ints[GATHER_AXIS];
     if (axis < -p->rank || axis >= p->rank)
         return cv_error(CV_INVALID_ARGUMENT, "Expected axis in the range [%d, %d), but got %lld",
                         -p->rank, p->rank, (long long)axis);
@@ -108,4 +113,5 @@ static CvStatus gather_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_gather = {.name = "GatherV2", .min_inputs = 2, .max_inputs = 2, .run = gather_run};
+const CvOp cv_op_gather = {.name = "GatherV2", .min_inputs = 2, .max_inputs = 2, .run = gather_run,
+    .int_attrs = gather_int_attrs};

@@ -9,6 +9,16 @@
 #include "ops/numeric.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { ONE_HOT_DTYPE, ONE_HOT_DEPTH, ONE_HOT_AXIS, ONE_HOT_ON_INT, ONE_HOT_OFF_INT,
+    ONE_HOT_NUM_INTS };
+static const char *const one_hot_int_attrs[] = {"dtype", "depth", "axis", "on_int", "off_int",
+    NULL};
+CV_ATTR_NAMES_MATCH(one_hot_int_attrs, ONE_HOT_NUM_INTS);
+enum { ONE_HOT_ON_VALUE, ONE_HOT_OFF_VALUE, ONE_HOT_NUM_FLOATS };
+static const char *const one_hot_float_attrs[] = {"on_value", "off_value", NULL};
+CV_ATTR_NAMES_MATCH(one_hot_float_attrs, ONE_HOT_NUM_FLOATS);
+
 static int64_t index_at(const CvTensor *t, int64_t i)
 {
     switch (t->dtype) {
@@ -43,10 +53,10 @@ static CvStatus one_hot_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     (void)num_out;
     (void)ctx;
     const CvTensor *idx = &in[0];
-    if (attrs->num_ints != 5 || attrs->num_floats != 2)
+    if (attrs->num_ints != ONE_HOT_NUM_INTS || attrs->num_floats != ONE_HOT_NUM_FLOATS)
         return cv_error(CV_INVALID_ARGUMENT, "OneHot: malformed attributes");
-    CvDtype dtype = (CvDtype)attrs->ints[0];
-    int64_t depth = attrs->ints[1], axis = attrs->ints[2];
+    CvDtype dtype = (CvDtype)attrs->ints[ONE_HOT_DTYPE];
+    int64_t depth = attrs->ints[ONE_HOT_DEPTH], axis = attrs->ints[ONE_HOT_AXIS];
     if (depth < 0)
         return cv_error(CV_INVALID_ARGUMENT, "depth must be non-negative, got: %lld",
                         (long long)depth);
@@ -73,15 +83,17 @@ static CvStatus one_hot_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     char *p = out[0].data;
     int64_t total = outer * depth * inner;
     for (int64_t i = 0; i < total; i++)
-        store(dtype, p, i, attrs->ints[4], attrs->floats[1]);
+        store(dtype, p, i, attrs->ints[ONE_HOT_OFF_INT], attrs->floats[ONE_HOT_OFF_VALUE]);
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t k = 0; k < inner; k++) {
             int64_t d = index_at(idx, o * inner + k);
             if (d >= 0 && d < depth)
-                store(dtype, p, (o * depth + d) * inner + k, attrs->ints[3], attrs->floats[0]);
+                store(dtype, p, (o * depth + d) * inner + k, attrs->ints[ONE_HOT_ON_INT],
+                      attrs->floats[ONE_HOT_ON_VALUE]);
         }
     }
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_one_hot = {.name = "OneHot", .min_inputs = 1, .max_inputs = 1, .run = one_hot_run};
+const CvOp cv_op_one_hot = {.name = "OneHot", .min_inputs = 1, .max_inputs = 1, .run = one_hot_run,
+    .int_attrs = one_hot_int_attrs, .float_attrs = one_hot_float_attrs};

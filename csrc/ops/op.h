@@ -41,7 +41,7 @@
 #define CV_OP_MAX_FLOATS 8
 
 /* Attributes fixed when the program is built; each op documents what its
- * ints/floats/string mean. */
+ * ints/floats/string mean, and declares their names (CvOp.int_attrs). */
 typedef struct CvOpAttrs {
     int num_ints;
     int num_floats;
@@ -121,7 +121,24 @@ typedef struct CvOp {
      * the op before it can apply as it writes; if so, fills *out. The program
      * asks this when it finishes (cv_program_finish), never which op it is. */
     bool (*as_epilogue)(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out);
+    /* Named attributes: the names of ints[0..] and floats[0..] in slot
+     * order, each list NULL-terminated (NULL: none). Python passes
+     * attributes by name; the binding puts each into its slot and refuses
+     * unknown, missing and repeated names. "name?" is optional: it may be
+     * left out with every later one, and num_ints then ends before it. The
+     * last int name may be "name[]": a list of ints filling the remaining
+     * slots (a shape); left out, it is empty. The op file names the slots
+     * with an enum in the same order; CV_ATTR_NAMES_MATCH checks the counts
+     * agree. */
+    const char *const *int_attrs;
+    const char *const *float_attrs;
 } CvOp;
+
+/* The names array `names` (NULL-terminated) has one name per slot 0..count-1. */
+#define CV_ATTR_NAMES_MATCH(names, count)                                                     \
+    _Static_assert(sizeof(names) / sizeof((names)[0]) == (size_t)(count) + 1,                \
+                   #names " names every slot of its enum")
+
 
 /* The op named `name`, or NULL. */
 const CvOp *cv_op_find(const char *name);

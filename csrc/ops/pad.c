@@ -6,6 +6,11 @@
  * dtype, strings copied. Bad pads are InvalidArgument (checked here). */
 #include "ops/index_map.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { PAD_MODE, PAD_PADDINGS, PAD_NUM_INTS };
+static const char *const pad_int_attrs[] = {"mode", "paddings[]", NULL};
+CV_ATTR_NAMES_MATCH(pad_int_attrs, PAD_NUM_INTS);
+
 static CvStatus pad_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                         int num_out, CvOpContext *ctx)
 {
@@ -13,12 +18,13 @@ static CvStatus pad_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
     (void)ctx;
     const CvTensor *x = &in[0];
     int64_t src_stride[CV_MAX_RANK], shape[CV_MAX_RANK];
-    int64_t mode = attrs->num_ints > 0 ? attrs->ints[0] : -1;
-    if (attrs->num_ints != 1 + 2 * x->rank || mode < 0 || mode > 2 || (mode == 0 && num_in < 2))
+    int64_t mode = attrs->num_ints > PAD_MODE ? attrs->ints[PAD_MODE] : -1;
+    if (attrs->num_ints != PAD_PADDINGS + 2 * x->rank || mode < 0 || mode > 2 ||
+        (mode == 0 && num_in < 2))
         return cv_error(CV_INVALID_ARGUMENT, "The first dimension of paddings must be the rank "
                         "of inputs[%d, 2]", x->rank);
     for (int d = 0; d < x->rank; d++) {
-        int64_t b = attrs->ints[1 + 2 * d], a = attrs->ints[2 + 2 * d];
+        int64_t b = attrs->ints[PAD_PADDINGS + 2 * d], a = attrs->ints[PAD_PADDINGS + 2 * d + 1];
         int64_t limit = mode == 1 ? x->shape[d] - 1 : x->shape[d];
         if (b < 0 || a < 0)
             return cv_error(CV_INVALID_ARGUMENT, "Paddings must be non-negative: %lld %lld",
@@ -38,7 +44,7 @@ static CvStatus pad_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
     cv_index_map_strides(x, src_stride);
     if (m.total)
         for (int d = 0; d < x->rank; d++) {
-            int64_t n = x->shape[d], b = attrs->ints[1 + 2 * d];
+            int64_t n = x->shape[d], b = attrs->ints[PAD_PADDINGS + 2 * d];
             m.stride[d] = src_stride[d];
             for (int64_t o = 0; o < shape[d]; o++) {
                 int64_t i = o - b;
@@ -56,4 +62,5 @@ static CvStatus pad_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
     return s;
 }
 
-const CvOp cv_op_pad = {.name = "Pad", .min_inputs = 1, .max_inputs = 2, .run = pad_run};
+const CvOp cv_op_pad = {.name = "Pad", .min_inputs = 1, .max_inputs = 2, .run = pad_run,
+    .int_attrs = pad_int_attrs};

@@ -21,6 +21,11 @@
 #include "ops/op.h"
 #include "ops/values.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { REDUCE_KIND, REDUCE_KEEPDIMS, REDUCE_NUM_AXES, REDUCE_AXES, REDUCE_NUM_INTS };
+static const char *const reduce_int_attrs[] = {"kind", "keepdims", "num_axes", "axes[]", NULL};
+CV_ATTR_NAMES_MATCH(reduce_int_attrs, REDUCE_NUM_INTS);
+
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_ANY, R_ALL, R_KINDS };
 
 typedef struct {
@@ -124,18 +129,19 @@ static CvStatus reduce_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     (void)num_out;
     (void)ctx;
     const CvTensor *x = &in[0];
-    if (attrs->num_ints < 3 || attrs->ints[0] < 0 || attrs->ints[0] >= R_KINDS ||
-        attrs->ints[2] < -1 || attrs->ints[2] > attrs->num_ints - 3)
+    const int64_t *at = attrs->ints;
+    if (attrs->num_ints < REDUCE_AXES || at[REDUCE_KIND] < 0 || at[REDUCE_KIND] >= R_KINDS ||
+        at[REDUCE_NUM_AXES] < -1 || at[REDUCE_NUM_AXES] > attrs->num_ints - REDUCE_AXES)
         return cv_error(CV_INVALID_ARGUMENT, "Reduce: malformed attributes");
-    int kind = (int)attrs->ints[0];
-    bool keepdims = attrs->ints[1] != 0, logical = kind == R_ANY || kind == R_ALL;
+    int kind = (int)attrs->ints[REDUCE_KIND];
+    bool keepdims = attrs->ints[REDUCE_KEEPDIMS] != 0, logical = kind == R_ANY || kind == R_ALL;
     if (x->dtype == CV_STRING || (x->dtype == CV_BOOL) != logical)
         return cv_error(CV_INVALID_ARGUMENT, "Reduce: %s is not a valid input dtype here",
                         cv_dtype_name(x->dtype));
     bool mask[CV_MAX_RANK] = {false};
-    int64_t naxes = attrs->ints[2];
+    int64_t naxes = attrs->ints[REDUCE_NUM_AXES];
     for (int64_t k = 0; k < naxes; k++) {
-        int64_t ax = attrs->ints[3 + k];
+        int64_t ax = attrs->ints[REDUCE_AXES + k];
         if (ax < -x->rank || ax >= x->rank)
             return cv_error(CV_INVALID_ARGUMENT,
                             "Invalid reduction dimension (%lld for input with %d dimension(s)",
@@ -204,4 +210,5 @@ cleanup:
     return s;
 }
 
-const CvOp cv_op_reduce = {.name = "Reduce", .min_inputs = 1, .max_inputs = 1, .run = reduce_run};
+const CvOp cv_op_reduce = {.name = "Reduce", .min_inputs = 1, .max_inputs = 1, .run = reduce_run,
+    .int_attrs = reduce_int_attrs};

@@ -14,6 +14,11 @@
 #include "ops/op.h"
 #include "ops/string_out.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { REDUCE_JOIN_KEEPDIMS, REDUCE_JOIN_REDUCED, REDUCE_JOIN_NUM_INTS };
+static const char *const reduce_join_int_attrs[] = {"keepdims", "reduced[]", NULL};
+CV_ATTR_NAMES_MATCH(reduce_join_int_attrs, REDUCE_JOIN_NUM_INTS);
+
 static CvStatus reduce_join_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
                                 CvTensor *out, int num_out, CvOpContext *ctx)
 {
@@ -21,7 +26,7 @@ static CvStatus reduce_join_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     (void)num_out;
     (void)ctx;
     const CvTensor *x = &in[0];
-    if (x->dtype != CV_STRING || attrs->num_ints != 1 + x->rank)
+    if (x->dtype != CV_STRING || attrs->num_ints != REDUCE_JOIN_REDUCED + x->rank)
         return cv_error(CV_INVALID_ARGUMENT, "ReduceJoin needs strings and one flag per axis");
     const char *sep = attrs->string ? attrs->string : "";
     const size_t sep_len = strlen(sep);
@@ -30,21 +35,21 @@ static CvStatus reduce_join_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     int orank = 0;
     int64_t nout = 1, group = 1, stride = 1;
     for (int d = rank - 1; d >= 0; d--) {
-        ostride[d] = attrs->ints[1 + d] ? 0 : stride;
-        stride *= attrs->ints[1 + d] ? 1 : x->shape[d];
+        ostride[d] = attrs->ints[REDUCE_JOIN_REDUCED + d] ? 0 : stride;
+        stride *= attrs->ints[REDUCE_JOIN_REDUCED + d] ? 1 : x->shape[d];
     }
     for (int k = 1; k <= rank; k++) /* the k-th reduced axis varies after the (k-1)-th */
         for (int d = 0; d < rank; d++)
-            if (attrs->ints[1 + d] == k) {
+            if (attrs->ints[REDUCE_JOIN_REDUCED + d] == k) {
                 gstride[d] = group;
                 group *= x->shape[d];
             }
     for (int d = 0; d < rank; d++) {
-        if (!attrs->ints[1 + d]) {
+        if (!attrs->ints[REDUCE_JOIN_REDUCED + d]) {
             gstride[d] = 0;
             shape[orank++] = x->shape[d];
             nout *= x->shape[d];
-        } else if (attrs->ints[0]) {
+        } else if (attrs->ints[REDUCE_JOIN_KEEPDIMS]) {
             shape[orank++] = 1;
         }
     }
@@ -86,4 +91,6 @@ cleanup:
     return s;
 }
 
-const CvOp cv_op_reduce_join = {"ReduceJoin", 1, 1, reduce_join_run};
+const CvOp cv_op_reduce_join = {
+    .name = "ReduceJoin", .min_inputs = 1, .max_inputs = 1, .run = reduce_join_run,
+    .int_attrs = reduce_join_int_attrs};

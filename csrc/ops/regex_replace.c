@@ -15,6 +15,11 @@
 #include "ops/regex.h"
 #include "ops/string_out.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { REGEX_REPLACE_REPLACE_GLOBAL, REGEX_REPLACE_NUM_INTS };
+static const char *const regex_replace_int_attrs[] = {"replace_global", NULL};
+CV_ATTR_NAMES_MATCH(regex_replace_int_attrs, REGEX_REPLACE_NUM_INTS);
+
 /* The largest group the rewrite names (-1: none); -2 for a bad escape. */
 static int max_group(const char *rw, size_t n)
 {
@@ -92,7 +97,7 @@ static CvStatus regex_replace_run(const CvOpAttrs *attrs, const CvTensor *in, in
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    if (!attrs->string || attrs->num_ints < 1)
+    if (!attrs->string || attrs->num_ints < REGEX_REPLACE_NUM_INTS)
         return cv_error(CV_INVALID_ARGUMENT, "RegexReplace needs a pattern and a rewrite");
     if (in[0].dtype != CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "RegexReplace needs strings, got %s",
@@ -122,7 +127,8 @@ static CvStatus regex_replace_run(const CvOpAttrs *attrs, const CvTensor *in, in
         if (unchanged)
             s = cv_string_out_append(&o, text, len);
         else
-            s = replace_one(&o, vm, text, len, rw, rwn, attrs->ints[0] != 0, caps);
+            s = replace_one(&o, vm, text, len, rw, rwn,
+                            attrs->ints[REGEX_REPLACE_REPLACE_GLOBAL] != 0, caps);
         cv_string_out_end(&o);
     }
     if (!s)
@@ -133,4 +139,6 @@ static CvStatus regex_replace_run(const CvOpAttrs *attrs, const CvTensor *in, in
     return s;
 }
 
-const CvOp cv_op_regex_replace = {"RegexReplace", 1, 1, regex_replace_run};
+const CvOp cv_op_regex_replace = {
+    .name = "RegexReplace", .min_inputs = 1, .max_inputs = 1, .run = regex_replace_run,
+    .int_attrs = regex_replace_int_attrs};

@@ -3,6 +3,11 @@
  * the traced shape, or passes -1 in one position to be resolved here). */
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { RESHAPE_SHAPE, RESHAPE_NUM_INTS };
+static const char *const reshape_int_attrs[] = {"shape[]", NULL};
+CV_ATTR_NAMES_MATCH(reshape_int_attrs, RESHAPE_NUM_INTS);
+
 static CvStatus reshape_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                             int num_out, CvOpContext *ctx)
 {
@@ -15,18 +20,18 @@ static CvStatus reshape_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     if (rank > CV_MAX_RANK)
         return cv_error(CV_INVALID_ARGUMENT, "shape has rank %d; at most %d", rank, CV_MAX_RANK);
     for (int i = 0; i < rank; i++) {
-        if (attrs->ints[i] == -1 && unknown < 0) {
+        if (attrs->ints[RESHAPE_SHAPE + i] == -1 && unknown < 0) {
             unknown = i;
-        } else if (attrs->ints[i] < 0) {
+        } else if (attrs->ints[RESHAPE_SHAPE + i] < 0) {
             return cv_error(CV_INVALID_ARGUMENT, "invalid shape dimension %lld",
-                            (long long)attrs->ints[i]);
-        } else if (__builtin_mul_overflow(known, attrs->ints[i], &known)) {
+                            (long long)attrs->ints[RESHAPE_SHAPE + i]);
+        } else if (__builtin_mul_overflow(known, attrs->ints[RESHAPE_SHAPE + i], &known)) {
             return cv_error(CV_INVALID_ARGUMENT, "shape has too many elements");
         }
     }
     int64_t shape[CV_MAX_RANK];
     for (int i = 0; i < rank; i++)
-        shape[i] = attrs->ints[i];
+        shape[i] = attrs->ints[RESHAPE_SHAPE + i];
     if (unknown >= 0) {
         if (known == 0 || count % known != 0)
             return cv_error(CV_INVALID_ARGUMENT,
@@ -50,4 +55,5 @@ static CvStatus reshape_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_reshape = {.name = "Reshape", .min_inputs = 1, .max_inputs = 1, .run = reshape_run};
+const CvOp cv_op_reshape = {.name = "Reshape", .min_inputs = 1, .max_inputs = 1, .run = reshape_run,
+    .int_attrs = reshape_int_attrs};

@@ -133,4 +133,5 @@ static CvStatus area_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
 }
 
 const CvOp cv_op_resize_area = {
-    .name = "ResizeArea", .min_inputs = 1, .max_inputs = 1, .run = area_run};
+    .name = "ResizeArea", .min_inputs = 1, .max_inputs = 1, .run = area_run,
+    .int_attrs = cv_resize_int_attrs};

@@ -127,4 +127,5 @@ static CvStatus bicubic_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
 }
 
 const CvOp cv_op_resize_bicubic = {
-    .name = "ResizeBicubic", .min_inputs = 1, .max_inputs = 1, .run = bicubic_run};
+    .name = "ResizeBicubic", .min_inputs = 1, .max_inputs = 1, .run = bicubic_run,
+    .int_attrs = cv_resize_int_attrs};

@@ -233,4 +233,5 @@ static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num
 
 const CvOp cv_op_resize_bilinear = {
     .name = "ResizeBilinear", .min_inputs = 1, .max_inputs = 1, .run = bilinear_run,
-    .takes_epilogue = true};
+    .takes_epilogue = true,
+    .int_attrs = cv_resize_int_attrs};

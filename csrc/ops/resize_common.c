@@ -7,6 +7,12 @@
 #include "ops/numeric.h"
 #include "ops/resize_common.h"
 
+const char *const cv_resize_int_attrs[] = {"height", "width", "preserve_aspect_ratio", NULL};
+CV_ATTR_NAMES_MATCH(cv_resize_int_attrs, RESIZE_PRESERVE_ASPECT_RATIO + 1);
+const char *const cv_resize_antialias_int_attrs[] = {"height", "width", "preserve_aspect_ratio",
+                                                     "antialias", NULL};
+CV_ATTR_NAMES_MATCH(cv_resize_antialias_int_attrs, RESIZE_ANTIALIAS + 1);
+
 static bool is_numeric(CvDtype dtype)
 {
     return dtype != CV_BOOL && dtype != CV_STRING && dtype >= 0 && dtype < CV_NUM_DTYPES;
@@ -29,7 +35,7 @@ static int64_t preserved_size(int64_t requested_h, int64_t requested_w, int64_t 
 
 CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *image, CvResizeGeom *g)
 {
-    if (attrs->num_ints < 3)
+    if (attrs->num_ints <= RESIZE_PRESERVE_ASPECT_RATIO)
         return cv_error(CV_INVALID_ARGUMENT,
                         "resize needs size and preserve_aspect_ratio attributes");
     CvStatus s = cv_image_check_rank(image, "images");
@@ -51,8 +57,9 @@ CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *image, CvResize
         return cv_error(CV_INVALID_ARGUMENT, "input image must be of non-zero size");
     if (g->in_h > INT32_MAX || g->in_w > INT32_MAX)
         return cv_error(CV_INVALID_ARGUMENT, "input sizes must be between 0 and max int32");
-    int64_t h = attrs->ints[0], w = attrs->ints[1];
-    if (attrs->ints[2] && h >= INT32_MIN && h <= INT32_MAX && w >= INT32_MIN && w <= INT32_MAX) {
+    int64_t h = attrs->ints[RESIZE_HEIGHT], w = attrs->ints[RESIZE_WIDTH];
+    if (attrs->ints[RESIZE_PRESERVE_ASPECT_RATIO] && h >= INT32_MIN && h <= INT32_MAX &&
+        w >= INT32_MIN && w <= INT32_MAX) {
         int64_t ph = preserved_size(h, w, g->in_h, g->in_w, true);
         w = preserved_size(h, w, g->in_h, g->in_w, false);
         h = ph;

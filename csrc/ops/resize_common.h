@@ -21,6 +21,12 @@
 
 #include "ops/op.h"
 
+/* The common attribute slots; ScaleAndTranslate adds RESIZE_ANTIALIAS. */
+enum { RESIZE_HEIGHT, RESIZE_WIDTH, RESIZE_PRESERVE_ASPECT_RATIO, RESIZE_ANTIALIAS };
+/* Their names (CvOp.int_attrs): of the resize ops, of ScaleAndTranslate. */
+extern const char *const cv_resize_int_attrs[];
+extern const char *const cv_resize_antialias_int_attrs[];
+
 /* The geometry of one resize call. */
 typedef struct CvResizeGeom {
     int rank; /* 3 or 4 */

@@ -95,4 +95,5 @@ static CvStatus nearest_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
 }
 
 const CvOp cv_op_resize_nearest_neighbor = {
-    .name = "ResizeNearestNeighbor", .min_inputs = 1, .max_inputs = 1, .run = nearest_run};
+    .name = "ResizeNearestNeighbor", .min_inputs = 1, .max_inputs = 1, .run = nearest_run,
+    .int_attrs = cv_resize_int_attrs};

@@ -13,6 +13,11 @@
 #include "ops/image.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { ROTATE_K, ROTATE_NUM_INTS };
+static const char *const rotate_int_attrs[] = {"k", NULL};
+CV_ATTR_NAMES_MATCH(rotate_int_attrs, ROTATE_NUM_INTS);
+
 static void gather(char *dst, const char *src, int64_t rows, int64_t cols, int64_t base,
                    int64_t dy, int64_t dx, size_t pixel)
 {
@@ -41,7 +46,7 @@ static CvStatus rot90_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     (void)num_out;
     (void)ctx;
     const CvTensor *v = &in[0];
-    int64_t k = attrs->num_ints > 0 ? attrs->ints[0] : 1;
+    int64_t k = attrs->num_ints > ROTATE_K ? attrs->ints[ROTATE_K] : 1;
     if (num_in > 1) {
         const CvTensor *t = &in[1];
         if (cv_tensor_num_elements(t) != 1 || (t->dtype != CV_INT32 && t->dtype != CV_INT64))
@@ -87,4 +92,5 @@ static CvStatus rot90_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_rotate = {.name = "Rot90", .min_inputs = 1, .max_inputs = 2, .run = rot90_run};
+const CvOp cv_op_rotate = {.name = "Rot90", .min_inputs = 1, .max_inputs = 2, .run = rot90_run,
+    .int_attrs = rotate_int_attrs};

@@ -166,10 +166,10 @@ static CvStatus scale_and_translate_run(const CvOpAttrs *attrs, const CvTensor *
     for (size_t i = 0; attrs->string && i < sizeof(kernels) / sizeof(kernels[0]); i++)
         if (strcmp(kernels[i].name, attrs->string) == 0)
             k = &kernels[i];
-    if (!k || attrs->num_ints < 4)
+    if (!k || attrs->num_ints <= RESIZE_ANTIALIAS)
         return cv_error(CV_INVALID_ARGUMENT, "Unrecognized kernel type: %s",
                         attrs->string ? attrs->string : "(none)");
-    bool antialias = attrs->ints[3] != 0;
+    bool antialias = attrs->ints[RESIZE_ANTIALIAS] != 0;
     CvResizeGeom g;
     CvStatus s = cv_resize_setup(attrs, &in[0], &g);
     if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0], ctx)) || g.batch == 0)
@@ -215,4 +215,5 @@ static CvStatus scale_and_translate_run(const CvOpAttrs *attrs, const CvTensor *
 }
 
 const CvOp cv_op_scale_and_translate = {
-    .name = "ScaleAndTranslate", .min_inputs = 1, .max_inputs = 1, .run = scale_and_translate_run};
+    .name = "ScaleAndTranslate", .min_inputs = 1, .max_inputs = 1, .run = scale_and_translate_run,
+    .int_attrs = cv_resize_antialias_int_attrs};

@@ -6,20 +6,25 @@
  * Any dtype, strings copied. */
 #include "ops/index_map.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { SPLIT_AXIS, SPLIT_SIZES, SPLIT_NUM_INTS };
+static const char *const split_int_attrs[] = {"axis", "sizes[]", NULL};
+CV_ATTR_NAMES_MATCH(split_int_attrs, SPLIT_NUM_INTS);
+
 static CvStatus split_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                           int num_out, CvOpContext *ctx)
 {
     (void)num_in;
     (void)ctx;
     const CvTensor *x = &in[0];
-    int64_t axis = attrs->num_ints > 0 ? attrs->ints[0] : -1, sum = 0, start = 0;
+    int64_t axis = attrs->num_ints > SPLIT_AXIS ? attrs->ints[SPLIT_AXIS] : -1, sum = 0, start = 0;
     int64_t src_stride[CV_MAX_RANK], shape[CV_MAX_RANK];
-    if (axis < 0 || axis >= x->rank || attrs->num_ints != 1 + num_out)
+    if (axis < 0 || axis >= x->rank || attrs->num_ints != SPLIT_SIZES + num_out)
         return cv_error(CV_INVALID_ARGUMENT, "Split: bad axis for a rank %d tensor", x->rank);
     int64_t sizes[CV_OP_MAX_INTS], dim = x->shape[axis], rest = -1;
     int unknown = 0;
     for (int i = 0; i < num_out; i++)
-        unknown += attrs->ints[1 + i] == -1;
+        unknown += attrs->ints[SPLIT_SIZES + i] == -1;
     if (num_out > 1 && unknown == num_out) { /* equal pieces */
         if (dim % num_out)
             return cv_error(CV_INVALID_ARGUMENT, "Number of ways to split should evenly divide "
@@ -31,7 +36,7 @@ static CvStatus split_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
         if (unknown > 1)
             goto bad;
         for (int i = 0; i < num_out; i++) {
-            int64_t k = attrs->ints[1 + i];
+            int64_t k = attrs->ints[SPLIT_SIZES + i];
             if (k == -1) {
                 rest = i;
                 k = 0;
@@ -78,4 +83,5 @@ bad:
                     "along split_dim if not fully specified.");
 }
 
-const CvOp cv_op_split = {.name = "SplitV", .min_inputs = 1, .max_inputs = 1, .run = split_run};
+const CvOp cv_op_split = {.name = "SplitV", .min_inputs = 1, .max_inputs = 1, .run = split_run,
+    .int_attrs = split_int_attrs};

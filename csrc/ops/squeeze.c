@@ -5,6 +5,11 @@
  * 1, is InvalidArgument with TensorFlow's message. Any dtype. */
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { SQUEEZE_AXES, SQUEEZE_NUM_INTS };
+static const char *const squeeze_int_attrs[] = {"axes[]", NULL};
+CV_ATTR_NAMES_MATCH(squeeze_int_attrs, SQUEEZE_NUM_INTS);
+
 static CvStatus squeeze_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                             int num_out, CvOpContext *ctx)
 {
@@ -14,7 +19,7 @@ static CvStatus squeeze_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     const CvTensor *x = &in[0];
     bool drop[CV_MAX_RANK] = {false};
     for (int k = 0; k < attrs->num_ints; k++) {
-        int64_t ax = attrs->ints[k];
+        int64_t ax = attrs->ints[SQUEEZE_AXES + k];
         if (ax < -x->rank || ax >= x->rank)
             return cv_error(CV_INVALID_ARGUMENT,
                             "Tried to squeeze dim index %lld for tensor with %d dimensions.",
@@ -37,4 +42,5 @@ static CvStatus squeeze_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_squeeze = {.name = "Squeeze", .min_inputs = 1, .max_inputs = 1, .run = squeeze_run};
+const CvOp cv_op_squeeze = {.name = "Squeeze", .min_inputs = 1, .max_inputs = 1, .run = squeeze_run,
+    .int_attrs = squeeze_int_attrs};

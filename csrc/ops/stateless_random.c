@@ -24,6 +24,17 @@
 #include "ops/op.h"
 #include "ops/stateless.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { STATELESS_RANDOM_DTYPE, STATELESS_RANDOM_KIND, STATELESS_RANDOM_INT_MINVAL,
+    STATELESS_RANDOM_INT_MAXVAL, STATELESS_RANDOM_RANK, STATELESS_RANDOM_SHAPE,
+    STATELESS_RANDOM_NUM_INTS };
+static const char *const stateless_random_int_attrs[] = {"dtype", "kind", "int_minval",
+    "int_maxval", "rank", "shape[]", NULL};
+CV_ATTR_NAMES_MATCH(stateless_random_int_attrs, STATELESS_RANDOM_NUM_INTS);
+enum { STATELESS_RANDOM_MINVAL, STATELESS_RANDOM_MAXVAL, STATELESS_RANDOM_NUM_FLOATS };
+static const char *const stateless_random_float_attrs[] = {"minval", "maxval", NULL};
+CV_ATTR_NAMES_MATCH(stateless_random_float_attrs, STATELESS_RANDOM_NUM_FLOATS);
+
 /* Box-Muller pairs, n values into t (float32 or float64). */
 /* float -> float16 -> float: one float16 rounding. */
 static inline float to_half(float x) { return cv_half_to_float(cv_float_to_half(x)); }
@@ -76,12 +87,15 @@ static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in,
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    if (attrs->num_ints < 5 || attrs->ints[4] < 0 || attrs->ints[4] > CV_MAX_RANK ||
-        attrs->num_ints != 5 + attrs->ints[4] || attrs->num_floats != 2)
+    const int64_t *a = attrs->ints;
+    if (attrs->num_ints < STATELESS_RANDOM_SHAPE || a[STATELESS_RANDOM_RANK] < 0 ||
+        a[STATELESS_RANDOM_RANK] > CV_MAX_RANK ||
+        attrs->num_ints != STATELESS_RANDOM_SHAPE + a[STATELESS_RANDOM_RANK] ||
+        attrs->num_floats != STATELESS_RANDOM_NUM_FLOATS)
         return cv_error(CV_INVALID_ARGUMENT, "StatelessRandom: malformed attributes");
-    CvDtype dtype = (CvDtype)attrs->ints[0];
-    int kind = (int)attrs->ints[1];
-    int64_t ilo = attrs->ints[2], ihi = attrs->ints[3];
+    CvDtype dtype = (CvDtype)a[STATELESS_RANDOM_DTYPE];
+    int kind = (int)a[STATELESS_RANDOM_KIND];
+    int64_t ilo = a[STATELESS_RANDOM_INT_MINVAL], ihi = a[STATELESS_RANDOM_INT_MAXVAL];
     CvPhilox rng;
     CvStatus s = cv_stateless_init(&in[0], &rng);
     if (s)
@@ -97,28 +111,31 @@ static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in,
                         (long long)ilo, (long long)ihi);
     if (kind == 1 && dtype == CV_INT32 && (ilo < INT32_MIN || ihi > INT32_MAX))
         return cv_error(CV_INVALID_ARGUMENT, "minval and maxval must fit in int32");
-    s = cv_tensor_alloc(&out[0], dtype, (int)attrs->ints[4], &attrs->ints[5], 0, NULL);
+    s = cv_tensor_alloc(&out[0], dtype, (int)a[STATELESS_RANDOM_RANK], &a[STATELESS_RANDOM_SHAPE],
+                        0, NULL);
     if (s)
         return s;
     int64_t n = cv_tensor_num_elements(&out[0]);
     uint64_t range = (uint64_t)ihi - (uint64_t)ilo;
+    const double minval = attrs->floats[STATELESS_RANDOM_MINVAL];
+    const double maxval = attrs->floats[STATELESS_RANDOM_MAXVAL];
     if (kind == 3) {
-        normal_fill(&out[0], n, attrs->floats[0], attrs->floats[1], &rng);
+        normal_fill(&out[0], n, minval, maxval, &rng);
         return CV_STATUS_OK;
     }
     for (int64_t i = 0; i < n; i++) {
         if (dtype == CV_FLOAT16) {
             uint32_t bits = (cv_philox_next(&rng) & 0x3ffu) | (15u << 10);
-            float lo = to_half((float)attrs->floats[0]);
-            float span = to_half(to_half((float)attrs->floats[1]) - lo);
+            float lo = to_half((float)minval);
+            float span = to_half(to_half((float)maxval) - lo);
             float u = cv_half_to_float((cv_half)bits) - 1.0f;
             ((cv_half *)out[0].data)[i] = cv_float_to_half(to_half(u * span) + lo);
         } else if (dtype == CV_FLOAT32) {
-            float lo = (float)attrs->floats[0], span = (float)attrs->floats[1] - lo;
+            float lo = (float)minval, span = (float)maxval - lo;
             float u = cv_stateless_float(&rng) * span;
             ((float *)out[0].data)[i] = u + lo;
         } else if (dtype == CV_FLOAT64) {
-            double lo = attrs->floats[0], span = attrs->floats[1] - lo;
+            double lo = minval, span = maxval - lo;
             double u = cv_stateless_double(&rng) * span;
             ((double *)out[0].data)[i] = u + lo;
         } else if (dtype == CV_INT32) {
@@ -135,4 +152,5 @@ static CvStatus stateless_random_run(const CvOpAttrs *attrs, const CvTensor *in,
 }
 
 const CvOp cv_op_stateless_random = {
-    .name = "StatelessRandom", .min_inputs = 1, .max_inputs = 1, .run = stateless_random_run};
+    .name = "StatelessRandom", .min_inputs = 1, .max_inputs = 1, .run = stateless_random_run,
+    .int_attrs = stateless_random_int_attrs, .float_attrs = stateless_random_float_attrs};

@@ -13,6 +13,11 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { STRIDED_SLICE_NUM_DIMS, STRIDED_SLICE_DIMS, STRIDED_SLICE_NUM_INTS };
+static const char *const strided_slice_int_attrs[] = {"num_dims", "dims[]", NULL};
+CV_ATTR_NAMES_MATCH(strided_slice_int_attrs, STRIDED_SLICE_NUM_INTS);
+
 typedef struct {
     int rank;
     int64_t shape[CV_MAX_RANK];
@@ -82,8 +87,8 @@ static CvStatus slice_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     (void)num_out;
     (void)ctx;
     const CvTensor *x = &in[0];
-    int64_t n = attrs->num_ints > 0 ? attrs->ints[0] : -1;
-    if (n < 0 || attrs->num_ints != 1 + 6 * n)
+    int64_t n = attrs->num_ints > STRIDED_SLICE_NUM_DIMS ? attrs->ints[STRIDED_SLICE_NUM_DIMS] : -1;
+    if (n < 0 || attrs->num_ints != STRIDED_SLICE_DIMS + 6 * n)
         return cv_error(CV_INVALID_ARGUMENT, "StridedSlice: malformed attributes");
     int64_t stride[CV_MAX_RANK + 1]; /* elements per step of each input dim */
     stride[x->rank] = 1;
@@ -94,7 +99,7 @@ static CvStatus slice_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
     Gather g = {0};
     int d = 0; /* input dim */
     for (int64_t k = 0; k < n; k++) {
-        const int64_t *it = &attrs->ints[1 + 6 * k];
+        const int64_t *it = &attrs->ints[STRIDED_SLICE_DIMS + 6 * k];
         int64_t kind = it[0], begin = it[1], end = it[2], step = it[3];
         if (kind != 2 && d >= x->rank)
             return cv_error(CV_INVALID_ARGUMENT, "Index out of range using input dim %d", d);
@@ -158,4 +163,5 @@ static CvStatus slice_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
 }
 
 const CvOp cv_op_strided_slice = {
-    .name = "StridedSlice", .min_inputs = 1, .max_inputs = 1, .run = slice_run};
+    .name = "StridedSlice", .min_inputs = 1, .max_inputs = 1, .run = slice_run,
+    .int_attrs = strided_slice_int_attrs};

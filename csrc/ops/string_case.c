@@ -13,6 +13,11 @@
 #include "ops/utf8.h"
 #include "ops/string_out.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { STRING_CASE_UPPER, STRING_CASE_UTF8, STRING_CASE_NUM_INTS };
+static const char *const string_case_int_attrs[] = {"upper", "utf8", NULL};
+CV_ATTR_NAMES_MATCH(string_case_int_attrs, STRING_CASE_NUM_INTS);
+
 /* The case mapping of cp (upper or lower) into out (at most 2 code points);
  * returns how many. */
 static int map_case(int32_t cp, bool upper, int32_t *out)
@@ -99,9 +104,10 @@ static CvStatus string_case_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    if (attrs->num_ints < 2 || in[0].dtype != CV_STRING)
+    if (attrs->num_ints < STRING_CASE_NUM_INTS || in[0].dtype != CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "StringCase needs strings and two ints");
-    const bool upper = attrs->ints[0] != 0, utf8 = attrs->ints[1] != 0;
+    const bool upper = attrs->ints[STRING_CASE_UPPER] != 0;
+    const bool utf8 = attrs->ints[STRING_CASE_UTF8] != 0;
     const int64_t n = cv_tensor_num_elements(&in[0]);
     CvStringOut o;
     CvStatus s = cv_string_out_init(&o, n);
@@ -139,4 +145,6 @@ static CvStatus string_case_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     return s;
 }
 
-const CvOp cv_op_string_case = {"StringCase", 1, 1, string_case_run};
+const CvOp cv_op_string_case = {
+    .name = "StringCase", .min_inputs = 1, .max_inputs = 1, .run = string_case_run,
+    .int_attrs = string_case_int_attrs};

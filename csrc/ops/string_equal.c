@@ -8,13 +8,19 @@
 #include "ops/broadcast.h"
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { STRING_EQUAL_NEGATE, STRING_EQUAL_NUM_INTS };
+static const char *const string_equal_int_attrs[] = {"negate", NULL};
+CV_ATTR_NAMES_MATCH(string_equal_int_attrs, STRING_EQUAL_NUM_INTS);
+
 static CvStatus string_equal_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
                                  CvTensor *out, int num_out, CvOpContext *ctx)
 {
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    if (attrs->num_ints < 1 || in[0].dtype != CV_STRING || in[1].dtype != CV_STRING)
+    if (attrs->num_ints < STRING_EQUAL_NUM_INTS || in[0].dtype != CV_STRING ||
+        in[1].dtype != CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "StringEqual needs two string tensors");
     const CvTensor *a = &in[0], *b = &in[1];
     CvBroadcast bc;
@@ -26,7 +32,7 @@ static CvStatus string_equal_run(const CvOpAttrs *attrs, const CvTensor *in, int
         return s;
     const int64_t n = cv_tensor_num_elements(&out[0]);
     const CvStringRef *ra = (const CvStringRef *)a->data, *rb = (const CvStringRef *)b->data;
-    const bool negate = attrs->ints[0] != 0;
+    const bool negate = attrs->ints[STRING_EQUAL_NEGATE] != 0;
     bool *dst = (bool *)out[0].data;
     for (int64_t i = 0; i < n; i++) {
         const CvStringRef *x = &ra[bc.oa], *y = &rb[bc.ob];
@@ -38,4 +44,6 @@ static CvStatus string_equal_run(const CvOpAttrs *attrs, const CvTensor *in, int
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_string_equal = {"StringEqual", 2, 2, string_equal_run};
+const CvOp cv_op_string_equal = {
+    .name = "StringEqual", .min_inputs = 2, .max_inputs = 2, .run = string_equal_run,
+    .int_attrs = string_equal_int_attrs};

@@ -19,6 +19,11 @@
 #include "ops/op.h"
 #include "ops/string_out.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { STRING_FORMAT_SUMMARIZE, STRING_FORMAT_TEMPLATE_LENGTH, STRING_FORMAT_NUM_INTS };
+static const char *const string_format_int_attrs[] = {"summarize", "template_length", NULL};
+CV_ATTR_NAMES_MATCH(string_format_int_attrs, STRING_FORMAT_NUM_INTS);
+
 static double float16_value(uint16_t h)
 {
     int e = (h >> 10) & 0x1F, m = h & 0x3FF;
@@ -112,7 +117,8 @@ static CvStatus string_format_run(const CvOpAttrs *attrs, const CvTensor *in, in
 {
     (void)num_out;
     (void)ctx;
-    if (!attrs->string || attrs->num_ints < 2 || attrs->ints[1] < 1)
+    if (!attrs->string || attrs->num_ints < STRING_FORMAT_NUM_INTS ||
+        attrs->ints[STRING_FORMAT_TEMPLATE_LENGTH] < 1)
         return cv_error(CV_INVALID_ARGUMENT, "StringFormat needs a template");
     for (int k = 0; k < num_in; k++)
         if (in[k].rank > 1)
@@ -120,7 +126,8 @@ static CvStatus string_format_run(const CvOpAttrs *attrs, const CvTensor *in, in
                             in[k].rank);
     CvStringOut o;
     CvStatus s = cv_string_out_init(&o, 1);
-    const char *piece = attrs->string, *end = attrs->string + attrs->ints[1] - 1;
+    const char *piece = attrs->string;
+    const char *end = attrs->string + attrs->ints[STRING_FORMAT_TEMPLATE_LENGTH] - 1;
     for (int k = 0; !s && k <= num_in; k++) {
         if (piece > end) { /* fewer pieces than inputs + 1 */
             s = cv_error(CV_INVALID_ARGUMENT, "StringFormat: %d inputs for the template's %d "
@@ -131,7 +138,7 @@ static CvStatus string_format_run(const CvOpAttrs *attrs, const CvTensor *in, in
         s = cv_string_out_append(&o, piece, len);
         piece += len + 1;
         if (!s && k < num_in)
-            s = append_tensor(&o, &in[k], attrs->ints[0]);
+            s = append_tensor(&o, &in[k], attrs->ints[STRING_FORMAT_SUMMARIZE]);
     }
     cv_string_out_end(&o);
     if (!s)
@@ -140,4 +147,6 @@ static CvStatus string_format_run(const CvOpAttrs *attrs, const CvTensor *in, in
     return s;
 }
 
-const CvOp cv_op_string_format = {"StringFormat", 0, 4096, string_format_run};
+const CvOp cv_op_string_format = {
+    .name = "StringFormat", .min_inputs = 0, .max_inputs = 4096, .run = string_format_run,
+    .int_attrs = string_format_int_attrs};

@@ -16,6 +16,11 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { STRING_SPLIT_MODE, STRING_SPLIT_MAXSPLIT, STRING_SPLIT_NUM_INTS };
+static const char *const string_split_int_attrs[] = {"mode", "maxsplit", NULL};
+CV_ATTR_NAMES_MATCH(string_split_int_attrs, STRING_SPLIT_NUM_INTS);
+
 enum { SPLIT_WHITESPACE = 0, SPLIT_SEPARATOR = 1, SPLIT_BYTES = 2 };
 
 static bool is_blank(char c)
@@ -93,10 +98,12 @@ static CvStatus split_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
 {
     (void)num_out;
     (void)ctx;
-    if (attrs->num_ints != 2 || attrs->ints[0] < SPLIT_WHITESPACE || attrs->ints[0] > SPLIT_BYTES)
+    if (attrs->num_ints != STRING_SPLIT_NUM_INTS ||
+        attrs->ints[STRING_SPLIT_MODE] < SPLIT_WHITESPACE ||
+        attrs->ints[STRING_SPLIT_MODE] > SPLIT_BYTES)
         return cv_error(CV_INVALID_ARGUMENT, "StringSplitV2: malformed attributes");
-    int mode = (int)attrs->ints[0];
-    int64_t maxsplit = attrs->ints[1];
+    int mode = (int)attrs->ints[STRING_SPLIT_MODE];
+    int64_t maxsplit = attrs->ints[STRING_SPLIT_MAXSPLIT];
     if (in[0].dtype != CV_STRING || in[0].rank != 0) {
         char shape[64];
         return cv_error(CV_INVALID_ARGUMENT,
@@ -132,4 +139,5 @@ static CvStatus split_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in
 }
 
 const CvOp cv_op_string_split = {
-    .name = "StringSplitV2", .min_inputs = 1, .max_inputs = 2, .run = split_run};
+    .name = "StringSplitV2", .min_inputs = 1, .max_inputs = 2, .run = split_run,
+    .int_attrs = string_split_int_attrs};

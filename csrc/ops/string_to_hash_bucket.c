@@ -13,6 +13,12 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { HASH_BUCKET_KIND, HASH_BUCKET_NUM_BUCKETS, HASH_BUCKET_KEY0, HASH_BUCKET_KEY1,
+    HASH_BUCKET_NUM_INTS };
+static const char *const hash_bucket_int_attrs[] = {"kind", "num_buckets", "key0", "key1", NULL};
+CV_ATTR_NAMES_MATCH(hash_bucket_int_attrs, HASH_BUCKET_NUM_INTS);
+
 enum { HASH_FAST = 0, HASH_STRONG = 1, HASH_LEGACY = 2 };
 
 static uint64_t load64(const unsigned char *p)
@@ -246,18 +252,20 @@ static CvStatus hash_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    if (attrs->num_ints != 4 || attrs->ints[0] < HASH_FAST || attrs->ints[0] > HASH_LEGACY)
+    if (attrs->num_ints != HASH_BUCKET_NUM_INTS || attrs->ints[HASH_BUCKET_KIND] < HASH_FAST ||
+        attrs->ints[HASH_BUCKET_KIND] > HASH_LEGACY)
         return cv_error(CV_INVALID_ARGUMENT, "StringToHashBucket: malformed attributes");
-    if (attrs->ints[1] < 1)
+    if (attrs->ints[HASH_BUCKET_NUM_BUCKETS] < 1)
         return cv_error(CV_INVALID_ARGUMENT,
                         "Value for attr 'num_buckets' of %lld must be at least minimum 1",
-                        (long long)attrs->ints[1]);
+                        (long long)attrs->ints[HASH_BUCKET_NUM_BUCKETS]);
     if (in[0].dtype != CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "StringToHashBucket needs strings, got %s",
                         cv_dtype_name(in[0].dtype));
-    const int kind = (int)attrs->ints[0];
-    const uint64_t buckets = (uint64_t)attrs->ints[1];
-    const uint64_t key0 = (uint64_t)attrs->ints[2], key1 = (uint64_t)attrs->ints[3];
+    const int kind = (int)attrs->ints[HASH_BUCKET_KIND];
+    const uint64_t buckets = (uint64_t)attrs->ints[HASH_BUCKET_NUM_BUCKETS];
+    const uint64_t key0 = (uint64_t)attrs->ints[HASH_BUCKET_KEY0];
+    const uint64_t key1 = (uint64_t)attrs->ints[HASH_BUCKET_KEY1];
     CvStatus st = cv_tensor_alloc(&out[0], CV_INT64, in[0].rank, in[0].shape, 0, NULL);
     if (st)
         return st;
@@ -276,4 +284,5 @@ static CvStatus hash_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
 }
 
 const CvOp cv_op_string_to_hash_bucket = {
-    .name = "StringToHashBucket", .min_inputs = 1, .max_inputs = 1, .run = hash_run};
+    .name = "StringToHashBucket", .min_inputs = 1, .max_inputs = 1, .run = hash_run,
+    .int_attrs = hash_bucket_int_attrs};

@@ -23,6 +23,11 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { TO_NUMBER_DTYPE, TO_NUMBER_NUM_INTS };
+static const char *const to_number_int_attrs[] = {"dtype", NULL};
+CV_ATTR_NAMES_MATCH(to_number_int_attrs, TO_NUMBER_NUM_INTS);
+
 static bool is_blank(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
@@ -83,9 +88,9 @@ static CvStatus to_number_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    if (attrs->num_ints != 1)
+    if (attrs->num_ints != TO_NUMBER_NUM_INTS)
         return cv_error(CV_INVALID_ARGUMENT, "StringToNumber: malformed attributes");
-    CvDtype dtype = (CvDtype)attrs->ints[0];
+    CvDtype dtype = (CvDtype)attrs->ints[TO_NUMBER_DTYPE];
     if (dtype != CV_FLOAT32 && dtype != CV_FLOAT64 && dtype != CV_INT32 && dtype != CV_INT64 &&
         dtype != CV_UINT32 && dtype != CV_UINT64)
         return cv_error(CV_INVALID_ARGUMENT, "StringToNumber: unsupported out_type");
@@ -163,4 +168,5 @@ cleanup:
 }
 
 const CvOp cv_op_string_to_number = {
-    .name = "StringToNumber", .min_inputs = 1, .max_inputs = 1, .run = to_number_run};
+    .name = "StringToNumber", .min_inputs = 1, .max_inputs = 1, .run = to_number_run,
+    .int_attrs = to_number_int_attrs};

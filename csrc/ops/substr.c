@@ -13,6 +13,11 @@
 #include "ops/op.h"
 #include "ops/string_out.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { SUBSTR_UTF8, SUBSTR_NUM_INTS };
+static const char *const substr_int_attrs[] = {"utf8", NULL};
+CV_ATTR_NAMES_MATCH(substr_int_attrs, SUBSTR_NUM_INTS);
+
 static int64_t int_at(const CvTensor *t, int64_t i)
 {
     return t->dtype == CV_INT32 ? ((const int32_t *)t->data)[i] : ((const int64_t *)t->data)[i];
@@ -35,12 +40,12 @@ static CvStatus substr_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     (void)num_out;
     (void)ctx;
     const CvTensor *a = &in[0], *b = &in[1];
-    if (attrs->num_ints < 1 || a->dtype != CV_STRING ||
+    if (attrs->num_ints < SUBSTR_NUM_INTS || a->dtype != CV_STRING ||
         (b->dtype != CV_INT32 && b->dtype != CV_INT64) || in[2].dtype != b->dtype ||
         !cv_tensor_same_shape(b, &in[2]))
         return cv_error(CV_INVALID_ARGUMENT, "Substr needs strings and int pos and len of one "
                                              "shape and dtype");
-    const bool utf8 = attrs->ints[0] != 0;
+    const bool utf8 = attrs->ints[SUBSTR_UTF8] != 0;
     CvBroadcast bc;
     CvStatus bs = cv_broadcast_init(&bc, a, b);
     if (bs)
@@ -87,4 +92,6 @@ static CvStatus substr_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     return s;
 }
 
-const CvOp cv_op_substr = {"Substr", 3, 3, substr_run};
+const CvOp cv_op_substr = {
+    .name = "Substr", .min_inputs = 3, .max_inputs = 3, .run = substr_run,
+    .int_attrs = substr_int_attrs};

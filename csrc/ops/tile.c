@@ -3,6 +3,11 @@
  * strings copied. */
 #include "ops/index_map.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { TILE_MULTIPLES, TILE_NUM_INTS };
+static const char *const tile_int_attrs[] = {"multiples[]", NULL};
+CV_ATTR_NAMES_MATCH(tile_int_attrs, TILE_NUM_INTS);
+
 static CvStatus tile_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                          int num_out, CvOpContext *ctx)
 {
@@ -15,7 +20,7 @@ static CvStatus tile_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         return cv_error(CV_INVALID_ARGUMENT, "Expected multiples argument to be a vector of "
                         "length %d but got length %d", x->rank, attrs->num_ints);
     for (int d = 0; d < x->rank; d++) {
-        int64_t k = attrs->ints[d];
+        int64_t k = attrs->ints[TILE_MULTIPLES + d];
         if (k < 0)
             return cv_error(CV_INVALID_ARGUMENT, "Expected multiples[%d] >= 0, but got %lld", d,
                             (long long)k);
@@ -39,4 +44,5 @@ static CvStatus tile_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
     return s;
 }
 
-const CvOp cv_op_tile = {.name = "Tile", .min_inputs = 1, .max_inputs = 1, .run = tile_run};
+const CvOp cv_op_tile = {.name = "Tile", .min_inputs = 1, .max_inputs = 1, .run = tile_run,
+    .int_attrs = tile_int_attrs};

@@ -3,6 +3,11 @@
  * here). Any dtype, strings copied; an identity perm shares the input. */
 #include "ops/index_map.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { TRANSPOSE_PERM, TRANSPOSE_NUM_INTS };
+static const char *const transpose_int_attrs[] = {"perm[]", NULL};
+CV_ATTR_NAMES_MATCH(transpose_int_attrs, TRANSPOSE_NUM_INTS);
+
 static CvStatus transpose_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
                               CvTensor *out, int num_out, CvOpContext *ctx)
 {
@@ -16,7 +21,7 @@ static CvStatus transpose_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
         return cv_error(CV_INVALID_ARGUMENT, "transpose expects a vector of size %d. But input(1) "
                         "is a vector of size %d", x->rank, attrs->num_ints);
     for (int d = 0; d < x->rank; d++) {
-        int64_t p = attrs->ints[d];
+        int64_t p = attrs->ints[TRANSPOSE_PERM + d];
         if (p < 0 || p >= x->rank || seen[p])
             return cv_error(CV_INVALID_ARGUMENT, "%lld is out of range or repeated in the "
                             "permutation", (long long)p);
@@ -35,7 +40,7 @@ static CvStatus transpose_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     cv_index_map_strides(x, src_stride);
     if (m.total)
         for (int d = 0; d < x->rank; d++) {
-            m.stride[d] = src_stride[attrs->ints[d]];
+            m.stride[d] = src_stride[attrs->ints[TRANSPOSE_PERM + d]];
             for (int64_t o = 0; o < shape[d]; o++)
                 m.map[d][o] = o;
         }
@@ -45,4 +50,5 @@ static CvStatus transpose_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
 }
 
 const CvOp cv_op_transpose = {.name = "Transpose", .min_inputs = 1, .max_inputs = 1,
-                              .run = transpose_run};
+                              .run = transpose_run,
+    .int_attrs = transpose_int_attrs};

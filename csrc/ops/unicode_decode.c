@@ -21,6 +21,14 @@
 
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { UNICODE_DECODE_ERRORS, UNICODE_DECODE_REPLACEMENT_CHAR,
+    UNICODE_DECODE_REPLACE_CONTROL_CHARACTERS, UNICODE_DECODE_OUTPUT_STRINGS,
+    UNICODE_DECODE_NUM_INTS };
+static const char *const unicode_decode_int_attrs[] = {"errors", "replacement_char",
+    "replace_control_characters", "output_strings", NULL};
+CV_ATTR_NAMES_MATCH(unicode_decode_int_attrs, UNICODE_DECODE_NUM_INTS);
+
 enum { ERRORS_STRICT = 0, ERRORS_REPLACE = 1, ERRORS_IGNORE = 2 };
 
 /* Decode one character at s[0..n) (n >= 1): its code point, or -1 for an
@@ -135,11 +143,14 @@ static CvStatus decode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    if (attrs->num_ints != 4 || attrs->ints[0] < ERRORS_STRICT || attrs->ints[0] > ERRORS_IGNORE ||
-        attrs->ints[1] < 0 || attrs->ints[1] > 0x10FFFF)
+    const int64_t *a = attrs->ints;
+    if (attrs->num_ints != UNICODE_DECODE_NUM_INTS || a[UNICODE_DECODE_ERRORS] < ERRORS_STRICT ||
+        a[UNICODE_DECODE_ERRORS] > ERRORS_IGNORE || a[UNICODE_DECODE_REPLACEMENT_CHAR] < 0 ||
+        a[UNICODE_DECODE_REPLACEMENT_CHAR] > 0x10FFFF)
         return cv_error(CV_INVALID_ARGUMENT, "UnicodeDecode: malformed attributes");
-    Decoding d = {(int)attrs->ints[0], (int32_t)attrs->ints[1], attrs->ints[2] != 0};
-    bool strings = attrs->ints[3] != 0;
+    Decoding d = {(int)a[UNICODE_DECODE_ERRORS], (int32_t)a[UNICODE_DECODE_REPLACEMENT_CHAR],
+                  a[UNICODE_DECODE_REPLACE_CONTROL_CHARACTERS] != 0};
+    bool strings = a[UNICODE_DECODE_OUTPUT_STRINGS] != 0;
     if (in[0].dtype != CV_STRING || in[0].rank != 0) {
         char shape[64];
         return cv_error(CV_INVALID_ARGUMENT,
@@ -173,4 +184,5 @@ static CvStatus decode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
 }
 
 const CvOp cv_op_unicode_decode = {
-    .name = "UnicodeDecode", .min_inputs = 1, .max_inputs = 1, .run = decode_run};
+    .name = "UnicodeDecode", .min_inputs = 1, .max_inputs = 1, .run = decode_run,
+    .int_attrs = unicode_decode_int_attrs};

@@ -7,23 +7,35 @@
  * for float64); integers in [minval, maxval), unbiased. No inputs. */
 #include "ops/op.h"
 
+/* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
+enum { UNIFORM_DTYPE, UNIFORM_INT_MINVAL, UNIFORM_INT_MAXVAL, UNIFORM_RANK, UNIFORM_SHAPE,
+    UNIFORM_NUM_INTS };
+static const char *const uniform_int_attrs[] = {"dtype", "int_minval", "int_maxval", "rank",
+    "shape[]", NULL};
+CV_ATTR_NAMES_MATCH(uniform_int_attrs, UNIFORM_NUM_INTS);
+enum { UNIFORM_MINVAL, UNIFORM_MAXVAL, UNIFORM_NUM_FLOATS };
+static const char *const uniform_float_attrs[] = {"minval", "maxval", NULL};
+CV_ATTR_NAMES_MATCH(uniform_float_attrs, UNIFORM_NUM_FLOATS);
+
 static CvStatus uniform_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                             int num_out, CvOpContext *ctx)
 {
     (void)in;
     (void)num_in;
     (void)num_out;
-    if (attrs->num_ints < 4 || attrs->ints[3] < 0 || attrs->ints[3] > CV_MAX_RANK ||
-        attrs->num_ints != 4 + attrs->ints[3] || attrs->num_floats != 2)
+    if (attrs->num_ints < UNIFORM_SHAPE || attrs->ints[UNIFORM_RANK] < 0 ||
+        attrs->ints[UNIFORM_RANK] > CV_MAX_RANK ||
+        attrs->num_ints != UNIFORM_SHAPE + attrs->ints[UNIFORM_RANK] ||
+        attrs->num_floats != UNIFORM_NUM_FLOATS)
         return cv_error(CV_INVALID_ARGUMENT, "RandomUniform: malformed attributes");
-    CvDtype dtype = (CvDtype)attrs->ints[0];
-    int rank = (int)attrs->ints[3];
-    CvStatus s = cv_tensor_alloc(&out[0], dtype, rank, &attrs->ints[4], 0, NULL);
+    CvDtype dtype = (CvDtype)attrs->ints[UNIFORM_DTYPE];
+    int rank = (int)attrs->ints[UNIFORM_RANK];
+    CvStatus s = cv_tensor_alloc(&out[0], dtype, rank, &attrs->ints[UNIFORM_SHAPE], 0, NULL);
     if (s)
         return s;
     int64_t n = cv_tensor_num_elements(&out[0]);
-    double lo = attrs->floats[0], hi = attrs->floats[1];
-    int64_t ilo = attrs->ints[1], ihi = attrs->ints[2];
+    double lo = attrs->floats[UNIFORM_MINVAL], hi = attrs->floats[UNIFORM_MAXVAL];
+    int64_t ilo = attrs->ints[UNIFORM_INT_MINVAL], ihi = attrs->ints[UNIFORM_INT_MAXVAL];
     uint64_t span = (uint64_t)ihi - (uint64_t)ilo;
     switch (dtype) {
     case CV_FLOAT32: {
@@ -64,4 +76,5 @@ static CvStatus uniform_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
 }
 
 const CvOp cv_op_uniform = {
-    .name = "RandomUniform", .min_inputs = 0, .max_inputs = 0, .run = uniform_run};
+    .name = "RandomUniform", .min_inputs = 0, .max_inputs = 0, .run = uniform_run,
+    .int_attrs = uniform_int_attrs, .float_attrs = uniform_float_attrs};

@@ -113,6 +113,10 @@ static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
 
 /* Module functions defined in the binding files (NULL-terminated);
  * module.c adds them all. */
+/* The function and flags of a PyMethodDef whose function takes keywords
+ * (fn(module, args, kwargs)): dataset constructors are called by name. */
+#define CV_METHOD_KEYWORDS(fn) (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS
+
 extern PyMethodDef cv_constructor_functions[]; /* constructors.c: sources, map, batch, ... */
 extern PyMethodDef cv_transform_functions[];   /* transform.c: filter, zip, unbatch, ... */
 extern PyMethodDef cv_grouping_functions[];    /* grouping.c: choose, sample, windows */

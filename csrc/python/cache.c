@@ -154,13 +154,15 @@ static PyObject *none_to_null(PyObject *o)
 
 /* cache_store(filename or None, warn, progress, describe, progress_delay_s[, on_truncation])
  * -> store */
-static PyObject *cache_store_new(PyObject *module, PyObject *args)
+static PyObject *cache_store_new(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *filename, *warn, *progress, *describe, *path = NULL;
     double delay;
     int truncation = CV_TRUNCATION_WARN;
-    if (!PyArg_ParseTuple(args, "OOOOd|i:cache_store", &filename, &warn, &progress, &describe,
-                          &delay, &truncation))
+    static char *keywords[] = {"filename", "warn", "progress", "describe", "progress_delay_s",
+                               "on_truncation", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOd|i:cache_store", keywords, &filename,
+                                     &warn, &progress, &describe, &delay, &truncation))
         return NULL;
     if (!cv_truncation_valid(truncation)) {
         PyErr_Format(PyExc_ValueError, "unknown truncation mode %d", truncation);
@@ -221,11 +223,13 @@ static int component_arg(PyObject *item, CvComponentSpec *c)
 }
 
 /* cache(input, store, expected or None, memory=None) -> Dataset */
-static PyObject *cache_dataset(PyObject *module, PyObject *args)
+static PyObject *cache_dataset(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *store, *expected;
     CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OOO|O&:cache", &input, &store, &expected, cv_memory_arg, &memory))
+    static char *keywords[] = {"input", "store", "expected", "memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O&:cache", keywords, &input, &store,
+                                     &expected, cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvCacheStore *st = in ? store_arg(store) : NULL;
@@ -323,10 +327,10 @@ static PyObject *cache_store_count(PyObject *module, PyObject *store)
 }
 
 PyMethodDef cv_cache_functions[] = {
-    {"cache_store", cache_store_new, METH_VARARGS,
+    {"cache_store", CV_METHOD_KEYWORDS(cache_store_new),
      "cache_store(filename or None, warn, progress, describe, progress_delay_s[, on_truncation])"
      " -> store"},
-    {"cache", cache_dataset, METH_VARARGS,
+    {"cache", CV_METHOD_KEYWORDS(cache_dataset),
      "cache(input, store, expected or None, memory=None) -> Dataset"},
     {"cache_file_info", cache_file_info, METH_O,
      "cache_file_info(store) -> None or (structure, components, count)"},

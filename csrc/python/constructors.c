@@ -31,11 +31,13 @@ static PyObject *constructors_tensors(PyObject *module, PyObject *components)
     return cv_wrap_dataset(module, s, ds);
 }
 
-static PyObject *constructors_range(PyObject *module, PyObject *args)
+static PyObject *constructors_range(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     long long start, stop, step;
     int dtype;
-    if (!PyArg_ParseTuple(args, "LLLi:range", &start, &stop, &step, &dtype))
+    static char *keywords[] = {"start", "stop", "step", "dtype", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LLLi:range", keywords, &start, &stop, &step,
+                                     &dtype))
         return NULL;
     CvDataset *ds = NULL;
     CvStatus s = cv_range_dataset(start, stop, step, (CvDtype)dtype, &ds);
@@ -55,14 +57,17 @@ static PyObject *constructors_generator(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
-static PyObject *constructors_map(PyObject *module, PyObject *args)
+static PyObject *constructors_map(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *fn, *out_convert, *name;
     long long parallel;
     int deterministic, with_id = 0;
     CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OOOLpU|pO&:map", &input, &fn, &out_convert, &parallel,
-                          &deterministic, &name, &with_id, cv_memory_arg, &memory))
+    static char *keywords[] = {"input", "fn", "out_convert", "num_parallel_calls", "deterministic",
+                               "name", "with_id", "memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOLpU|pO&:map", keywords, &input, &fn,
+                                     &out_convert, &parallel, &deterministic, &name, &with_id,
+                                     cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -75,14 +80,17 @@ static PyObject *constructors_map(PyObject *module, PyObject *args)
     return cv_wrap_buffering(module, s, ds, memory);
 }
 
-static PyObject *constructors_batch(PyObject *module, PyObject *args)
+static PyObject *constructors_batch(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input;
     long long batch_size, parallel;
     int drop_remainder, deterministic;
     CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OLpLp|O&:batch", &input, &batch_size, &drop_remainder, &parallel,
-                          &deterministic, cv_memory_arg, &memory))
+    static char *keywords[] = {"input", "batch_size", "drop_remainder", "num_parallel_calls",
+                               "deterministic", "memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLpLp|O&:batch", keywords, &input, &batch_size,
+                                     &drop_remainder, &parallel, &deterministic, cv_memory_arg,
+                                     &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -92,14 +100,17 @@ static PyObject *constructors_batch(PyObject *module, PyObject *args)
     return cv_wrap_buffering(module, s, ds, memory);
 }
 
-static PyObject *constructors_interleave(PyObject *module, PyObject *args)
+static PyObject *constructors_interleave(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *fn, *name;
     long long cycle_length, block_length, parallel;
     int deterministic;
     CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OOLLLpU|O&:interleave", &input, &fn, &cycle_length, &block_length,
-                          &parallel, &deterministic, &name, cv_memory_arg, &memory))
+    static char *keywords[] = {"input", "fn", "cycle_length", "block_length", "num_parallel_calls",
+                               "deterministic", "name", "memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOLLLpU|O&:interleave", keywords, &input, &fn,
+                                     &cycle_length, &block_length, &parallel, &deterministic, &name,
+                                     cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -126,14 +137,17 @@ static PyObject *constructors_ignore_errors(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
-static PyObject *constructors_shuffle(PyObject *module, PyObject *args)
+static PyObject *constructors_shuffle(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input;
     long long buffer_size, seed, seed2;
     int reshuffle;
     CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OLLLp|O&:shuffle", &input, &buffer_size, &seed, &seed2, &reshuffle,
-                          cv_memory_arg, &memory))
+    static char *keywords[] = {"input", "buffer_size", "seed", "seed2", "reshuffle_each_iteration",
+                               "memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLLLp|O&:shuffle", keywords, &input,
+                                     &buffer_size, &seed, &seed2, &reshuffle, cv_memory_arg,
+                                     &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -176,14 +190,15 @@ static PyObject *constructors_prefetch(PyObject *module, PyObject *args)
 
 /* prefetch_to_device(input, kind, index, buffer_size, memory=None): kind 0
  * the host, 1 CUDA (the runtime loaded first by the Python layer). */
-static PyObject *constructors_prefetch_to_device(PyObject *module, PyObject *args)
+static PyObject *constructors_prefetch_to_device(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input;
     int kind, index;
     long long buffer_size;
     CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OiiL|O&:prefetch_to_device", &input, &kind, &index, &buffer_size,
-                          cv_memory_arg, &memory))
+    static char *keywords[] = {"input", "kind", "index", "buffer_size", "memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiiL|O&:prefetch_to_device", keywords, &input,
+                                     &kind, &index, &buffer_size, cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -209,14 +224,17 @@ static PyObject *constructors_repeat(PyObject *module, PyObject *args)
     return counted(module, args, cv_repeat_dataset, "OL:repeat");
 }
 
-static PyObject *constructors_shuffle_batch(PyObject *module, PyObject *args)
+static PyObject *constructors_shuffle_batch(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *shuffle;
     long long batch_size, parallel;
     int drop_remainder, deterministic;
     CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OLpLp|O&:shuffle_batch", &shuffle, &batch_size, &drop_remainder,
-                          &parallel, &deterministic, cv_memory_arg, &memory))
+    static char *keywords[] = {"shuffle", "batch_size", "drop_remainder", "num_parallel_calls",
+                               "deterministic", "memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLpLp|O&:shuffle_batch", keywords, &shuffle,
+                                     &batch_size, &drop_remainder, &parallel, &deterministic,
+                                     cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, shuffle);
     if (!in)
@@ -227,14 +245,15 @@ static PyObject *constructors_shuffle_batch(PyObject *module, PyObject *args)
     return cv_wrap_buffering(module, s, ds, memory);
 }
 
-static PyObject *constructors_map_batch(PyObject *module, PyObject *args)
+static PyObject *constructors_map_batch(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *map;
     long long batch_size;
     int drop_remainder;
     CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OLp|O&:map_batch", &map, &batch_size, &drop_remainder,
-                          cv_memory_arg, &memory))
+    static char *keywords[] = {"map", "batch_size", "drop_remainder", "memory", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLp|O&:map_batch", keywords, &map, &batch_size,
+                                     &drop_remainder, cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, map);
     if (!in)
@@ -247,27 +266,27 @@ static PyObject *constructors_map_batch(PyObject *module, PyObject *args)
 PyMethodDef cv_constructor_functions[] = {
     {"tensor_slices", constructors_tensor_slices, METH_O, "tensor_slices(list of arrays) -> Dataset"},
     {"tensors", constructors_tensors, METH_O, "tensors(list of arrays) -> Dataset"},
-    {"range", constructors_range, METH_VARARGS, "range(start, stop, step, dtype_code) -> Dataset"},
+    {"range", CV_METHOD_KEYWORDS(constructors_range), "range(start, stop, step, dtype) -> Dataset"},
     {"generator", constructors_generator, METH_VARARGS, "generator(factory, name) -> Dataset"},
-    {"map", constructors_map, METH_VARARGS,
+    {"map", CV_METHOD_KEYWORDS(constructors_map),
      "map(input, fn, out_convert, num_parallel_calls, deterministic, name, with_id=False, "
      "memory=None) -> Dataset"},
-    {"batch", constructors_batch, METH_VARARGS,
+    {"batch", CV_METHOD_KEYWORDS(constructors_batch),
      "batch(input, batch_size, drop_remainder, num_parallel_calls, deterministic, memory=None) "
      "-> Dataset"},
-    {"interleave", constructors_interleave, METH_VARARGS,
+    {"interleave", CV_METHOD_KEYWORDS(constructors_interleave),
      "interleave(input, fn, cycle_length, block_length, num_parallel_calls, deterministic, name, "
      "memory=None) -> Dataset; fn(*components) returns an engine Dataset"},
     {"ignore_errors", constructors_ignore_errors, METH_VARARGS, "ignore_errors(input, log_warning) -> Dataset"},
     {"prefetch", constructors_prefetch, METH_VARARGS, "prefetch(input, buffer_size, memory=None) -> Dataset"},
-    {"prefetch_to_device", constructors_prefetch_to_device, METH_VARARGS,
+    {"prefetch_to_device", CV_METHOD_KEYWORDS(constructors_prefetch_to_device),
      "prefetch_to_device(input, kind, index, buffer_size, memory=None) -> Dataset"},
-    {"shuffle", constructors_shuffle, METH_VARARGS,
+    {"shuffle", CV_METHOD_KEYWORDS(constructors_shuffle),
      "shuffle(input, buffer_size, seed, seed2, reshuffle_each_iteration, memory=None) -> Dataset"},
-    {"shuffle_batch", constructors_shuffle_batch, METH_VARARGS,
+    {"shuffle_batch", CV_METHOD_KEYWORDS(constructors_shuffle_batch),
      "shuffle_batch(shuffle, batch_size, drop_remainder, num_parallel_calls, deterministic, "
      "memory=None) -> Dataset: shuffle followed by batch, fused"},
-    {"map_batch", constructors_map_batch, METH_VARARGS,
+    {"map_batch", CV_METHOD_KEYWORDS(constructors_map_batch),
      "map_batch(map, batch_size, drop_remainder, memory=None) -> Dataset: a parallel map "
      "followed by batch, fused"},
     {"take", constructors_take, METH_VARARGS, "take(input, count) -> Dataset"},

@@ -194,12 +194,14 @@ static PyObject *dataset_kernel_name(PyObject *op, void *closure)
     return ds ? PyUnicode_FromString(ds->kernel->name) : NULL;
 }
 
-static PyObject *dataset_make_iterator(PyObject *op, PyObject *args)
+static PyObject *dataset_make_iterator(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     PyObject *structure, *describe = Py_None, *owner = Py_None;
     int cpu_budget = 0, algorithm = CV_AUTOTUNE_MODEL, statistics = 1;
-    if (!PyArg_ParseTuple(args, "O|iiOpO:make_iterator", &structure, &cpu_budget, &algorithm, &describe,
-                          &statistics, &owner))
+    static char *keywords[] = {"structure", "cpu_budget", "algorithm", "describe", "statistics",
+                               "owner", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|iiOpO:make_iterator", keywords, &structure,
+                                     &cpu_budget, &algorithm, &describe, &statistics, &owner))
         return NULL;
     PyObject *module = cv_module_of(op);
     CvDataset *ds = module ? cv_dataset_of(op) : NULL;
@@ -211,7 +213,7 @@ static PyObject *dataset_make_iterator(PyObject *op, PyObject *args)
 
 static PyMethodDef dataset_methods[] = {
     {"cardinality", dataset_cardinality, METH_NOARGS, "Number of elements, or -1 (infinite) / -2 (unknown)."},
-    {"make_iterator", dataset_make_iterator, METH_VARARGS,
+    {"make_iterator", CV_METHOD_KEYWORDS(dataset_make_iterator),
      "make_iterator(structure, cpu_budget=0) -> Iterator. structure() is called once, at the first "
      "element, and returns (kind, pack): kind 0 = one component, 1 = a plain tuple, 2 = "
      "pack(tuple). cpu_budget: the pool's running threads (0: the CPUs this process may use); "

@@ -94,13 +94,15 @@ static PyObject *grouping_sample_choice(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
-static PyObject *grouping_window(PyObject *module, PyObject *args)
+static PyObject *grouping_window(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *ragged_seq;
     long long size, shift, stride;
     int drop_remainder;
-    if (!PyArg_ParseTuple(args, "OLLLpO:window", &input, &size, &shift, &stride, &drop_remainder,
-                          &ragged_seq))
+    static char *keywords[] = {"input", "size", "shift", "stride", "drop_remainder", "ragged",
+                              NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLLLpO:window", keywords, &input, &size, &shift,
+                                     &stride, &drop_remainder, &ragged_seq))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     uint32_t ncomp = 0;
@@ -132,12 +134,15 @@ static PyObject *grouping_window_source(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
-static PyObject *grouping_group_by_window(PyObject *module, PyObject *args)
+static PyObject *grouping_group_by_window(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *key_fn, *key_convert, *size_fn, *size_convert, *ragged_seq, *name;
     long long window_size;
-    if (!PyArg_ParseTuple(args, "OOOOOLOU:group_by_window", &input, &key_fn, &key_convert,
-                          &size_fn, &size_convert, &window_size, &ragged_seq, &name))
+    static char *keywords[] = {"input", "key_fn", "key_convert", "size_fn", "size_convert",
+                               "window_size", "ragged", "name", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOLOU:group_by_window", keywords, &input,
+                                     &key_fn, &key_convert, &size_fn, &size_convert, &window_size,
+                                     &ragged_seq, &name))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     uint32_t ncomp = 0;
@@ -164,11 +169,11 @@ PyMethodDef cv_grouping_functions[] = {
     {"random", grouping_random, METH_VARARGS, "random(seed, seed2, rerandomize) -> Dataset"},
     {"sample_choice", grouping_sample_choice, METH_VARARGS,
      "sample_choice(random, weights_dataset or None, weights array or None) -> Dataset"},
-    {"window", grouping_window, METH_VARARGS,
+    {"window", CV_METHOD_KEYWORDS(grouping_window),
      "window(input, size, shift, stride, drop_remainder, ragged) -> Dataset of packed windows"},
     {"window_source", grouping_window_source, METH_VARARGS,
      "window_source([packed tensors], ragged) -> Dataset of the window's elements"},
-    {"group_by_window", grouping_group_by_window, METH_VARARGS,
+    {"group_by_window", CV_METHOD_KEYWORDS(grouping_group_by_window),
      "group_by_window(input, key_fn, key_convert, size_fn or None, size_convert, window_size, "
      "ragged, name) -> Dataset of (key, packed window)"},
     {NULL, NULL, 0, NULL},

@@ -34,14 +34,16 @@ static int read_options(int compression, long long buffer_size, long long max_re
     return 0;
 }
 
-static PyObject *io_tfrecord(PyObject *module, PyObject *args)
+static PyObject *io_tfrecord(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input;
     int compression;
     long long buffer_size, max_record_bytes;
     int truncation = CV_TRUNCATION_WARN;
-    if (!PyArg_ParseTuple(args, "OiLL|i:tfrecord", &input, &compression, &buffer_size,
-                          &max_record_bytes, &truncation))
+    static char *keywords[] = {"filenames", "compression", "buffer_size", "max_record_bytes",
+                               "on_truncation", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLL|i:tfrecord", keywords, &input,
+                                     &compression, &buffer_size, &max_record_bytes, &truncation))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvReadOptions o;
@@ -52,13 +54,15 @@ static PyObject *io_tfrecord(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
-static PyObject *io_text_line(PyObject *module, PyObject *args)
+static PyObject *io_text_line(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input;
     int compression;
     long long buffer_size;
     int truncation = CV_TRUNCATION_WARN;
-    if (!PyArg_ParseTuple(args, "OiL|i:text_line", &input, &compression, &buffer_size, &truncation))
+    static char *keywords[] = {"filenames", "compression", "buffer_size", "on_truncation", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiL|i:text_line", keywords, &input,
+                                     &compression, &buffer_size, &truncation))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvReadOptions o;
@@ -69,14 +73,17 @@ static PyObject *io_text_line(PyObject *module, PyObject *args)
     return cv_wrap_dataset(module, s, ds);
 }
 
-static PyObject *io_fixed_length_record(PyObject *module, PyObject *args)
+static PyObject *io_fixed_length_record(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input;
     int compression;
     long long header, record, footer, buffer_size;
     int truncation = CV_TRUNCATION_WARN;
-    if (!PyArg_ParseTuple(args, "OLLLiL|i:fixed_length_record", &input, &header, &record, &footer,
-                          &compression, &buffer_size, &truncation))
+    static char *keywords[] = {"filenames", "header_bytes", "record_bytes", "footer_bytes",
+                               "compression", "buffer_size", "on_truncation", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLLLiL|i:fixed_length_record", keywords, &input,
+                                     &header, &record, &footer, &compression, &buffer_size,
+                                     &truncation))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvReadOptions o;
@@ -119,15 +126,18 @@ static int int64_list(PyObject *seq, int64_t **out, int *n)
     return 0;
 }
 
-static PyObject *io_csv(PyObject *module, PyObject *args)
+static PyObject *io_csv(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *select, *exclude, *dtypes, *defaults;
     int compression, header, delim, quotes;
     long long buffer_size;
     const char *na;
     Py_ssize_t na_len;
-    if (!PyArg_ParseTuple(args, "OiLpipy#OOOO:csv", &input, &compression, &buffer_size, &header,
-                          &delim, &quotes, &na, &na_len, &select, &exclude, &dtypes, &defaults))
+    static char *keywords[] = {"filenames", "compression", "buffer_size", "header", "delim",
+                               "use_quote", "na", "select", "exclude", "dtypes", "defaults", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLpipy#OOOO:csv", keywords, &input,
+                                     &compression, &buffer_size, &header, &delim, &quotes, &na,
+                                     &na_len, &select, &exclude, &dtypes, &defaults))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvReadOptions o;
@@ -364,12 +374,12 @@ static PyObject *io_crc32c_force_software(PyObject *module, PyObject *arg)
 }
 
 PyMethodDef cv_io_functions[] = {
-    {"tfrecord", io_tfrecord, METH_VARARGS,
+    {"tfrecord", CV_METHOD_KEYWORDS(io_tfrecord),
      "tfrecord(filenames, compression, buffer_size, max_record_bytes[, on_truncation]) -> Dataset"},
-    {"csv", io_csv, METH_VARARGS, "csv(filenames, compression, buffer_size, header, delim, "
+    {"csv", CV_METHOD_KEYWORDS(io_csv), "csv(filenames, compression, buffer_size, header, delim, "
      "use_quote, na, select, exclude, dtypes, defaults) -> Dataset"},
-    {"text_line", io_text_line, METH_VARARGS, "text_line(filenames, compression, buffer_size[, on_truncation]) -> Dataset"},
-    {"fixed_length_record", io_fixed_length_record, METH_VARARGS,
+    {"text_line", CV_METHOD_KEYWORDS(io_text_line), "text_line(filenames, compression, buffer_size[, on_truncation]) -> Dataset"},
+    {"fixed_length_record", CV_METHOD_KEYWORDS(io_fixed_length_record),
      "fixed_length_record(filenames, header, record, footer, compression, buffer_size"
      "[, on_truncation]) -> Dataset"},
     {"tfrecord_writer_open", io_writer_open, METH_VARARGS,

@@ -2,12 +2,17 @@
  *
  * The Python tracer (conveyor/framework/tracing.py) checks arguments and computes
  * specs; these functions take normalized arguments:
- *   run_op(name, inputs, ints, floats, string, obj, num_outputs, rng)
+ *   run_op(name, inputs, attrs, floats, string, obj, num_outputs, rng)
  *     runs one op eagerly on arrays (GIL released while it runs);
  *   program(name, num_args, constants, nodes, results, seed0, seed1)
  *     compiles a traced function into a capsule that map() accepts.
- * A node is (op name, input value ids, ints, floats, string, obj,
- * num_outputs, op_seed); rng is (seed0, seed1, op_seed, node, epoch, index).
+ * A node is (op name, input value ids, attrs, string, obj, num_outputs,
+ * op_seed); rng is (seed0, seed1, op_seed, node, epoch, index).
+ * attrs: the op's attributes by the names it declares (CvOp.int_attrs,
+ * .float_attrs), a dict {name: int, float or list of ints}; run_op's
+ * `floats` is then empty. run_op also takes the raw form, attrs a sequence
+ * of ints and floats a sequence of floats placed slot by slot, which tests
+ * use to probe the ops' own checks on malformed attributes.
  * `obj` is an op-specific capsule (an Example parser config) or None: the
  * op gets the capsule's pointer.
  */
@@ -29,11 +34,133 @@ static void release_capsule(void *owner)
     cv_python_end(&call);
 }
 
-/* Fill attrs from Python values; -1 with an exception set on failure. */
-static int attrs_from_python(PyObject *ints, PyObject *floats, PyObject *string, PyObject *obj,
-                             CvOpAttrs *attrs)
+/* One declared attribute name (CvOp.int_attrs): "name", "name?" (optional)
+ * or "name[]" (a list of ints filling the remaining slots). */
+typedef struct AttrDecl {
+    char name[64]; /* bare (for messages) */
+    int length;    /* of the bare name */
+    bool optional;
+    bool list;
+} AttrDecl;
+
+static AttrDecl attr_decl(const char *text)
 {
-    memset(attrs, 0, sizeof(*attrs));
+    AttrDecl d = {.length = (int)strlen(text)};
+    if (d.length > 0 && text[d.length - 1] == '?') {
+        d.optional = true;
+        d.length -= 1;
+    } else if (d.length > 2 && strcmp(text + d.length - 2, "[]") == 0) {
+        d.list = true;
+        d.length -= 2;
+    }
+    snprintf(d.name, sizeof(d.name), "%.*s", d.length, text);
+    return d;
+}
+
+/* The slot of `key` among `names` (NULL-terminated, may be NULL), or -1. */
+static int attr_slot(const char *const *names, const char *key)
+{
+    for (int i = 0; names && names[i]; i++) {
+        AttrDecl d = attr_decl(names[i]);
+        if ((int)strlen(key) == d.length && strncmp(names[i], key, (size_t)d.length) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Put the values `given[i]` (borrowed; NULL where not passed) of the
+ * attributes `names` into ints (is_int) or floats, in slot order, and set
+ * *count to the slots filled. -1 with TypeError or ValueError on failure. */
+static int place_attrs(const CvOp *op, const char *const *names, PyObject *const *given,
+                       bool is_int, CvOpAttrs *attrs, int *count)
+{
+    int limit = is_int ? CV_OP_MAX_INTS : CV_OP_MAX_FLOATS;
+    const char *left_out = NULL; /* the first optional name not passed */
+    *count = 0;
+    for (int i = 0; names && names[i]; i++) {
+        AttrDecl d = attr_decl(names[i]);
+        if (!given[i]) {
+            if (!d.optional && !d.list) {
+                PyErr_Format(PyExc_TypeError, "%s: missing attribute '%s'", op->name, d.name);
+                return -1;
+            }
+            left_out = left_out ? left_out : names[i];
+            continue;
+        }
+        if (left_out) {
+            PyErr_Format(PyExc_TypeError, "%s: attribute '%s' needs the optional '%s' before it",
+                         op->name, d.name, attr_decl(left_out).name);
+            return -1;
+        }
+        PyObject *fast = d.list ? PySequence_Fast(given[i], "a list attribute must be a sequence")
+                                : NULL;
+        if (d.list && !fast)
+            return -1;
+        Py_ssize_t n = d.list ? PySequence_Fast_GET_SIZE(fast) : 1;
+        if (n > limit - i) {
+            Py_XDECREF(fast);
+            PyErr_Format(PyExc_ValueError, "%s: attribute '%s' is too long", op->name, d.name);
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *v = d.list ? PySequence_Fast_GET_ITEM(fast, k) : given[i];
+            if (is_int)
+                attrs->ints[i + k] = PyLong_AsLongLong(v);
+            else
+                attrs->floats[i + k] = PyFloat_AsDouble(v);
+            if (PyErr_Occurred()) {
+                Py_XDECREF(fast);
+                return -1;
+            }
+        }
+        Py_XDECREF(fast);
+        *count = i + (int)n;
+    }
+    return 0;
+}
+
+/* Fill ints and floats from `named`, a dict (or a sequence of (name, value)
+ * pairs) of the attributes op->int_attrs and op->float_attrs name. */
+static int named_attrs_from_python(const CvOp *op, PyObject *named, CvOpAttrs *attrs)
+{
+    PyObject *items = PyDict_Check(named) ? PyDict_Items(named) : PySequence_List(named);
+    PyObject *given_ints[CV_OP_MAX_INTS] = {0}, *given_floats[CV_OP_MAX_FLOATS] = {0};
+    int rc = -1;
+    if (!items)
+        goto done;
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(items); j++) {
+        PyObject *item = PyList_GET_ITEM(items, j), *key, *value;
+        if (!PyArg_ParseTuple(item, "UO;an attribute is a (name, value) pair", &key, &value))
+            goto done;
+        const char *text = PyUnicode_AsUTF8(key);
+        if (!text)
+            goto done;
+        int slot = attr_slot(op->int_attrs, text);
+        PyObject **given = slot >= 0 ? &given_ints[slot] : NULL;
+        if (slot < 0 && (slot = attr_slot(op->float_attrs, text)) >= 0)
+            given = &given_floats[slot];
+        if (!given) {
+            PyErr_Format(PyExc_TypeError, "%s: unknown attribute %R", op->name, key);
+            goto done;
+        }
+        if (*given) {
+            PyErr_Format(PyExc_TypeError, "%s: attribute %R given twice", op->name, key);
+            goto done;
+        }
+        *given = value;
+    }
+    if (place_attrs(op, op->int_attrs, given_ints, true, attrs, &attrs->num_ints) < 0 ||
+        place_attrs(op, op->float_attrs, given_floats, false, attrs, &attrs->num_floats) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(items);
+    return rc;
+}
+
+/* Positional ints and floats, slot by slot. */
+static int positional_attrs_from_python(PyObject *ints, PyObject *floats, CvOpAttrs *attrs)
+{
     PyObject *fi = PySequence_Fast(ints, "ints must be a sequence");
     PyObject *ff = fi ? PySequence_Fast(floats, "floats must be a sequence") : NULL;
     int rc = -1;
@@ -55,6 +182,42 @@ static int attrs_from_python(PyObject *ints, PyObject *floats, PyObject *string,
         attrs->floats[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(ff, i));
         if (attrs->floats[i] == -1.0 && PyErr_Occurred())
             goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(fi);
+    Py_XDECREF(ff);
+    return rc;
+}
+
+/* Named attributes: a dict, or a list of (name, value) pairs. */
+static bool are_named(PyObject *attrs)
+{
+    return PyDict_Check(attrs) || (PyList_Check(attrs) && PyList_GET_SIZE(attrs) > 0 &&
+                                   PyTuple_Check(PyList_GET_ITEM(attrs, 0)));
+}
+
+/* Fill attrs from Python values: `ints` the named attributes (then `floats`
+ * is empty or NULL) or, with `floats` not NULL, the raw form (positional
+ * ints and floats); -1 with an exception set on failure. */
+static int attrs_from_python(const CvOp *op, PyObject *ints, PyObject *floats, PyObject *string,
+                             PyObject *obj, CvOpAttrs *attrs)
+{
+    memset(attrs, 0, sizeof(*attrs));
+    int rc = -1;
+    if (are_named(ints)) {
+        if (floats && PyObject_Length(floats) != 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "%s: floats are named attributes too", op->name);
+            goto done;
+        }
+        if (named_attrs_from_python(op, ints, attrs) < 0)
+            goto done;
+    } else if (!floats) {
+        PyErr_Format(PyExc_TypeError, "%s: attributes must be named (a dict)", op->name);
+        goto done;
+    } else if (positional_attrs_from_python(ints, floats, attrs) < 0) {
+        goto done;
     }
     if (string != Py_None) {
         Py_ssize_t n;
@@ -84,8 +247,6 @@ static int attrs_from_python(PyObject *ints, PyObject *floats, PyObject *string,
     }
     rc = 0;
 done:
-    Py_XDECREF(fi);
-    Py_XDECREF(ff);
     if (rc < 0) {
         /* Under the GIL here: drop the capsule directly. */
         Py_XDECREF((PyObject *)attrs->owner);
@@ -128,7 +289,7 @@ static PyObject *ops_run_op(PyObject *module, PyObject *args)
     CvOpAttrs attrs;
     CvElement in = {0}, out = {0};
     PyObject *result = NULL;
-    if (attrs_from_python(ints, floats, string, obj, &attrs) < 0)
+    if (attrs_from_python(op, ints, floats, string, obj, &attrs) < 0)
         return NULL;
     CvStatus s = cv_element_from_sequence(st, inputs, &in);
     if (!s)
@@ -206,16 +367,16 @@ static PyObject *ops_program(PyObject *module, PyObject *args)
             goto status;
     }
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fn); i++) {
-        PyObject *opname, *inputs, *ints, *floats, *string, *obj;
+        PyObject *opname, *inputs, *named, *string, *obj;
         int num_out;
         long long op_seed;
         CvOpAttrs attrs;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fn, i), "UOOOOOiL:program node", &opname,
-                              &inputs, &ints, &floats, &string, &obj, &num_out, &op_seed))
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fn, i), "UOOOOiL:program node", &opname,
+                              &inputs, &named, &string, &obj, &num_out, &op_seed))
             goto error;
         const CvOp *op = op_arg(opname);
         if (!op || int_list(inputs, &ids, &n) < 0 ||
-            attrs_from_python(ints, floats, string, obj, &attrs) < 0)
+            attrs_from_python(op, named, NULL, string, obj, &attrs) < 0)
             goto error;
         s = cv_program_add_node(p, op, &attrs, ids, n, num_out, op_seed);
         PyMem_Free(ids);
@@ -316,7 +477,7 @@ PyMethodDef cv_op_functions[] = {
     {"regex_compile", ops_regex_compile, METH_VARARGS,
      "regex_compile(pattern) -> compiled regex capsule (the regex ops' obj)"},
     {"run_op", ops_run_op, METH_VARARGS,
-     "run_op(name, inputs, ints, floats, string, obj, num_outputs, rng) -> tuple of arrays"},
+     "run_op(name, inputs, attrs, floats, string, obj, num_outputs, rng) -> tuple of arrays"},
     {"program", ops_program, METH_VARARGS,
      "program(name, num_args, constants, nodes, results, seed0, seed1) -> Program capsule"},
     {"run_program", ops_run_program, METH_VARARGS,

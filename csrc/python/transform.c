@@ -12,12 +12,14 @@ typedef CvStatus (*CvPredicateKernel)(CvDataset *, CvFunction, CvDataset **);
  * predicate is taken as map's function is (cv_function_from_arg: a compiled
  * program or a Python callable), so whatever runs a map function runs a
  * predicate. */
-static PyObject *predicate_dataset(PyObject *module, PyObject *args, const char *format,
-                                   CvPredicateKernel make)
+static PyObject *predicate_dataset(PyObject *module, PyObject *args, PyObject *kwargs,
+                                   const char *format, CvPredicateKernel make)
 {
     PyObject *input, *fn, *out_convert, *name;
     int with_id = 0;
-    if (!PyArg_ParseTuple(args, format, &input, &fn, &out_convert, &name, &with_id))
+    static char *keywords[] = {"input", "predicate", "out_convert", "name", "with_id", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &input, &fn, &out_convert,
+                                     &name, &with_id))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -30,26 +32,28 @@ static PyObject *predicate_dataset(PyObject *module, PyObject *args, const char 
     return cv_wrap_dataset(module, s, ds);
 }
 
-static PyObject *transform_filter(PyObject *module, PyObject *args)
+static PyObject *transform_filter(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    return predicate_dataset(module, args, "OOOU|p:filter", cv_filter_dataset);
+    return predicate_dataset(module, args, kwargs, "OOOU|p:filter", cv_filter_dataset);
 }
 
-static PyObject *transform_take_while(PyObject *module, PyObject *args)
+static PyObject *transform_take_while(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    return predicate_dataset(module, args, "OOOU|p:take_while", cv_take_while_dataset);
+    return predicate_dataset(module, args, kwargs, "OOOU|p:take_while", cv_take_while_dataset);
 }
 
 /* scan(input, initial_state, fn, out_convert, name[, with_id]):
  * initial_state is the list of the state's flat arrays; fn takes the state's
  * components then the element's and returns the new state's then the
  * output's. */
-static PyObject *transform_scan(PyObject *module, PyObject *args)
+static PyObject *transform_scan(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *initial, *fn, *out_convert, *name;
     int with_id = 0;
-    if (!PyArg_ParseTuple(args, "OOOOU|p:scan", &input, &initial, &fn, &out_convert, &name,
-                          &with_id))
+    static char *keywords[] = {"input", "initial_state", "fn", "out_convert", "name", "with_id",
+                              NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOU|p:scan", keywords, &input, &initial, &fn,
+                                     &out_convert, &name, &with_id))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -150,11 +154,13 @@ static PyObject *transform_unbatch(PyObject *module, PyObject *args)
 
 /* rebatch(input, batch_sizes (list of int), drop_remainder, empty (list of
  * zero-row arrays, one per component)). */
-static PyObject *transform_rebatch(PyObject *module, PyObject *args)
+static PyObject *transform_rebatch(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *sizes_obj, *empty_obj;
     int drop_remainder;
-    if (!PyArg_ParseTuple(args, "OOpO:rebatch", &input, &sizes_obj, &drop_remainder, &empty_obj))
+    static char *keywords[] = {"input", "batch_sizes", "drop_remainder", "empty_components", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOpO:rebatch", keywords, &input, &sizes_obj,
+                                     &drop_remainder, &empty_obj))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     PyObject *sizes = in ? PySequence_Fast(sizes_obj, "batch sizes must be a list") : NULL;
@@ -190,13 +196,15 @@ done:
 
 /* padded_batch(input, batch_size, padded_shapes (list of int64 vectors),
  * padding_values (list of scalars), drop_remainder). */
-static PyObject *transform_padded_batch(PyObject *module, PyObject *args)
+static PyObject *transform_padded_batch(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *shapes_obj, *values_obj;
     long long batch_size;
     int drop_remainder;
-    if (!PyArg_ParseTuple(args, "OLOOp:padded_batch", &input, &batch_size, &shapes_obj, &values_obj,
-                          &drop_remainder))
+    static char *keywords[] = {"input", "batch_size", "padded_shapes", "padding_values",
+                               "drop_remainder", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLOOp:padded_batch", keywords, &input,
+                                     &batch_size, &shapes_obj, &values_obj, &drop_remainder))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     if (!in)
@@ -216,21 +224,21 @@ static PyObject *transform_padded_batch(PyObject *module, PyObject *args)
 }
 
 PyMethodDef cv_transform_functions[] = {
-    {"take_while", transform_take_while, METH_VARARGS,
+    {"take_while", CV_METHOD_KEYWORDS(transform_take_while),
      "take_while(input, predicate, out_convert, name, with_id=False) -> Dataset"},
-    {"scan", transform_scan, METH_VARARGS,
+    {"scan", CV_METHOD_KEYWORDS(transform_scan),
      "scan(input, initial_state, fn, out_convert, name, with_id=False) -> Dataset"},
     {"unique", transform_unique, METH_O, "unique(input) -> Dataset"},
-    {"filter", transform_filter, METH_VARARGS,
+    {"filter", CV_METHOD_KEYWORDS(transform_filter),
      "filter(input, predicate, out_convert, name, with_id=False) -> Dataset; the predicate (as "
      "map's fn) returns a scalar bool"},
     {"zip", transform_zip, METH_O, "zip(list of Datasets) -> Dataset"},
     {"concatenate", transform_concatenate, METH_O, "concatenate(list of Datasets) -> Dataset"},
     {"shard", transform_shard, METH_VARARGS, "shard(input, num_shards, index) -> Dataset"},
     {"unbatch", transform_unbatch, METH_VARARGS, "unbatch(input, static_batch_size) -> Dataset"},
-    {"rebatch", transform_rebatch, METH_VARARGS,
+    {"rebatch", CV_METHOD_KEYWORDS(transform_rebatch),
      "rebatch(input, batch_sizes, drop_remainder, empty_components) -> Dataset"},
-    {"padded_batch", transform_padded_batch, METH_VARARGS,
+    {"padded_batch", CV_METHOD_KEYWORDS(transform_padded_batch),
      "padded_batch(input, batch_size, padded_shapes, padding_values, drop_remainder) -> Dataset"},
     {NULL, NULL, 0, NULL},
 };

@@ -78,14 +78,14 @@ class AssertCardinalityDataset(UnaryUnchangedStructureDataset):
         spec = self._inputs[0].element_spec
         n = len(nest.flatten(spec))
         int64 = _dtypes.int64._code
-        index = _engine.range(0, _INT64_MAX, 1, int64)
+        index = _engine.range(start=0, stop=_INT64_MAX, step=1, dtype=int64)
         # Components of `marked`: the element's, the end flag, and for end markers
         # their own count m (the input had i - m elements: stateless, so it
         # stays right on the calls after an error and across save/restore).
         real = _engine.zip([engine_inputs[0], _engine.repeat(
             _engine.tensors([np.asarray(False), np.asarray(0, np.int64)]), -1)])
         end = _engine.zip([_engine.repeat(_engine.tensors(_filler(spec) + [np.asarray(True)]), -1),
-                           _engine.range(0, _INT64_MAX, 1, int64)])
+                           _engine.range(start=0, stop=_INT64_MAX, step=1, dtype=int64)])
         marked = _engine.concatenate([real, end])
 
         def check(epoch, position, i, *flat):
@@ -102,14 +102,16 @@ class AssertCardinalityDataset(UnaryUnchangedStructureDataset):
                     f"contained at least {_elements(i + 1)}.")
             return list(flat[:n])
 
-        checked = _engine.map(_engine.zip([index, marked]), check, _as_arrays, 0, True,
-                              "assert_cardinality", True, ctx.memory)
+        checked = _engine.map(_engine.zip([index, marked]), fn=check, out_convert=_as_arrays,
+                              num_parallel_calls=0, deterministic=True, name="assert_cardinality",
+                              with_id=True, memory=ctx.memory)
         if expected == INFINITE_CARDINALITY:
             return checked
         fn, with_id = self._strip.function_for_engine()
-        counted = _engine.zip([checked, _engine.range(0, expected, 1, int64)])
-        return _engine.map(counted, fn, self._strip.convert, 0, True, self._strip.name,
-                           with_id, ctx.memory)
+        counted = _engine.zip([checked, _engine.range(start=0, stop=expected, step=1, dtype=int64)])
+        return _engine.map(counted, fn=fn, out_convert=self._strip.convert, num_parallel_calls=0,
+                           deterministic=True, name=self._strip.name, with_id=with_id,
+                           memory=ctx.memory)
 
 
 def _as_arrays(result):

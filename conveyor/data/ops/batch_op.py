@@ -34,8 +34,10 @@ class BatchDataset(Dataset):
             if built is not None:
                 return built
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
-        return _engine.batch(engine_inputs[0], self._batch_size, self._drop_remainder,
-                             ctx.parallelism(self._parallelism), deterministic, ctx.memory)
+        return _engine.batch(engine_inputs[0], batch_size=self._batch_size,
+                             drop_remainder=self._drop_remainder,
+                             num_parallel_calls=ctx.parallelism(self._parallelism),
+                             deterministic=deterministic, memory=ctx.memory)
 
     def _batched(self, spec):
         dim = self._batch_size if self._drop_remainder else None
@@ -154,7 +156,8 @@ class RebatchDataset(_SpecDerivedDataset):
         # The spec is needed only for the empty batches of size 0; the engine
         # checks each input element itself.
         empty = [_zero_rows(s) for s in nest.flatten(self._derive_spec())] if 0 in self._sizes else []
-        return _engine.rebatch(engine_inputs[0], self._sizes, self._drop_remainder, empty)
+        return _engine.rebatch(engine_inputs[0], batch_sizes=self._sizes,
+                               drop_remainder=self._drop_remainder, empty_components=empty)
 
     def cardinality(self):
         return Cardinality(UNKNOWN_CARDINALITY)
@@ -248,5 +251,7 @@ class PaddedBatchDataset(_SpecDerivedDataset):
 
     def _build(self, ctx, engine_inputs):
         self._derive_spec()
-        return _engine.padded_batch(engine_inputs[0], self._batch_size, self._flat_shapes,
-                                    self._flat_values, self._drop_remainder)
+        return _engine.padded_batch(engine_inputs[0], batch_size=self._batch_size,
+                                    padded_shapes=self._flat_shapes,
+                                    padding_values=self._flat_values,
+                                    drop_remainder=self._drop_remainder)

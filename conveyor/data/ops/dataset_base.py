@@ -156,9 +156,10 @@ class Dataset:
     # dataset's ``_inputs``, ``_engine_cache`` or ``_args`` (a lint test,
     # tests/test_package_layout.py, checks it).
 
-    # An op that stores its arguments as the positional tuple ``_args`` names
-    # them here, in order; one that keeps them in attributes maps each name to
-    # its attribute in ``_arg_fields``. The names are tf.data's argument names.
+    # An op keeps its arguments as the dict ``_args`` by name, or as a
+    # positional tuple ``_args`` whose names ``_arg_names`` lists in order, or
+    # in attributes, each name mapped to its attribute in ``_arg_fields``. The
+    # names are tf.data's argument names.
     _arg_names = ()
     _arg_fields = {}
 
@@ -193,7 +194,8 @@ class Dataset:
     def named_args(self):
         """The arguments this op was made with, as {tf.data's argument name:
         value} (only those an op names: see ``_arg_names``, ``_arg_fields``)."""
-        named = dict(zip(self._arg_names, getattr(self, "_args", ())))
+        args = getattr(self, "_args", ())
+        named = dict(args) if isinstance(args, dict) else dict(zip(self._arg_names, args))
         named.update((name, getattr(self, field)) for name, field in self._arg_fields.items())
         return named
 
@@ -306,8 +308,10 @@ class Dataset:
         (benchmarks/stats_overhead.py). Not for users: tf.data has no such switch."""
         ctx = self._context()
         it = self._engine(ctx).make_iterator(
-            self._packing, ctx.cpu_budget, _stats.algorithm_code(self.options()),
-            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)), statistics, self)
+            self._packing, cpu_budget=ctx.cpu_budget,
+            algorithm=_stats.algorithm_code(self.options()),
+            describe=functools.partial(_stats.describe, _stats.dataset_names(self, ctx)),
+            statistics=statistics, owner=self)
         if statistics:
             _monitor.from_environment(it)  # CONVEYOR_LOG_STATS_EVERY, CONVEYOR_STALL_AFTER
         return it

@@ -41,8 +41,8 @@ class FilterDataset(UnaryUnchangedStructureDataset):
     def _build(self, ctx, engine_inputs):
         fn, with_id = self._function.function_for_engine()
         self._check_traced_spec()
-        return _engine.filter(engine_inputs[0], fn, self._function.convert, self._function.name,
-                              with_id)
+        return _engine.filter(engine_inputs[0], predicate=fn, out_convert=self._function.convert,
+                              name=self._function.name, with_id=with_id)
 
     def _functions(self):
         return (self._function,)

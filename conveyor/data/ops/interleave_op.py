@@ -76,8 +76,10 @@ class InterleaveDataset(Dataset):
         if ctx.sequential:  # the doctor's baseline: the same order, on the consumer's thread
             workers = 0
         deterministic = ctx.deterministic if self._deterministic is None else self._deterministic
-        return _engine.interleave(engine_inputs[0], make_inner, cycle, self._block_length, workers,
-                                  deterministic, "Dataset.interleave", ctx.memory)
+        return _engine.interleave(engine_inputs[0], fn=make_inner, cycle_length=cycle,
+                                  block_length=self._block_length, num_parallel_calls=workers,
+                                  deterministic=deterministic, name="Dataset.interleave",
+                                  memory=ctx.memory)
 
     def cardinality(self):
         return Cardinality(UNKNOWN_CARDINALITY)
@@ -90,7 +92,8 @@ class InterleaveDataset(Dataset):
             # map_func is Python: its datasets are known once it has run. Run it on the
             # first input element (as tracing would run it once).
             probe = _engine.take(self._inputs[0]._probe_engine(self._context()), 1)
-            for components in probe.make_iterator(lambda: (1, None), 1):  # a pool of one
+            # A pool of one: the probe wants one element.
+            for components in probe.make_iterator(lambda: (1, None), cpu_budget=1):
                 self._inner_dataset(calling_convention(self._map_func, self._inputs[0])(*components))
             if self._first_inner is None:
                 raise ValueError("Cannot infer the element_spec of this Dataset.interleave: its "

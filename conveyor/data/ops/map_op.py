@@ -22,13 +22,13 @@ def probe_function_spec(dataset, stage):
         probe = dataset._probe_engine(dataset._context())
         # A pool of one: the probe wants one element, not the machine.
         try:
-            for _ in _engine.take(probe, 1).make_iterator(lambda: (1, None), 1):
+            for _ in _engine.take(probe, 1).make_iterator(lambda: (1, None), cpu_budget=1):
                 pass
         except errors.OpError:
             # The function fails on the first element: its structure shows on a
             # later one (a restored iterator converts those before any call).
             for _ in _engine.take(_engine.ignore_errors(probe, False), 1).make_iterator(
-                    lambda: (1, None), 1):
+                    lambda: (1, None), cpu_budget=1):
                 pass
             if function.spec is None:
                 raise
@@ -53,8 +53,9 @@ class MapDataset(Dataset):
         fn, with_id = self._function.function_for_engine(
             jpeg_scaled_decode=ctx.jpeg_scaled_decode)
         parallelism = self._engine_parallelism(ctx)
-        return _engine.map(engine_inputs[0], fn, self._function.convert, parallelism,
-                           deterministic, self._function.name, with_id, ctx.memory)
+        return _engine.map(engine_inputs[0], fn=fn, out_convert=self._function.convert,
+                           num_parallel_calls=parallelism, deterministic=deterministic,
+                           name=self._function.name, with_id=with_id, memory=ctx.memory)
 
     def _engine_parallelism(self, ctx):
         """The engine's num_parallel_calls for this map (0: sequential)."""

@@ -39,8 +39,9 @@ class _DeviceDataset(UnaryUnchangedStructureDataset):
                 return engine_inputs[0]
             return _engine.prefetch(engine_inputs[0], self._buffer_size, ctx.memory)
         buffer_size = 0 if ctx.sequential else self._buffer_size
-        return _engine.prefetch_to_device(engine_inputs[0], _device.engine_kind(self._kind),
-                                          self._index, buffer_size, ctx.memory)
+        return _engine.prefetch_to_device(engine_inputs[0], kind=_device.engine_kind(self._kind),
+                                          index=self._index, buffer_size=buffer_size,
+                                          memory=ctx.memory)
 
 
 class PrefetchToDeviceDataset(_DeviceDataset):

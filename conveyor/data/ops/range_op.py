@@ -27,5 +27,5 @@ class RangeDataset(SourceDataset):
                             f"got {dtype!r}.")
         if step == 0:
             raise _errors.InvalidArgumentError("step must be a non-zero integer.")
-        super().__init__(_engine.range(start, stop, step, dtype._code), TensorSpec([], dtype),
+        super().__init__(_engine.range(start=start, stop=stop, step=step, dtype=dtype._code), TensorSpec([], dtype),
                          (start, stop, step, dtype.name))

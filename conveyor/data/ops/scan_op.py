@@ -126,9 +126,11 @@ class ScanDataset(Dataset):
 
     def _build(self, ctx, engine_inputs):
         fn, with_id = self._function.function_for_engine()
-        return _engine.scan(engine_inputs[0], [leaf.view(np.ndarray) if leaf.ndim else
-                                               leaf.numpy() for leaf in nest.flatten(self._state)],
-                            fn, self._function.convert, self._function.name, with_id)
+        state = [leaf.view(np.ndarray) if leaf.ndim else leaf.numpy()
+                 for leaf in nest.flatten(self._state)]
+        return _engine.scan(engine_inputs[0], initial_state=state, fn=fn,
+                            out_convert=self._function.convert, name=self._function.name,
+                            with_id=with_id)
 
     def _functions(self):
         return (self._function,)
@@ -152,8 +154,9 @@ class TakeWhileDataset(FilterDataset):
     def _build(self, ctx, engine_inputs):
         fn, with_id = self._function.function_for_engine()
         self._check_traced_spec()
-        return _engine.take_while(engine_inputs[0], fn, self._function.convert,
-                                  self._function.name, with_id)
+        return _engine.take_while(engine_inputs[0], predicate=fn,
+                                  out_convert=self._function.convert, name=self._function.name,
+                                  with_id=with_id)
 
 
 _UNIQUE_DTYPES = (_dtypes.int32, _dtypes.int64, _dtypes.string)

@@ -7,12 +7,11 @@ __all__ = ["ShuffleDataset"]
 
 class ShuffleDataset(UnaryUnchangedStructureDataset):
     # seed, seed2: the op's seed pair (conveyor.framework.random_seed), 0 and 0 when unseeded.
-    _arg_names = ("buffer_size", "seed", "seed2", "reshuffle_each_iteration")
-
     def __init__(self, input_dataset, buffer_size, seed, seed2, reshuffle):
         super().__init__(input_dataset)
-        self._args = (buffer_size, seed, seed2, reshuffle)
+        self._args = {"buffer_size": buffer_size, "seed": seed, "seed2": seed2,
+                      "reshuffle_each_iteration": reshuffle}
 
     def _build(self, ctx, engine_inputs):
         # Built once per build context and cached: iterators share the seed generator.
-        return _engine.shuffle(engine_inputs[0], *self._args, ctx.memory)
+        return _engine.shuffle(engine_inputs[0], **self._args, memory=ctx.memory)

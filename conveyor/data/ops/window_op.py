@@ -40,16 +40,15 @@ def _empty_window(spec):
 
 
 class WindowDataset(Dataset):
-    _arg_names = ("size", "shift", "stride", "drop_remainder")
-
     def __init__(self, input_dataset, size, shift, stride, drop_remainder):
         super().__init__([input_dataset])
-        self._args = (size, shift, stride, drop_remainder)
+        self._args = {"size": size, "shift": shift, "stride": stride,
+                      "drop_remainder": drop_remainder}
 
     def _build(self, ctx, engine_inputs):
         spec = self._inputs[0].element_spec
         _check_windowable(spec, "window()")
-        return _engine.window(engine_inputs[0], *self._args, ragged_mask(spec))
+        return _engine.window(engine_inputs[0], **self._args, ragged=ragged_mask(spec))
 
     def _windows(self, spec):
         _check_windowable(spec, "window()")
@@ -92,11 +91,11 @@ class _GroupWindowsDataset(Dataset):
         if self._window_size_func is not None:
             size_func = self._window_size_func
         return _engine.group_by_window(
-            engine_inputs[0], calling_convention(self._key_func, self._inputs[0]),
-            lambda v: _int64_scalar(v, "key_func"), size_func,
-            lambda v: _int64_scalar(v, "window_size_func"),
-            0 if self._window_size is None else self._window_size, ragged_mask(spec),
-            "Dataset.group_by_window")
+            engine_inputs[0], key_fn=calling_convention(self._key_func, self._inputs[0]),
+            key_convert=lambda v: _int64_scalar(v, "key_func"), size_fn=size_func,
+            size_convert=lambda v: _int64_scalar(v, "window_size_func"),
+            window_size=0 if self._window_size is None else self._window_size,
+            ragged=ragged_mask(spec), name="Dataset.group_by_window")
 
     def _derive_spec(self):
         return (TensorSpec([], _dtypes.int64), DatasetSpec(self._inputs[0].element_spec))

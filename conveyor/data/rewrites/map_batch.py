@@ -23,6 +23,6 @@ def rewrite(batch, ctx, engine_inputs):
     if (map_input._engine_parallelism(ctx) != 0
             and (ctx.deterministic if deterministic is None else deterministic)
             and engine_inputs[0].kernel == "Map"):
-        return _engine.map_batch(engine_inputs[0], batch.arg("batch_size"),
-                                 batch.arg("drop_remainder"), ctx.memory)
+        return _engine.map_batch(engine_inputs[0], batch_size=batch.arg("batch_size"),
+                                 drop_remainder=batch.arg("drop_remainder"), memory=ctx.memory)
     return None

@@ -14,5 +14,7 @@ def rewrite(batch, ctx, engine_inputs):
     num_parallel_calls of its own and the options allow it; else None."""
     if batch.arg("num_parallel_calls") or not ctx.parallel_batch:
         return None
-    return _engine.batch(engine_inputs[0], batch.arg("batch_size"), batch.arg("drop_remainder"),
-                         ctx.parallelism(AUTOTUNE), True, ctx.memory)
+    return _engine.batch(engine_inputs[0], batch_size=batch.arg("batch_size"),
+                         drop_remainder=batch.arg("drop_remainder"),
+                         num_parallel_calls=ctx.parallelism(AUTOTUNE), deterministic=True,
+                         memory=ctx.memory)

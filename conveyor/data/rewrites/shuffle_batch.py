@@ -48,7 +48,8 @@ def rewrite(batch, ctx, engine_inputs):
         return None
     deterministic = batch.arg("deterministic")
     deterministic = ctx.deterministic if deterministic is None else deterministic
-    return _engine.shuffle_batch(engine_inputs[0], batch.arg("batch_size"),
-                                 batch.arg("drop_remainder"),
-                                 ctx.parallelism(batch.arg("num_parallel_calls") or 0),
-                                 deterministic, ctx.memory)
+    return _engine.shuffle_batch(engine_inputs[0], batch_size=batch.arg("batch_size"),
+                                 drop_remainder=batch.arg("drop_remainder"),
+                                 num_parallel_calls=ctx.parallelism(
+                                     batch.arg("num_parallel_calls") or 0),
+                                 deterministic=deterministic, memory=ctx.memory)
