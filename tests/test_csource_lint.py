@@ -12,9 +12,9 @@
   includes another's header, or calls a function another .c defines, depends
   on it (foo.c and foo.h are one node), and the dependencies form no cycle.
 - Each file directly in kernels/ is a kernel: it exports exactly one const
-  CvKernel cv_kernel_<file>. Helpers shared by several kernels live in
-  kernels/common/: they export no kernel, and each <name>.c has its
-  interface in <name>.h.
+  CvKernel cv_kernel_<file>. Helpers shared by several kernels (or
+  separated from a large one) live in kernels/common/: they export no
+  kernel, and each <name>.c has its interface in <name>.h.
 - Each file in ops/ is an op or a helper. An op file defines exactly one
   const CvOp cv_op_<file>, listed in ops/registry.c; a helper defines none and
   has its interface in a header of the same name (registry.c itself aside).
@@ -25,7 +25,7 @@ import re
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
-MAX_LINES = 1200
+MAX_LINES = 1000
 
 # The layers each csrc/ folder may include (itself included).
 LAYERS = {

@@ -36,7 +36,9 @@
  * so a truncated or damaged file is a DATA_LOSS error naming the file and
  * the offset, never a crash or a wrong element.
  *
- * Plain C; a writer or reader belongs to one thread at a time.
+ * Plain C; a writer or reader belongs to one thread at a time. The writer
+ * is cache_file_writer.c, the reader and the lock cache_file.c, and the
+ * layout's constants and byte helpers they share cache_file_format.h.
  */
 #ifndef CV_CACHE_FILE_H
 #define CV_CACHE_FILE_H
@@ -83,6 +85,10 @@ CvStatus cv_cache_check_spec(const CvCacheFileInfo *info, const CvComponentSpec 
 /* ---------------------------------------------------------------- writer */
 
 typedef struct CvCacheWriter CvCacheWriter;
+
+/* Create the directories above `path` that do not exist yet (the writer's
+ * and the lock's). Errors name the directory. */
+CvStatus cv_cache_make_parents(const char *path);
 
 /* Create the parent directories of `path` and a new temporary file next to
  * it ("<path>.tmp-<pid>-<n>-<random>"). Errors name the path. */

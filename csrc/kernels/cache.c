@@ -5,12 +5,13 @@
  * produced as many elements as the input's known cardinality, as tf.data
  * decides) publishes what it recorded; iterators created afterwards replay
  * it. Elements are recorded by reference: their buffers are shared, never
- * copied. The recording is a list of runs per component: consecutive
- * elements that are slices of one buffer with a constant stride and the same
- * shape take one 32-byte run, so caching a from_tensor_slices source costs
- * next to nothing beyond the source itself. As in tf.data, iterators created
- * while no pass has completed each read the input and record on their own;
- * the first to complete publishes, the others' recordings are dropped.
+ * copied. The recording (kernels/common/recording.h) is a list of runs per
+ * component: consecutive elements that are slices of one buffer with a
+ * constant stride and the same shape take one 32-byte run, so caching a
+ * from_tensor_slices source costs next to nothing beyond the source itself.
+ * As in tf.data, iterators created while no pass has completed each read
+ * the input and record on their own; the first to complete publishes, the
+ * others' recordings are dropped.
  *
  * FILE (see io/cache_file.h). An iterator reads the committed file when
  * there is one, and then never opens its input's iterator. Otherwise, at its
@@ -46,170 +47,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/array.h"
 #include "core/memory.h"
 #include "core/thread.h"
 #include "io/record_reader.h"
+#include "kernels/common/recording.h"
 #include "kernels/kernels.h"
-
-/* ------------------------------------------------------------- recording */
-
-typedef struct {
-    CvBuffer *buf;  /* one reference */
-    char *data;     /* the first element's data */
-    int64_t stride; /* bytes from one element's data to the next one's */
-    uint32_t count;
-    uint32_t form; /* offset of the elements' (dtype, rank, dims) in Column.forms */
-} Run;
-
-typedef struct {
-    Run *runs;
-    size_t n_runs, cap_runs;
-    int64_t *forms; /* dtype, rank, dims[rank], dtype, rank, ... */
-    size_t forms_len, forms_cap;
-    uint32_t last_form;
-} Column;
-
-/* A recording charges its elements' bytes to a RAM budget until it is freed
- * (a published one: with the store). */
-typedef struct {
-    uint32_t ncomp;
-    Column *cols;
-    int64_t count;
-    CvMemory *memory;         /* owned reference (NULL: the default budget) */
-    size_t charged;           /* bytes charged to it */
-    unsigned long generation; /* fork generation of the charges */
-    /* The input's state when the pass that recorded it began (owned; NULL:
-     * that input could not be saved): a restore elsewhere recomputes it. */
-    char *start;
-    size_t start_len;
-} Recording;
-
-static Recording *recording_new(CvMemory *memory)
-{
-    Recording *m = calloc(1, sizeof(Recording));
-    if (m) {
-        m->memory = cv_memory_ref(memory);
-        m->generation = cv_fork_generation();
-    }
-    return m;
-}
-
-static void recording_free(Recording *m)
-{
-    if (!m)
-        return;
-    for (uint32_t c = 0; c < m->ncomp; c++) {
-        Column *col = &m->cols[c];
-        for (size_t i = 0; i < col->n_runs; i++)
-            cv_buffer_unref(col->runs[i].buf);
-        free(col->runs);
-        free(col->forms);
-    }
-    free(m->cols);
-    free(m->start);
-    if (m->generation == cv_fork_generation()) /* a fork child's budgets start at zero */
-        cv_memory_release(m->memory, m->charged);
-    cv_memory_unref(m->memory);
-    free(m);
-}
-
-static bool form_matches(const int64_t *f, const CvTensor *t)
-{
-    if (f[0] != (int64_t)t->dtype || f[1] != t->rank)
-        return false;
-    for (int i = 0; i < t->rank; i++)
-        if (f[2 + i] != t->shape[i])
-            return false;
-    return true;
-}
-
-/* Record one more element by reference, charging its bytes (the element
- * may share them with its source, but the cache keeps them alive). */
-static CvStatus record(Recording *m, const CvElement *e, size_t bytes)
-{
-    if (!cv_memory_try_charge(m->memory, bytes))
-        return cv_memory_exceeded(m->memory, bytes, "Cache", m->charged,
-                                  "cache to a file (cache(filename))");
-    m->charged += bytes;
-    if (!m->cols) {
-        m->cols = calloc(e->n ? e->n : 1, sizeof(Column));
-        if (!m->cols)
-            return cv_error_nomem();
-        m->ncomp = e->n;
-    }
-    if (e->n != m->ncomp)
-        return cv_error(CV_INTERNAL, "Dataset.cache: element %" PRId64 " has %u components, the "
-                        "first had %u", m->count, e->n, m->ncomp);
-    for (uint32_t c = 0; c < e->n; c++) {
-        const CvTensor *t = &e->t[c];
-        Column *col = &m->cols[c];
-        Run *r = col->n_runs ? &col->runs[col->n_runs - 1] : NULL;
-        if (r && r->buf == t->buf && r->count < UINT32_MAX && form_matches(col->forms + r->form, t)) {
-            intptr_t step = (intptr_t)t->data - (intptr_t)r->data;
-            if (r->count == 1) {
-                r->stride = step;
-                r->count = 2;
-                continue;
-            }
-            if (step == (intptr_t)(r->stride * (int64_t)r->count)) {
-                r->count++;
-                continue;
-            }
-        }
-        uint32_t form = col->last_form;
-        if (!col->forms_len || !form_matches(col->forms + form, t)) {
-            size_t need = col->forms_len + 2 + (size_t)t->rank;
-            if (need > UINT32_MAX)
-                return cv_error(CV_RESOURCE_EXHAUSTED, "Dataset.cache: too many element shapes");
-            if (!cv_array_reserve((void **)&col->forms, &col->forms_cap, need, sizeof(int64_t),
-                                  16))
-                return cv_error_nomem();
-            form = (uint32_t)col->forms_len;
-            col->forms[col->forms_len++] = t->dtype;
-            col->forms[col->forms_len++] = t->rank;
-            for (int i = 0; i < t->rank; i++)
-                col->forms[col->forms_len++] = t->shape[i];
-            col->last_form = form;
-        }
-        if (!cv_array_reserve((void **)&col->runs, &col->cap_runs, col->n_runs + 1, sizeof(Run), 16))
-            return cv_error_nomem();
-        col->runs[col->n_runs++] = (Run){cv_buffer_ref(t->buf), t->data, 0, 1, form};
-    }
-    m->count++;
-    return CV_STATUS_OK;
-}
-
-typedef struct {
-    size_t run;
-    uint32_t offset;
-} Cursor;
-
-/* Element `index` of a recording read in order through cursors. */
-static CvStatus replay(const Recording *m, Cursor *cursors, CvElement *out)
-{
-    CvStatus s = cv_element_init(out, m->ncomp);
-    if (s)
-        return s;
-    for (uint32_t c = 0; c < m->ncomp; c++) {
-        const Column *col = &m->cols[c];
-        Cursor *cur = &cursors[c];
-        const Run *r = &col->runs[cur->run];
-        const int64_t *f = col->forms + r->form;
-        CvTensor *t = &out->t[c];
-        t->dtype = (CvDtype)f[0];
-        t->rank = (int)f[1];
-        for (int i = 0; i < t->rank; i++)
-            t->shape[i] = f[2 + i];
-        t->data = (char *)((intptr_t)r->data + (intptr_t)(r->stride * (int64_t)cur->offset));
-        t->buf = cv_buffer_ref(r->buf);
-        if (++cur->offset == r->count) {
-            cur->run++;
-            cur->offset = 0;
-        }
-    }
-    return CV_STATUS_OK;
-}
 
 /* ------------------------------------------------------------------ store */
 
@@ -223,7 +65,7 @@ struct CvCacheStore {
     atomic_bool warned_torn;
     int on_truncation; /* CvTruncation; set before the store is shared */
     pthread_mutex_t mu; /* orders publishing; guards refill */
-    _Atomic(Recording *) complete;
+    _Atomic(CvRecording *) complete;
     /* Set by a restore that continues a pass without recording it (owned;
      * NULL: none): the input's state at the start of the saved pass. The
      * next recording pass starts its input there, so the cache holds the
@@ -271,7 +113,7 @@ void cv_cache_store_unref(CvCacheStore *st)
 {
     if (!st || atomic_fetch_sub_explicit(&st->refcount, 1, memory_order_acq_rel) != 1)
         return;
-    recording_free(atomic_load(&st->complete));
+    cv_recording_free(atomic_load(&st->complete));
     free(st->refill);
     if (st->hooks.release)
         st->hooks.release(st->hooks.ctx);
@@ -293,7 +135,7 @@ const char *cv_cache_store_path(const CvCacheStore *st)
 
 int64_t cv_cache_store_count(const CvCacheStore *st)
 {
-    const Recording *m = atomic_load_explicit(&((CvCacheStore *)st)->complete, memory_order_acquire);
+    const CvRecording *m = atomic_load_explicit(&((CvCacheStore *)st)->complete, memory_order_acquire);
     return m ? m->count : -1;
 }
 
@@ -335,9 +177,9 @@ typedef struct {
     atomic_bool cancelled;
     bool recording; /* this pass still records (MEM_WRITE / FILE_WRITE) */
     /* MEM_WRITE / MEM_READ */
-    Recording *temp;
-    const Recording *replay;
-    Cursor *cursors;
+    CvRecording *temp;
+    const CvRecording *replay;
+    CvRecordingCursor *cursors;
     int64_t replayed;
     /* FILE_* */
     CvCacheReader *reader;
@@ -415,7 +257,7 @@ static void warn_write_failure(CacheIterator *it, CvStatus s)
 /* Stop recording this pass (a failure): drop what was recorded. */
 static void give_up(CacheIterator *it)
 {
-    recording_free(it->temp);
+    cv_recording_free(it->temp);
     it->temp = NULL;
     cv_cache_writer_abort(it->writer);
     it->writer = NULL;
@@ -461,7 +303,7 @@ static void finish_pass(CacheIterator *it)
         }
         pthread_mutex_unlock(&st->mu);
         clear_refill(st);
-        recording_free(it->temp); /* another iterator published first */
+        cv_recording_free(it->temp); /* another iterator published first */
         it->temp = NULL;
     } else {
         char *blob = NULL;
@@ -690,17 +532,17 @@ static CvStatus cache_make_iterator(const CvDataset *ds, CvIterator **out)
     it->total = -1;
     CvStatus s = CV_STATUS_OK;
     if (!st->path) {
-        const Recording *done = atomic_load_explicit(&st->complete, memory_order_acquire);
+        const CvRecording *done = atomic_load_explicit(&st->complete, memory_order_acquire);
         if (done) {
             it->mode = MEM_READ;
             it->replay = done;
-            it->cursors = calloc(done->ncomp ? done->ncomp : 1, sizeof(Cursor));
+            it->cursors = calloc(done->ncomp ? done->ncomp : 1, sizeof(CvRecordingCursor));
             if (!it->cursors)
                 s = cv_error_nomem();
         } else {
             it->mode = MEM_WRITE;
             it->recording = true;
-            it->temp = recording_new(ds->memory);
+            it->temp = cv_recording_new(ds->memory);
             s = it->temp ? begin_recording_pass(it) : cv_error_nomem();
         }
     } else {
@@ -735,7 +577,7 @@ static CvStatus next_element(CacheIterator *it, CvElement *out, bool *end)
             *end = true;
             return CV_STATUS_OK;
         }
-        CvStatus s = replay(it->replay, it->cursors, out);
+        CvStatus s = cv_recording_replay(it->replay, it->cursors, out);
         if (!s)
             it->replayed++;
         return s;
@@ -764,7 +606,7 @@ static CvStatus next_element(CacheIterator *it, CvElement *out, bool *end)
     it->produced++;
     size_t bytes = cv_element_bytes(out);
     it->bytes += bytes;
-    CvStatus r = it->mode == MEM_WRITE ? record(it->temp, out, bytes)
+    CvStatus r = it->mode == MEM_WRITE ? cv_recording_add(it->temp, out, bytes)
                                        : cv_cache_writer_append(it->writer, out);
     if (r) {
         if (it->mode == FILE_WRITE) {
@@ -856,7 +698,7 @@ static CvStatus pass_through(CacheIterator *it)
     free(it->cursors);
     it->cursors = NULL;
     it->replay = NULL;
-    recording_free(it->temp);
+    cv_recording_free(it->temp);
     it->temp = NULL;
     it->recording = false;
     it->mode = PASS_THROUGH;
@@ -932,7 +774,7 @@ static CvStatus cache_restore(CvIterator *base, CvStateReader *r)
             return cv_state_corrupt("cache's position is past the cached elements");
         for (int64_t i = 0; i < position; i++) /* cursors only: no element is made */
             for (uint32_t c = 0; c < it->replay->ncomp; c++) {
-                Cursor *cur = &it->cursors[c];
+                CvRecordingCursor *cur = &it->cursors[c];
                 if (++cur->offset == it->replay->cols[c].runs[cur->run].count) {
                     cur->run++;
                     cur->offset = 0;
@@ -994,7 +836,7 @@ static void cache_destroy(CvIterator *base)
     cv_cache_reader_close(it->reader);
     cv_cache_writer_abort(it->writer);
     release_lock(it);
-    recording_free(it->temp);
+    cv_recording_free(it->temp);
     free(it->cursors);
     free(it->start);
     cv_iterator_free(base);

@@ -75,223 +75,10 @@
 #include "core/pool.h"
 #include "core/stats.h"
 #include "io/crc32c.h"
+#include "kernels/common/interleave_slots.h"
 #include "kernels/kernels.h"
 
-#define CV_INTERLEAVE_MAX_FUTURES 8
-/* Per-slot read-ahead: tf.data's 2 x block_length + 1 results at least; for
- * small elements up to CV_INTERLEAVE_MAX_BUFFER of them, as long as they fit
- * in the slot's bytes, so that a worker hands over a run of records under
- * one lock and one wake-up instead of one each. The slots of the cycle share
- * CV_INTERLEAVE_READ_AHEAD_BYTES (at most a quarter of the RAM budget), and
- * have CV_INTERLEAVE_SLOT_BYTES each at least; futures (files opened ahead)
- * have CV_INTERLEAVE_SLOT_BYTES. Large records need the depth: with 100 KB
- * records, cycle_length 2 and batch(256), 2 MiB a slot ran dry while the
- * consumer turned one batch into bytes objects (the readers idled, 1.2 of 2
- * cores busy); a batch's worth read ahead keeps both cores reading. 2 MiB
- * holds ten 100 KB records (256 KiB held three, and the wake-ups cost more
- * CPU than reading them); 1 KB records stay capped at 128 per slot. */
-#define CV_INTERLEAVE_MAX_BUFFER 128
-#define CV_INTERLEAVE_SLOT_BYTES ((size_t)2 << 20)
-#define CV_INTERLEAVE_READ_AHEAD_BYTES ((size_t)32 << 20)
-/* A worker publishes what it has read after this long, even mid-run, so a
- * slow inner dataset never holds back elements the consumer waits for. */
-#define CV_INTERLEAVE_PUBLISH_NS 50000
-
-typedef struct {
-    CvDatasetFunction fn;
-    int64_t cycle_length;
-    int64_t block_length;
-    int num_workers; /* 0: sequential */
-    bool tune_workers;
-    bool deterministic;
-} InterleaveParams;
-
-typedef struct {
-    CvStatus status;
-    CvElement element;
-    size_t bytes; /* charged to the budget for element */
-    bool end;     /* the inner iterator has ended (no element) */
-    bool dropped; /* status is the budget's: the inner produced an element here */
-    bool run_start; /* first of a worker's run: its mark is the slot's marks[ring position] */
-} Result;
-
-/* Parallel only. Marks (see DESIGN) are writers reused from run to run: a
- * worker writes marks[i] for a run starting at ring[i], outside the
- * buffered range, and the consumer swaps it into `mark` under mu when it
- * takes ring[i]. */
-typedef struct {
-    CvIterator *inner;    /* owned; NULL when opening failed */
-    CvStatus open_status; /* why opening failed (the input or map_func) */
-    CvElement outer;      /* the input element map_func made `inner` from */
-    Result *ring;         /* parallel only: buffered results (CV_INTERLEAVE_MAX_BUFFER) */
-    CvStateWriter *marks; /* parallel only: marks[i], inner's frame right before ring[i] */
-    int head, count;
-    int limit;            /* results to buffer at most, from the element sizes seen */
-    bool busy;  /* a worker is inside inner->next */
-    bool in_cycle; /* a slot of the cycle, not a future: reads ahead slot_bytes */
-    bool ended; /* no more work: end buffered, or opening failed */
-    bool unmarkable;          /* the worker's: saving inner failed; no more marks */
-    CvStateWriter input_mark; /* futures: the input's frame right after `outer` */
-    /* The consumer's: inner's frame before the run of the last result taken
-     * (when `marked`; else nothing was taken: inner is fresh) and the
-     * results taken from that run, the last an inner error or not; or why
-     * inner has no mark. */
-    CvStateWriter mark;
-    int64_t taken;
-    bool taken_error;
-    CvStatus mark_status;
-    bool marked;
-} Slot;
-
-typedef struct {
-    CvIterator base;
-    CvIterator *input;
-    Slot **cycle; /* cycle_length entries, NULL when empty */
-    int64_t cycle_index, block_index, num_open;
-    bool end_of_input;
-
-    /* Parallel only; guarded by mu. */
-    pthread_mutex_t mu;
-    pthread_cond_t ready_cv; /* the consumer waits here */
-    Slot *futures[CV_INTERLEAVE_MAX_FUTURES];
-    int future_head, future_count, max_futures;
-    int ring_size;  /* CV_INTERLEAVE_MAX_BUFFER */
-    int min_limit;  /* 2 x block_length + 1, capped */
-    size_t slot_bytes; /* read-ahead of a slot of the cycle */
-    bool opening;         /* a worker is pulling the input / calling map_func */
-    bool input_exhausted; /* the input has ended (futures may remain) */
-    bool cancelled, started;
-    CvStatus fatal; /* out of memory in a worker: sticky */
-    bool input_unmarkable; /* the opener's: saving the input failed; no more marks */
-    /* The consumer's: the input's frame as of the futures taken into the
-     * cycle (from the first next() on), or why it has none. */
-    CvStateWriter input_mark;
-    CvStatus input_mark_status;
-    _Atomic size_t held; /* bytes of all buffered results, charged to the budget */
-    CvTask task; /* attached at make, submitted at the first next() */
-} InterleaveIterator;
-
-static const InterleaveParams *params_of(const InterleaveIterator *it)
-{
-    return it->base.dataset->params;
-}
-
-/* ------------------------------------------------------------------ marks */
-
-/* Empty w for reuse: its buffer stays. */
-static void mark_reset(CvStateWriter *w)
-{
-    cv_status_free(w->error);
-    w->error = NULL;
-    w->len = 0;
-}
-
-/* it's frame into w, unless an earlier one failed (*unmarkable). A failure
- * is kept in w->error and stops marking. */
-static void mark_take(CvStateWriter *w, CvIterator *it, bool *unmarkable)
-{
-    mark_reset(w);
-    if (*unmarkable)
-        return;
-    CvStatus s = cv_iterator_save(it, w);
-    if (s) {
-        mark_reset(w);
-        w->error = s;
-        *unmarkable = true;
-    }
-}
-
-/* The consumer took what `theirs` marks: it becomes `mine` (buffers are
- * swapped, not copied). After a failure (*status) later marks are empty and
- * ignored; a failed mark comes before them, as marking stops there. */
-static void mark_accept(CvStateWriter *mine, CvStatus *status, CvStateWriter *theirs)
-{
-    if (*status)
-        return;
-    CvStateWriter t = *mine;
-    *mine = *theirs;
-    *theirs = t;
-    *status = mine->error;
-    mine->error = NULL;
-}
-
-static void mark_free(CvStateWriter *w)
-{
-    cv_state_writer_clear(w);
-}
-
-/* ------------------------------------------------------------------ slots */
-
-static Slot *slot_new(int ring_size, int limit)
-{
-    Slot *slot = calloc(1, sizeof(*slot));
-    if (slot)
-        slot->limit = limit;
-    if (slot && ring_size > 0) {
-        slot->ring = calloc((size_t)ring_size, sizeof(Result));
-        slot->marks = calloc((size_t)ring_size, sizeof(CvStateWriter));
-        if (!slot->ring || !slot->marks) {
-            free(slot->ring);
-            free(slot->marks);
-            free(slot);
-            slot = NULL;
-        }
-    }
-    return slot;
-}
-
 #define INTERLEAVE_KNOB "lower interleave's cycle_length or block_length"
-
-static void slot_destroy(InterleaveIterator *it, Slot *slot)
-{
-    if (!slot)
-        return;
-    for (int i = 0; i < slot->count; i++) {
-        Result *r = &slot->ring[(slot->head + i) % it->ring_size];
-        cv_status_free(r->status);
-        cv_element_clear(&r->element);
-        cv_memory_release(it->base.dataset->memory, r->bytes);
-        atomic_fetch_sub_explicit(&it->held, r->bytes, memory_order_relaxed);
-    }
-    cv_status_free(slot->open_status);
-    cv_iterator_destroy(slot->inner);
-    cv_element_clear(&slot->outer);
-    for (int i = 0; slot->marks && i < it->ring_size; i++)
-        mark_free(&slot->marks[i]);
-    mark_free(&slot->input_mark);
-    mark_free(&slot->mark);
-    cv_status_free(slot->mark_status);
-    free(slot->marks);
-    free(slot->ring);
-    free(slot);
-}
-
-/* Call map_func on slot->outer and make the inner iterator. */
-static CvStatus make_inner(InterleaveIterator *it, Slot *slot)
-{
-    const InterleaveParams *p = params_of(it);
-    CvDataset *inner_ds = NULL;
-    CvStatus s = p->fn.call(p->fn.ctx, &slot->outer, &inner_ds);
-    if (!s) {
-        s = cv_iterator_make(inner_ds, &slot->inner);
-        cv_dataset_unref(inner_ds);
-    }
-    return s;
-}
-
-/* Pull the next input element into slot->outer and open its inner iterator.
- * In parallel mode the input's frame right after the pull (an error's
- * included) goes into slot->input_mark. Never called concurrently (the
- * consumer in sequential mode, one worker at a time in parallel mode). */
-static CvStatus open_inner(InterleaveIterator *it, Slot *slot, bool parallel, bool *input_end)
-{
-    CvStatus s = cv_iterator_next(it->input, &slot->outer, input_end);
-    if (!s && *input_end)
-        return s;
-    if (parallel)
-        mark_take(&slot->input_mark, it->input, &it->input_unmarkable);
-    return s ? s : make_inner(it, slot);
-}
 
 static void advance_cycle(InterleaveIterator *it)
 {
@@ -312,7 +99,7 @@ static void advance_block(InterleaveIterator *it)
  * cancel() reads the cycle from other threads (a parallel interleave above
  * cancels this one from its consumer); a slot placed after cancel() is
  * cancelled at once. A cleared slot is freed by the caller, after. */
-static void place_slot(InterleaveIterator *it, int64_t position, Slot *slot)
+static void place_slot(InterleaveIterator *it, int64_t position, InterleaveSlot *slot)
 {
     pthread_mutex_lock(&it->mu);
     it->cycle[position] = slot;
@@ -330,7 +117,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
             *end = true;
             return CV_STATUS_OK;
         }
-        Slot **current = &it->cycle[it->cycle_index];
+        InterleaveSlot **current = &it->cycle[it->cycle_index];
         if (*current) {
             bool inner_end = false;
             CvStatus s = cv_iterator_next((*current)->inner, out, &inner_end);
@@ -341,19 +128,19 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
                 *end = false;
                 return CV_STATUS_OK;
             }
-            Slot *ended = *current;
+            InterleaveSlot *ended = *current;
             place_slot(it, it->cycle_index, NULL);
-            slot_destroy(it, ended);
+            cv_interleave_slot_destroy(it, ended);
             it->num_open--;
             advance_cycle(it);
         } else if (!it->end_of_input) {
-            Slot *slot = slot_new(0, 0);
+            InterleaveSlot *slot = cv_interleave_slot_new(0, 0);
             if (!slot)
                 return cv_error_nomem();
             bool input_end = false;
-            CvStatus s = open_inner(it, slot, false, &input_end);
+            CvStatus s = cv_interleave_open_inner(it, slot, false, &input_end);
             if (s || input_end) {
-                slot_destroy(it, slot);
+                cv_interleave_slot_destroy(it, slot);
                 it->end_of_input = input_end;
                 if (s)
                     return s;
@@ -371,16 +158,16 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
 
 /* mu held: a slot a worker can advance now, current ones first (from the
  * consumer's position), then futures in input order. */
-static Slot *pick_work(InterleaveIterator *it)
+static InterleaveSlot *pick_work(InterleaveIterator *it)
 {
     int64_t n = params_of(it)->cycle_length;
     for (int64_t k = 0; k < n; k++) {
-        Slot *slot = it->cycle[(it->cycle_index + k) % n];
+        InterleaveSlot *slot = it->cycle[(it->cycle_index + k) % n];
         if (slot && !slot->busy && !slot->ended && slot->count <= slot->limit / 2)
             return slot;
     }
     for (int k = 0; k < it->future_count; k++) {
-        Slot *slot = it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES];
+        InterleaveSlot *slot = it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES];
         if (!slot->busy && !slot->ended && slot->count <= slot->limit / 2)
             return slot;
     }
@@ -391,16 +178,17 @@ static Slot *pick_work(InterleaveIterator *it)
  * ahead, for the ring positions from `tail` on, marking the run first: stop
  * at the end, at an error, or when CV_INTERLEAVE_PUBLISH_NS have passed (seen
  * at the next power of two of results read: at most twice that long). */
-static int read_ahead(Slot *slot, int tail, Result *run, int room, size_t *bytes)
+static int read_ahead(InterleaveSlot *slot, int tail, InterleaveResult *run, int room,
+                      size_t *bytes)
 {
     int got = 0;
     int64_t started = cv_now_ns();
     *bytes = 0;
-    mark_take(&slot->marks[tail], slot->inner, &slot->unmarkable);
+    cv_interleave_mark_take(&slot->marks[tail], slot->inner, &slot->unmarkable);
     while (got < room) {
-        Result *r = &run[got++];
+        InterleaveResult *r = &run[got++];
         bool inner_end = false;
-        *r = (Result){0};
+        *r = (InterleaveResult){0};
         r->run_start = got == 1;
         r->status = cv_iterator_next(slot->inner, &r->element, &inner_end);
         r->end = !r->status && inner_end;
@@ -418,7 +206,7 @@ static int read_ahead(Slot *slot, int tail, Result *run, int room, size_t *bytes
 /* No lock held: charge a run's results to the budget, all at once when they
  * fit; otherwise one by one, and a result that does not fit becomes the
  * budget's error in its place. */
-static void charge_run(InterleaveIterator *it, Result *run, int got, size_t total)
+static void charge_run(InterleaveIterator *it, InterleaveResult *run, int got, size_t total)
 {
     CvMemory *memory = it->base.dataset->memory;
     if (total == 0)
@@ -428,7 +216,7 @@ static void charge_run(InterleaveIterator *it, Result *run, int got, size_t tota
         return;
     }
     for (int i = 0; i < got; i++) {
-        Result *r = &run[i];
+        InterleaveResult *r = &run[i];
         if (r->bytes == 0)
             continue;
         if (cv_memory_try_charge(memory, r->bytes)) {
@@ -452,13 +240,13 @@ static void charge_run(InterleaveIterator *it, Result *run, int got, size_t tota
 static CvTurn interleave_turn(void *arg)
 {
     InterleaveIterator *it = arg;
-    Result run[CV_INTERLEAVE_MAX_BUFFER];
+    InterleaveResult run[CV_INTERLEAVE_MAX_BUFFER];
     pthread_mutex_lock(&it->mu);
     if (it->cancelled) {
         pthread_mutex_unlock(&it->mu);
         return CV_TURN_DONE;
     }
-    Slot *slot = pick_work(it);
+    InterleaveSlot *slot = pick_work(it);
     if (slot) {
         slot->busy = true;
         int room = slot->limit - slot->count;
@@ -488,9 +276,9 @@ static CvTurn interleave_turn(void *arg)
     if (!it->opening && !it->input_exhausted && it->future_count < it->max_futures) {
         it->opening = true;
         pthread_mutex_unlock(&it->mu);
-        Slot *fresh = slot_new(it->ring_size, it->min_limit);
+        InterleaveSlot *fresh = cv_interleave_slot_new(it->ring_size, it->min_limit);
         bool input_end = false;
-        CvStatus s = fresh ? open_inner(it, fresh, true, &input_end) : cv_error_nomem();
+        CvStatus s = fresh ? cv_interleave_open_inner(it, fresh, true, &input_end) : cv_error_nomem();
         pthread_mutex_lock(&it->mu);
         it->opening = false;
         if (!fresh) {
@@ -499,7 +287,7 @@ static CvTurn interleave_turn(void *arg)
                 cv_status_free(s);
         } else if (!s && input_end) {
             it->input_exhausted = true;
-            slot_destroy(it, fresh);
+            cv_interleave_slot_destroy(it, fresh);
         } else {
             if (s) { /* delivered when the cycle would open this slot */
                 fresh->open_status = s;
@@ -516,12 +304,12 @@ static CvTurn interleave_turn(void *arg)
 }
 
 /* mu held: take the oldest future. */
-static Slot *take_future(InterleaveIterator *it)
+static InterleaveSlot *take_future(InterleaveIterator *it)
 {
-    Slot *slot = it->futures[it->future_head];
+    InterleaveSlot *slot = it->futures[it->future_head];
     it->future_head = (it->future_head + 1) % CV_INTERLEAVE_MAX_FUTURES;
     it->future_count--;
-    mark_accept(&it->input_mark, &it->input_mark_status, &slot->input_mark);
+    cv_interleave_mark_accept(&it->input_mark, &it->input_mark_status, &slot->input_mark);
     cv_task_submit(&it->task); /* room for another future */
     return slot;
 }
@@ -531,12 +319,12 @@ static Slot *take_future(InterleaveIterator *it)
  * position stays empty, as in tf.data). */
 static CvStatus open_future_at(InterleaveIterator *it, int64_t position)
 {
-    Slot *fresh = take_future(it);
+    InterleaveSlot *fresh = take_future(it);
     CvStatus s = fresh->open_status;
     if (s) {
         fresh->open_status = NULL;
         pthread_mutex_unlock(&it->mu);
-        slot_destroy(it, fresh);
+        cv_interleave_slot_destroy(it, fresh);
         pthread_mutex_lock(&it->mu);
         return s;
     }
@@ -547,13 +335,13 @@ static CvStatus open_future_at(InterleaveIterator *it, int64_t position)
 }
 
 /* mu held; the slot has a buffered result. Pops it into *r. */
-static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
+static void pop_result(InterleaveIterator *it, InterleaveSlot *slot, InterleaveResult *r)
 {
     *r = slot->ring[slot->head];
-    slot->ring[slot->head] = (Result){0};
+    slot->ring[slot->head] = (InterleaveResult){0};
     if (!r->end) {
         if (r->run_start) {
-            mark_accept(&slot->mark, &slot->mark_status, &slot->marks[slot->head]);
+            cv_interleave_mark_accept(&slot->mark, &slot->mark_status, &slot->marks[slot->head]);
             slot->taken = 0;
         }
         slot->taken++;
@@ -574,11 +362,11 @@ static void pop_result(InterleaveIterator *it, Slot *slot, Result *r)
  * with mu released (freeing may join the inner iterator's own threads). */
 static void retire_slot(InterleaveIterator *it, int64_t position)
 {
-    Slot *slot = it->cycle[position];
+    InterleaveSlot *slot = it->cycle[position];
     it->cycle[position] = NULL;
     it->num_open--;
     pthread_mutex_unlock(&it->mu);
-    slot_destroy(it, slot);
+    cv_interleave_slot_destroy(it, slot);
     pthread_mutex_lock(&it->mu);
 }
 
@@ -591,11 +379,11 @@ static bool deterministic_step(InterleaveIterator *it, CvElement *out, bool *end
             *end = true;
             return true;
         }
-        Slot *slot = it->cycle[it->cycle_index];
+        InterleaveSlot *slot = it->cycle[it->cycle_index];
         if (slot) {
             if (slot->count == 0)
                 return false;
-            Result r;
+            InterleaveResult r;
             pop_result(it, slot, &r);
             if (r.end) {
                 retire_slot(it, it->cycle_index);
@@ -650,10 +438,10 @@ static bool any_step(InterleaveIterator *it, CvElement *out, bool *end, CvStatus
         bool retired = false;
         for (int64_t k = 0; k < n; k++) {
             int64_t position = (it->cycle_index + k) % n;
-            Slot *slot = it->cycle[position];
+            InterleaveSlot *slot = it->cycle[position];
             if (!slot || slot->count == 0)
                 continue;
-            Result r;
+            InterleaveResult r;
             pop_result(it, slot, &r);
             if (r.end) {
                 retire_slot(it, position);
@@ -675,14 +463,14 @@ static bool any_step(InterleaveIterator *it, CvElement *out, bool *end, CvStatus
 static void start_marks(InterleaveIterator *it)
 {
     int64_t n = params_of(it)->cycle_length;
-    mark_take(&it->input_mark, it->input, &it->input_unmarkable);
+    cv_interleave_mark_take(&it->input_mark, it->input, &it->input_unmarkable);
     it->input_mark_status = it->input_mark.error;
     it->input_mark.error = NULL;
     for (int64_t k = 0; k < n; k++) {
-        Slot *slot = it->cycle[k];
+        InterleaveSlot *slot = it->cycle[k];
         if (!slot || !slot->marked)
             continue;
-        mark_take(&slot->mark, slot->inner, &slot->unmarkable);
+        cv_interleave_mark_take(&slot->mark, slot->inner, &slot->unmarkable);
         slot->mark_status = slot->mark.error;
         slot->mark.error = NULL;
     }
@@ -784,7 +572,7 @@ static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
         return cv_error_nomem();
     pthread_mutex_init(&it->mu, NULL);
     cv_cond_init(&it->ready_cv);
-    it->cycle = calloc((size_t)p->cycle_length, sizeof(Slot *));
+    it->cycle = calloc((size_t)p->cycle_length, sizeof(InterleaveSlot *));
     CvStatus s = it->cycle ? cv_iterator_make(ds->inputs[0], &it->input) : cv_error_nomem();
     if (!s && p->num_workers > 0) {
         int64_t ring = 2 * p->block_length + 1; /* tf.data's buffer_output_elements */
@@ -851,7 +639,7 @@ static CvStatus interleave_save(CvIterator *base, CvStateWriter *w)
     cv_state_put_i64(w, it->block_index);
     cv_state_put_i64(w, it->end_of_input);
     for (int64_t k = 0; !s && k < p->cycle_length; k++) {
-        const Slot *slot = it->cycle[k];
+        const InterleaveSlot *slot = it->cycle[k];
         if (!slot) {
             cv_state_put_i64(w, 0);
         } else if (!marks) {
@@ -951,7 +739,7 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
         int64_t kind = 0;
         if ((s = cv_state_get_range(r, "interleave's slot kind", 0, 2, &kind)) || kind == 0)
             continue;
-        Slot *slot = slot_new(it->ring_size, it->min_limit);
+        InterleaveSlot *slot = cv_interleave_slot_new(it->ring_size, it->min_limit);
         if (!slot) {
             s = cv_error_nomem();
             break;
@@ -963,13 +751,13 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
             !(s = cv_state_get_range(r, "interleave's positions past a mark", 0,
                                      CV_INTERLEAVE_MAX_BUFFER, &pass)))
             s = cv_state_get_range(r, "interleave's error flag", 0, pass > 0, &error_last);
-        if (!s && (s = make_inner(it, slot))) /* the user's error, as it was raised */
+        if (!s && (s = cv_interleave_make_inner(it, slot))) /* the user's error, as it was raised */
             s = cv_status_prefix(s, "interleave: map_func, called again on a saved element "
                                  "to restore: ");
         if (!s && kind == 2 && !(s = cv_iterator_restore(slot->inner, r)))
             s = pass_over(slot->inner, pass, error_last != 0);
         if (s) {
-            slot_destroy(it, slot);
+            cv_interleave_slot_destroy(it, slot);
             break;
         }
         place_slot(it, k, slot);
@@ -1029,12 +817,12 @@ static void interleave_destroy(CvIterator *base)
     interleave_cancel(base);
     cv_task_remove(&it->task); /* waits for the running turns */
     for (int64_t k = 0; it->cycle && k < n; k++)
-        slot_destroy(it, it->cycle[k]);
+        cv_interleave_slot_destroy(it, it->cycle[k]);
     for (int k = 0; k < it->future_count; k++)
-        slot_destroy(it, it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]);
+        cv_interleave_slot_destroy(it, it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]);
     cv_iterator_destroy(it->input);
     cv_status_free(it->fatal);
-    mark_free(&it->input_mark);
+    cv_interleave_mark_free(&it->input_mark);
     cv_status_free(it->input_mark_status);
     free(it->cycle);
     pthread_mutex_destroy(&it->mu);

@@ -66,10 +66,10 @@
 #include "core/stage.h"
 #include "kernels/common/batch_rows.h"
 #include "kernels/common/element_calls.h"
+#include "kernels/common/map_batch_pieces.h"
 #include "kernels/kernels.h"
 
 #define MB_MAX_PIECE 256                     /* most rows per piece */
-#define MB_MAX_FAST_BYTES ((size_t)1 << 30) /* bigger batches are stacked by the exact path */
 #define MB_MAX_DEST_COMPONENTS 16           /* rows of more components are copied in */
 
 typedef struct {
@@ -77,36 +77,6 @@ typedef struct {
     bool drop_remainder;
     CvMapFusion map; /* the map dataset's (our input) */
 } MapBatchParams;
-
-/* A batch being filled. The first member is a buffer header only for its
- * reference count: pieces and the iterator hold references. */
-typedef struct MbBatch {
-    CvBuffer buf;
-    uint64_t first;  /* row-stream position of row 0 */
-    int64_t planned; /* rows the input side means to put in it */
-    pthread_mutex_t mu;
-    _Atomic int layout; /* 0: unknown; 1: rows are written into t; -1: kept whole */
-    uint32_t ncomp;
-    CvTensor *t; /* layout 1: ncomp tensors of `planned` rows */
-} MbBatch;
-
-typedef struct MbRow {
-    CvStatus status; /* the input's or fn's error */
-    CvElement e;     /* the input, then (unless written) fn's result */
-    uint64_t index;  /* the element id's index */
-    bool written;    /* in the batch's tensors */
-} MbRow;
-
-typedef struct MbPiece {
-    CvBuffer buf; /* the tag tensor's buffer: release frees the piece */
-    MbBatch *batch; /* one reference */
-    uint64_t pos;   /* row-stream position of rows[0] */
-    int64_t r0;     /* rows[0]'s row in the batch */
-    int n;
-    bool last;  /* the batch's last piece */
-    bool clean; /* every row written */
-    MbRow rows[];
-} MbPiece;
 
 /* A row of the exact path. */
 typedef struct MbQueued {
@@ -166,108 +136,8 @@ static int64_t mb_cardinality(const CvDataset *ds)
                                   p->drop_remainder);
 }
 
-/* -- batches and pieces ------------------------------------------------------ */
-
-static void batch_release(CvBuffer *buf)
-{
-    MbBatch *b = (MbBatch *)buf;
-    if (b->t) {
-        for (uint32_t c = 0; c < b->ncomp; c++)
-            cv_tensor_clear(&b->t[c]);
-        free(b->t);
-    }
-    pthread_mutex_destroy(&b->mu);
-    free(b);
-}
-
-static MbBatch *batch_new(uint64_t first, int64_t planned)
-{
-    MbBatch *b = calloc(1, sizeof(*b));
-    if (!b)
-        return NULL;
-    atomic_init(&b->buf.refcount, 1);
-    b->buf.release = batch_release;
-    b->first = first;
-    b->planned = planned;
-    pthread_mutex_init(&b->mu, NULL);
-    atomic_init(&b->layout, 0);
-    return b;
-}
-
-static void piece_release(CvBuffer *buf)
-{
-    MbPiece *p = (MbPiece *)buf;
-    for (int i = 0; i < p->n; i++) {
-        cv_status_free(p->rows[i].status);
-        cv_element_clear(&p->rows[i].e);
-    }
-    cv_buffer_unref(&p->batch->buf);
-    free(p);
-}
-
-/* Set b's layout from its first finished row e (b->mu held). */
-static void set_layout(MbBatch *b, const CvElement *e, int64_t batch_size)
-{
-    int layout = -1;
-    size_t row = 0;
-    bool ok = e->n > 0 && b->planned == batch_size;
-    for (uint32_t c = 0; ok && c < e->n; c++) {
-        const CvTensor *t = &e->t[c];
-        ok = t->dtype != CV_STRING && t->rank + 1 <= CV_MAX_RANK;
-        row += ok ? cv_tensor_nbytes(t) : 0;
-    }
-    if (ok && row <= MB_MAX_FAST_BYTES / (size_t)b->planned && (b->t = calloc(e->n, sizeof(CvTensor)))) {
-        b->ncomp = e->n;
-        layout = 1;
-        for (uint32_t c = 0; c < e->n && layout == 1; c++) {
-            int64_t shape[CV_MAX_RANK];
-            shape[0] = b->planned;
-            memcpy(shape + 1, e->t[c].shape, (size_t)e->t[c].rank * sizeof(int64_t));
-            CvStatus s = cv_tensor_alloc(&b->t[c], e->t[c].dtype, e->t[c].rank + 1, shape, 0, NULL);
-            if (s) { /* the exact path will meet (or not) the same shortage */
-                cv_status_free(s);
-                layout = -1;
-            }
-        }
-        if (layout != 1) {
-            for (uint32_t c = 0; c < e->n; c++)
-                cv_tensor_clear(&b->t[c]);
-            free(b->t);
-            b->t = NULL;
-            b->ncomp = 0;
-        }
-    }
-    atomic_store_explicit(&b->layout, layout, memory_order_release);
-}
-
-/* Copy result e into row `row` of b when it matches b's layout. */
-static bool write_row(MbBatch *b, int64_t row, const CvElement *e, int64_t batch_size)
-{
-    int layout = atomic_load_explicit(&b->layout, memory_order_acquire);
-    if (layout == 0) {
-        pthread_mutex_lock(&b->mu);
-        if (atomic_load_explicit(&b->layout, memory_order_relaxed) == 0)
-            set_layout(b, e, batch_size);
-        layout = atomic_load_explicit(&b->layout, memory_order_relaxed);
-        pthread_mutex_unlock(&b->mu);
-    }
-    if (layout != 1 || e->n != b->ncomp)
-        return false;
-    for (uint32_t c = 0; c < e->n; c++) {
-        const CvTensor *t = &e->t[c], *dst = &b->t[c];
-        if (t->dtype != dst->dtype || t->rank + 1 != dst->rank ||
-            memcmp(t->shape, dst->shape + 1, (size_t)t->rank * sizeof(int64_t)) != 0)
-            return false;
-    }
-    for (uint32_t c = 0; c < e->n; c++) {
-        int64_t per_row = cv_tensor_num_elements(&e->t[c]);
-        if (e->t[c].data != b->t[c].data + (size_t)(row * per_row) * cv_dtype_size(e->t[c].dtype))
-            cv_copy_values(&b->t[c], row * per_row, &e->t[c], 0, per_row, NULL); /* not written in place */
-    }
-    return true;
-}
-
-/* -- the stage: pull a piece, map and write it -------------------------------- */
+/* -- the stage: pull a piece, map and write it (batches and pieces:
+ * kernels/common/map_batch_pieces.c) ---------------------------------------- */
 
 static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
 {
@@ -286,7 +156,7 @@ static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
         int64_t planned = bs;
         if (align <= it->pos)
             planned = bs - (int64_t)((it->pos - align) % (uint64_t)bs);
-        if (!(it->cur = batch_new(it->pos, planned)))
+        if (!(it->cur = cv_mb_batch_new(it->pos, planned)))
             return cv_error_nomem();
         it->cur_pulled = 0;
     }
@@ -304,7 +174,7 @@ static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
     if (!piece)
         return cv_error_nomem();
     atomic_init(&piece->buf.refcount, 1);
-    piece->buf.release = piece_release;
+    piece->buf.release = cv_mb_piece_release;
     piece->batch = (MbBatch *)cv_buffer_ref(&b->buf);
     piece->pos = it->pos;
     piece->r0 = it->cur_pulled;
@@ -345,7 +215,7 @@ static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
 }
 
 /* Call fn on one row. Once the batch has its layout, a native function
- * writes its results straight into the row (call_into): write_row then has
+ * writes its results straight into the row (call_into): cv_mb_write_row then has
  * nothing to copy for them. */
 static CvStatus call_row(const CvFunction *fn, MbBatch *b, int64_t row, const CvElement *in,
                          const CvElementId *id, CvElement *out)
@@ -425,7 +295,7 @@ static CvStatus mb_process(void *owner, CvElement *work, int64_t aux, CvElement 
                 continue;
             }
             bytes += cv_element_bytes(&row->e);
-            if (write_row(piece->batch, piece->r0 + i, &row->e, p->batch_size)) {
+            if (cv_mb_write_row(piece->batch, piece->r0 + i, &row->e, p->batch_size)) {
                 row->written = true;
                 cv_element_clear(&row->e);
             } else {
@@ -495,7 +365,7 @@ static const CvStageOps mb_stage_ops = {mb_pull, mb_process, NULL, mb_save_input
 /* The piece a stage result carries (taking it), or NULL. */
 static MbPiece *piece_of(CvElement *e)
 {
-    if (e->n != 1 || !e->t[0].buf || e->t[0].buf->release != piece_release)
+    if (e->n != 1 || !e->t[0].buf || e->t[0].buf->release != cv_mb_piece_release)
         return NULL;
     MbPiece *piece = (MbPiece *)e->t[0].buf;
     e->t[0].buf = NULL;
