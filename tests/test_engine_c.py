@@ -36,11 +36,13 @@ def _sanitizer():
 def _flags():
     libs = subprocess.run(["pkg-config", "--cflags", "--libs", "zlib", "libjpeg"], check=True,
                           capture_output=True, text=True).stdout.split()
-    cflags = ["-std=c11", "-O1", "-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Werror",
-              "-ffp-contract=off", "-pthread", "-D_GNU_SOURCE=1", f"-I{CSRC}"]
+    sanitizer = _sanitizer()
+    # -O0 under a sanitizer, as .ci/sanitize and .ci/tsan build the engine (CV_DEBUG=1).
+    cflags = ["-std=c11", "-O0" if sanitizer else "-O1", "-Wall", "-Wextra",
+              "-Wno-missing-field-initializers", "-Werror", "-ffp-contract=off", "-pthread",
+              "-D_GNU_SOURCE=1", f"-I{CSRC}"]
     cflags += [f for f in libs if f.startswith("-I")]
     ldflags = ["-pthread"] + [f for f in libs if not f.startswith("-I")] + ["-lm", "-ldl"]
-    sanitizer = _sanitizer()
     if sanitizer:
         extra = [f"-fsanitize={sanitizer},undefined", "-fno-omit-frame-pointer", "-g",
                  "-fno-sanitize-recover=undefined"]

@@ -6,7 +6,8 @@ What conveyor honours today: ``deterministic`` (the default for ``map`` and
 ``threading.private_threadpool_size`` (caps every parallel stage's thread
 count when > 0), ``autotune.ram_budget`` (bytes the buffering stages of the
 pipeline may hold; 0/None: half of the memory the process may use),
-``autotune.cpu_budget`` (the worker count of ``num_parallel_calls=AUTOTUNE``),
+``autotune.cpu_budget`` (the pipeline's CPU budget: ``num_parallel_calls=AUTOTUNE``
+runs up to the budget plus one at once),
 ``experimental_optimization.parallel_batch`` (on by default, as in
 tf.data: ``batch`` copies on worker threads, in order),
 ``experimental_optimization.map_and_batch_fusion`` (on by default, as in
@@ -84,8 +85,9 @@ class AutotuneOptions(_OptionsGroup):
     """``ram_budget``: bytes that the pipeline's buffers (shuffle, prefetch, parallel map
     and batch, interleave read-ahead) may hold; going over raises ResourceExhaustedError
     naming the stage. None/0: half of the memory the process may use (physical RAM,
-    cgroup limit, RLIMIT_AS). ``cpu_budget``: the worker count of
-    ``num_parallel_calls=AUTOTUNE`` (None/0: the CPUs the process may use).
+    cgroup limit, RLIMIT_AS). ``cpu_budget``: the turns the pipeline's pool runs at
+    once (None/0: the CPUs the process may use); ``num_parallel_calls=AUTOTUNE`` runs
+    up to the budget plus one.
     ``enabled``, ``autotune_algorithm``, ``initial_parallelism``, ``min_parallelism``:
     accepted and recorded."""
     _fields = ("enabled", "cpu_budget", "ram_budget", "autotune_algorithm", "initial_parallelism",
@@ -209,7 +211,7 @@ class BuildContext(typing.NamedTuple):
     # options.experimental_optimization.shuffle_and_batch_fusion (None -> True).
     shuffle_batch_fusion: bool = True
     # options.experimental_optimization.jpeg_scaled_decode (None -> False): maps
-    # compile their programs with _tracing.jpeg_scaled_decode_pass.
+    # compile their programs with conveyor/data/rewrites/scaled_decode.py.
     jpeg_scaled_decode: bool = False
     # options.experimental_optimization.map_and_batch_fusion (None -> True): a
     # parallel map directly followed by batch runs as one kernel (MapAndBatch).
@@ -219,21 +221,20 @@ class BuildContext(typing.NamedTuple):
     sequential = False
 
     def cpus(self):
-        """CPUs that AUTOTUNE decisions may assume."""
-        return self.cpu_budget or _engine.cpu_count()
+        """CPUs that AUTOTUNE decisions may assume: the pipeline's CPU budget."""
+        return _engine.cpu_budget(self.cpu_budget)
 
     def parallelism(self, value):
         """num_parallel_calls -> the engine's parallelism: 0 (sequential), n > 0
         (n turns at once on the pipeline's pool) or, for AUTOTUNE, -n: at most n,
         as many as the autotuner picks.
 
-        AUTOTUNE's most is one per CPU plus one: a turn pulls its own input
-        element, so with one per CPU all can be busy processing while nobody
-        reads ahead (a slow source then stalls the stage). With
-        options.autotune.cpu_budget it is exactly that budget."""
+        AUTOTUNE's most is the engine's ceiling for the pipeline's CPU budget
+        (csrc/core/pipeline.h: one per CPU plus one, whether the budget is
+        options.autotune.cpu_budget or the CPUs this process may use)."""
         tuned = value == AUTOTUNE
         if tuned:
-            value = self.cpu_budget or _engine.cpu_count() + 1
+            value = _engine.autotune_ceiling(self.cpus())
         if self.max_threads and value > self.max_threads:
             value = self.max_threads
         return -value if tuned and value > 1 else value

@@ -562,6 +562,28 @@ bool cv_cache_file_exists(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Shared with the writer (cache_file_writer.c), which depends on this file,
+ * never the other way. */
+CvStatus cv_cache_make_parents(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return cv_error_nomem();
+    CvStatus s = CV_STATUS_OK;
+    for (char *p = copy + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
+            s = cv_file_error(errno, copy, "(creating the cache directory)");
+            break;
+        }
+        *p = '/';
+    }
+    free(copy);
+    return s;
+}
+
 CvStatus cv_cache_lock_try(const char *lock_path, int *fd_out)
 {
     *fd_out = -1;

@@ -61,26 +61,6 @@ static CvStatus write_all(CvCacheWriter *w, struct iovec *iov, int n)
     return CV_STATUS_OK;
 }
 
-CvStatus cv_cache_make_parents(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return cv_error_nomem();
-    CvStatus s = CV_STATUS_OK;
-    for (char *p = copy + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
-            s = cv_file_error(errno, copy, "(creating the cache directory)");
-            break;
-        }
-        *p = '/';
-    }
-    free(copy);
-    return s;
-}
-
 CvStatus cv_cache_writer_open(const char *path, CvCacheWriter **out)
 {
     CvStatus s = cv_cache_make_parents(path);
