@@ -1,7 +1,7 @@
 """Fuzz target: restoring a saved iterator state that was damaged.
 
 Input layout: byte 0 picks the pipeline (PIPELINES[b % n]); the rest is the
-engine part of a state (the frames of csrc/core/state.h, as
+engine part of a state (the frames of csrc/core/iterator_state.h, as
 ``Iterator._save_engine()`` returns them), fed straight to
 ``Iterator._restore_engine()``: the Python header and its CRC-32 are
 skipped, so that mutations reach every kernel's restore.

@@ -4,7 +4,7 @@ from conveyor.data.dataset import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDI
 from conveyor.data.options import (AutoShardPolicy, AutotuneOptions, OptimizationOptions,
                                    Options, ThreadingOptions)
 from conveyor.data import experimental
-from conveyor.data import io_ops  # noqa: F401 - puts save/load on Dataset
+from conveyor.data import save_load  # noqa: F401 - puts save/load on Dataset
 from conveyor.data.readers import *  # noqa: F401,F403
 
 __all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Options",

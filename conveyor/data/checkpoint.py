@@ -12,7 +12,7 @@ drops into a PyTorch checkpoint); :class:`conveyor.train.Checkpoint` is the
 The bytes hold (see docs/resume.md):
 
 * a header: magic, format version, a fingerprint of the pipeline;
-* the engine's frames (csrc/core/state.h): one per iterator of the
+* the engine's frames (csrc/core/iterator_state.h): one per iterator of the
   pipeline, with its kernel's position (source cursors, counters, RNG
   counters, and buffer contents only where they cannot be recomputed);
 * the element an interrupt (Ctrl-C) held back inside ``next()``, if any;

@@ -323,8 +323,8 @@ from conveyor.data.csv_readers import CsvDataset, make_csv_dataset  # noqa: E402
 __all__ += ["CsvDataset", "make_csv_dataset"]
 
 
-# Saving, writing and reading files (conveyor/data/io_ops.py)
-from conveyor.data.io_ops import (Reducer, TFRecordWriter, group_by_reducer,  # noqa: E402
+# Saving, writing and reading files (conveyor/data/save_load.py)
+from conveyor.data.save_load import (Reducer, TFRecordWriter, group_by_reducer,  # noqa: E402
                                   make_batched_features_dataset)
 
 

@@ -36,8 +36,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/memory.h"
-#include "core/state.h"
+#include "core/ram_budget.h"
+#include "core/iterator_state.h"
 #include "core/tensor.h"
 
 #define CV_INFINITE_CARDINALITY (-1)
@@ -77,7 +77,7 @@ typedef struct CvKernel {
      * thread while the iterator is attached to its statistics node, also
      * while next() runs; it takes the kernel's short locks only. */
     void (*measure)(CvIterator *it, struct CvNodeTotals *totals, struct CvGauges *gauges);
-    /* Optional: exact resume (core/state.h). save writes the iterator's
+    /* Optional: exact resume (core/iterator_state.h). save writes the iterator's
      * position as its consumer has seen it (right after the last element
      * next() returned to it), then its inputs' positions that match, each
      * through cv_iterator_save. restore puts a freshly made iterator (no

@@ -31,7 +31,7 @@
 
 #include "core/autotune.h"
 #include "core/dataset.h"
-#include "core/state.h"
+#include "core/iterator_state.h"
 #include "core/stats.h"
 
 /* How long stop() waits for the pipeline's turns to end after cancelling
@@ -97,7 +97,7 @@ void cv_pipeline_stop(CvPipeline *p);
  * drop the running part without touching it (a leak, never a join). */
 void cv_pipeline_abandon(CvPipeline *p);
 
-/* Exact resume (core/state.h): the frames of the root iterator as of the
+/* Exact resume (core/iterator_state.h): the frames of the root iterator as of the
  * last element next() returned. */
 CvStatus cv_pipeline_save(CvPipeline *p, CvStateWriter *w);
 /* A fresh root iterator of the same dataset in the same pool. On failure

@@ -62,7 +62,7 @@
  * `workers` threads) and leaves it in cv_stage_destroy(). Measurements go
  * to `counters` (see CvStageCounters).
  *
- * Exact resume (core/state.h; tf.data's "symbolic checkpoint" idea). A stage
+ * Exact resume (core/iterator_state.h; tf.data's "symbolic checkpoint" idea). A stage
  * runs ahead: it has pulled units that the consumer has not seen, so its
  * input's current position is not the consumer's. save() describes the
  * position right after the last unit handed out, two ways:
@@ -97,7 +97,7 @@
 
 #include "core/dataset.h"
 #include "core/pool.h"
-#include "core/state.h"
+#include "core/iterator_state.h"
 #include "core/stats.h"
 #include "core/tensor.h"
 #include "core/thread.h"

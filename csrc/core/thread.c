@@ -3,7 +3,7 @@
 #include "core/blocking.h"
 #include "core/blocks.h"
 #include "core/cgroup.h"
-#include "core/memory.h"
+#include "core/ram_budget.h"
 #include "core/tensor.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/state.h"
+#include "core/iterator_state.h"
 #include "core/thread.h"
 #include "device/cuda.h"
 
@@ -269,7 +269,7 @@ void cv_device_leave(CvDevice *d, int previous)
     d->methods->leave(d, previous);
 }
 
-/* core/state.h's hook: a save that holds device elements reads them back. */
+/* core/iterator_state.h's hook: a save that holds device elements reads them back. */
 static bool read_foreign(const CvBuffer *b, const char *src, void *dst, size_t n, CvStatus *status)
 {
     CvDeviceBuffer *db = cv_device_buffer_of(b);

@@ -25,7 +25,7 @@
  * copies on the consumer's thread, in next().
  *
  * Exact resume: the stage's (core/stage.h). A save that writes elements in
- * flight reads them back from the device (core/state.h's foreign reader);
+ * flight reads them back from the device (core/iterator_state.h's foreign reader);
  * restored, they come back as host elements, and next() copies them again.
  *
  * Locks: ring_mu guards the slots' flags (never held while packing or

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/array.h"
-#include "core/state.h"
+#include "core/iterator_state.h"
 #include "io/crc32c.h"
 #include "io/input_stream.h"
 #include "io/record_index.h"

@@ -47,7 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/memory.h"
+#include "core/ram_budget.h"
 #include "core/thread.h"
 #include "io/record_reader.h"
 #include "kernels/common/recording.h"

@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "core/array.h"
-#include "core/state.h"
+#include "core/iterator_state.h"
 #include "io/input_stream.h"
 #include "kernels/common/file_records.h"
 #include "kernels/readers.h"

@@ -36,7 +36,7 @@
  * do it goes idle until the consumer makes room (pop_result, take_future
  * resubmit it).
  *
- * Exact resume (core/state.h): the state is the consumer's view, as the
+ * Exact resume (core/iterator_state.h): the state is the consumer's view, as the
  * sequential algorithm has it after the last element handed out: cycle and
  * block position, the end of input, for each open slot its outer element
  * (map_func's argument, kept in the slot: restore calls map_func on it

@@ -44,7 +44,7 @@
 #include <string.h>
 
 #include "core/pipeline.h" /* cv_parallelism */
-#include "core/memory.h"
+#include "core/ram_budget.h"
 #include "core/philox.h"
 #include "core/stage.h"
 #include "kernels/common/batch_rows.h"

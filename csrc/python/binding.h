@@ -13,7 +13,7 @@
  *   ops.c            element ops, traced programs, map/filter function args
  *   iterator_type.c  the Iterator type, the live list, shutdown
  *   dataset_type.c   the Dataset type (wrapping, argument checks, gc)
- *   constructors.c, transform.c, grouping.c, io.c, cache.c
+ *   constructors.c, transform.c, grouping.c, records.c, cache.c
  *                    module functions that build datasets and file handles
  *   module.c         module init: exec slot, state, the method table
  *
@@ -120,7 +120,7 @@ static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
 extern PyMethodDef cv_constructor_functions[]; /* constructors.c: sources, map, batch, ... */
 extern PyMethodDef cv_transform_functions[];   /* transform.c: filter, zip, unbatch, ... */
 extern PyMethodDef cv_grouping_functions[];    /* grouping.c: choose, sample, windows */
-extern PyMethodDef cv_io_functions[];          /* io.c: record files */
+extern PyMethodDef cv_io_functions[];          /* records.c: record files */
 extern PyMethodDef cv_cache_functions[];       /* cache.c: Dataset.cache */
 extern PyMethodDef cv_example_functions[];     /* example.c: tf.train.Example */
 extern PyMethodDef cv_op_functions[];          /* ops.c: element ops and traced programs */

@@ -1,7 +1,7 @@
 /* Module functions that build the core datasets: sources (tensor_slices,
  * tensors, range, generator) and the common transformations (map, batch,
  * interleave, prefetch, shuffle, take, skip, repeat, ignore_errors). The
- * other builders live next to their kind: transform.c, grouping.c, io.c,
+ * other builders live next to their kind: transform.c, grouping.c, records.c,
  * cache.c. Arguments arrive normalized by conveyor/data/dataset.py and conveyor/data/ops/.
  */
 #include "python/binding.h"

@@ -1,4 +1,4 @@
-/* Binding of RAM budgets (core/memory.h) and of the process's limits
+/* Binding of RAM budgets (core/ram_budget.h) and of the process's limits
  * (memory, cgroup, CPU count).
  *
  * A budget reaches Python as a capsule (MEMORY_CAPSULE) owning one
@@ -8,7 +8,7 @@
 #include "python/binding.h"
 
 #include "core/cgroup.h"
-#include "core/memory.h"
+#include "core/ram_budget.h"
 #include "core/tensor.h"
 
 #define MEMORY_CAPSULE "conveyor._engine.MemoryBudget"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/pipeline.h"
-#include "core/state.h"
+#include "core/iterator_state.h"
 #include "core/stats.h"
 #include "core/thread.h"
 #include "kernels/kernels.h"

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/memory.h"
+#include "core/ram_budget.h"
 #include "core/tensor.h"
 
 typedef struct {

@@ -18,7 +18,7 @@
 
 #include "core/dataset.h"
 #include "core/philox.h"
-#include "core/state.h"
+#include "core/iterator_state.h"
 
 typedef struct CvShuffleParams {
     int64_t buffer_size;

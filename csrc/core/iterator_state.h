@@ -18,8 +18,8 @@
  * Neither is thread-safe: one thread saves or restores a pipeline (the
  * consumer, between next() calls).
  */
-#ifndef CV_STATE_H
-#define CV_STATE_H
+#ifndef CV_ITERATOR_STATE_H
+#define CV_ITERATOR_STATE_H
 
 #include <stdbool.h>
 #include <stddef.h>

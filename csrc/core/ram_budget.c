@@ -1,4 +1,4 @@
-#include "core/memory.h"
+#include "core/ram_budget.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,6 +1,6 @@
 /* Iterator state bytes (see state.h). Integers are stored little-endian
  * whatever the host, so a state moves between machines. */
-#include "core/state.h"
+#include "core/iterator_state.h"
 
 #include <stdatomic.h>
 

@@ -30,8 +30,8 @@
  * element or per chunk of elements, never per byte. All functions are
  * thread-safe.
  */
-#ifndef CV_MEMORY_H
-#define CV_MEMORY_H
+#ifndef CV_RAM_BUDGET_H
+#define CV_RAM_BUDGET_H
 
 #include <stdbool.h>
 #include <stddef.h>
