@@ -30,8 +30,10 @@
 /* Compile a hot loop twice, for AVX2 and for the baseline, and pick one
  * when the module loads (GCC's and Clang's target_clones). Loops of IEEE
  * operations give the same floats either way: -ffp-contract=off keeps
- * multiplies and adds apart. */
-#if defined(__x86_64__) && defined(__GNUC__)
+ * multiplies and adds apart. CV_NO_TARGET_CLONES compiles the baseline
+ * alone: a ThreadSanitizer executable (tests/test_engine_c.py) runs the
+ * clones' resolvers while it relocates itself, before TSan's runtime is up. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CV_NO_TARGET_CLONES)
 #define CV_CLONES_AVX2 __attribute__((target_clones("avx2", "default")))
 #else
 #define CV_CLONES_AVX2

@@ -69,6 +69,19 @@ static CvDataset *make_dataset(int64_t n, int64_t batch)
     return prefetched;
 }
 
+/* make_dataset(n, batch) running in a new pipeline; NULL (and *ds NULL) on
+ * error. The caller stops and unrefs both. */
+static CvPipeline *start(int64_t n, int64_t batch, const CvPipelineOptions *options, CvDataset **ds)
+{
+    CvPipeline *p = NULL;
+    *ds = make_dataset(n, batch);
+    if (*ds && ok(cv_pipeline_new(*ds, options, &p), "pipeline"))
+        return p;
+    cv_dataset_unref(*ds);
+    *ds = NULL;
+    return NULL;
+}
+
 /* Pull `count` batches (or to the end), checking each value; returns the
  * next value expected, or -1 on a wrong one. */
 static int64_t pull(CvPipeline *p, int64_t expected, int count, bool *end)
@@ -109,13 +122,11 @@ static int threads_named(const char *prefix)
 
 static void test_a_whole_epoch(void)
 {
-    CvDataset *ds = make_dataset(1000, 32);
-    CvPipeline *p = NULL;
+    CvDataset *ds;
     CvPipelineOptions options = {.cpu_budget = 2, .algorithm = CV_AUTOTUNE_MODEL, .statistics = true};
-    if (!ds || !ok(cv_pipeline_new(ds, &options, &p), "pipeline")) {
-        cv_dataset_unref(ds);
+    CvPipeline *p = start(1000, 32, &options, &ds);
+    if (!p)
         return;
-    }
     bool end = false;
     CHECK(pull(p, 0, 1000, &end) == 1000 && end);
     CHECK(cv_pipeline_may_block(p));
@@ -145,13 +156,12 @@ static void test_a_whole_epoch(void)
 
 static void test_save_and_restore(void)
 {
-    CvDataset *ds = make_dataset(500, 10);
-    CvPipeline *a = NULL, *b = NULL;
+    CvDataset *ds;
+    CvPipeline *b = NULL;
     CvPipelineOptions options = {.cpu_budget = 0, .algorithm = CV_AUTOTUNE_MODEL, .statistics = false};
-    if (!ds || !ok(cv_pipeline_new(ds, &options, &a), "pipeline")) {
-        cv_dataset_unref(ds);
+    CvPipeline *a = start(500, 10, &options, &ds);
+    if (!a)
         return;
-    }
     CHECK(cv_pipeline_stats(a) == NULL && cv_pipeline_cpu_budget(a) == cv_cpu_budget(0));
     bool end = false;
     CHECK(pull(a, 0, 7, &end) == 70);
@@ -182,13 +192,11 @@ static void test_save_and_restore(void)
 
 static void test_stopped_mid_epoch(void)
 {
-    CvDataset *ds = make_dataset(1000000, 64);
-    CvPipeline *p = NULL;
+    CvDataset *ds;
     CvPipelineOptions options = {.cpu_budget = 2, .algorithm = CV_AUTOTUNE_MODEL, .statistics = true};
-    if (!ds || !ok(cv_pipeline_new(ds, &options, &p), "pipeline")) {
-        cv_dataset_unref(ds);
+    CvPipeline *p = start(1000000, 64, &options, &ds);
+    if (!p)
         return;
-    }
     bool end = false;
     CHECK(pull(p, 0, 5, &end) == 320);
     CvPipeline *reader = cv_pipeline_ref(p); /* statistics outlive the stop */
