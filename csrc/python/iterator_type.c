@@ -1,6 +1,11 @@
 /* conveyor._engine.Iterator: one pass over an engine dataset, the list of
  * live iterators, and the atexit hook that stops them.
  *
+ * The pass itself is a CvPipeline (core/pipeline.h: the root iterator, the
+ * pool, the statistics, the autotuner and the teardown); this file keeps
+ * what is Python's: the GIL, the element structure, elements held back by
+ * an interrupt, the owner for save and restore, and stats() as a dict.
+ *
  * GIL rules: an iterator whose pipeline may block (worker threads, joins)
  * first asks for an element that is ready now (try_next, with the GIL held:
  * no GIL round trip per element); only when that would block does it run
