@@ -347,3 +347,36 @@ def test_sidecar_that_is_no_regular_file_is_ignored_without_blocking(tmp_path, k
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["20", "7", repr(recs[30]), repr(recs[3])]
+
+
+def test_stale_index_warns_every_time_under_default_filters(tmp_path):
+    """Each fallback from a stale index warns, also the second time the same message
+    comes from the same line: the engine does not deduplicate it, and conveyor's
+    appended "always" filter for DataLossWarning outlives Python's once-per-location."""
+    recs = _records(0, 30)
+    paths = []
+    for k in range(2):
+        p = _write(tmp_path / f"t{k}.tfrecord", recs)
+        write_index(p)
+        with open(p, "ab") as f:
+            f.write(frame(b"tail"))
+        paths.append(p)
+    code = (
+        "import sys, warnings\n"
+        "import conveyor as cv\n"
+        "seen = []\n"
+        "warnings.showwarning = lambda m, c, *a, **k: seen.append((c.__name__, str(m)))\n"
+        "for p in sys.argv[1:] + sys.argv[1:]:\n"
+        "    assert len(list(cv.data.TFRecordDataset(p).skip(5))) == 26\n"
+        "for c, m in seen: print(c, m.split('\"')[1])\n")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PYTHONWARNINGS", None)
+    out = subprocess.run([sys.executable, "-c", code] + paths, env=env, timeout=60,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    idx = [p + INDEX_SUFFIX for p in paths]
+    assert out.stdout.split("\n")[:-1] == ["DataLossWarning " + i for i in idx + idx]
+    # The same, under pytest's recording: two skips over the same stale index.
+    for _ in range(2):
+        with pytest.warns(errors.DataLossWarning, match="is stale"):
+            assert _read(D.TFRecordDataset(paths[0]).skip(29)) == [recs[29], b"tail"]

@@ -349,13 +349,13 @@ CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mti
     if (idx->fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             goto unusable_quiet; /* no index: the common case */
-        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" cannot be read (%s); records of \"%s\" "
+        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" cannot be read (%s); records of \"%s\" "
                 "are read to skip them", idx->path, strerror(errno), path);
         goto unusable_quiet;
     }
     struct stat sb;
     if (fstat(idx->fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" is ignored: it is not a regular file. "
+        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is ignored: it is not a regular file. "
                 "Records of \"%s\" are read to skip them.", idx->path, path);
         goto unusable_quiet;
     }
@@ -365,11 +365,11 @@ CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mti
     if (!why[0])
         return idx;
     if (stale)
-        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" is stale: %s. It is ignored (records "
+        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is stale: %s. It is ignored (records "
                 "of \"%s\" are read to skip them); rebuild it with `python -m "
                 "conveyor.tools.index %s`.", idx->path, why, path, path);
     else
-        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" is ignored: %s. Records of \"%s\" are "
+        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is ignored: %s. Records of \"%s\" are "
                 "read to skip them; rebuild it with `python -m conveyor.tools.index %s`.",
                 idx->path, why, path, path);
 unusable_quiet:
