@@ -129,3 +129,61 @@ def test_npy_headers_that_lie_are_data_loss():
         with pytest.raises(errors.DataLossError, match="held element"):
             it.restore(_with_crc(body))
         assert [int(x) for x in it] == [0, 1, 2]
+
+
+def _fused(on):
+    ds = D.range(40).shuffle(40, seed=7).batch(4)
+    options = cv.data.Options()
+    options.experimental_optimization.shuffle_and_batch_fusion = on
+    return ds.with_options(options)
+
+
+def _first_two_epochs(make, fail):
+    """The first iterator's elements and the next iterator's, after fail(it)."""
+    ds = make()
+    it = iter(ds)
+    for _ in range(2):  # the same failure twice moves nothing either
+        fail(it)
+    return run(it), run(iter(ds))
+
+
+def test_a_failed_engine_restore_leaves_the_first_epoch():
+    # Saved with shuffle+batch fusion, restored without: the engine refuses the
+    # frames after making a fresh iterator, which draws from the dataset's seed
+    # generator. The iterator must still yield the first epoch and the dataset's
+    # next iterator the second, as a fresh iter(ds) and the one after it would.
+    it = iter(_fused(True))
+    run(it, 2)
+    state = it.save()
+
+    def fail(it):
+        with pytest.raises(errors.FailedPreconditionError, match="ShuffleBatch"):
+            it.restore(state)
+    ref = _fused(False)
+    expected = (run(iter(ref)), run(iter(ref)))
+    assert expected[0] != expected[1]  # reshuffled each iteration
+    assert _first_two_epochs(lambda: _fused(False), fail) == expected
+
+
+def test_a_restore_failing_after_a_shuffle_was_restored_moves_no_generator():
+    # The shuffle's frame restores (resetting the dataset's generator to the
+    # saved one, four iterators on), then the frame after it fails.
+    def make():
+        return D.zip((D.range(40).shuffle(10, seed=3).batch(4), D.range(10)))
+    saving = make()
+    for _ in range(3):
+        run(iter(saving))
+    it = iter(saving)
+    run(it, 2)
+    engine = it._save_engine()
+    at = engine.rindex(b"Range")
+    engine = engine[:at] + b"Rangf" + engine[at + 5:]  # the second input's frame
+    body = (ckpt._MAGIC + ckpt._HEADER.pack(ckpt._VERSION, ckpt.fingerprint(saving), 0)
+            + struct.pack("<Q", 0) + engine)
+
+    def fail(it):
+        with pytest.raises(errors.FailedPreconditionError, match="Rangf"):
+            it.restore(_with_crc(body))
+    ref = make()
+    expected = (run(iter(ref)), run(iter(ref)))
+    assert _first_two_epochs(make, fail) == expected
