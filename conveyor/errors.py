@@ -12,7 +12,8 @@ a note naming the stage; TensorFlow would wrap them in ``UnknownError``.
 
 ``DataLossWarning`` (conveyor only) is the warning of data that could not
 be read but did not stop the pipeline: a record file or cache file that
-ends inside a record (a torn tail).
+ends inside a record (a torn tail), or a TFRecord index sidecar that cannot
+be used (stale, damaged, not a regular file).
 """
 import warnings as _warnings
 
@@ -107,19 +108,30 @@ class DataLossWarning(UserWarning):
     ``on_truncation="error"`` (``TFRecordDataset``, ``TextLineDataset``,
     ``FixedLengthRecordDataset``, ``Dataset.cache``); each message names the
     file and the byte offset where the torn record starts, and is shown once
-    per process.
+    per process. Also issued when a TFRecord index sidecar (``<file>.cvindex``)
+    cannot be used and the file is read instead: every time that happens.
     """
 
 
-_WARNING_CLASSES = {0: DataLossWarning}  # core/status.h: CvWarningKind
+# core/status.h: CvWarningKind -> (category, once per message per process)
+_WARNING_KINDS = {0: (DataLossWarning, True), 1: (DataLossWarning, False)}
 _warned = set()
+
+# Every DataLossWarning is shown, not once per source line (Python's "default"
+# action): a stale index met again later in the process is a new fallback to
+# reading. Appended, so filters the user sets (-W, PYTHONWARNINGS, or
+# warnings.filterwarnings at any time) still decide first.
+_warnings.filterwarnings("always", category=DataLossWarning, append=True)
 
 
 def _engine_warning(kind, message):
-    """The engine's warnings (from any thread): once per message, i.e. per file and offset."""
-    if message in _warned:
-        return
-    if len(_warned) > 10000:
-        _warned.clear()
-    _warned.add(message)
-    _warnings.warn(message, _WARNING_CLASSES.get(kind, UserWarning), stacklevel=2)
+    """The engine's warnings (from any thread). Torn tails (kind 0): once per
+    message, i.e. per file and offset; unusable indexes (kind 1): each time."""
+    category, once = _WARNING_KINDS.get(kind, (UserWarning, True))
+    if once:
+        if message in _warned:
+            return
+        if len(_warned) > 10000:
+            _warned.clear()
+        _warned.add(message)
+    _warnings.warn(message, category, stacklevel=2)

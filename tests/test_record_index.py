@@ -312,3 +312,71 @@ def test_skip_does_not_count_elements_passed_before_an_error(tf):
     assert [w if isinstance(w, str) else float(np.frombuffer(w, np.float32)[0]) for w in want] \
         == ["InvalidArgumentError", 9.0]
     assert got == ["ValueError", np.float32(9).tobytes()]
+
+
+_SPECIAL_SIDECAR = r"""
+import os, sys, warnings
+import conveyor as cv
+from conveyor import errors
+path, kind = sys.argv[1], sys.argv[2]
+side = path + ".cvindex"
+if kind == "fifo":
+    os.mkfifo(side)
+elif kind == "dir":
+    os.mkdir(side)
+else:
+    os.symlink("/dev/null", side)
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    got = [bytes(r) for r in cv.data.TFRecordDataset(path).skip(30).as_numpy_iterator()]
+    got2 = [bytes(r) for r in cv.data.TFRecordDataset(path).shard(7, 3).as_numpy_iterator()]
+msgs = [str(x.message) for x in w if issubclass(x.category, errors.DataLossWarning)]
+assert msgs and all(side in m and "not a regular file" in m for m in msgs), msgs
+print(len(got), len(got2), repr(got[0]), repr(got2[0]))
+"""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "device"])
+def test_sidecar_that_is_no_regular_file_is_ignored_without_blocking(tmp_path, kind):
+    """A FIFO at <file>.cvindex would block open() forever (and SIGINT with it); it, a
+    directory or a device is ignored with a warning naming it, and skip/shard read."""
+    recs = _records(0, 50)
+    p = _write(tmp_path / "x.tfrecord", recs)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", _SPECIAL_SIDECAR, p, kind], env=env, timeout=60,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["20", "7", repr(recs[30]), repr(recs[3])]
+
+
+def test_stale_index_warns_every_time_under_default_filters(tmp_path):
+    """Each fallback from a stale index warns, also the second time the same message
+    comes from the same line: the engine does not deduplicate it, and conveyor's
+    appended "always" filter for DataLossWarning outlives Python's once-per-location."""
+    recs = _records(0, 30)
+    paths = []
+    for k in range(2):
+        p = _write(tmp_path / f"t{k}.tfrecord", recs)
+        write_index(p)
+        with open(p, "ab") as f:
+            f.write(frame(b"tail"))
+        paths.append(p)
+    code = (
+        "import sys, warnings\n"
+        "import conveyor as cv\n"
+        "seen = []\n"
+        "warnings.showwarning = lambda m, c, *a, **k: seen.append((c.__name__, str(m)))\n"
+        "for p in sys.argv[1:] + sys.argv[1:]:\n"
+        "    assert len(list(cv.data.TFRecordDataset(p).skip(5))) == 26\n"
+        "for c, m in seen: print(c, m.split('\"')[1])\n")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PYTHONWARNINGS", None)
+    out = subprocess.run([sys.executable, "-c", code] + paths, env=env, timeout=60,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    idx = [p + INDEX_SUFFIX for p in paths]
+    assert out.stdout.split("\n")[:-1] == ["DataLossWarning " + i for i in idx + idx]
+    # The same, under pytest's recording: two skips over the same stale index.
+    for _ in range(2):
+        with pytest.warns(errors.DataLossWarning, match="is stale"):
+            assert _read(D.TFRecordDataset(paths[0]).skip(29)) == [recs[29], b"tail"]

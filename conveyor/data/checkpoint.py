@@ -191,22 +191,66 @@ def _encode_element(element):
     return out.getvalue()
 
 
+def _corrupt(what):
+    return errors.DataLossError(None, None, f"corrupt iterator state: {what}")
+
+
 def _decode_element(data, structure):
+    """The held-back element; any malformed byte is DataLossError (a state can
+    be forged with a correct CRC: nothing here trusts a length or a header)."""
+    try:
+        leaves = _decode_leaves(data)
+        if structure is None:
+            return leaves[0] if len(leaves) == 1 else tuple(leaves)
+        return nest.pack_sequence_as(structure, leaves)
+    except errors.DataLossError:
+        raise
+    except Exception as e:  # NumPy's header parser, nest: a shape they refuse
+        raise _corrupt(f"held element: {type(e).__name__}: {e}") from None
+
+
+def _decode_leaves(data):
+    if len(data) < 4:
+        raise _corrupt("held element cut short")
     (count,) = struct.unpack_from("<I", data)
+    if count > (len(data) - 4) // 9:
+        raise _corrupt(f"held element of {count} leaves in {len(data)} bytes")
     pos, leaves = 4, []
     for _ in range(count):
+        if len(data) - pos < 9:
+            raise _corrupt("held element cut short")
         kind = data[pos:pos + 1]
         (size,) = struct.unpack_from("<Q", data, pos + 1)
+        if kind not in (b"b", b"s", b"a") or size > len(data) - pos - 9:
+            raise _corrupt(f"held element: leaf kind {kind!r}, {size} bytes")
         raw = data[pos + 9:pos + 9 + size]
         pos += 9 + size
-        if kind == b"b":
-            leaves.append(bytes(raw))
-        else:
-            array = np.load(io.BytesIO(raw), allow_pickle=False)
-            leaves.append(array[()] if kind == b"s" else array)
-    if structure is None:
-        return leaves[0] if len(leaves) == 1 else tuple(leaves)
-    return nest.pack_sequence_as(structure, leaves)
+        leaves.append(bytes(raw) if kind == b"b" else _decode_npy(raw, kind == b"s"))
+    if pos != len(data):
+        raise _corrupt("bytes are left after the held element")
+    return leaves
+
+
+def _decode_npy(raw, scalar):
+    """A .npy record (what np.save wrote, no pickle); its sizes are checked
+    against the bytes before any array is made."""
+    from numpy.lib import format as npy
+    f = io.BytesIO(raw)
+    major, _ = npy.read_magic(f)
+    if major not in (1, 2, 3):
+        raise _corrupt(f"held element: .npy version {major}")
+    read = npy.read_array_header_1_0 if major == 1 else npy.read_array_header_2_0
+    shape, fortran, dtype = read(f)
+    if dtype.hasobject or dtype.itemsize == 0 or (scalar and shape != ()):
+        raise _corrupt(f"held element: array of {dtype} {shape}")
+    count = 1
+    for dim in shape:
+        count *= dim
+    if count * dtype.itemsize != len(raw) - f.tell():
+        raise _corrupt(f"held element: {dtype} {shape} in {len(raw) - f.tell()} bytes")
+    array = np.frombuffer(raw, dtype, count, f.tell()).reshape(shape, order="F" if fortran else "C")
+    array = array.copy(order="K")  # writable, as np.load's
+    return array[()] if scalar else array
 
 
 # -- the API ----------------------------------------------------------------
@@ -233,32 +277,41 @@ def save(iterator, dataset):
 
 
 def _parse(data):
+    """(fingerprint, flags, held bytes, engine bytes) of a state; every field a
+    forged state could get wrong raises DataLossError (FailedPreconditionError
+    for a format version this conveyor does not read)."""
     data = bytes(data)
     fixed = len(_MAGIC) + _HEADER.size + 8 + 4
     if len(data) < fixed or not data.startswith(_MAGIC):
-        raise errors.DataLossError(None, None, "corrupt iterator state: not a conveyor iterator "
-                                   "state (no header)")
+        raise _corrupt("not a conveyor iterator state (no header)")
     (crc,) = struct.unpack_from("<I", data, len(data) - 4)
     if zlib.crc32(data[:-4]) != crc:
-        raise errors.DataLossError(None, None, "corrupt iterator state: checksum mismatch "
-                                   "(the bytes were damaged or cut short)")
+        raise _corrupt("checksum mismatch (the bytes were damaged or cut short)")
     version, print_, flags = _HEADER.unpack_from(data, len(_MAGIC))
     if version != _VERSION:
         raise errors.FailedPreconditionError(
             None, None, f"iterator state format {version} is not supported (this conveyor reads "
             f"format {_VERSION})")
+    if flags & ~(_FINISHED | _HELD):
+        raise _corrupt(f"unknown flags {flags:#x}")
     pos = len(_MAGIC) + _HEADER.size
     (held_len,) = struct.unpack_from("<Q", data, pos)
     pos += 8
     if held_len > len(data) - 4 - pos:
-        raise errors.DataLossError(None, None, "corrupt iterator state: held element too long")
+        raise _corrupt("held element too long")
+    if bool(held_len) != bool(flags & _HELD):
+        raise _corrupt(f"{held_len} bytes of held element with flags {flags:#x}")
     held = data[pos:pos + held_len]
     engine = data[pos + held_len:-4]
+    if bool(flags & _FINISHED) == bool(engine):
+        raise _corrupt("a finished state with engine frames, or an unfinished one without")
     return print_, flags, held, engine
 
 
 def restore(iterator, dataset, data):
-    """``iterator.restore(data)``."""
+    """``iterator.restore(data)``. Everything is parsed before the engine is
+    touched, and a failed engine restore leaves a fresh iterator (the binding's
+    _restore_engine), so any error leaves the iterator as iter(dataset) made it."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"restore() takes the bytes that save() returned, not {type(data).__name__}")
     print_, flags, held, engine = _parse(data)
@@ -268,10 +321,13 @@ def restore(iterator, dataset, data):
             None, None, "the saved iterator state is of a different pipeline: its fingerprint "
             "(ops, arguments, file lists, functions, seeds) does not match this one. Rebuild the "
             "same pipeline to restore into it.")
-    iterator._restore_engine(None if flags & _FINISHED else engine)
+    element = None
     if flags & _HELD:
         structure = None if isinstance(dataset, bytes) or dataset is None else dataset.element_spec
-        iterator._hold(_decode_element(held, structure))
+        element = _decode_element(held, structure)
+    iterator._restore_engine(None if flags & _FINISHED else engine)
+    if flags & _HELD:
+        iterator._hold(element)
 
 
 def state_dict(iterator, dataset):

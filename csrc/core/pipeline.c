@@ -262,18 +262,46 @@ CvStatus cv_pipeline_restart(CvPipeline *p)
     return s;
 }
 
-CvStatus cv_pipeline_restore(CvPipeline *p, CvStateReader *r)
+/* Put p->it at the state in r, in p's pool. */
+static CvStatus restore_in_pool(CvPipeline *p, CvStateReader *r)
 {
     CvPool *outer = cv_pool_set_current(p->pool);
     CvStatus s = cv_iterator_restore(p->it, r);
     cv_pool_set_current(outer);
     if (!s && r->pos != r->len)
         s = cv_state_corrupt("bytes are left after the pipeline's state");
-    if (s) { /* start over from a fresh iterator of the same dataset */
-        CvStatus remade = remake(p);
-        if (remade)
+    return s;
+}
+
+/* The fresh iterator's own state is saved first: a failed restore may have
+ * moved dataset-wide state (a shuffle's seed generator, epoch counters), and
+ * making another fresh iterator draws from it again, so the one made in its
+ * place is put back at that state. A pipeline that cannot be saved (a Python
+ * generator) can still fail over to a plainly remade iterator. */
+CvStatus cv_pipeline_restore(CvPipeline *p, CvStateReader *r)
+{
+    CvStateWriter fresh;
+    cv_state_writer_init(&fresh);
+    CvStatus saved = cv_pipeline_save(p, &fresh);
+    CvStatus s = restore_in_pool(p, r);
+    if (!s)
+        goto cleanup;
+    CvStatus remade = remake(p); /* start over from a fresh iterator */
+    if (!remade && !saved) {
+        CvStateReader back;
+        cv_state_reader_init(&back, fresh.data, fresh.len);
+        remade = restore_in_pool(p, &back);
+        if (remade) { /* not expected: still never a half-restored iterator */
             cv_status_free(remade);
+            remade = remake(p);
+        }
     }
+    if (remade)
+        cv_status_free(remade);
+cleanup:
+    if (saved)
+        cv_status_free(saved);
+    cv_state_writer_clear(&fresh);
     return s;
 }
 

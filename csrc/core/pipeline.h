@@ -105,7 +105,8 @@ CvStatus cv_pipeline_save(CvPipeline *p, CvStateWriter *w);
 CvStatus cv_pipeline_restart(CvPipeline *p);
 /* Put the (fresh) root iterator where the state says; every byte must be
  * read. On failure the pipeline starts over from a fresh iterator, never a
- * half-restored one. */
+ * half-restored one, and dataset-wide state (seed generators, epoch
+ * counters) is as before the call: the iterator yields what it would have. */
 CvStatus cv_pipeline_restore(CvPipeline *p, CvStateReader *r);
 
 /* Statistics; NULL when made without. Valid until the last reference. */

@@ -75,7 +75,10 @@ const char *cv_code_name(CvCode code);
  * may be called from any thread, with no engine lock held (the handler may
  * take the GIL). */
 typedef enum CvWarningKind {
-    CV_WARNING_DATA_LOSS = 0, /* conveyor.errors.DataLossWarning */
+    CV_WARNING_DATA_LOSS = 0, /* conveyor.errors.DataLossWarning, once per message
+                                 per process (a torn tail: a fact of the file) */
+    CV_WARNING_DATA_LOSS_EACH = 1, /* DataLossWarning at every occurrence (an
+                                      unusable index: each open that falls back) */
 } CvWarningKind;
 typedef void (*CvWarningHandler)(CvWarningKind kind, const char *message);
 void cv_set_warning_handler(CvWarningHandler handler);

@@ -211,6 +211,10 @@ CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *r
     }
     if ((st = cv_file_write(fd, tmp, out, bytes)))
         goto cleanup;
+    if (fsync(fd) != 0) { /* durable before the rename publishes it */
+        st = cv_file_error(errno, tmp, "(while syncing)");
+        goto cleanup;
+    }
     if (close(fd) != 0) {
         fd = -1;
         st = cv_file_error(errno, tmp, "(while closing)");
@@ -339,12 +343,20 @@ CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mti
     idx->path = index_path_of(path);
     if (!idx->path)
         goto unusable_quiet;
-    idx->fd = open(idx->path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO (or device) at the sidecar path must not block
+     * open(); only a regular file is used. */
+    idx->fd = open(idx->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (idx->fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             goto unusable_quiet; /* no index: the common case */
-        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" cannot be read (%s); records of \"%s\" "
+        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" cannot be read (%s); records of \"%s\" "
                 "are read to skip them", idx->path, strerror(errno), path);
+        goto unusable_quiet;
+    }
+    struct stat sb;
+    if (fstat(idx->fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is ignored: it is not a regular file. "
+                "Records of \"%s\" are read to skip them.", idx->path, path);
         goto unusable_quiet;
     }
     char why[512];
@@ -353,11 +365,11 @@ CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mti
     if (!why[0])
         return idx;
     if (stale)
-        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" is stale: %s. It is ignored (records "
+        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is stale: %s. It is ignored (records "
                 "of \"%s\" are read to skip them); rebuild it with `python -m "
                 "conveyor.tools.index %s`.", idx->path, why, path, path);
     else
-        cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" is ignored: %s. Records of \"%s\" are "
+        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is ignored: %s. Records of \"%s\" are "
                 "read to skip them; rebuild it with `python -m conveyor.tools.index %s`.",
                 idx->path, why, path, path);
 unusable_quiet:

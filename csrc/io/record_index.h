@@ -37,8 +37,8 @@
 typedef struct CvRecordIndex CvRecordIndex;
 
 /* Index the uncompressed TFRecord file `path`: read every record (both
- * CRC-32Cs checked) and write "<path>.cvindex" atomically (a temporary file
- * renamed over it). A torn tail is left out of the index (offsets[N] is where
+ * CRC-32Cs checked) and write "<path>.cvindex" atomically (a temporary file,
+ * fsync'd, renamed over it). A torn tail is left out of the index (offsets[N] is where
  * it starts). Errors name the file: DATA_LOSS for a corrupt record (no index
  * is written), ABORTED when the file changed while being read, and the
  * file's I/O errors. *records: N. */
@@ -46,7 +46,8 @@ CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *r
 
 /* The index of data file `path`, whose size and mtime the caller has (from
  * its open file), or NULL: none (quietly), or one that cannot be used
- * (stale, damaged, unreadable: after a DataLoss warning naming it). */
+ * (stale, damaged, unreadable, not a regular file: after a DataLoss warning
+ * naming it). Never blocks in open(): a FIFO or device there is ignored. */
 CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mtime_ns);
 void cv_record_index_close(CvRecordIndex *idx); /* NULL-safe */
 

@@ -463,7 +463,7 @@ CvStatus cv_reader_params_check(const CvReaderParams *params)
  * the file); the caller reads instead. */
 static void index_distrust(CvRecordReader *r, const char *why, uint64_t entry)
 {
-    cv_warn(CV_WARNING_DATA_LOSS, "TFRecord index \"%s\" is ignored: its entry for record %" PRIu64
+    cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is ignored: its entry for record %" PRIu64
             " %s. Records of \"%s\" are read to skip them; rebuild the index with `python -m "
             "conveyor.tools.index %s`.", cv_record_index_path(r->idx), entry, why, r->path, r->path);
     cv_record_index_close(r->idx);
