@@ -20,8 +20,11 @@ The bytes hold (see docs/resume.md):
   somewhere else.
 
 The fingerprint hashes the pipeline's description: each dataset's class and
-arguments, array contents (file lists included), functions' code, and seeds
-given explicitly. Restoring into a pipeline whose fingerprint differs raises
+arguments, array contents (file lists included; numeric arrays by a fast
+128-bit hash in C, cv_hash128), functions' code, and seeds given explicitly.
+It is computed when a state is saved or restored (or a snapshot named),
+never while iterating: a finished iterator keeps a recipe
+(:func:`finished_print`) and hashes it only if its state is saved. Restoring into a pipeline whose fingerprint differs raises
 :class:`conveyor.errors.FailedPreconditionError`, as does a state whose
 frames do not fit the pipeline.
 """
@@ -29,16 +32,17 @@ import hashlib
 import io
 import struct
 import types
+import weakref
 import zlib
 
 import numpy as np
 
-from conveyor import errors, nest
+from conveyor import _engine, errors, nest
 
 __all__ = ["save", "restore", "state_dict", "load_state_dict", "fingerprint"]
 
 _MAGIC = b"conveyor-iterator\0"
-_VERSION = 1
+_VERSION = 2  # 2: arrays hashed by cv_hash128 in the fingerprint (1: BLAKE2b)
 _FINISHED, _HELD = 1, 2
 _HEADER = struct.Struct("<I16sB")  # version, fingerprint, flags
 
@@ -49,15 +53,15 @@ _SKIP = frozenset({"_engine_cache", "_lock", "_element_spec", "_spec", "_probe_s
                    "_dataset_shape", "_memory", "_store", "_file_spec", "_fingerprint",
                    "base_seed",  # drawn at random when unseeded: its state is the engine's
                    "spec", "flat_specs"})  # a Python function's: set by its first call
-_ARRAY_HASH_LIMIT = 256 << 20  # bytes hashed in full; larger arrays: size, head and tail
 
 
 def fingerprint(dataset):
     """16 bytes that change when the pipeline's description changes (kept
-    on the dataset: a dataset never changes)."""
+    on the dataset: a dataset never changes). Computed only when a state is
+    saved or restored or a snapshot is named, never on iteration."""
     cached = getattr(dataset, "_fingerprint", None)
     if cached is None:
-        h = hashlib.blake2b(digest_size=16)
+        h = _Hasher()
         _feed(h, dataset, {})
         cached = h.digest()
         try:
@@ -65,6 +69,115 @@ def fingerprint(dataset):
         except AttributeError:
             pass
     return cached
+
+
+def finished_print(dataset):
+    """What a finished iterator keeps instead of its dataset (the binding,
+    csrc/python/iterator_type.c, calls this when an iterator reaches its
+    end): the fingerprint if it is known already, else a :class:`_Recipe`,
+    the description walked now with the arrays kept by reference, hashed
+    only if the finished state is ever saved. The walk costs what the
+    description costs (no array is read); the recipe keeps no dataset and
+    no Python callable alive, only the arrays' data."""
+    if isinstance(dataset, (bytes, _Recipe)):
+        return dataset
+    cached = getattr(dataset, "_fingerprint", None)
+    if cached is not None:
+        return cached
+    recipe = _Recipe()
+    _feed(recipe, dataset, {})
+    return recipe
+
+
+def _print_of(owner):
+    """The fingerprint of what an iterator holds: its dataset, a finished
+    iterator's bytes or recipe, or None (no check)."""
+    if owner is None or isinstance(owner, bytes):
+        return owner
+    if isinstance(owner, _Recipe):
+        return owner.digest()
+    return fingerprint(owner)
+
+
+_hash_buffer = _engine.hash_buffer  # cv_hash128: one pass, without the GIL
+_DIGESTS = {}  # id(array) -> (weakref, digest): read-only arrays only
+
+
+def _frozen(array):
+    """Whether array's bytes cannot change: it and every base it views
+    are read-only arrays (or immutable bytes)."""
+    while isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            return False
+        array = array.base
+    return array is None or isinstance(array, bytes)
+
+
+def _array_digest(array):
+    """16 bytes of the array's contents (the caller feeds its dtype and
+    shape). Numbers: cv_hash128 of the C-order bytes; objects (file names,
+    strings): the description of each item. Remembered for arrays whose
+    bytes cannot change; a writable one is hashed again by each new dataset
+    (once: the dataset keeps its fingerprint)."""
+    if array.dtype == object:
+        h = _Hasher()
+        seen = {}
+        for item in array.ravel():
+            _feed(h, item, seen)
+        return h.digest()
+    frozen = _frozen(array)
+    if frozen:
+        entry = _DIGESTS.get(id(array))
+        if entry is not None and entry[0]() is array:
+            return entry[1]
+    digest = _hash_buffer(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+    if frozen:
+        key = id(array)
+        _DIGESTS[key] = (weakref.ref(array, lambda _, key=key: _DIGESTS.pop(key, None)), digest)
+    return digest
+
+
+class _Hasher:
+    """The sink _feed writes to: BLAKE2b over the description, a 16-byte
+    digest standing for each array."""
+
+    def __init__(self):
+        self._h = hashlib.blake2b(digest_size=16)
+        self.update = self._h.update
+
+    def array(self, array):
+        self._h.update(_array_digest(array))
+
+    def digest(self):
+        return self._h.digest()
+
+
+class _Recipe:
+    """A description walked but not hashed: its bytes, and the arrays in
+    their places. digest() equals fingerprint() of the dataset it was
+    walked from."""
+
+    __slots__ = ("_parts", "_tail", "_digest")
+
+    def __init__(self):
+        self._parts, self._tail, self._digest = [], bytearray(), None
+
+    def update(self, data):
+        self._tail += data
+
+    def array(self, array):
+        self._parts += [bytes(self._tail), array]
+        self._tail = bytearray()
+
+    def digest(self):
+        if self._digest is None:
+            h = _Hasher()
+            for part in self._parts:
+                (h.update if isinstance(part, bytes) else h.array)(part)
+            h.update(self._tail)
+            self._digest = h.digest()
+            self._parts = self._tail = None  # the arrays may go now
+        return self._digest
 
 
 def _feed(h, value, seen):
@@ -80,14 +193,7 @@ def _feed(h, value, seen):
         value = np.asarray(value)
     if isinstance(value, np.ndarray):
         h.update(f"array:{value.dtype.str}:{value.shape};".encode())
-        if value.dtype == object:
-            for item in value.ravel():
-                _feed(h, item, seen)
-        else:
-            data = np.ascontiguousarray(value).view(np.uint8).ravel()
-            if data.size > _ARRAY_HASH_LIMIT:
-                data = np.concatenate([data[:1 << 20], data[-(1 << 20):]])
-            h.update(data.data)
+        h.array(value)
         return
     if id(value) in seen:  # a dataset or object met before (shared input)
         h.update(b"ref:%d;" % seen[id(value)])
@@ -266,11 +372,8 @@ def save(iterator, dataset):
         flags |= _HELD
         held = _encode_element(element)
     # dataset: the Python dataset, or (once the iterator finished) its
-    # fingerprint, or None.
-    if isinstance(dataset, bytes):
-        print_ = dataset
-    else:
-        print_ = fingerprint(dataset) if dataset is not None else bytes(16)
+    # fingerprint or recipe (finished_print), or None.
+    print_ = _print_of(dataset) or bytes(16)
     body = (_MAGIC + _HEADER.pack(_VERSION, print_, flags) + struct.pack("<Q", len(held)) + held
             + engine)
     return body + struct.pack("<I", zlib.crc32(body))
@@ -288,6 +391,11 @@ def _parse(data):
     if zlib.crc32(data[:-4]) != crc:
         raise _corrupt("checksum mismatch (the bytes were damaged or cut short)")
     version, print_, flags = _HEADER.unpack_from(data, len(_MAGIC))
+    if version == 1:
+        raise errors.FailedPreconditionError(
+            None, None, "iterator state format 1 was saved by an older conveyor, whose pipeline "
+            "fingerprint hashed arrays differently; this conveyor reads format 2. Restart the "
+            "iterator from the beginning (or restore with the conveyor that saved it).")
     if version != _VERSION:
         raise errors.FailedPreconditionError(
             None, None, f"iterator state format {version} is not supported (this conveyor reads "
@@ -315,7 +423,7 @@ def restore(iterator, dataset, data):
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"restore() takes the bytes that save() returned, not {type(data).__name__}")
     print_, flags, held, engine = _parse(data)
-    current = dataset if isinstance(dataset, bytes) or dataset is None else fingerprint(dataset)
+    current = _print_of(dataset)
     if current is not None and print_ != bytes(16) and print_ != current:
         raise errors.FailedPreconditionError(
             None, None, "the saved iterator state is of a different pipeline: its fingerprint "
@@ -323,7 +431,8 @@ def restore(iterator, dataset, data):
             "same pipeline to restore into it.")
     element = None
     if flags & _HELD:
-        structure = None if isinstance(dataset, bytes) or dataset is None else dataset.element_spec
+        structure = (None if dataset is None or isinstance(dataset, (bytes, _Recipe))
+                     else dataset.element_spec)
         element = _decode_element(held, structure)
     iterator._restore_engine(None if flags & _FINISHED else engine)
     if flags & _HELD:

@@ -42,7 +42,8 @@ struct CvIteratorObject {
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
     PyObject *pack;      /* strong, for kind 2 */
     PyObject *held;      /* strong: an element held back by an interrupt, returned next */
-    PyObject *owner;     /* strong or NULL: the Python dataset (save/restore) */
+    PyObject *owner;     /* strong or NULL: the Python dataset (save/restore), or once
+                          * exhausted checkpoint.finished_print of it */
     CvElement pending;   /* owned when has_pending: interrupted while converting */
     bool has_pending;
     int kind;            /* -1 unresolved, 0 single, 1 tuple, 2 pack */
@@ -216,10 +217,13 @@ static void gil_enter(void *token)
 }
 
 /* At the end (or close) the dataset is needed only for the fingerprint of
- * a "finished" state: keep that (bytes) instead, so that a finished
- * iterator kept somewhere does not keep the pipeline and the Python objects
- * its functions close over alive. Closed: nothing to save. Called with
- * no exception set. */
+ * a "finished" state: keep what conveyor.data.checkpoint.finished_print
+ * makes of it instead (the fingerprint if known, else the description
+ * walked with its arrays by reference, hashed only if the state is saved),
+ * so that a finished iterator kept somewhere does not keep the pipeline and
+ * the Python objects its functions close over alive, and no array is read
+ * at the end of every epoch. Closed: nothing to save. Called with no
+ * exception set. */
 static void settle_owner(CvIteratorObject *self)
 {
     if (!self->owner || PyBytes_Check(self->owner))
@@ -227,12 +231,10 @@ static void settle_owner(CvIteratorObject *self)
     PyObject *print = NULL;
     if (self->exhausted) {
         PyObject *mod = PyImport_ImportModule("conveyor.data.checkpoint");
-        print = mod ? PyObject_CallMethod(mod, "fingerprint", "O", self->owner) : NULL;
+        print = mod ? PyObject_CallMethod(mod, "finished_print", "O", self->owner) : NULL;
         Py_XDECREF(mod);
-        if (!print || !PyBytes_Check(print)) {
-            Py_CLEAR(print);
+        if (!print)
             PyErr_Clear(); /* no fingerprint: a finished state then restores anywhere */
-        }
     }
     Py_XSETREF(self->owner, print);
 }

@@ -8,6 +8,7 @@
 #include "python/binding.h"
 
 #include "core/cgroup.h"
+#include "core/hash128.h"
 #include "core/ram_budget.h"
 #include "core/tensor.h"
 
@@ -110,7 +111,31 @@ static PyObject *memory_cpu_count(PyObject *module, PyObject *unused)
     return PyLong_FromLong(cv_cpu_count());
 }
 
+/* hash_buffer(obj) -> 16 bytes: cv_hash128 of a C-contiguous buffer, without
+ * the GIL for large ones (the pipeline fingerprint's arrays). */
+static PyObject *memory_hash_buffer(PyObject *module, PyObject *obj)
+{
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    unsigned char digest[16];
+    size_t size = (size_t)view.len;
+    if (size >= ((size_t)1 << 16)) {
+        Py_BEGIN_ALLOW_THREADS
+        cv_hash128(view.buf, size, digest);
+        Py_END_ALLOW_THREADS
+    } else {
+        cv_hash128(view.buf, size, digest);
+    }
+    PyBuffer_Release(&view);
+    return PyBytes_FromStringAndSize((const char *)digest, sizeof digest);
+}
+
 PyMethodDef cv_memory_functions[] = {
+    {"hash_buffer", memory_hash_buffer, METH_O,
+     "hash_buffer(obj) -> 16 bytes: a fast 128-bit hash of a C-contiguous buffer's bytes, the "
+     "same on every machine (not cryptographic)."},
     {"memory_budget", memory_budget, METH_O,
      "memory_budget(limit_bytes) -> a RAM budget for the stages of one pipeline"},
     {"memory_budget_usage", memory_budget_usage, METH_O,
