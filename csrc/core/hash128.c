@@ -13,6 +13,8 @@
 
 #include <string.h>
 
+#include "core/byte_order.h"
+
 #define K1 0x9e3779b97f4a7c15ULL /* 2^64 / golden ratio, odd */
 #define K2 0xc2b2ae3d27d4eb4fULL
 #define K3 0x165667b19e3779f9ULL
@@ -22,16 +24,6 @@
 static inline uint64_t rotl64(uint64_t x, int r)
 {
     return (x << r) | (x >> (64 - r));
-}
-
-static inline uint64_t read64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
 }
 
 static inline uint64_t lane_step(uint64_t acc, uint64_t word)
@@ -58,13 +50,13 @@ void cv_hash128(const void *data, size_t size, unsigned char out[16])
     size_t n = size;
     while (n >= 8 * LANES) {
         for (int k = 0; k < LANES; k++)
-            v[k] = lane_step(v[k], read64(p + 8 * k));
+            v[k] = lane_step(v[k], cv_load_le64(p + 8 * k));
         p += 8 * LANES;
         n -= 8 * LANES;
     }
     int i = 0;
     for (; n >= 8; n -= 8, p += 8, i++)
-        v[i] = lane_step(v[i], read64(p));
+        v[i] = lane_step(v[i], cv_load_le64(p));
     uint64_t last = 0;
     for (size_t k = 0; k < n; k++)
         last |= (uint64_t)p[k] << (8 * k);

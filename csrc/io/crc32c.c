@@ -5,6 +5,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "core/byte_order.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CV_CRC32C_X86 1
 #include <nmmintrin.h>
@@ -29,16 +31,6 @@ static void table_init(void)
             table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
 }
 
-static inline uint64_t load64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
 uint32_t cv_crc32c_extend_software(uint32_t crc, const void *data, size_t n)
 {
     pthread_once(&table_once, table_init);
@@ -49,7 +41,7 @@ uint32_t cv_crc32c_extend_software(uint32_t crc, const void *data, size_t n)
         n--;
     }
     while (n >= 8) {
-        uint64_t v = load64(p) ^ c;
+        uint64_t v = cv_load_le64(p) ^ c;
         c = table[7][v & 0xff] ^ table[6][(v >> 8) & 0xff] ^ table[5][(v >> 16) & 0xff] ^
             table[4][(v >> 24) & 0xff] ^ table[3][(v >> 32) & 0xff] ^ table[2][(v >> 40) & 0xff] ^
             table[1][(v >> 48) & 0xff] ^ table[0][v >> 56];
