@@ -17,6 +17,7 @@ import conveyor as tf  # noqa: E402
 import conveyor.torch as ct  # noqa: E402
 
 from _jpeg_files import GOOD, needs_files  # noqa: E402
+from conftest import fork_with_busy_threads  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -111,6 +112,7 @@ def write_files(folder, count=6):
     return names
 
 
+@fork_with_busy_threads  # DataLoader workers fork while torch's and the engine's threads allocate
 @pytest.mark.parametrize("policy", ["data", "file"])
 def test_dataloader_workers_exactly_once(tmp_path, policy):
     names = write_files(tmp_path, 8)
@@ -124,6 +126,7 @@ def test_dataloader_workers_exactly_once(tmp_path, policy):
     assert sorted(got) == want
 
 
+@fork_with_busy_threads  # DataLoader workers fork while torch's and the engine's threads allocate
 def test_dataloader_workers_batched_tensors():
     ds = tf.data.Dataset.range(40).map(lambda x: tf.cast(x, tf.float32))
     adapter = ct.IterableDataset(ds, 1, 0)
@@ -132,6 +135,7 @@ def test_dataloader_workers_batched_tensors():
     assert sorted(got.tolist()) == list(range(40))
 
 
+@fork_with_busy_threads  # DataLoader workers fork while torch's and the engine's threads allocate
 def test_equal_shards_across_workers_and_ranks():
     ds = tf.data.Dataset.range(23)
     lengths, real = [], []
@@ -265,6 +269,7 @@ if __name__ == "__main__":
 """
 
 
+@fork_with_busy_threads  # DataLoader workers fork while torch's and the engine's threads allocate
 def test_torch_distributed_two_processes(tmp_path):
     script = tmp_path / "ddp.py"
     script.write_text(textwrap.dedent(DISTRIBUTED))
