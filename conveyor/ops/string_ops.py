@@ -1,12 +1,6 @@
-"""The ``tf.strings`` ops an input pipeline uses (``conveyor.strings`` re-exports them).
-
-Each op runs eagerly on Python strings, ``bytes``, NumPy arrays of them and
-EagerTensors, and inside ``Dataset.map`` is compiled into the native
-program (no GIL). Strings are bytes; text is UTF-8. Values, dtypes, shapes
-and errors follow TensorFlow's. The regex ops use conveyor's own engine
-(csrc/ops/regex.c: RE2's syntax, linear time); a pattern is compiled once
-when the pipeline is built.
-"""
+"""The ``tf.strings`` ops an input pipeline uses; ``conveyor.strings`` re-exports
+them and its docstring says how they run (eagerly, and natively inside
+``Dataset.map``)."""
 import functools
 import re
 

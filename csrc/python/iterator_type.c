@@ -37,7 +37,6 @@ struct CvIteratorObject {
     PyObject_HEAD
     CvPipeline *pipeline; /* owned reference (core/pipeline.h): kept after the end for stats() */
     bool live;           /* the pipeline runs: not closed, exhausted or abandoned */
-    bool statistics;     /* made with statistics (stats() works) */
     PyObject *describe;  /* strong or NULL: describe(raw) -> what stats() returns */
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
     PyObject *pack;      /* strong, for kind 2 */
@@ -117,7 +116,6 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
         return NULL;
     self->pipeline = NULL;
     self->live = false;
-    self->statistics = statistics;
     self->describe = describe == Py_None ? NULL : Py_XNewRef(describe);
     self->structure = Py_NewRef(structure);
     self->pack = NULL;
@@ -469,7 +467,7 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
     (void)unused;
     CvIteratorObject *self = (CvIteratorObject *)op;
     CvPipeline *pipeline = self->pipeline;
-    CvStats *stats = pipeline && self->statistics ? cv_pipeline_stats(pipeline) : NULL;
+    CvStats *stats = pipeline ? cv_pipeline_stats(pipeline) : NULL; /* NULL: made without */
     if (!stats || forked_away(self)) {
         PyErr_SetString(PyExc_RuntimeError, forked_away(self)
                                                 ? "conveyor: this iterator has no statistics (created before fork())"
