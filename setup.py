@@ -20,8 +20,10 @@ import sys
 import numpy
 from setuptools import Extension, setup
 
-DEBIAN_PACKAGES = {"zlib": "zlib1g-dev", "libjpeg": "libjpeg62-turbo-dev"}
-ENV_PREFIX = {"zlib": "CV_ZLIB", "libjpeg": "CV_JPEG"}
+DEBIAN_PACKAGES = {"zlib": "zlib1g-dev", "libjpeg": "libjpeg62-turbo-dev",
+                   "libcurl": "libcurl4-openssl-dev", "libcrypto": "libssl-dev"}
+ENV_PREFIX = {"zlib": "CV_ZLIB", "libjpeg": "CV_JPEG", "libcurl": "CV_CURL",
+              "libcrypto": "CV_CRYPTO"}
 
 
 def find_library(name):
@@ -59,7 +61,7 @@ def cuda_include():
 def engine_extension():
     sources = sorted(glob.glob("csrc/**/*.c", recursive=True))
     cflags, libs = [], []
-    for name in ("zlib", "libjpeg"):
+    for name in ("zlib", "libjpeg", "libcurl", "libcrypto"):
         c, l = find_library(name)
         cflags += c
         libs += l

@@ -34,8 +34,8 @@ def _sanitizer():
 
 
 def _flags():
-    libs = subprocess.run(["pkg-config", "--cflags", "--libs", "zlib", "libjpeg"], check=True,
-                          capture_output=True, text=True).stdout.split()
+    libs = subprocess.run(["pkg-config", "--cflags", "--libs", "zlib", "libjpeg", "libcurl",
+                           "libcrypto"], check=True, capture_output=True, text=True).stdout.split()
     sanitizer = _sanitizer()
     # -O0 under a sanitizer, as .ci/sanitize and .ci/tsan build the engine (CV_DEBUG=1).
     cflags = ["-std=c11", "-O0" if sanitizer else "-O1", "-Wall", "-Wextra",
