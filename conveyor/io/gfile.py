@@ -1,101 +1,318 @@
-"""``conveyor.io.gfile``: the parts of ``tf.io.gfile`` that apply to local files.
+"""``conveyor.io.gfile``: ``tf.io.gfile`` over the engine's file-system layer.
 
-Missing paths raise ``NotFoundError`` (a ``FileNotFoundError``) as TensorFlow does.
+Every function takes a local path, a ``file://`` URL or a URL of any scheme the
+engine knows (``gs://``, ``s3://``, ``http(s)://`` read-only, and whatever
+fsspec implements, when it is installed). Errors are conveyor's
+``tf.errors`` classes: a missing path raises ``NotFoundError`` (also a
+``FileNotFoundError``), as TensorFlow does.
+
+Differences from TensorFlow, all deliberate: a file written through
+``GFile(..., "w")`` appears under its name only complete, at ``close()``,
+locally too (it is written to a temporary name and renamed), so ``flush()``
+does not make it visible early; ``listdir`` and ``glob`` return sorted lists.
 """
-import glob as _glob
-import os
-import shutil
-import sys
+import os as _os
 
+from conveyor import _engine
 from conveyor import errors as _errors
 
-__all__ = ["glob", "exists", "isdir", "listdir", "makedirs", "mkdir", "remove", "rmtree",
-           "stat"]
+__all__ = ["GFile", "copy", "exists", "glob", "isdir", "join", "listdir", "makedirs", "mkdir",
+           "remove", "rename", "rmtree", "stat", "walk"]
 
 
 def _path(p):
-    p = os.fspath(p)
+    p = _os.fspath(p)
     return p.decode() if isinstance(p, bytes) else p
 
 
-def glob(pattern):
-    """The paths matching `pattern` (``*``, ``?``, ``[...]``), sorted as ``tf.io.gfile.glob``.
+def _is_url(path):
+    return "://" in path[1:]
 
-    `pattern` may be a string or a list of strings (their matches are
-    concatenated). Hidden files match ``*`` as in TensorFlow.
+
+class GFile:
+    """A file for reading or writing: ``tf.io.gfile.GFile``.
+
+    Modes ``r``, ``rb``, ``w``, ``wb``, ``a``, ``ab``. The file is opened at the
+    first read or write, as TensorFlow's is (so a missing file raises there).
+    Text modes decode and encode UTF-8; ``read(n)`` counts bytes, as
+    TensorFlow's does.
+    """
+
+    _CHUNK = 1 << 20
+
+    def __init__(self, name, mode="r"):
+        if mode not in ("r", "rb", "w", "wb", "a", "ab"):
+            raise ValueError(f"GFile: mode {mode!r} is not one of r, rb, w, wb, a, ab")
+        self._name = _path(name)
+        self._mode = mode
+        self._binary = "b" in mode
+        self._reading = mode[0] == "r"
+        self._reader = None
+        self._writer = None
+        self._buffer = b""  # read ahead of the position by readline
+        self._written = 0
+        self._closed = False
+
+    name = property(lambda self: self._name)
+    mode = property(lambda self: self._mode)
+
+    def _value(self, data):
+        return data if self._binary else data.decode("utf-8")
+
+    def _open_reader(self):
+        if self._closed:
+            raise ValueError("I/O operation on a closed file")
+        if not self._reading:
+            raise _errors.PermissionDeniedError(None, None, "File isn't open for reading")
+        if self._reader is None:
+            self._reader = _engine.FsReader(self._name)
+        return self._reader
+
+    def _open_writer(self):
+        if self._closed:
+            raise ValueError("I/O operation on a closed file")
+        if self._reading:
+            raise _errors.PermissionDeniedError(None, None, "File isn't open for writing")
+        if self._writer is None:
+            self._writer = _engine.FsWriter(self._name, self._mode[0] == "a")
+        return self._writer
+
+    def size(self):
+        """The file's length in bytes."""
+        return stat(self._name).length
+
+    def read(self, n=-1):
+        """`n` bytes from the position (all that is left when n is -1)."""
+        reader = self._open_reader()
+        if n is None or n < 0:
+            data, self._buffer = self._buffer + reader.read(-1), b""
+        elif n <= len(self._buffer):
+            data, self._buffer = self._buffer[:n], self._buffer[n:]
+        else:
+            data, self._buffer = self._buffer + reader.read(n - len(self._buffer)), b""
+        return self._value(data)
+
+    def readline(self):
+        """The next line, with its newline ('' / b'' at the end)."""
+        reader = self._open_reader()
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line, self._buffer = self._buffer[:end + 1], self._buffer[end + 1:]
+                return self._value(line)
+            more = reader.read(self._CHUNK)
+            if not more:
+                line, self._buffer = self._buffer, b""
+                return self._value(line)
+            self._buffer += more
+
+    def readlines(self):
+        """Every line left."""
+        lines = []
+        for line in self:
+            lines.append(line)
+        return lines
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+    def seek(self, offset=None, whence=0, position=None):
+        """Move the read position (whence 0: start, 1: here, 2: end)."""
+        if offset is None and position is None:
+            raise TypeError("seek(): offset argument required")
+        if offset is not None and position is not None:
+            raise TypeError("seek(): offset and position may not be set simultaneously.")
+        offset = position if offset is None else offset
+        reader = self._open_reader()
+        if whence == 1:
+            offset += self.tell()
+        elif whence == 2:
+            offset += self.size()
+        elif whence != 0:
+            raise _errors.InvalidArgumentError(
+                None, None, f"Invalid whence argument: {whence}. Valid values are 0, 1, or 2.")
+        self._buffer = b""
+        reader.seek(offset)
+
+    def tell(self):
+        """The read position, or the bytes written so far."""
+        if self._reading:
+            return self._open_reader().tell() - len(self._buffer)
+        self._open_writer()
+        return self._written
+
+    def write(self, file_content):
+        """Append `file_content` (str is encoded as UTF-8)."""
+        writer = self._open_writer()
+        data = file_content.encode("utf-8") if isinstance(file_content, str) else file_content
+        writer.write(data)
+        self._written += len(memoryview(data).cast("B"))
+
+    def flush(self):
+        """Nothing to do: the file appears complete at close()."""
+
+    def close(self):
+        """Close the file; a written file appears under its name now."""
+        self._closed = True
+        reader, self._reader = self._reader, None
+        writer, self._writer = self._writer, None
+        if reader is not None:
+            reader.close()
+        if writer is not None:
+            writer.close()
+
+    def seekable(self):
+        return True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_writer", None) is not None:
+            try:
+                self.close()  # a file object's data is written when it is collected
+            except Exception:  # noqa: BLE001 (nowhere to raise from a finalizer)
+                pass
+
+
+def glob(pattern):
+    """The paths matching `pattern` (``*``, ``?``, ``[...]`` within one component), sorted.
+
+    `pattern` may be a list of patterns (their matches are concatenated). Hidden
+    files match ``*`` as in TensorFlow.
     """
     if isinstance(pattern, (list, tuple)):
         return [m for p in pattern for m in glob(p)]
     pattern = _path(pattern)
-    return sorted(_glob.glob(pattern, include_hidden=True) if _has_include_hidden()
-                  else _glob.glob(pattern))
-
-
-def _has_include_hidden():
-    return sys.version_info >= (3, 11)
+    matches = _engine.fs_glob(pattern)
+    if not _is_url(pattern) and "/" not in pattern and any(c in pattern for c in "*?["):
+        matches = ["./" + m for m in matches]  # as TensorFlow writes a bare pattern's matches
+    return matches
 
 
 def exists(path):
     """True when `path` exists."""
-    return os.path.exists(_path(path))
+    return _engine.fs_exists(_path(path))
 
 
 def isdir(path):
-    """True when `path` is a directory."""
-    return os.path.isdir(_path(path))
+    """True when `path` is a directory (a prefix with objects under it, on object stores)."""
+    try:
+        return _engine.fs_stat(_path(path))[2]
+    except _errors.NotFoundError:
+        return False
 
 
 def listdir(path):
-    """The entries of directory `path` (not sorted, without '.' and '..')."""
+    """The names of the entries of directory `path`, sorted (no '.' and '..')."""
     path = _path(path)
-    if not os.path.isdir(path):
-        raise _errors.NotFoundError(f"Could not find directory {path}")
-    return os.listdir(path)
+    if not isdir(path):
+        raise _errors.NotFoundError(None, None, f"Could not find directory {path}")
+    return _engine.fs_list(path, False)
+
+
+def join(path, *paths):
+    """Join path components: ``os.path.join`` for local paths, '/' for URLs."""
+    path = _path(path)
+    if not _is_url(path):
+        return _os.path.join(path, *paths)
+    for p in paths:
+        p = _path(p)
+        if p.startswith("/"):
+            path = p
+        else:
+            path = (path if path.endswith("/") else path + "/") + p
+    return path
+
+
+def walk(top, topdown=True, onerror=None):
+    """(directory, subdirectory names, file names) for `top` and every directory below."""
+    top = _path(top)
+    try:
+        listing = listdir(top)
+    except _errors.NotFoundError as err:
+        if onerror:
+            onerror(err)
+        return
+    subdirs, files = [], []
+    for item in listing:
+        (subdirs if isdir(join(top, item)) else files).append(item)
+    here = (top, subdirs, files)
+    if topdown:
+        yield here
+    for subdir in subdirs:
+        yield from walk(join(top, subdir), topdown, onerror)
+    if not topdown:
+        yield here
 
 
 def makedirs(path):
     """Create `path` and its missing parents; no error if it exists."""
-    os.makedirs(_path(path), exist_ok=True)
+    path = _path(path).rstrip("/") or "/"
+    if isdir(path):
+        return
+    parent = path.rsplit("/", 1)[0] if "/" in path else ""
+    if parent and not parent.endswith(":/") and not parent.endswith(":"):
+        makedirs(parent)
+    _engine.fs_make_dir(path)
 
 
 def mkdir(path):
-    """Create the directory `path` (its parent must exist)."""
-    path = _path(path)
-    try:
-        os.mkdir(path)
-    except FileExistsError:
-        raise _errors.AlreadyExistsError(f"{path}; File exists") from None
-    except FileNotFoundError:
-        raise _errors.NotFoundError(f"{path}; No such file or directory") from None
+    """Create the directory `path` (its parent must exist); no error if it exists."""
+    _engine.fs_make_dir(_path(path))
 
 
 def remove(path):
     """Delete the file `path`."""
-    path = _path(path)
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        raise _errors.NotFoundError(f"{path}; No such file or directory") from None
+    _engine.fs_remove(_path(path))
 
 
 def rmtree(path):
     """Delete the directory `path` and everything under it."""
     path = _path(path)
-    if not os.path.exists(path):
-        raise _errors.NotFoundError(f"{path}; No such file or directory")
-    shutil.rmtree(path)
+    if not exists(path):
+        raise _errors.NotFoundError(None, None, f"{path}; No such file or directory")
+    for top, subdirs, files in walk(path, topdown=False):
+        for name in files:
+            _engine.fs_remove(join(top, name))
+        _engine.fs_remove_dir(top)
+
+
+def rename(src, dst, overwrite=False):
+    """Rename `src` to `dst`; AlreadyExistsError when `dst` exists and not `overwrite`."""
+    _engine.fs_rename(_path(src), _path(dst), bool(overwrite))
+
+
+def copy(src, dst, overwrite=False):
+    """Copy the file `src` to `dst`; AlreadyExistsError when `dst` exists and not `overwrite`."""
+    _engine.fs_copy(_path(src), _path(dst), bool(overwrite))
+
+
+class FileStatistics:
+    """What :func:`stat` returns: ``length``, ``mtime_nsec``, ``is_directory``."""
+
+    __slots__ = ("length", "mtime_nsec", "is_directory")
+
+    def __init__(self, length, mtime_nsec, is_directory):
+        self.length = length
+        self.mtime_nsec = mtime_nsec
+        self.is_directory = is_directory
+
+    def __repr__(self):
+        return (f"FileStatistics(length={self.length}, mtime_nsec={self.mtime_nsec}, "
+                f"is_directory={self.is_directory})")
 
 
 def stat(path):
-    """A ``FileStatistics``-like object: ``length``, ``mtime_nsec``, ``is_directory``."""
-    path = _path(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise _errors.NotFoundError(f"{path}; No such file or directory") from None
-
-    class FileStatistics:
-        length = st.st_size
-        mtime_nsec = st.st_mtime_ns
-        is_directory = os.path.isdir(path)
-    return FileStatistics()
+    """The file's ``FileStatistics`` (NotFoundError when there is nothing there)."""
+    size, mtime_ns, is_dir, _ = _engine.fs_stat(_path(path))
+    return FileStatistics(size, mtime_ns, is_dir)

@@ -20,7 +20,7 @@ from conveyor import errors as _errors
 from conveyor.ops.image_ops import convert_image_dtype
 from conveyor.framework.tracing import Tensor, apply, convert, op_error, static_shape
 
-__all__ = ["read_file", "decode_jpeg", "decode_png", "decode_image", "decode_raw",
+__all__ = ["read_file", "write_file", "decode_jpeg", "decode_png", "decode_image", "decode_raw",
            "set_max_image_pixels", "get_max_image_pixels"]
 
 # Pillow's error threshold (twice its warning limit), which is also the
@@ -93,6 +93,35 @@ def read_file(filename, name=None):
     """
     x = _scalar_string(filename, "filename", "Input filename tensor")
     return apply("ReadFile", [x], [((), _dtypes.string)])
+
+
+def write_file(filename, contents, name=None):
+    """Write the scalar string `contents` to the file `filename` (``tf.io.write_file``).
+
+    Any URL the engine's file-system layer knows works; missing parent
+    directories are created, as TensorFlow does, and the file appears whole.
+    """
+    import numpy as np
+
+    from conveyor.io import gfile
+
+    def scalar(value, what):
+        value = value.numpy() if hasattr(value, "numpy") else value
+        value = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        raise _errors.InvalidArgumentError(
+            None, None, f"{what} must be a scalar string, got {type(value).__name__}")
+
+    path = scalar(filename, "filename").decode("utf-8")
+    data = scalar(contents, "contents")
+    parent = path.rsplit("/", 1)[0] if "/" in path else ""
+    if parent and not gfile.isdir(parent):
+        gfile.makedirs(parent)
+    with gfile.GFile(path, "wb") as f:
+        f.write(data)
 
 
 _DCT_METHODS = {"": 0, "INTEGER_FAST": 0, "INTEGER_ACCURATE": 1}

@@ -136,7 +136,39 @@ static int open_cached(const char *path, int flags)
     return -1;
 }
 
-CvStatus cv_file_open_read(const char *path, int *fd, bool *waits)
+CvStatus cv_file_read_at(int fd, const char *path, void *dst, size_t n, uint64_t offset,
+                         size_t *got)
+{
+    size_t done = 0;
+    while (done < n) {
+        size_t want = n - done < MAX_TRANSFER ? n - done : MAX_TRANSFER;
+        ssize_t r = -1;
+#ifdef RWF_NOWAIT
+        if (atomic_load_explicit(&nowait_works, memory_order_relaxed)) { /* as read_cached */
+            struct iovec v = {(char *)dst + done, want};
+            r = preadv2(fd, &v, 1, (off_t)(offset + done), RWF_NOWAIT);
+        }
+#endif
+        if (r < 0) {
+            cv_blocking_begin();
+            r = pread(fd, (char *)dst + done, want, (off_t)(offset + done));
+            cv_blocking_end();
+        }
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            *got = done;
+            return cv_file_error(errno, path, "(while reading)");
+        }
+        if (r == 0)
+            break;
+        done += (size_t)r;
+    }
+    *got = done;
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_file_open_read(const char *path, const char *name, int *fd, bool *waits)
 {
     int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
     *fd = open_cached(path, flags);
@@ -146,10 +178,10 @@ CvStatus cv_file_open_read(const char *path, int *fd, bool *waits)
         cv_blocking_end();
     }
     if (*fd < 0)
-        return cv_file_error(errno, path, NULL);
+        return cv_file_error(errno, name, NULL);
     struct stat sb;
     if (fstat(*fd, &sb) < 0 || S_ISDIR(sb.st_mode)) {
-        CvStatus s = cv_file_error(S_ISDIR(sb.st_mode) ? EISDIR : errno, path, NULL);
+        CvStatus s = cv_file_error(S_ISDIR(sb.st_mode) ? EISDIR : errno, name, NULL);
         close(*fd);
         *fd = -1;
         return s;

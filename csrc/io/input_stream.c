@@ -2,23 +2,19 @@
 #include "io/input_stream.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "io/file.h"
+#include "io/fs.h"
 
 struct CvInputStream {
-    int fd;
-    bool waits; /* a pipe or device: reads wait in slices (cv_file_read_waiting) */
+    CvReadFile *file; /* owned; through the file-system layer (io/fs.h) */
+    uint64_t raw_offset; /* where the next read of the file starts */
     char *path; /* owned */
     CvCompression compression;
-    uint64_t file_size; /* at open */
-    int64_t mtime_ns;   /* at open */
     /* Buffered (decompressed) bytes: buf[pos, len) unread; buf[0] is at
      * uncompressed offset buf_start. */
     unsigned char *buf;
@@ -52,12 +48,17 @@ CvCompression cv_input_stream_compression(const CvInputStream *s)
 
 uint64_t cv_input_stream_file_size(const CvInputStream *s)
 {
-    return s->file_size;
+    return s->file->info.is_dir ? UINT64_MAX : s->file->info.size;
 }
 
 int64_t cv_input_stream_file_mtime_ns(const CvInputStream *s)
 {
-    return s->mtime_ns;
+    return s->file->info.mtime_ns;
+}
+
+const CvFileInfo *cv_input_stream_file_info(const CvInputStream *s)
+{
+    return &s->file->info;
 }
 
 bool cv_input_stream_truncated(const CvInputStream *s)
@@ -73,8 +74,8 @@ uint64_t cv_input_stream_offset(const CvInputStream *s)
 /* Read from the file; a short count means it ended (raw_eof). */
 static CvStatus raw_read(CvInputStream *s, void *dst, size_t n, size_t *got)
 {
-    CvStatus st = s->waits ? cv_file_read_waiting(s->fd, s->path, dst, n, got)
-                           : cv_file_read(s->fd, s->path, dst, n, got);
+    CvStatus st = s->file->methods->read(s->file, s->raw_offset, dst, n, got);
+    s->raw_offset += *got;
     if (!st && *got < n)
         s->raw_eof = true;
     return st;
@@ -84,8 +85,8 @@ void cv_input_stream_close(CvInputStream *s)
 {
     if (!s)
         return;
-    if (s->fd >= 0)
-        close(s->fd);
+    if (s->file)
+        s->file->methods->close(s->file);
     if (s->z_init)
         inflateEnd(&s->z);
     free(s->buf);
@@ -101,7 +102,6 @@ CvStatus cv_input_stream_open(const char *path, CvCompression compression, size_
     CvInputStream *s = calloc(1, sizeof(*s));
     if (!s)
         return cv_error_nomem();
-    s->fd = -1;
     s->compression = compression;
     s->cap = buffer_size ? buffer_size : CV_DEFAULT_READ_BUFFER;
     if (s->cap < 4096)
@@ -114,16 +114,8 @@ CvStatus cv_input_stream_open(const char *path, CvCompression compression, size_
         st = cv_error_nomem();
         goto error;
     }
-    if ((st = cv_file_open_read(path, &s->fd, &s->waits)))
+    if ((st = cv_fs_open_read(path, &s->file)))
         goto error;
-    struct stat sb;
-    if (fstat(s->fd, &sb) < 0) {
-        st = cv_file_error(errno, path, NULL);
-        goto error;
-    }
-    s->file_size = S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : UINT64_MAX;
-    s->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + (int64_t)sb.st_mtim.tv_nsec;
-    (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     s->buf = malloc(s->cap);
     if (!s->buf) {
         st = cv_error_nomem();
@@ -319,8 +311,9 @@ CvStatus cv_input_stream_seek(CvInputStream *s, uint64_t offset, const char *wha
         s->pos = (size_t)(offset - s->buf_start); /* inside the buffer: no syscall */
         return CV_STATUS_OK;
     }
-    if (lseek(s->fd, (off_t)offset, SEEK_SET) < 0)
-        return cv_file_error(errno, s->path, what);
+    if (s->file->waits) /* a pipe: no going back or ahead but by reading */
+        return cv_file_error(ESPIPE, s->path, what);
+    s->raw_offset = offset; /* the next read starts there: no syscall now */
     s->buf_start = offset;
     s->pos = s->len = 0;
     s->raw_eof = false; /* a short read before the seek said nothing about here */

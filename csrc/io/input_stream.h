@@ -21,12 +21,13 @@
 
 #include "core/status.h"
 #include "io/compression.h"
+#include "io/fs.h"
 
 #define CV_DEFAULT_READ_BUFFER (256u << 10)
 
 typedef struct CvInputStream CvInputStream;
 
-/* Open `path` for reading; buffer_size 0 means CV_DEFAULT_READ_BUFFER (it is
+/* Open `path` (a path or URL: io/fs.h) for reading; buffer_size 0 means CV_DEFAULT_READ_BUFFER (it is
  * kept within [4 KiB, 64 MiB]: the bytes read are the same). Errors name the
  * path (io/file.h; a directory is FAILED_PRECONDITION). */
 CvStatus cv_input_stream_open(const char *path, CvCompression compression, size_t buffer_size,
@@ -61,6 +62,9 @@ void cv_input_stream_consume(CvInputStream *s, size_t n);
 
 /* The file's modification time at open (nanoseconds since the epoch). */
 int64_t cv_input_stream_file_mtime_ns(const CvInputStream *s);
+/* What the file-system layer said about the file at open (size, mtime,
+ * version); owned by the stream. */
+const CvFileInfo *cv_input_stream_file_info(const CvInputStream *s);
 
 /* Go to uncompressed byte `offset`. Uncompressed: a seek, at any time (the
  * buffer is kept when the offset is inside it). Compressed: forward only, by

@@ -1,51 +1,29 @@
 /* ReadFile(filename): the bytes of a file as a scalar string (tf.io.read_file).
  *
- * A regular file is read straight into the output tensor (sized by fstat; a
+ * Through the file-system layer (io/fs.h), so any URL it knows works. A
+ * file of known size is read straight into the output tensor (sized at open; a
  * file that shrinks meanwhile gives the bytes that were there); anything
  * else (a pipe, /proc) is read to its end. Errors name the file with
  * TensorFlow's codes: NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION for a
  * directory. The output's buffer carries the path as its origin (core/tensor.h),
  * so an op that fails on these bytes in a traced program names the file. No
  * attributes. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "io/file.h"
+#include "io/fs.h"
 #include "ops/op.h"
 
-/* A file of unknown size: read to EOF into a growing buffer, then copy.
- * waits: a pipe or device (cv_file_read_waiting). */
-static CvStatus read_stream(int fd, const char *path, bool waits, CvTensor *out)
+/* A file of unknown size (a pipe, /proc, an object without a length): read
+ * to its end into a growing buffer (cv_fs_read_all), then copy. */
+static CvStatus read_stream(const char *path, CvTensor *out)
 {
-    size_t cap = 1 << 16, len = 0, got;
-    char *buf = malloc(cap), *blob;
-    CvStatus s = CV_STATUS_OK;
-    if (!buf)
-        return cv_error_nomem();
-    for (;;) {
-        if ((s = waits ? cv_file_read_waiting(fd, path, buf + len, cap - len, &got)
-                       : cv_file_read(fd, path, buf + len, cap - len, &got)))
-            goto done;
-        len += got;
-        if (len < cap)
-            break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            s = cv_error(CV_RESOURCE_EXHAUSTED, "%s: out of memory after reading %zu bytes", path,
-                         len);
-            goto done;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    if ((s = cv_tensor_alloc_scalar_string(out, len, &blob)))
-        goto done;
-    memcpy(blob, buf, len);
-done:
+    void *buf = NULL;
+    size_t len = 0;
+    char *blob;
+    CvStatus s = cv_fs_read_all(path, &buf, &len);
+    if (!s && !(s = cv_tensor_alloc_scalar_string(out, len, &blob)))
+        memcpy(blob, buf, len);
     free(buf);
     return s;
 }
@@ -73,28 +51,24 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     memcpy(path, name, n);
     path[n] = '\0';
     CvStatus s = CV_STATUS_OK;
-    int fd = -1;
+    CvReadFile *file = NULL;
     if (memchr(path, '\0', n)) {
         s = cv_error(CV_NOT_FOUND, "%s...; a filename cannot contain a NUL byte", path);
         goto done;
     }
-    bool waits = false;
-    if ((s = cv_file_open_read(path, &fd, &waits)))
+    if ((s = cv_fs_open_read(path, &file)))
         goto done;
-    struct stat sb;
-    if (fstat(fd, &sb) < 0) {
-        s = cv_file_error(errno, path, NULL);
-        goto done;
-    }
-    if (!S_ISREG(sb.st_mode) || sb.st_size == 0) {
-        s = read_stream(fd, path, waits, out); /* size unknown (a pipe, /proc) */
+    if (file->waits || file->info.size == UINT64_MAX || file->info.size == 0) {
+        file->methods->close(file); /* size unknown (a pipe, /proc): read to the end */
+        file = NULL;
+        s = read_stream(path, out);
         goto done;
     }
     char *blob;
     size_t got;
-    if ((s = cv_tensor_alloc_scalar_string(out, (size_t)sb.st_size, &blob)))
+    if ((s = cv_tensor_alloc_scalar_string(out, (size_t)file->info.size, &blob)))
         goto done;
-    if ((s = cv_file_read(fd, path, blob, (size_t)sb.st_size, &got))) {
+    if ((s = file->methods->read(file, 0, blob, (size_t)file->info.size, &got))) {
         cv_tensor_clear(out);
         goto done;
     }
@@ -105,8 +79,8 @@ done:
         cv_buffer_set_origin(out->buf, origin, CV_ORIGIN_WHOLE_FILE);
         cv_origin_unref(origin);
     }
-    if (fd >= 0)
-        close(fd);
+    if (file)
+        file->methods->close(file);
     free(path);
     return s;
 }

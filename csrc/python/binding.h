@@ -13,6 +13,8 @@
  *   ops.c            element ops, traced programs, map/filter function args
  *   iterator_type.c  the Iterator type, the live list, shutdown
  *   dataset_type.c   the Dataset type (wrapping, argument checks, gc)
+ *   fs.c             the file-system layer: fs_* functions, FsReader/FsWriter
+ *   fs_fsspec.c      the fsspec fallback table (scheme "*")
  *   constructors.c, transform.c, grouping.c, records.c, cache.c
  *                    module functions that build datasets and file handles
  *   module.c         module init: exec slot, state, the method table
@@ -127,6 +129,7 @@ extern PyMethodDef cv_op_functions[];          /* ops.c: element ops and traced 
 extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, process limits */
 extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown, live_iterators */
 extern PyMethodDef cv_error_functions[];       /* errors.c: set_error_classes */
+extern PyMethodDef cv_fs_functions[];         /* fs.c: the file-system layer (fs_*) */
 extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, cuda_info, copy_rate */
 
 /* ---------------------------------------------------------------- gil.c */
@@ -167,6 +170,11 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s);
 /* Capture the current Python exception into a status whose payload keeps
  * the exception object; `where` names the stage for the note added to it. */
 CvStatus cv_status_from_pyerr(const char *where);
+
+/* ----------------------------------------------------------------- fs.c */
+
+/* Adds the FsReader and FsWriter types to the module. */
+int cv_fs_init(PyObject *module);
 
 /* ------------------------------------------------------------- device.c */
 

@@ -1,0 +1,509 @@
+/* The file-system layer for Python (io/fs.h): _engine.fs_* functions and the
+ * FsReader/FsWriter pair that conveyor.io.gfile is built on.
+ *
+ * Every engine call runs without the GIL (it may wait on the network); its
+ * results are copied into Python objects after the GIL is back. Paths are
+ * str, bytes or os.PathLike (PyUnicode_FSConverter). Errors go through the
+ * one status -> exception path (errors.c). A reader or writer belongs to one
+ * thread at a time: a second thread using it while a call is in flight gets
+ * RuntimeError rather than a data race.
+ */
+#include "python/binding.h"
+
+#include "core/array.h"
+#include "io/fs.h"
+
+#define UNLOCKED(stmt)                                                                           \
+    do {                                                                                         \
+        Py_BEGIN_ALLOW_THREADS stmt;                                                             \
+        Py_END_ALLOW_THREADS                                                                     \
+    } while (0)
+
+static PyObject *raise(PyObject *module, CvStatus s)
+{
+    return cv_raise_status(cv_get_state(module), s);
+}
+
+/* ---- module functions -------------------------------------------------- */
+
+static PyObject *fs_stat(PyObject *module, PyObject *arg)
+{
+    PyObject *path = NULL;
+    CvFileInfo info;
+    CvStatus s;
+    if (!PyUnicode_FSConverter(arg, &path))
+        return NULL;
+    UNLOCKED(s = cv_fs_stat(PyBytes_AS_STRING(path), &info));
+    Py_DECREF(path);
+    if (s)
+        return raise(module, s);
+    return Py_BuildValue("(LLOs)", info.size == UINT64_MAX ? -1LL : (long long)info.size,
+                         (long long)info.mtime_ns, info.is_dir ? Py_True : Py_False, info.version);
+}
+
+static PyObject *fs_exists(PyObject *module, PyObject *arg)
+{
+    PyObject *path = NULL;
+    CvFileInfo info;
+    CvStatus s;
+    if (!PyUnicode_FSConverter(arg, &path))
+        return NULL;
+    UNLOCKED(s = cv_fs_stat(PyBytes_AS_STRING(path), &info));
+    Py_DECREF(path);
+    if (s && s->code == CV_NOT_FOUND) {
+        cv_status_free(s);
+        Py_RETURN_FALSE;
+    }
+    if (s)
+        return raise(module, s);
+    Py_RETURN_TRUE;
+}
+
+/* Names gathered without the GIL, made into a list after. */
+typedef struct Names {
+    char **v;
+    size_t len, cap;
+    bool nomem;
+} Names;
+
+static int names_add(void *ctx, const char *name, const CvFileInfo *info)
+{
+    (void)info;
+    Names *n = ctx;
+    char *copy = strdup(name);
+    if (!copy || (n->len == n->cap && !cv_array_reserve((void **)&n->v, &n->cap, n->len + 1,
+                                                         sizeof(char *), 64))) {
+        free(copy);
+        n->nomem = true;
+        return 1;
+    }
+    n->v[n->len++] = copy;
+    return 0;
+}
+
+static PyObject *names_to_list(PyObject *module, Names *n, CvStatus s)
+{
+    PyObject *list = NULL;
+    if (!s && n->nomem)
+        s = cv_error_nomem();
+    if (s)
+        raise(module, s);
+    else if ((list = PyList_New((Py_ssize_t)n->len)))
+        for (size_t i = 0; i < n->len; i++) {
+            PyObject *item = PyUnicode_DecodeFSDefault(n->v[i]);
+            if (!item) {
+                Py_CLEAR(list);
+                break;
+            }
+            PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+        }
+    for (size_t i = 0; i < n->len; i++)
+        free(n->v[i]);
+    free(n->v);
+    return list;
+}
+
+static PyObject *fs_list(PyObject *module, PyObject *args)
+{
+    PyObject *path = NULL;
+    int recursive = 0;
+    Names names = {0};
+    const CvFileSystem *fs;
+    CvStatus s;
+    if (!PyArg_ParseTuple(args, "O&|p:fs_list", PyUnicode_FSConverter, &path, &recursive))
+        return NULL;
+    const char *url = PyBytes_AS_STRING(path);
+    UNLOCKED(s = cv_fs_find(url, &fs); if (!s) s = fs->list(url, recursive, names_add, &names));
+    Py_DECREF(path);
+    return names_to_list(module, &names, s);
+}
+
+static PyObject *fs_glob(PyObject *module, PyObject *arg)
+{
+    PyObject *path = NULL;
+    Names names = {0};
+    CvStatus s;
+    if (!PyUnicode_FSConverter(arg, &path))
+        return NULL;
+    UNLOCKED(s = cv_fs_glob(PyBytes_AS_STRING(path), names_add, &names));
+    Py_DECREF(path);
+    return names_to_list(module, &names, s);
+}
+
+/* fs_remove, fs_make_dir, fs_remove_dir: one URL, one table method. */
+enum { REMOVE, MAKE_DIR, REMOVE_DIR };
+
+static PyObject *one_url(PyObject *module, PyObject *arg, int what)
+{
+    PyObject *path = NULL;
+    const CvFileSystem *fs;
+    CvStatus s;
+    if (!PyUnicode_FSConverter(arg, &path))
+        return NULL;
+    const char *url = PyBytes_AS_STRING(path);
+    UNLOCKED(s = cv_fs_find(url, &fs);
+             if (!s) s = what == REMOVE ? fs->remove(url)
+                         : what == MAKE_DIR ? fs->make_dir(url) : fs->remove_dir(url));
+    Py_DECREF(path);
+    if (s)
+        return raise(module, s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fs_remove(PyObject *module, PyObject *arg)
+{
+    return one_url(module, arg, REMOVE);
+}
+
+static PyObject *fs_make_dir(PyObject *module, PyObject *arg)
+{
+    return one_url(module, arg, MAKE_DIR);
+}
+
+static PyObject *fs_remove_dir(PyObject *module, PyObject *arg)
+{
+    return one_url(module, arg, REMOVE_DIR);
+}
+
+static PyObject *two_urls(PyObject *module, PyObject *args, bool rename)
+{
+    PyObject *a = NULL, *b = NULL;
+    int overwrite = 0;
+    CvStatus s;
+    if (!PyArg_ParseTuple(args, "O&O&|p", PyUnicode_FSConverter, &a, PyUnicode_FSConverter, &b,
+                          &overwrite)) {
+        Py_XDECREF(a);
+        return NULL;
+    }
+    const char *from = PyBytes_AS_STRING(a), *to = PyBytes_AS_STRING(b);
+    UNLOCKED(s = rename ? cv_fs_rename(from, to, overwrite) : cv_fs_copy(from, to, overwrite));
+    Py_DECREF(a);
+    Py_DECREF(b);
+    if (s)
+        return raise(module, s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fs_rename(PyObject *module, PyObject *args)
+{
+    return two_urls(module, args, true);
+}
+
+static PyObject *fs_copy(PyObject *module, PyObject *args)
+{
+    return two_urls(module, args, false);
+}
+
+/* Read up to `size` bytes (-1: to the end) at `offset` of an open file into
+ * a new bytes object. The GIL is released for the reads. */
+static PyObject *read_bytes(PyObject *module, CvReadFile *f, uint64_t offset, Py_ssize_t size)
+{
+    uint64_t known = f->waits || f->info.size == UINT64_MAX ? UINT64_MAX : f->info.size;
+    uint64_t left = known == UINT64_MAX ? UINT64_MAX : known > offset ? known - offset : 0;
+    if (size >= 0 && (uint64_t)size > left)
+        size = (Py_ssize_t)left; /* no buffer bigger than what is there */
+    size_t cap = size >= 0 ? (size_t)size
+                 : known != UINT64_MAX ? (size_t)(known > offset ? known - offset : 0) + 1
+                                       : (size_t)1 << 16;
+    size_t len = 0, got = 0;
+    char *buf = NULL;
+    CvStatus s = CV_STATUS_OK;
+    for (;;) {
+        if (len == cap && size < 0)
+            cap *= 2;
+        char *bigger = realloc(buf, cap ? cap : 1);
+        if (!bigger) {
+            s = cv_error_nomem();
+            break;
+        }
+        buf = bigger;
+        UNLOCKED(s = f->methods->read(f, offset + len, buf + len, cap - len, &got));
+        len += got;
+        if (s || size >= 0 || len < cap)
+            break;
+    }
+    PyObject *out = s ? raise(module, s) : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+    free(buf);
+    return out;
+}
+
+static PyObject *fs_read(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"url", "offset", "size", NULL};
+    PyObject *path = NULL, *out = NULL;
+    unsigned long long offset = 0;
+    Py_ssize_t size = -1;
+    CvReadFile *f = NULL;
+    CvStatus s;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Kn:fs_read", keywords,
+                                     PyUnicode_FSConverter, &path, &offset, &size))
+        return NULL;
+    UNLOCKED(s = cv_fs_open_read(PyBytes_AS_STRING(path), &f));
+    Py_DECREF(path);
+    if (s)
+        return raise(module, s);
+    out = read_bytes(module, f, offset, size);
+    UNLOCKED(f->methods->close(f));
+    return out;
+}
+
+/* ---- FsReader ----------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    CvReadFile *file; /* NULL once closed */
+    uint64_t position;
+    bool busy; /* a call without the GIL is in flight */
+} FsReader;
+
+static int check_usable(void *file, bool busy)
+{
+    if (!file)
+        PyErr_SetString(PyExc_ValueError, "I/O operation on a closed file");
+    else if (busy)
+        PyErr_SetString(PyExc_RuntimeError, "the file is in use by another thread");
+    return file && !busy;
+}
+
+static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *path = NULL;
+    CvReadFile *f = NULL;
+    CvStatus s;
+    if (!PyArg_ParseTuple(args, "O&:FsReader", PyUnicode_FSConverter, &path))
+        return NULL;
+    (void)kwargs;
+    UNLOCKED(s = cv_fs_open_read(PyBytes_AS_STRING(path), &f));
+    Py_DECREF(path);
+    if (s)
+        return raise(PyType_GetModule(type), s);
+    FsReader *self = (FsReader *)type->tp_alloc(type, 0);
+    if (!self) {
+        f->methods->close(f);
+        return NULL;
+    }
+    self->file = f;
+    return (PyObject *)self;
+}
+
+static PyObject *reader_read(FsReader *self, PyObject *args)
+{
+    Py_ssize_t n = -1;
+    if (!PyArg_ParseTuple(args, "|n:read", &n) || !check_usable(self->file, self->busy))
+        return NULL;
+    self->busy = true;
+    PyObject *out = read_bytes(PyType_GetModule(Py_TYPE(self)), self->file, self->position, n);
+    self->busy = false;
+    if (out)
+        self->position += (uint64_t)PyBytes_GET_SIZE(out);
+    return out;
+}
+
+static PyObject *reader_seek(FsReader *self, PyObject *args)
+{
+    long long offset;
+    int whence = 0;
+    if (!PyArg_ParseTuple(args, "L|i:seek", &offset, &whence) ||
+        !check_usable(self->file, self->busy))
+        return NULL;
+    uint64_t size = self->file->info.size;
+    long long base = whence == 0 ? 0 : whence == 1 ? (long long)self->position
+                     : size == UINT64_MAX ? -1 : (long long)size;
+    if (whence < 0 || whence > 2 || base < 0 || base + offset < 0) {
+        PyErr_Format(PyExc_ValueError, "seek to %lld (whence %d) is not possible in %s", offset,
+                     whence, self->file->url);
+        return NULL;
+    }
+    self->position = (uint64_t)(base + offset);
+    return PyLong_FromUnsignedLongLong(self->position);
+}
+
+static PyObject *reader_tell(FsReader *self, PyObject *unused)
+{
+    (void)unused;
+    return check_usable(self->file, false) ? PyLong_FromUnsignedLongLong(self->position) : NULL;
+}
+
+static PyObject *reader_size(FsReader *self, PyObject *unused)
+{
+    (void)unused;
+    if (!check_usable(self->file, false))
+        return NULL;
+    if (self->file->info.size == UINT64_MAX)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(self->file->info.size);
+}
+
+static PyObject *reader_close(FsReader *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->busy) {
+        check_usable(self->file, true);
+        return NULL;
+    }
+    CvReadFile *f = self->file;
+    self->file = NULL;
+    if (f)
+        UNLOCKED(f->methods->close(f));
+    Py_RETURN_NONE;
+}
+
+static void reader_dealloc(FsReader *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    if (self->file)
+        self->file->methods->close(self->file);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyMethodDef reader_methods[] = {
+    {"read", (PyCFunction)reader_read, METH_VARARGS, "read(n=-1) -> bytes"},
+    {"seek", (PyCFunction)reader_seek, METH_VARARGS, "seek(offset, whence=0) -> position"},
+    {"tell", (PyCFunction)reader_tell, METH_NOARGS, "tell() -> position"},
+    {"size", (PyCFunction)reader_size, METH_NOARGS, "size() -> bytes, or None when unknown"},
+    {"close", (PyCFunction)reader_close, METH_NOARGS, "close()"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot reader_slots[] = {
+    {Py_tp_new, reader_new},
+    {Py_tp_dealloc, reader_dealloc},
+    {Py_tp_methods, reader_methods},
+    {Py_tp_doc, "FsReader(url): a file read through the engine's file-system layer"},
+    {0, NULL},
+};
+
+static PyType_Spec reader_spec = {"conveyor._engine.FsReader", sizeof(FsReader), 0,
+                                  Py_TPFLAGS_DEFAULT, reader_slots};
+
+/* ---- FsWriter ----------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    CvWriteFile *file; /* NULL once committed or aborted */
+    bool busy;
+} FsWriter;
+
+static PyObject *writer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *path = NULL;
+    int append = 0;
+    CvWriteFile *f = NULL;
+    CvStatus s;
+    (void)kwargs;
+    if (!PyArg_ParseTuple(args, "O&|p:FsWriter", PyUnicode_FSConverter, &path, &append))
+        return NULL;
+    UNLOCKED(s = cv_fs_open_write(PyBytes_AS_STRING(path), append, &f));
+    Py_DECREF(path);
+    if (s)
+        return raise(PyType_GetModule(type), s);
+    FsWriter *self = (FsWriter *)type->tp_alloc(type, 0);
+    if (!self) {
+        f->methods->abort(f);
+        return NULL;
+    }
+    self->file = f;
+    return (PyObject *)self;
+}
+
+static PyObject *writer_write(FsWriter *self, PyObject *arg)
+{
+    Py_buffer view;
+    CvStatus s;
+    if (!check_usable(self->file, self->busy) || PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    self->busy = true;
+    UNLOCKED(s = self->file->methods->append(self->file, view.buf, (size_t)view.len));
+    self->busy = false;
+    PyBuffer_Release(&view);
+    if (s)
+        return raise(PyType_GetModule(Py_TYPE(self)), s);
+    Py_RETURN_NONE;
+}
+
+/* close(): commit (the file appears, complete); abort(): nothing appears. */
+static PyObject *writer_finish(FsWriter *self, bool commit)
+{
+    CvWriteFile *f = self->file;
+    CvStatus s = CV_STATUS_OK;
+    if (self->busy) {
+        check_usable(f, true);
+        return NULL;
+    }
+    self->file = NULL;
+    if (f && commit)
+        UNLOCKED(s = f->methods->commit(f));
+    else if (f)
+        UNLOCKED(f->methods->abort(f));
+    if (s)
+        return raise(PyType_GetModule(Py_TYPE(self)), s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *writer_close(FsWriter *self, PyObject *unused)
+{
+    (void)unused;
+    return writer_finish(self, true);
+}
+
+static PyObject *writer_abort(FsWriter *self, PyObject *unused)
+{
+    (void)unused;
+    return writer_finish(self, false);
+}
+
+static void writer_dealloc(FsWriter *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    if (self->file) /* never closed: nothing appears */
+        self->file->methods->abort(self->file);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyMethodDef writer_methods[] = {
+    {"write", (PyCFunction)writer_write, METH_O, "write(bytes-like)"},
+    {"close", (PyCFunction)writer_close, METH_NOARGS, "close(): commit; the file appears"},
+    {"abort", (PyCFunction)writer_abort, METH_NOARGS, "abort(): nothing appears"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot writer_slots[] = {
+    {Py_tp_new, writer_new},
+    {Py_tp_dealloc, writer_dealloc},
+    {Py_tp_methods, writer_methods},
+    {Py_tp_doc, "FsWriter(url, append=False): a file written through the file-system layer"},
+    {0, NULL},
+};
+
+static PyType_Spec writer_spec = {"conveyor._engine.FsWriter", sizeof(FsWriter), 0,
+                                  Py_TPFLAGS_DEFAULT, writer_slots};
+
+int cv_fs_init(PyObject *module)
+{
+    PyObject *reader = PyType_FromModuleAndSpec(module, &reader_spec, NULL);
+    PyObject *writer = reader ? PyType_FromModuleAndSpec(module, &writer_spec, NULL) : NULL;
+    int r = writer && PyModule_AddType(module, (PyTypeObject *)reader) == 0 &&
+                    PyModule_AddType(module, (PyTypeObject *)writer) == 0
+                ? 0
+                : -1;
+    Py_XDECREF(reader);
+    Py_XDECREF(writer);
+    return r;
+}
+
+PyMethodDef cv_fs_functions[] = {
+    {"fs_stat", fs_stat, METH_O, "fs_stat(url) -> (size or -1, mtime_ns, is_dir, version)"},
+    {"fs_exists", fs_exists, METH_O, "fs_exists(url) -> bool"},
+    {"fs_list", fs_list, METH_VARARGS, "fs_list(url, recursive=False) -> [names], sorted"},
+    {"fs_glob", fs_glob, METH_O, "fs_glob(pattern) -> [urls], sorted"},
+    {"fs_read", (PyCFunction)(void (*)(void))fs_read, METH_VARARGS | METH_KEYWORDS,
+     "fs_read(url, offset=0, size=-1) -> bytes"},
+    {"fs_remove", fs_remove, METH_O, "fs_remove(url)"},
+    {"fs_make_dir", fs_make_dir, METH_O, "fs_make_dir(url): one level"},
+    {"fs_remove_dir", fs_remove_dir, METH_O, "fs_remove_dir(url): an empty directory"},
+    {"fs_rename", fs_rename, METH_VARARGS, "fs_rename(from, to, overwrite=False)"},
+    {"fs_copy", fs_copy, METH_VARARGS, "fs_copy(from, to, overwrite=False)"},
+    {NULL, NULL, 0, NULL},
+};

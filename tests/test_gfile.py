@@ -1,0 +1,188 @@
+"""conveyor.io.gfile over the engine's file-system layer: local files compared
+with TensorFlow's tf.io.gfile (skipped without TensorFlow), the _engine.fs_*
+functions, and the errors."""
+import os
+
+import pytest
+
+import conveyor as cv
+from conveyor import _engine
+from conveyor import errors
+from conveyor.io import gfile
+
+
+@pytest.fixture(scope="module")
+def tf():
+    return pytest.importorskip("tensorflow")
+
+
+def make_tree(root):
+    os.makedirs(os.path.join(root, "d", "sub", "deeper"))
+    os.makedirs(os.path.join(root, "e"))
+    for name, text in [("d/a.txt", "one\ntwo\nthree"), ("d/b.csv", "1,2\n"), ("d/.hidden", ""),
+                       ("d/sub/c.txt", "c\n"), ("d/sub/deeper/x.bin", "\x00\x01"),
+                       ("top.txt", "top\n")]:
+        with open(os.path.join(root, name), "w") as f:
+            f.write(text)
+
+
+def test_queries_match_tensorflow(tf, tmp_path):
+    root = str(tmp_path)
+    make_tree(root)
+    for pattern in ["d/*", "*/*.txt", "d/sub/*/*", "d/?.txt", "d/[ab].*", "nope*", "d/a.txt",
+                    "d", "d/", "*/", "d/*/", "*"]:
+        full = os.path.join(root, pattern)
+        assert gfile.glob(full) == sorted(tf.io.gfile.glob(full)), pattern
+        assert gfile.glob("file://" + full) == sorted(tf.io.gfile.glob("file://" + full))
+    for path in ["", "d", "d/sub", "d/a.txt", "nope", "e"]:
+        full = os.path.join(root, path)
+        assert gfile.exists(full) == tf.io.gfile.exists(full), path
+        assert gfile.isdir(full) == tf.io.gfile.isdir(full), path
+    for path in ["", "d", "d/sub", "e"]:
+        full = os.path.join(root, path)
+        assert gfile.listdir(full) == sorted(tf.io.gfile.listdir(full))
+    for topdown in (True, False):
+        ours = [(t, sorted(s), sorted(f)) for t, s, f in gfile.walk(root, topdown)]
+        theirs = [(t, sorted(s), sorted(f)) for t, s, f in tf.io.gfile.walk(root, topdown)]
+        assert sorted(ours) == sorted(theirs)
+        if not topdown:
+            assert ours[-1][0] == root
+    for path in ["d/a.txt", "d"]:
+        ours, theirs = gfile.stat(os.path.join(root, path)), tf.io.gfile.stat(os.path.join(root, path))
+        assert ours.is_directory == theirs.is_directory
+        if not ours.is_directory:
+            assert ours.length == theirs.length
+        assert ours.mtime_nsec // 10**9 == theirs.mtime_nsec // 10**9
+    for parts in [("a", "b"), ("gs://b/", "x"), ("gs://b", "x/", "y"), ("gs://b", "/x"),
+                  ("gs://b", ""), ("memory://a", "b")]:
+        assert gfile.join(*parts) == tf.io.gfile.join(*parts)
+
+
+def test_relative_glob_matches_tensorflow(tf, tmp_path, monkeypatch):
+    make_tree(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    for pattern in ["*", "*.txt", "d/*", "top.txt"]:
+        assert gfile.glob(pattern) == sorted(tf.io.gfile.glob(pattern)), pattern
+
+
+def test_errors_match_tensorflow(tf, tmp_path):
+    root = str(tmp_path)
+    make_tree(root)
+    cases = [
+        lambda g: g.listdir(os.path.join(root, "d/a.txt")),
+        lambda g: g.listdir(os.path.join(root, "nope")),
+        lambda g: g.remove(os.path.join(root, "e")),
+        lambda g: g.remove(os.path.join(root, "nope")),
+        lambda g: g.stat(os.path.join(root, "nope")),
+        lambda g: g.GFile(os.path.join(root, "nope")).read(),
+        lambda g: g.GFile(os.path.join(root, "d")).read(),
+        lambda g: g.rename(os.path.join(root, "top.txt"), os.path.join(root, "d/a.txt")),
+        lambda g: g.copy(os.path.join(root, "top.txt"), os.path.join(root, "d/a.txt")),
+        lambda g: g.rmtree(os.path.join(root, "nope")),
+    ]
+    for i, case in enumerate(cases):
+        with pytest.raises(Exception) as theirs:
+            case(tf.io.gfile)
+        with pytest.raises(errors.OpError) as ours:
+            case(gfile)
+        assert type(ours.value).__name__ == type(theirs.value).__name__, (i, ours.value)
+
+
+def test_gfile_reading_matches_tensorflow(tf, tmp_path):
+    path = str(tmp_path / "lines.txt")
+    with open(path, "w") as f:
+        f.write("alpha\nbeta\n\ngamma")
+    for mode in ("r", "rb"):
+        with gfile.GFile(path, mode) as ours, tf.io.gfile.GFile(path, mode) as theirs:
+            assert ours.size() == theirs.size()
+            assert ours.readline() == theirs.readline()
+            assert ours.tell() == theirs.tell()
+            assert ours.read(3) == theirs.read(3)
+            assert ours.readlines() == theirs.readlines()
+            ours.seek(2)
+            theirs.seek(2)
+            assert ours.read() == theirs.read()
+            ours.seek(-3, 2)
+            theirs.seek(-3, 2)
+            assert ours.read() == theirs.read()
+            ours.seek(0)
+            theirs.seek(0)
+            assert list(ours) == list(theirs)
+
+
+def test_gfile_writing(tf, tmp_path):
+    ours, theirs = str(tmp_path / "ours.txt"), str(tmp_path / "theirs.txt")
+    for g, path in [(gfile, ours), (tf.io.gfile, theirs)]:
+        with g.GFile(path, "w") as f:
+            f.write("héllo\n")
+            f.write(b"bytes\n")
+            assert f.tell() == 13
+        with g.GFile(path, "a") as f:
+            f.write("more\n")
+        with g.GFile(path, "ab") as f:
+            f.write(b"end")
+    assert open(ours, "rb").read() == open(theirs, "rb").read()
+    # A written file appears only at close, whole.
+    path = str(tmp_path / "late.bin")
+    f = gfile.GFile(path, "wb")
+    f.write(b"x" * 1000)
+    f.flush()
+    assert not os.path.exists(path)
+    f.close()
+    assert os.path.getsize(path) == 1000
+    assert sorted(os.listdir(tmp_path)) == ["late.bin", "ours.txt", "theirs.txt"]
+    # Opening for writing without writing creates nothing, as in TensorFlow.
+    gfile.GFile(str(tmp_path / "never"), "w").close()
+    assert not os.path.exists(tmp_path / "never")
+    with pytest.raises(errors.PermissionDeniedError):
+        gfile.GFile(ours, "r").write("no")
+
+
+def test_directories_rename_copy(tmp_path):
+    root = str(tmp_path)
+    gfile.makedirs(os.path.join(root, "a/b/c"))
+    gfile.makedirs(os.path.join(root, "a/b/c"))
+    gfile.mkdir(os.path.join(root, "a/b/c"))  # exists: no error, as TensorFlow's
+    with gfile.GFile(os.path.join(root, "a/b/c/f"), "w") as f:
+        f.write("data")
+    gfile.copy(os.path.join(root, "a/b/c/f"), os.path.join(root, "g"))
+    gfile.copy(os.path.join(root, "a/b/c/f"), os.path.join(root, "g"), overwrite=True)
+    gfile.rename(os.path.join(root, "g"), os.path.join(root, "h"))
+    assert gfile.GFile(os.path.join(root, "h")).read() == "data"
+    with pytest.raises(errors.AlreadyExistsError):
+        gfile.rename(os.path.join(root, "h"), os.path.join(root, "a/b/c/f"))
+    gfile.rename(os.path.join(root, "h"), os.path.join(root, "a/b/c/f"), overwrite=True)
+    assert not gfile.exists(os.path.join(root, "h"))
+    gfile.rmtree(os.path.join(root, "a"))
+    assert os.listdir(root) == []
+
+
+def test_engine_functions(tmp_path):
+    make_tree(str(tmp_path))
+    root = str(tmp_path)
+    size, mtime_ns, is_dir, version = _engine.fs_stat(os.path.join(root, "d/a.txt"))
+    assert (size, is_dir) == (13, False) and mtime_ns > 0 and version
+    assert _engine.fs_list(os.path.join(root, "d"), True) == [
+        ".hidden", "a.txt", "b.csv", "sub/c.txt", "sub/deeper/x.bin"]
+    assert _engine.fs_read(os.path.join(root, "d/a.txt"), 4, 3) == b"two"
+    assert _engine.fs_read("file://" + os.path.join(root, "d/a.txt"), 8) == b"three"
+    r = _engine.FsReader(os.path.join(root, "d/a.txt"))
+    assert (r.size(), r.read(3), r.tell()) == (13, b"one", 3)
+    r.close()
+    with pytest.raises(ValueError):
+        r.read()
+    w = _engine.FsWriter(os.path.join(root, "gone"))
+    w.write(b"abc")
+    w.abort()
+    assert not os.path.exists(os.path.join(root, "gone"))
+    with pytest.raises(errors.NotFoundError, match="nope"):
+        _engine.fs_read(os.path.join(root, "nope"))
+    with pytest.raises(errors.UnimplementedError, match="nosuchscheme"):
+        _engine.fs_stat("nosuchscheme://x/y")
+
+
+def test_read_file_and_write_file(tmp_path):
+    path = str(tmp_path / "blob")
+    cv.io.write_file(path, b"\x00payload")
+    assert cv.io.read_file(path) == b"\x00payload"
+    assert cv.io.read_file("file://" + path) == b"\x00payload"
