@@ -281,7 +281,8 @@ CvStatus cv_http_stream_read(CvHttpStream *s, void *dst, size_t n, size_t *got)
             size_t k = held - drop < n - done ? held - drop : n - done;
             if (s->end != UINT64_MAX && k > s->end - s->offset)
                 k = (size_t)(s->end - s->offset);
-            memcpy((char *)dst + done, x->body.data + x->body.start, k);
+            if (k)
+                memcpy((char *)dst + done, x->body.data + x->body.start, k);
             x->body.start += k;
             done += k;
             s->offset += k;
