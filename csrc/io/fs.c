@@ -11,15 +11,13 @@
 #include "core/array.h"
 
 /* The tables built into the engine. */
-extern const CvFileSystem cv_fs_local;
-/* MERGE: the remote tables join here (declare them and add them to `tables`
- * below, raising table_count): cv_fs_http, cv_fs_https, cv_fs_s3, cv_fs_gcs. */
+extern const CvFileSystem cv_fs_local, cv_fs_http, cv_fs_https;
 
 enum { MAX_TABLES = 16 };
 
 /* Written only by cv_fs_register at module initialisation (fs.h). */
-static const CvFileSystem *tables[MAX_TABLES] = {&cv_fs_local /* MERGE: remote tables */};
-static size_t table_count = 1; /* MERGE: the number of tables above */
+static const CvFileSystem *tables[MAX_TABLES] = {&cv_fs_local, &cv_fs_http, &cv_fs_https};
+static size_t table_count = 3;
 static const CvFileSystem *fallback; /* scheme "*" */
 
 void cv_fs_register(const CvFileSystem *fs)
