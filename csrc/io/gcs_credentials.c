@@ -101,7 +101,7 @@ static char *env_key(void) {
     static const char *const names[] = {"CONVEYOR_GCS_ANONYMOUS", "STORAGE_EMULATOR_HOST",
                                         "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG",
                                         "HOME", "GCE_METADATA_HOST",
-                                        "CONVEYOR_GCS_OAUTH_TOKEN_URI"};
+                                        "CONVEYOR_GCS_OAUTH_TOKEN_URI", "CONVEYOR_GCS_ENDPOINT"};
     size_t total = 1;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         total += strlen(names[i]) + 2 + (env(names[i]) ? strlen(env(names[i])) : 0);
@@ -505,9 +505,10 @@ static CvStatus resolve(char *key, Context **out) {
     const char *anon = env("CONVEYOR_GCS_ANONYMOUS");
     const char *emulator = env("STORAGE_EMULATOR_HOST");
     const char *gac = env("GOOGLE_APPLICATION_CREDENTIALS");
-    if (emulator != NULL) {
+    const char *endpoint = emulator ? emulator : env("CONVEYOR_GCS_ENDPOINT");
+    if (endpoint != NULL) {
         snprintf(c->endpoint, sizeof c->endpoint, "%s%s",
-                 strstr(emulator, "://") ? "" : "http://", emulator);
+                 strstr(endpoint, "://") ? "" : "http://", endpoint);
         size_t n = strlen(c->endpoint);
         while (n > 0 && c->endpoint[n - 1] == '/')
             c->endpoint[--n] = '\0';

@@ -19,8 +19,11 @@
  *                                   metadata.google.internal; asked once, a
  *                                   failure is remembered);
  *   anonymous                       (public buckets).
- * Test hooks: CONVEYOR_GCS_OAUTH_TOKEN_URI replaces Google's OAuth token
- * endpoint for "authorized_user" credentials without a token_uri.
+ * CONVEYOR_GCS_ENDPOINT replaces https://storage.googleapis.com (a private
+ * endpoint, a proxy) and keeps the credential chain, unlike
+ * STORAGE_EMULATOR_HOST. Test hook: CONVEYOR_GCS_OAUTH_TOKEN_URI replaces
+ * Google's OAuth token endpoint for "authorized_user" credentials without a
+ * token_uri.
  *
  * Tokens are cached with their expiry and refreshed 5 minutes before it, one
  * refresh at a time: other threads keep using a still-valid token, or wait

@@ -2,7 +2,7 @@
  * tests/test_gcs.py: the engine's gs:// table with no Python in the
  * process. Commands run in order in one process (so a token is reused
  * across them), separated by "--":
- *   source | fetches | reset | stat URL | ls URL | lsr URL | cat URL [OFF LEN]
+ *   source | fetches | reset | setenv NAME VALUE | unsetenv NAME | stat URL | ls URL | lsr URL | cat URL [OFF LEN]
  *   put URL (stdin) | put-abort URL N | put-exit URL N | rm URL | mkdir URL
  *   rmdir URL | cp A B [overwrite] | mv A B [overwrite]
  * Output: one line per result; an error prints "ERROR <CODE>: <message>"
@@ -105,6 +105,10 @@ int main(int argc, char **argv) {
                        ctx->auth.sign != NULL);
         } else if (strcmp(cmd, "fetches") == 0) {
             printf("fetches=%llu\n", (unsigned long long)cv_gcs_token_fetches());
+        } else if (strcmp(cmd, "setenv") == 0) {
+            setenv(a, b, 1);
+        } else if (strcmp(cmd, "unsetenv") == 0) {
+            unsetenv(a);
         } else if (strcmp(cmd, "reset") == 0) {
             cv_gcs_credentials_reset();
         } else if (strcmp(cmd, "stat") == 0) {
