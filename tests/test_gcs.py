@@ -244,3 +244,207 @@ def test_remove_copy_rename(gs):
     assert go(["rm", f"gs://{b}/other"], ["rm", f"gs://{b}/other"]) == \
         f"ERROR NOT_FOUND: gs://{b}/other: no such object\n"
     assert server.names(b) == ["dst/copy"]
+
+
+# ---- credentials ---------------------------------------------------------------
+
+@pytest.fixture
+def bucket_with_object(fake_gcs):
+    b = fake_gcs.bucket(f"creds-{next(BUCKETS)}")
+    fake_gcs.put(b, "obj", b"12345")
+    return b
+
+
+@pytest.fixture
+def rsa_key():
+    return make_rsa_key()
+
+
+def source_lines(out):
+    return [line for line in out.splitlines() if line.startswith(("source=", "signed="))]
+
+
+def test_emulator_host_without_and_with_scheme(gcs_tool, fake_gcs, bucket_with_object, home):
+    for host in (fake_gcs.host, fake_gcs.url, fake_gcs.url + "/"):
+        out = run(gcs_tool, tool_env(home, STORAGE_EMULATOR_HOST=host), ["source"],
+                  ["stat", f"gs://{bucket_with_object}/obj"])
+        assert out.splitlines()[:3] == ["source=the emulator at STORAGE_EMULATOR_HOST",
+                                        f"endpoint={fake_gcs.url}", "signed=0"]
+        assert out.splitlines()[3].startswith("file size=5")
+
+
+def test_service_account_key_signs_a_jwt_and_reuses_the_token(
+        gcs_tool, bucket_with_object, home, tmp_path, recording_proxy, rsa_key):
+    pem, public = rsa_key
+    tokens = TokenServer(public).start()
+    try:
+        key = write_service_account_key(tmp_path / "key.json", pem, tokens.token_uri)
+        env = tool_env(home, GOOGLE_APPLICATION_CREDENTIALS=key,
+                       CONVEYOR_GCS_ENDPOINT=recording_proxy.host)
+        out = run(gcs_tool, env, ["source"], ["stat", f"gs://{bucket_with_object}/obj"],
+                  ["cat", f"gs://{bucket_with_object}/obj"], ["fetches"])
+        assert source_lines(out) == [
+            "source=the service-account key in $GOOGLE_APPLICATION_CREDENTIALS", "signed=1"]
+        assert "file size=5" in out and "12345" in out and out.endswith("fetches=1\n")
+        assert len(tokens.grants) == 1
+        grant = tokens.grants[0]
+        assert grant["kind"] == "jwt" and grant["header"] == {"alg": "RS256", "typ": "JWT"}
+        claims = grant["claims"]
+        assert claims["iss"] == "conveyor-test@example.iam.gserviceaccount.com"
+        assert claims["aud"] == tokens.token_uri
+        assert claims["scope"] == "https://www.googleapis.com/auth/devstorage.read_write"
+        assert claims["exp"] - claims["iat"] == 3600
+        auths = recording_proxy.authorizations()
+        assert len(auths) >= 3 and set(auths) == {"Bearer test-token-1"}
+
+        # A token that expires within the refresh margin is asked for again.
+        tokens.expires_in = 200
+        tokens.grants.clear()
+        del recording_proxy.seen[:]
+        out = run(gcs_tool, env, ["stat", f"gs://{bucket_with_object}/obj"],
+                  ["stat", f"gs://{bucket_with_object}/obj"], ["fetches"])
+        assert out.endswith("fetches=2\n") and len(tokens.grants) == 2
+        assert recording_proxy.authorizations() == ["Bearer test-token-1", "Bearer test-token-2"]
+        assert_no_secret(out)
+    finally:
+        tokens.stop()
+
+
+def test_a_rejected_key_is_permission_denied_naming_the_source(
+        gcs_tool, bucket_with_object, home, tmp_path, recording_proxy, rsa_key):
+    pem, _ = rsa_key
+    _, other_public = make_rsa_key()
+    tokens = TokenServer(other_public).start()  # verifies with a different key
+    try:
+        key = write_service_account_key(tmp_path / "key.json", pem, tokens.token_uri)
+        env = tool_env(home, GOOGLE_APPLICATION_CREDENTIALS=key,
+                       CONVEYOR_GCS_ENDPOINT=recording_proxy.host)
+        out = run(gcs_tool, env, ["stat", f"gs://{bucket_with_object}/obj"])
+        assert out.startswith("ERROR PERMISSION_DENIED: "), out
+        assert "the service-account key in $GOOGLE_APPLICATION_CREDENTIALS" in out
+        assert "invalid_grant" in out and tokens.grants == []
+        assert recording_proxy.seen == []  # the storage server was never asked
+        assert_no_secret(out, pem[40:80])
+    finally:
+        tokens.stop()
+
+
+def test_a_missing_key_file_is_an_error_each_time(gcs_tool, home, tmp_path, fake_gcs,
+                                                  bucket_with_object, token_server):
+    key = tmp_path / "later.json"
+    env = tool_env(home, GOOGLE_APPLICATION_CREDENTIALS=key,
+                   CONVEYOR_GCS_OAUTH_TOKEN_URI=token_server.token_uri,
+                   CONVEYOR_GCS_ENDPOINT=fake_gcs.host)
+    out = run(gcs_tool, env, ["source"])
+    assert out == f"ERROR NOT_FOUND: GCS credentials: cannot open {key}\n"
+    key.write_text("{not json")
+    out = run(gcs_tool, env, ["source"])
+    assert out.startswith("ERROR INVALID_ARGUMENT: ") and str(key) in out
+    key.write_text(json.dumps({"type": "external_account"}))
+    assert run(gcs_tool, env, ["source"]).startswith("ERROR UNIMPLEMENTED: ")
+
+
+@pytest.mark.parametrize("where", ["GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "HOME"])
+def test_user_credentials(gcs_tool, bucket_with_object, home, tmp_path, recording_proxy,
+                          token_server, where):
+    if where == "HOME":
+        path = home / ".config" / "gcloud" / "application_default_credentials.json"
+        path.parent.mkdir(parents=True)
+        env = {}
+    elif where == "CLOUDSDK_CONFIG":
+        path = tmp_path / "gcloud" / "application_default_credentials.json"
+        path.parent.mkdir()
+        env = {"CLOUDSDK_CONFIG": path.parent}
+    else:
+        path = tmp_path / "user.json"
+        env = {"GOOGLE_APPLICATION_CREDENTIALS": path}
+    write_authorized_user(path)
+    env = tool_env(home, CONVEYOR_GCS_OAUTH_TOKEN_URI=token_server.token_uri,
+                   CONVEYOR_GCS_ENDPOINT=recording_proxy.host, **env)
+    out = run(gcs_tool, env, ["source"], ["stat", f"gs://{bucket_with_object}/obj"],
+              ["stat", f"gs://{bucket_with_object}/obj"])
+    want = ("the user credentials in $GOOGLE_APPLICATION_CREDENTIALS"
+            if where == "GOOGLE_APPLICATION_CREDENTIALS"
+            else "gcloud application-default credentials")
+    assert source_lines(out) == [f"source={want}", "signed=1"]
+    assert token_server.grants == [{
+        "kind": "refresh_token", "grant_type": "refresh_token",
+        "client_id": "cid.apps.googleusercontent.com", "client_secret": "s3cr3t&=",
+        "refresh_token": "1//refresh/token+x"}]
+    assert set(recording_proxy.authorizations()) == {"Bearer test-token-1"}
+    assert_no_secret(out, "1//refresh")
+
+
+def test_the_metadata_server(gcs_tool, bucket_with_object, home, recording_proxy, token_server):
+    env = tool_env(home, GCE_METADATA_HOST=f"127.0.0.1:{token_server.port}",
+                   CONVEYOR_GCS_ENDPOINT=recording_proxy.host)
+    out = run(gcs_tool, env, ["source"], ["stat", f"gs://{bucket_with_object}/obj"], ["fetches"])
+    assert source_lines(out) == ["source=the metadata server", "signed=1"]
+    assert out.endswith("fetches=1\n")
+    assert token_server.grants == [{"kind": "metadata"}]
+    assert recording_proxy.authorizations() == ["Bearer test-token-1"]
+
+
+def test_anonymous(gcs_tool, bucket_with_object, home, recording_proxy, token_server):
+    # Forced, even with a metadata server there.
+    env = tool_env(home, GCE_METADATA_HOST=f"127.0.0.1:{token_server.port}",
+                   CONVEYOR_GCS_ANONYMOUS=1, CONVEYOR_GCS_ENDPOINT=recording_proxy.host)
+    out = run(gcs_tool, env, ["source"], ["stat", f"gs://{bucket_with_object}/obj"])
+    assert source_lines(out) == ["source=anonymous", "signed=0"]
+    # The end of the chain: a metadata server that does not answer is asked once.
+    env = tool_env(home, CONVEYOR_GCS_ENDPOINT=recording_proxy.host)  # GCE_METADATA_HOST: port 9
+    out = run(gcs_tool, env, ["source"], ["stat", f"gs://{bucket_with_object}/obj"], ["source"])
+    assert source_lines(out) == ["source=anonymous", "signed=0"] * 2
+    assert token_server.grants == []
+    assert set(recording_proxy.authorizations()) == {None}
+
+
+def test_the_chain_is_resolved_again_when_the_environment_changes(
+        gcs_tool, fake_gcs, bucket_with_object, home, token_server):
+    env = tool_env(home, STORAGE_EMULATOR_HOST=fake_gcs.host)
+    out = run(gcs_tool, env, ["source"], ["setenv", "CONVEYOR_GCS_ANONYMOUS", "1"], ["source"],
+              ["unsetenv", "CONVEYOR_GCS_ANONYMOUS"],
+              ["setenv", "GCE_METADATA_HOST", f"127.0.0.1:{token_server.port}"],
+              ["unsetenv", "STORAGE_EMULATOR_HOST"], ["source"], ["reset"], ["source"],
+              ["fetches"])
+    assert [line for line in out.splitlines() if line.startswith("source=")] == [
+        "source=the emulator at STORAGE_EMULATOR_HOST", "source=anonymous",
+        "source=the metadata server", "source=the metadata server"]
+    assert len(token_server.grants) == 2 and out.endswith("fetches=1\n")
+
+
+def test_permission_denied_names_the_url_and_the_source(gcs_tool, home, tmp_path, token_server):
+    import http.server
+    import threading
+
+    class Deny(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = json.dumps({"error": {"code": 403, "message": "denied",
+                                         "errors": [{"reason": "forbidden"}]}}).encode()
+            self.send_response(403)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Deny)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        env = tool_env(home, GCE_METADATA_HOST=f"127.0.0.1:{token_server.port}",
+                       CONVEYOR_GCS_ENDPOINT=f"127.0.0.1:{httpd.server_address[1]}")
+        out = run(gcs_tool, env, ["stat", "gs://private-bucket/x"],
+                  ["cat", "gs://private-bucket/x"], ["ls", "gs://private-bucket/x"])
+        lines = out.splitlines()
+        assert len(lines) == 3
+        for line in lines:
+            assert line.startswith("ERROR PERMISSION_DENIED: gs://private-bucket/x"), line
+            assert "the metadata server" in line
+        assert_no_secret(out)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
