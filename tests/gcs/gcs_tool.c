@@ -4,7 +4,8 @@
  * across them), separated by "--":
  *   source | fetches | reset | setenv NAME VALUE | unsetenv NAME | stat URL | ls URL | lsr URL | cat URL [OFF LEN]
  *   put URL (stdin) | put-abort URL N | put-exit URL N | rm URL | mkdir URL
- *   rmdir URL | cp A B [overwrite] | mv A B [overwrite]
+ *   rmdir URL | cp A B [overwrite] | mv A B [overwrite] | read-rewrite URL OFF
+ *   json (the JSON scanner over stdin)
  * Output: one line per result; an error prints "ERROR <CODE>: <message>"
  * and the program goes on. Never prints a token. */
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "io/fs.h"
 #include "io/gcs_credentials.h"
+#include "io/json_scan.h"
 
 extern const CvFileSystem cv_fs_gcs;
 
@@ -88,6 +90,64 @@ static CvStatus put(const char *url, long long n, int how) {
     return w->methods->commit(w);
 }
 
+/* Read 4 bytes at 0, replace the object, read 4 bytes at `off` (a new
+ * ranged request on the pinned generation). */
+static CvStatus read_rewrite(const char *url, long long off) {
+    CvReadFile *f = NULL;
+    CvWriteFile *w = NULL;
+    char buf[4];
+    size_t got = 0;
+    CvStatus st = cv_fs_gcs.open_read(url, &f);
+    if (st != CV_STATUS_OK)
+        return st;
+    if ((st = f->methods->read(f, 0, buf, 4, &got)) == CV_STATUS_OK) {
+        printf("first=%.*s\n", (int)got, buf);
+        st = cv_fs_gcs.open_write(url, false, &w);
+        if (st == CV_STATUS_OK && (st = w->methods->append(w, "REWRITTEN!", 10)) != CV_STATUS_OK)
+            w->methods->abort(w);
+        else if (st == CV_STATUS_OK)
+            st = w->methods->commit(w);
+    }
+    if (st == CV_STATUS_OK && (st = f->methods->read(f, (uint64_t)off, buf, 4, &got)) == CV_STATUS_OK)
+        printf("second=%.*s\n", (int)got, buf);
+    f->methods->close(f);
+    return st;
+}
+
+/* The JSON scanner over whatever stdin holds (a fuzz input): every entry
+ * point, nothing printed but counts. */
+static void json_scan_stdin(void) {
+    static char data[1 << 20];
+    size_t n = fread(data, 1, sizeof data, stdin);
+    CvJsonSpan doc = {data, n}, arr, el, v;
+    int64_t x;
+    bool b;
+    char *s = NULL;
+    int found = 0;
+    const char *keys[] = {"items", "prefixes", "name", "size", "done", "nextPageToken", "a\\b"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        found += cv_json_field(doc, keys[k], &v);
+        found += cv_json_int(doc, keys[k], &x);
+        found += cv_json_bool(doc, keys[k], &b);
+        found += cv_json_string(doc, keys[k], &s);
+        free(s);
+    }
+    size_t pos = 0;
+    if (cv_json_field(doc, "items", &arr))
+        while (cv_json_array_next(arr, &pos, &el)) {
+            found += cv_json_string(el, "name", &s);
+            free(s);
+            found += cv_json_int(el, "size", &x);
+        }
+    pos = 0;
+    while (cv_json_array_next(doc, &pos, &el)) {
+        s = cv_json_unescape(el);
+        found += s != NULL;
+        free(s);
+    }
+    printf("json found=%d\n", found);
+}
+
 int main(int argc, char **argv) {
     int i = 1;
     setvbuf(stdout, NULL, _IOFBF, 1 << 16);
@@ -125,6 +185,10 @@ int main(int argc, char **argv) {
             report(put(a, atoll(b), 1));
         } else if (strcmp(cmd, "put-exit") == 0) {
             report(put(a, atoll(b), 2));
+        } else if (strcmp(cmd, "read-rewrite") == 0) {
+            report(read_rewrite(a, atoll(b)));
+        } else if (strcmp(cmd, "json") == 0) {
+            json_scan_stdin();
         } else if (strcmp(cmd, "rm") == 0) {
             report(cv_fs_gcs.remove(a));
         } else if (strcmp(cmd, "mkdir") == 0) {
