@@ -2,6 +2,7 @@
 #include "io/read_ahead.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/io_uring.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -535,6 +537,16 @@ static bool forked(const CvReadAhead *ra)
 
 CvStatus cv_read_ahead_open(int fd, const char *path, uint64_t size, CvReadAhead **out)
 {
+    struct stat sb;
+    if (fstat(fd, &sb) < 0)
+        return cv_file_error(errno, path, NULL);
+    if (!S_ISREG(sb.st_mode))
+        return cv_error(CV_INVALID_ARGUMENT, "%s: read-ahead needs a regular file", path);
+    /* io_uring would give EAGAIN for an O_NONBLOCK file that cannot read
+     * without waiting; on a regular file the flag means nothing to read(). */
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0 && (flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+        return cv_file_error(errno, path, NULL);
     CvReadAhead *ra = calloc(1, sizeof(*ra));
     if (!ra || !(ra->path = strdup(path))) {
         free(ra);

@@ -48,8 +48,10 @@ typedef struct CvReadAhead CvReadAhead;
  * never overrides (tests, benchmarks). Thread-safe. */
 bool cv_read_ahead_wanted(int fd);
 
-/* A read-ahead stream over `fd` (borrowed), which starts reading at offset 0
- * at once. `path` names the file in errors (copied); `size` is its size at
+/* A read-ahead stream over `fd` (borrowed; a regular file, else
+ * INVALID_ARGUMENT; O_NONBLOCK is cleared on it, which means nothing to a
+ * regular file's read() but makes io_uring refuse to wait), which starts
+ * reading at offset 0 at once. `path` names the file in errors (copied); `size` is its size at
  * open (blocks are issued up to it; the reader still sees a file that grew
  * or shrank since). */
 CvStatus cv_read_ahead_open(int fd, const char *path, uint64_t size, CvReadAhead **out);

@@ -295,6 +295,19 @@ static void test_fork(void)
     unlink(path);
 }
 
+/* Not a regular file: refused. */
+static void test_pipe(void)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    CvReadAhead *ra = NULL;
+    CvStatus s = cv_read_ahead_open(p[0], "a pipe", 0, &ra);
+    CHECK(s && s->code == CV_INVALID_ARGUMENT && ra == NULL);
+    cv_status_free(s);
+    close(p[0]);
+    close(p[1]);
+}
+
 static void self_test(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/cv-read-ahead-XXXXXX");
@@ -310,6 +323,7 @@ static void self_test(void)
     unlink(path);
     test_many();
     test_truncated();
+    test_pipe();
     if (!UNDER_TSAN) /* TSan cannot start threads in a child of a threaded parent */
         test_fork();
     rmdir(dir);
@@ -324,7 +338,7 @@ static void cat(int n, char **paths)
     size_t *at = calloc((size_t)n, sizeof(size_t));
     bool *wanted = calloc((size_t)n, sizeof(bool));
     for (int i = 0; i < n; i++) {
-        fds[i] = open(paths[i], O_RDONLY | O_CLOEXEC);
+        fds[i] = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* as io/file.c opens */
         CHECK(fds[i] >= 0);
         wanted[i] = cv_read_ahead_wanted(fds[i]);
         ok(cv_read_ahead_open(fds[i], paths[i], file_size(fds[i]), &ra[i]), "open");
