@@ -316,7 +316,11 @@ static bool take_metadata_keys(CvAwsConfig *c, const char *json)
 {
     char *ak = json_string(json, "AccessKeyId"), *sk = json_string(json, "SecretAccessKey");
     char *tok = json_string(json, "Token"), *exp = json_string(json, "Expiration");
-    bool ok = ak && sk;
+    bool ok = ak && sk && *ak && *sk;
+    if (tok && !*tok) { /* "Token": "": none */
+        free(tok);
+        tok = NULL;
+    }
     if (ok) {
         cv_aws_credentials_clear(&c->cred);
         c->cred.access_key = ak;
@@ -543,7 +547,7 @@ CvStatus cv_aws_config_get(CvAwsConfig **out)
     }
     /* Resolve outside the lock (the metadata service may take a second);
      * two threads racing here both resolve, and the later one is cached. */
-    CvAwsConfig *c;
+    CvAwsConfig *c = NULL;
     CvStatus s = resolve(key, &c);
     if (s)
         return s;
