@@ -110,6 +110,23 @@ def test_put_get_stat(program, s3_server, bucket, tmp_path):
     assert (tmp_path / "out").read_bytes() == b""
 
 
+def test_an_object_rewritten_while_read_is_data_loss(program, s3_server, bucket, tmp_path):
+    client = s3_server.client()
+    client.put_object(Bucket=bucket, Key="k", Body=_bytes(100_000))
+    proc = subprocess.Popen([str(program), "preadwait", f"s3://{bucket}/k", "50000", "100",
+                             tmp_path / "o"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=s3_server.env())
+    try:
+        assert proc.stdout.readline() == "opened 1\n"
+        client.put_object(Bucket=bucket, Key="k", Body=_bytes(100_000, seed=7))
+        out, _ = proc.communicate("go\n", timeout=60)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert out.startswith("error DATA_LOSS s3://"), out
+    assert "changed while being read" in out
+
+
 def test_multipart_upload(program, s3_server, bucket, tmp_path):
     env = s3_server.env()
     data = _bytes(21 << 20, seed=1)  # two full 8 MiB parts and a 5 MiB last one

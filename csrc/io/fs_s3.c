@@ -94,6 +94,7 @@ typedef struct S3Read {
     CvReadFile base;
     CvS3 s3;           /* the stream's auth lives here: the struct never moves */
     char *endpoint;    /* the object's request URL */
+    CvHttpHeaders if_match; /* "If-Match: <the ETag at open>": later reads see that object */
     CvHttpStream *stream; /* NULL until the first read */
 } S3Read;
 
@@ -101,6 +102,7 @@ static void read_close(CvReadFile *f)
 {
     S3Read *r = (S3Read *)f;
     cv_http_stream_close(r->stream);
+    cv_http_headers_free(&r->if_match);
     cv_s3_end(&r->s3);
     free(r->endpoint);
     free(r->base.url);
@@ -108,7 +110,9 @@ static void read_close(CvReadFile *f)
 }
 
 /* The fast path reads on from where the stream is; a read elsewhere starts
- * a new ranged GET there (to the end: reads usually go on). */
+ * a new ranged GET there (to the end: reads usually go on). Each GET asks
+ * for the object seen at open (If-Match): one rewritten since is DATA_LOSS,
+ * never a mix of two versions. */
 static CvStatus read_at(CvReadFile *f, uint64_t offset, void *dst, size_t n, size_t *got)
 {
     S3Read *r = (S3Read *)f;
@@ -119,12 +123,18 @@ static CvStatus read_at(CvReadFile *f, uint64_t offset, void *dst, size_t n, siz
     if (!r->stream || cv_http_stream_offset(r->stream) != offset) {
         cv_http_stream_close(r->stream);
         r->stream = NULL;
-        CvStatus s = cv_http_stream_open(r->endpoint, r->base.url, NULL, &r->s3.auth, offset,
-                                         UINT64_MAX, &r->stream);
+        CvStatus s = cv_http_stream_open(r->endpoint, r->base.url, &r->if_match, &r->s3.auth,
+                                         offset, UINT64_MAX, &r->stream);
         if (s)
             return s;
     }
-    return cv_http_stream_read(r->stream, dst, n, got);
+    CvStatus s = cv_http_stream_read(r->stream, dst, n, got);
+    if (s && s->code == CV_FAILED_PRECONDITION && strstr(s->message, "412")) {
+        cv_status_free(s);
+        s = cv_error(CV_DATA_LOSS, "%s: the object changed while being read (its ETag is no "
+                                   "longer \"%s\")", r->base.url, r->base.info.version);
+    }
+    return s;
 }
 
 static const CvReadFileMethods read_methods = {read_at, read_close};
@@ -154,6 +164,9 @@ static CvStatus s3_open_read(const char *url, CvReadFile **out)
         goto done;
     }
     r->base.methods = &read_methods;
+    if (r->base.info.version[0] &&
+        (s = cv_http_headers_add(&r->if_match, "If-Match: \"%s\"", r->base.info.version)))
+        goto done;
     if (!(r->base.url = strdup(url)) ||
         !(r->endpoint = cv_s3_endpoint_url(&r->s3, l.bucket, l.key, NULL))) {
         s = cv_error_nomem();
