@@ -327,6 +327,26 @@ def test_instance_metadata(program, seaweedfs, tmp_path):
         imds.close()
 
 
+def test_instance_metadata_keys_are_refreshed_before_they_expire(program, moto, tmp_path):
+    import datetime
+    bucket = "imds" + uuid.uuid4().hex[:8]
+    moto.client().create_bucket(Bucket=bucket)
+    role_path = "/latest/meta-data/iam/security-credentials/r"
+    soon = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=2))
+    for expiration, fetches in (("2099-01-01T00:00:00Z", 1), (soon.strftime("%Y-%m-%dT%H:%M:%SZ"), 2)):
+        imds = ImdsServer("r", ACCESS_KEY, SECRET_KEY, token="a-session-token",
+                          expiration=expiration)
+        try:
+            env = clean_aws_env(str(tmp_path))
+            del env["AWS_EC2_METADATA_DISABLED"]
+            env.update(AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.endpoint,
+                       AWS_ENDPOINT_URL_S3=moto.endpoint)
+            assert _probe(program, env, bucket).error is None
+            assert imds.requests.count(("GET", role_path)) == fetches, (expiration, imds.requests)
+        finally:
+            imds.close()
+
+
 # ---- through the binding: tf.io.gfile, the readers and the writer --------------
 
 @pytest.fixture

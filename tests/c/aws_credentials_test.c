@@ -1,12 +1,14 @@
 /* The AWS credential chain (csrc/io/aws_credentials.c) without a network:
  * the environment, profiles in a credentials file and a config file, the
  * region and endpoint rules, anonymous access, a missing named profile, and
- * the cache following the environment. The metadata services are covered
+ * the cache following the environment, threads and a fork. The metadata services are covered
  * by tests/test_s3.py (a loopback IMDSv2 server). Built and run by
  * tests/test_engine_c.py; prints "N passed, 0 failed". */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/aws_credentials.h"
@@ -190,6 +192,52 @@ static void test_anonymous(void)
     cv_aws_config_release(c);
 }
 
+/* Many threads taking and releasing the cached configuration and its keys
+ * (under .ci/tsan this is a race check). */
+static void *hammer(void *arg)
+{
+    int *bad = arg;
+    for (int i = 0; i < 2000; i++) {
+        CvAwsConfig *c = NULL;
+        CvAwsCredentials cred;
+        CvStatus s = cv_aws_config_get(&c);
+        if (!s)
+            s = cv_aws_config_credentials(c, &cred);
+        if (s || strcmp(cred.access_key, "AKENV") != 0)
+            (*bad)++;
+        if (!s)
+            cv_aws_credentials_clear(&cred);
+        cv_status_free(s);
+        cv_aws_config_release(c);
+    }
+    return NULL;
+}
+
+static void test_threads_and_fork(void)
+{
+    clean_env();
+    setenv("AWS_ACCESS_KEY_ID", "AKENV", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "SECRETENV", 1);
+    pthread_t t[8];
+    int bad[8] = {0};
+    for (int i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, hammer, &bad[i]);
+    /* A fork while the others run: the child resolves on its own. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        int child_bad = 0;
+        hammer(&child_bad);
+        _exit(child_bad ? 1 : 0);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+          WEXITSTATUS(status) == 0);
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(bad[i] == 0);
+    }
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/cv-aws-test-XXXXXX");
@@ -200,6 +248,7 @@ int main(void)
     test_environment();
     test_profiles();
     test_anonymous();
+    test_threads_and_fork();
     unlink(cred_file);
     unlink(conf_file);
     rmdir(dir);
