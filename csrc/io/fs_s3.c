@@ -31,6 +31,10 @@
 #include "io/s3_client.h"
 
 #define PART_SIZE ((size_t)8 << 20)
+/* S3 takes at most 10,000 parts: the part size doubles every 1,000 parts
+ * (8 MiB parts to 8 GiB, 16 MiB to 24 GiB, ...: up to 8 TB in all, past
+ * S3's 5 TB object limit). */
+#define PART_SIZE_FOR(parts) (PART_SIZE << ((parts) / 1000 < 9 ? (parts) / 1000 : 9))
 #define MAX_COPY_SIZE ((uint64_t)5 << 30) /* CopyObject's limit */
 
 /* The bucket as a directory: HEAD bucket. */
@@ -187,7 +191,7 @@ typedef struct S3Write {
     CvWriteFile base;
     CvS3 s3;
     CvS3Loc loc;
-    unsigned char *buf; /* the part being filled, grown up to PART_SIZE bytes */
+    unsigned char *buf; /* the part being filled, grown up to PART_SIZE_FOR(parts) */
     size_t len, cap;
     char *upload_id;    /* the multipart upload, once started */
     char **etags;       /* each uploaded part's ETag */
@@ -285,12 +289,13 @@ static CvStatus write_append(CvWriteFile *f, const void *src, size_t n)
     const unsigned char *p = src;
     CvStatus s = CV_STATUS_OK;
     while (n) {
-        size_t take = PART_SIZE - w->len < n ? PART_SIZE - w->len : n;
+        size_t part = PART_SIZE_FOR(w->parts);
+        size_t take = part - w->len < n ? part - w->len : n;
         if (w->len + take > w->cap) {
             size_t cap = w->cap ? w->cap : 64 << 10;
             while (cap < w->len + take)
                 cap *= 2;
-            cap = cap < PART_SIZE ? cap : PART_SIZE;
+            cap = cap < part ? cap : part;
             unsigned char *b = realloc(w->buf, cap);
             if (!b)
                 return cv_error_nomem();
@@ -303,7 +308,7 @@ static CvStatus write_append(CvWriteFile *f, const void *src, size_t n)
         n -= take;
         /* A full part goes out once more bytes come (commit may send the
          * last part, or a single PUT when there is only one). */
-        if (w->len == PART_SIZE && n) {
+        if (w->len == part && n) {
             if ((!w->upload_id && (s = start_upload(w))) || (s = upload_part(w)))
                 return s;
         }

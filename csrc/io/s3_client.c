@@ -231,12 +231,23 @@ CvStatus cv_s3_request(CvS3 *s3, const char *method, const char *bucket, const c
 
 /* The error for an answer the caller does not accept, naming bucket/key. */
 CvStatus cv_s3_error(const CvS3 *s3, const CvHttpResponse *resp, const char *bucket,
-                         const char *key)
+                     const char *key)
 {
     char *d = cv_s3_display_url(bucket, key);
+    char region[64];
     if (!d)
         return cv_error_nomem();
-    CvStatus s = cv_http_error(resp, d, &s3->auth);
+    CvStatus s;
+    /* A bucket in another region than the one signed for: AWS answers 301
+     * (or 400) and names the bucket's region; say what to set. */
+    if ((resp->status == 301 || resp->status == 400) &&
+        cv_http_response_header(resp, "x-amz-bucket-region", region, sizeof region) &&
+        strcmp(region, cv_aws_config_region(s3->conf)) != 0)
+        s = cv_error(CV_FAILED_PRECONDITION,
+                     "%s: the bucket is in region %s, not %s (set AWS_REGION=%s)", d, region,
+                     cv_aws_config_region(s3->conf), region);
+    else
+        s = cv_http_error(resp, d, &s3->auth);
     free(d);
     return s;
 }

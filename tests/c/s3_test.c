@@ -65,6 +65,13 @@ static void test_offline(void)
     u = cv_s3_endpoint_url(&s3, "my.bucket", "k", NULL);
     CHECK(strcmp(u, "https://s3.eu-west-1.amazonaws.com/my.bucket/k") == 0);
     free(u);
+    /* A bucket in another region: the message says which to set. */
+    char headers[] = "HTTP/1.1 301 Moved Permanently\r\nx-amz-bucket-region: ap-east-1\r\n";
+    CvHttpResponse moved = {301, (char *)"", 0, headers, 1};
+    CvStatus e = cv_s3_error(&s3, &moved, "b", "k");
+    CHECK(e && e->code == CV_FAILED_PRECONDITION && strstr(e->message, "s3://b/k") &&
+          strstr(e->message, "AWS_REGION=ap-east-1"));
+    cv_status_free(e);
     cv_s3_end(&s3);
     setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000/", 1);
     CHECK(cv_s3_begin(&s3) == CV_STATUS_OK);
