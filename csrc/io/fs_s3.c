@@ -359,9 +359,27 @@ static CvStatus write_commit(CvWriteFile *f)
     len += (size_t)sprintf(xml + len, "</CompleteMultipartUpload>");
     if ((s = cv_s3_request(&w->s3, "POST", w->loc.bucket, w->loc.key, q, NULL, xml, len, &resp)))
         goto done;
-    s = resp.status != 200 ? cv_s3_error(&w->s3, &resp, w->loc.bucket, w->loc.key)
-                           : cv_s3_error_in_body(&resp, w->loc.bucket, w->loc.key,
-                                                 "completing the multipart upload");
+    if (resp.status == 404 && resp.attempts > 1) {
+        /* An earlier attempt completed the upload and its answer was lost:
+         * the upload is gone and the object is there, with a multipart
+         * ETag of our part count ("...-N"). */
+        long st = 0;
+        CvFileInfo info;
+        char suffix[32];
+        size_t vl;
+        snprintf(suffix, sizeof suffix, "-%zu", w->parts);
+        if (!(s = cv_s3_head_object(&w->s3, &w->loc, &st, &info)) && st == 200 &&
+            (vl = strlen(info.version)) > strlen(suffix) &&
+            strcmp(info.version + vl - strlen(suffix), suffix) == 0) {
+            free(w->upload_id);
+            w->upload_id = NULL; /* nothing to abort */
+            goto done;
+        }
+    }
+    if (!s)
+        s = resp.status != 200 ? cv_s3_error(&w->s3, &resp, w->loc.bucket, w->loc.key)
+                               : cv_s3_error_in_body(&resp, w->loc.bucket, w->loc.key,
+                                                     "completing the multipart upload");
 done:
     if (s && w->upload_id)
         abort_upload(w); /* nothing half-made is left behind */
