@@ -436,6 +436,13 @@ def test_gfile_over_s3(s3_py, monkeypatch):
     gfile.rmtree(f"{root}/data")
     assert not gfile.exists(f"{root}/data")
     assert client.list_objects_v2(Bucket=b).get("KeyCount", 0) == 0
+    # The bucket's root: glob, and rmtree empties it (the bucket stays).
+    for name in ("x.txt", "y.txt", "z.bin", "d/w.txt"):
+        client.put_object(Bucket=b, Key=name, Body=b"1")
+    assert gfile.glob(f"{root}/*.txt") == [f"{root}/x.txt", f"{root}/y.txt"]
+    assert gfile.glob(f"{root}/*/*.txt") == [f"{root}/d/w.txt"]
+    gfile.rmtree(root)
+    assert client.list_objects_v2(Bucket=b).get("KeyCount", 0) == 0 and gfile.isdir(root)
 
 
 def test_glob_over_many_pages(s3_py):

@@ -667,8 +667,8 @@ static int note_any(void *ctx, const char *name, const CvFileInfo *info)
     return 1;
 }
 
-/* OK when nothing is under it (its marker, if any, is deleted);
- * FAILED_PRECONDITION when objects are. */
+/* OK when nothing is under it (its marker, if any, is deleted; a bucket's
+ * root is left as it is); FAILED_PRECONDITION when objects are. */
 static CvStatus s3_remove_dir(const char *url)
 {
     CvS3 s3 = {0};
@@ -678,17 +678,14 @@ static CvStatus s3_remove_dir(const char *url)
     CvStatus s = cv_s3_loc_parse(url, &l);
     if (s || (s = cv_s3_begin(&s3)))
         goto done;
-    if (!*l.key) {
-        s = cv_error(CV_UNIMPLEMENTED, "%s: removing a bucket is not done through s3:// paths",
-                     url);
-        goto done;
-    }
     if ((s = s3_list(url, false, note_any, &any))) /* files, and subdirectories' markers */
         goto done;
     if (any.found) {
         s = cv_error(CV_FAILED_PRECONDITION, "%s: the directory is not empty", url);
         goto done;
     }
+    if (!*l.key)
+        goto done; /* an empty bucket's root: the bucket stays (buckets are not made here) */
     if (!(marker = marker_key(l.key))) {
         s = cv_error_nomem();
         goto done;
