@@ -138,6 +138,17 @@ CvStatus cv_s3_loc_parse(const char *url, CvS3Loc *l)
         cv_s3_loc_free(l);
         return cv_error_nomem();
     }
+    /* "." and ".." segments would be folded away by the HTTP client's path
+     * normalisation (another key, a broken signature): refuse them. */
+    for (const char *seg = l->key; *seg;) {
+        size_t n = strcspn(seg, "/");
+        if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.')) {
+            cv_s3_loc_free(l);
+            return cv_error(CV_INVALID_ARGUMENT,
+                            "%s: keys with '.' or '..' path segments are not supported", url);
+        }
+        seg += n + (seg[n] == '/');
+    }
     return CV_STATUS_OK;
 }
 

@@ -47,6 +47,14 @@ static void test_offline(void)
     cv_s3_loc_free(&l);
     CHECK(cv_s3_loc_parse("s3://b/a/b c", &l) == CV_STATUS_OK && strcmp(l.key, "a/b c") == 0);
     cv_s3_loc_free(&l);
+    CHECK(cv_s3_loc_parse("s3://b/a/..b/c.", &l) == CV_STATUS_OK);
+    cv_s3_loc_free(&l);
+    const char *dotted[] = {"s3://b/a/../c", "s3://b/./c", "s3://b/a/.."};
+    for (size_t i = 0; i < 3; i++) {
+        s = cv_s3_loc_parse(dotted[i], &l);
+        CHECK(s && s->code == CV_INVALID_ARGUMENT);
+        cv_status_free(s);
+    }
 
     /* Addressing: AWS is virtual-hosted (path-style for dotted buckets), a
      * custom endpoint path-style; keys encoded with '/' kept. */
