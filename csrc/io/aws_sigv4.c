@@ -199,7 +199,7 @@ static bool add_headers(Buf *b, Buf *signed_names, const CvSigV4Header *h, size_
         line[k] = '\0';
         lines[i] = line;
     }
-    if (ok)
+    if (ok && n)
         qsort(lines, n, sizeof *lines, cmp_str);
     for (size_t i = 0; ok && i < n; i++) {
         const char *name_end = strchr(lines[i], '\x01');

@@ -561,7 +561,8 @@ static CvStatus s3_list(const char *url, bool recursive, CvFsListFn each, void *
         if ((s = list_page(&s3, l.bucket, prefix, recursive, &token, &e)))
             goto done;
     } while (token);
-    qsort(e.data, e.len, sizeof *e.data, cmp_entry);
+    if (e.len)
+        qsort(e.data, e.len, sizeof *e.data, cmp_entry);
     for (size_t i = 0; i < e.len; i++)
         if (each(ctx, e.data[i].name, &e.data[i].info))
             break;
