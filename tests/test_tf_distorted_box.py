@@ -98,8 +98,11 @@ def _map_windows(mod, sizes, **kw):
             size, np.zeros((1, 0, 4), np.float32), seed=5, use_image_if_no_bounding_boxes=True,
             **kw)
         return begin, sz, bbox
-    ds = mod.data.Dataset.from_tensor_slices(sizes).map(fn)
-    return [as_lists(e) for e in ds]
+    ds = mod.data.Dataset.from_tensor_slices(sizes).repeat(2).map(fn)
+    first = [as_lists(e) for e in ds]
+    again = [as_lists(e) for e in ds]  # a fresh iterator starts over, in both
+    assert again == first
+    return first
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(max_attempts=10, area_range=(0.08, 1.0))])
@@ -164,3 +167,27 @@ def test_errors_and_edge_cases_match_tensorflow(args, kw):
             assert str(got) == str(want)
         else:
             assert got == want, (mod, args, kw)
+
+
+def test_imagenet_training_recipe_traces_and_matches_tensorflow():
+    """tensorflow/models' ImageNet training preprocessing (our snippet,
+    tests/tf_snippets/imagenet_recipes.py): extract_jpeg_shape ->
+    sample_distorted_bounding_box -> the window stacked -> decode_and_crop_jpeg
+    -> resize to 224 -> flip runs in the native program (no TracingWarning)
+    and gives TensorFlow's images, bit for bit, for a fixed seed."""
+    from tf_snippets import imagenet_recipes as recipes
+    from tf_snippets._compare import MissingTestData
+    try:
+        want = [x.numpy() for x in recipes.imagenet_train_dataset(tf)]
+    except MissingTestData as e:
+        pytest.skip(str(e))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TracingWarning)
+        ds = recipes.imagenet_train_dataset(cv)
+        got = [np.asarray(x) for x in ds]
+        par = [np.asarray(x) for x in ds.map(lambda x: x, num_parallel_calls=2)]
+    assert len(got) == len(want) == len(par)
+    for g, p, w in zip(got, par, want):
+        assert g.dtype == w.dtype and g.shape == w.shape == (224, 224, 3)
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(p, w)

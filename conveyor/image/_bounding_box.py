@@ -5,11 +5,12 @@ gives TensorFlow's windows, eagerly and traced in ``Dataset.map`` (ops
 csrc/ops/distorted_box.c).
 
 The stateful op's stream is TensorFlow's: a non-zero `seed` gives the seed
-pair of ``tf.random.set_seed``'s rules, and the n-th call of an op (the n-th
-element of a map, from its first iterator) gets TensorFlow's n-th window.
-Eagerly, calls with the same arguments count as TensorFlow's cached kernel
-does. A map's later iterators (a repeat, a new epoch) draw new windows, not
-TensorFlow's (whose kernel goes on where the last pass stopped).
+pair of ``tf.random.set_seed``'s rules, and the n-th element of a map (from
+any fresh iterator) gets TensorFlow's n-th window. Eagerly, calls with the
+same arguments count as TensorFlow's cached kernel does. One difference: a
+``repeat`` after the map draws the same windows on every pass (TensorFlow's
+kernel goes on where the last pass stopped); repeat before the map, as the
+ImageNet recipes do, or leave `seed` at 0 for fresh windows.
 """
 import numpy as np
 

@@ -313,8 +313,16 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
         top = (JDIMENSION)o->crop_y;
         width = (JDIMENSION)o->crop_width;
         height = (JDIMENSION)o->crop_height;
-        if (top > 0) /* entropy-decodes the rows above, no IDCT or color conversion */
-            (void)jpeg_skip_scanlines(ci, top);
+        /* Entropy-decodes the rows above, no IDCT or color conversion. Data
+         * that ends there fails (TensorFlow's skip comes up short), unless
+         * the fake EOI of try_recover_truncated completed it. */
+        if (top > 0 && (jpeg_skip_scanlines(ci, top) < top ||
+                        (d->src.wanted_more && !o->try_recover_truncated))) {
+            d->status = cv_error(CV_INVALID_ARGUMENT,
+                                 "Invalid JPEG data: truncated: the data ends after %zu bytes, "
+                                 "above the crop window (row %u)", size, (unsigned)top);
+            return false;
+        }
     }
     int64_t shape[3] = {height, width, components};
     CvStatus s = cv_tensor_alloc(out, CV_UINT8, 3, shape, 0, NULL);
@@ -463,7 +471,8 @@ CvStatus cv_jpeg_shape(const uint8_t *data, size_t size, int64_t shape[3])
         shape[2] = d->cinfo.num_components;
     } else {
         status = cv_error(CV_INVALID_ARGUMENT, "Invalid JPEG data, size %zu: %s", size,
-                          d->err.message[0] ? d->err.message : "the data ends inside the header");
+                          d->src.exhausted || !d->err.message[0] ? "the data ends inside the header"
+                                                                 : d->err.message);
     }
     if (d->created)
         jpeg_destroy_decompress(&d->cinfo);

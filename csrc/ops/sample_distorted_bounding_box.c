@@ -3,12 +3,12 @@
  * algorithm in ops/distorted_box.h on TensorFlow's stateful stream.
  *
  * TensorFlow's kernel keys Philox with (seed, seed2) and each call takes the
- * next max_attempts blocks, so its n-th call (the n-th element of a
- * sequential map, from a fresh iterator) starts n * max_attempts blocks in.
- * Here the n-th element of a map's first iterator (CvOpContext id {0, n})
- * starts there too, whatever thread runs it: TensorFlow's values. Later
- * iterators (epoch e > 0) mix e into the key, so each pass draws new crops
- * (TensorFlow's would go on where the last pass stopped). (seed, seed2) ==
+ * next max_attempts blocks; a new iterator instantiates a new kernel. So
+ * the n-th element of a map (CvOpContext id.index n) starts n * max_attempts
+ * blocks in, whatever thread runs it: TensorFlow's values for every fresh
+ * iterator. One difference: a repeat after the map starts each pass over
+ * (TensorFlow's kernel goes on where the last pass stopped); a repeat
+ * before it, as the ImageNet recipes do, keeps counting. (seed, seed2) ==
  * (0, 0): unseeded, the key comes from the per-element stream.
  *
  * ints: [0] seed, [1] seed2, [2] max_attempts, [3] use_image_if_no_bounding_boxes;
@@ -24,14 +24,6 @@ enum { SDBB_ASPECT_LO, SDBB_ASPECT_HI, SDBB_AREA_LO, SDBB_AREA_HI, SDBB_NUM_FLOA
 static const char *const sdbb_float_attrs[] = {"aspect_ratio_min", "aspect_ratio_max",
     "area_min", "area_max", NULL};
 CV_ATTR_NAMES_MATCH(sdbb_float_attrs, SDBB_NUM_FLOATS);
-
-static uint64_t mix64(uint64_t x) /* splitmix64's finalizer */
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 static CvStatus sdbb_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                          int num_out, CvOpContext *ctx)
@@ -51,8 +43,6 @@ static CvStatus sdbb_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
         seed = ((uint64_t)cv_op_random_u32(ctx) << 32) | cv_op_random_u32(ctx);
         seed2 = ((uint64_t)cv_op_random_u32(ctx) << 32) | cv_op_random_u32(ctx);
     }
-    if (ctx->id.epoch > 0)
-        seed ^= mix64(ctx->id.epoch);
     CvPhilox rng;
     cv_philox_init(&rng, seed, seed2);
     if (a.max_attempts > 0)
