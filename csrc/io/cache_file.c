@@ -263,7 +263,7 @@ CvStatus cv_cache_reader_open(const char *path, CvCacheReader **out)
 }
 
 /* Read exactly n bytes at offset (false: error or the file ends first). */
-static bool pread_all(CvReadFile *f, void *dst, size_t n, uint64_t offset)
+static bool read_exactly(CvReadFile *f, void *dst, size_t n, uint64_t offset)
 {
     size_t got = 0;
     CvStatus s = f->methods->read(f, offset, dst, n, &got);
@@ -279,7 +279,7 @@ static bool trailer_cut(CvReadFile *fd, uint64_t at, uint64_t rest)
     if (rest > MAX_STRUCTURE_BYTES + ((uint64_t)MAX_COMPONENTS << 7) + 4096)
         return false;
     char *t = malloc(rest ? (size_t)rest : 1);
-    if (!t || !pread_all(fd, t, (size_t)rest, at)) {
+    if (!t || !read_exactly(fd, t, (size_t)rest, at)) {
         free(t);
         return false;
     }
@@ -312,15 +312,15 @@ bool cv_cache_file_torn(const char *path, uint64_t *offset)
     uint64_t size = fd->info.size, at = PROLOGUE_BYTES;
     char buf[PROLOGUE_BYTES];
     if (size < PROLOGUE_BYTES) { /* a cut inside the prologue: a prefix of its magic */
-        torn = pread_all(fd, buf, (size_t)size, 0) &&
+        torn = read_exactly(fd, buf, (size_t)size, 0) &&
                memcmp(buf, prologue_magic, size < 8 ? (size_t)size : 8) == 0;
         *offset = 0;
         goto done;
     }
-    if (!pread_all(fd, buf, PROLOGUE_BYTES, 0) || memcmp(buf, prologue_magic, 8) != 0 ||
+    if (!read_exactly(fd, buf, PROLOGUE_BYTES, 0) || memcmp(buf, prologue_magic, 8) != 0 ||
         get32(buf + 28) != cv_crc32c_masked(buf, 28))
         goto done;
-    if (size >= PROLOGUE_BYTES + FOOTER_BYTES && pread_all(fd, buf, FOOTER_BYTES, size - FOOTER_BYTES) &&
+    if (size >= PROLOGUE_BYTES + FOOTER_BYTES && read_exactly(fd, buf, FOOTER_BYTES, size - FOOTER_BYTES) &&
         memcmp(buf + 24, footer_magic, 8) == 0 && get32(buf + 20) == cv_crc32c_masked(buf, 20))
         goto done; /* a complete file that is damaged elsewhere */
     /* Walk the whole chunks; the first part that does not fit is where the tear is. */
@@ -330,7 +330,7 @@ bool cv_cache_file_torn(const char *path, uint64_t *offset)
             torn = true;
             break;
         }
-        if (!pread_all(fd, buf, CHUNK_HEADER_BYTES, at))
+        if (!read_exactly(fd, buf, CHUNK_HEADER_BYTES, at))
             break;
         if (get32(buf) == TRAILER_MAGIC) {
             torn = trailer_cut(fd, at, size - at); /* else the footer is damaged */
@@ -589,6 +589,8 @@ CvStatus cv_cache_lock_try(const char *lock_path, int *fd_out)
     }
     if (strncmp(lock_path, "file://", 7) == 0)
         lock_path += 7;
+    /* flock needs a local descriptor: the lock file is opened here, not
+     * through the layer (its table has no locks). */
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (fd < 0)

@@ -66,7 +66,7 @@ static char *index_path_of(const char *path)
 
 /* Read exactly n bytes at `offset`; a short count is DATA_LOSS ("ends
  * early"). */
-static CvStatus pread_full(CvReadFile *f, const char *path, void *dst, size_t n, uint64_t offset)
+static CvStatus read_exactly(CvReadFile *f, const char *path, void *dst, size_t n, uint64_t offset)
 {
     size_t got = 0;
     CvStatus st = f->methods->read(f, offset, dst, n, &got);
@@ -87,11 +87,11 @@ static CvStatus edge_hashes(const char *path, uint64_t size, uint32_t *head, uin
     CvStatus st = cv_fs_open_read(path, &f);
     if (st)
         return st;
-    st = pread_full(f, path, buf, n, 0);
+    st = read_exactly(f, path, buf, n, 0);
     if (!st)
         *head = cv_crc32c(buf, n);
     if (!st)
-        st = pread_full(f, path, buf, n, size - n);
+        st = read_exactly(f, path, buf, n, size - n);
     if (!st)
         *tail = cv_crc32c(buf, n);
     f->methods->close(f);
@@ -224,7 +224,7 @@ CvStatus cv_record_index_offset(const CvRecordIndex *idx, uint64_t i, uint64_t *
     unsigned char b[8];
     if (i > idx->count)
         return cv_error(CV_INTERNAL, "%s: entry %" PRIu64 " of %" PRIu64, idx->path, i, idx->count);
-    CvStatus st = pread_full(idx->file, idx->path, b, sizeof(b), HEADER_BYTES + 8 * i);
+    CvStatus st = read_exactly(idx->file, idx->path, b, sizeof(b), HEADER_BYTES + 8 * i);
     if (st)
         return cv_status_prefix(st, "record index: ");
     *offset = get_le64(b);
@@ -254,7 +254,7 @@ static void check_index(CvRecordIndex *idx, const char *path, uint64_t size, int
                  bytes);
         return;
     }
-    CvStatus st = pread_full(idx->file, idx->path, h, sizeof(h), 0);
+    CvStatus st = read_exactly(idx->file, idx->path, h, sizeof(h), 0);
     if (st) {
         snprintf(why, why_len, "%s", st->message);
         cv_status_free(st);
