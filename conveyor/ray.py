@@ -52,6 +52,7 @@ from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor import nest as _nest
 from conveyor.data import Dataset as _Dataset
+from conveyor.io import gfile as _gfile
 from conveyor.tensor_spec import TensorSpec as _TensorSpec
 
 __all__ = ["ConveyorDatasource", "read_conveyor", "from_ray"]
@@ -127,7 +128,7 @@ def _expand_files(files):
     for pattern in patterns:
         pattern = _os.fsdecode(pattern)
         if _glob.has_magic(pattern):
-            matched = sorted(_glob.glob(pattern))
+            matched = _gfile.glob(pattern)  # sorted; any URL the file-system layer knows
             if not matched:
                 raise FileNotFoundError(f"conveyor.ray: no files matched the pattern {pattern!r}")
             names.extend(matched)
@@ -259,9 +260,10 @@ class ConveyorDatasource(_Datasource):
 
     def _file_size(self, path):
         try:
-            return _os.path.getsize(path)
-        except OSError:
-            return None  # not a local file, or not there (the read task says so)
+            size = _gfile.stat(path).length
+        except (OSError, _errors.OpError):
+            return None  # not there, or not reachable (the read task says so)
+        return size if size >= 0 else None
 
     def estimate_inmemory_data_size(self):
         """The files' size on disk (decoded images will be larger); None when unknown."""

@@ -186,3 +186,97 @@ def test_read_file_and_write_file(tmp_path):
     cv.io.write_file(path, b"\x00payload")
     assert cv.io.read_file(path) == b"\x00payload"
     assert cv.io.read_file("file://" + path) == b"\x00payload"
+
+
+# ---- the fsspec fallback, over fsspec's own memory:// file system (no mock) ----
+
+@pytest.fixture
+def memory():
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    fs.store.clear()
+    fs.pseudo_dirs.clear()
+    fs.pseudo_dirs.append("")
+    yield "memory://"
+    fs.store.clear()
+
+
+def make_tree_through_gfile(root):
+    gfile.makedirs(gfile.join(root, "d/sub/deeper"))
+    gfile.makedirs(gfile.join(root, "e"))
+    for name, text in [("d/a.txt", "one\ntwo\nthree"), ("d/b.csv", "1,2\n"),
+                       ("d/sub/c.txt", "c\n"), ("d/sub/deeper/x.bin", "\x00\x01"),
+                       ("top.txt", "top\n")]:
+        with gfile.GFile(gfile.join(root, name), "w") as f:
+            f.write(text)
+
+
+def test_memory_urls_behave_as_local_files(memory, tmp_path):
+    local, remote = str(tmp_path), memory + "t"
+    for root in (local, remote):
+        make_tree_through_gfile(root)
+
+    def rel(paths, root):
+        return [p[len(root):] for p in paths]
+
+    for pattern in ["/d/*", "/*/*.txt", "/d/sub/*/*", "/d/?.txt", "/d/[ab].*", "/nope*"]:
+        assert rel(gfile.glob(local + pattern), local) == rel(gfile.glob(remote + pattern), remote)
+    for path in ["/d", "/d/a.txt", "/nope"]:
+        assert gfile.exists(local + path) == gfile.exists(remote + path)
+        assert gfile.isdir(local + path) == gfile.isdir(remote + path)
+    assert gfile.listdir(local + "/d") == gfile.listdir(remote + "/d")
+    assert _engine.fs_list(local + "/d", True) == _engine.fs_list(remote + "/d", True)
+    assert [(t[len(local):], s, f) for t, s, f in gfile.walk(local)] == \
+        [(t[len(remote):], s, f) for t, s, f in gfile.walk(remote)]
+    assert gfile.stat(remote + "/d/a.txt").length == 13
+    with gfile.GFile(remote + "/d/a.txt") as f:
+        assert f.readline() == "one\n" and f.read() == "two\nthree"
+    gfile.copy(remote + "/top.txt", remote + "/copy.txt")
+    with pytest.raises(errors.AlreadyExistsError):
+        gfile.copy(remote + "/top.txt", remote + "/copy.txt")
+    gfile.rename(remote + "/copy.txt", remote + "/moved.txt")
+    assert not gfile.exists(remote + "/copy.txt")
+    assert _engine.fs_read(remote + "/moved.txt") == b"top\n"
+    with gfile.GFile(remote + "/moved.txt", "a") as f:
+        f.write("more\n")
+    assert _engine.fs_read(remote + "/moved.txt") == b"top\nmore\n"
+    gfile.remove(remote + "/moved.txt")
+    with pytest.raises(errors.NotFoundError, match="memory://t/nope"):
+        gfile.GFile(remote + "/nope").read()
+    with pytest.raises(errors.NotFoundError):
+        gfile.remove(remote + "/nope")
+
+
+def test_memory_urls_in_pipelines(memory):
+    with cv.io.TFRecordWriter(memory + "r/a.tfrecord") as w:
+        for i in range(6):
+            w.write(b"rec%d" % i)
+    ds = cv.data.TFRecordDataset(memory + "r/a.tfrecord")
+    assert list(ds.as_numpy_iterator()) == [b"rec%d" % i for i in range(6)]
+    assert list(ds.skip(4).as_numpy_iterator()) == [b"rec4", b"rec5"]
+    assert list(cv.data.Dataset.list_files(memory + "r/*", shuffle=False).as_numpy_iterator()) \
+        == [b"memory://r/a.tfrecord"]
+    cached = cv.data.Dataset.range(5).cache(memory + "c/cache")
+    assert list(cached.as_numpy_iterator()) == list(range(5))
+    assert gfile.listdir(memory + "c") and list(cached.as_numpy_iterator()) == list(range(5))
+    cv.data.Dataset.range(4).save(memory + "saved")
+    assert list(cv.data.Dataset.load(memory + "saved").as_numpy_iterator()) == list(range(4))
+    cv.io.write_file(memory + "w/blob", b"payload")
+    assert cv.io.read_file(memory + "w/blob") == b"payload"
+    with gfile.GFile(memory + "t.txt", "w") as f:
+        f.write("a\nb\n")
+    assert list(cv.data.TextLineDataset(memory + "t.txt").as_numpy_iterator()) == [b"a", b"b"]
+
+
+def test_an_unknown_scheme_without_fsspec_says_to_install_it(run_python):
+    r = run_python("""
+        import sys
+        sys.modules["fsspec"] = None  # as if it were not installed
+        from conveyor import _engine, errors
+        try:
+            _engine.fs_stat("weird://bucket/x")
+        except errors.UnimplementedError as e:
+            print("OK", e)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout and "weird://" in r.stdout and "fsspec" in r.stdout

@@ -16,6 +16,7 @@ interleave over the files, shuffle, repeat, batch and a map that builds an
 import collections
 import csv as _pycsv
 import gzip as _gzip
+import io as _io
 
 import numpy as np
 
@@ -158,11 +159,32 @@ def _file_names(file_pattern):
     return sorted(names)
 
 
+class _BinaryGFile(_io.RawIOBase):
+    """A file of any URL the file-system layer knows, as a raw binary stream (for
+    TextIOWrapper and gzip)."""
+
+    def __init__(self, name):
+        super().__init__()
+        self._f = _gfile.GFile(name, "rb")
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = self._f.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self):
+        self._f.close()
+        super().close()
+
+
 def _open_text(compression_type, encoding):
     if compression_type in (None, ""):
-        return lambda f: open(f, "r", encoding=encoding, newline="")
+        return lambda f: _io.TextIOWrapper(_BinaryGFile(f), encoding=encoding, newline="")
     if compression_type == "GZIP":
-        return lambda f: _gzip.open(f, "rt", encoding=encoding, newline="")
+        return lambda f: _gzip.open(_BinaryGFile(f), "rt", encoding=encoding, newline="")
     if compression_type == "ZLIB":
         raise ValueError(f"`compression_type` {compression_type} is not supported for probing "
                          "columns.")

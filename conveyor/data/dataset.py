@@ -19,13 +19,13 @@ Where things are:
   classes subclass ``Dataset`` and import only dataset_base.py, and this
   module imports them, so no import goes in a circle.
 """
-import glob as _glob
 import os
 import warnings
 
 import numpy as np
 
 from conveyor.framework import random_seed as _seed
+from conveyor.io import gfile as _gfile
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor.ops import math_ops as _math
@@ -177,7 +177,7 @@ class _DatasetMethods:
         names = []
         for pattern in patterns:
             pattern = pattern.decode() if isinstance(pattern, bytes) else str(pattern)
-            names.extend(sorted(_glob.glob(pattern)))
+            names.extend(_gfile.glob(pattern))  # sorted, through the file-system layer
         if not names:
             # TensorFlow's class (InvalidArgumentError), without the wording of its internal
             # assertion ("Expected 'tf.Tensor(False, ...)' to be true. Summarized data: ...").
@@ -552,7 +552,7 @@ class _DatasetMethods:
             warnings.warn("Dataset.snapshot: reader_func and shard_func are ignored; the "
                           "snapshot is one file read in order", stacklevel=2)
         from conveyor.data.checkpoint import fingerprint
-        return self.cache(os.path.join(os.fspath(path), "snapshot-" + fingerprint(self).hex()))
+        return self.cache(_gfile.join(os.fspath(path), "snapshot-" + fingerprint(self).hex()))
 
     def unique(self, name=None):
         """The elements not seen before, in order of first appearance.

@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from conveyor.io import gfile as _gfile
 from conveyor import dtypes as _dtypes
 from conveyor import errors, nest
 from conveyor.data.dataset import Dataset, _add_methods
@@ -78,7 +79,7 @@ def save(dataset, path, compression=None, shard_func=None, checkpoint_args=None)
     path = os.fspath(path)
     spec = dataset.element_spec
     spec_json = _spec_to_json(spec)
-    os.makedirs(path, exist_ok=True)
+    _gfile.makedirs(path)
     writers = {}
     try:
         for element in dataset.as_numpy_iterator():
@@ -92,17 +93,15 @@ def save(dataset, path, compression=None, shard_func=None, checkpoint_args=None)
             writer = writers.get(shard)
             if writer is None:
                 writer = writers[shard] = _tfrecord.TFRecordWriter(
-                    os.path.join(path, f"shard-{shard:05d}.tfrecord"), compression)
+                    _gfile.join(path, f"shard-{shard:05d}.tfrecord"), compression)
             writer.write(_encode_element(element))
     finally:
         for writer in writers.values():
             writer.close()
     meta = {"format": "conveyor.data.save", "version": 1, "element_spec": spec_json,
             "compression": compression, "shards": sorted(writers)}
-    tmp = os.path.join(path, _SPEC_FILE + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(meta, f)
-    os.replace(tmp, os.path.join(path, _SPEC_FILE))
+    with _gfile.GFile(_gfile.join(path, _SPEC_FILE), "w") as f:  # appears whole at close
+        f.write(json.dumps(meta))
 
 
 def _decoder(specs, structure):
@@ -127,8 +126,8 @@ def load(path, element_spec=None, compression=None, reader_func=None):
     with the saved element spec (shapes included)."""
     path = os.fspath(path)
     try:
-        with open(os.path.join(path, _SPEC_FILE)) as f:
-            meta = json.load(f)
+        with _gfile.GFile(_gfile.join(path, _SPEC_FILE)) as f:
+            meta = json.loads(f.read())
     except FileNotFoundError:
         raise errors.NotFoundError(None, None, f"Dataset.load: {path!r} holds no saved dataset "
                                    f"(no {_SPEC_FILE}; was the save finished?)") from None
@@ -142,7 +141,7 @@ def load(path, element_spec=None, compression=None, reader_func=None):
                                         "the shards are read in order")
     if not meta["shards"]:
         return Dataset.from_generator(lambda: iter(()), output_signature=spec)
-    files = [os.path.join(path, f"shard-{s:05d}.tfrecord") for s in meta["shards"]]
+    files = [_gfile.join(path, f"shard-{s:05d}.tfrecord") for s in meta["shards"]]
     compression = meta.get("compression") if compression is None else _compression(compression)
     decode = _PythonDecode(_decoder(nest.flatten(spec), spec))
     loaded = TFRecordDataset(files, compression_type=compression).map(decode)

@@ -23,6 +23,8 @@ import argparse
 import os
 import sys
 
+from conveyor import errors as _errors
+from conveyor.io import gfile as _gfile
 from conveyor import _engine
 from conveyor.framework import progress as _progress
 
@@ -62,8 +64,8 @@ def main(argv=None):
     sizes = []
     for f in args.files:
         try:
-            sizes.append(os.path.getsize(f))
-        except OSError:
+            sizes.append(max(_gfile.stat(f).length, 0))
+        except (OSError, _errors.OpError):
             sizes.append(0)  # write_index reports it
     failed = 0
     with _progress.bar(sum(sizes), "index", "B", args.progress, unit_scale=True,

@@ -24,7 +24,9 @@ static const char *prefix(void)
     return p ? p : "";
 }
 
-/* The first line of a small file, without its newline; false if unreadable. */
+/* The first line of a small file, without its newline; false if unreadable.
+ * Kernel files (/proc, /sys/fs/cgroup), never a user's path: plain stdio,
+ * not the file-system layer (io/fs.h). */
 static bool read_line(const char *path, char *buf, size_t size)
 {
     FILE *f = fopen(path, "re");

@@ -17,6 +17,13 @@
 #include "io/cache_file_format.h"
 #include "io/crc32c.h"
 #include "io/file.h"
+#include "io/fs.h"
+
+/* Cache files are read and written through the file-system layer (io/fs.h),
+ * so cache(filename) on a URL works. The lock is the one part that stays
+ * local: flock on "<path>.lock" coordinates writers on this machine's file
+ * systems; object stores have no lock (their uploads appear whole, so two
+ * writers race and the last whole file wins). */
 
 void cv_cache_file_info_clear(CvCacheFileInfo *info)
 {
@@ -85,7 +92,7 @@ CvStatus cv_cache_check_spec(const CvCacheFileInfo *info, const CvComponentSpec 
 
 struct CvCacheReader {
     char *path;
-    int fd;
+    CvReadFile *file; /* owned */
     CvCacheFileInfo info;
     uint64_t trailer_offset;
     uint64_t offset; /* of the next chunk */
@@ -123,23 +130,11 @@ static CvStatus data_loss(CvCacheReader *r, uint64_t offset, const char *fmt, ..
 /* Read exactly n bytes at offset; DATA_LOSS when the file ends first. */
 static CvStatus read_at(CvCacheReader *r, void *dst, size_t n, uint64_t offset)
 {
-    char *p = dst;
-    while (n > 0) {
-        cv_blocking_begin();
-        ssize_t got = pread(r->fd, p, n, (off_t)offset);
-        cv_blocking_end();
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            return cv_file_error(errno, r->path, "(while reading the cache file)");
-        }
-        if (got == 0)
-            return data_loss(r, offset, "the file ends early (truncated)");
-        p += got;
-        n -= (size_t)got;
-        offset += (uint64_t)got;
-    }
-    return CV_STATUS_OK;
+    size_t got = 0;
+    CvStatus s = r->file->methods->read(r->file, offset, dst, n, &got);
+    if (!s && got < n)
+        s = data_loss(r, offset + got, "the file ends early (truncated)");
+    return s;
 }
 
 static CvStatus parse_trailer(CvCacheReader *r, const char *t, size_t len)
@@ -197,13 +192,10 @@ static CvStatus parse_trailer(CvCacheReader *r, const char *t, size_t len)
 
 static CvStatus reader_check(CvCacheReader *r)
 {
-    struct stat st;
-    if (fstat(r->fd, &st) != 0)
-        return cv_file_error(errno, r->path, NULL);
-    if (!S_ISREG(st.st_mode))
+    if (r->file->waits || r->file->info.size == UINT64_MAX)
         return cv_error(CV_FAILED_PRECONDITION, "Dataset.cache: '%s' is not a regular file",
                         r->path);
-    uint64_t size = (uint64_t)st.st_size;
+    uint64_t size = r->file->info.size;
     if (size < PROLOGUE_BYTES + FOOTER_BYTES)
         return data_loss(r, 0, "the file has only %" PRIu64 " bytes (truncated)", size);
     char pro[PROLOGUE_BYTES], foot[FOOTER_BYTES];
@@ -251,8 +243,9 @@ CvStatus cv_cache_reader_open(const char *path, CvCacheReader **out)
         free(r);
         return cv_error_nomem();
     }
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    CvStatus s = r->fd < 0 ? cv_file_error(errno, path, NULL) : reader_check(r);
+    CvStatus s = cv_fs_open_read(path, &r->file);
+    if (!s)
+        s = reader_check(r);
     if (!s) {
         r->shape_at = calloc(r->info.num_components + 1, sizeof(*r->shape_at));
         r->shape_uniform = calloc(r->info.num_components + 1, sizeof(bool));
@@ -265,36 +258,28 @@ CvStatus cv_cache_reader_open(const char *path, CvCacheReader **out)
     }
     r->broken = false;
     r->offset = PROLOGUE_BYTES;
-    posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL); /* advice only */
     *out = r;
     return CV_STATUS_OK;
 }
 
-/* pread exactly n bytes at offset (false: error or the file ends first). */
-static bool pread_all(int fd, void *dst, size_t n, uint64_t offset)
+/* Read exactly n bytes at offset (false: error or the file ends first). */
+static bool read_exactly(CvReadFile *f, void *dst, size_t n, uint64_t offset)
 {
-    char *p = dst;
-    while (n > 0) {
-        ssize_t got = pread(fd, p, n, (off_t)offset);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return false;
-        p += got;
-        n -= (size_t)got;
-        offset += (uint64_t)got;
-    }
-    return true;
+    size_t got = 0;
+    CvStatus s = f->methods->read(f, offset, dst, n, &got);
+    bool ok = !s && got == n;
+    cv_status_free(s);
+    return ok;
 }
 
 /* The trailer starts at `at` with `rest` bytes to the end of the file: true
  * when they are fewer than the trailer (by its own lengths) and the footer. */
-static bool trailer_cut(int fd, uint64_t at, uint64_t rest)
+static bool trailer_cut(CvReadFile *fd, uint64_t at, uint64_t rest)
 {
     if (rest > MAX_STRUCTURE_BYTES + ((uint64_t)MAX_COMPONENTS << 7) + 4096)
         return false;
     char *t = malloc(rest ? (size_t)rest : 1);
-    if (!t || !pread_all(fd, t, (size_t)rest, at)) {
+    if (!t || !read_exactly(fd, t, (size_t)rest, at)) {
         free(t);
         return false;
     }
@@ -319,23 +304,23 @@ static bool trailer_cut(int fd, uint64_t at, uint64_t rest)
 bool cv_cache_file_torn(const char *path, uint64_t *offset)
 {
     bool torn = false;
-    cv_blocking_begin();
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    CvReadFile *fd = NULL;
+    CvStatus s = cv_fs_open_read(path, &fd);
+    cv_status_free(s);
+    if (s || fd->waits || fd->info.size == UINT64_MAX)
         goto done;
-    uint64_t size = (uint64_t)st.st_size, at = PROLOGUE_BYTES;
+    uint64_t size = fd->info.size, at = PROLOGUE_BYTES;
     char buf[PROLOGUE_BYTES];
     if (size < PROLOGUE_BYTES) { /* a cut inside the prologue: a prefix of its magic */
-        torn = pread_all(fd, buf, (size_t)size, 0) &&
+        torn = read_exactly(fd, buf, (size_t)size, 0) &&
                memcmp(buf, prologue_magic, size < 8 ? (size_t)size : 8) == 0;
         *offset = 0;
         goto done;
     }
-    if (!pread_all(fd, buf, PROLOGUE_BYTES, 0) || memcmp(buf, prologue_magic, 8) != 0 ||
+    if (!read_exactly(fd, buf, PROLOGUE_BYTES, 0) || memcmp(buf, prologue_magic, 8) != 0 ||
         get32(buf + 28) != cv_crc32c_masked(buf, 28))
         goto done;
-    if (size >= PROLOGUE_BYTES + FOOTER_BYTES && pread_all(fd, buf, FOOTER_BYTES, size - FOOTER_BYTES) &&
+    if (size >= PROLOGUE_BYTES + FOOTER_BYTES && read_exactly(fd, buf, FOOTER_BYTES, size - FOOTER_BYTES) &&
         memcmp(buf + 24, footer_magic, 8) == 0 && get32(buf + 20) == cv_crc32c_masked(buf, 20))
         goto done; /* a complete file that is damaged elsewhere */
     /* Walk the whole chunks; the first part that does not fit is where the tear is. */
@@ -345,7 +330,7 @@ bool cv_cache_file_torn(const char *path, uint64_t *offset)
             torn = true;
             break;
         }
-        if (!pread_all(fd, buf, CHUNK_HEADER_BYTES, at))
+        if (!read_exactly(fd, buf, CHUNK_HEADER_BYTES, at))
             break;
         if (get32(buf) == TRAILER_MAGIC) {
             torn = trailer_cut(fd, at, size - at); /* else the footer is damaged */
@@ -362,9 +347,8 @@ bool cv_cache_file_torn(const char *path, uint64_t *offset)
         at += CHUNK_HEADER_BYTES + data_len + shape_len;
     }
 done:
-    if (fd >= 0)
-        close(fd);
-    cv_blocking_end();
+    if (fd)
+        fd->methods->close(fd);
     return torn;
 }
 
@@ -377,8 +361,8 @@ void cv_cache_reader_close(CvCacheReader *r)
 {
     if (!r)
         return;
-    if (r->fd >= 0)
-        close(r->fd);
+    if (r->file)
+        r->file->methods->close(r->file);
     if (r->chunk)
         cv_buffer_unref(r->chunk);
     cv_cache_file_info_clear(&r->info);
@@ -558,24 +542,33 @@ CvStatus cv_cache_reader_next(CvCacheReader *r, CvElement *out, bool *end)
 
 bool cv_cache_file_exists(const char *path)
 {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    CvFileInfo info;
+    CvStatus s = cv_fs_stat(path, &info);
+    cv_status_free(s);
+    return !s && !info.is_dir && info.size != UINT64_MAX;
 }
 
 /* Shared with the writer (cache_file_writer.c), which depends on this file,
  * never the other way. */
 CvStatus cv_cache_make_parents(const char *path)
 {
-    char *copy = strdup(path);
-    if (!copy)
-        return cv_error_nomem();
-    CvStatus s = CV_STATUS_OK;
-    for (char *p = copy + 1; *p; p++) {
+    const CvFileSystem *fs;
+    CvStatus s = cv_fs_find(path, &fs);
+    char *copy = s ? NULL : strdup(path);
+    if (s || !copy)
+        return s ? s : cv_error_nomem();
+    /* The directories below the scheme's root: after "scheme://host/" for a
+     * URL (a bucket is not made), after the leading '/' of a path. */
+    const char *sep = strstr(copy, "://");
+    char *p = sep ? copy + (sep - copy) + 3 : copy;
+    if (sep && cv_fs_is_remote(copy))
+        p = strchr(p, '/') ? strchr(p, '/') : p + strlen(p);
+    for (p = *p ? p + 1 : p; *p; p++) {
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
-            s = cv_file_error(errno, copy, "(creating the cache directory)");
+        if ((s = fs->make_dir(copy))) {
+            s = cv_status_prefix(s, "(creating the cache directory) ");
             break;
         }
         *p = '/';
@@ -590,6 +583,14 @@ CvStatus cv_cache_lock_try(const char *lock_path, int *fd_out)
     CvStatus s = cv_cache_make_parents(lock_path);
     if (s)
         return s;
+    if (cv_fs_is_remote(lock_path)) {
+        *fd_out = CV_CACHE_NO_LOCK; /* no lock on object stores (see the top) */
+        return CV_STATUS_OK;
+    }
+    if (strncmp(lock_path, "file://", 7) == 0)
+        lock_path += 7;
+    /* flock needs a local descriptor: the lock file is opened here, not
+     * through the layer (its table has no locks). */
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (fd < 0)
@@ -621,14 +622,45 @@ CvStatus cv_cache_lock_try(const char *lock_path, int *fd_out)
 
 void cv_cache_lock_release(const char *lock_path, int fd)
 {
-    if (fd < 0)
+    if (fd < 0 || fd == CV_CACHE_NO_LOCK)
         return;
+    if (strncmp(lock_path, "file://", 7) == 0)
+        lock_path += 7;
     unlink(lock_path); /* while still holding it: see cv_cache_lock_try */
     close(fd);
 }
 
+typedef struct StaleTemps {
+    const CvFileSystem *fs; /* the local table */
+    const char *dir;  /* the listed directory */
+    const char *base; /* the cache file's name */
+    size_t base_len;
+    const char *keep;
+} StaleTemps;
+
+static int remove_if_stale(void *ctx, const char *name, const CvFileInfo *info)
+{
+    StaleTemps *t = ctx;
+    (void)info;
+    if (strncmp(name, t->base, t->base_len) != 0 || strncmp(name + t->base_len, ".tmp-", 5) != 0)
+        return 0;
+    size_t n = strlen(t->dir) + strlen(name) + 2;
+    char *full = malloc(n);
+    if (!full)
+        return 1;
+    snprintf(full, n, "%s/%s", t->dir, name);
+    if (!t->keep || strcmp(full, t->keep) != 0)
+        cv_status_free(t->fs->remove(full));
+    free(full);
+    return 0;
+}
+
+/* The temporaries are the local table's ("<path>.tmp-..." next to it, see
+ * io/fs_local.c); an object store has none (an upload appears whole). */
 void cv_cache_remove_stale_temps(const char *path, const char *keep)
 {
+    if (cv_fs_is_remote(path))
+        return;
     char *dir = strdup(path);
     if (!dir)
         return;
@@ -638,23 +670,10 @@ void cv_cache_remove_stale_temps(const char *path, const char *keep)
         slash[1] = '\0';
     else if (slash)
         *slash = '\0';
-    size_t blen = strlen(base);
-    DIR *d = opendir(slash ? dir : ".");
-    if (d) {
-        struct dirent *ent;
-        while ((ent = readdir(d)) != NULL) {
-            if (strncmp(ent->d_name, base, blen) != 0 || strncmp(ent->d_name + blen, ".tmp-", 5) != 0)
-                continue;
-            size_t n = strlen(dir) + strlen(ent->d_name) + 2;
-            char *full = malloc(n);
-            if (!full)
-                break;
-            snprintf(full, n, "%s/%s", slash ? dir : ".", ent->d_name);
-            if (!keep || strcmp(full, keep) != 0)
-                unlink(full);
-            free(full);
-        }
-        closedir(d);
-    }
+    StaleTemps t = {NULL, slash ? dir : ".", base, strlen(base), keep};
+    CvStatus s = cv_fs_find(path, &t.fs);
+    if (!s)
+        s = t.fs->list(t.dir, false, remove_if_stale, &t);
+    cv_status_free(s);
     free(dir);
 }

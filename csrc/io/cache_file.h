@@ -135,6 +135,9 @@ bool cv_cache_file_torn(const char *path, uint64_t *offset);
  * with its directories if needed) without waiting. *fd is the lock's descriptor, or -1 when another
  * process or iterator holds it. Errors only for an unusable lock file. */
 CvStatus cv_cache_lock_try(const char *lock_path, int *fd);
+/* The *fd of cv_cache_lock_try for a remote cache: no lock exists (object
+ * stores), the caller writes; release does nothing. */
+#define CV_CACHE_NO_LOCK 0x7fffffff
 /* Remove the lock file and release the lock. fd < 0: no-op. */
 void cv_cache_lock_release(const char *lock_path, int fd);
 /* With the lock held: remove temporary files of `path` left by writers that

@@ -2,27 +2,24 @@
  * cache_file.h; the reader and the lock are in cache_file.c. */
 #include "io/cache_file.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/array.h"
 #include "io/cache_file_format.h"
 #include "io/crc32c.h"
-#include "io/file.h"
+#include "io/fs.h"
 
 struct CvCacheWriter {
     char *path; /* the target */
-    char *temp; /* the file being written */
-    int fd;
+    /* Through the file-system layer: a local file is written to
+     * "<path>.tmp-..." and renamed at commit (cv_cache_remove_stale_temps
+     * knows the name), an object is uploaded whole. NULL once finished. */
+    CvWriteFile *file;
     uint64_t offset; /* bytes written */
     /* The chunk being filled. */
     char *data;
@@ -36,27 +33,15 @@ struct CvCacheWriter {
     uint64_t num_elements, num_chunks;
 };
 
-static atomic_uint temp_counter;
-
 static CvStatus write_all(CvCacheWriter *w, struct iovec *iov, int n)
 {
-    while (n > 0) {
-        ssize_t done = writev(w->fd, iov, n);
-        if (done < 0) {
-            if (errno == EINTR)
-                continue;
-            return cv_file_error(errno, w->temp, "(while writing the cache file)");
-        }
-        w->offset += (uint64_t)done;
-        while (n > 0 && (size_t)done >= iov->iov_len) {
-            done -= (ssize_t)iov->iov_len;
-            iov++;
-            n--;
-        }
-        if (n > 0) {
-            iov->iov_base = (char *)iov->iov_base + done;
-            iov->iov_len -= (size_t)done;
-        }
+    for (int i = 0; i < n; i++) {
+        if (!iov[i].iov_len)
+            continue;
+        CvStatus s = w->file->methods->append(w->file, iov[i].iov_base, iov[i].iov_len);
+        if (s)
+            return s;
+        w->offset += iov[i].iov_len;
     }
     return CV_STATUS_OK;
 }
@@ -67,31 +52,17 @@ CvStatus cv_cache_writer_open(const char *path, CvCacheWriter **out)
     if (s)
         return s;
     CvCacheWriter *w = calloc(1, sizeof(*w));
-    size_t n = strlen(path) + 64;
-    if (!w || !(w->path = strdup(path)) || !(w->temp = malloc(n))) {
-        if (w)
-            free(w->path);
+    if (!w || !(w->path = strdup(path))) {
         free(w);
         return cv_error_nomem();
     }
-    w->fd = -1;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    for (int attempt = 0; attempt < 16 && w->fd < 0; attempt++) {
-        unsigned seq = atomic_fetch_add(&temp_counter, 1);
-        unsigned noise = (unsigned)(now.tv_nsec ^ (long)(uintptr_t)w ^ (attempt * 7919));
-        snprintf(w->temp, n, "%s.tmp-%ld-%u-%08x", path, (long)getpid(), seq, noise);
-        w->fd = open(w->temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (w->fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (w->fd < 0) {
-        s = cv_file_error(errno, w->temp, "(creating the cache file)");
-        free(w->temp);
+    if ((s = cv_fs_open_write(path, false, &w->file))) {
         free(w->path);
         free(w);
         return s;
     }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
     char prologue[PROLOGUE_BYTES] = {0};
     memcpy(prologue, prologue_magic, 8);
     put32(prologue + 8, CV_CACHE_FILE_VERSION);
@@ -298,12 +269,11 @@ uint64_t cv_cache_writer_bytes(const CvCacheWriter *w)
 
 static void writer_free(CvCacheWriter *w)
 {
-    if (w->fd >= 0)
-        close(w->fd);
+    if (w->file) /* not committed: nothing appears */
+        w->file->methods->abort(w->file);
     free(w->data);
     free(w->shapes);
     free(w->spec);
-    free(w->temp);
     free(w->path);
     free(w);
 }
@@ -312,12 +282,7 @@ void cv_cache_writer_abort(CvCacheWriter *w)
 {
     if (!w)
         return;
-    if (w->fd >= 0) {
-        close(w->fd);
-        w->fd = -1;
-    }
-    unlink(w->temp);
-    writer_free(w);
+    writer_free(w); /* aborts the write: the temporary file goes */
 }
 
 static CvStatus write_trailer(CvCacheWriter *w, const char *structure, size_t structure_len)
@@ -356,41 +321,13 @@ static CvStatus write_trailer(CvCacheWriter *w, const char *structure, size_t st
     return s;
 }
 
-static void sync_directory(const char *path)
-{
-    char *dir = strdup(path);
-    if (!dir)
-        return;
-    char *slash = strrchr(dir, '/');
-    if (slash == dir)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd); /* durability of the rename; failure changes nothing we can act on */
-        close(fd);
-    }
-    free(dir);
-}
-
 CvStatus cv_cache_writer_commit(CvCacheWriter *w, const char *structure, size_t structure_len)
 {
     CvStatus s;
     if (!(s = flush_chunk(w)) && !(s = write_trailer(w, structure, structure_len))) {
-        if (fsync(w->fd) != 0)
-            s = cv_file_error(errno, w->temp, "(while syncing the cache file)");
-        else if (close(w->fd) != 0)
-            s = cv_file_error(errno, w->temp, "(while closing the cache file)");
-        w->fd = -1;
-        if (!s && rename(w->temp, w->path) != 0)
-            s = cv_file_error(errno, w->path, "(while renaming the finished cache file)");
+        s = w->file->methods->commit(w->file); /* fsync, rename (local); the upload (remote) */
+        w->file = NULL;
     }
-    if (s) {
-        cv_cache_writer_abort(w);
-        return s;
-    }
-    sync_directory(w->path);
-    writer_free(w);
-    return CV_STATUS_OK;
+    writer_free(w); /* aborts when it was not committed */
+    return s;
 }

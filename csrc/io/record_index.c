@@ -1,28 +1,30 @@
 /* TFRecord index sidecars (see record_index.h). */
 #include "io/record_index.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/array.h"
 #include "io/crc32c.h"
-#include "io/file.h"
+#include "io/fs.h"
 #include "io/input_stream.h"
+
+/* Sidecars go through the file-system layer: the index of a remote file is
+ * the object next to it ("gs://b/f.tfrecord.cvindex"), read when a reader
+ * skips in that file and written only by cv_record_index_write, which only
+ * `python -m conveyor.tools.index` calls: reading a file, local or remote,
+ * never writes anything (no write access is needed to read). */
 
 #define MAGIC "CVRIDX01"
 #define HEADER_BYTES 48
 #define EDGE_BYTES 4096 /* hashed at each end of the data file */
 
 struct CvRecordIndex {
-    int fd;
-    char *path; /* the index file's, owned */
+    CvReadFile *file; /* the index file, owned */
+    char *path;       /* the index file's, owned */
     uint64_t count;
 };
 
@@ -62,23 +64,16 @@ static char *index_path_of(const char *path)
     return p;
 }
 
-/* pread exactly n bytes at `offset`; a short count is DATA_LOSS ("ends
+/* Read exactly n bytes at `offset`; a short count is DATA_LOSS ("ends
  * early"). */
-static CvStatus pread_full(int fd, const char *path, void *dst, size_t n, uint64_t offset)
+static CvStatus read_exactly(CvReadFile *f, const char *path, void *dst, size_t n, uint64_t offset)
 {
-    size_t done = 0;
-    while (done < n) {
-        ssize_t r = pread(fd, (char *)dst + done, n - done, (off_t)(offset + done));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return cv_file_error(errno, path, "(while reading)");
-        if (r == 0)
-            return cv_error(CV_DATA_LOSS, "%s ends at byte %" PRIu64 ", before %zu bytes at %" PRIu64,
-                            path, offset + done, n, offset);
-        done += (size_t)r;
-    }
-    return CV_STATUS_OK;
+    size_t got = 0;
+    CvStatus st = f->methods->read(f, offset, dst, n, &got);
+    if (!st && got < n)
+        st = cv_error(CV_DATA_LOSS, "%s ends at byte %" PRIu64 ", before %zu bytes at %" PRIu64,
+                      path, offset + got, n, offset);
+    return st;
 }
 
 /* CRC-32C of the first and last EDGE_BYTES of the data file (all of it when
@@ -88,23 +83,19 @@ static CvStatus edge_hashes(const char *path, uint64_t size, uint32_t *head, uin
 {
     unsigned char buf[EDGE_BYTES];
     size_t n = size < EDGE_BYTES ? (size_t)size : EDGE_BYTES;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return cv_file_error(errno, path, NULL);
-    CvStatus st = pread_full(fd, path, buf, n, 0);
+    CvReadFile *f = NULL;
+    CvStatus st = cv_fs_open_read(path, &f);
+    if (st)
+        return st;
+    st = read_exactly(f, path, buf, n, 0);
     if (!st)
         *head = cv_crc32c(buf, n);
     if (!st)
-        st = pread_full(fd, path, buf, n, size - n);
+        st = read_exactly(f, path, buf, n, size - n);
     if (!st)
         *tail = cv_crc32c(buf, n);
-    close(fd);
+    f->methods->close(f);
     return st;
-}
-
-static int64_t mtime_ns_of(const struct stat *sb)
-{
-    return (int64_t)sb->st_mtim.tv_sec * 1000000000 + (int64_t)sb->st_mtim.tv_nsec;
 }
 
 /* Scan the records of an uncompressed TFRecord stream, appending each
@@ -160,9 +151,9 @@ CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *r
     CvInputStream *s = NULL;
     uint64_t *offs = NULL;
     size_t n = 0, cap = 0;
-    char *ipath = NULL, *tmp = NULL;
+    char *ipath = NULL;
     unsigned char *out = NULL;
-    int fd = -1;
+    CvWriteFile *w = NULL;
     CvStatus st = cv_input_stream_open(path, CV_COMPRESSION_NONE, buffer_size, &s);
     if (st)
         goto cleanup;
@@ -174,12 +165,10 @@ CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *r
     }
     if ((st = scan(s, &offs, &n, &cap)))
         goto cleanup;
-    struct stat sb;
-    if (stat(path, &sb) < 0) {
-        st = cv_file_error(errno, path, NULL);
+    CvFileInfo now;
+    if ((st = cv_fs_stat(path, &now)))
         goto cleanup;
-    }
-    if ((uint64_t)sb.st_size != size || mtime_ns_of(&sb) != mtime) {
+    if (now.size != size || now.mtime_ns != mtime) {
         st = cv_error(CV_ABORTED, "\"%s\" changed while it was being indexed; not indexed", path);
         goto cleanup;
     }
@@ -189,8 +178,7 @@ CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *r
     size_t bytes = HEADER_BYTES + 8 * n;
     out = calloc(1, bytes);
     ipath = index_path_of(path);
-    tmp = ipath ? malloc(strlen(ipath) + 32) : NULL;
-    if (!out || !tmp) {
+    if (!out || !ipath) {
         st = cv_error_nomem();
         goto cleanup;
     }
@@ -203,39 +191,21 @@ CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *r
     put_le32(out + 40, cv_crc32c_masked(out, 40));
     for (size_t i = 0; i < n; i++)
         put_le64(out + HEADER_BYTES + 8 * i, offs[i]);
-    snprintf(tmp, strlen(ipath) + 32, "%s.tmp.%ld", ipath, (long)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        st = cv_file_error(errno, tmp, NULL);
+    /* The layer's writer: a temporary file fsync'd and renamed over the
+     * index (an object uploaded whole), so a partial index never appears. */
+    if ((st = cv_fs_open_write(ipath, false, &w)) || (st = w->methods->append(w, out, bytes)))
         goto cleanup;
-    }
-    if ((st = cv_file_write(fd, tmp, out, bytes)))
-        goto cleanup;
-    if (fsync(fd) != 0) { /* durable before the rename publishes it */
-        st = cv_file_error(errno, tmp, "(while syncing)");
-        goto cleanup;
-    }
-    if (close(fd) != 0) {
-        fd = -1;
-        st = cv_file_error(errno, tmp, "(while closing)");
-        goto cleanup;
-    }
-    fd = -1;
-    if (rename(tmp, ipath) != 0) {
-        st = cv_file_error(errno, ipath, "(renaming the new index over it)");
-        goto cleanup;
-    }
-    *records = (uint64_t)(n - 1);
+    st = w->methods->commit(w);
+    w = NULL;
+    if (!st)
+        *records = (uint64_t)(n - 1);
 cleanup:
-    if (fd >= 0)
-        close(fd);
-    if (st && tmp && tmp[0])
-        unlink(tmp); /* a partial index never stays behind */
+    if (w)
+        w->methods->abort(w);
     cv_input_stream_close(s);
     free(offs);
     free(out);
     free(ipath);
-    free(tmp);
     return st;
 }
 
@@ -254,7 +224,7 @@ CvStatus cv_record_index_offset(const CvRecordIndex *idx, uint64_t i, uint64_t *
     unsigned char b[8];
     if (i > idx->count)
         return cv_error(CV_INTERNAL, "%s: entry %" PRIu64 " of %" PRIu64, idx->path, i, idx->count);
-    CvStatus st = pread_full(idx->fd, idx->path, b, sizeof(b), HEADER_BYTES + 8 * i);
+    CvStatus st = read_exactly(idx->file, idx->path, b, sizeof(b), HEADER_BYTES + 8 * i);
     if (st)
         return cv_status_prefix(st, "record index: ");
     *offset = get_le64(b);
@@ -265,8 +235,8 @@ void cv_record_index_close(CvRecordIndex *idx)
 {
     if (!idx)
         return;
-    if (idx->fd >= 0)
-        close(idx->fd);
+    if (idx->file)
+        idx->file->methods->close(idx->file);
     free(idx->path);
     free(idx);
 }
@@ -276,15 +246,15 @@ static void check_index(CvRecordIndex *idx, const char *path, uint64_t size, int
                         char *why, size_t why_len, bool *stale)
 {
     unsigned char h[HEADER_BYTES];
-    struct stat sb;
+    uint64_t bytes = idx->file->info.size; /* at open */
     why[0] = '\0';
     *stale = false;
-    if (fstat(idx->fd, &sb) == 0 && sb.st_size < HEADER_BYTES) {
-        snprintf(why, why_len, "it has %lld bytes, too few for a conveyor record index",
-                 (long long)sb.st_size);
+    if (bytes < HEADER_BYTES) {
+        snprintf(why, why_len, "it has %" PRIu64 " bytes, too few for a conveyor record index",
+                 bytes);
         return;
     }
-    CvStatus st = pread_full(idx->fd, idx->path, h, sizeof(h), 0);
+    CvStatus st = read_exactly(idx->file, idx->path, h, sizeof(h), 0);
     if (st) {
         snprintf(why, why_len, "%s", st->message);
         cv_status_free(st);
@@ -304,8 +274,8 @@ static void check_index(CvRecordIndex *idx, const char *path, uint64_t size, int
         return;
     }
     idx->count = get_le64(h + 32);
-    if (fstat(idx->fd, &sb) < 0 || idx->count > (UINT64_MAX - HEADER_BYTES) / 8 - 1 ||
-        (uint64_t)sb.st_size != HEADER_BYTES + 8 * (idx->count + 1)) {
+    if (idx->count > (UINT64_MAX - HEADER_BYTES) / 8 - 1 ||
+        bytes != HEADER_BYTES + 8 * (idx->count + 1)) {
         snprintf(why, why_len, "its size does not match its record count (%" PRIu64 ")", idx->count);
         return;
     }
@@ -339,22 +309,24 @@ CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mti
     CvRecordIndex *idx = calloc(1, sizeof(*idx));
     if (!idx)
         return NULL; /* reading instead of seeking is still right */
-    idx->fd = -1;
     idx->path = index_path_of(path);
     if (!idx->path)
         goto unusable_quiet;
-    /* O_NONBLOCK: a FIFO (or device) at the sidecar path must not block
-     * open(); only a regular file is used. */
-    idx->fd = open(idx->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (idx->fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            goto unusable_quiet; /* no index: the common case */
-        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" cannot be read (%s); records of \"%s\" "
-                "are read to skip them", idx->path, strerror(errno), path);
+    /* The local table opens a FIFO (or device) without blocking and says it
+     * `waits`; only a regular file (or an object) is used. */
+    CvStatus st = cv_fs_open_read(idx->path, &idx->file);
+    if (st && st->code == CV_NOT_FOUND) {
+        cv_status_free(st); /* no index: the common case */
         goto unusable_quiet;
     }
-    struct stat sb;
-    if (fstat(idx->fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (st && st->code != CV_FAILED_PRECONDITION) { /* FAILED_PRECONDITION: a directory */
+        cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" cannot be read (%s); records of \"%s\" "
+                "are read to skip them", idx->path, st->message, path);
+        cv_status_free(st);
+        goto unusable_quiet;
+    }
+    if (st || idx->file->waits || idx->file->info.size == UINT64_MAX) {
+        cv_status_free(st);
         cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is ignored: it is not a regular file. "
                 "Records of \"%s\" are read to skip them.", idx->path, path);
         goto unusable_quiet;

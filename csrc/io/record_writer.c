@@ -2,22 +2,21 @@
  * zlib's deflate with TensorFlow's flush points, so the bytes match. */
 #include "io/record_writer.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "io/crc32c.h"
-#include "io/file.h"
+#include "io/fs.h"
 
 #define WRITE_BUFFER (256u << 10)
 
 struct CvTFRecordWriter {
     pthread_mutex_t mu;
-    int fd;
+    /* Through the file-system layer: the file (or object) appears whole at
+     * close, as the layer's writers do; NULL once closed. */
+    CvWriteFile *file;
     char *path;
     CvCompression compression;
     z_stream z;
@@ -29,7 +28,7 @@ struct CvTFRecordWriter {
 
 static CvStatus write_all(CvTFRecordWriter *w, const void *p, size_t n)
 {
-    return cv_file_write(w->fd, w->path, p, n);
+    return w->file->methods->append(w->file, p, n);
 }
 
 static CvStatus out_flush(CvTFRecordWriter *w)
@@ -97,7 +96,6 @@ CvStatus cv_tfrecord_writer_open(const char *path, const CvRecordWriterOptions *
     if (!w)
         return cv_error_nomem();
     pthread_mutex_init(&w->mu, NULL);
-    w->fd = -1;
     w->compression = o->compression;
     w->path = strdup(path);
     w->out = malloc(WRITE_BUFFER);
@@ -116,11 +114,8 @@ CvStatus cv_tfrecord_writer_open(const char *path, const CvRecordWriterOptions *
         }
         w->z_init = true;
     }
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (w->fd < 0) {
-        st = cv_file_error(errno, path, NULL);
+    if ((st = cv_fs_open_write(path, false, &w->file)))
         goto error;
-    }
     *out = w;
     return CV_STATUS_OK;
 error:
@@ -175,14 +170,16 @@ static CvStatus writer_close_locked(CvTFRecordWriter *w)
         return CV_STATUS_OK;
     w->closed = true;
     CvStatus st = CV_STATUS_OK;
-    if (w->fd >= 0) {
+    if (w->file) {
         if (w->compression != CV_COMPRESSION_NONE)
             st = deflate_some(w, NULL, 0, Z_FINISH);
         if (!st)
             st = out_flush(w);
-        if (close(w->fd) < 0 && !st)
-            st = cv_file_error(errno, w->path, "(while closing)");
-        w->fd = -1;
+        if (st) /* a write failed: nothing half-written appears */
+            w->file->methods->abort(w->file);
+        else
+            st = w->file->methods->commit(w->file);
+        w->file = NULL;
     }
     if (w->z_init) {
         deflateEnd(&w->z);

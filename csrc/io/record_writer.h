@@ -25,7 +25,9 @@ typedef struct CvTFRecordWriter CvTFRecordWriter;
 CvStatus cv_tfrecord_writer_open(const char *path, const CvRecordWriterOptions *options,
                                  CvTFRecordWriter **out);
 CvStatus cv_tfrecord_writer_write(CvTFRecordWriter *w, const void *data, size_t n);
-/* Push buffered bytes to the file (a zlib partial flush when compressing). */
+/* Push buffered bytes to the file (a zlib partial flush when compressing).
+ * `path` is any URL of the file-system layer (io/fs.h); the file appears
+ * under its name, whole, at close (before: under a temporary name). */
 CvStatus cv_tfrecord_writer_flush(CvTFRecordWriter *w);
 /* Finish the stream and close the file; later writes fail with FAILED_PRECONDITION.
  * Idempotent. */

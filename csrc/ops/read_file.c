@@ -15,15 +15,34 @@
 #include "ops/op.h"
 
 /* A file of unknown size (a pipe, /proc, an object without a length): read
- * to its end into a growing buffer (cv_fs_read_all), then copy. */
-static CvStatus read_stream(const char *path, CvTensor *out)
+ * the open file to its end into a growing buffer, then copy. (Not
+ * cv_fs_read_all: a FIFO must not be closed and opened again.) */
+static CvStatus read_stream(CvReadFile *f, CvTensor *out)
 {
-    void *buf = NULL;
-    size_t len = 0;
-    char *blob;
-    CvStatus s = cv_fs_read_all(path, &buf, &len);
-    if (!s && !(s = cv_tensor_alloc_scalar_string(out, len, &blob)))
-        memcpy(blob, buf, len);
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = malloc(cap), *blob;
+    CvStatus s = CV_STATUS_OK;
+    if (!buf)
+        return cv_error_nomem();
+    for (;;) {
+        if ((s = f->methods->read(f, len, buf + len, cap - len, &got)))
+            goto done;
+        len += got;
+        if (len < cap)
+            break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            s = cv_error(CV_RESOURCE_EXHAUSTED, "%s: out of memory after reading %zu bytes",
+                         f->url, len);
+            goto done;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    if ((s = cv_tensor_alloc_scalar_string(out, len, &blob)))
+        goto done;
+    memcpy(blob, buf, len);
+done:
     free(buf);
     return s;
 }
@@ -59,9 +78,7 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
     if ((s = cv_fs_open_read(path, &file)))
         goto done;
     if (file->waits || file->info.size == UINT64_MAX || file->info.size == 0) {
-        file->methods->close(file); /* size unknown (a pipe, /proc): read to the end */
-        file = NULL;
-        s = read_stream(path, out);
+        s = read_stream(file, out); /* size unknown (a pipe, /proc): read to the end */
         goto done;
     }
     char *blob;

@@ -480,8 +480,11 @@ static PyType_Slot writer_slots[] = {
 static PyType_Spec writer_spec = {"conveyor._engine.FsWriter", sizeof(FsWriter), 0,
                                   Py_TPFLAGS_DEFAULT, writer_slots};
 
+extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
+
 int cv_fs_init(PyObject *module)
 {
+    cv_fs_register(&cv_fs_fsspec); /* every scheme without a table of its own */
     PyObject *reader = PyType_FromModuleAndSpec(module, &reader_spec, NULL);
     PyObject *writer = reader ? PyType_FromModuleAndSpec(module, &writer_spec, NULL) : NULL;
     int r = writer && PyModule_AddType(module, (PyTypeObject *)reader) == 0 &&
