@@ -26,6 +26,7 @@
 #include "core/array.h"
 #include "io/file.h"
 #include "io/fs.h"
+#include "io/read_ahead.h"
 
 /* The path of a local URL: "file://" stripped, else the URL itself. */
 static const char *local_path(const char *url)
@@ -49,6 +50,10 @@ typedef struct LocalRead {
     CvReadFile base;
     int fd;
     uint64_t position; /* the descriptor's file position */
+    /* Owned; set on file systems whose reads wait (FUSE, NFS, SMB, ...):
+     * reads are issued ahead of the reader asynchronously (io/read_ahead.h),
+     * so a worker waits only when the read-ahead has not caught up. */
+    CvReadAhead *ahead;
 } LocalRead;
 
 static CvStatus local_read(CvReadFile *base, uint64_t offset, void *dst, size_t n, size_t *got)
@@ -56,6 +61,8 @@ static CvStatus local_read(CvReadFile *base, uint64_t offset, void *dst, size_t 
     LocalRead *f = (LocalRead *)base;
     const char *url = base->url;
     CvStatus s;
+    if (f->ahead)
+        return cv_read_ahead_read(f->ahead, offset, dst, n, got);
     if (base->waits) /* a pipe or device: no offsets, reads wait in slices */
         s = cv_file_read_waiting(f->fd, url, dst, n, got);
     else if (offset == f->position)
@@ -69,6 +76,7 @@ static CvStatus local_read(CvReadFile *base, uint64_t offset, void *dst, size_t 
 static void local_read_close(CvReadFile *base)
 {
     LocalRead *f = (LocalRead *)base;
+    cv_read_ahead_close(f->ahead); /* before the descriptor it borrows */
     if (f->fd >= 0)
         close(f->fd);
     free(base->url);
@@ -97,6 +105,9 @@ static CvStatus local_open_read(const char *url, CvReadFile **out)
     info_from_stat(&sb, &f->base.info);
     if (S_ISREG(sb.st_mode))
         (void)posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (S_ISREG(sb.st_mode) && cv_read_ahead_wanted(f->fd) &&
+        (s = cv_read_ahead_open(f->fd, url, f->base.info.size, &f->ahead)))
+        goto error;
     *out = &f->base;
     return CV_STATUS_OK;
 error:
