@@ -1,7 +1,8 @@
 """Object stores on loopback for benchmarks/remote_storage.py and
-benchmarks/remote_jpeg.py: the servers the tests start (tests/gcs_servers.py,
-tests/s3_servers.py once s3:// has landed) behind tests/fault_proxy.py with a
-first-byte latency, and for each store what a client needs to reach it:
+benchmarks/remote_jpeg.py: the servers the tests start (tests/gcs_servers.py:
+fake-gcs-server; tests/s3_servers.py: SeaweedFS, once s3:// has landed)
+behind tests/fault_proxy.py with a first-byte latency, and for each store
+what a client needs to reach it:
 
     with open_store("gcs", latency_ms=30) as st:
         st.put(name, data); st.url(name)          # gs://bucket/name
@@ -58,27 +59,31 @@ class GcsStore(_Store):
 class S3Store(_Store):
     scheme = "s3"
 
+    def __init__(self, server, bucket, proxy):
+        super().__init__(server, bucket, proxy)
+        self._client = server.client()
+
     @property
     def env(self):
-        return dict(self.server.client_env(), AWS_ENDPOINT_URL=self.endpoint)
+        return {"AWS_ENDPOINT_URL_S3": self.endpoint, "AWS_ACCESS_KEY_ID": self.server.access_key,
+                "AWS_SECRET_ACCESS_KEY": self.server.secret_key, "AWS_REGION": "us-east-1"}
 
     def put(self, name, data):
-        self.server.put(self.bucket, name, data)
-
-    def _boto(self):
-        import boto3
-        e = self.server.client_env()
-        return boto3.client("s3", endpoint_url=self.endpoint,
-                            aws_access_key_id=e.get("AWS_ACCESS_KEY_ID"),
-                            aws_secret_access_key=e.get("AWS_SECRET_ACCESS_KEY"),
-                            region_name=e.get("AWS_REGION", "us-east-1"))
+        self._client.put_object(Bucket=self.bucket, Key=name, Body=data)
 
     def plain_get_url(self, name):
-        return self._boto().generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": name}, ExpiresIn=3600)
+        """A presigned URL for the proxy's host: a plain GET needs no signing."""
+        import boto3
+        import botocore.config
+        c = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                         aws_access_key_id=self.server.access_key,
+                         aws_secret_access_key=self.server.secret_key,
+                         config=botocore.config.Config(s3={"addressing_style": "path"}))
+        return c.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": name},
+                                        ExpiresIn=3600)
 
     def fsspec(self):
-        return fs_for("s3", self.endpoint, self.server.client_env())
+        return fs_for("s3", self.endpoint, self.env)
 
 
 def available(kind):
@@ -90,7 +95,8 @@ def available(kind):
         import s3_servers  # noqa: F401
     except ImportError:
         return "s3:// is not in this tree yet (tests/s3_servers.py)"
-    return None
+    import shutil
+    return None if shutil.which("weed") else "SeaweedFS (weed) is not installed"
 
 
 @contextlib.contextmanager
@@ -102,12 +108,16 @@ def open_store(kind, latency_ms=0, bucket="bench"):
         cls = GcsStore
     else:
         import s3_servers
-        cm = s3_servers.start_default()
-        server = cm
+        server = s3_servers.start_seaweedfs()
         cls = S3Store
     try:
-        b = server.bucket(bucket)
-        with FaultProxy(upstream=server.url, latency_ms=latency_ms) as proxy:
+        if kind == "gcs":
+            b = server.bucket(bucket)
+        else:
+            server.client().create_bucket(Bucket=bucket)
+            b = bucket
+        upstream = server.url if kind == "gcs" else server.endpoint
+        with FaultProxy(upstream=upstream, latency_ms=latency_ms) as proxy:
             yield cls(server, b, proxy)
     finally:
         server.stop()
@@ -126,4 +136,5 @@ def fs_for(kind, endpoint, client_env):
     return s3fs.S3FileSystem(key=client_env.get("AWS_ACCESS_KEY_ID"),
                              secret=client_env.get("AWS_SECRET_ACCESS_KEY"),
                              client_kwargs={"endpoint_url": endpoint,
-                                            "region_name": client_env.get("AWS_REGION", "us-east-1")})
+                                            "region_name": client_env.get("AWS_REGION", "us-east-1")},
+                             config_kwargs={"s3": {"addressing_style": "path"}})

@@ -1,8 +1,8 @@
 """Faults as object stores produce them, end to end through the Python API.
 
 The stores are real servers started on loopback (tests/gcs_servers.py:
-fake-gcs-server; tests/s3_servers.py: SeaweedFS and moto, once s3:// is in
-the tree), each behind tests/fault_proxy.py, and every result is compared
+fake-gcs-server; tests/s3_servers.py: SeaweedFS, once s3:// is in the
+tree), each behind tests/fault_proxy.py, and every result is compared
 with the read of the same bytes from a local file:
 
 - 503s and connections cut mid-body at a rate: TFRecordDataset (plain and
@@ -85,34 +85,37 @@ class GcsStore:
         return {"STORAGE_EMULATOR_HOST": endpoint.split("://", 1)[1]}
 
 
-def _s3_store_class():
-    """tests/s3_servers.py's store, once s3:// has landed; None before."""
+def _s3_servers():
+    """tests/s3_servers.py once s3:// has landed; None before."""
     try:
-        import s3_servers  # noqa: F401
+        import s3_servers
     except ImportError:
         return None
-    return S3Store
+    return s3_servers
 
 
 class S3Store:
-    """A bucket in an S3-compatible server (tests/s3_servers.py); the client
-    is pointed at an endpoint with AWS_ENDPOINT_URL and keys in the
-    environment, path-style (the proxy's host is an IP address)."""
+    """A bucket in SeaweedFS (tests/s3_servers.py, signatures checked); the
+    client is pointed at an endpoint with AWS_ENDPOINT_URL_S3 and the keys in
+    the environment (the proxy forwards the signed bytes unchanged)."""
     scheme = "s3"
 
     def __init__(self, server):
         self.server = server
-        self.upstream = server.url
-        self.bucket = server.bucket(f"faults-{next(BUCKETS)}")
+        self.upstream = server.endpoint
+        self.bucket = f"faults-{next(BUCKETS)}"
+        self._client = server.client()
+        self._client.create_bucket(Bucket=self.bucket)
 
     def put(self, name, data):
-        self.server.put(self.bucket, name, data)
+        self._client.put_object(Bucket=self.bucket, Key=name, Body=data)
 
     def url(self, name):
         return f"s3://{self.bucket}/{name}"
 
     def client_env(self, endpoint):
-        return dict(self.server.client_env(), AWS_ENDPOINT_URL=endpoint)
+        return {"AWS_ENDPOINT_URL_S3": endpoint, "AWS_ACCESS_KEY_ID": self.server.access_key,
+                "AWS_SECRET_ACCESS_KEY": self.server.secret_key, "AWS_REGION": "us-east-1"}
 
 
 STORES = ["gs", "s3"]
@@ -127,14 +130,16 @@ def store(request):
             _skip_unless_registered(cv, s)
             yield s
     else:
-        cls = _s3_store_class()
-        if cls is None:
+        s3_servers = _s3_servers()
+        if s3_servers is None:
             pytest.skip("s3:// is not in this tree yet (tests/s3_servers.py)")
-        import s3_servers
-        with s3_servers.running_default() as server:
-            s = cls(server)
+        server = s3_servers.start_seaweedfs()
+        try:
+            s = S3Store(server)
             _skip_unless_registered(cv, s)
             yield s
+        finally:
+            server.stop()
 
 
 def _skip_unless_registered(cv, s):
@@ -407,7 +412,7 @@ def test_permission_denied_names_the_source_and_no_secret(store, tmp_path, monke
         if store.scheme == "gs":
             env["CONVEYOR_GCS_ENDPOINT"] = p.url  # keeps the credential chain
         else:
-            env["AWS_ENDPOINT_URL"] = p.url
+            env["AWS_ENDPOINT_URL_S3"] = p.url
         stack.enter_context(environ(**env))
         for api, call in _each_api(cv, url).items():
             with pytest.raises(cv.errors.PermissionDeniedError) as e:
