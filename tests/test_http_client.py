@@ -330,6 +330,16 @@ def test_many_streams_progress_on_one_io_thread(program, server, tmp_path):
     assert (tmp_path / "out").read_bytes() == DATA
 
 
+def test_many_streams_within_a_small_io_budget(program, server, tmp_path):
+    # 16 streams, at most 4 requests in flight and 2 MiB held ahead by all of
+    # them: every stream still reaches its end, byte for byte.
+    _, url = server
+    out = run(program, "many", url + "/obj/data", 16, len(DATA), tmp_path / "out", 2 << 20, 4)
+    assert "error" not in out, out
+    assert 1 <= int(out["max_requests_in_flight"]) <= 4
+    assert (tmp_path / "out").read_bytes() == DATA
+
+
 def test_self_checks(program):
     out = run(program)
     assert out["stdout"].strip().endswith(", 0 failed")

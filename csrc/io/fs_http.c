@@ -9,7 +9,7 @@
 
 #include "io/fs.h"
 #include "io/http.h"
-#include "io/http_internal.h"
+#include "io/http_retry.h"
 
 typedef struct HttpFile {
     CvReadFile base; /* first: the engine sees a CvReadFile */

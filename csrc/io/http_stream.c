@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "io/http.h"
-#include "io/http_internal.h"
+#include "io/http_retry.h"
+#include "io/http_xfer.h"
 
 struct CvHttpStream {
     char *url, *display;
@@ -131,7 +132,7 @@ static CvStatus start_attempt(CvHttpStream *s)
         return cv_error(CV_UNAVAILABLE, "%s: the request failed after %d attempts: %s", s->display,
                         s->failures, s->outcomes);
     if (s->failures) {
-        atomic_fetch_add(&cv_http_retries, 1);
+        atomic_fetch_add(&cv_io_retries, 1);
         if ((st = cv_http_backoff(&s->policy, s->failures, s->retry_after, s->display)))
             return st;
     }
@@ -148,7 +149,9 @@ static CvStatus start_attempt(CvHttpStream *s)
     if (s->auth && s->auth->sign)
         st = s->auth->sign(s->auth->ctx, &req, &signed_headers);
     if (!st)
-        st = cv_xfer_start(&req, &signed_headers, true, s->window, s->policy.timeout_s, &s->x);
+        st = cv_xfer_start(&(CvXferRequest){"GET", s->url, h->lines, h->count, signed_headers.lines,
+                                            signed_headers.count, NULL, 0},
+                           true, s->window, s->policy.timeout_s, &s->x);
     cv_http_headers_free(&signed_headers);
     free(h->lines[--h->count]);
     s->checked = false;
@@ -303,6 +306,8 @@ CvStatus cv_http_stream_read(CvHttpStream *s, void *dst, size_t n, size_t *got)
             if (!k && !drop && x->done && x->body.end == x->body.start) {
                 if (x->result == 0 && (!s->expect_end || s->offset >= s->expect_end)) {
                     a = ANSWER_EOF;
+                } else if (x->result == CV_XFER_EVICTED) {
+                    a = ANSWER_RETRY; /* not a failure: no backoff */
                 } else if (x->result == 0 || cv_http_transport_retryable(x->result)) {
                     note_failure(s, x->result ? cv_http_transport_outcome(x->result) : "body cut short");
                     s->retry_after = -1;

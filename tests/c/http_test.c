@@ -10,7 +10,8 @@
  *   stat URL               the scheme's stat
  *   get URL                cv_http_perform GET with a test auth
  *   cancel URL | interrupt URL   a read that hangs, given up after 300 ms
- *   many URL N SIZE OUT    N streams over consecutive slices, read in turns
+ *   many URL N SIZE OUT [BUDGET_BYTES BUDGET_REQUESTS]
+ *                          N streams over consecutive slices, read in turns
  * and prints "key value" lines ("error CODE message" on failure). */
 #include <dirent.h>
 #include <pthread.h>
@@ -410,7 +411,9 @@ int main(int argc, char **argv)
         return mode_get(argv[2]);
     if ((strcmp(mode, "cancel") == 0 || strcmp(mode, "interrupt") == 0) && argc == 3)
         return mode_give_up(argv[2], mode[0] == 'i');
-    if (strcmp(mode, "many") == 0 && argc == 6)
+    if (strcmp(mode, "many") == 0 && argc == 8)
+        cv_io_set_budget(atoll(argv[6]), atoll(argv[7]));
+    if (strcmp(mode, "many") == 0 && (argc == 6 || argc == 8))
         return mode_many(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10), argv[5]);
     fprintf(stderr, "usage: see the comment at the top of tests/c/http_test.c\n");
     return 2;
