@@ -32,7 +32,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import traceback
 
 import pytest
