@@ -268,6 +268,12 @@ def current_trace():
     return _current("trace")
 
 
+def in_element_scope():
+    """Whether a Python map function is running on one element here
+    (:class:`element_scope`): random ops then draw that element's values."""
+    return _current("scope") is not None
+
+
 def is_symbolic(x):
     return isinstance(x, Tensor)
 

@@ -7,4 +7,6 @@ from conveyor.image._adjust import *  # noqa: F401,F403
 from conveyor.image._resize import *  # noqa: F401,F403
 from conveyor.image._transform import *  # noqa: F401,F403
 from conveyor.io.image_ops import decode_image, decode_jpeg, decode_png  # noqa: F401
+from conveyor.io.image_ops import decode_and_crop_jpeg, extract_jpeg_shape  # noqa: F401
+from conveyor.image._bounding_box import *  # noqa: F401,F403
 from conveyor.image._pad import resize_with_pad  # noqa: F401

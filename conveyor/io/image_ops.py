@@ -20,8 +20,9 @@ from conveyor import errors as _errors
 from conveyor.ops.image_ops import convert_image_dtype
 from conveyor.framework.tracing import Tensor, apply, convert, op_error, static_shape
 
-__all__ = ["read_file", "write_file", "decode_jpeg", "decode_png", "decode_image", "decode_raw",
-           "set_max_image_pixels", "get_max_image_pixels"]
+__all__ = ["read_file", "write_file", "decode_jpeg", "decode_and_crop_jpeg", "extract_jpeg_shape",
+           "decode_png", "decode_image", "decode_raw", "set_max_image_pixels",
+           "get_max_image_pixels"]
 
 # Pillow's error threshold (twice its warning limit), which is also the
 # largest RGB image TensorFlow's decoder accepts (2**29 bytes).
@@ -178,6 +179,65 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
              "dct_method": _DCT_METHODS[dct_method], "max_pixels": _pixel_limit(),
              "acceptable_fraction": float(acceptable_fraction)}
     return apply("DecodeJpeg", [x], [((None, None, channels or None), _dtypes.uint8)], attrs=attrs)
+
+
+def decode_and_crop_jpeg(contents, crop_window, channels=0, ratio=1, fancy_upscaling=True,
+                         try_recover_truncated=False, acceptable_fraction=1, dct_method="",
+                         name=None):
+    """Decode the window ``crop_window = [y, x, height, width]`` of a JPEG
+    image (``tf.io.decode_and_crop_jpeg``, ``tf.image.decode_and_crop_jpeg``).
+
+    Only the window is decoded: libjpeg-turbo skips the rows above it,
+    decodes only the columns of blocks that cover it and stops after its last
+    row, as TensorFlow's op does, so the pixels are TensorFlow's (for the
+    default options, those of ``decode_jpeg`` then a crop). The window is in
+    output pixels, after `ratio`. Arguments as :func:`decode_jpeg`; JPEG data
+    only.
+
+    Raises ``InvalidArgumentError`` for a window not inside the image, for
+    `crop_window` not an int32 vector of 4, for non-JPEG data and as
+    :func:`decode_jpeg` does.
+    """
+    x = _scalar_string(contents, "contents", "`contents`")
+    window = convert(crop_window, dtype=_dtypes.int32, name="crop_window")
+    shape = static_shape(window)
+    if shape is not None and len(shape) != 1:
+        raise _invalid(f"crop_window must be 1-D, got shape {list(shape)}")
+    if shape is not None and shape[0] not in (None, 4):
+        raise _invalid(f"crop_size must have four elements {list(shape)}")
+    channels = _check_channels(channels)
+    ratio = _int_arg(ratio, "ratio")
+    if ratio not in (1, 2, 4, 8):
+        raise _invalid(f"ratio must be 1, 2, 4, or 8, got {ratio}")
+    if dct_method not in _DCT_METHODS:
+        raise _invalid("dct_method must be one of {'', 'INTEGER_FAST', 'INTEGER_ACCURATE'}")
+    if isinstance(acceptable_fraction, Tensor):
+        raise op_error(TypeError, "`acceptable_fraction` must be a Python number in conveyor")
+    attrs = {"channels": channels, "ratio": ratio, "fancy_upscaling": int(bool(fancy_upscaling)),
+             "try_recover_truncated": int(bool(try_recover_truncated)),
+             "dct_method": _DCT_METHODS[dct_method], "max_pixels": _pixel_limit(),
+             "acceptable_fraction": float(acceptable_fraction)}
+    return apply("DecodeAndCropJpeg", [x, window],
+                 [((None, None, channels or None), _dtypes.uint8)], attrs=attrs)
+
+
+def extract_jpeg_shape(contents, output_type=_dtypes.int32, name=None):
+    """The shape ``[height, width, channels]`` of a JPEG image, read from its
+    header alone (``tf.io.extract_jpeg_shape``): nothing is decoded.
+    `channels` is the number of color components the file declares (4 for
+    CMYK). `output_type` is int32 or int64.
+
+    Raises ``InvalidArgumentError`` for data that is not a JPEG header.
+    """
+    x = convert(contents, dtype=_dtypes.string, name="contents")
+    shape = static_shape(x)
+    if shape is not None and len(shape) != 0:
+        raise _invalid(f"contents must be scalar, got shape {list(shape)}")
+    dtype = _dtypes.as_dtype(output_type)
+    if dtype not in (_dtypes.int32, _dtypes.int64):
+        raise _invalid(f"Value for attr 'output_type' of {dtype.name} is not in the list of "
+                       f"allowed values: int32, int64")
+    return apply("ExtractJpegShape", [x], [((3,), dtype)], attrs={"output_type": dtype._code})
 
 
 def decode_png(contents, channels=0, dtype=_dtypes.uint8, name=None):

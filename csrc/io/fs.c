@@ -11,13 +11,14 @@
 #include "core/array.h"
 
 /* The tables built into the engine. */
-extern const CvFileSystem cv_fs_local, cv_fs_http, cv_fs_https, cv_fs_gcs;
+extern const CvFileSystem cv_fs_local, cv_fs_http, cv_fs_https, cv_fs_gcs, cv_fs_s3;
 
 enum { MAX_TABLES = 16 };
 
 /* Written only by cv_fs_register at module initialisation (fs.h). */
-static const CvFileSystem *tables[MAX_TABLES] = {&cv_fs_local, &cv_fs_http, &cv_fs_https, &cv_fs_gcs};
-static size_t table_count = 4;
+static const CvFileSystem *tables[MAX_TABLES] = {&cv_fs_local, &cv_fs_http, &cv_fs_https, &cv_fs_gcs,
+                                                 &cv_fs_s3};
+static size_t table_count = 5;
 static const CvFileSystem *fallback; /* scheme "*" */
 
 void cv_fs_register(const CvFileSystem *fs)

@@ -119,6 +119,24 @@ CvStatus cv_image_decode_jpeg_contents(const char *op, const CvTensor *contents,
     return cv_jpeg_decode(data, size, o, out);
 }
 
+CvStatus cv_image_decode_and_crop_jpeg_contents(const char *op, const CvTensor *contents,
+                                                const CvJpegOptions *o, CvTensor *out)
+{
+    memset(out, 0, sizeof(*out));
+    const uint8_t *data = NULL;
+    size_t size = 0;
+    CvStatus s = checked_contents(contents, &data, &size);
+    if (s)
+        return s;
+    CvImageFormat format = cv_image_format(data, size);
+    if (format == CV_IMAGE_UNKNOWN)
+        return unknown_format();
+    if (format != CV_IMAGE_JPEG)
+        return cv_error(CV_INVALID_ARGUMENT, "%s operation can run on JPEG only, but detected %s.",
+                        op, cv_image_format_name(format));
+    return cv_jpeg_decode(data, size, o, out);
+}
+
 CvStatus cv_image_decode_png_contents(const char *op, const CvTensor *contents,
                                       const CvPngOptions *o, CvTensor *out)
 {

@@ -49,6 +49,12 @@ CvImageFormat cv_image_contents_format(const CvTensor *contents);
 CvStatus cv_image_decode_jpeg_contents(const char *op, const CvTensor *contents,
                                        const CvJpegOptions *options, CvTensor *out);
 
+/* What DecodeAndCropJpeg does with its input: as DecodeJpeg, but only JPEG
+ * data is accepted (INVALID_ARGUMENT naming the format detected otherwise);
+ * options' crop window says what is decoded. Ownership as above. */
+CvStatus cv_image_decode_and_crop_jpeg_contents(const char *op, const CvTensor *contents,
+                                                const CvJpegOptions *options, CvTensor *out);
+
 /* What DecodePng does with its input (and DecodeImage with PNG data):
  * `contents` must be a non-empty scalar string. PNG data is decoded with
  * `options`; JPEG data is decoded as DecodeJpeg's defaults do (channels 0, 1

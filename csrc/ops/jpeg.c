@@ -48,7 +48,7 @@ typedef struct Decoder {
     ErrorMgr err;
     SourceMgr src;
     bool created;      /* cinfo needs jpeg_destroy_decompress */
-    JSAMPLE *cmyk_row; /* malloc'd: one CMYK row, converted to RGB by us */
+    JSAMPLE *row;      /* malloc'd: one CMYK or widened cropped row, copied by us */
     CvStatus status;   /* a refusal found by us (not by libjpeg) */
     unsigned eighths;  /* the scale chosen for a resize hint (8: full size) */
     int64_t height;    /* output rows */
@@ -182,19 +182,11 @@ static unsigned hint_eighths(JDIMENSION h, JDIMENSION w, int64_t min_h, int64_t 
     return 4; /* covers the target: it is under half the image */
 }
 
-/* Everything that may longjmp. Returns false on failure: d->status set, or
- * libjpeg's message in d->err.message. `hint`: honour o's resize hint. */
-static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJpegOptions *o,
-                         bool hint, CvTensor *out)
+/* The error and source managers of a zeroed Decoder; then cinfo is made.
+ * Called right after the caller's setjmp (it may longjmp). */
+static void decoder_create(Decoder *d, const uint8_t *data, size_t size, bool recover)
 {
     struct jpeg_decompress_struct *ci = &d->cinfo;
-    ci->err = jpeg_std_error(&d->err.pub);
-    d->err.pub.error_exit = on_error_exit;
-    d->err.pub.emit_message = on_emit_message;
-    d->err.pub.output_message = on_output_message;
-    if (setjmp(d->err.jump))
-        return false;
-
     d->created = true; /* cinfo is zeroed, so destroying a half-made one is safe */
     jpeg_create_decompress(ci);
     d->src.pub.init_source = src_init;
@@ -204,8 +196,36 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
     d->src.pub.term_source = src_term;
     d->src.data = data;
     d->src.size = size;
-    d->src.recover = o->try_recover_truncated;
+    d->src.recover = recover;
     ci->src = &d->src.pub;
+}
+
+static void decoder_errors(Decoder *d)
+{
+    d->cinfo.err = jpeg_std_error(&d->err.pub);
+    d->err.pub.error_exit = on_error_exit;
+    d->err.pub.emit_message = on_emit_message;
+    d->err.pub.output_message = on_output_message;
+}
+
+/* Whether o's crop window lies inside an output of w x h (TensorFlow's
+ * IsCropWindowValid). */
+static bool crop_fits(const CvJpegOptions *o, JDIMENSION w, JDIMENSION h)
+{
+    return o->crop_width > 0 && o->crop_height > 0 && o->crop_x >= 0 && o->crop_y >= 0 &&
+           o->crop_x + o->crop_width <= (int64_t)w && o->crop_y + o->crop_height <= (int64_t)h;
+}
+
+/* Everything that may longjmp. Returns false on failure: d->status set, or
+ * libjpeg's message in d->err.message. `hint`: honour o's resize hint. */
+static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJpegOptions *o,
+                         bool hint, CvTensor *out)
+{
+    struct jpeg_decompress_struct *ci = &d->cinfo;
+    decoder_errors(d);
+    if (setjmp(d->err.jump))
+        return false;
+    decoder_create(d, data, size, o->try_recover_truncated);
     if (jpeg_read_header(ci, TRUE) != JPEG_HEADER_OK) {
         d->status = cv_error(CV_INVALID_ARGUMENT,
                              "Invalid JPEG data: the data ends inside the header (%zu bytes)", size);
@@ -235,7 +255,7 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
     ci->scale_num = 1;
     ci->scale_denom = (unsigned)o->ratio;
     d->eighths = 8;
-    if (hint && o->ratio == 1) {
+    if (hint && o->ratio == 1 && !o->crop) {
         d->eighths = hint_eighths(ci->image_height, ci->image_width, o->min_height, o->min_width);
         if (d->eighths < 8) {
             ci->scale_num = d->eighths;
@@ -273,7 +293,37 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
         return false;
     }
 
-    const JDIMENSION width = ci->output_width, height = ci->output_height;
+    /* The window: the whole image, or o's crop. jpeg_crop_scanline may widen
+     * it leftwards to an iMCU boundary (its right edge stays): the `left`
+     * extra columns of each decoded row are dropped here, as TensorFlow does. */
+    JDIMENSION top = 0, left = 0, width = ci->output_width, height = ci->output_height;
+    if (o->crop) {
+        if (!crop_fits(o, ci->output_width, ci->output_height)) {
+            d->status = cv_error(CV_INVALID_ARGUMENT,
+                                 "Invalid JPEG data or crop window: the window [y=%lld, x=%lld, "
+                                 "height=%lld, width=%lld] is not inside the %ux%u image",
+                                 (long long)o->crop_y, (long long)o->crop_x,
+                                 (long long)o->crop_height, (long long)o->crop_width,
+                                 (unsigned)ci->output_height, (unsigned)ci->output_width);
+            return false;
+        }
+        JDIMENSION x = (JDIMENSION)o->crop_x, w = (JDIMENSION)o->crop_width;
+        jpeg_crop_scanline(ci, &x, &w);
+        left = (JDIMENSION)o->crop_x - x;
+        top = (JDIMENSION)o->crop_y;
+        width = (JDIMENSION)o->crop_width;
+        height = (JDIMENSION)o->crop_height;
+        /* Entropy-decodes the rows above, no IDCT or color conversion. Data
+         * that ends there fails (TensorFlow's skip comes up short), unless
+         * the fake EOI of try_recover_truncated completed it. */
+        if (top > 0 && (jpeg_skip_scanlines(ci, top) < top ||
+                        (d->src.wanted_more && !o->try_recover_truncated))) {
+            d->status = cv_error(CV_INVALID_ARGUMENT,
+                                 "Invalid JPEG data: truncated: the data ends after %zu bytes, "
+                                 "above the crop window (row %u)", size, (unsigned)top);
+            return false;
+        }
+    }
     int64_t shape[3] = {height, width, components};
     CvStatus s = cv_tensor_alloc(out, CV_UINT8, 3, shape, 0, NULL);
     if (s) {
@@ -285,46 +335,54 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
     d->height = height;
     d->rows_read = height;
     const bool cmyk = ci->out_color_space == JCS_CMYK;
-    if (cmyk && !(d->cmyk_row = malloc((size_t)width * 4))) {
+    const bool via_row = cmyk || ci->output_width != width; /* else straight into `out` */
+    const size_t pixel = cmyk ? 4 : (size_t)components;
+    if (via_row && !(d->row = malloc((size_t)ci->output_width * pixel))) {
         d->status = cv_error_nomem();
         return false;
     }
+    const JDIMENSION end = top + height;
     bool suspended = false;
-    while (ci->output_scanline < height) {
+    while (ci->output_scanline < end) {
         JDIMENSION line = ci->output_scanline, n;
-        if (cmyk) {
-            JSAMPROW row = d->cmyk_row;
+        uint8_t *dst = base + (size_t)(line - top) * d->stride;
+        if (via_row) {
+            JSAMPROW row = d->row;
             n = jpeg_read_scanlines(ci, &row, 1);
-            if (n)
-                cmyk_to_rgb(d->cmyk_row, base + (size_t)line * d->stride, width,
-                            ci->saw_Adobe_marker);
+            if (n && cmyk)
+                cmyk_to_rgb(d->row + (size_t)left * 4, dst, width, ci->saw_Adobe_marker);
+            else if (n)
+                memcpy(dst, d->row + (size_t)left * pixel, d->stride);
         } else {
             /* Straight into the output tensor, several rows per call. */
             JSAMPROW rows[ROWS_PER_CALL];
-            JDIMENSION want = height - line < ROWS_PER_CALL ? height - line : ROWS_PER_CALL;
+            JDIMENSION want = end - line < ROWS_PER_CALL ? end - line : ROWS_PER_CALL;
             for (JDIMENSION i = 0; i < want; i++)
-                rows[i] = base + (size_t)(line + i) * d->stride;
+                rows[i] = dst + (size_t)i * d->stride;
             n = jpeg_read_scanlines(ci, rows, want);
         }
         if (n > 0)
             continue;
         /* The source suspended: the data ended. */
         if (!o->try_recover_truncated) {
-            d->rows_read = line;
+            d->rows_read = line - top;
             suspended = true;
         } else {
             /* Repeat the last row (black when there is none), as TensorFlow does. */
-            for (JDIMENSION r = line; r < height; r++) {
+            for (JDIMENSION r = line - top; r < height; r++) {
                 uint8_t *row = base + (size_t)r * d->stride;
                 if (r == 0)
                     memset(row, 0, d->stride);
                 else
                     memcpy(row, row - d->stride, d->stride);
             }
-            ci->output_scanline = height; /* lets jpeg_finish_decompress finish */
+            ci->output_scanline = end; /* lets jpeg_finish_decompress finish */
         }
         break;
     }
+    /* A window above the bottom: stop there (TensorFlow reads on to the end). */
+    if (ci->output_scanline < ci->output_height)
+        suspended = true;
     if (suspended)
         jpeg_abort((j_common_ptr)ci);
     else
@@ -347,7 +405,7 @@ static CvStatus decode(const uint8_t *data, size_t size, const CvJpegOptions *o,
     bool ok = decode_steps(d, data, size, o, hint, out);
     if (d->created)
         jpeg_destroy_decompress(&d->cinfo);
-    free(d->cmyk_row);
+    free(d->row);
     if (hint && d->eighths < 8 && (!ok || d->src.wanted_more || d->rows_read < d->height)) {
         *redo = true;
         cv_status_free(d->status);
@@ -386,6 +444,39 @@ static CvStatus decode(const uint8_t *data, size_t size, const CvJpegOptions *o,
 error:
     free(d);
     cv_tensor_clear(out);
+    return status;
+}
+
+/* The header alone; may longjmp. */
+static bool header_steps(Decoder *d, const uint8_t *data, size_t size)
+{
+    decoder_errors(d);
+    if (setjmp(d->err.jump))
+        return false;
+    decoder_create(d, data, size, false);
+    return jpeg_read_header(&d->cinfo, TRUE) == JPEG_HEADER_OK;
+}
+
+CvStatus cv_jpeg_shape(const uint8_t *data, size_t size, int64_t shape[3])
+{
+    CvStatus status = CV_STATUS_OK;
+    Decoder *d = size ? calloc(1, sizeof(*d)) : NULL;
+    if (size == 0)
+        return cv_error(CV_INVALID_ARGUMENT, "Invalid JPEG data, size 0: the data is empty");
+    if (!d)
+        return cv_error_nomem();
+    if (header_steps(d, data, size)) {
+        shape[0] = d->cinfo.image_height;
+        shape[1] = d->cinfo.image_width;
+        shape[2] = d->cinfo.num_components;
+    } else {
+        status = cv_error(CV_INVALID_ARGUMENT, "Invalid JPEG data, size %zu: %s", size,
+                          d->src.exhausted || !d->err.message[0] ? "the data ends inside the header"
+                                                                 : d->err.message);
+    }
+    if (d->created)
+        jpeg_destroy_decompress(&d->cinfo);
+    free(d);
     return status;
 }
 

@@ -47,6 +47,14 @@ typedef struct CvJpegOptions {
      * decoded again at full size, so errors, messages and the handling of
      * truncated data are those of the full-size decode. 0: full size. */
     int64_t min_height, min_width;
+    /* DecodeAndCropJpeg's window, in output pixels (after `ratio`): when
+     * `crop`, only rows [crop_y, crop_y + crop_height) and columns
+     * [crop_x, crop_x + crop_width) are decoded (libjpeg-turbo's
+     * jpeg_crop_scanline and jpeg_skip_scanlines, as TensorFlow does) and the
+     * decoder stops after the window. A window outside the image is
+     * INVALID_ARGUMENT. Excludes the resize hint. */
+    bool crop;
+    int64_t crop_y, crop_x, crop_height, crop_width;
 } CvJpegOptions;
 
 /* Decode `size` bytes of JPEG into a new uint8 tensor [height, width,
@@ -55,5 +63,10 @@ typedef struct CvJpegOptions {
  * data ended), or the dimensions and the limit for a refused large image. */
 CvStatus cv_jpeg_decode(const uint8_t *data, size_t size, const CvJpegOptions *options,
                         CvTensor *out);
+
+/* ExtractJpegShape: the header alone (jpeg_read_header), nothing decoded.
+ * shape = {height, width, components} as the header declares them (4 for a
+ * CMYK image). INVALID_ARGUMENT for data that is not a JPEG header. */
+CvStatus cv_jpeg_shape(const uint8_t *data, size_t size, int64_t shape[3]);
 
 #endif

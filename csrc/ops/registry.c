@@ -14,6 +14,10 @@ extern const CvOp cv_op_uniform;
 extern const CvOp cv_op_reshape;
 extern const CvOp cv_op_read_file;
 extern const CvOp cv_op_decode_jpeg;
+extern const CvOp cv_op_decode_and_crop_jpeg;
+extern const CvOp cv_op_extract_jpeg_shape;
+extern const CvOp cv_op_sample_distorted_bounding_box;
+extern const CvOp cv_op_stateless_sample_distorted_bounding_box;
 extern const CvOp cv_op_decode_image;
 extern const CvOp cv_op_decode_png;
 extern const CvOp cv_op_encode_png;
@@ -84,6 +88,10 @@ static const CvOp *const all_ops[] = {
     &cv_op_reshape,
     &cv_op_read_file,
     &cv_op_decode_jpeg,
+    &cv_op_decode_and_crop_jpeg,
+    &cv_op_extract_jpeg_shape,
+    &cv_op_sample_distorted_bounding_box,
+    &cv_op_stateless_sample_distorted_bounding_box,
     &cv_op_decode_image,
     &cv_op_decode_png,
     &cv_op_encode_png,
