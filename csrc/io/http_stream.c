@@ -215,6 +215,14 @@ static Answer check_answer(CvHttpStream *s, CvXfer *x, CvStatus *err)
         }
         if (status == 416 && s->have_version && s->end == UINT64_MAX)
             return ANSWER_EOF; /* resumed exactly at the end */
+        if ((status == 404 || status == 412) && s->have_version) {
+            /* A resumed read of a pinned version (GCS ?generation=, S3
+             * If-Match) finds it gone: the object was replaced or deleted. */
+            *err = cv_error(CV_DATA_LOSS, "%s: the object changed while being read (%ld %s "
+                            "when the read resumed at byte %llu)", s->display, status,
+                            cv_http_reason(status), (unsigned long long)s->offset);
+            return ANSWER_FAIL;
+        }
         if ((*err = cv_xfer_wait(x, is_done, NULL, s->display)))
             return ANSWER_FAIL;
         *err = refused(s, x);
