@@ -46,10 +46,11 @@ from conveyor.framework.eager import EagerTensor
 from conveyor.framework.variables import Variable
 from conveyor.framework.function import autograph, function
 from conveyor.framework.tensor_conversion import convert_to_tensor, is_tensor
+from conveyor import keras
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+__all__ = ["data", "keras", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
