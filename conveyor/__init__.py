@@ -47,12 +47,20 @@ from conveyor.framework.eager import EagerTensor
 from conveyor.framework.variables import Variable
 from conveyor.framework.function import autograph, function
 from conveyor.framework.tensor_conversion import convert_to_tensor, is_tensor
+from conveyor.ops.manip_ops import meshgrid, repeat, roll, slice  # noqa: A004
+from conveyor.ops.functional_ops import Assert, case, control_dependencies, map_fn, name_scope
+from conveyor.sparse import SparseTensor
+from conveyor import lookup
 from conveyor import keras
 from conveyor import compat
 
+newaxis = None  # tf.newaxis: x[:, tf.newaxis]
+
 __version__ = "0.1.0"
 
-__all__ = ["data", "keras", "compat", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+__all__ = ["data", "keras", "compat", "lookup", "slice", "roll", "repeat", "meshgrid",
+           "Assert", "case", "control_dependencies", "map_fn", "name_scope", "SparseTensor",
+           "newaxis", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
