@@ -7,4 +7,5 @@ one under both libraries and compares; ``known.py`` lists those not yet
 identical; ``report.py`` prints the counts.
 """
 MODULES = ["guide_basics", "guide_transform", "perf_guide", "csv_tutorial", "images_tutorial",
-           "tfrecord_tutorial", "text_tutorial", "docstrings_dataset", "docstrings_experimental"]
+           "tfrecord_tutorial", "text_tutorial", "docstrings_dataset", "docstrings_experimental",
+           "keras_io_style", "tf1_style"]
