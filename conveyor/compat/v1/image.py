@@ -34,7 +34,10 @@ def _static_size(size):
     return h, w
 
 
-def _legacy(images, size, nearest, align_corners, half_pixel_centers, need_4d=True):
+_BILINEAR, _NEAREST, _BICUBIC = 0, 1, 2
+
+
+def _legacy(images, size, method, align_corners, half_pixel_centers, need_4d=True):
     x = convert(images, name="images")
     shape = static_shape(x)
     if shape is not None and (len(shape) != 4 if need_4d else len(shape) not in (3, 4)):
@@ -44,8 +47,14 @@ def _legacy(images, size, nearest, align_corners, half_pixel_centers, need_4d=Tr
         raise op_error(_errors.InvalidArgumentError,
                        "If half_pixel_centers is True, align_corners must be False.")
     out = None if shape is None else shape[:-3] + (h, w, shape[-1])
-    dtype = dtype_of(x) if nearest else _dtypes.float32
-    attrs = {"height": h, "width": w, "preserve_aspect_ratio": 0, "nearest": int(nearest),
+    dtype = dtype_of(x) if method == _NEAREST else _dtypes.float32
+    if not (dtype_of(x).is_integer or dtype_of(x).is_floating):
+        raise op_error(TypeError, f"resize: images must be an integer or floating tensor, got "
+                                  f"{dtype_of(x).name}")
+    if method == _BICUBIC and half_pixel_centers:
+        _legacy_rank_check(x)
+        return _resize_v2(x, (h, w), method=_ResizeMethodV2.BICUBIC)
+    attrs = {"height": h, "width": w, "preserve_aspect_ratio": 0, "method": method,
              "align_corners": int(bool(align_corners)),
              "half_pixel_centers": int(bool(half_pixel_centers))}
     return apply("ResizeLegacy", [x], [(out, dtype)], attrs=attrs)
@@ -53,24 +62,20 @@ def _legacy(images, size, nearest, align_corners, half_pixel_centers, need_4d=Tr
 
 def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
     """``tf.compat.v1.image.resize_bilinear``: 4-D `images`, float32 result."""
-    return _legacy(images, size, False, align_corners, half_pixel_centers)
+    return _legacy(images, size, _BILINEAR, align_corners, half_pixel_centers)
 
 
 def resize_nearest_neighbor(images, size, align_corners=False, name=None,
                             half_pixel_centers=False):
     """``tf.compat.v1.image.resize_nearest_neighbor``: 4-D `images`, their dtype."""
-    return _legacy(images, size, True, align_corners, half_pixel_centers)
+    return _legacy(images, size, _NEAREST, align_corners, half_pixel_centers)
 
 
 def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_centers=False):
-    """``tf.compat.v1.image.resize_bicubic``: only ``half_pixel_centers=True``
-    (tf.image.resize's bicubic) is implemented."""
-    if align_corners or not half_pixel_centers:
-        raise NotImplementedError("conveyor's resize_bicubic needs half_pixel_centers=True and "
-                                  "align_corners=False (TensorFlow 1's legacy bicubic sampling "
-                                  "is not implemented); or use tf.image.resize(method='bicubic')")
-    _legacy_rank_check(images)
-    return _resize_v2(images, size, method=_ResizeMethodV2.BICUBIC)
+    """``tf.compat.v1.image.resize_bicubic``: 4-D `images`, float32 result
+    (TensorFlow 1's cubic convolution, a = -0.75, without half-pixel centers;
+    with them, tf.image.resize's bicubic)."""
+    return _legacy(images, size, _BICUBIC, align_corners, half_pixel_centers)
 
 
 def resize_area(images, size, align_corners=False, name=None):
@@ -110,14 +115,11 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
     kind = _METHODS.get(method)
     if kind is None:
         raise ValueError(f"Resize method is not implemented: {method}")
-    if kind in (0, 1):
-        return _legacy(x, (h, w), kind == 1, align_corners, False, need_4d=False)
+    if kind in (0, 1, 2):
+        return _legacy(x, (h, w), kind, align_corners, False, need_4d=False)
     if align_corners:
-        raise NotImplementedError("conveyor's resize_images has no align_corners=True for "
-                                  "bicubic and area")
-    if kind == 2:
-        raise NotImplementedError("conveyor has no TensorFlow 1 (legacy) bicubic resize: "
-                                  "half_pixel_centers=False is not implemented")
+        raise NotImplementedError("conveyor's resize_images has no align_corners=True for the "
+                                  "area method")
     return _resize_v2(x, (h, w), method=_ResizeMethodV2.AREA)
 
 
