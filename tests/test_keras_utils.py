@@ -203,3 +203,18 @@ def test_timeseries_errors_as_keras():
         for mod in (tf.keras.utils, cv.keras.utils):
             with pytest.raises(ValueError, match=error):
                 mod.timeseries_dataset_from_array(data, None, 3, **kwargs)
+
+
+@pytest.mark.parametrize("follow_links", [False, True])
+def test_follow_links_as_keras(image_dir, tmp_path, follow_links):
+    """A symlinked folder inside a class is walked only with follow_links."""
+    root = tmp_path / "linked"
+    os.makedirs(root / "a")
+    os.makedirs(root / "b")
+    _write_image(str(root / "a" / "x.png"), 5, 6, 3, 1)
+    _write_image(str(root / "b" / "y.png"), 7, 4, 3, 2)
+    os.symlink(os.path.join(image_dir, "cats"), root / "a" / "more")
+    theirs, ours = _both("image_dataset_from_directory", str(root), seed=3, image_size=(4, 4),
+                         follow_links=follow_links)
+    assert ours.file_paths == theirs.file_paths
+    _same(theirs, ours)
