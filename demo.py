@@ -72,7 +72,7 @@ def make_images(folder, n, seed=0):
             oy, ox = rng.integers(0, 600 - h + 1), rng.integers(0, 600 - w + 1)
             image += noise[oy:oy + h, ox:ox + w]
             image = np.clip(image, 0, 255).astype(np.uint8)
-            data = cv.io.encode_jpeg(image, quality=90)
+            data = cv.io.encode_jpeg(image, quality=90).numpy()
             label = int(rng.integers(0, 1000))
             path = os.path.join(folder, f"img_{i:05d}.jpg")
             with open(path, "wb") as f:

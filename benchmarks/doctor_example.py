@@ -26,7 +26,7 @@ def make_jpegs(n, seed=0):
     rng = np.random.default_rng(seed)
     small = rng.integers(0, 256, size=(n, 24, 32, 3)).astype(np.float32)
     images = tf.image.resize(small, [375, 500]).astype(np.uint8)  # smooth, photo-sized
-    return [tf.io.encode_jpeg(img, quality=90) for img in images]
+    return [tf.io.encode_jpeg(img, quality=90).numpy() for img in images]
 
 
 def pipelines(jpegs, latency):

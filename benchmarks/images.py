@@ -92,7 +92,7 @@ def make_files(folder, count, seed=0, size=(375, 500)):
         img = cv.image.resize(np.ascontiguousarray(crop), shape, antialias=True)
         img = np.clip(img + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
         with open(path + ".tmp", "wb") as f:
-            f.write(cv.io.encode_jpeg(img, quality=90))
+            f.write(cv.io.encode_jpeg(img, quality=90).numpy())
         os.replace(path + ".tmp", path)
     return paths, origin
 

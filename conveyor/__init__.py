@@ -7,6 +7,7 @@ and ``tf.errors``. Pipelines run in a C engine on worker threads and yield
 NumPy arrays.
 """
 import atexit as _atexit
+import sys as _sys
 
 from conveyor import _engine
 from conveyor import errors
@@ -46,10 +47,20 @@ from conveyor.framework.eager import EagerTensor
 from conveyor.framework.variables import Variable
 from conveyor.framework.function import autograph, function
 from conveyor.framework.tensor_conversion import convert_to_tensor, is_tensor
+from conveyor.ops.manip_ops import meshgrid, repeat, roll, slice  # noqa: A004
+from conveyor.ops.functional_ops import Assert, case, control_dependencies, map_fn, name_scope
+from conveyor.sparse import SparseTensor
+from conveyor import lookup
+from conveyor import keras
+from conveyor import compat
+
+newaxis = None  # tf.newaxis: x[:, tf.newaxis]
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+__all__ = ["data", "keras", "compat", "lookup", "slice", "roll", "repeat", "meshgrid",
+           "Assert", "case", "control_dependencies", "map_fn", "name_scope", "SparseTensor",
+           "newaxis", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
@@ -60,6 +71,19 @@ __all__ = ["data", "device", "sharding", "sparse", "ragged", "RaggedTensor", "De
            "reduce_all", "argmax", "argmin", "range", "squeeze", "unstack", "gather", "where",
            "ensure_shape", "cond", "debugging", "transpose", "tile", "pad", "reverse",
            "broadcast_to", "split", "boolean_mask", "sequence_mask", "stop_gradient", "cumsum"]
+
+# tf.compat.v2 is TensorFlow 2's API: conveyor itself; tf.compat.v1 has
+# TensorFlow 1's spellings, on top of conveyor's top-level names.
+compat.v2 = _sys.modules[__name__]
+_sys.modules[__name__ + ".compat.v2"] = compat.v2
+for _name in __all__:
+    if not hasattr(compat.v1, _name):
+        setattr(compat.v1, _name, globals()[_name])
+for _name in ("io", "strings", "math", "sparse", "ragged", "nest", "errors", "train",
+              "TensorSpec", "TensorShape", "DType", "as_dtype"):
+    if not hasattr(compat.v1, _name):
+        setattr(compat.v1, _name, globals()[_name])
+del _name
 
 _engine.set_error_classes(errors._BY_CODE)
 _engine.set_warning_handler(errors._engine_warning)

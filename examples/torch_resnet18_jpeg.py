@@ -111,7 +111,7 @@ def make_dataset(folder, classes=("circle", "square", "stripes"), per_class=16, 
             image = image + rng.normal(0, 8, image.shape)
             image = np.clip(image, 0, 255).astype(np.uint8)
             with open(os.path.join(folder, name, f"{i:04d}.jpg"), "wb") as f:
-                f.write(tf.io.encode_jpeg(image, quality=90))
+                f.write(tf.io.encode_jpeg(image, quality=90).numpy())
 
 
 def input_pipeline(folder, batch_size, image_size, seed=0):

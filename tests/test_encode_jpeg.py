@@ -9,7 +9,8 @@ SMOOTH = np.stack([X * 3, Y * 5, (X + Y) * 2], -1).astype(np.uint8)
 
 
 def test_encodes_a_jpeg_eagerly_and_traced_alike():
-    data = cv.io.encode_jpeg(SMOOTH, quality=92)
+    # a scalar string tensor, as TensorFlow's: numpy() is the bytes
+    data = cv.io.encode_jpeg(SMOOTH, quality=92).numpy()
     assert isinstance(data, bytes) and data[:3] == b"\xff\xd8\xff" and data[-2:] == b"\xff\xd9"
     ds = cv.data.Dataset.from_tensors(SMOOTH).map(lambda i: cv.io.encode_jpeg(i, quality=92))
     assert "mode=native" in repr(ds)

@@ -70,7 +70,7 @@ def test_torch_resnet18_on_a_user_folder(tmp_path):
             image = np.full((24, 20, 3), 60 + 120 * k, np.uint8) + rng.integers(0, 30, (24, 20, 3),
                                                                                  dtype=np.uint8)
             ext = "jpg" if i % 2 else "jpeg"
-            (tmp_path / name / f"{i}.{ext}").write_bytes(conveyor.io.encode_jpeg(image))
+            (tmp_path / name / f"{i}.{ext}").write_bytes(conveyor.io.encode_jpeg(image).numpy())
     out = run("torch_resnet18_jpeg.py", "--data", tmp_path, "--steps", 2, "--batch-size", 8,
               "--image-size", 16, "--width", 8, "--torch-threads", 1)
     assert "classes: ['ant', 'bee']" in out and "batch 8 of 16x16" in out

@@ -17,8 +17,8 @@ from _jpeg_files import ALL, GOOD, TRUNCATED, damaged, needs_files, read
 
 Y, X = np.mgrid[0:61, 0:83]
 IMAGE = np.stack([X * 3, Y * 4, (X + Y) * 2], -1).astype(np.uint8)
-JPEG = cv.io.encode_jpeg(IMAGE, quality=90)
-GRAY_JPEG = cv.io.encode_jpeg(IMAGE[:, :, :1], quality=90)
+JPEG = cv.io.encode_jpeg(IMAGE, quality=90).numpy()
+GRAY_JPEG = cv.io.encode_jpeg(IMAGE[:, :, :1], quality=90).numpy()
 
 
 def traced(fn, value, spec_shape=(), dtype=cv.string):
@@ -225,7 +225,7 @@ OPTIONS = [{}, {"try_recover_truncated": True}, {"acceptable_fraction": 0.0},
 
 
 def test_damaged_bytes_never_crash():
-    sources = [JPEG, GRAY_JPEG, cv.io.encode_jpeg(IMAGE, progressive=True)]
+    sources = [JPEG, GRAY_JPEG, cv.io.encode_jpeg(IMAGE, progressive=True).numpy()]
     sources += [read(p) for p in ALL]
     rng = random.Random(7)
     outcomes = {"ok": 0, "error": 0}

@@ -432,7 +432,7 @@ def test_encode_png_round_trips_through_tensorflow(dtype):
             x = rng.integers(0, np.iinfo(dtype).max + 1, (h, w, c)).astype(dtype)
             x[h // 2:] = x[0, 0]  # flat areas as well as noise
             for level in (-1, 0, 9):
-                data = cv.io.encode_png(x, compression=level)  # bytes, as conveyor eager strings are
+                data = cv.io.encode_png(x, compression=level).numpy()  # bytes, as TensorFlow
                 np.testing.assert_array_equal(tf.io.decode_png(data, dtype=dtype).numpy(), x)
                 np.testing.assert_array_equal(cv.io.decode_png(data, dtype=dtype), x)
 

@@ -417,8 +417,27 @@ def warn_untraceable(fn, stage, reason):
                   TracingWarning, stacklevel=_user_stacklevel())
 
 
-def numpy_function(func, inp, Tout, stateful=True, name=None):
-    """Call a Python function on NumPy arrays (``tf.numpy_function``).
+def _decorator(wrapper, func, inp, Tout, **kwargs):
+    """``@tf.py_function(Tout=...)`` / ``@tf.numpy_function(Tout=...)``:
+    with no `func`, a decorator whose function is then called with its
+    arguments as `inp` (TensorFlow 2's form)."""
+    import functools
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def call(*args):
+            return wrapper(fn, list(args), Tout, **kwargs)
+        return call
+
+    if inp is not None:
+        raise TypeError("`inp` without `func`: pass the function, or use the decorator form "
+                        "without `inp`")
+    return decorate
+
+
+def numpy_function(func=None, inp=None, Tout=None, stateful=True, name=None):
+    """Call a Python function on NumPy arrays (``tf.numpy_function``); with
+    no `func`, a decorator (``@tf.numpy_function(Tout=tf.float32)``).
 
     Outside a map it calls ``func(*inp)`` at once. Inside a map function it
     marks the function as Python: the map then calls it per element with
@@ -426,6 +445,8 @@ def numpy_function(func, inp, Tout, stateful=True, name=None):
     ``tf.numpy_function`` runs its function in Python inside a graph. Results
     are converted to `Tout` (a dtype or a list of dtypes).
     """
+    if func is None:
+        return _decorator(numpy_function, func, inp, Tout, stateful=stateful)
     trace = _current("trace") or next((x._trace for x in inp if isinstance(x, Tensor)), None)
     if trace is not None:
         raise trace.fail(f"it calls {getattr(func, '__name__', 'a function')} through "
@@ -433,12 +454,15 @@ def numpy_function(func, inp, Tout, stateful=True, name=None):
     return _call_numpy(func, [x if isinstance(x, np.ndarray) else to_array(x) for x in inp], Tout)
 
 
-def py_function(func, inp, Tout, name=None):
-    """Call a Python function on eager tensors (``tf.py_function``).
+def py_function(func=None, inp=None, Tout=None, name=None):
+    """Call a Python function on eager tensors (``tf.py_function``); with no
+    `func`, a decorator (``@tf.py_function(Tout=tf.int64)``).
 
     As :func:`numpy_function`, except that `func` gets ``conveyor.EagerTensor``
     arguments (NumPy arrays, shared not copied, that also answer ``numpy()``),
     as TensorFlow's py_function passes eager tensors."""
+    if func is None:
+        return _decorator(py_function, func, inp, Tout)
     trace = _current("trace") or next((x._trace for x in inp if isinstance(x, Tensor)), None)
     if trace is not None:
         raise trace.fail(f"it calls {getattr(func, '__name__', 'a function')} through "

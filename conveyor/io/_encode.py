@@ -1,6 +1,7 @@
 """tf.io.encode_jpeg and tf.io.encode_png: images to JPEG bytes with
 libjpeg-turbo, to PNG bytes with zlib."""
 from conveyor import dtypes as _dtypes
+from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["encode_jpeg", "encode_png"]
@@ -31,10 +32,16 @@ def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=F
         raise op_error(ValueError, f"format {format!r} needs {channels[format]} channels")
     if not 0 <= int(quality) <= 100:
         raise op_error(ValueError, f"quality must be in [0, 100], got {quality}")
-    return apply("EncodeJpeg", [x], [((), _dtypes.string)],
-                 attrs={"quality": int(quality), "progressive": bool(progressive),
-                        "optimize_size": bool(optimize_size),
-                        "chroma_downsampling": bool(chroma_downsampling)})
+    return _tensor(apply("EncodeJpeg", [x], [((), _dtypes.string)],
+                         attrs={"quality": int(quality), "progressive": bool(progressive),
+                                "optimize_size": bool(optimize_size),
+                                "chroma_downsampling": bool(chroma_downsampling)}))
+
+
+def _tensor(result):
+    """An eager result as TensorFlow's: a scalar string tensor with
+    ``numpy()`` (the bytes), not bare bytes; traced results as they are."""
+    return as_eager(result) if isinstance(result, bytes) else result
 
 
 def encode_png(image, compression=-1, name=None):
@@ -56,4 +63,5 @@ def encode_png(image, compression=-1, name=None):
     if isinstance(compression, bool) or not isinstance(compression, int) or \
             not -1 <= compression <= 9:
         raise op_error(ValueError, f"compression should be in [-1,9], got {compression!r}")
-    return apply("EncodePng", [x], [((), _dtypes.string)], attrs={"compression": compression})
+    return _tensor(apply("EncodePng", [x], [((), _dtypes.string)],
+                         attrs={"compression": compression}))

@@ -29,6 +29,7 @@ extern const CvOp cv_op_resize_area;
 extern const CvOp cv_op_resize_bicubic;
 extern const CvOp cv_op_resize_bilinear;
 extern const CvOp cv_op_resize_nearest_neighbor;
+extern const CvOp cv_op_resize_legacy;
 extern const CvOp cv_op_scale_and_translate;
 extern const CvOp cv_op_convert_image;
 extern const CvOp cv_op_crop;
@@ -103,6 +104,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_resize_bicubic,
     &cv_op_resize_bilinear,
     &cv_op_resize_nearest_neighbor,
+    &cv_op_resize_legacy,
     &cv_op_scale_and_translate,
     &cv_op_convert_image,
     &cv_op_crop,

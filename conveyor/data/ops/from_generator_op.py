@@ -45,7 +45,10 @@ class GeneratorDataset(SourceDataset):
                 raise TypeError("Either `output_signature` or `output_types` must be specified.")
             signature = _signature_from_types(output_types, output_shapes)
         args = tuple(to_array(a) for a in (args or ()))
-        call_args = [a.item() if a.dtype == object and a.ndim == 0 else a for a in args]
+        # As TensorFlow hands them: a scalar string as bytes, another scalar
+        # as a NumPy scalar (hashable: a dict key), arrays as arrays.
+        call_args = [a.item() if a.dtype == object and a.ndim == 0 else
+                     a[()] if a.ndim == 0 else a for a in args]
 
         def factory():
             return _CheckedGenerator(generator(*call_args), signature)
