@@ -261,7 +261,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     pthread_mutex_lock(&tuner->history_mu);
     tuner->bottleneck = bottleneck;
     for (int s = 0; s < m; s++) {
-        int from = now[stages[s].node].gauges.parallelism;
+        int from = par[stages[s].node]; /* as decide_inline left it */
         CvNode *node = nodes[stages[s].node];
         if (stages[s].p >= from)
             node->fewer_votes = 0;

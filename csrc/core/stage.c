@@ -464,9 +464,7 @@ static bool inline_wanted(CvStage *st)
  * flight: next() hands them out first). */
 static bool inline_settle(CvStage *st)
 {
-    if (st->restored_next < st->nrestored || st->run_next < st->run_end)
-        return false;
-    if (!cv_task_pause(&st->task))
+    if (st->restored_next < st->nrestored || st->run_next < st->run_end || !cv_task_pause(&st->task))
         return false;
     pthread_mutex_lock(&st->mu);
     bool idle = st->run_next == st->issued; /* a turn may have pulled before the pause */
@@ -482,13 +480,6 @@ static bool inline_settle(CvStage *st)
     st->inline_on = true;
     st->started = true;
     return true;
-}
-
-/* Consumer: the limit went above 0 again; nothing is in flight. */
-static void inline_leave(CvStage *st)
-{
-    st->inline_on = false;
-    cv_task_resume(&st->task);
 }
 
 /* Consumer, inline: the pull side's position after this unit, as a turn's
@@ -514,33 +505,25 @@ static void inline_mark(CvStage *st)
  * next()). */
 static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_block)
 {
-    *end = false;
-    if (st->input_done) {
-        *end = true;
+    if ((*end = st->input_done))
         return CV_STATUS_OK;
-    }
     bool timed = --st->inline_countdown <= 0;
-    int64_t started = 0, pulled = 0, blocked = 0;
-    if (timed) {
-        started = cv_now_ns();
-        blocked = cv_blocking_ns();
-    }
+    int64_t started = timed ? cv_now_ns() : 0, blocked = timed ? cv_blocking_ns() : 0, pulled = 0;
     CvStageUnit u = {0};
     bool unit_end = false;
     if (would_block && st->input_may_block) {
         u.status = st->ops->try_pull(st->owner, &u.work, &u.aux, &unit_end, would_block);
         if (!u.status && *would_block) {
-            st->inline_countdown += timed ? CV_STAGE_INLINE_SAMPLE : 1; /* nothing taken */
+            st->inline_countdown++; /* nothing taken */
             return CV_STATUS_OK;
         }
     } else {
         u.status = st->ops->pull(st->owner, &u.work, &u.aux, &unit_end);
     }
-    if (!u.status && unit_end) {
+    if ((*end = !u.status && unit_end)) {
         pthread_mutex_lock(&st->mu);
         st->input_done = true;
         pthread_mutex_unlock(&st->mu);
-        *end = true;
         return CV_STATUS_OK;
     }
     inline_mark(st);
@@ -580,7 +563,8 @@ CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_b
             *would_block = true; /* the unit runs in next() */
             return CV_STATUS_OK;
         }
-        inline_leave(st);
+        st->inline_on = false; /* the limit went above 0 again; nothing is in flight */
+        cv_task_resume(&st->task);
     }
     if (!st->started) { /* starting is next()'s work */
         *would_block = true;
@@ -610,7 +594,8 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
     if (st->inline_on) {
         if (inline_wanted(st))
             return inline_next(st, out, end, NULL);
-        inline_leave(st);
+        st->inline_on = false; /* the limit went above 0 again; nothing is in flight */
+        cv_task_resume(&st->task);
     } else if (st->started && inline_wanted(st) && inline_settle(st)) {
         return inline_next(st, out, end, NULL);
     }
