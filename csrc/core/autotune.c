@@ -39,7 +39,6 @@ struct CvAutotuner {
     int64_t period;
     int64_t last_run;
     int64_t last_consumer_wait;
-    bool looked; /* the first (quick) look was made */
     pthread_mutex_t history_mu;
     CvAutotuneChoice history[CV_AUTOTUNE_HISTORY];
     int64_t changes; /* choices made in all; the last CV_AUTOTUNE_HISTORY are kept */
@@ -96,7 +95,7 @@ typedef struct {
     int64_t now;
     double dt;
     double consumer_wait;
-    bool quick; /* the first look: inline decisions only (see cv_autotuner_tick) */
+    bool quick; /* a look in the first period: inline decisions only (cv_autotuner_tick) */
 } Run;
 
 static double delta(uint64_t now, uint64_t before)
@@ -278,7 +277,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
 done:
     if (changed)
         tuner->period = CV_AUTOTUNE_FIRST_NS;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && !run->quick; i++)
         nodes[i]->seen = now[i].totals;
     free(stages);
     free(work);
@@ -299,18 +298,24 @@ bool cv_autotuner_tick(CvAutotuner *tuner)
     int64_t changes = tuner->changes; /* written by the thread holding `running` only */
     if (now >= atomic_load_explicit(&tuner->next_due, memory_order_relaxed)) {
         int64_t consumer_wait = cv_stats_consumer_wait_ns(tuner->stats);
+        /* Quick looks, every CV_AUTOTUNE_QUICK_NS in the first period: the
+         * inline decisions only, on everything since the start (they keep
+         * no window: the first full look's is the whole first period). */
+        bool quick = now - cv_stats_started_ns(tuner->stats) < CV_AUTOTUNE_FIRST_NS;
         Run run = {tuner, now, (double)(now - tuner->last_run), (double)(consumer_wait - tuner->last_consumer_wait),
-                   !tuner->looked};
-        if (tuner->looked) /* the quick look keeps the first period */
+                   quick};
+        if (!quick)
             tuner->period = tuner->period * 2 > CV_AUTOTUNE_MAX_NS ? CV_AUTOTUNE_MAX_NS : tuner->period * 2;
-        tuner->looked = true;
         cv_stats_with_nodes(tuner->stats, model, &run);
-        tuner->last_run = now;
-        tuner->last_consumer_wait = consumer_wait;
+        if (!quick) {
+            tuner->last_run = now;
+            tuner->last_consumer_wait = consumer_wait;
+        }
         pthread_mutex_lock(&tuner->history_mu);
         tuner->runs++;
         pthread_mutex_unlock(&tuner->history_mu);
-        atomic_store_explicit(&tuner->next_due, now + tuner->period, memory_order_relaxed);
+        atomic_store_explicit(&tuner->next_due, now + (quick ? CV_AUTOTUNE_QUICK_NS : tuner->period),
+                              memory_order_relaxed);
     }
     bool published = tuner->changes != changes;
     atomic_flag_clear_explicit(&tuner->running, memory_order_release);

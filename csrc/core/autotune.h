@@ -36,9 +36,10 @@
  * (sampled) and goes back to parallel (p = 2, then the climb) above
  * CV_AUTOTUNE_PARALLEL_NS. The stages below are decided first, so a
  * prefetch over a tiny map goes inline in the same look. Inline stages take
- * no part in the climb. The first look comes early, at
- * CV_AUTOTUNE_QUICK_NS, and makes the inline decisions only: an epoch of a
- * tiny pipeline lasts a few tens of milliseconds.
+ * no part in the climb. In the first period the tuner looks every
+ * CV_AUTOTUNE_QUICK_NS, at everything since the start, and makes the inline
+ * decisions only: an epoch of a tiny pipeline lasts a few tens of
+ * milliseconds.
  *
  * The period starts at CV_AUTOTUNE_FIRST_NS, doubles up to
  * CV_AUTOTUNE_MAX_NS, and drops back after a change. Every change is
@@ -57,7 +58,7 @@
 
 #include "core/stats.h"
 
-#define CV_AUTOTUNE_QUICK_NS 2000000LL  /* 2 ms: the first look, inline decisions only */
+#define CV_AUTOTUNE_QUICK_NS 2000000LL  /* 2 ms: looks in the first period, inline decisions only */
 #define CV_AUTOTUNE_FIRST_NS 20000000LL /* 20 ms */
 #define CV_AUTOTUNE_MAX_NS 200000000LL  /* 0.2 s: adapts within half a second */
 #define CV_AUTOTUNE_HISTORY 256

@@ -598,6 +598,8 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
         cv_task_resume(&st->task);
     } else if (st->started && inline_wanted(st) && inline_settle(st)) {
         return inline_next(st, out, end, NULL);
+    } else if (st->may_inline) { /* once per run: the autotuner looks when due, turns or none */
+        cv_pool_run_tick(st->task.pool);
     }
     pthread_mutex_lock(&st->mu);
     if (!st->started) { /* the first next(): the task joins the pool's queue */
@@ -643,8 +645,6 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             pthread_mutex_unlock(&st->mu);
             wake_workers(st, wake);
             wake = false;
-            if (st->may_inline) /* the autotuner looks when it is due, turns or none */
-                cv_pool_run_tick(st->task.pool);
             note_spin(st, cv_spin_for_progress(&st->completed, seen, st->spin_ns));
             pthread_mutex_lock(&st->mu);
             continue; /* mu was released: everything must be checked again */
