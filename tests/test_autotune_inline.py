@@ -116,7 +116,7 @@ def test_an_inline_map_goes_back_to_parallel_when_its_work_grows():
         return cv.math.reduce_sum(cv.range(n))
 
     def make(parallel):
-        return D.range(switch + 3000).map(cost).map(work, num_parallel_calls=parallel)
+        return D.range(switch + 6000).map(cost).map(work, num_parallel_calls=parallel)
     it = iter(make(AUTOTUNE).prefetch(AUTOTUNE))
     got = [int(x) for x in it]
     assert got == [int(x) for x in make(None)]

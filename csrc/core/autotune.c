@@ -196,7 +196,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     double *work = calloc(count, sizeof(double)), *measured = calloc(count, sizeof(double));
     double *ratio = calloc(count, sizeof(double));
     int *par = calloc(count, sizeof(int));
-    bool changed = false;
+    bool changed = false, inline_now = false;
     if (!stages || !work || !measured || !ratio || !par || n == 0)
         goto done;
     /* The root's elements: its totals so far (for the ratios) and in the window. */
@@ -228,6 +228,10 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     pthread_mutex_lock(&tuner->history_mu);
     changed = decide_inline(run, nodes, now, n, work, measured, ratio, par);
     pthread_mutex_unlock(&tuner->history_mu);
+    /* While a stage runs inline, look every first period: work that grows
+     * gets its threads back within two looks. */
+    for (int i = 0; i < n; i++)
+        inline_now |= now[i].gauges.limit && now[i].gauges.may_inline && par[i] == 0;
     if (run->quick || root_window == 0)
         goto done;
     int m = 0;
@@ -275,7 +279,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     }
     pthread_mutex_unlock(&tuner->history_mu);
 done:
-    if (changed)
+    if (changed || inline_now)
         tuner->period = CV_AUTOTUNE_FIRST_NS;
     for (int i = 0; i < n && !run->quick; i++)
         nodes[i]->seen = now[i].totals;

@@ -34,7 +34,8 @@
  * turns: over inline work it is a pass-through, over parallel work it
  * still hides bursts. An inline stage still reports its work per unit
  * (sampled) and goes back to parallel (p = 2, then the climb) above
- * CV_AUTOTUNE_PARALLEL_NS. The stages below are decided first, so a
+ * CV_AUTOTUNE_PARALLEL_NS in two looks in a row; while one is inline the
+ * period stays at CV_AUTOTUNE_FIRST_NS. The stages below are decided first, so a
  * prefetch over a tiny map goes inline in the same look. Inline stages take
  * no part in the climb. In the first period the tuner looks every
  * CV_AUTOTUNE_QUICK_NS, at everything since the start, and makes the inline
