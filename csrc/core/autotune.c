@@ -19,6 +19,15 @@
  * looks in a row proposed fewer, so noise in one window does not make the
  * choices swing. */
 #define CV_AUTOTUNE_FEWER_VOTES 3
+/* Inline (autotune.h): a stage goes inline below INLINE_NS of work per
+ * unit, and back above PARALLEL_NS (4x: no flapping around one value), on
+ * a window of at least INLINE_UNITS units (or, going back, EVIDENCE_NS of
+ * work: a few slow units say enough). */
+#define CV_AUTOTUNE_INLINE_NS 2000.0
+#define CV_AUTOTUNE_PARALLEL_NS 8000.0
+#define CV_AUTOTUNE_INLINE_UNITS 64.0
+#define CV_AUTOTUNE_INLINE_EVIDENCE_NS 1000000.0
+#define CV_AUTOTUNE_PARALLEL_VOTES 2
 
 struct CvAutotuner {
     CvStats *stats; /* borrowed: the pool owns both */
@@ -48,7 +57,7 @@ CvAutotuner *cv_autotuner_new(CvStats *stats, int cpu_budget, CvAutotuneAlgorith
     tuner->period = CV_AUTOTUNE_FIRST_NS;
     tuner->last_run = cv_stats_started_ns(stats);
     tuner->bottleneck = -1;
-    atomic_init(&tuner->next_due, tuner->last_run + tuner->period);
+    atomic_init(&tuner->next_due, tuner->last_run + CV_AUTOTUNE_QUICK_NS);
     atomic_flag_clear(&tuner->running);
     pthread_mutex_init(&tuner->history_mu, NULL);
     return tuner;
@@ -86,6 +95,7 @@ typedef struct {
     int64_t now;
     double dt;
     double consumer_wait;
+    bool quick; /* a look in the first period: inline decisions only (cv_autotuner_tick) */
 } Run;
 
 static double delta(uint64_t now, uint64_t before)
@@ -102,22 +112,102 @@ static int stage_above(const CvNodeSnapshot *now, int j)
     return a;
 }
 
+/* Whether a node below node i (in its subtree) runs turns of its own. */
+static bool parallel_below(const CvNodeSnapshot *now, const int *par, int i, int n)
+{
+    for (int j = i + 1; j < n; j++) {
+        if (!now[j].gauges.limit || par[j] == 0)
+            continue;
+        int a = now[j].parent;
+        while (a > i)
+            a = now[a].parent;
+        if (a == i)
+            return true;
+    }
+    return false;
+}
+
+/* history_mu held: record a change and publish it. */
+static void publish(CvAutotuner *tuner, const Run *run, _Atomic int *limit, int node, int from, int to,
+                    int bottleneck, double target, double interval)
+{
+    /* Published: the pool reads it at its next pick (the tick's caller
+     * wakes a thread when it returns true); an inline stage's consumer at
+     * its next next(). */
+    atomic_store_explicit(limit, to, memory_order_relaxed);
+    tuner->history[tuner->changes++ % CV_AUTOTUNE_HISTORY] = (CvAutotuneChoice){
+        .at_ns = run->now - cv_stats_started_ns(tuner->stats),
+        .node = node,
+        .from = from,
+        .to = to,
+        .bottleneck = bottleneck,
+        .target_ns = target,
+        .interval_ns = interval,
+    };
+}
+
+/* history_mu held: the inline decisions (see Inline in autotune.h), stages
+ * below first, so that a prefetch sees what its input was made. par[i]:
+ * each node's parallelism, updated. Returns whether one changed. */
+static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n,
+                          const double *work, const double *measured, const double *ratio, int *par)
+{
+    CvAutotuner *tuner = run->tuner;
+    bool changed = false;
+    for (int i = n - 1; i >= 0; i--) {
+        const CvGauges *g = &now[i].gauges;
+        /* One live iterator: the limit is that stage's own (an inner node
+         * or a dataset used twice shares one node among several). */
+        if (!g->limit || !g->may_inline || now[i].live != 1 || now[i].inner || work[i] < 0)
+            continue;
+        double units = delta(now[i].totals.units, nodes[i]->seen.units);
+        int to = par[i];
+        if (par[i] > 0 && work[i] < CV_AUTOTUNE_INLINE_NS && units >= CV_AUTOTUNE_INLINE_UNITS &&
+            (g->max_parallelism > 1 || !parallel_below(now, par, i, n)))
+            to = 0; /* a buffer over parallel work below stays: it hides that work's bursts */
+        else if (par[i] == 0 && work[i] > CV_AUTOTUNE_PARALLEL_NS &&
+                 (units >= CV_AUTOTUNE_INLINE_UNITS || measured[i] >= CV_AUTOTUNE_INLINE_EVIDENCE_NS)) {
+            /* Inline work is sampled: one unit descheduled while timed
+             * counts for CV_STAGE_INLINE_SAMPLE. Two looks in a row must
+             * agree. */
+            if (++nodes[i]->fewer_votes >= CV_AUTOTUNE_PARALLEL_VOTES)
+                to = g->max_parallelism < CV_AUTOTUNE_MIN_PARALLELISM ? g->max_parallelism
+                                                                    : CV_AUTOTUNE_MIN_PARALLELISM;
+        } else if (par[i] == 0) {
+            nodes[i]->fewer_votes = 0;
+        }
+        if (to == par[i])
+            continue;
+        nodes[i]->fewer_votes = 0;
+        publish(tuner, run, g->limit, i, par[i], to, tuner->bottleneck, 0, ratio[i] * work[i] / (to ? to : 1));
+        par[i] = to;
+        changed = true;
+    }
+    return changed;
+}
+
 /* mu of the statistics held (a CvStatsVisit): the model, and the changes. */
 static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, int n)
 {
     Run *run = arg;
     CvAutotuner *tuner = run->tuner;
-    Stage *stages = calloc((size_t)(n > 0 ? n : 1), sizeof(Stage));
-    if (!stages || n == 0)
+    size_t count = (size_t)(n > 0 ? n : 1);
+    Stage *stages = calloc(count, sizeof(Stage));
+    double *work = calloc(count, sizeof(double)), *measured = calloc(count, sizeof(double));
+    double *ratio = calloc(count, sizeof(double));
+    int *par = calloc(count, sizeof(int));
+    bool changed = false, inline_now = false;
+    if (!stages || !work || !measured || !ratio || !par || n == 0)
         goto done;
     /* The root's elements: its totals so far (for the ratios) and in the window. */
     double root_total = (double)now[0].totals.elements;
     double root_window = delta(now[0].totals.elements, nodes[0]->seen.elements);
-    int m = 0;
     double cpu_work = 0; /* ns of work per root element, all stages */
     for (int i = 0; i < n; i++) {
         const CvNodeTotals *t = &now[i].totals, *seen = &nodes[i]->seen;
         double units = delta(t->units, seen->units);
+        work[i] = -1;
+        par[i] = now[i].gauges.parallelism;
         if (!now[i].gauges.limit || units == 0 || root_total == 0)
             continue;
         /* Pulling that was waiting for the parallel stages right below is
@@ -128,18 +218,31 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
                 below_wait += delta(now[j].totals.wait_ns, nodes[j]->seen.wait_ns);
         double busy = delta(t->busy_ns, seen->busy_ns);
         double input = delta(t->input_ns, seen->input_ns) - below_wait;
-        double w = (busy + (input > 0 ? input : 0)) / units;
+        measured[i] = busy + (input > 0 ? input : 0);
+        work[i] = measured[i] / units;
         /* CPU: less the blocking sections (GIL, Python code, I/O, waits). */
         double cpu = busy + delta(t->input_ns, seen->input_ns) - delta(t->blocked_ns, seen->blocked_ns);
-        double k = (double)t->units / root_total;
-        cpu_work += k * (cpu > 0 ? cpu : 0) / units;
-        if (!now[i].gauges.tuned_parallelism)
-            continue;
+        ratio[i] = (double)t->units / root_total;
+        cpu_work += ratio[i] * (cpu > 0 ? cpu : 0) / units;
+    }
+    pthread_mutex_lock(&tuner->history_mu);
+    changed = decide_inline(run, nodes, now, n, work, measured, ratio, par);
+    pthread_mutex_unlock(&tuner->history_mu);
+    /* While a stage runs inline, look every first period: work that grows
+     * gets its threads back within two looks. */
+    for (int i = 0; i < n; i++)
+        inline_now |= now[i].gauges.limit && now[i].gauges.may_inline && par[i] == 0;
+    if (run->quick || root_window == 0)
+        goto done;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (work[i] < 0 || !now[i].gauges.tuned_parallelism || par[i] == 0)
+            continue; /* inline stages take no part in the climb */
         int most = now[i].gauges.max_parallelism;
         int least = most < CV_AUTOTUNE_MIN_PARALLELISM ? most : CV_AUTOTUNE_MIN_PARALLELISM;
-        stages[m++] = (Stage){i, now[i].gauges.limit, least, most, k, w};
+        stages[m++] = (Stage){i, now[i].gauges.limit, least, most, ratio[i], work[i]};
     }
-    if (m == 0 || root_window == 0)
+    if (m == 0)
         goto done;
     /* The target: the consumer's own time per element, or the CPU floor. */
     double consumer = (run->dt - run->consumer_wait) / root_window;
@@ -160,9 +263,8 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     }
     pthread_mutex_lock(&tuner->history_mu);
     tuner->bottleneck = bottleneck;
-    bool changed = false;
     for (int s = 0; s < m; s++) {
-        int from = now[stages[s].node].gauges.parallelism;
+        int from = par[stages[s].node]; /* as decide_inline left it */
         CvNode *node = nodes[stages[s].node];
         if (stages[s].p >= from)
             node->fewer_votes = 0;
@@ -171,27 +273,21 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
         if (stages[s].p == from)
             continue;
         node->fewer_votes = 0;
-        /* Published: the pool reads it at its next pick (the tick's
-         * caller wakes a thread when it returns true). */
-        atomic_store_explicit(stages[s].limit, stages[s].p, memory_order_relaxed);
+        publish(tuner, run, stages[s].limit, stages[s].node, from, stages[s].p, bottleneck, target,
+                stages[s].k * stages[s].w / stages[s].p);
         changed = true;
-        tuner->history[tuner->changes++ % CV_AUTOTUNE_HISTORY] = (CvAutotuneChoice){
-            .at_ns = run->now - cv_stats_started_ns(tuner->stats),
-            .node = stages[s].node,
-            .from = from,
-            .to = stages[s].p,
-            .bottleneck = bottleneck,
-            .target_ns = target,
-            .interval_ns = stages[s].k * stages[s].w / stages[s].p,
-        };
     }
     pthread_mutex_unlock(&tuner->history_mu);
-    if (changed)
-        tuner->period = CV_AUTOTUNE_FIRST_NS;
 done:
-    for (int i = 0; i < n; i++)
+    if (changed || inline_now)
+        tuner->period = CV_AUTOTUNE_FIRST_NS;
+    for (int i = 0; i < n && !run->quick; i++)
         nodes[i]->seen = now[i].totals;
     free(stages);
+    free(work);
+    free(measured);
+    free(ratio);
+    free(par);
 }
 
 bool cv_autotuner_tick(CvAutotuner *tuner)
@@ -206,15 +302,24 @@ bool cv_autotuner_tick(CvAutotuner *tuner)
     int64_t changes = tuner->changes; /* written by the thread holding `running` only */
     if (now >= atomic_load_explicit(&tuner->next_due, memory_order_relaxed)) {
         int64_t consumer_wait = cv_stats_consumer_wait_ns(tuner->stats);
-        Run run = {tuner, now, (double)(now - tuner->last_run), (double)(consumer_wait - tuner->last_consumer_wait)};
-        tuner->period = tuner->period * 2 > CV_AUTOTUNE_MAX_NS ? CV_AUTOTUNE_MAX_NS : tuner->period * 2;
+        /* Quick looks, every CV_AUTOTUNE_QUICK_NS in the first period: the
+         * inline decisions only, on everything since the start (they keep
+         * no window: the first full look's is the whole first period). */
+        bool quick = now - cv_stats_started_ns(tuner->stats) < CV_AUTOTUNE_FIRST_NS;
+        Run run = {tuner, now, (double)(now - tuner->last_run), (double)(consumer_wait - tuner->last_consumer_wait),
+                   quick};
+        if (!quick)
+            tuner->period = tuner->period * 2 > CV_AUTOTUNE_MAX_NS ? CV_AUTOTUNE_MAX_NS : tuner->period * 2;
         cv_stats_with_nodes(tuner->stats, model, &run);
-        tuner->last_run = now;
-        tuner->last_consumer_wait = consumer_wait;
+        if (!quick) {
+            tuner->last_run = now;
+            tuner->last_consumer_wait = consumer_wait;
+        }
         pthread_mutex_lock(&tuner->history_mu);
         tuner->runs++;
         pthread_mutex_unlock(&tuner->history_mu);
-        atomic_store_explicit(&tuner->next_due, now + tuner->period, memory_order_relaxed);
+        atomic_store_explicit(&tuner->next_due, now + (quick ? CV_AUTOTUNE_QUICK_NS : tuner->period),
+                              memory_order_relaxed);
     }
     bool published = tuner->changes != changes;
     atomic_flag_clear_explicit(&tuner->running, memory_order_release);

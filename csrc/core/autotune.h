@@ -24,6 +24,24 @@
  * (more workers are given at once). Buffers keep
  * their own rule (grow when the consumer finds them empty, core/stage.h).
  *
+ * Inline (issue 26): a stage that AUTOTUNE made parallel or buffered
+ * (CvGauges.may_inline) whose work per unit is below CV_AUTOTUNE_INLINE_NS
+ * costs more in hand-offs (slots, wake-ups, a thread's cache) than it
+ * gains; tf.data's model charges every parallel node the same per-element
+ * overhead. Such a stage gets parallelism 0: its consumer runs it inline
+ * (core/stage.h), as the sequential kernel would. A buffer (a prefetch,
+ * most parallelism 1) goes inline only when no stage in its subtree runs
+ * turns: over inline work it is a pass-through, over parallel work it
+ * still hides bursts. An inline stage still reports its work per unit
+ * (sampled) and goes back to parallel (p = 2, then the climb) above
+ * CV_AUTOTUNE_PARALLEL_NS in two looks in a row; while one is inline the
+ * period stays at CV_AUTOTUNE_FIRST_NS. The stages below are decided first, so a
+ * prefetch over a tiny map goes inline in the same look. Inline stages take
+ * no part in the climb. In the first period the tuner looks every
+ * CV_AUTOTUNE_QUICK_NS, at everything since the start, and makes the inline
+ * decisions only: an epoch of a tiny pipeline lasts a few tens of
+ * milliseconds.
+ *
  * The period starts at CV_AUTOTUNE_FIRST_NS, doubles up to
  * CV_AUTOTUNE_MAX_NS, and drops back after a change. Every change is
  * recorded (cv_autotuner_history) for the statistics API.
@@ -41,6 +59,7 @@
 
 #include "core/stats.h"
 
+#define CV_AUTOTUNE_QUICK_NS 2000000LL  /* 2 ms: looks in the first period, inline decisions only */
 #define CV_AUTOTUNE_FIRST_NS 20000000LL /* 20 ms */
 #define CV_AUTOTUNE_MAX_NS 200000000LL  /* 0.2 s: adapts within half a second */
 #define CV_AUTOTUNE_HISTORY 256
@@ -54,7 +73,7 @@ typedef enum CvAutotuneAlgorithm {
 typedef struct CvAutotuneChoice {
     int64_t at_ns;      /* since the pipeline started */
     int node;           /* the stage's statistics node */
-    int from, to;       /* parallelism */
+    int from, to;       /* parallelism; 0: inline, on the consumer's thread */
     int bottleneck;     /* the node with the longest interval before the change */
     double target_ns;   /* the target interval per root element */
     double interval_ns; /* the modelled interval of the stage after the change */

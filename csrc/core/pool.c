@@ -300,7 +300,7 @@ void cv_task_attach(CvTask *t, CvPool *pool, CvTurn (*turn)(void *), void *owner
     atomic_init(&t->limit, limit < 1 ? 1 : limit);
     t->submits = 0;
     t->running = 0;
-    t->queued = t->done = false;
+    t->queued = t->done = t->paused = false;
     t->prev = NULL;
     t->pool = cv_pool_ref(pool);
     pthread_mutex_lock(&pool->mu);
@@ -316,7 +316,7 @@ void cv_task_submit(CvTask *t)
     CvPool *pool = t->pool;
     pthread_mutex_lock(&pool->mu);
     t->submits++;
-    if (!t->done) {
+    if (!t->done && !t->paused) {
         t->queued = true;
         if (pool->running < pool->budget && t->running < atomic_load_explicit(&t->limit, memory_order_relaxed))
             wake_one(pool, pool->budget);
@@ -335,6 +335,38 @@ bool cv_task_help(CvTask *t)
         run_turn(pool, t, false);
     pthread_mutex_unlock(&pool->mu);
     return runnable;
+}
+
+bool cv_task_pause(CvTask *t)
+{
+    CvPool *pool = t->pool;
+    pthread_mutex_lock(&pool->mu);
+    bool idle = t->running == 0;
+    if (idle) {
+        t->paused = true;
+        t->queued = false;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return idle;
+}
+
+void cv_task_resume(CvTask *t)
+{
+    CvPool *pool = t->pool;
+    pthread_mutex_lock(&pool->mu);
+    t->paused = false;
+    pthread_mutex_unlock(&pool->mu);
+    cv_task_submit(t);
+}
+
+void cv_pool_run_tick(CvPool *pool)
+{
+    if (!pool->tick.fn || !pool->tick.fn(pool->tick.arg))
+        return;
+    pthread_mutex_lock(&pool->mu);
+    if (pool->running < pool->budget && has_runnable(pool))
+        wake_one(pool, pool->budget);
+    pthread_mutex_unlock(&pool->mu);
 }
 
 void cv_task_remove(CvTask *t)

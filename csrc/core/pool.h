@@ -80,6 +80,7 @@ typedef struct CvTask {
     uint64_t submits;
     int running;
     bool queued, done;
+    bool paused; /* cv_task_pause: no turn until cv_task_resume */
 } CvTask;
 
 /* A pool of `budget` running threads (at least 1). Threads start as work
@@ -134,6 +135,19 @@ void cv_task_submit(CvTask *t);
 /* On a thread of t's pool: run one turn of t now if it is queued and below
  * its limit. Returns whether it ran one. Elsewhere, false. */
 bool cv_task_help(CvTask *t);
+/* A stage that its consumer runs inline (core/stage.h, the autotuner set
+ * its limit to 0): take the task off the queue for good, so that no turn
+ * runs until cv_task_resume, whatever its limit becomes meanwhile. Fails
+ * (returns false, nothing changed) while a turn of t is running. Submits
+ * while paused are counted, not queued. Any thread. */
+bool cv_task_pause(CvTask *t);
+/* Undo cv_task_pause and queue the task. */
+void cv_task_resume(CvTask *t);
+/* Run the pool's tick (the autotuner) from a thread that is no pool worker
+ * and runs a stage inline, so that the model still looks when no turn runs;
+ * wakes a thread when it raised a limit. No lock held. */
+void cv_pool_run_tick(CvPool *pool);
+
 /* Take the task out of its pool: no turn starts after this, and it waits
  * for the running ones (a blocking section on a pool thread). Never call it
  * from a turn of t. No-op when not attached. */

@@ -1,5 +1,6 @@
 #include "core/stage.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,9 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->chunk = st->max_chunk = 1;
     st->deterministic = deterministic;
     st->autotune = capacity < max_capacity;
+    st->may_inline = false;
+    st->inline_on = false;
+    st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
     st->capacity = capacity;
     st->max_capacity = max_capacity;
     st->memory = NULL;
@@ -64,6 +68,12 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk)
     st->window_follows_chunk = window_follows_chunk;
     if (window_follows_chunk && st->capacity > 2 * st->max_workers)
         st->capacity = 2 * st->max_workers;
+}
+
+void cv_stage_allow_inline(CvStage *st, const CvDataset *input)
+{
+    st->may_inline = true;
+    st->input_may_block = input->may_block;
 }
 
 void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob)
@@ -440,6 +450,104 @@ static void note_wait(CvStage *st, int64_t waited_ns)
     }
 }
 
+/* -- inline (see Inline in stage.h) ------------------------------------------ */
+
+/* Consumer: the autotuner asks for inline (the task's limit is 0). */
+static bool inline_wanted(CvStage *st)
+{
+    return st->may_inline && atomic_load_explicit(&st->task.limit, memory_order_relaxed) == 0;
+}
+
+/* Consumer: go inline when everything pulled was handed out and no turn
+ * runs: the task is paused, so from now on only this thread touches the
+ * input and the pull side. False: not yet (a turn runs, or results are in
+ * flight: next() hands them out first). */
+static bool inline_settle(CvStage *st)
+{
+    if (st->restored_next < st->nrestored || st->run_next < st->run_end || !cv_task_pause(&st->task))
+        return false;
+    pthread_mutex_lock(&st->mu);
+    bool idle = st->run_next == st->issued; /* a turn may have pulled before the pause */
+    if (idle) {
+        run_retire(st, false);
+        st->full = false; /* cv_task_resume queues it again */
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (!idle) {
+        cv_task_resume(&st->task); /* at limit 0 no turn starts: it only stays queued */
+        return false;
+    }
+    st->inline_on = true;
+    st->started = true;
+    return true;
+}
+
+/* Consumer, inline: the pull side's position after this unit, as a turn's
+ * mark would be (only when armed); the base no longer is the position. */
+static void inline_mark(CvStage *st)
+{
+    st->has_base = false;
+    st->last_marked = st->armed;
+    if (!st->armed)
+        return;
+    writer_reset(&st->last_mark);
+    CvStatus s = st->ops->save_input(st->owner, &st->last_mark);
+    if (s && !st->last_mark.error)
+        st->last_mark.error = s;
+    else
+        cv_status_free(s);
+}
+
+/* Consumer, inline: one unit pulled, processed and handed out on this
+ * thread; one in CV_STAGE_INLINE_SAMPLE is timed (scaled into the counters
+ * the autotuner reads) and runs the autotuner's tick. would_block: from
+ * try_next, pull with ops->try_pull when the input may block (NULL: from
+ * next()). */
+static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_block)
+{
+    if ((*end = st->input_done))
+        return CV_STATUS_OK;
+    bool timed = --st->inline_countdown <= 0;
+    int64_t started = timed ? cv_now_ns() : 0, blocked = timed ? cv_blocking_ns() : 0, pulled = 0;
+    CvStageUnit u = {0};
+    bool unit_end = false;
+    if (would_block && st->input_may_block) {
+        u.status = st->ops->try_pull(st->owner, &u.work, &u.aux, &unit_end, would_block);
+        if (!u.status && *would_block) {
+            st->inline_countdown++; /* nothing taken */
+            return CV_STATUS_OK;
+        }
+    } else {
+        u.status = st->ops->pull(st->owner, &u.work, &u.aux, &unit_end);
+    }
+    if ((*end = !u.status && unit_end)) {
+        pthread_mutex_lock(&st->mu);
+        st->input_done = true;
+        pthread_mutex_unlock(&st->mu);
+        return CV_STATUS_OK;
+    }
+    inline_mark(st);
+    if (timed)
+        pulled = cv_now_ns();
+    if (u.status) /* one unit: process(), not a chunk call's set-up for one */
+        cv_element_clear(&u.work);
+    else
+        u.status = st->ops->process(st->owner, &u.work, u.aux, &u.out);
+    if (timed) {
+        int64_t now = cv_now_ns();
+        const uint64_t k = CV_STAGE_INLINE_SAMPLE;
+        count(&st->counters.input_ns, k * (uint64_t)(pulled - started));
+        count(&st->counters.busy_ns, k * (uint64_t)(now - pulled));
+        count(&st->counters.blocked_ns, k * (uint64_t)(cv_blocking_ns() - blocked));
+        count(&st->counters.units, k);
+        count(&st->counters.turns, 1);
+        st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
+        cv_pool_run_tick(st->task.pool);
+    }
+    cv_element_move(out, &u.out);
+    return u.status;
+}
+
 CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_block)
 {
     *end = false;
@@ -448,6 +556,16 @@ CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_b
         return restored_pop(st, out);
     if (st->run_next < st->run_end)
         return run_next(st, out);
+    if (st->inline_on) {
+        if (inline_wanted(st)) {
+            if (!st->input_may_block || st->ops->try_pull)
+                return inline_next(st, out, end, would_block);
+            *would_block = true; /* the unit runs in next() */
+            return CV_STATUS_OK;
+        }
+        st->inline_on = false; /* the limit went above 0 again; nothing is in flight */
+        cv_task_resume(&st->task);
+    }
     if (!st->started) { /* starting is next()'s work */
         *would_block = true;
         return CV_STATUS_OK;
@@ -473,6 +591,16 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
     *end = false;
     if (st->run_next < st->run_end)
         return run_next(st, out);
+    if (st->inline_on) {
+        if (inline_wanted(st))
+            return inline_next(st, out, end, NULL);
+        st->inline_on = false; /* the limit went above 0 again; nothing is in flight */
+        cv_task_resume(&st->task);
+    } else if (st->started && inline_wanted(st) && inline_settle(st)) {
+        return inline_next(st, out, end, NULL);
+    } else if (st->may_inline) { /* once per run: the autotuner looks when due, turns or none */
+        cv_pool_run_tick(st->task.pool);
+    }
     pthread_mutex_lock(&st->mu);
     if (!st->started) { /* the first next(): the task joins the pool's queue */
         st->started = true;
@@ -483,7 +611,7 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
         return restored_pop(st, out);
     }
     wake = run_retire(st, false);
-    bool spun = false, tried_help = false;
+    bool spun = false, tried_help = false, tried_inline = false;
     int64_t wait_started = 0;
     for (;;) {
         if (run_extend(st)) {
@@ -530,12 +658,27 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             pthread_mutex_lock(&st->mu);
             continue; /* mu was released: everything must be checked again */
         }
+        if (!tried_inline && st->run_next == st->issued && inline_wanted(st)) {
+            /* Made inline while this thread waited: no turn may come. A
+             * turn still running ends in microseconds (or wakes us). */
+            tried_inline = true;
+            pthread_mutex_unlock(&st->mu);
+            wake_workers(st, wake);
+            wake = false;
+            for (int i = 0; i < 64 && !inline_settle(st); i++)
+                sched_yield();
+            if (st->inline_on)
+                return inline_next(st, out, end, NULL);
+            pthread_mutex_lock(&st->mu);
+            continue; /* mu was released: everything must be checked again */
+        }
         wake_workers(st, wake); /* under mu: the pool's mutex is a leaf */
         wake = false;
         st->consumer_waiting = true;
         s = cv_wait(&st->ready_cv, &st->mu);
         st->consumer_waiting = false;
         tried_help = false;
+        tried_inline = false;
         if (s)
             break;
     }
@@ -847,5 +990,6 @@ void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *
     gauges->parallelism += atomic_load_explicit(&st->task.limit, memory_order_relaxed);
     gauges->max_parallelism += st->max_workers;
     gauges->tuned_parallelism |= st->tune_workers;
+    gauges->may_inline |= st->may_inline;
     gauges->limit = &st->task.limit;
 }

@@ -62,6 +62,24 @@
  * `workers` threads) and leaves it in cv_stage_destroy(). Measurements go
  * to `counters` (see CvStageCounters).
  *
+ * Inline (AUTOTUNE only): a stage whose work per unit is smaller than a
+ * hand-off costs more in parallel than on its consumer's thread. The
+ * autotuner (core/autotune.h) says so by setting the task's limit to 0 on a
+ * stage that allows it (cv_stage_allow_inline: its parallelism or buffer
+ * is AUTOTUNE). The consumer then hands out what was pulled already, pauses
+ * the task once no turn runs (cv_task_pause) and from then on runs each
+ * unit itself in next(): pull, process, hand out, with no lock, no slot and
+ * no wake-up, as the sequential kernel would. try_next does the same when
+ * its input cannot wait for another thread (its dataset does not
+ * may_block, or ops->try_pull answers without waiting), so that the binding
+ * keeps the GIL as it does for a sequential pipeline; otherwise it answers
+ * "would block" and next() runs the unit. It times one unit in
+ * CV_STAGE_INLINE_SAMPLE into the same counters (scaled), so the autotuner
+ * still sees the work per unit, and runs the autotuner's tick itself (no
+ * turn runs to run it). When the limit goes above 0 again, the next next()
+ * resumes the task: nothing is in flight then, so order, values, errors and
+ * saved positions are those of either mode.
+ *
  * Exact resume (core/iterator_state.h; tf.data's "symbolic checkpoint" idea). A stage
  * runs ahead: it has pulled units that the consumer has not seen, so its
  * input's current position is not the consumer's. save() describes the
@@ -122,6 +140,10 @@ typedef struct CvStageOps {
      * saved. */
     CvStatus (*save_input)(void *owner, CvStateWriter *w);
     CvStatus (*restore_input)(void *owner, CvStateReader *r);
+    /* Optional, for an inline stage's try_next over an input that may
+     * block: pull as the input's try_next does (*would_block: nothing
+     * taken). */
+    CvStatus (*try_pull)(void *owner, CvElement *work, int64_t *aux, bool *end, bool *would_block);
 } CvStageOps;
 
 #define CV_STAGE_MAX_CHUNK 16
@@ -165,13 +187,15 @@ typedef struct CvStage {
     const CvStageOps *ops;
     void *owner;
     const char *name;
-    int max_workers; /* most turns at once; the autotuner moves the task's limit in [1, max_workers] */
+    int max_workers; /* most turns at once; the autotuner moves the task's limit in [1, max_workers], or 0: inline */
     bool tune_workers; /* num_parallel_calls=AUTOTUNE: the autotuner may change the limit */
     int chunk;     /* units pulled per turn, 1..max_chunk; guarded by mu */
     int max_chunk; /* 1 unless set by cv_stage_set_chunk */
     bool window_follows_chunk;
     bool deterministic;
     bool autotune;
+    bool may_inline;       /* cv_stage_allow_inline */
+    bool input_may_block;  /* its input's dataset may wait for other threads */
     int capacity;     /* current in-flight limit, guarded by mu */
     int max_capacity; /* number of slots */
     CvMemory *memory; /* borrowed (the owner's dataset holds it); NULL: the default */
@@ -204,6 +228,8 @@ typedef struct CvStage {
     size_t run_bytes;     /* bytes of the handed-out, unretired slots */
     uint64_t run_low_water; /* low_water when the run was last extended (capacity is mu's) */
     int64_t spin_ns;      /* how long to spin before sleeping, fitted to recent waits */
+    bool inline_on;       /* the task is paused: next() runs the units (see Inline) */
+    int inline_countdown; /* units to the next timed one */
 
     CvTask task;       /* attached to the pipeline's pool at the first next() */
     CvStageCounters counters;
@@ -238,6 +264,12 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
  * window_follows_chunk the window (capacity) follows as 2 x workers x chunk
  * (parallel map); otherwise it stays as set (prefetch's buffer_size). */
 void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
+
+/* Set before the first next(): the autotuner may run this stage inline
+ * (see Inline). Only for an AUTOTUNE parallelism or buffer: an explicit one
+ * is the user's. input: the stage's input dataset (its may_block). */
+void cv_stage_allow_inline(CvStage *st, const CvDataset *input);
+#define CV_STAGE_INLINE_SAMPLE 32
 
 /* Set before the first next(): charge results to `memory` (borrowed: it must
  * outlive the stage, e.g. the owner's dataset->memory; NULL: the default

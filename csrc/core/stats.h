@@ -60,6 +60,7 @@ typedef struct CvGauges {
     int parallelism;     /* turns at once allowed now; 0: runs on its consumer's thread */
     int max_parallelism;
     bool tuned_parallelism; /* AUTOTUNE: the autotuner moves it */
+    bool may_inline;     /* AUTOTUNE: the autotuner may run it on its consumer's thread (parallelism 0) */
     int buffer;          /* elements in flight or buffered, at most (now) */
     int max_buffer;
     bool tuned_buffer;
@@ -95,7 +96,8 @@ typedef struct CvNode {
     CvNodeTotals retired;     /* of detached iterators */
     CvGauges last;            /* of the last one detached: shown while none is live (no task) */
     /* The autotuner's, under mu: totals at its last look, and how many
-     * looks in a row proposed fewer workers than the stage has. */
+     * looks in a row proposed fewer workers than the stage has (inline:
+     * proposed it go back to parallel). */
     CvNodeTotals seen;
     int fewer_votes;
 } CvNode;

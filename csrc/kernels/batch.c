@@ -143,9 +143,12 @@ static CvStatus batch_make_iterator(const CvDataset *ds, CvIterator **out)
     if (!s && p->num_workers > 0) {
         s = cv_stage_init(&it->staged.stage, &batch_stage_ops, it, "ParallelBatch", p->num_workers,
                           p->tune_workers, 2 * p->num_workers, 2 * p->num_workers, p->deterministic);
-        if (!s)
+        if (!s) {
             cv_stage_set_memory(&it->staged.stage, ds->memory,
                                 "lower batch's batch_size or num_parallel_calls");
+            if (p->tune_workers)
+                cv_stage_allow_inline(&it->staged.stage, ds->inputs[0]);
+        }
     }
     if (s) {
         batch_destroy(&it->staged.base);

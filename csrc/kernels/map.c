@@ -151,6 +151,8 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
         if (!s) {
             cv_stage_set_chunk(&it->staged.stage, chunk, true);
             cv_stage_set_memory(&it->staged.stage, ds->memory, "lower map's num_parallel_calls");
+            if (p->tune_workers) /* AUTOTUNE: a tiny function may run on the consumer's thread */
+                cv_stage_allow_inline(&it->staged.stage, ds->inputs[0]);
         }
     }
     if (s) {

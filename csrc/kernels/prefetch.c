@@ -42,6 +42,13 @@ static CvStatus prefetch_pull(void *owner, CvElement *work, int64_t *aux, bool *
     return cv_iterator_next(((PrefetchIterator *)owner)->input, work, end);
 }
 
+/* An inline prefetch's try_next: the input's (a pass-through). */
+static CvStatus prefetch_try_pull(void *owner, CvElement *work, int64_t *aux, bool *end, bool *would_block)
+{
+    (void)aux;
+    return cv_iterator_try_next(((PrefetchIterator *)owner)->input, work, end, would_block);
+}
+
 static CvStatus prefetch_process(void *owner, CvElement *work, int64_t aux, CvElement *out)
 {
     (void)owner;
@@ -61,7 +68,8 @@ static CvStatus prefetch_restore_input(void *owner, CvStateReader *r)
 }
 
 static const CvStageOps prefetch_stage_ops = {prefetch_pull, prefetch_process, NULL,
-                                              prefetch_save_input, prefetch_restore_input};
+                                              prefetch_save_input, prefetch_restore_input,
+                                              prefetch_try_pull};
 
 
 static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
@@ -79,6 +87,8 @@ static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
         if (!s) { /* hand elements over in runs: fewer lock round trips per element */
             cv_stage_set_chunk(&it->stage, CV_STAGE_MAX_CHUNK, false);
             cv_stage_set_memory(&it->stage, ds->memory, "lower prefetch's buffer_size");
+            if (size == CV_AUTOTUNE) /* over cheap inline work: a pass-through */
+                cv_stage_allow_inline(&it->stage, ds->inputs[0]);
         }
     }
     if (s) {

@@ -272,7 +272,14 @@ static PyObject *iterator_next(PyObject *op)
     self->started = true;
     if (self->may_block) {
         bool would_block = false;
+        /* An AUTOTUNE stage run inline answers try_next by running its
+         * input with the GIL held, as a sequential pipeline's next() does:
+         * the same hooks (a read waiting on a pipe lets go of the GIL). */
+        CvInterruptSlot outer_check = cv_set_interrupt_check(cv_check_signals, NULL);
+        CvOutsideHooks outer_hooks = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
         s = cv_pipeline_try_next(pipeline, &e, &end, &would_block);
+        cv_set_outside_hooks(outer_hooks);
+        cv_set_interrupt_check(outer_check.fn, outer_check.arg);
         if (!s && would_block) {
             Py_BEGIN_ALLOW_THREADS
             CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);

@@ -1,0 +1,157 @@
+"""AUTOTUNE runs tiny stages inline (issue 26; csrc/core/autotune.h, "Inline").
+
+A parallel map or prefetch whose work per element is smaller than a hand-off
+gets parallelism 0 from the autotuner: its consumer runs it on its own
+thread. Asserted on the autotuner's recorded choices and the stages'
+parallelism, never on time; every pipeline must give exactly what the
+sequential one gives."""
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import conveyor as cv
+from checkpoint_helpers import plain, run
+
+D = cv.data.Dataset
+AUTOTUNE = cv.data.AUTOTUNE
+pytestmark = pytest.mark.filterwarnings("ignore::conveyor.framework.tracing.TracingWarning",
+                                        "ignore:.*runs in Python per element")
+N = 300_000
+
+
+def double(x):  # traced: a few nanoseconds of native work
+    return x * 2
+
+
+def inline_choices(stats, stage):
+    return [c for c in stats.choices if c.stage == stage and c.after == 0]
+
+
+def test_a_tiny_map_and_its_prefetch_run_inline():
+    it = iter(D.range(N).map(double, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE))
+    out = np.fromiter((int(x) for x in it), dtype=np.int64, count=N)
+    assert np.array_equal(out, np.arange(N) * 2)
+    stats = it.stats()
+    prefetch, pmap = stats.stages[0], stats.stages[1]
+    assert (prefetch.kernel, pmap.kernel) == ("Prefetch", "Map")
+    assert stats.autotune_algorithm == "model"
+    assert inline_choices(stats, pmap.name), stats.choices
+    assert inline_choices(stats, prefetch.name), stats.choices
+
+
+def test_a_tiny_map_then_batch_runs_inline_and_gives_the_same_batches():
+    # map(AUTOTUNE).batch() is fused (MapAndBatch): its unit is a piece of a
+    # batch, a few microseconds here, which stays parallel; the values and
+    # batch boundaries must be the unfused sequential pipeline's either way.
+    def make(parallel):
+        return D.range(N // 10).map(double, num_parallel_calls=parallel).batch(32)
+    got = run(iter(make(AUTOTUNE).prefetch(AUTOTUNE)))
+    assert got == run(iter(make(None)))
+
+
+def test_a_slow_map_stays_parallel():
+    def slow(x):
+        time.sleep(0.001)
+        return np.int64(int(x) * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = D.range(400).map(slow, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
+    it = iter(ds)
+    assert [int(x) for x in it] == [2 * i for i in range(400)]
+    stats = it.stats()
+    pmap = stats.stages[1]
+    assert stats.autotune_runs > 0
+    assert not inline_choices(stats, pmap.name), stats.choices
+    assert pmap.parallelism >= 1
+    # The prefetch over it hides its bursts: it stays too.
+    assert not inline_choices(stats, stats.stages[0].name), stats.choices
+
+
+def test_explicit_parallelism_and_buffer_are_never_touched():
+    it = iter(D.range(N).map(double, num_parallel_calls=2).prefetch(8))
+    out = np.fromiter((int(x) for x in it), dtype=np.int64, count=N)
+    assert np.array_equal(out, np.arange(N) * 2)
+    stats = it.stats()
+    assert stats.choices == []
+    assert stats.stages[1].parallelism == 2 and stats.stages[0].buffer_size == 8
+
+
+def _with_errors(it):
+    """Every element of it, an error as its type's name, in order."""
+    out = []
+    while True:
+        try:
+            out.append(int(next(it)))
+        except StopIteration:
+            return out
+        except Exception as e:  # noqa: BLE001 - the error is the value compared
+            out.append(type(e).__name__)
+
+
+def test_errors_stay_at_their_element_inline():
+    def fail_some(x):  # runs in Python; raises at every 1000th element
+        if int(x) % 1000 == 7:
+            raise ValueError(f"element {int(x)}")
+        return np.int64(int(x))
+
+    def make(parallel):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return D.range(40_000).map(fail_some, num_parallel_calls=parallel).map(
+                double, num_parallel_calls=parallel)
+    seq = _with_errors(iter(make(None)))
+    assert seq.count("ValueError") == 40
+    assert _with_errors(iter(make(AUTOTUNE).prefetch(AUTOTUNE))) == seq
+
+
+def test_an_inline_map_goes_back_to_parallel_when_its_work_grows():
+    switch = N // 2
+
+    def cost(i):  # 1 until the switch, then 50,000
+        return cv.where(i < switch, np.int64(1), np.int64(50_000))
+
+    def work(n):  # traced: n additions, natively
+        return cv.math.reduce_sum(cv.range(n))
+
+    def make(parallel):
+        return D.range(switch + 6000).map(cost).map(work, num_parallel_calls=parallel)
+    it = iter(make(AUTOTUNE).prefetch(AUTOTUNE))
+    got = [int(x) for x in it]
+    assert got == [int(x) for x in make(None)]
+    stats = it.stats()
+    pmap = stats.stages[1].name
+    mine = [c for c in stats.choices if c.stage == pmap]
+    first_inline = next(i for i, c in enumerate(mine) if c.after == 0)
+    assert any(c.before == 0 and c.after > 0 for c in mine[first_inline:]), stats.choices
+
+
+def _until_inline(it, stage, most):
+    """Elements of it, as plain values, until `stage` runs inline (or most)."""
+    head = []
+    while len(head) < most:
+        head += run(it, 2000)
+        if it.stats().stages[stage].parallelism == 0:
+            break
+    return head
+
+
+def test_a_state_saved_inline_restores_exactly():
+    def make():
+        return D.range(N).map(double, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
+    it = iter(make())
+    head = _until_inline(it, 1, N // 2)
+    assert it.stats().stages[1].parallelism == 0, it.stats().choices
+    state = it.save()
+    head += run(it, 1000)
+    second = it.save()
+    tail = run(it)
+    expected = [plain(np.int64(2 * i)) for i in range(N)]
+    assert head + tail == expected
+    again = iter(make())
+    again.restore(state)
+    assert head[-1000:] + tail == run(again)
+    again = iter(make())
+    again.restore(second)
+    assert tail == run(again)
