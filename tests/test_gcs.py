@@ -546,6 +546,24 @@ def test_record_readers_over_gs_match_the_local_read(gs_py, tmp_path):
     assert lines == text.splitlines()
 
 
+def test_pipeline_statistics_show_the_remote_io(gs_py):
+    """it.stats().io counts the requests and bytes the pipeline's reads made
+    (process-wide counters: compared before and after) and the budget."""
+    gfile, server, b = gs_py
+    import conveyor as cv
+    server.put(b, "s.txt", b"".join(b"line %d\n" % i for i in range(5000)))
+    before = cv.data.experimental.IoStats.now()
+    it = iter(cv.data.TextLineDataset(f"gs://{b}/s.txt").prefetch(2))
+    assert sum(1 for _ in it) == 5000
+    io = it.stats().io
+    assert io.requests > before.requests
+    assert io.bytes_received - before.bytes_received >= 5000 * 6
+    assert io.budget_requests > 0 and io.budget_bytes > 0
+    assert "remote I/O" in str(it.stats())
+    with pytest.raises(ValueError):
+        cv.data.experimental.set_io_budget(bytes=-1)
+
+
 def test_tfrecord_writer_to_gs(gs_py, tmp_path):
     gfile, server, b = gs_py
     import conveyor as cv

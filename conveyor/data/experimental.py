@@ -1,6 +1,7 @@
 """``conveyor.data.experimental``: the parts of ``tf.data.experimental`` that apply."""
 import numpy as np
 
+from conveyor import _engine
 from conveyor.framework import progress as _progress
 from conveyor.framework import tracing as _tracing
 from conveyor.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, SHARD_HINT, UNKNOWN_CARDINALITY
@@ -11,15 +12,28 @@ from conveyor.data.ops import cache_op
 from conveyor.data.ops.cache_op import CacheWarning
 from conveyor.errors import DataLossWarning
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
-from conveyor.data.stats import AutotuneChoice, PipelineStats, StageStats
+from conveyor.data.stats import AutotuneChoice, IoStats, PipelineStats, StageStats
 
 __all__ = ["prefetch_to_device", "copy_to_device", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinality",
            "AutoShardPolicy", "OptimizationOptions", "ThreadingOptions", "enable_debug_mode",
            "disable_debug_mode", "SHARD_HINT", "CacheWarning", "DataLossWarning", "cache_progress", "progress",
-           "diagnose", "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats",
+           "diagnose", "Diagnosis", "monitor", "Monitor", "PipelineStats", "StageStats", "IoStats",
+           "set_io_budget",
            "AutotuneChoice", "Counter", "get_single_element",
            "assert_cardinality", "enumerate_dataset", "ignore_errors", "parallel_interleave",
            "map_and_batch", "shuffle_and_repeat", "from_list", "RandomDataset", "scan", "take_while", "unique"]
+
+
+def set_io_budget(bytes=None, requests=None):
+    """Bound the process's remote I/O (gs://, s3://, http(s)://): ``bytes``
+    that every stream together may hold read ahead of its reader (default
+    256 MiB), and ``requests`` in flight at once (default 64). None keeps a
+    value. The budget is the process's, shared by every pipeline; its use
+    shows in ``iterator.stats().io``. See docs/remote.md."""
+    for name, v in (("bytes", bytes), ("requests", requests)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
+            raise ValueError(f"set_io_budget: {name} must be a positive int or None, got {v!r}")
+    _engine.set_io_budget(bytes or 0, requests or 0)
 
 
 def prefetch_to_device(device, buffer_size=None):

@@ -13,7 +13,9 @@ iterator is exhausted or closed.
 import dataclasses
 import json
 
-__all__ = ["PipelineStats", "StageStats", "AutotuneChoice", "AUTOTUNE_ALGORITHMS"]
+from conveyor import _engine
+
+__all__ = ["PipelineStats", "StageStats", "AutotuneChoice", "IoStats", "AUTOTUNE_ALGORITHMS"]
 
 # options.autotune.autotune_algorithm (tf.data.experimental.AutotuneAlgorithm's
 # values) -> the engine's strategy: 0 the model (HILL_CLIMB on tf.data's
@@ -113,13 +115,44 @@ class AutotuneChoice:
 
 
 @dataclasses.dataclass(frozen=True)
+class IoStats:
+    """Remote I/O of the whole process (gs://, s3://, http(s)://), when the
+    statistics were taken: ``requests`` answered and ``retries`` since the
+    process started, ``bytes_received``; ``requests_in_flight`` and
+    ``bytes_in_flight`` (read ahead of their readers) now, against the I/O
+    budget (``budget_requests``, ``budget_bytes``; docs/remote.md);
+    ``first_byte_latency`` (seconds) and ``throughput`` (bytes/s per stream)
+    are moving averages."""
+    requests: int = 0
+    retries: int = 0
+    bytes_received: int = 0
+    requests_in_flight: int = 0
+    bytes_in_flight: int = 0
+    budget_requests: int = 0
+    budget_bytes: int = 0
+    first_byte_latency: float = 0.0
+    throughput: float = 0.0
+
+    @classmethod
+    def now(cls):
+        r = _engine.io_stats()
+        return cls(requests=r["requests"], retries=r["retries"],
+                   bytes_received=r["bytes_received"],
+                   requests_in_flight=r["requests_in_flight"],
+                   bytes_in_flight=r["bytes_in_flight"], budget_requests=r["budget_requests"],
+                   budget_bytes=r["budget_bytes"], first_byte_latency=r["first_byte_ms"] / 1e3,
+                   throughput=r["mb_per_s"] * 1e6)
+
+
+@dataclasses.dataclass(frozen=True)
 class PipelineStats:
     """Statistics of one pipeline iterator (``iterator.stats()``).
 
     ``elapsed``: seconds since the iterator was made; ``next_wait``: the
     consumer's time waiting in ``next()``; ``bottleneck``: the autotuner's
     slowest stage in its last model run; ``choices``: its changes
-    (:class:`AutotuneChoice`); ``finished``: the iterator is exhausted or closed."""
+    (:class:`AutotuneChoice`); ``finished``: the iterator is exhausted or closed;
+    ``io``: the process's remote I/O (:class:`IoStats`)."""
     stages: list
     cpu_budget: int
     threads: int
@@ -130,6 +163,7 @@ class PipelineStats:
     bottleneck: str
     choices: list
     finished: bool = False
+    io: IoStats = dataclasses.field(default_factory=IoStats)
 
     @property
     def elements(self):
@@ -203,6 +237,14 @@ class PipelineStats:
             lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                                    for i, (c, w) in enumerate(zip(r, widths))))
         lines.append("(* autotuned; parallel: turns at once now / most; buffer: held / size)")
+        io = self.io
+        if io.requests or io.requests_in_flight:
+            lines.append(f"remote I/O (process): {io.requests:,} requests, {io.retries:,} retried, "
+                         f"{_bytes(io.bytes_received)} received; in flight "
+                         f"{io.requests_in_flight}/{io.budget_requests} requests, "
+                         f"{_bytes(io.bytes_in_flight)} of {_bytes(io.budget_bytes)}; first byte "
+                         f"{io.first_byte_latency * 1e3:.1f} ms, "
+                         f"{io.throughput / 1e6:.1f} MB/s per stream")
         for s in self.stages:
             if s.ring_slots:
                 lines.append(f"{s.name}: {s.copies:,} copies, {_bytes(s.copy_bytes)} in "
@@ -322,4 +364,4 @@ def describe(owner, raw):
                          next_wait=raw["consumer_wait_ns"] / 1e9,
                          autotune_algorithm=tune["algorithm"], autotune_runs=tune["runs"],
                          bottleneck=name(tune["bottleneck"]) or None, choices=choices,
-                         finished=raw.get("finished", False))
+                         finished=raw.get("finished", False), io=IoStats.now())

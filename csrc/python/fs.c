@@ -12,6 +12,7 @@
 
 #include "core/array.h"
 #include "io/fs.h"
+#include "io/http.h"
 
 #define UNLOCKED(stmt)                                                                           \
     do {                                                                                         \
@@ -482,6 +483,32 @@ static PyType_Spec writer_spec = {"conveyor._engine.FsWriter", sizeof(FsWriter),
 
 extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
 
+/* The process's I/O budget and what the HTTP client measured (io/http.h). */
+static PyObject *io_stats(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    CvIoStats s;
+    cv_io_stats(&s);
+    return Py_BuildValue("{s:K,s:K,s:K,s:L,s:L,s:L,s:L,s:d,s:d}", "requests",
+                         (unsigned long long)s.requests, "retries", (unsigned long long)s.retries,
+                         "bytes_received", (unsigned long long)s.bytes_received,
+                         "requests_in_flight", (long long)s.requests_in_flight, "bytes_in_flight",
+                         (long long)s.bytes_in_flight, "budget_bytes", (long long)s.budget_bytes,
+                         "budget_requests", (long long)s.budget_requests, "first_byte_ms",
+                         s.first_byte_ms, "mb_per_s", s.mb_per_s);
+}
+
+static PyObject *set_io_budget(PyObject *module, PyObject *args)
+{
+    (void)module;
+    long long bytes = 0, requests = 0;
+    if (!PyArg_ParseTuple(args, "LL", &bytes, &requests))
+        return NULL;
+    cv_io_set_budget(bytes, requests);
+    Py_RETURN_NONE;
+}
+
 int cv_fs_init(PyObject *module)
 {
     cv_fs_register(&cv_fs_fsspec); /* every scheme without a table of its own */
@@ -508,5 +535,8 @@ PyMethodDef cv_fs_functions[] = {
     {"fs_remove_dir", fs_remove_dir, METH_O, "fs_remove_dir(url): an empty directory"},
     {"fs_rename", fs_rename, METH_VARARGS, "fs_rename(from, to, overwrite=False)"},
     {"fs_copy", fs_copy, METH_VARARGS, "fs_copy(from, to, overwrite=False)"},
+    {"io_stats", io_stats, METH_NOARGS, "io_stats() -> dict: the process's remote I/O"},
+    {"set_io_budget", set_io_budget, METH_VARARGS,
+     "set_io_budget(bytes, requests): 0 keeps a value"},
     {NULL, NULL, 0, NULL},
 };
