@@ -233,6 +233,18 @@ class BuildEngine(build_ext):
         os.replace(ext_path + ".tmp", ext_path)
         print(f"conveyor: engine built in {time.monotonic() - started:.1f} s", flush=True)
 
+    def copy_file(self, infile, outfile, *args, **kwargs):
+        """The module's copy into the source tree (--inplace, editable installs): a copy then
+        a rename, as above; distutils would rewrite the file in place, under a running
+        process that has it mapped (SIGBUS)."""
+        if not outfile.endswith(sysconfig.get_config_var("EXT_SUFFIX") or ".so"):
+            return super().copy_file(infile, outfile, *args, **kwargs)
+        if os.path.isdir(outfile):
+            outfile = os.path.join(outfile, os.path.basename(infile))
+        shutil.copyfile(infile, outfile + ".tmp")
+        os.replace(outfile + ".tmp", outfile)
+        return outfile, 1
+
     def _is_stale(self, src, obj):
         """True when obj is missing or older than its source or any project header it included
         (from the -MMD file written beside it; headers outside the project are covered by the
