@@ -122,8 +122,8 @@ class Diagnosis:
     bottleneck: str = None
     #: the bottleneck's position in ``stages`` (two stages may share a name)
     bottleneck_position: int = None
-    #: what one element of the pipeline is: "batches" when its source's elements are
-    #: grouped (batch, window), else "elements"
+    #: "batches" when each element of the pipeline groups several of its source's (batch,
+    #: window), else "elements"; the table's figures are per one of these
     unit: str = "elements"
 
     def __getitem__(self, name):
