@@ -3,6 +3,7 @@
 
     python demo.py            # about a minute on 2 cores
     python demo.py --no-tf    # skip the tf.data comparison
+    python demo.py --quick    # a small run
 
 It writes a folder of JPEG photos-like images (about 500x375, as ImageNet's)
 and a TFRecord file of the same images inside tf.train.Example records, then
@@ -12,26 +13,33 @@ runs one epoch of the classic input pipeline
                -> batch(64) -> prefetch(AUTOTUNE)
 
 (and the TFRecord variant: TFRecordDataset -> map(parse_single_example, ...))
-four ways: a naive Python loop, conveyor, and tf.data (if TensorFlow is
-installed), and prints images/s and ratios. conveyor traces the map function
-into a native program that runs on all cores without the GIL. Each is timed
-as the best of two epochs after a short warm-up.
+with a naive Python loop, conveyor, and tf.data (if TensorFlow is installed),
+and prints images/s and ratios. conveyor traces the map function into a
+native program that runs on all cores without the GIL.
+
+A shared machine's load changes from one second to the next, so the demo
+prints the load average and CPU count, measures every pipeline in the same
+rounds (each round runs each once, in turn), and shows each row's median,
+min and max, calling out a wide spread.
 
 Then it runs the JPEG pipelines in a training loop with a simulated
-accelerator step per batch, twice: with the step you give (--step-ms) and
-with a step 2.5x the slowest pipeline's time per batch, and says for each
-row which side is the bottleneck and how much input time prefetch hid. It
-ends with the pipeline doctor's verdict on the JPEG pipeline
+accelerator step per batch (--step-ms, 60 ms by default), and again with a
+step 2.5x the slowest pipeline's time per batch; each row says, from its own
+runs, how long the loop waited for input and which side is the bottleneck.
+It ends with the pipeline doctor's verdict on the JPEG pipeline
 (conveyor.data.experimental.diagnose; --doctor-steps 0 skips it).
+--quick makes a small run.
 """
 import argparse
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # quiet TensorFlow's C++ logging
+# TensorFlow's C++ logging off (3: errors too; this must precede any import of TensorFlow).
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
 
@@ -43,6 +51,9 @@ N_IMAGES = 512
 BATCH = 64
 SIZE = 224
 MEAN, STD = 0.45, 0.25
+DEFAULT_STEP_MS = 60.0
+WIDE_SPREAD = 0.25  # (max - min) / median of a row's epochs above this is called out
+NAIVE = "naive Python loop (conveyor ops, eager)"
 
 
 def make_images(folder, n, seed=0):
@@ -122,141 +133,233 @@ def naive_batches(paths):
         yield np.stack(batch)
 
 
-def time_epoch(make_batches, epochs, step_s=0.0):
-    """Best-of-`epochs` wall time for one pass, iterating as a training loop would.
-    `step_s` simulates an accelerator step per batch: the host thread waits
-    (time.sleep) as it waits for a GPU, so a pipeline that works ahead hides
-    behind it."""
-    for _ in zip(range(2), make_batches()):  # warm-up, untimed
-        pass
-    best, count = float("inf"), 0
-    for _ in range(epochs):
-        count = 0
-        t = time.perf_counter()
-        for batch in make_batches():
-            count += len(batch[0]) if isinstance(batch, tuple) else len(batch)
-            if step_s:
-                time.sleep(step_s)
-        best = min(best, time.perf_counter() - t)
-    return best, count
+def one_epoch(make_batches, step_s=0.0):
+    """One pass as a training loop takes it: (epoch seconds, images, seconds spent waiting
+    in next() after the first batch, which nothing can run ahead of). `step_s` simulates an
+    accelerator step per batch: the host thread waits (time.sleep) as it waits for a GPU,
+    so a pipeline that works ahead hides behind it."""
+    count, waited, first = 0, 0.0, True
+    t = time.perf_counter()
+    it = make_batches()
+    while True:
+        w = time.perf_counter()
+        try:
+            batch = next(it)
+        except StopIteration:
+            break
+        if not first:
+            waited += time.perf_counter() - w
+        first = False
+        count += len(batch[0]) if isinstance(batch, tuple) else len(batch)
+        if step_s:
+            time.sleep(step_s)
+    return time.perf_counter() - t, count, waited
 
 
-def step_table(cases, input_seconds, batches, step, why):
-    """One table of a training loop with a simulated accelerator step per batch:
-    per pipeline, the epoch time, how much of its input time disappeared behind
-    the steps, and which side (input or step) is the bottleneck."""
+def alternated(cases, rounds, step_s=0.0):
+    """{name: [one_epoch() per round]}: every round runs each case once, in turn (the
+    order reversed every other round), so a change in the machine's load falls on all of
+    them alike; a 2-batch warm-up of each first, untimed."""
+    for _, make in cases:
+        for _ in zip(range(2), make()):
+            pass
+    runs = {name: [] for name, _ in cases}
+    for r in range(rounds):
+        for name, make in (cases if r % 2 == 0 else cases[::-1]):
+            runs[name].append(one_epoch(make, step_s))
+    return runs
+
+
+def spread(seconds):
+    """(max - min) / median of a row's epoch times."""
+    return (max(seconds) - min(seconds)) / statistics.median(seconds)
+
+
+def wide_rows(runs):
+    return [(n, spread([r[0] for r in rs])) for n, rs in runs.items()
+            if len(rs) > 1 and spread([r[0] for r in rs]) > WIDE_SPREAD]
+
+
+def print_spread(runs, rounds):
+    wide = wide_rows(runs)
+    if rounds < 2:
+        print("spread: one round, so none to show (--rounds 3 or more to see how the figures "
+              "vary)")
+    elif wide:
+        names = ", ".join(f"{n} {s:.0%}" for n, s in wide)
+        print(f"spread: WIDE. (max - min) / median over the {rounds} rounds is above "
+              f"{WIDE_SPREAD:.0%} for {names}: the machine's load changed during the run "
+              f"(load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs). Compare "
+              "the medians, which come from the same rounds, or rerun on an idle machine.")
+    else:
+        print(f"spread: every row within {WIDE_SPREAD:.0%} of its median over the {rounds} "
+              "rounds.")
+
+
+def step_table(cases, rounds, batches, step, why):
+    """One table of a training loop with a simulated accelerator step per batch. Every figure
+    of a row comes from that row's own runs with the step: the epoch time, how long the loop
+    waited in next() per batch, and so which side (input or step) is the bottleneck."""
     t = time.perf_counter()
     for _ in range(5):
         time.sleep(step)
     slept = (time.perf_counter() - t) / 5  # what a sleep really takes here
-    device_s = slept * batches
-    print(f"with a simulated {step * 1e3:g} ms accelerator step per batch, {why} "
-          f"({device_s:.2f} s of device time per epoch; the host waits, as for a GPU):")
-    print(f"{'pipeline':<42}{'epoch s':>9}{'input ms/batch':>16}{'input time hidden':>19}"
-          f"  bottleneck")
-    for name, make in cases:
-        seconds, _ = time_epoch(make, 1, step)
-        input_s = input_seconds[name]
-        per_batch = input_s / batches
-        hidden = min(1.0, max(0.0, 1 - max(0.0, seconds - device_s) / input_s))
+    print(f"with a simulated {step * 1e3:g} ms accelerator step per batch, {why}; "
+          f"{batches} batches, so {slept * batches:.2f} s of device time per epoch (the host "
+          "waits, as for a GPU):")
+    print(f"{'pipeline':<42}{'median s':>9}{'min s':>8}{'max s':>8}{'wait ms/batch':>15}"
+          "  bottleneck")
+    runs = alternated(cases, rounds, step)
+    for name, _ in cases:
+        seconds = [r[0] for r in runs[name]]
+        wait = statistics.median(r[2] for r in runs[name]) / max(1, batches - 1)
         if name.startswith("naive"):
             verdict = "none: no prefetch, input and step take turns"
-        elif per_batch > slept:
-            verdict = f"the pipeline ({per_batch * 1e3:.0f} > {slept * 1e3:.0f} ms step)"
+        elif wait > 0.1 * slept:
+            verdict = f"the pipeline (the step waited {wait * 1e3:.1f} ms per batch for input)"
         else:
-            verdict = f"the step ({slept * 1e3:.0f} > {per_batch * 1e3:.0f} ms input)"
-        print(f"{name:<42}{seconds:>9.3f}{per_batch * 1e3:>16.1f}{hidden:>18.0%}  {verdict}")
+            verdict = f"the step (input was ready: {wait * 1e3:.1f} ms waited per batch)"
+        print(f"{name:<42}{statistics.median(seconds):>9.3f}{min(seconds):>8.3f}"
+              f"{max(seconds):>8.3f}{wait * 1e3:>15.1f}  {verdict}")
+    print_spread(runs, rounds)
     print()
+    return runs
 
 
 def as_numpy(tf_ds):
     return lambda: tf_ds.as_numpy_iterator()
 
 
+def import_tensorflow():
+    """TensorFlow with its logging quiet, or None when it is not installed.
+    TF_CPP_MIN_LOG_LEVEL (set at the top of this file, before any import of it) quiets its C++
+    logging, absl's verbosity its Python logging; the lines some builds write to stderr while
+    their shared libraries load, before either applies (oneDNN's notice, twice), are dropped by
+    pointing file descriptor 2 elsewhere for the import alone."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            try:
+                import tensorflow as tf
+            except Exception:  # noqa: BLE001 - not installed, or a broken install
+                return None
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+    tf.get_logger().setLevel("ERROR")
+    try:
+        from absl import logging as absl_logging
+        absl_logging.set_verbosity(absl_logging.ERROR)
+    except ImportError:
+        pass
+    return tf
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="conveyor demo")
     p.add_argument("--no-tf", action="store_true", help="skip the tf.data comparison")
-    p.add_argument("--images", type=int, default=N_IMAGES)
-    p.add_argument("--epochs", type=int, default=2, help="timed epochs per pipeline (best is kept)")
-    p.add_argument("--step-ms", type=float, default=60.0,
-                   help="simulated accelerator step per batch for the second table (0: skip)")
+    p.add_argument("--quick", action="store_true",
+                   help="a small run (160 images, 2 rounds, a 5 ms step) for a smoke test")
+    p.add_argument("--images", type=int, default=None, help=f"images written ({N_IMAGES})")
+    p.add_argument("--rounds", "--epochs", dest="rounds", type=int, default=None,
+                   help="timed epochs per pipeline, taken in alternated rounds (3)")
+    p.add_argument("--step-ms", type=float, default=None,
+                   help=f"simulated accelerator step per batch for the step tables "
+                        f"({DEFAULT_STEP_MS:g}; 0: skip them)")
     p.add_argument("--doctor-steps", type=int, default=4,
                    help="batches per run of the pipeline doctor at the end (0: skip)")
     args = p.parse_args(argv)
+    images = args.images or (160 if args.quick else N_IMAGES)
+    rounds = args.rounds or (2 if args.quick else 3)
+    step_asked = args.step_ms is not None
+    step_ms = args.step_ms if step_asked else (5.0 if args.quick else DEFAULT_STEP_MS)
+    doctor_steps = min(args.doctor_steps, 2) if args.quick else args.doctor_steps
 
     tf, tf_note = None, "skipped (--no-tf)"
     if not args.no_tf:
-        try:
-            import tensorflow as tf
-        except Exception:
-            tf, tf_note = None, "not installed"
+        tf = import_tensorflow()
+        tf_note = "not installed" if tf is None else ""
 
     with tempfile.TemporaryDirectory(prefix="conveyor-demo-") as folder:
         t = time.perf_counter()
-        paths, labels, record_path = make_images(folder, args.images)
-        print(f"conveyor {cv.__version__} demo: wrote {args.images} JPEGs (~500x375) and a "
-              f"TFRecord file of them in {time.perf_counter() - t:.1f} s; {os.cpu_count()} CPUs")
+        paths, labels, record_path = make_images(folder, images)
+        load = os.getloadavg()
+        cpus, usable = os.cpu_count(), len(os.sched_getaffinity(0))
+        print(f"conveyor {cv.__version__} demo: wrote {images} JPEGs (~500x375) and a "
+              f"TFRecord file of them in {time.perf_counter() - t:.1f} s")
+        print(f"machine: {cpus} CPUs" + (f" ({usable} usable by this process)"
+                                         if usable != cpus else "")
+              + f"; load average {load[0]:.1f} (1 min), {load[1]:.1f} (5 min), "
+                f"{load[2]:.1f} (15 min)")
+        if load[0] > usable:
+            print(f"  busy: more runnable threads than CPUs ({load[0]:.1f} > {usable}); the "
+                  "figures below are lower than on an idle machine and vary between rounds")
         print(f"pipeline: list_files -> map(read_file, decode_jpeg, resize {SIZE}x{SIZE}, "
-              f"normalise; AUTOTUNE) -> batch({BATCH}) -> prefetch; one epoch, best of "
-              f"{args.epochs}")
+              f"normalise; AUTOTUNE) -> batch({BATCH}) -> prefetch; {rounds} rounds of one "
+              "epoch each, the pipelines taking turns within a round")
         ds = file_pipeline(cv, folder)
         print(f"conveyor's pipeline: {ds!r}")
         print()
 
-        rows = [("naive Python loop (conveyor ops, eager)",
-                 time_epoch(lambda: naive_batches(paths), args.epochs))]
-        rows.append(("conveyor: JPEG files", time_epoch(lambda: iter(ds), args.epochs)))
         rds = record_pipeline(cv, record_path)
-        rows.append(("conveyor: TFRecord of Examples", time_epoch(lambda: iter(rds), args.epochs)))
+        cases = [(NAIVE, lambda: naive_batches(paths)),
+                 ("conveyor: JPEG files", lambda: iter(ds)),
+                 ("conveyor: TFRecord of Examples", lambda: iter(rds))]
         if tf is not None:
-            tds = file_pipeline(tf, folder)
-            rows.append(("tf.data: JPEG files", time_epoch(as_numpy(tds), args.epochs)))
-            trds = record_pipeline(tf, record_path)
-            rows.append(("tf.data: TFRecord of Examples", time_epoch(as_numpy(trds), args.epochs)))
-
-        naive_s, conveyor_s = rows[0][1][0], rows[1][1][0]
-        print(f"{'pipeline':<42}{'epoch s':>9}{'images/s':>10}{'vs naive':>10}"
-              f"{'conveyor/this':>15}")
-        for name, (seconds, count) in rows:
-            assert count == args.images, (name, count)
-            same_kind = rows[2][1][0] if "TFRecord" in name else conveyor_s
-            speedup = "-" if name.startswith("conveyor") else f"{seconds / same_kind:.2f}x"
-            print(f"{name:<42}{seconds:>9.3f}{count / seconds:>10,.0f}{naive_s / seconds:>9.2f}x"
-                  f"{speedup:>15}")
-        print(f"how measured: epoch s = wall time of one pass over the {args.images} images as a "
-              f"training loop takes them (read, decode, resize, normalise, batch),")
-        print(f"  best of {args.epochs} epoch(s) after a 2-batch warm-up; images/s = images / "
-              f"epoch s; vs naive = the naive loop's epoch s / this row's;")
-        print("  conveyor/this = this row's epoch s / conveyor's on the same input (JPEG files "
-              "or TFRecord): > 1 means conveyor is faster.")
+            tds, trds = file_pipeline(tf, folder), record_pipeline(tf, record_path)
+            cases += [("tf.data: JPEG files", as_numpy(tds)),
+                      ("tf.data: TFRecord of Examples", as_numpy(trds))]
+        runs = alternated(cases, rounds)
+        median = {n: statistics.median(r[0] for r in rs) for n, rs in runs.items()}
+        print(f"{'pipeline':<42}{'median s':>9}{'min s':>8}{'max s':>8}{'images/s':>10}"
+              f"{'vs naive':>10}{'conveyor/this':>15}")
+        for name, _ in cases:
+            assert all(r[1] == images for r in runs[name]), (name, runs[name])
+            seconds = [r[0] for r in runs[name]]
+            mine = median["conveyor: TFRecord of Examples" if "TFRecord" in name
+                          else "conveyor: JPEG files"]
+            versus = "-" if name.startswith("conveyor") else f"{median[name] / mine:.2f}x"
+            print(f"{name:<42}{median[name]:>9.3f}{min(seconds):>8.3f}{max(seconds):>8.3f}"
+                  f"{images / median[name]:>10,.0f}{median[NAIVE] / median[name]:>9.2f}x"
+                  f"{versus:>15}")
         if tf is None:
             print(f"{'tf.data':<42}{tf_note}")
+        print_spread(runs, rounds)
+        print(f"how measured: one epoch = one pass over the {images} images as a training loop "
+              "takes them (read, decode, resize, normalise, batch); each row's median, min and "
+              f"max are of its {rounds} epochs;")
+        print("  images/s = images / median s; vs naive = the naive loop's median s / this "
+              "row's; conveyor/this = this row's median s / conveyor's on the same input")
+        print("  (JPEG files or TFRecord): > 1 means conveyor is faster.")
         print()
 
-        if args.step_ms > 0:
-            by_name = dict((n, r[0]) for n, r in rows)
-            batches = -(-args.images // BATCH)
-            cases = [("naive Python loop (conveyor ops, eager)", lambda: naive_batches(paths)),
-                     ("conveyor: JPEG files", lambda: iter(ds))]
-            if tf is not None:
-                cases.append(("tf.data: JPEG files", as_numpy(tds)))
-            step_table(cases, by_name, batches, args.step_ms / 1000,
-                       "the step you asked for (--step-ms)")
-            # A step well over the slowest prefetching pipeline's time per batch: then
-            # the step is the bottleneck and prefetch hides all input but the first
-            # batch's (the pipeline starts with the epoch, and the step waits for it).
-            slowest = max(by_name[n] / batches for n, _ in cases[1:])
-            long_ms = max(2 * args.step_ms, 10 * math.ceil(slowest * 2.5 * 100))
-            step_table(cases[1:], by_name, batches, long_ms / 1000,
-                       "a longer step, 2.5x the slowest pipeline's time per batch")
-            print("how measured: device s/epoch = batches x the measured sleep; input "
-                  "ms/batch = the pipeline's epoch s above / batches;")
-            print("  input time hidden = 1 - (epoch s - device s/epoch) / the pipeline's "
-                  "epoch s above (what prefetch overlapped with the steps);")
-            print("  bottleneck: the slower side per batch; prefetch hides input only up to "
-                  "the step time, so when the pipeline is slower the rest shows;")
-            print("  when the step is slower, all but the first batch's input hides (nothing "
-                  "runs ahead of an epoch's first batch).")
+        if step_ms > 0:
+            batches = -(-images // BATCH)
+            step_cases = cases[:2] + [c for c in cases[3:] if "JPEG" in c[0]]
+            if step_asked:
+                why = f"the step you asked for (--step-ms {step_ms:g})"
+            elif args.quick:
+                why = "--quick's step (--step-ms sets another)"
+            else:
+                why = "the default step (--step-ms sets another)"
+            step_table(step_cases, rounds, batches, step_ms / 1000, why)
+            # A step well over the slowest prefetching pipeline's time per batch: then the
+            # step is the bottleneck and prefetch hides all input but the first batch's.
+            piped = [n for n, _ in step_cases[1:]]
+            slowest = max(piped, key=lambda n: median[n])
+            per_batch = median[slowest] / batches
+            long_ms = max(2 * step_ms, 10 * math.ceil(per_batch * 2.5 * 100))
+            step_table(step_cases[1:], rounds, batches, long_ms / 1000,
+                       f"a longer step: about 2.5x the median time per batch of "
+                       f"\"{slowest}\" in the first table ({per_batch * 1e3:.1f} ms)")
+            print("how measured: each row's figures come from its own epochs with the step, in "
+                  "alternated rounds; wait ms/batch = time the loop spent in next() per batch")
+            print("  after the first (nothing runs ahead of an epoch's first batch), median over "
+                  "the rounds; bottleneck: the pipeline when the loop waited")
+            print("  for input more than 10% of a step, else the step.")
             print()
 
         # What the model sees, and a check that the pipeline computes what the loop computes.
@@ -271,25 +374,27 @@ def main(argv=None):
         print(f"  (mean, std: of the batch's normalised pixels, (x / 255 - {MEAN}) / {STD}; "
               "equal: element for element, every value)")
 
-        if args.doctor_steps > 0:
+        if doctor_steps > 0:
             # The pipeline doctor on the JPEG pipeline: a factory, so each of its runs
             # builds the pipeline anew, as separate training runs would.
-            steps = max(2, min(args.doctor_steps, -(-args.images // BATCH)))
+            steps = max(2, min(doctor_steps, -(-images // BATCH)))
             step_fn = None
-            if args.step_ms > 0:
-                step_fn = lambda batch: time.sleep(args.step_ms / 1000)  # noqa: E731
+            if step_ms > 0:
+                step_fn = lambda batch: time.sleep(step_ms / 1000)  # noqa: E731
             print()
             print(f"the pipeline doctor (conveyor.data.experimental.diagnose) on the JPEG "
                   f"pipeline: {steps} batches per run"
-                  + (f", each followed by the {args.step_ms:g} ms step" if step_fn else "")
+                  + (f", each followed by the {step_ms:g} ms step" if step_fn else "")
                   + "; it runs the pipeline about 5 times, then each stage alone:")
             t = time.perf_counter()
             result = cv.data.experimental.diagnose(lambda: file_pipeline(cv, folder), steps,
                                                    step_fn, stage_seconds=0.5, quiet=True)
             print(result)
-            print(f"(the doctor took {time.perf_counter() - t:.1f} s; the same from a shell: "
-                  f"python -m conveyor.doctor script.py:make_dataset --steps {steps}"
-                  + (f" --step-time {args.step_ms / 1000:g}" if step_fn else "") + ")")
+            print(f"(the doctor took {time.perf_counter() - t:.1f} s. For your own pipeline, "
+                  f"from a shell: python -m conveyor.doctor YOUR_SCRIPT.py:YOUR_FACTORY "
+                  f"--steps {steps}" + (f" --step-time {step_ms / 1000:g}" if step_fn else "")
+                  + "\n where YOUR_SCRIPT.py:YOUR_FACTORY is a placeholder: your file and a "
+                  "function in it that takes no arguments and returns the Dataset.)")
     return 0 if same and same_records else 1
 
 

@@ -22,6 +22,7 @@ ever an orphan. To place a page elsewhere, list it in index.md.
 ``examples.md`` includes ``../examples/README.md`` when that file exists
 (and says where the examples are when it does not).
 """
+import importlib.util
 import inspect
 import os
 import re
@@ -51,7 +52,9 @@ extensions = [
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+# Pages of docs/ that are working notes for contributors, not published on the site.
+INTERNAL_PAGES = ["scheduler-plan"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"] + [p + ".md" for p in INTERNAL_PAGES]
 
 # MyST: ``:::`` fences and definition lists, and anchors for links such as
 # ``differences.md#images`` (headings down to ####).
@@ -65,6 +68,11 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"members": True}
 autodoc_preserve_defaults = True
+# The optional dependencies of conveyor's integration modules (conveyor.ray, .torch, .jax):
+# autodoc imports those modules, so a site built without an extra installed gets
+# stand-ins for its packages instead of an import error (the docstrings are conveyor's).
+OPTIONAL_IMPORTS = ["ray", "pyarrow", "torch", "jax", "jaxlib", "tensorflow", "PIL"]
+autodoc_mock_imports = [m for m in OPTIONAL_IMPORTS if importlib.util.find_spec(m) is None]
 # The engine's C methods start their docstrings with "name() -> type: ...",
 # which is prose here, not a signature to parse.
 autodoc_docstring_signature = False
@@ -109,7 +117,7 @@ def _toctree_entries(text):
 def _unlisted_pages(index_text):
     listed = _toctree_entries(index_text)
     present = sorted(f[:-3] for f in os.listdir(HERE)
-                     if f.endswith(".md") and f[:-3] != root_doc)
+                     if f.endswith(".md") and f[:-3] != root_doc and f[:-3] not in INTERNAL_PAGES)
     unlisted = [p for p in present if p not in listed]
     known = [p for p in OPTIONAL_USER_PAGES if p in unlisted]
     return known + [p for p in unlisted if p not in known]

@@ -30,9 +30,15 @@ import os
 import tempfile
 import time
 
-import numpy as np
+# One OpenBLAS thread for the model's small matrix products: OpenBLAS's own threads
+# busy-wait for work and, beside the engine's workers on a few cores, made whole runs 10-50x
+# slower at random (docs/performance.md, "BLAS threads beside the engine's"). It must be set
+# before NumPy is imported; a value you set yourself wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import conveyor as tf
+import numpy as np  # noqa: E402
+
+import conveyor as tf  # noqa: E402
 
 SIDE = 28
 # seven-segment strokes in a 1x2 box (x right, y down): a top, b/c right,

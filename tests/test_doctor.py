@@ -9,6 +9,7 @@ whether threads help, does not depend on the machine's load.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,7 @@ from conftest import ROOT
 import conveyor as tf
 from conveyor.framework import random_seed as _seed
 from conveyor.data import doctor
+from conveyor.data import doctor_measure
 from conveyor.data.experimental import diagnose
 from conveyor.data.options import DerivedContext
 
@@ -236,12 +238,29 @@ def test_input_bound_fraction_with_a_step_fn():
     assert "does not wait on it" in fast_input["bottleneck"].detail
 
 
-def test_gpu_is_skipped_without_pynvml(monkeypatch):
+def test_gpu_without_pynvml_says_how_to_install_it_where_a_gpu_is(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setattr(doctor, "_gpu_device_present", lambda: True)
+    monkeypatch.setattr(doctor_measure, "_gpu_device_present", lambda: True)
     result = run(tf.data.Dataset.range(10), steps=4, step_fn=lambda x: None)
     assert result["GPU busy"].status == "skipped"
-    assert "pynvml is not installed" in result["GPU busy"].detail
+    assert "pynvml is not installed (pip install nvidia-ml-py)" in result["GPU busy"].detail
     assert run(tf.data.Dataset.range(10), steps=4)["GPU busy"].status == "skipped"
+
+
+@pytest.mark.parametrize("nvml", ["missing", "no driver"])
+def test_no_gpu_line_on_a_machine_without_a_gpu(monkeypatch, nvml):
+    """No GPU: no "GPU busy" line at all, and no advice to install nvidia-ml-py."""
+    def no_driver():
+        raise RuntimeError("NVML Shared Library Not Found")
+    monkeypatch.setitem(sys.modules, "pynvml",
+                        None if nvml == "missing" else types.SimpleNamespace(nvmlInit=no_driver))
+    monkeypatch.setattr(doctor, "_gpu_device_present", lambda: False)
+    monkeypatch.setattr(doctor_measure, "_gpu_device_present", lambda: False)
+    for step_fn in (lambda x: None, None):
+        result = run(tf.data.Dataset.range(10), steps=4, step_fn=step_fn)
+        assert "GPU busy" not in [c.name for c in result.checks]
+        assert "GPU" not in str(result) and "nvidia-ml-py" not in str(result)
 
 
 @pytest.mark.parametrize("busy,status", [(95, "ok"), (40, "warn")])
@@ -258,12 +277,14 @@ def test_gpu_utilisation_from_nvml(monkeypatch, busy, status):
     assert bool(check.remedy) == (status == "warn")
 
 
-def test_no_gpu_is_skipped_cleanly(monkeypatch):
+def test_a_gpu_whose_driver_does_not_answer_is_skipped_with_the_reason(monkeypatch):
     def no_driver():
         raise RuntimeError("NVML Shared Library Not Found")
     monkeypatch.setitem(sys.modules, "pynvml", types.SimpleNamespace(nvmlInit=no_driver))
+    monkeypatch.setattr(doctor_measure, "_gpu_device_present", lambda: True)
     result = run(tf.data.Dataset.range(10), steps=4, step_fn=lambda x: None)
-    assert result["GPU busy"].status == "skipped" and "no NVIDIA GPU" in result["GPU busy"].detail
+    check = result["GPU busy"]
+    assert check.status == "skipped" and "NVML Shared Library Not Found" in check.detail
 
 
 def test_ram_and_descriptors_against_their_limits(monkeypatch):
@@ -289,8 +310,9 @@ def test_the_result_prints_and_serialises():
     result = run(tf.data.Dataset.range(30).map(lambda x: x + 1, num_parallel_calls=2), steps=5)
     text = str(result)
     for name in ("identical output", "speedup", "bottleneck", "input-bound", "peak RAM",
-                 "open descriptors", "determinism", "GPU busy"):
+                 "open descriptors", "determinism"):
         assert name in text
+    assert ("GPU busy" in text) == doctor._gpu_device_present()
     data = json.loads(result.to_json())
     assert [c["name"] for c in data["checks"]] == [c.name for c in result.checks]
     assert data["steps"] == 5 and data["stages"][0]["name"] == "RangeDataset"
@@ -419,3 +441,67 @@ def test_it_names_a_planted_slow_parallel_stage_from_the_engine_statistics():
     check = result["bottleneck"]
     assert result.bottleneck == "ParallelMapDataset(slow_parallel)", str(result)
     assert check.status == "warn" and "engine statistics" in check.detail
+
+
+# -- figures and advice a newcomer can trust --------------------------------------------
+
+
+def test_no_stage_time_is_negative_and_an_overlap_says_why():
+    """A prefetch over a slow Python stage makes its prefix faster than its input alone:
+    the stage adds 0 (never a negative time), and the table says why."""
+    ds = (tf.data.Dataset.range(400).map(sleeping(0.01, "load")).batch(4)
+          .map(lambda x: x * 2).prefetch(8))
+    result = run(ds, steps=8, step_fn=lambda x: time.sleep(0.02))
+    for stage in result.stages:
+        assert stage.added is None or stage.added >= 0, stage
+        assert stage.share is None or stage.share >= 0, stage
+        assert stage.overlap >= 0
+    text = str(result)
+    assert not re.search(r"(?<![\w-])-\d", text), text  # no negative number anywhere
+    for stage in result.stages:
+        if stage.overlap > 0:
+            assert "overlaps work upstream, so it adds none" in text
+
+
+def test_overlap_is_reported_when_the_prefix_runs_faster(monkeypatch):
+    """The clamp itself: a prefix timed faster than its input gives added 0 and overlap."""
+    class FakeRun:  # the source's prefix takes 10 ms an element, the map's prefix 4 ms
+        def __init__(self, build, *a, **k):
+            self.count, self.wall = 5, 1.0
+            self.seconds = 0.004 if build.dataset is ds else 0.010
+
+        def rate(self):
+            return 1 / self.seconds
+
+    monkeypatch.setattr(doctor, "_iterate", FakeRun)
+    ds = tf.data.Dataset.range(100).map(lambda x: x + 1)
+    ctx = DerivedContext(ds._context(), object(), False)
+    stages = doctor.stage_rates(ds, ctx, steps=4, seconds=0.1)
+    assert stages[1].added == 0.0 and stages[1].overlap > 0
+    result = doctor.Diagnosis("p", 4, [], stages)
+    assert "overlaps work upstream" in str(result)
+    assert not re.search(r"(?<![\w-])-\d", str(result))
+
+
+def test_units_name_batches_for_a_batched_pipeline():
+    batched = run(tf.data.Dataset.range(100).map(lambda x: x + 1, num_parallel_calls=2)
+                  .batch(4), steps=5)
+    assert batched.unit == "batches"
+    text = str(batched)
+    assert "5 batches per run" in text and "per batch of the pipeline" in text
+    assert "batches/s" in batched["speedup"].detail
+    assert "batches" in batched["identical output"].detail
+    plain = run(tf.data.Dataset.range(100).map(lambda x: x + 1, num_parallel_calls=2), steps=5)
+    assert plain.unit == "elements" and "5 elements per run" in str(plain)
+
+
+def test_no_parallelism_advice_for_a_map_that_has_autotune():
+    ds = (tf.data.Dataset.range(200)
+          .map(lambda x: x * 2, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
+    ctx = DerivedContext(ds._context(), object(), False)
+    remedy = doctor._stage_remedy(ds.inputs()[0], ctx)
+    assert "already has num_parallel_calls=AUTOTUNE" in remedy
+    assert "parallelism up" not in remedy
+    fixed = tf.data.Dataset.range(10).map(lambda x: x + 1, num_parallel_calls=1)
+    assert "num_parallel_calls=AUTOTUNE (now 1" in doctor._stage_remedy(
+        fixed, DerivedContext(fixed._context(), object(), False))

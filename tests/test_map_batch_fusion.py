@@ -115,8 +115,8 @@ WORDS = [b"abcd", b"efgh", b"ij", b"klmn", b"opqrstuv", b"wxyz", b"1234", b"56",
 # -- plain pipelines -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n,batch,drop", itertools.product(
-    [0, 1, 7, 64, 100], [1, 3, 8, 64, 1000], [False, True]))
+@pytest.mark.parametrize("n,batch,drop", list(itertools.product(
+    [0, 1, 7, 64, 100], [1, 3, 8, 64, 1000], [False, True])))
 def test_range_native(n, batch, drop):
     same(lambda: Dataset.range(n).map(double, num_parallel_calls=2).batch(batch, drop))
 

@@ -16,7 +16,8 @@ sys.path.insert(0, RESULTS)
 import workloads  # noqa: E402
 
 HAVE = {"tf.data": importlib.util.find_spec("tensorflow") is not None,
-        "DataLoader": importlib.util.find_spec("torch") is not None}
+        # The DataLoader side needs Pillow as well as torch (benchmarks/results/run.py).
+        "DataLoader": all(importlib.util.find_spec(m) is not None for m in ("torch", "PIL"))}
 FIGURE = re.compile(r"^[\d.]+[kMG]? \[[\d.]+[kMG]?–[\d.]+[kMG]?\]$")
 
 

@@ -1,11 +1,14 @@
 """The demo and the benchmark runner run end to end (small sizes, conveyor only)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 from conftest import ROOT
+
+from conveyor.data import doctor_measure
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where the scripts live
 
@@ -17,18 +20,75 @@ def run(args, timeout=180):
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def test_demo_runs_and_matches_the_naive_loop():
-    result = run(["demo.py", "--no-tf", "--images", "70", "--epochs", "1", "--step-ms", "1"])
+NEGATIVE = re.compile(r"(?<![\w-])-\d")  # a minus sign before a digit: a negative figure
+
+
+@pytest.fixture(scope="module")
+def demo_quick():
+    result = run(["demo.py", "--quick", "--no-tf"], timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
+    return result.stdout
+
+
+def _first_table_rows(out):
+    table = out.split("images/s")[1].split("spread:")[0]
+    return {line[:42].strip() for line in table.splitlines()[1:] if line.strip()}
+
+
+def test_demo_runs_and_matches_the_naive_loop(demo_quick):
+    out = demo_quick
     assert "equal to the naive loop's: yes" in out
     # every figure is explained, the step tables name their bottleneck, the longer
     # step is the step's bottleneck, and the doctor's verdict ends the demo
     assert out.count("how measured:") == 2
-    assert "input time hidden" in out and "bottleneck" in out
+    assert "wait ms/batch" in out and "bottleneck" in out
     assert "the step (" in out.split("a longer step")[1]
     assert "the pipeline doctor" in out and "conveyor pipeline doctor:" in out
     assert "identical output" in out and "determinism" in out
+
+
+def test_demo_prints_the_load_and_the_spread_and_no_negative_figure(demo_quick):
+    out = demo_quick
+    assert "load average" in out and "CPUs" in out
+    assert out.count("spread:") == 3  # the first table and both step tables
+    assert "min s" in out and "max s" in out and "median s" in out
+    # the batch mean of normalised pixels may be below zero; every other figure is not
+    figures = [line for line in out.splitlines() if not line.startswith("first batch:")]
+    assert not [line for line in figures if NEGATIVE.search(line)], out
+
+
+def test_demo_says_only_what_is_true_of_its_run(demo_quick):
+    out = demo_quick
+    assert "the step you asked for" not in out  # --step-ms was not given
+    # the longer step names the row it is derived from, and that row is in the first table
+    named = re.search(r'median time per batch of "([^"]+)" in the first table', out).group(1)
+    assert named in _first_table_rows(out)
+    # the suggested command is marked as a placeholder, not a file that does not exist
+    assert "script.py:make_dataset" not in out
+    assert "YOUR_SCRIPT.py:YOUR_FACTORY is a placeholder" in out
+    # the doctor's GPU line only where a GPU is
+    assert ("GPU busy" in out) == doctor_measure._gpu_device_present()
+
+
+def test_demo_names_the_step_that_was_asked_for():
+    result = run(["demo.py", "--no-tf", "--images", "130", "--rounds", "1", "--step-ms", "3",
+                  "--doctor-steps", "0"], timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "the step you asked for (--step-ms 3)" in result.stdout
+    assert "spread: one round" in result.stdout
+
+
+@pytest.mark.slow
+def test_demo_with_tensorflow_is_quiet_and_measures_it_in_the_same_rounds():
+    pytest.importorskip("tensorflow")
+    result = run(["demo.py", "--quick", "--doctor-steps", "0", "--step-ms", "0"], timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tf.data: JPEG files" in _first_table_rows(result.stdout)
+    # TensorFlow's C++ and absl logging is silenced
+    noise = [line for line in result.stderr.splitlines()
+             if re.match(r"^[IWE]\d{4} |^\d{4}-\d\d-\d\d .*(I|W) tensorflow/", line)
+             or "oneDNN" in line or "cpu_feature_guard" in line]
+    assert not noise, result.stderr
 
 
 def test_benchmark_runner_quick():

@@ -66,13 +66,12 @@ def child(framework, spec_path):
             import tensorflow as lib
             version = lib.__version__
         else:
+            # The DataLoader side is torch plus Pillow (its JPEG decode and resize): without
+            # either it is "not installed".
             import torch as lib
+            import PIL
             lib.set_num_threads(1)
-            try:
-                import PIL
-                version = f"{lib.__version__} (Pillow {PIL.__version__})"
-            except ImportError:
-                version = lib.__version__
+            version = f"{lib.__version__} (Pillow {PIL.__version__})"
     except Exception as e:  # ImportError or a broken install
         reply({"error": f"not installed ({type(e).__name__}: {e})", "missing": True})
         return 0

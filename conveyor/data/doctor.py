@@ -50,7 +50,8 @@ from conveyor.framework import random_seed as _seed
 from conveyor import errors as _errors
 from conveyor.data.ops.dataset_base import Dataset
 from conveyor.data.options import DerivedContext
-from conveyor.data.doctor_measure import (_Build, _contained, _iterate, _nvml,  # noqa: F401
+from conveyor.data.doctor_measure import (_Build, _contained, _gpu_device_present,  # noqa: F401
+                                          _iterate, _nvml,
                                           _open_descriptors, _rss, _Sampler)
 
 __all__ = ["diagnose", "Diagnosis", "Check", "StageRate", "stage_rates", "engine_bottleneck"]
@@ -95,7 +96,10 @@ class StageRate:
     its elements per element of the whole pipeline (batch sizes and the like;
     `approximate` when a filter or interleave makes it unknown);
     `seconds_per_output`: the prefix's time per pipeline element; `added`:
-    what this stage adds to that; `share`: its part of all stages' added time."""
+    what this stage adds to that, never negative; `overlap`: when the prefix ran
+    faster than its input alone (a prefetch or parallel stage overlapping work
+    upstream, or timing noise), by how much; `added` is then 0; `share`: its
+    part of all stages' added time."""
     position: int
     name: str
     rate: float = None
@@ -104,6 +108,7 @@ class StageRate:
     added: float = None
     share: float = None
     approximate: bool = False
+    overlap: float = 0.0
 
 
 @dataclasses.dataclass
@@ -117,6 +122,9 @@ class Diagnosis:
     bottleneck: str = None
     #: the bottleneck's position in ``stages`` (two stages may share a name)
     bottleneck_position: int = None
+    #: "batches" when each element of the pipeline groups several of its source's (batch,
+    #: window), else "elements"; the table's figures are per one of these
+    unit: str = "elements"
 
     def __getitem__(self, name):
         for c in self.checks:
@@ -144,14 +152,15 @@ class Diagnosis:
         w2 = max([len(x) for r in rows for x in r[2]] + [len(heads[2])])
         line = lambda a, b, c, d: f"{a:<{w0}}  {b:<7}  {c:<{w2}}  {d}".rstrip()  # noqa: E731
         out = [f"conveyor pipeline doctor: {self.pipeline}",
-               f"{self.steps} steps per run; baseline: the same pipeline with parallelism "
-               "and prefetch removed", "", line(*heads),
+               f"{self.steps} {self.unit} per run; baseline: the same pipeline with "
+               "parallelism and prefetch removed", "", line(*heads),
                line("-" * w0, "-" * 7, "-" * w2, "-" * 11)]
         for name, status, detail, threshold in rows:
             out.append(line(name, status, detail[0], threshold))
             out += [line("", "", more, "") for more in detail[1:]]
         if self.stages:
-            out += ["", "stages, source first (time each adds per pipeline element):"]
+            out += ["", f"stages, source first (time each adds per {_one(self.unit)} of the "
+                        "pipeline):"]
             for s in self.stages:
                 if s.added is None:
                     out.append(f"  {s.position:2d} {s.name}: not measured")
@@ -160,6 +169,10 @@ class Diagnosis:
                 approx = " (approx.)" if s.approximate else ""
                 out.append(f"  {s.position:2d} {s.name:<40} {_ms(s.added):>10} "
                            f"{s.share:4.0%}{approx}{mark}")
+                if s.overlap > 0:
+                    out.append(f"  {'':2} {'':<40} (0: with it the pipeline ran "
+                               f"{_ms(s.overlap)} faster than without it; it overlaps work "
+                               "upstream, so it adds none)")
         fixes = [c for c in self.checks if c.remedy]
         if fixes:
             out += ["", "what to change:"]
@@ -171,6 +184,18 @@ def _jsonable(x):
     if isinstance(x, np.generic):
         return x.item()
     return str(x)
+
+
+def _one(unit):
+    """'batches' -> 'batch', 'elements' -> 'element'."""
+    return {"batches": "batch"}.get(unit, unit[:-1])
+
+
+def _unit(dataset, ctx):
+    """What an element of `dataset` is, in words: "batches" when each holds several of its
+    source's elements (batch, padded_batch, window), else "elements"."""
+    factor = _per_output(_stages(dataset), ctx)
+    return "batches" if max(f for f, _ in factor.values()) > 1 else "elements"
 
 
 def _ms(seconds):
@@ -303,13 +328,16 @@ def stage_rates(dataset, ctx, steps, seconds=1.0, on_stage=None):
                 r.seconds_per_output = per_output / r.rate
         if r.seconds_per_output is not None:
             upstream = [i.seconds_per_output for i in inputs if i.seconds_per_output is not None]
-            r.added = r.seconds_per_output - max(upstream, default=0.0)
+            added = r.seconds_per_output - max(upstream, default=0.0)
+            # A prefix can run faster than its input alone (a prefetch or parallel stage
+            # overlaps the work upstream): the stage adds nothing, and the table says why.
+            r.added, r.overlap = max(0.0, added), max(0.0, -added)  # 0.0 first: never -0.0
         results.append(r)
         by_id[id(ds)] = r
-    total = sum(max(r.added, 0.0) for r in results if r.added is not None)
+    total = sum(r.added for r in results if r.added is not None)
     for r in results:
         if r.added is not None:
-            r.share = max(r.added, 0.0) / total if total > 0 else 0.0
+            r.share = r.added / total if total > 0 else 0.0
     return results
 
 
@@ -421,6 +449,7 @@ class _Doctor:
         self.seed_state = _seed.get_state()
         self.built = []  # (dataset, ctx) of every build, dropped at the end
         self.errors = []  # raised by the runs
+        self.unit = "elements"  # or "batches", once the first build shows which
 
     # builds
 
@@ -487,7 +516,7 @@ class _Doctor:
                 now = time.monotonic()
                 if now - last[0] >= 0.2 or count == steps:
                     last[0] = now
-                    bar.set_postfix_str(f"{count}/{steps} elements")
+                    bar.set_postfix_str(f"{count}/{steps} {self.unit}")
         run = _iterate(build, steps, tick=tick, **kwargs)
         bar.update(1)
         if run.error is not None:
@@ -516,6 +545,7 @@ class _Doctor:
         steps = self.steps
         a = self.build()
         self.pipeline = repr(a.dataset)
+        self.unit = _unit(a.dataset, a.ctx)
         run_a = self.iterate(a, steps, "first build", digest=True)
         checks = {}
         if run_a.error is not None:
@@ -531,6 +561,7 @@ class _Doctor:
         t = self.build(like=a)
         run_t = self.iterate(t, steps, "timed run (speedup)")
         checks["speedup"] = self.check_speedup(t, run_t, run_s)
+        # The GPU line only where a GPU is (_nvml() says (None, None) on a machine without).
         if self.step_fn is not None:
             gpu, why = _nvml()
             sampler.gpu = gpu
@@ -540,12 +571,14 @@ class _Doctor:
             finally:
                 sampler.gpu = None
             checks["input-bound"] = self.check_input_bound(run_f, t)
-            checks["GPU busy"] = self.check_gpu(gpu, why, sampler)
+            if gpu is not None or why is not None:
+                checks["GPU busy"] = self.check_gpu(gpu, why, sampler)
         else:
             checks["input-bound"] = Check("input-bound", SKIPPED, threshold="< 10% of a step",
                                           detail="no step_fn (or --step-time) given")
-            checks["GPU busy"] = Check("GPU busy", SKIPPED, threshold=">= 80%",
-                                       detail="no step_fn: nothing runs on a GPU")
+            if _gpu_device_present():
+                checks["GPU busy"] = Check("GPU busy", SKIPPED, threshold=">= 80%",
+                                           detail="no step_fn: nothing runs on the GPU")
         if not isinstance(self.bar, _progress.Silent):
             self.bar.total = self.bar.n + len(_stages(t.dataset))
         self._stages_started = 0
@@ -558,8 +591,9 @@ class _Doctor:
         sampler.stop()
         checks["peak RAM"] = self.check_ram(sampler, t)
         checks["open descriptors"] = self.check_fds(sampler, t)
-        return Diagnosis(self.pipeline, steps, [checks[k] for k in _ORDER], stages,
-                         bottleneck and bottleneck.name, bottleneck and bottleneck.position)
+        return Diagnosis(self.pipeline, steps, [checks[k] for k in _ORDER if k in checks],
+                         stages, bottleneck and bottleneck.name,
+                         bottleneck and bottleneck.position, self.unit)
 
     def _on_stage(self, name):
         """stage_rates() starts timing a stage: the previous one is done."""
@@ -574,16 +608,17 @@ class _Doctor:
         fails, the others cannot run."""
         sampler.stop()
         e = run.error
-        why = f"the pipeline raised {type(e).__name__} at element {run.count}"
+        why = f"the pipeline raised {type(e).__name__} at {_one(self.unit)} {run.count}"
         a = _Build(self.built[0][0], self.built[0][1])
-        checks = {n: Check(n, SKIPPED, detail=why) for n in _ORDER}
+        checks = {n: Check(n, SKIPPED, detail=why) for n in _ORDER
+                  if n != "GPU busy" or _gpu_device_present()}
         checks["peak RAM"] = self.check_ram(sampler, a)
         checks["open descriptors"] = self.check_fds(sampler, a)
-        checks = [checks[n] for n in _ORDER]
+        checks = [checks[n] for n in _ORDER if n in checks]
         if all(c.status != FAIL for c in checks):
             checks.insert(0, Check("pipeline runs", FAIL, False, "no error", f"{why}: {e}",
                                    "fix the error (the message names the stage)"))
-        return Diagnosis(self.pipeline, self.steps, checks, [])
+        return Diagnosis(self.pipeline, self.steps, checks, [], unit=self.unit)
 
     # the checks
 
@@ -592,7 +627,7 @@ class _Doctor:
         threshold = "2 runs equal"
         n = run_a.count
         if run_a.digests == run_b.digests:
-            return (Check("determinism", OK, True, threshold, f"2 runs equal ({n} elements)"),
+            return (Check("determinism", OK, True, threshold, f"2 runs equal ({n} {self.unit})"),
                     (a, run_a, s, run_s))
         stage, _ = self.first_difference(a, b)
         where = stage_name(stage) if stage is not None else "a stage"
@@ -636,10 +671,10 @@ class _Doctor:
         n = min(len(run_a.digests), len(run_s.digests))
         same = sum(x == y for x, y in zip(run_a.digests, run_s.digests))
         if run_a.digests == run_s.digests:
-            return Check(name, OK, True, threshold, f"{same} of {n} elements equal")
+            return Check(name, OK, True, threshold, f"{same} of {n} {self.unit} equal")
         if len(run_a.digests) != len(run_s.digests):
             return Check(name, FAIL, False, threshold,
-                         f"{len(run_a.digests)} elements vs {len(run_s.digests)} in the baseline",
+                         f"{len(run_a.digests)} {self.unit} vs {len(run_s.digests)} in the baseline",
                          "report it: parallel and sequential stages must give the same elements")
         stage, order_only = self.first_difference(a, s)
         where = stage_name(stage) if stage is not None else "a stage"
@@ -653,7 +688,7 @@ class _Doctor:
             remedy = (f"{where} gives {what} on threads: its function must not depend on "
                       "call order or shared state")
         return Check(name, FAIL, first, threshold,
-                     f"{what} from {where}{note} on; first difference at element {first}",
+                     f"{what} from {where}{note} on; first difference at {_one(self.unit)} {first}",
                      remedy)
 
     def check_speedup(self, t, run_t, run_s):
@@ -661,9 +696,9 @@ class _Doctor:
         fast, slow = run_t.rate(), run_s.rate(busy_only=True)
         if not fast or not slow:
             return Check(name, SKIPPED, threshold=threshold,
-                         detail="too few elements to time (raise steps)")
+                         detail=f"too few {self.unit} to time (raise steps)")
         speedup = fast / slow
-        detail = f"{speedup:.2f}x ({_rate(fast)} vs {_rate(slow)} elements/s)"
+        detail = f"{speedup:.2f}x ({_rate(fast)} vs {_rate(slow)} {self.unit}/s)"
         if not any(_is_parallel(ds, t.ctx) for ds in _stages(t.dataset)):
             return Check(name, OK, speedup, threshold,
                          detail + ": no parallel stage or prefetch to remove")
@@ -733,7 +768,7 @@ class _Doctor:
                 fused = ", run as one stage with the batch after it (map_and_batch_fusion)"
         if top.added is not None:
             detail = (f"{top.name}: {top.share:.0%} of the time "
-                      f"({_ms(top.added)} per pipeline element){fused}")
+                      f"({_ms(top.added)} per {_one(self.unit)}){fused}")
         else:
             detail = top.name
         if evidence:
@@ -807,9 +842,13 @@ def _stage_remedy(ds, ctx):
         if python:
             return (f"{where} runs Python under the GIL ({fns[0].reason}): write it with "
                     "conveyor ops so it compiles, or cache() after it if its output fits in RAM")
-        n = "AUTOTUNE" if n == -1 else n  # tf.data.AUTOTUNE
-        return (f"parallelism up (num_parallel_calls={n}, {ctx.cpus()} CPUs) if CPUs are idle, "
-                "or cache() right after it if its output is the same every epoch and fits")
+        cache = "cache() right after it if its output is the same every epoch and fits"
+        if n == -1 or n >= ctx.cpus():  # AUTOTUNE (-1) or every CPU already: no knob left
+            now = "AUTOTUNE" if n == -1 else n
+            return (f"{where} already has num_parallel_calls={now} on {ctx.cpus()} CPUs: "
+                    f"make its function cheaper, or {cache}")
+        return (f"parallelism up: num_parallel_calls=AUTOTUNE (now {n}, {ctx.cpus()} CPUs) "
+                f"if CPUs are idle, or {cache}")
     if "FilterDataset" in names and python:
         return ("filter runs its Python predicate on one thread: compute it in a parallel map "
                 "and filter on the result")

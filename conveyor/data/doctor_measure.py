@@ -141,20 +141,39 @@ def _open_descriptors():
     return None
 
 
+def _gpu_device_present():
+    """Whether this machine shows an NVIDIA GPU through its driver's files (no NVML
+    needed): the doctor prints its GPU line only then."""
+    try:
+        if os.listdir("/proc/driver/nvidia/gpus"):
+            return True
+    except OSError:
+        pass
+    try:
+        return any(n.startswith("nvidia") and n[6:].isdigit() for n in os.listdir("/dev"))
+    except OSError:
+        return False
+
+
 def _nvml():
-    """(pynvml, [handles of this process's GPUs, else all]) or (None, why not)."""
+    """(pynvml, [handles of this process's GPUs, else all]), or (None, why not) when a GPU
+    is there but cannot be sampled, or (None, None) when the machine has no GPU."""
     try:
         import pynvml
     except ImportError:
+        if not _gpu_device_present():
+            return None, None
         return None, "pynvml is not installed (pip install nvidia-ml-py)"
     try:
         pynvml.nvmlInit()
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
                    for i in range(pynvml.nvmlDeviceGetCount())]
     except Exception as e:  # noqa: BLE001 - NVMLError: no driver, no device
-        return None, f"no NVIDIA GPU or driver ({e})"
+        if not _gpu_device_present():
+            return None, None
+        return None, f"the NVIDIA driver did not answer ({e})"
     if not handles:
-        return None, "no NVIDIA GPU"
+        return None, None
     mine = []
     for h in handles:
         try:

@@ -134,6 +134,20 @@ class EagerTensor(np.ndarray):
             return as_eager(item)
         return item
 
+    # A string tensor prints as NumPy prints its values ([b'goat' b'dog']): NumPy's printing
+    # indexes each item, which __getitem__ above would wrap in an EagerTensor of its own.
+    def __str__(self):
+        if self.dtype == object:
+            return str(self.view(np.ndarray))
+        return np.ndarray.__str__(self)
+
+    def __repr__(self):
+        if self.dtype == object:
+            prefix = "EagerTensor("
+            body = np.array2string(self.view(np.ndarray), separator=", ", prefix=prefix)
+            return f"{prefix}{body}, dtype=object)"
+        return np.ndarray.__repr__(self)
+
     def __bytes__(self):
         # bytes(x) of a scalar string is the string (NumPy's buffer protocol
         # would give the bytes of the object pointer); of others, NumPy's.

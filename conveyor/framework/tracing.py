@@ -82,11 +82,11 @@ class Tensor:
         return f"<conveyor.Tensor '{self._name}' shape={self.shape} dtype={self.dtype.name}>"
 
     def _refuse(self, what):
-        raise self._trace.fail(f"{what} needs the value of {self._name}, which a traced "
+        raise self._trace.fail(f"{what} needs the value of a tensor, which a traced "
                                f"function does not have")
 
     def __bool__(self):
-        self._refuse("Python control flow (bool())")
+        raise self._trace.fail(BRANCH_REASON)
 
     def __array__(self, dtype=None, copy=None):
         self._refuse("a NumPy function")
@@ -390,6 +390,12 @@ class TracingWarning(UserWarning):
     """A map function could not be compiled and runs in Python, under the GIL."""
 
 
+# Why a function that branches on a tensor runs in Python, in plain words, with the way out.
+BRANCH_REASON = ("it branches on a tensor with Python control flow (if, while, and, or, not), "
+                 "but a tensor has no value while the function is traced; write the choice as "
+                 "tf.where(condition, x, y) (element by element) or tf.cond(condition, "
+                 "true_fn, false_fn), which run natively")
+
 _warned = set()  # code objects (or callables) already warned about
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # conveyor/
 
@@ -411,10 +417,11 @@ def warn_untraceable(fn, stage, reason):
     if key in _warned:
         return
     _warned.add(key)
+    advice = "" if reason == BRANCH_REASON else (
+        " Use conveyor ops (conveyor.image, conveyor.io, conveyor.cast, + - * /, tf.where, "
+        "tf.cond) on its arguments to run it natively.")
     warnings.warn(f"{stage} runs in Python per element (under the GIL, so parallel calls do "
-                  f"not scale): {reason}. Use conveyor ops (conveyor.image, conveyor.io, "
-                  f"conveyor.cast, + - * /) on its arguments to run it natively.",
-                  TracingWarning, stacklevel=_user_stacklevel())
+                  f"not scale): {reason}.{advice}", TracingWarning, stacklevel=_user_stacklevel())
 
 
 def _decorator(wrapper, func, inp, Tout, **kwargs):

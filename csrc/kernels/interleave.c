@@ -87,6 +87,16 @@ static void advance_cycle(InterleaveIterator *it)
 }
 
 /* An element was taken from the current slot. */
+/* An inner dataset's error names where it came from ("TFRecordDataset inside interleave:
+ * gone.tfrecord; No such file or directory"), as a stage's own error names the stage; a
+ * cancellation passes as is. Takes and returns ownership of s; any thread. */
+static CvStatus from_inner(const CvIterator *inner, CvStatus s)
+{
+    if (!s || s->code == CV_CANCELLED)
+        return s;
+    return cv_status_prefix(s, "%sDataset inside interleave: ", inner->kernel->name);
+}
+
 static void advance_block(InterleaveIterator *it)
 {
     if (++it->block_index == params_of(it)->block_length)
@@ -122,7 +132,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
             bool inner_end = false;
             CvStatus s = cv_iterator_next((*current)->inner, out, &inner_end);
             if (s)
-                return s;
+                return from_inner((*current)->inner, s);
             if (!inner_end) {
                 advance_block(it);
                 *end = false;
@@ -190,7 +200,7 @@ static int read_ahead(InterleaveSlot *slot, int tail, InterleaveResult *run, int
         bool inner_end = false;
         *r = (InterleaveResult){0};
         r->run_start = got == 1;
-        r->status = cv_iterator_next(slot->inner, &r->element, &inner_end);
+        r->status = from_inner(slot->inner, cv_iterator_next(slot->inner, &r->element, &inner_end));
         r->end = !r->status && inner_end;
         if (r->end || r->status)
             break;

@@ -160,11 +160,17 @@ static CvStatus call_locked(CvPyElementFunction *f, CvModuleState *st, const CvE
     }
     if (s) {
         cv_element_clear(out);
-        s = cv_status_prefix(s, "%s: ", f->base.name);
+        s = cv_status_prefix(s, "%s (element %llu): ", f->base.name,
+                             (unsigned long long)id->index);
     }
     goto done;
-pyerror:
-    s = cv_status_from_pyerr(f->base.name);
+pyerror: {
+    /* The element's index in its pass, as a native op's error names it (ops/program.c). */
+    char where[512];
+    snprintf(where, sizeof(where), "%s (element %llu)", f->base.name,
+             (unsigned long long)id->index);
+    s = cv_status_from_pyerr(where);
+}
 done:
     Py_XDECREF(args);
     Py_XDECREF(result);
