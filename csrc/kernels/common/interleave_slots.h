@@ -92,8 +92,12 @@ typedef struct {
     /* Parallel only; guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t ready_cv; /* the consumer waits here */
-    InterleaveSlot *futures[CV_INTERLEAVE_MAX_FUTURES];
-    int future_head, future_count, max_futures;
+    /* A ring of future_cap = cycle_length + max_futures (owned). While the
+     * cycle has empty positions (it fills as the consumer comes to them),
+     * futures are opened for those too: all the cycle's files open, and
+     * start reading, at once, as tf.data opens its current elements. */
+    InterleaveSlot **futures;
+    int future_head, future_count, max_futures, future_cap;
     int ring_size;  /* CV_INTERLEAVE_MAX_BUFFER */
     int min_limit;  /* 2 x block_length + 1, capped */
     size_t slot_bytes; /* read-ahead of a slot of the cycle */
@@ -130,8 +134,8 @@ InterleaveSlot *cv_interleave_slot_new(int ring_size, int limit);
 void cv_interleave_slot_destroy(InterleaveIterator *it, InterleaveSlot *slot);
 /* Call map_func on slot->outer and make the inner iterator. */
 CvStatus cv_interleave_make_inner(InterleaveIterator *it, InterleaveSlot *slot);
-/* Pull the next input element into slot->outer and open its inner iterator
- * (never concurrently: the consumer in sequential mode, one worker at a
+/* Pull the next input element into slot->outer, open its inner iterator
+ * and prepare it (cv_iterator_prepare: its I/O starts) (never concurrently: the consumer in sequential mode, one worker at a
  * time in parallel mode); parallel: the input's frame after the pull goes
  * into slot->input_mark. */
 CvStatus cv_interleave_open_inner(InterleaveIterator *it, InterleaveSlot *slot, bool parallel,
