@@ -18,9 +18,12 @@
  * in input order, up to max_futures plus the cycle's empty positions; the
  * consumer takes them in that order when the cycle needs a new slot. So open
  * iterators (and file descriptors) stay bounded by cycle_length +
- * max_futures. Each inner iterator is prepared when it is made
- * (cv_iterator_prepare: a file reader opens its file), so the read-ahead of
- * all the cycle's files runs at once, not only of the few a worker is in. With deterministic == false the
+ * max_futures. Each future's inner iterator is prepared once made
+ * (cv_iterator_prepare: a file reader opens its file), outside the
+ * serialised pull and map_func, so the read-ahead of all the cycle's files
+ * runs at once, not only of the few a worker is in; futures for empty cycle
+ * positions are opened before slots are read ahead. (Sequential mode calls
+ * next() right after opening: nothing to prepare.) With deterministic == false the
  * consumer takes any buffered element of any open slot, keeping each inner
  * dataset's own order.
  *
@@ -245,9 +248,15 @@ static int futures_wanted(const InterleaveIterator *it)
     return it->max_futures + (int)empty;
 }
 
+/* mu held: the cycle has more empty positions than futures to fill them. */
+static bool futures_needed(const InterleaveIterator *it)
+{
+    return !it->end_of_input && it->future_count < params_of(it)->cycle_length - it->num_open;
+}
+
 /* One turn:
  * 1. Advance a slot: read a run of results with no lock held, then buffer
- *    them all at once.
+ *    them all at once (unless the cycle waits for futures: 2 first).
  * 2. Otherwise open the next future slot, if there is room and input left.
  * 3. Otherwise go idle until the consumer makes room. */
 static CvTurn interleave_turn(void *arg)
@@ -259,7 +268,12 @@ static CvTurn interleave_turn(void *arg)
         pthread_mutex_unlock(&it->mu);
         return CV_TURN_DONE;
     }
-    InterleaveSlot *slot = pick_work(it);
+    /* Futures for empty positions of the cycle come before reading ahead:
+     * opening one starts its file's read-ahead (cv_iterator_prepare), while
+     * a worker reading a slot may wait for its data; with every worker in
+     * a slot, a cycle of 32 filled a few files at a time. */
+    bool can_open = !it->opening && !it->input_exhausted && it->future_count < futures_wanted(it);
+    InterleaveSlot *slot = can_open && futures_needed(it) ? NULL : pick_work(it);
     if (slot) {
         slot->busy = true;
         int room = slot->limit - slot->count;
@@ -286,7 +300,7 @@ static CvTurn interleave_turn(void *arg)
         pthread_mutex_unlock(&it->mu);
         return CV_TURN_AGAIN;
     }
-    if (!it->opening && !it->input_exhausted && it->future_count < futures_wanted(it)) {
+    if (can_open) {
         it->opening = true;
         pthread_mutex_unlock(&it->mu);
         InterleaveSlot *fresh = cv_interleave_slot_new(it->ring_size, it->min_limit);
@@ -307,9 +321,19 @@ static CvTurn interleave_turn(void *arg)
                 fresh->ended = true;
             }
             it->futures[(it->future_head + it->future_count++) % it->future_cap] = fresh;
+            fresh->busy = !s; /* ours until prepared: no worker reads it meanwhile */
         }
         pthread_cond_signal(&it->ready_cv);
         pthread_mutex_unlock(&it->mu);
+        if (fresh && !s && !input_end) {
+            /* Start its I/O (a file reader opens its file) after `opening`
+             * is released: an open that waits (a remote object's metadata)
+             * leaves the next opening to another worker meanwhile. */
+            cv_iterator_prepare(fresh->inner);
+            pthread_mutex_lock(&it->mu);
+            fresh->busy = false;
+            pthread_mutex_unlock(&it->mu);
+        }
         return CV_TURN_AGAIN;
     }
     pthread_mutex_unlock(&it->mu);

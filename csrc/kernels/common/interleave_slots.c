@@ -115,9 +115,5 @@ CvStatus cv_interleave_open_inner(InterleaveIterator *it, InterleaveSlot *slot, 
         return s;
     if (parallel)
         cv_interleave_mark_take(&slot->input_mark, it->input, &it->input_unmarkable);
-    if (!s)
-        s = cv_interleave_make_inner(it, slot);
-    if (!s) /* its file opens now, not at its first next(): read-ahead starts */
-        cv_iterator_prepare(slot->inner);
-    return s;
+    return s ? s : cv_interleave_make_inner(it, slot);
 }

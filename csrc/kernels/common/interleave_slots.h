@@ -134,8 +134,8 @@ InterleaveSlot *cv_interleave_slot_new(int ring_size, int limit);
 void cv_interleave_slot_destroy(InterleaveIterator *it, InterleaveSlot *slot);
 /* Call map_func on slot->outer and make the inner iterator. */
 CvStatus cv_interleave_make_inner(InterleaveIterator *it, InterleaveSlot *slot);
-/* Pull the next input element into slot->outer, open its inner iterator
- * and prepare it (cv_iterator_prepare: its I/O starts) (never concurrently: the consumer in sequential mode, one worker at a
+/* Pull the next input element into slot->outer and open its inner iterator
+ * (never concurrently: the consumer in sequential mode, one worker at a
  * time in parallel mode); parallel: the input's frame after the pull goes
  * into slot->input_mark. */
 CvStatus cv_interleave_open_inner(InterleaveIterator *it, InterleaveSlot *slot, bool parallel,
