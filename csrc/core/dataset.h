@@ -92,6 +92,15 @@ typedef struct CvKernel {
      * at the end. Same thread rules as next(). NULL: cv_iterator_skip
      * pulls them with next(). */
     CvStatus (*skip)(CvIterator *it, int64_t n, int64_t *skipped);
+    /* Optional: start the I/O of a fresh iterator (no next(), skip() or
+     * save() yet) without producing an element, so that its read-ahead
+     * runs before its first next(): a file reader pulls its first filename
+     * and opens it. An error is kept and returned by the first next(), so
+     * what next() yields is the same with or without it; save() and
+     * restore() are too (a restore after it puts the iterator at the saved
+     * position exactly). Called at most once; same thread rules as next().
+     * NULL: nothing to start (cv_iterator_prepare does nothing). */
+    void (*prepare)(CvIterator *it);
 } CvKernel;
 
 struct CvDataset {
@@ -201,6 +210,12 @@ static inline CvStatus cv_iterator_try_next(CvIterator *it, CvElement *out, bool
     else if (!*end && !*would_block)
         cv_iterator_count(&it->elements);
     return s;
+}
+/* The kernel's prepare, if it has one (see CvKernel.prepare). */
+static inline void cv_iterator_prepare(CvIterator *it)
+{
+    if (it->kernel->prepare)
+        it->kernel->prepare(it);
 }
 void cv_iterator_cancel(CvIterator *it); /* NULL-safe */
 void cv_iterator_destroy(CvIterator *it); /* NULL-safe */

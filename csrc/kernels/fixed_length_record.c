@@ -27,6 +27,7 @@ const CvKernel cv_kernel_fixed_length_record = {
     .save = cv_file_records_save,
     .restore = cv_file_records_restore,
     .skip = cv_file_records_skip,
+    .prepare = cv_file_records_prepare,
 };
 
 CvStatus cv_fixed_length_record_dataset(CvDataset *filenames, uint64_t header_bytes,

@@ -15,9 +15,15 @@
  * iterators turns on the pipeline's pool (core/pool.h) advance ahead of it into small per-slot buffers
  * ({status, element} or an end marker). Workers also open "future" slots
  * ahead of need (pull the input, call map_func, make the iterator, prefetch),
- * in input order, up to max_futures; the consumer takes them in that order
- * when the cycle needs a new slot. So open iterators (and file descriptors)
- * stay bounded by cycle_length + max_futures. With deterministic == false the
+ * in input order, up to max_futures plus the cycle's empty positions; the
+ * consumer takes them in that order when the cycle needs a new slot. So open
+ * iterators (and file descriptors) stay bounded by cycle_length +
+ * max_futures. Each future's inner iterator is prepared once made
+ * (cv_iterator_prepare: a file reader opens its file), outside the
+ * serialised pull and map_func, so the read-ahead of all the cycle's files
+ * runs at once, not only of the few a worker is in; futures for empty cycle
+ * positions are opened before slots are read ahead. (Sequential mode calls
+ * next() right after opening: nothing to prepare.) With deterministic == false the
  * consumer takes any buffered element of any open slot, keeping each inner
  * dataset's own order.
  *
@@ -177,7 +183,7 @@ static InterleaveSlot *pick_work(InterleaveIterator *it)
             return slot;
     }
     for (int k = 0; k < it->future_count; k++) {
-        InterleaveSlot *slot = it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES];
+        InterleaveSlot *slot = it->futures[(it->future_head + k) % it->future_cap];
         if (!slot->busy && !slot->ended && slot->count <= slot->limit / 2)
             return slot;
     }
@@ -242,9 +248,25 @@ static void charge_run(InterleaveIterator *it, InterleaveResult *run, int got, s
     }
 }
 
+/* mu held: how many futures to keep open: max_futures, plus one per empty
+ * position of the cycle before the end of the input (the consumer fills
+ * those from the futures), so open iterators stay within cycle_length +
+ * max_futures. */
+static int futures_wanted(const InterleaveIterator *it)
+{
+    int64_t empty = it->end_of_input ? 0 : params_of(it)->cycle_length - it->num_open;
+    return it->max_futures + (int)empty;
+}
+
+/* mu held: the cycle has more empty positions than futures to fill them. */
+static bool futures_needed(const InterleaveIterator *it)
+{
+    return !it->end_of_input && it->future_count < params_of(it)->cycle_length - it->num_open;
+}
+
 /* One turn:
  * 1. Advance a slot: read a run of results with no lock held, then buffer
- *    them all at once.
+ *    them all at once (unless the cycle waits for futures: 2 first).
  * 2. Otherwise open the next future slot, if there is room and input left.
  * 3. Otherwise go idle until the consumer makes room. */
 static CvTurn interleave_turn(void *arg)
@@ -256,7 +278,12 @@ static CvTurn interleave_turn(void *arg)
         pthread_mutex_unlock(&it->mu);
         return CV_TURN_DONE;
     }
-    InterleaveSlot *slot = pick_work(it);
+    /* Futures for empty positions of the cycle come before reading ahead:
+     * opening one starts its file's read-ahead (cv_iterator_prepare), while
+     * a worker reading a slot may wait for its data; with every worker in
+     * a slot, a cycle of 32 filled a few files at a time. */
+    bool can_open = !it->opening && !it->input_exhausted && it->future_count < futures_wanted(it);
+    InterleaveSlot *slot = can_open && futures_needed(it) ? NULL : pick_work(it);
     if (slot) {
         slot->busy = true;
         int room = slot->limit - slot->count;
@@ -283,7 +310,7 @@ static CvTurn interleave_turn(void *arg)
         pthread_mutex_unlock(&it->mu);
         return CV_TURN_AGAIN;
     }
-    if (!it->opening && !it->input_exhausted && it->future_count < it->max_futures) {
+    if (can_open) {
         it->opening = true;
         pthread_mutex_unlock(&it->mu);
         InterleaveSlot *fresh = cv_interleave_slot_new(it->ring_size, it->min_limit);
@@ -303,10 +330,20 @@ static CvTurn interleave_turn(void *arg)
                 fresh->open_status = s;
                 fresh->ended = true;
             }
-            it->futures[(it->future_head + it->future_count++) % CV_INTERLEAVE_MAX_FUTURES] = fresh;
+            it->futures[(it->future_head + it->future_count++) % it->future_cap] = fresh;
+            fresh->busy = !s; /* ours until prepared: no worker reads it meanwhile */
         }
         pthread_cond_signal(&it->ready_cv);
         pthread_mutex_unlock(&it->mu);
+        if (fresh && !s && !input_end) {
+            /* Start its I/O (a file reader opens its file) after `opening`
+             * is released: an open that waits (a remote object's metadata)
+             * leaves the next opening to another worker meanwhile. */
+            cv_iterator_prepare(fresh->inner);
+            pthread_mutex_lock(&it->mu);
+            fresh->busy = false;
+            pthread_mutex_unlock(&it->mu);
+        }
         return CV_TURN_AGAIN;
     }
     pthread_mutex_unlock(&it->mu);
@@ -317,7 +354,7 @@ static CvTurn interleave_turn(void *arg)
 static InterleaveSlot *take_future(InterleaveIterator *it)
 {
     InterleaveSlot *slot = it->futures[it->future_head];
-    it->future_head = (it->future_head + 1) % CV_INTERLEAVE_MAX_FUTURES;
+    it->future_head = (it->future_head + 1) % it->future_cap;
     it->future_count--;
     cv_interleave_mark_accept(&it->input_mark, &it->input_mark_status, &slot->input_mark);
     cv_task_submit(&it->task); /* room for another future */
@@ -590,6 +627,13 @@ static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
         it->min_limit = ring > CV_INTERLEAVE_MAX_BUFFER ? CV_INTERLEAVE_MAX_BUFFER : (int)ring;
         int64_t futures = 2 * p->cycle_length;
         it->max_futures = futures > CV_INTERLEAVE_MAX_FUTURES ? CV_INTERLEAVE_MAX_FUTURES : (int)futures;
+        if (p->cycle_length > INT32_MAX - CV_INTERLEAVE_MAX_FUTURES)
+            s = cv_error(CV_INVALID_ARGUMENT, "interleave: cycle_length %lld is too large",
+                         (long long)p->cycle_length);
+        it->future_cap = s ? 0 : (int)p->cycle_length + it->max_futures;
+        it->futures = s ? NULL : calloc((size_t)it->future_cap, sizeof(InterleaveSlot *));
+        if (!s && !it->futures)
+            s = cv_error_nomem();
         size_t shared = CV_INTERLEAVE_READ_AHEAD_BYTES;
         int64_t budget = cv_memory_limit(ds->memory);
         if (budget > 0 && (uint64_t)budget / 4 < shared)
@@ -766,6 +810,8 @@ static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
                                  "to restore: ");
         if (!s && kind == 2 && !(s = cv_iterator_restore(slot->inner, r)))
             s = pass_over(slot->inner, pass, error_last != 0);
+        if (!s && kind == 1) /* as a slot opened afresh: its I/O starts now */
+            cv_iterator_prepare(slot->inner);
         if (s) {
             cv_interleave_slot_destroy(it, slot);
             break;
@@ -796,7 +842,7 @@ static void interleave_cancel(CvIterator *base)
         if (it->cycle[k])
             cv_iterator_cancel(it->cycle[k]->inner);
     for (int k = 0; k < it->future_count; k++)
-        cv_iterator_cancel(it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]->inner);
+        cv_iterator_cancel(it->futures[(it->future_head + k) % it->future_cap]->inner);
     pthread_mutex_unlock(&it->mu);
 }
 
@@ -812,7 +858,7 @@ static void interleave_measure(CvIterator *base, CvNodeTotals *totals, CvGauges 
     for (int64_t k = 0; it->cycle && k < n; k++)
         buffered += it->cycle[k] ? it->cycle[k]->count : 0;
     for (int k = 0; k < it->future_count; k++)
-        buffered += it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]->count;
+        buffered += it->futures[(it->future_head + k) % it->future_cap]->count;
     pthread_mutex_unlock(&it->mu);
     gauges->buffered += buffered;
     gauges->bytes += (int64_t)atomic_load_explicit(&it->held, memory_order_relaxed);
@@ -829,12 +875,13 @@ static void interleave_destroy(CvIterator *base)
     for (int64_t k = 0; it->cycle && k < n; k++)
         cv_interleave_slot_destroy(it, it->cycle[k]);
     for (int k = 0; k < it->future_count; k++)
-        cv_interleave_slot_destroy(it, it->futures[(it->future_head + k) % CV_INTERLEAVE_MAX_FUTURES]);
+        cv_interleave_slot_destroy(it, it->futures[(it->future_head + k) % it->future_cap]);
     cv_iterator_destroy(it->input);
     cv_status_free(it->fatal);
     cv_interleave_mark_free(&it->input_mark);
     cv_status_free(it->input_mark_status);
     free(it->cycle);
+    free(it->futures);
     pthread_mutex_destroy(&it->mu);
     pthread_cond_destroy(&it->ready_cv);
     cv_iterator_free(base);

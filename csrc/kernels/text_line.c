@@ -23,6 +23,7 @@ const CvKernel cv_kernel_text_line = {
     .save = cv_file_records_save,
     .restore = cv_file_records_restore,
     .skip = cv_file_records_skip,
+    .prepare = cv_file_records_prepare,
 };
 
 CvStatus cv_text_line_dataset(CvDataset *filenames, const CvReadOptions *options, CvDataset **out)

@@ -24,6 +24,7 @@ const CvKernel cv_kernel_tfrecord = {
     .save = cv_file_records_save,
     .restore = cv_file_records_restore,
     .skip = cv_file_records_skip,
+    .prepare = cv_file_records_prepare,
 };
 
 CvStatus cv_tfrecord_dataset(CvDataset *filenames, const CvReadOptions *options, CvDataset **out)

@@ -19,6 +19,13 @@ typedef struct FileRecordsIterator {
     char *name;             /* owned: the open file's name; NULL between files */
     bool done;              /* the input has ended (sticky) */
     atomic_bool cancelled;
+    /* prepare() ran and no next() or skip() since: the file (or the end,
+     * or `pending`) was reached early, and `before` holds the input's frame
+     * from before that pull (its error: why the input cannot be saved), which
+     * save() writes instead, as if prepare had not run. */
+    bool prepared;
+    CvStatus pending; /* owned: prepare's error, for the first next() */
+    CvStateWriter before;
 } FileRecordsIterator;
 
 void cv_file_records_free_params(CvDataset *ds)
@@ -42,8 +49,10 @@ CvStatus cv_file_records_dataset(const CvKernel *kernel, CvDataset *input,
 CvStatus cv_file_records_make_iterator(const CvDataset *ds, CvIterator **out)
 {
     CvStatus st = cv_unary_iterator_new(ds, sizeof(FileRecordsIterator), out);
-    if (!st)
+    if (!st) {
         atomic_init(&((FileRecordsIterator *)*out)->cancelled, false);
+        cv_state_writer_init(&((FileRecordsIterator *)*out)->before);
+    }
     return st;
 }
 
@@ -99,12 +108,43 @@ static void close_file(FileRecordsIterator *it)
     it->name = NULL;
 }
 
+void cv_file_records_prepare(CvIterator *base)
+{
+    FileRecordsIterator *it = (FileRecordsIterator *)base;
+    if (it->prepared || it->reader || it->done)
+        return;
+    CvStatus st = cv_iterator_save(it->base.input, &it->before);
+    if (st) { /* kept for a save() before the first next() */
+        cv_state_writer_clear(&it->before);
+        it->before.error = st;
+    }
+    bool end = false;
+    it->pending = open_next_file(it, &end);
+    it->prepared = true;
+}
+
+/* The first next() or skip() after prepare(): from now on the iterator is
+ * where prepare put it. Returns prepare's error, if any (the caller's). */
+static CvStatus end_prepared(FileRecordsIterator *it)
+{
+    CvStatus st = it->pending;
+    it->pending = NULL;
+    it->prepared = false;
+    cv_state_writer_clear(&it->before);
+    return st;
+}
+
 CvStatus cv_file_records_next(CvIterator *base, CvElement *out, bool *end)
 {
     FileRecordsIterator *it = (FileRecordsIterator *)base;
     for (;;) {
         if (atomic_load_explicit(&it->cancelled, memory_order_relaxed))
             return cv_error(CV_CANCELLED, "%s was cancelled", base->kernel->name);
+        if (it->prepared) {
+            CvStatus st = end_prepared(it);
+            if (st)
+                return st;
+        }
         if (it->done) {
             *end = true;
             return CV_STATUS_OK;
@@ -141,6 +181,11 @@ CvStatus cv_file_records_skip(CvIterator *base, int64_t n, int64_t *skipped)
     while (*skipped < n) {
         if (atomic_load_explicit(&it->cancelled, memory_order_relaxed))
             return cv_error(CV_CANCELLED, "%s was cancelled", base->kernel->name);
+        if (it->prepared) {
+            CvStatus st = end_prepared(it);
+            if (st)
+                return st;
+        }
         if (it->done)
             return CV_STATUS_OK;
         bool end = false;
@@ -259,6 +304,14 @@ static const CvFileResume record_resume = {
 CvStatus cv_file_records_save(CvIterator *base, CvStateWriter *w)
 {
     FileRecordsIterator *it = (FileRecordsIterator *)base;
+    if (it->prepared) { /* as cv_file_resume_save between files, the input as it was */
+        if (it->before.error)
+            return cv_status_copy(it->before.error);
+        cv_state_put_i64(w, 0);
+        cv_state_put_i64(w, 0);
+        cv_state_put_raw(w, it->before.data, it->before.len);
+        return CV_STATUS_OK;
+    }
     return cv_file_resume_save(base, w, &record_resume, it->done, it->reader ? it->name : NULL);
 }
 
@@ -266,6 +319,16 @@ CvStatus cv_file_records_restore(CvIterator *base, CvStateReader *r)
 {
     FileRecordsIterator *it = (FileRecordsIterator *)base;
     CvRecordPosition pos = {0};
+    if (it->prepared) { /* undo prepare: no file, and an input that was never pulled */
+        cv_status_free(end_prepared(it));
+        close_file(it);
+        it->done = false;
+        cv_iterator_destroy(it->base.input);
+        it->base.input = NULL;
+        CvStatus st = cv_iterator_make(base->dataset->inputs[0], &it->base.input);
+        if (st)
+            return st;
+    }
     return cv_file_resume_restore(base, r, &record_resume, &pos, &it->done);
 }
 
@@ -278,6 +341,8 @@ void cv_file_records_cancel(CvIterator *base)
 
 void cv_file_records_destroy(CvIterator *base)
 {
-    close_file((FileRecordsIterator *)base);
+    FileRecordsIterator *it = (FileRecordsIterator *)base;
+    cv_status_free(end_prepared(it));
+    close_file(it);
     cv_unary_iterator_destroy(base);
 }

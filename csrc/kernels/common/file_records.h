@@ -27,6 +27,11 @@ CvStatus cv_file_records_make_iterator(const CvDataset *ds, CvIterator **out);
 CvStatus cv_file_records_next(CvIterator *it, CvElement *out, bool *end);
 /* Skip: seeks with a TFRecord index (cv_record_reader_skip), file by file. */
 CvStatus cv_file_records_skip(CvIterator *it, int64_t n, int64_t *skipped);
+/* Pull the first filename and open that file (its read-ahead starts); an
+ * error is kept for the first next(). Until the first next() or skip(), a
+ * save is the state from before (the input's frame from before the pull),
+ * and a restore closes the file and makes the input afresh. */
+void cv_file_records_prepare(CvIterator *it);
 /* State: cv_file_resume_save's, the position a CvRecordPosition. */
 CvStatus cv_file_records_save(CvIterator *it, CvStateWriter *w);
 CvStatus cv_file_records_restore(CvIterator *it, CvStateReader *r);

@@ -92,8 +92,12 @@ typedef struct {
     /* Parallel only; guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t ready_cv; /* the consumer waits here */
-    InterleaveSlot *futures[CV_INTERLEAVE_MAX_FUTURES];
-    int future_head, future_count, max_futures;
+    /* A ring of future_cap = cycle_length + max_futures (owned). While the
+     * cycle has empty positions (it fills as the consumer comes to them),
+     * futures are opened for those too: all the cycle's files open, and
+     * start reading, at once, as tf.data opens its current elements. */
+    InterleaveSlot **futures;
+    int future_head, future_count, max_futures, future_cap;
     int ring_size;  /* CV_INTERLEAVE_MAX_BUFFER */
     int min_limit;  /* 2 x block_length + 1, capped */
     size_t slot_bytes; /* read-ahead of a slot of the cycle */
