@@ -13,17 +13,7 @@
 
 #include "io/aws_credentials.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        if (cond) {                                                                              \
-            passed++;                                                                            \
-        } else {                                                                                 \
-            failed++;                                                                            \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);          \
-        }                                                                                        \
-    } while (0)
+#include "check.h"
 
 static const char *const VARS[] = {
     "AWS_NO_SIGN_REQUEST", "CONVEYOR_S3_ANONYMOUS", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",

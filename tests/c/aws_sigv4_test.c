@@ -10,17 +10,7 @@
 
 #include "io/aws_sigv4.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        if (cond) {                                                                              \
-            passed++;                                                                            \
-        } else {                                                                                 \
-            failed++;                                                                            \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);          \
-        }                                                                                        \
-    } while (0)
+#include "check.h"
 
 #define SUITE_KEY "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 #define S3_KEY "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -26,19 +26,9 @@
 #include "io/fs.h"
 #include "io/http.h"
 
+#include "check.h"
+
 extern const CvFileSystem cv_fs_http, cv_fs_https;
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        if (cond) {                                                                              \
-            passed++;                                                                            \
-        } else {                                                                                 \
-            failed++;                                                                            \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);          \
-        }                                                                                        \
-    } while (0)
 
 static void print_error(CvStatus s)
 {

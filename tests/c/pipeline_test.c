@@ -16,28 +16,7 @@
 #include "core/thread.h"
 #include "kernels/kernels.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        if (cond) {                                                                              \
-            passed++;                                                                            \
-        } else {                                                                                 \
-            failed++;                                                                            \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);          \
-        }                                                                                        \
-    } while (0)
-
-/* A status that should be OK: report and free it otherwise. */
-static bool ok(CvStatus s, const char *what)
-{
-    if (!s)
-        return true;
-    fprintf(stderr, "%s: %s: %s\n", what, cv_code_name(s->code), s->message);
-    cv_status_free(s);
-    failed++;
-    return false;
-}
+#include "check.h"
 
 /* map's function: x -> 2 * x (an int64 scalar), a native call on any thread. */
 static CvStatus twice(void *ctx, const CvElement *in, const CvElementId *id, CvElement *out)

@@ -26,37 +26,13 @@
 #include "core/status.h"
 #include "io/read_ahead.h"
 
+#include "check.h"
+
 #ifdef __SANITIZE_THREAD__
 #define UNDER_TSAN 1
 #else
 #define UNDER_TSAN 0
 #endif
-
-static int passed, failed;
-static pthread_mutex_t count_mu = PTHREAD_MUTEX_INITIALIZER;
-
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        bool ok_ = (cond);                                                                       \
-        pthread_mutex_lock(&count_mu);                                                           \
-        if (ok_) {                                                                               \
-            passed++;                                                                            \
-        } else {                                                                                 \
-            failed++;                                                                            \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);          \
-        }                                                                                        \
-        pthread_mutex_unlock(&count_mu);                                                         \
-    } while (0)
-
-static bool ok(CvStatus s, const char *what)
-{
-    if (!s)
-        return true;
-    fprintf(stderr, "%s: %s: %s\n", what, cv_code_name(s->code), s->message);
-    cv_status_free(s);
-    CHECK(false);
-    return false;
-}
 
 static char dir[64];
 

@@ -22,19 +22,9 @@
 #include "io/fs.h"
 #include "io/s3_client.h"
 
+#include "check.h"
+
 extern const CvFileSystem cv_fs_s3;
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        if (cond) {                                                                              \
-            passed++;                                                                            \
-        } else {                                                                                 \
-            failed++;                                                                            \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);          \
-        }                                                                                        \
-    } while (0)
 
 static void test_offline(void)
 {
