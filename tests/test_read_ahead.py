@@ -15,7 +15,7 @@ import zlib
 
 import pytest
 
-from tests.test_engine_c import engine_objects  # noqa: F401 - the fixture
+from test_engine_c import engine_objects  # noqa: F401 - the fixture
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
