@@ -228,7 +228,12 @@ static CvStatus gcs_wait_info(CvReadFile *base) {
     char v[128];
     if (f->info_known)
         return f->info_error ? cv_status_copy(f->info_error) : CV_STATUS_OK;
-    CvStatus st = cv_http_stream_answer(f->stream, &status);
+    CvStatus st = CV_STATUS_OK;
+    if (f->stream == NULL) /* the first stream's open failed (out of memory) */
+        st = cv_http_stream_open(f->media_url, base->url, NULL, &f->ctx->auth, 0, UINT64_MAX,
+                                 &f->stream);
+    if (st == CV_STATUS_OK)
+        st = cv_http_stream_answer(f->stream, &status);
     if (st != CV_STATUS_OK && (st->code == CV_CANCELLED || st->code == CV_INTERRUPTED))
         return st; /* may be asked again */
     if (st != CV_STATUS_OK && status >= 300)
@@ -259,7 +264,17 @@ static CvStatus gcs_wait_info(CvReadFile *base) {
 static CvStatus gcs_read(CvReadFile *base, uint64_t offset, void *dst, size_t n, size_t *got) {
     GcsReadFile *f = (GcsReadFile *)base;
     *got = 0;
-    CvStatus st = gcs_wait_info(base);
+    CvStatus st = CV_STATUS_OK;
+    if (!f->info_known && f->stream != NULL && cv_http_stream_offset(f->stream) != offset) {
+        /* The first read is elsewhere (a restore seeks): its GET tells the
+         * info instead, one round trip, not two. */
+        cv_http_stream_close(f->stream);
+        f->stream = NULL;
+        st = cv_http_stream_open(f->media_url, base->url, NULL, &f->ctx->auth, offset, UINT64_MAX,
+                                 &f->stream);
+    }
+    if (st == CV_STATUS_OK)
+        st = gcs_wait_info(base);
     if (st != CV_STATUS_OK)
         return st;
     uint64_t size = base->info.size;

@@ -90,7 +90,11 @@ static CvStatus http_wait_info(CvReadFile *f)
     char v[128];
     if (hf->info_known)
         return hf->info_error ? cv_status_copy(hf->info_error) : CV_STATUS_OK;
-    CvStatus s = cv_http_stream_answer(hf->stream, &status);
+    CvStatus s = CV_STATUS_OK;
+    if (!hf->stream) /* dropped after a cancelled read */
+        s = cv_http_stream_open(f->url, hf->display, NULL, NULL, 0, UINT64_MAX, &hf->stream);
+    if (!s)
+        s = cv_http_stream_answer(hf->stream, &status);
     if (s && (s->code == CV_CANCELLED || s->code == CV_INTERRUPTED))
         return s; /* may be asked again */
     if (s && status >= 300) {
@@ -123,7 +127,16 @@ static CvStatus http_read(CvReadFile *f, uint64_t offset, void *dst, size_t n, s
 {
     HttpFile *hf = (HttpFile *)f;
     *got = 0;
-    CvStatus s = http_wait_info(f);
+    CvStatus s = CV_STATUS_OK;
+    if (!hf->info_known && hf->stream && cv_http_stream_offset(hf->stream) != offset) {
+        /* The first read is elsewhere (a seek): its GET tells the info
+         * instead, one round trip, not two. */
+        cv_http_stream_close(hf->stream);
+        hf->stream = NULL;
+        s = cv_http_stream_open(f->url, hf->display, NULL, NULL, offset, UINT64_MAX, &hf->stream);
+    }
+    if (!s)
+        s = http_wait_info(f);
     if (s)
         return s;
     uint64_t size = f->info.size;

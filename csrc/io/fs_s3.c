@@ -148,7 +148,12 @@ static CvStatus wait_info(CvReadFile *f)
     char v[128];
     if (r->info_known)
         return r->info_error ? cv_status_copy(r->info_error) : CV_STATUS_OK;
-    CvStatus s = cv_http_stream_answer(r->stream, &status);
+    CvStatus s = CV_STATUS_OK;
+    if (!r->stream) /* the first stream's open failed (out of memory) */
+        s = cv_http_stream_open(r->endpoint, r->base.url, NULL, &r->s3.auth, 0, UINT64_MAX,
+                                &r->stream);
+    if (!s)
+        s = cv_http_stream_answer(r->stream, &status);
     if (s && (s->code == CV_CANCELLED || s->code == CV_INTERRUPTED))
         return s; /* may be asked again */
     if (s && status >= 300)
@@ -178,7 +183,17 @@ static CvStatus read_at(CvReadFile *f, uint64_t offset, void *dst, size_t n, siz
 {
     S3Read *r = (S3Read *)f;
     *got = 0;
-    CvStatus s = wait_info(f);
+    CvStatus s = CV_STATUS_OK;
+    if (!r->info_known && r->stream && cv_http_stream_offset(r->stream) != offset) {
+        /* The first read is elsewhere (a restore seeks): its GET tells the
+         * info instead, one round trip, not two. */
+        cv_http_stream_close(r->stream);
+        r->stream = NULL;
+        s = cv_http_stream_open(r->endpoint, r->base.url, NULL, &r->s3.auth, offset, UINT64_MAX,
+                                &r->stream);
+    }
+    if (!s)
+        s = wait_info(f);
     if (s)
         return s;
     uint64_t size = r->base.info.size;

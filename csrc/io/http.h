@@ -116,8 +116,9 @@ CvStatus cv_http_stream_read(CvHttpStream *s, void *dst, size_t n, size_t *got);
 /* Wait for the first answer (its headers; retried answers do not count) and
  * check it as the first read would: an error answer (404, 403, ...) comes
  * back here as cv_http_stream_read would return it, and sticks. *status is
- * that answer's status (0: none came). A 416 to a stream opened at offset 0
- * is an empty object: OK, and reads find the end at once. The bytes stay
+ * that answer's status (0: none came). A 416 to a stream opened to the end
+ * (an empty object, or an offset past its end) is OK: reads find the end
+ * at once, and cv_http_stream_total says the size. The bytes stay
  * for the reads. */
 CvStatus cv_http_stream_answer(CvHttpStream *s, long *status);
 /* A header of the first answer (after cv_http_stream_answer), copied as

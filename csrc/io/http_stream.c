@@ -223,8 +223,8 @@ static Answer check_answer(CvHttpStream *s, CvXfer *x, CvStatus *err)
         s->first_len = len;
         s->first_status = status;
         s->answered = true;
-        if (status == 416 && s->offset == 0)
-            return ANSWER_EOF; /* "bytes=0-" of an empty object */
+        if (status == 416 && s->end == UINT64_MAX)
+            return ANSWER_EOF; /* at or past the end ("bytes=0-" of an empty object) */
     }
     if (status != 200 && status != 206) {
         if (cv_http_status_retryable(status)) {
@@ -265,8 +265,13 @@ static Answer check_answer(CvHttpStream *s, CvXfer *x, CvStatus *err)
     }
     char v[128];
     if (status == 206) {
-        unsigned long long a, b;
-        if (!cv_http_header_in(lines, len, "Content-Range", v, sizeof v) ||
+        unsigned long long a, b, total;
+        bool have_range = cv_http_header_in(lines, len, "Content-Range", v, sizeof v);
+        if (have_range && s->end == UINT64_MAX &&
+            sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &total) == 3 && a == s->offset && b < a &&
+            total <= s->offset)
+            return ANSWER_EOF; /* past the end, said as an empty 206 (gcp-storage-emulator) */
+        if (!have_range ||
             sscanf(v, "bytes %llu-%llu", &a, &b) != 2 || a > s->offset || b < a) {
             *err = cv_error(CV_DATA_LOSS, "%s: a partial answer without a usable Content-Range "
                             "(asked for bytes from %llu)", s->display, (unsigned long long)s->offset);
