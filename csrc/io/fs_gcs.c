@@ -196,16 +196,18 @@ typedef struct GcsReadFile {
 } GcsReadFile;
 
 /* What open_read said before it went without a metadata request (NOT_FOUND,
- * "is a directory", the metadata GET's own error), for a first answer that
- * refused the media GET; `orig` when the metadata now says otherwise. */
-static CvStatus open_error(const CvGcsContext *ctx, const char *url, CvStatus orig) {
+ * "is a directory", the metadata GET's own error), for a first answer
+ * (`status`) that refused the media GET; `orig` when the metadata now says
+ * otherwise. */
+static CvStatus open_error(const CvGcsContext *ctx, const char *url, long status, CvStatus orig) {
     GcsPath p;
     CvFileInfo info;
     bool found = false, any = false;
     CvStatus st = path_parse(url, &p);
     if (st != CV_STATUS_OK)
         return orig;
-    if ((st = get_object(ctx, &p, url, &found, &info)) == CV_STATUS_OK && !found) {
+    /* A 404 already says there is no object: only the directory is asked. */
+    if (status == 404 || ((st = get_object(ctx, &p, url, &found, &info)) == CV_STATUS_OK && !found)) {
         char *prefix = str_printf("%s/", p.object);
         st = prefix ? prefix_has(ctx, &p, prefix, url, &any, NULL) : cv_error_nomem();
         free(prefix);
@@ -237,7 +239,7 @@ static CvStatus gcs_wait_info(CvReadFile *base) {
     if (st != CV_STATUS_OK && (st->code == CV_CANCELLED || st->code == CV_INTERRUPTED))
         return st; /* may be asked again */
     if (st != CV_STATUS_OK && status >= 300)
-        st = open_error(f->ctx, base->url, st);
+        st = open_error(f->ctx, base->url, status, st);
     f->info_known = true;
     if (st != CV_STATUS_OK) {
         f->info_error = cv_status_copy(st);

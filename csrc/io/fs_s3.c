@@ -117,20 +117,28 @@ static void read_close(CvReadFile *f)
 }
 
 /* What open_read said when it asked HEAD first (NOT_FOUND, "a directory",
- * HEAD's own error), for a first answer that refused the GET; `orig` when
- * HEAD now finds the object. */
-static CvStatus open_error(S3Read *r, CvStatus orig)
+ * HEAD's own error), for a first answer (`first_status`) that refused the
+ * GET; `orig` when HEAD now finds the object. */
+static CvStatus open_error(S3Read *r, long first_status, CvStatus orig)
 {
     CvS3Loc l = {0};
     CvFileInfo info;
-    long status = 0;
+    long status = first_status;
+    bool dir = false;
+    char *prefix = NULL;
     CvStatus s = cv_s3_loc_parse(r->base.url, &l);
-    if (!s && !(s = cv_s3_head_object(&r->s3, &l, &status, &info)) && status == 404) {
-        CvStatus d = stat_loc(&r->s3, &l, r->base.url, &info);
-        s = d == CV_STATUS_OK ? cv_error(CV_FAILED_PRECONDITION, "%s: a directory, not an object",
-                                         r->base.url)
-                              : cv_error(CV_NOT_FOUND, "%s: no such object", r->base.url);
+    /* A 404 already says there is no object: only the directory is asked. */
+    if (!s && (status == 404 || (!(s = cv_s3_head_object(&r->s3, &l, &status, &info)) &&
+                                 status == 404))) {
+        CvStatus d = (prefix = malloc(strlen(l.key) + 2))
+                         ? (sprintf(prefix, "%s/", l.key),
+                            cv_s3_prefix_exists(&r->s3, l.bucket, prefix, &dir))
+                         : cv_error_nomem();
+        s = d == CV_STATUS_OK && dir
+                ? cv_error(CV_FAILED_PRECONDITION, "%s: a directory, not an object", r->base.url)
+                : cv_error(CV_NOT_FOUND, "%s: no such object", r->base.url);
         cv_status_free(d);
+        free(prefix);
     }
     cv_s3_loc_free(&l);
     if (!s)
@@ -157,7 +165,7 @@ static CvStatus wait_info(CvReadFile *f)
     if (s && (s->code == CV_CANCELLED || s->code == CV_INTERRUPTED))
         return s; /* may be asked again */
     if (s && status >= 300)
-        s = open_error(r, s);
+        s = open_error(r, status, s);
     r->info_known = true;
     if (s) {
         r->info_error = cv_status_copy(s);
