@@ -233,7 +233,7 @@ def test_read_whole_object(program, server, tmp_path):
 
 def test_read_through_cuts_and_503s_loses_no_byte(program, server, tmp_path):
     _, url = server
-    with FaultProxy(upstream=url, latency_ms=5, error_rate=0.25, cut_rate=0.5, seed=2) as p:
+    with FaultProxy(upstream=url, latency_ms=5, error_rate=0.25, cut_rate=0.5, seed=7) as p:
         out = run(program, "read", p.url + "/obj/data", tmp_path / "out", 1 << 20,
                   CONVEYOR_HTTP_ATTEMPTS=30)
         counts = dict(p.counts)

@@ -536,8 +536,12 @@ def test_resume_mid_file_from_a_remote_object(store, data, tmp_path, how, monkey
             ranges = [r for r in p.ranges if r]
     assert head == want[:k]
     assert rest == want[k:]
-    # The restored read starts where the state points, not at byte 0.
-    assert ranges and not ranges[0].startswith("bytes=0-"), ranges
+    # The restored read starts where the state points, not at byte 0: open
+    # sends its GET from byte 0 at once (it may be dropped before it goes
+    # out), and the seek replaces it before the read waits.
+    from_zero = [r for r in ranges if r.startswith("bytes=0-")]
+    assert len(from_zero) <= 1 and ranges[len(from_zero):], ranges
+    assert from_zero == ranges[:len(from_zero)], ranges
 
 
 # ---- a stalled response: drop the iterator, Ctrl-C -------------------------------

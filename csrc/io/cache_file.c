@@ -192,6 +192,9 @@ static CvStatus parse_trailer(CvCacheReader *r, const char *t, size_t len)
 
 static CvStatus reader_check(CvCacheReader *r)
 {
+    CvStatus s = cv_read_file_info(r->file);
+    if (s)
+        return s;
     if (r->file->waits || r->file->info.size == UINT64_MAX)
         return cv_error(CV_FAILED_PRECONDITION, "Dataset.cache: '%s' is not a regular file",
                         r->path);
@@ -199,7 +202,7 @@ static CvStatus reader_check(CvCacheReader *r)
     if (size < PROLOGUE_BYTES + FOOTER_BYTES)
         return data_loss(r, 0, "the file has only %" PRIu64 " bytes (truncated)", size);
     char pro[PROLOGUE_BYTES], foot[FOOTER_BYTES];
-    CvStatus s = read_at(r, pro, sizeof(pro), 0);
+    s = read_at(r, pro, sizeof(pro), 0);
     if (s)
         return s;
     if (memcmp(pro, prologue_magic, 8) != 0)
@@ -306,6 +309,10 @@ bool cv_cache_file_torn(const char *path, uint64_t *offset)
     bool torn = false;
     CvReadFile *fd = NULL;
     CvStatus s = cv_fs_open_read(path, &fd);
+    if (!s && (s = cv_read_file_info(fd))) {
+        fd->methods->close(fd);
+        fd = NULL;
+    }
     cv_status_free(s);
     if (s || fd->waits || fd->info.size == UINT64_MAX)
         goto done;

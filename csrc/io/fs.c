@@ -97,6 +97,14 @@ CvStatus cv_fs_stat(const char *url, CvFileInfo *out)
     return s ? s : fs->stat(url, out);
 }
 
+CvStatus cv_read_file_info(CvReadFile *f)
+{
+    CvStatus s = f->methods->wait_info ? f->methods->wait_info(f) : CV_STATUS_OK;
+    if (s)
+        f->info.size = UINT64_MAX;
+    return s;
+}
+
 /* ---- whole files, rename and copy -------------------------------------- */
 
 CvStatus cv_fs_read_all(const char *url, void **data, size_t *size)
@@ -107,6 +115,8 @@ CvStatus cv_fs_read_all(const char *url, void **data, size_t *size)
     CvStatus s = cv_fs_open_read(url, &f);
     if (s)
         return s;
+    if ((s = cv_read_file_info(f)))
+        goto done;
     /* Known size: one read of size + 1 bytes (the +1 sees a file that grew);
      * else doubling from 64 KiB. cap counts the NUL's byte too. */
     size_t cap = f->info.size < ((uint64_t)1 << 40) && !f->waits ? (size_t)f->info.size + 2

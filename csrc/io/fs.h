@@ -53,13 +53,20 @@ typedef struct CvReadFileMethods {
     CvStatus (*read)(CvReadFile *f, uint64_t offset, void *dst, size_t n, size_t *got);
     /* Frees the file (read-ahead in flight is dropped). */
     void (*close)(CvReadFile *f);
+    /* Optional (NULL: `info` is filled by open_read). Remote schemes open
+     * without a round trip: open_read starts the first ranged GET and
+     * returns, and `info` comes with its answer. This waits for it (the
+     * first read's wait, not a second request) and fills `info`, or returns
+     * what open_read used to (NOT_FOUND, PERMISSION_DENIED, ...); the first
+     * read returns the same error. Use cv_read_file_info(). */
+    CvStatus (*wait_info)(CvReadFile *f);
 } CvReadFileMethods;
 
 /* The base of every scheme's open file (the scheme's struct starts with it). */
 struct CvReadFile {
     const CvReadFileMethods *methods;
     char *url;       /* owned by the file, as given to open_read */
-    CvFileInfo info; /* at open */
+    CvFileInfo info; /* at open; remote: after cv_read_file_info() or a read */
     /* Reads may wait without end (a pipe, a character device): the readers
      * then read in slices (local files only). */
     bool waits;
@@ -139,6 +146,11 @@ CvStatus cv_fs_copy(const char *from, const char *to, bool overwrite);
  * '*', '?', '[...]' within one path component), sorted; object stores list
  * the longest literal prefix once. each() gets the full URL. */
 CvStatus cv_fs_glob(const char *pattern, CvFsListFn each, void *ctx);
+
+/* Wait until f->info is known (see CvReadFileMethods.wait_info; at once for
+ * local files). On an error f->info says size UINT64_MAX, and the next read
+ * returns the error again. */
+CvStatus cv_read_file_info(CvReadFile *f);
 
 /* Read a whole file into a malloc'd buffer (*data, *size; NUL-terminated
  * past the end for text parsers). */

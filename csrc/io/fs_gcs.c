@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <curl/curl.h>
+
 #include "io/fs.h"
 #include "io/gcs_credentials.h"
 #include "io/http.h"
@@ -187,14 +189,97 @@ static CvStatus prefix_has(const CvGcsContext *ctx, const GcsPath *p, const char
 typedef struct GcsReadFile {
     CvReadFile base;
     const CvGcsContext *ctx;
-    char *media_url; /* ...?alt=media&generation=G */
-    CvHttpStream *stream;
+    char *media_url; /* ...?alt=media, then &generation=G once the first answer says G */
+    CvHttpStream *stream; /* the first one starts at open */
+    bool info_known;
+    CvStatus info_error; /* sticky: the open's error, found by the first answer */
 } GcsReadFile;
+
+/* What open_read said before it went without a metadata request (NOT_FOUND,
+ * "is a directory", the metadata GET's own error), for a first answer
+ * (`status`) that refused the media GET; `orig` when the metadata now says
+ * otherwise. */
+static CvStatus open_error(const CvGcsContext *ctx, const char *url, long status, CvStatus orig) {
+    GcsPath p;
+    CvFileInfo info;
+    bool found = false, any = false;
+    CvStatus st = path_parse(url, &p);
+    if (st != CV_STATUS_OK)
+        return orig;
+    /* A 404 already says there is no object: only the directory is asked. */
+    if (status == 404 || ((st = get_object(ctx, &p, url, &found, &info)) == CV_STATUS_OK && !found)) {
+        char *prefix = str_printf("%s/", p.object);
+        st = prefix ? prefix_has(ctx, &p, prefix, url, &any, NULL) : cv_error_nomem();
+        free(prefix);
+        if (st == CV_STATUS_OK)
+            st = any ? cv_error(CV_FAILED_PRECONDITION, "%s: is a directory, not an object", url)
+                     : cv_error(CV_NOT_FOUND, "%s: no such object", url);
+    }
+    path_free(&p);
+    if (st == CV_STATUS_OK)
+        return orig;
+    cv_status_free(orig);
+    return st;
+}
+
+/* Wait for the first answer and take size, generation and time from it;
+ * later requests ask for that generation. */
+static CvStatus gcs_wait_info(CvReadFile *base) {
+    GcsReadFile *f = (GcsReadFile *)base;
+    long status = 0;
+    char v[128];
+    if (f->info_known)
+        return f->info_error ? cv_status_copy(f->info_error) : CV_STATUS_OK;
+    CvStatus st = CV_STATUS_OK;
+    if (f->stream == NULL) /* the first stream's open failed (out of memory) */
+        st = cv_http_stream_open(f->media_url, base->url, NULL, &f->ctx->auth, 0, UINT64_MAX,
+                                 &f->stream);
+    if (st == CV_STATUS_OK)
+        st = cv_http_stream_answer(f->stream, &status);
+    if (st != CV_STATUS_OK && (st->code == CV_CANCELLED || st->code == CV_INTERRUPTED))
+        return st; /* may be asked again */
+    if (st != CV_STATUS_OK && status >= 300)
+        st = open_error(f->ctx, base->url, status, st);
+    f->info_known = true;
+    if (st != CV_STATUS_OK) {
+        f->info_error = cv_status_copy(st);
+        return st;
+    }
+    memset(&base->info, 0, sizeof base->info);
+    base->info.size = cv_http_stream_total(f->stream);
+    if (cv_http_stream_header(f->stream, "Last-Modified", v, sizeof v)) {
+        time_t t = curl_getdate(v, NULL);
+        if (t > 0)
+            base->info.mtime_ns = (int64_t)t * 1000000000;
+    }
+    if (cv_http_stream_header(f->stream, "x-goog-generation", base->info.version,
+                              sizeof base->info.version)) {
+        char *pinned = str_printf("%s&generation=%s", f->media_url, base->info.version);
+        if (pinned == NULL)
+            return cv_error_nomem();
+        free(f->media_url);
+        f->media_url = pinned;
+    }
+    return CV_STATUS_OK;
+}
 
 static CvStatus gcs_read(CvReadFile *base, uint64_t offset, void *dst, size_t n, size_t *got) {
     GcsReadFile *f = (GcsReadFile *)base;
-    uint64_t size = base->info.size;
     *got = 0;
+    CvStatus st = CV_STATUS_OK;
+    if (!f->info_known && f->stream != NULL && cv_http_stream_offset(f->stream) != offset) {
+        /* The first read is elsewhere (a restore seeks): its GET tells the
+         * info instead, one round trip, not two. */
+        cv_http_stream_close(f->stream);
+        f->stream = NULL;
+        st = cv_http_stream_open(f->media_url, base->url, NULL, &f->ctx->auth, offset, UINT64_MAX,
+                                 &f->stream);
+    }
+    if (st == CV_STATUS_OK)
+        st = gcs_wait_info(base);
+    if (st != CV_STATUS_OK)
+        return st;
+    uint64_t size = base->info.size;
     if (offset >= size || n == 0)
         return CV_STATUS_OK;
     if (n > size - offset)
@@ -204,8 +289,8 @@ static CvStatus gcs_read(CvReadFile *base, uint64_t offset, void *dst, size_t n,
         f->stream = NULL;
     }
     if (f->stream == NULL) {
-        CvStatus st = cv_http_stream_open(f->media_url, base->url, NULL, &f->ctx->auth, offset,
-                                          size, &f->stream);
+        st = cv_http_stream_open(f->media_url, base->url, NULL, &f->ctx->auth, offset, size,
+                                 &f->stream);
         if (st != CV_STATUS_OK)
             return st;
     }
@@ -215,18 +300,19 @@ static CvStatus gcs_read(CvReadFile *base, uint64_t offset, void *dst, size_t n,
 static void gcs_read_close(CvReadFile *base) {
     GcsReadFile *f = (GcsReadFile *)base;
     cv_http_stream_close(f->stream);
+    cv_status_free(f->info_error);
     free(f->media_url);
     free(base->url);
     free(f);
 }
 
-static const CvReadFileMethods gcs_read_methods = {gcs_read, gcs_read_close};
+static const CvReadFileMethods gcs_read_methods = {gcs_read, gcs_read_close, gcs_wait_info};
 
+/* Starts the media GET and returns: no metadata request (gcs_wait_info). */
 static CvStatus gcs_open_read(const char *url, CvReadFile **out) {
     const CvGcsContext *ctx;
     GcsPath p;
     GcsReadFile *f = NULL;
-    bool found = false, any = false;
     *out = NULL;
     CvStatus st = cv_gcs_context(&ctx);
     if (st != CV_STATUS_OK)
@@ -243,30 +329,19 @@ static CvStatus gcs_open_read(const char *url, CvReadFile **out) {
         goto done;
     }
     f->base.methods = &gcs_read_methods;
+    f->base.info.size = UINT64_MAX;
     f->ctx = ctx;
-    if ((st = get_object(ctx, &p, url, &found, &f->base.info)) != CV_STATUS_OK)
-        goto done;
-    if (!found) {
-        char *prefix = str_printf("%s/", p.object);
-        st = prefix ? prefix_has(ctx, &p, prefix, url, &any, NULL) : cv_error_nomem();
-        free(prefix);
-        if (st == CV_STATUS_OK)
-            st = any ? cv_error(CV_FAILED_PRECONDITION, "%s: is a directory, not an object", url)
-                     : cv_error(CV_NOT_FOUND, "%s: no such object", url);
-        goto done;
-    }
     f->base.url = strdup(url);
-    f->media_url = str_printf("%s/storage/v1/b/%s/o/%s?alt=media%s%s", ctx->endpoint, p.ebucket,
-                              p.eobject, f->base.info.version[0] ? "&generation=" : "",
-                              f->base.info.version);
+    f->media_url = str_printf("%s/storage/v1/b/%s/o/%s?alt=media", ctx->endpoint, p.ebucket,
+                              p.eobject);
     if (f->base.url == NULL || f->media_url == NULL)
         st = cv_error_nomem();
+    else
+        st = cv_http_stream_open(f->media_url, url, NULL, &ctx->auth, 0, UINT64_MAX, &f->stream);
 done:
     path_free(&p);
     if (st != CV_STATUS_OK && f != NULL) {
-        free(f->media_url);
-        free(f->base.url);
-        free(f);
+        gcs_read_close(&f->base);
         f = NULL;
     }
     *out = f ? &f->base : NULL;

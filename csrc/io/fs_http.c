@@ -1,5 +1,6 @@
 /* http:// and https:// (see fs.h): read-only objects behind a URL. open_read
- * and stat ask HEAD (or, where HEAD is refused, GET bytes=0-0) for the size,
+ * starts the GET and takes size, ETag and Last-Modified from its answer; stat
+ * asks HEAD (or, where HEAD is refused, GET bytes=0-0) for the size,
  * ETag and Last-Modified; reads go through a stream (http.h) kept ahead of
  * the reader, opened again where a read does not continue the last one.
  * Every other method: UNIMPLEMENTED. No credentials: the URL is all. */
@@ -13,8 +14,10 @@
 
 typedef struct HttpFile {
     CvReadFile base; /* first: the engine sees a CvReadFile */
-    CvHttpStream *stream;
+    CvHttpStream *stream; /* the first one starts at open */
     char display[512];
+    bool info_known;
+    CvStatus info_error; /* sticky: the open's error, found by the first answer */
 } HttpFile;
 
 /* The total size after the slash of a Content-Range ("bytes 0-0/1234", or
@@ -78,10 +81,64 @@ done:
     return s;
 }
 
+/* Wait for the first answer and take size, ETag and time from it. A refused
+ * GET is reported as the stat (HEAD) open_read once asked says. */
+static CvStatus http_wait_info(CvReadFile *f)
+{
+    HttpFile *hf = (HttpFile *)f;
+    long status = 0;
+    char v[128];
+    if (hf->info_known)
+        return hf->info_error ? cv_status_copy(hf->info_error) : CV_STATUS_OK;
+    CvStatus s = CV_STATUS_OK;
+    if (!hf->stream) /* dropped after a cancelled read */
+        s = cv_http_stream_open(f->url, hf->display, NULL, NULL, 0, UINT64_MAX, &hf->stream);
+    if (!s)
+        s = cv_http_stream_answer(hf->stream, &status);
+    if (s && (s->code == CV_CANCELLED || s->code == CV_INTERRUPTED))
+        return s; /* may be asked again */
+    if (s && status >= 300) {
+        CvFileInfo info;
+        CvStatus e = http_stat(f->url, &info);
+        if (e) {
+            cv_status_free(s);
+            s = e;
+        }
+    }
+    hf->info_known = true;
+    if (s) {
+        hf->info_error = cv_status_copy(s);
+        return s;
+    }
+    memset(&f->info, 0, sizeof f->info);
+    f->info.size = cv_http_stream_total(hf->stream);
+    if (cv_http_stream_header(hf->stream, "Last-Modified", v, sizeof v)) {
+        time_t t = curl_getdate(v, NULL);
+        if (t > 0)
+            f->info.mtime_ns = (int64_t)t * 1000000000;
+    }
+    if (!cv_http_stream_header(hf->stream, "x-goog-generation", f->info.version,
+                               sizeof f->info.version))
+        cv_http_stream_header(hf->stream, "ETag", f->info.version, sizeof f->info.version);
+    return CV_STATUS_OK;
+}
+
 static CvStatus http_read(CvReadFile *f, uint64_t offset, void *dst, size_t n, size_t *got)
 {
     HttpFile *hf = (HttpFile *)f;
     *got = 0;
+    CvStatus s = CV_STATUS_OK;
+    if (!hf->info_known && hf->stream && cv_http_stream_offset(hf->stream) != offset) {
+        /* The first read is elsewhere (a seek): its GET tells the info
+         * instead, one round trip, not two. */
+        cv_http_stream_close(hf->stream);
+        hf->stream = NULL;
+        s = cv_http_stream_open(f->url, hf->display, NULL, NULL, offset, UINT64_MAX, &hf->stream);
+    }
+    if (!s)
+        s = http_wait_info(f);
+    if (s)
+        return s;
     uint64_t size = f->info.size;
     if (size != UINT64_MAX && offset >= size)
         return CV_STATUS_OK;
@@ -89,7 +146,6 @@ static CvStatus http_read(CvReadFile *f, uint64_t offset, void *dst, size_t n, s
         cv_http_stream_close(hf->stream); /* a read elsewhere: one new request */
         hf->stream = NULL;
     }
-    CvStatus s;
     if (!hf->stream &&
         (s = cv_http_stream_open(f->url, hf->display, NULL, NULL, offset, size, &hf->stream)))
         return s;
@@ -107,12 +163,15 @@ static void http_close(CvReadFile *f)
     if (!hf)
         return;
     cv_http_stream_close(hf->stream);
+    cv_status_free(hf->info_error);
     free(f->url);
     free(hf);
 }
 
-static const CvReadFileMethods http_file_methods = {.read = http_read, .close = http_close};
+static const CvReadFileMethods http_file_methods = {
+    .read = http_read, .close = http_close, .wait_info = http_wait_info};
 
+/* Starts the GET and returns: no HEAD first (http_wait_info). */
 static CvStatus http_open_read(const char *url, CvReadFile **out)
 {
     CvStatus s = CV_STATUS_OK;
@@ -127,9 +186,10 @@ static CvStatus http_open_read(const char *url, CvReadFile **out)
     memcpy(copy, url, n);
     hf->base.methods = &http_file_methods;
     hf->base.url = copy;
+    hf->base.info.size = UINT64_MAX;
     copy = NULL;
     cv_http_display(url, hf->display, sizeof hf->display);
-    s = http_stat(url, &hf->base.info);
+    s = cv_http_stream_open(url, hf->display, NULL, NULL, 0, UINT64_MAX, &hf->stream);
 done:
     free(copy);
     if (s) {

@@ -99,7 +99,9 @@ typedef struct S3Read {
     CvS3 s3;           /* the stream's auth lives here: the struct never moves */
     char *endpoint;    /* the object's request URL */
     CvHttpHeaders if_match; /* "If-Match: <the ETag at open>": later reads see that object */
-    CvHttpStream *stream; /* NULL until the first read */
+    CvHttpStream *stream; /* the first one starts at open */
+    bool info_known;
+    CvStatus info_error; /* sticky: the open's error, found by the first answer */
 } S3Read;
 
 static void read_close(CvReadFile *f)
@@ -107,32 +109,113 @@ static void read_close(CvReadFile *f)
     S3Read *r = (S3Read *)f;
     cv_http_stream_close(r->stream);
     cv_http_headers_free(&r->if_match);
+    cv_status_free(r->info_error);
     cv_s3_end(&r->s3);
     free(r->endpoint);
     free(r->base.url);
     free(r);
 }
 
+/* What open_read said when it asked HEAD first (NOT_FOUND, "a directory",
+ * HEAD's own error), for a first answer (`first_status`) that refused the
+ * GET; `orig` when HEAD now finds the object. */
+static CvStatus open_error(S3Read *r, long first_status, CvStatus orig)
+{
+    CvS3Loc l = {0};
+    CvFileInfo info;
+    long status = first_status;
+    bool dir = false;
+    char *prefix = NULL;
+    CvStatus s = cv_s3_loc_parse(r->base.url, &l);
+    /* A 404 already says there is no object: only the directory is asked. */
+    if (!s && (status == 404 || (!(s = cv_s3_head_object(&r->s3, &l, &status, &info)) &&
+                                 status == 404))) {
+        CvStatus d = (prefix = malloc(strlen(l.key) + 2))
+                         ? (sprintf(prefix, "%s/", l.key),
+                            cv_s3_prefix_exists(&r->s3, l.bucket, prefix, &dir))
+                         : cv_error_nomem();
+        s = d == CV_STATUS_OK && dir
+                ? cv_error(CV_FAILED_PRECONDITION, "%s: a directory, not an object", r->base.url)
+                : cv_error(CV_NOT_FOUND, "%s: no such object", r->base.url);
+        cv_status_free(d);
+        free(prefix);
+    }
+    cv_s3_loc_free(&l);
+    if (!s)
+        return orig;
+    cv_status_free(orig);
+    return s;
+}
+
+/* Wait for the first answer and take size, ETag and time from it; later
+ * GETs carry If-Match with that ETag. */
+static CvStatus wait_info(CvReadFile *f)
+{
+    S3Read *r = (S3Read *)f;
+    long status = 0;
+    char v[128];
+    if (r->info_known)
+        return r->info_error ? cv_status_copy(r->info_error) : CV_STATUS_OK;
+    CvStatus s = CV_STATUS_OK;
+    if (!r->stream) /* the first stream's open failed (out of memory) */
+        s = cv_http_stream_open(r->endpoint, r->base.url, NULL, &r->s3.auth, 0, UINT64_MAX,
+                                &r->stream);
+    if (!s)
+        s = cv_http_stream_answer(r->stream, &status);
+    if (s && (s->code == CV_CANCELLED || s->code == CV_INTERRUPTED))
+        return s; /* may be asked again */
+    if (s && status >= 300)
+        s = open_error(r, status, s);
+    r->info_known = true;
+    if (s) {
+        r->info_error = cv_status_copy(s);
+        return s;
+    }
+    memset(&r->base.info, 0, sizeof r->base.info);
+    r->base.info.size = cv_http_stream_total(r->stream);
+    if (cv_http_stream_header(r->stream, "Last-Modified", v, sizeof v))
+        r->base.info.mtime_ns = cv_s3_parse_time(v);
+    if (cv_http_stream_header(r->stream, "ETag", v, sizeof v))
+        cv_s3_set_version(&r->base.info, v);
+    if (r->base.info.version[0])
+        s = cv_http_headers_add(&r->if_match, "If-Match: \"%s\"", r->base.info.version);
+    return s;
+}
+
 /* The fast path reads on from where the stream is; a read elsewhere starts
- * a new ranged GET there (to the end: reads usually go on). Each GET asks
- * for the object seen at open (If-Match): one rewritten since is DATA_LOSS,
- * never a mix of two versions. */
+ * a new ranged GET there (to the end: reads usually go on). Each GET after
+ * the first asks for the object the first answer showed (If-Match; the first
+ * stream's resumed attempts compare its ETag): one rewritten since is
+ * DATA_LOSS, never a mix of two versions. */
 static CvStatus read_at(CvReadFile *f, uint64_t offset, void *dst, size_t n, size_t *got)
 {
     S3Read *r = (S3Read *)f;
-    uint64_t size = r->base.info.size;
     *got = 0;
+    CvStatus s = CV_STATUS_OK;
+    if (!r->info_known && r->stream && cv_http_stream_offset(r->stream) != offset) {
+        /* The first read is elsewhere (a restore seeks): its GET tells the
+         * info instead, one round trip, not two. */
+        cv_http_stream_close(r->stream);
+        r->stream = NULL;
+        s = cv_http_stream_open(r->endpoint, r->base.url, NULL, &r->s3.auth, offset, UINT64_MAX,
+                                &r->stream);
+    }
+    if (!s)
+        s = wait_info(f);
+    if (s)
+        return s;
+    uint64_t size = r->base.info.size;
     if (n == 0 || (size != UINT64_MAX && offset >= size))
         return CV_STATUS_OK;
     if (!r->stream || cv_http_stream_offset(r->stream) != offset) {
         cv_http_stream_close(r->stream);
         r->stream = NULL;
-        CvStatus s = cv_http_stream_open(r->endpoint, r->base.url, &r->if_match, &r->s3.auth,
-                                         offset, UINT64_MAX, &r->stream);
+        s = cv_http_stream_open(r->endpoint, r->base.url, &r->if_match, &r->s3.auth, offset,
+                                UINT64_MAX, &r->stream);
         if (s)
             return s;
     }
-    CvStatus s = cv_http_stream_read(r->stream, dst, n, got);
+    s = cv_http_stream_read(r->stream, dst, n, got);
     if (s && s->code == CV_FAILED_PRECONDITION && strstr(s->message, "412")) {
         cv_status_free(s);
         s = cv_error(CV_DATA_LOSS, "%s: the object changed while being read (its ETag is no "
@@ -141,14 +224,14 @@ static CvStatus read_at(CvReadFile *f, uint64_t offset, void *dst, size_t n, siz
     return s;
 }
 
-static const CvReadFileMethods read_methods = {read_at, read_close};
+static const CvReadFileMethods read_methods = {read_at, read_close, wait_info};
 
+/* Starts the GET and returns: no HEAD first (wait_info). */
 static CvStatus s3_open_read(const char *url, CvReadFile **out)
 {
     CvS3Loc l = {0};
     S3Read *r = calloc(1, sizeof *r);
     CvStatus s = r ? cv_s3_loc_parse(url, &l) : cv_error_nomem();
-    long status = 0;
     *out = NULL;
     if (s || (s = cv_s3_begin(&r->s3)))
         goto done;
@@ -156,26 +239,15 @@ static CvStatus s3_open_read(const char *url, CvReadFile **out)
         s = cv_error(CV_FAILED_PRECONDITION, "%s: a directory, not an object", url);
         goto done;
     }
-    if ((s = cv_s3_head_object(&r->s3, &l, &status, &r->base.info)))
-        goto done;
-    if (status == 404) {
-        CvFileInfo info;
-        CvStatus d = stat_loc(&r->s3, &l, url, &info);
-        s = d == CV_STATUS_OK ? cv_error(CV_FAILED_PRECONDITION, "%s: a directory, not an object",
-                                         url)
-                              : cv_error(CV_NOT_FOUND, "%s: no such object", url);
-        cv_status_free(d);
-        goto done;
-    }
     r->base.methods = &read_methods;
-    if (r->base.info.version[0] &&
-        (s = cv_http_headers_add(&r->if_match, "If-Match: \"%s\"", r->base.info.version)))
-        goto done;
+    r->base.info.size = UINT64_MAX;
     if (!(r->base.url = strdup(url)) ||
         !(r->endpoint = cv_s3_endpoint_url(&r->s3, l.bucket, l.key, NULL))) {
         s = cv_error_nomem();
         goto done;
     }
+    if ((s = cv_http_stream_open(r->endpoint, url, NULL, &r->s3.auth, 0, UINT64_MAX, &r->stream)))
+        goto done;
     *out = &r->base;
     r = NULL;
 done:

@@ -113,6 +113,20 @@ CvStatus cv_http_stream_open(const char *url, const char *display, const CvHttpH
  * a blocking section, cancellable) only when the read-ahead has not yet
  * caught up. */
 CvStatus cv_http_stream_read(CvHttpStream *s, void *dst, size_t n, size_t *got);
+/* Wait for the first answer (its headers; retried answers do not count) and
+ * check it as the first read would: an error answer (404, 403, ...) comes
+ * back here as cv_http_stream_read would return it, and sticks. *status is
+ * that answer's status (0: none came). A 416 to a stream opened to the end
+ * (an empty object, or an offset past its end) is OK: reads find the end
+ * at once, and cv_http_stream_total says the size. The bytes stay
+ * for the reads. */
+CvStatus cv_http_stream_answer(CvHttpStream *s, long *status);
+/* A header of the first answer (after cv_http_stream_answer), copied as
+ * cv_http_response_header does; false when absent or not yet in. */
+bool cv_http_stream_header(const CvHttpStream *s, const char *name, char *dst, size_t cap);
+/* The object's size from the first answer: a 206's or 416's Content-Range
+ * total, a 200's Content-Length; UINT64_MAX when it does not say. */
+uint64_t cv_http_stream_total(const CvHttpStream *s);
 /* The offset of the next byte cv_http_stream_read returns. */
 uint64_t cv_http_stream_offset(const CvHttpStream *s);
 void cv_http_stream_close(CvHttpStream *s); /* NULL-safe; drops what is in flight */

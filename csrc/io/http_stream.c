@@ -29,6 +29,10 @@ struct CvHttpStream {
     bool eof;
     bool have_version;
     char etag[128], generation[32]; /* of the first answer */
+    bool answered;        /* the first (non-retried) answer's headers are in */
+    long first_status;    /* its status */
+    char *first_headers;  /* owned: its header lines */
+    size_t first_len;
     int failures;         /* attempts in a row that made no progress */
     int64_t retry_after;  /* ms, from the last failed answer; -1: none */
     char outcomes[512];   /* the failed attempts in a row, "; "-separated */
@@ -98,6 +102,7 @@ void cv_http_stream_close(CvHttpStream *s)
     cv_xfer_finish(s->x);
     cv_http_headers_free(&s->headers);
     cv_status_free(s->error);
+    free(s->first_headers);
     free(s->url);
     free(s->display);
     free(s);
@@ -205,6 +210,22 @@ static Answer check_answer(CvHttpStream *s, CvXfer *x, CvStatus *err)
     const char *lines = x->headers.data ? x->headers.data + x->headers.start : "";
     size_t len = x->headers.end - x->headers.start;
     long status = x->status;
+    if (!s->answered && !cv_http_status_retryable(status)) {
+        /* Kept for cv_http_stream_answer: a file opened without waiting
+         * takes its size and version from here. */
+        if (!(s->first_headers = malloc(len + 1))) {
+            *err = cv_error_nomem();
+            return ANSWER_FAIL;
+        }
+        if (len)
+            memcpy(s->first_headers, lines, len);
+        s->first_headers[len] = '\0';
+        s->first_len = len;
+        s->first_status = status;
+        s->answered = true;
+        if (status == 416 && s->end == UINT64_MAX)
+            return ANSWER_EOF; /* at or past the end ("bytes=0-" of an empty object) */
+    }
     if (status != 200 && status != 206) {
         if (cv_http_status_retryable(status)) {
             char what[64];
@@ -244,8 +265,13 @@ static Answer check_answer(CvHttpStream *s, CvXfer *x, CvStatus *err)
     }
     char v[128];
     if (status == 206) {
-        unsigned long long a, b;
-        if (!cv_http_header_in(lines, len, "Content-Range", v, sizeof v) ||
+        unsigned long long a, b, total;
+        bool have_range = cv_http_header_in(lines, len, "Content-Range", v, sizeof v);
+        if (have_range && s->end == UINT64_MAX &&
+            sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &total) == 3 && a == s->offset && b < a &&
+            total <= s->offset)
+            return ANSWER_EOF; /* past the end, said as an empty 206 (gcp-storage-emulator) */
+        if (!have_range ||
             sscanf(v, "bytes %llu-%llu", &a, &b) != 2 || a > s->offset || b < a) {
             *err = cv_error(CV_DATA_LOSS, "%s: a partial answer without a usable Content-Range "
                             "(asked for bytes from %llu)", s->display, (unsigned long long)s->offset);
@@ -261,14 +287,15 @@ static Answer check_answer(CvHttpStream *s, CvXfer *x, CvStatus *err)
     return ANSWER_OK;
 }
 
-CvStatus cv_http_stream_read(CvHttpStream *s, void *dst, size_t n, size_t *got)
+/* Reads, and with `until_answer` also waits for the first answer. */
+static CvStatus pump(CvHttpStream *s, void *dst, size_t n, size_t *got, bool until_answer)
 {
     CvStatus st = CV_STATUS_OK;
     size_t done = 0;
     *got = 0;
     if (s->error)
         return cv_status_copy(s->error);
-    while (done < n && !s->eof) {
+    while ((done < n || (until_answer && !s->answered)) && !s->eof) {
         if (s->end != UINT64_MAX && s->offset >= s->end) {
             s->eof = true;
             break;
@@ -336,4 +363,39 @@ fail:
     if (done || (st->code != CV_CANCELLED && st->code != CV_INTERRUPTED))
         s->error = cv_status_copy(st);
     return st;
+}
+
+CvStatus cv_http_stream_read(CvHttpStream *s, void *dst, size_t n, size_t *got)
+{
+    return pump(s, dst, n, got, false);
+}
+
+CvStatus cv_http_stream_answer(CvHttpStream *s, long *status)
+{
+    size_t got;
+    CvStatus st = pump(s, NULL, 0, &got, true);
+    *status = s->answered ? s->first_status : 0;
+    return st;
+}
+
+bool cv_http_stream_header(const CvHttpStream *s, const char *name, char *dst, size_t cap)
+{
+    return s->answered && cv_http_header_in(s->first_headers, s->first_len, name, dst, cap);
+}
+
+uint64_t cv_http_stream_total(const CvHttpStream *s)
+{
+    char v[128];
+    if (!s->answered)
+        return UINT64_MAX;
+    if (s->first_status == 206 || s->first_status == 416) {
+        const char *slash;
+        if (cv_http_stream_header(s, "Content-Range", v, sizeof v) && (slash = strchr(v, '/')) &&
+            slash[1] >= '0' && slash[1] <= '9')
+            return strtoull(slash + 1, NULL, 10);
+        return s->first_status == 416 ? 0 : UINT64_MAX;
+    }
+    if (cv_http_stream_header(s, "Content-Length", v, sizeof v))
+        return strtoull(v, NULL, 10); /* a 200: the whole object */
+    return UINT64_MAX;
 }

@@ -46,19 +46,28 @@ CvCompression cv_input_stream_compression(const CvInputStream *s)
     return s->compression;
 }
 
+/* The file's info, once its first answer is in (remote files open without
+ * waiting). An error is dropped here: the next read returns it. */
+static const CvFileInfo *file_info(const CvInputStream *s)
+{
+    cv_status_free(cv_read_file_info(s->file));
+    return &s->file->info;
+}
+
 uint64_t cv_input_stream_file_size(const CvInputStream *s)
 {
+    file_info(s);
     return s->file->info.is_dir ? UINT64_MAX : s->file->info.size;
 }
 
 int64_t cv_input_stream_file_mtime_ns(const CvInputStream *s)
 {
-    return s->file->info.mtime_ns;
+    return file_info(s)->mtime_ns;
 }
 
 const CvFileInfo *cv_input_stream_file_info(const CvInputStream *s)
 {
-    return &s->file->info;
+    return file_info(s);
 }
 
 bool cv_input_stream_truncated(const CvInputStream *s)

@@ -315,6 +315,10 @@ CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mti
     /* The local table opens a FIFO (or device) without blocking and says it
      * `waits`; only a regular file (or an object) is used. */
     CvStatus st = cv_fs_open_read(idx->path, &idx->file);
+    if (!st && (st = cv_read_file_info(idx->file))) {
+        idx->file->methods->close(idx->file);
+        idx->file = NULL;
+    }
     if (st && st->code == CV_NOT_FOUND) {
         cv_status_free(st); /* no index: the common case */
         goto unusable_quiet;

@@ -75,7 +75,7 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
         s = cv_error(CV_NOT_FOUND, "%s...; a filename cannot contain a NUL byte", path);
         goto done;
     }
-    if ((s = cv_fs_open_read(path, &file)))
+    if ((s = cv_fs_open_read(path, &file)) || (s = cv_read_file_info(file)))
         goto done;
     if (file->waits || file->info.size == UINT64_MAX || file->info.size == 0) {
         s = read_stream(file, out); /* size unknown (a pipe, /proc): read to the end */

@@ -195,6 +195,18 @@ static PyObject *fs_copy(PyObject *module, PyObject *args)
     return two_urls(module, args, false);
 }
 
+/* Open, and wait for the size (a remote file's first answer): readers
+ * clamp and seek by it. */
+static CvStatus open_known(const char *url, CvReadFile **out)
+{
+    CvStatus s = cv_fs_open_read(url, out);
+    if (!s && (s = cv_read_file_info(*out))) {
+        (*out)->methods->close(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
 /* Read up to `size` bytes (-1: to the end) at `offset` of an open file into
  * a new bytes object. The GIL is released for the reads. */
 static PyObject *read_bytes(PyObject *module, CvReadFile *f, uint64_t offset, Py_ssize_t size)
@@ -239,7 +251,7 @@ static PyObject *fs_read(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Kn:fs_read", keywords,
                                      PyUnicode_FSConverter, &path, &offset, &size))
         return NULL;
-    UNLOCKED(s = cv_fs_open_read(PyBytes_AS_STRING(path), &f));
+    UNLOCKED(s = open_known(PyBytes_AS_STRING(path), &f));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
@@ -274,7 +286,7 @@ static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     if (!PyArg_ParseTuple(args, "O&:FsReader", PyUnicode_FSConverter, &path))
         return NULL;
     (void)kwargs;
-    UNLOCKED(s = cv_fs_open_read(PyBytes_AS_STRING(path), &f));
+    UNLOCKED(s = open_known(PyBytes_AS_STRING(path), &f));
     Py_DECREF(path);
     if (s)
         return raise(PyType_GetModule(type), s);

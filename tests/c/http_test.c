@@ -105,6 +105,8 @@ static int mode_read(const char *url, const char *out, size_t chunk)
 {
     CvReadFile *f = NULL;
     CvStatus s = table_for(url)->open_read(url, &f);
+    if (!s && (s = cv_read_file_info(f))) /* open does not wait: the first answer tells */
+        f->methods->close(f);
     if (s) {
         print_error(s);
         return 0;
