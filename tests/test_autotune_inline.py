@@ -5,6 +5,7 @@ gets parallelism 0 from the autotuner: its consumer runs it on its own
 thread. Asserted on the autotuner's recorded choices and the stages'
 parallelism, never on time; every pipeline must give exactly what the
 sequential one gives."""
+import os
 import time
 import warnings
 
@@ -106,6 +107,9 @@ def test_errors_stay_at_their_element_inline():
     assert _with_errors(iter(make(AUTOTUNE).prefetch(AUTOTUNE))) == seq
 
 
+@pytest.mark.skipif(bool(os.environ.get("CV_SANITIZED")),
+                    reason="under a sanitizer the 'tiny' map's native work is not tiny: it may "
+                           "never go inline (the other jobs run this)")
 def test_an_inline_map_goes_back_to_parallel_when_its_work_grows():
     switch = N // 2
 

@@ -731,7 +731,8 @@ static CvStatus gcs_list(const char *url, bool recursive, CvFsListFn each, void 
         st = cv_error(CV_NOT_FOUND, "%s: no such directory", url);
         goto done;
     }
-    qsort(e.items, e.count, sizeof *e.items, entry_cmp);
+    if (e.count > 1) /* qsort(NULL, 0, ...) is undefined */
+        qsort(e.items, e.count, sizeof *e.items, entry_cmp);
     for (size_t i = 0; i < e.count; i++) {
         if (i > 0 && strcmp(e.items[i].name, e.items[i - 1].name) == 0 &&
             e.items[i].info.is_dir == e.items[i - 1].info.is_dir)
