@@ -364,8 +364,8 @@ static PyObject *reader_close(FsReader *self, PyObject *unused)
 static void reader_dealloc(FsReader *self)
 {
     PyTypeObject *type = Py_TYPE(self);
-    if (self->file)
-        self->file->methods->close(self->file);
+    if (self->file) /* may wait for reads in flight: without the GIL */
+        UNLOCKED(self->file->methods->close(self->file));
     type->tp_free(self);
     Py_DECREF(type);
 }
@@ -469,8 +469,8 @@ static PyObject *writer_abort(FsWriter *self, PyObject *unused)
 static void writer_dealloc(FsWriter *self)
 {
     PyTypeObject *type = Py_TYPE(self);
-    if (self->file) /* never closed: nothing appears */
-        self->file->methods->abort(self->file);
+    if (self->file) /* never closed: nothing appears (an aborted upload is a request) */
+        UNLOCKED(self->file->methods->abort(self->file));
     type->tp_free(self);
     Py_DECREF(type);
 }
