@@ -135,6 +135,23 @@ def _check_channels(channels):
     return channels
 
 
+def _jpeg_attrs(channels, ratio, fancy_upscaling, try_recover_truncated, acceptable_fraction,
+                dct_method):
+    """The checked attributes of DecodeJpeg and DecodeAndCropJpeg."""
+    channels = _check_channels(channels)
+    ratio = _int_arg(ratio, "ratio")
+    if ratio not in (1, 2, 4, 8):
+        raise _invalid(f"ratio must be 1, 2, 4, or 8, got {ratio}")
+    if dct_method not in _DCT_METHODS:
+        raise _invalid("dct_method must be one of {'', 'INTEGER_FAST', 'INTEGER_ACCURATE'}")
+    if isinstance(acceptable_fraction, Tensor):
+        raise op_error(TypeError, "`acceptable_fraction` must be a Python number in conveyor")
+    return {"channels": channels, "ratio": ratio, "fancy_upscaling": int(bool(fancy_upscaling)),
+            "try_recover_truncated": int(bool(try_recover_truncated)),
+            "dct_method": _DCT_METHODS[dct_method], "max_pixels": _pixel_limit(),
+            "acceptable_fraction": float(acceptable_fraction)}
+
+
 def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover_truncated=False,
                 acceptable_fraction=1, dct_method="", name=None):
     """Decode a JPEG-encoded image to a uint8 tensor (``tf.io.decode_jpeg``).
@@ -166,18 +183,9 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
     1, 3 or 4).
     """
     x = _scalar_string(contents, "contents", "`contents`")
-    channels = _check_channels(channels)
-    ratio = _int_arg(ratio, "ratio")
-    if ratio not in (1, 2, 4, 8):
-        raise _invalid(f"ratio must be 1, 2, 4, or 8, got {ratio}")
-    if dct_method not in _DCT_METHODS:
-        raise _invalid("dct_method must be one of {'', 'INTEGER_FAST', 'INTEGER_ACCURATE'}")
-    if isinstance(acceptable_fraction, Tensor):
-        raise op_error(TypeError, "`acceptable_fraction` must be a Python number in conveyor")
-    attrs = {"channels": channels, "ratio": ratio, "fancy_upscaling": int(bool(fancy_upscaling)),
-             "try_recover_truncated": int(bool(try_recover_truncated)),
-             "dct_method": _DCT_METHODS[dct_method], "max_pixels": _pixel_limit(),
-             "acceptable_fraction": float(acceptable_fraction)}
+    attrs = _jpeg_attrs(channels, ratio, fancy_upscaling, try_recover_truncated,
+                        acceptable_fraction, dct_method)
+    channels = attrs["channels"]
     return apply("DecodeJpeg", [x], [((None, None, channels or None), _dtypes.uint8)], attrs=attrs)
 
 
@@ -205,18 +213,9 @@ def decode_and_crop_jpeg(contents, crop_window, channels=0, ratio=1, fancy_upsca
         raise _invalid(f"crop_window must be 1-D, got shape {list(shape)}")
     if shape is not None and shape[0] not in (None, 4):
         raise _invalid(f"crop_size must have four elements {list(shape)}")
-    channels = _check_channels(channels)
-    ratio = _int_arg(ratio, "ratio")
-    if ratio not in (1, 2, 4, 8):
-        raise _invalid(f"ratio must be 1, 2, 4, or 8, got {ratio}")
-    if dct_method not in _DCT_METHODS:
-        raise _invalid("dct_method must be one of {'', 'INTEGER_FAST', 'INTEGER_ACCURATE'}")
-    if isinstance(acceptable_fraction, Tensor):
-        raise op_error(TypeError, "`acceptable_fraction` must be a Python number in conveyor")
-    attrs = {"channels": channels, "ratio": ratio, "fancy_upscaling": int(bool(fancy_upscaling)),
-             "try_recover_truncated": int(bool(try_recover_truncated)),
-             "dct_method": _DCT_METHODS[dct_method], "max_pixels": _pixel_limit(),
-             "acceptable_fraction": float(acceptable_fraction)}
+    attrs = _jpeg_attrs(channels, ratio, fancy_upscaling, try_recover_truncated,
+                        acceptable_fraction, dct_method)
+    channels = attrs["channels"]
     return apply("DecodeAndCropJpeg", [x, window],
                  [((None, None, channels or None), _dtypes.uint8)], attrs=attrs)
 
