@@ -9,8 +9,8 @@ Environment knobs (no argv flags):
   CV_SANITIZE=address   AddressSanitizer + UndefinedBehaviorSanitizer (see docs/development.md)
   CV_SANITIZE=thread    ThreadSanitizer + UndefinedBehaviorSanitizer (.ci/tsan)
   CV_WERROR=0           turn off -Werror (on by default)
-  CV_ZLIB_CFLAGS / CV_ZLIB_LIBS, CV_JPEG_CFLAGS / CV_JPEG_LIBS
-                        override what pkg-config reports for zlib / libjpeg-turbo
+  CV_<NAME>_CFLAGS / CV_<NAME>_LIBS (NAME: ZLIB, JPEG, CURL, CRYPTO)
+                        override what pkg-config reports for one row of LIBRARIES
   CV_CUDA_INCLUDE=DIR   the CUDA toolkit's include folder (default: $CUDA_HOME/include,
                         $CUDA_PATH/include, /usr/local/cuda/include); "" builds with conveyor's
                         own declarations. CUDA is never linked: libcudart is loaded at run time.

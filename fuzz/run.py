@@ -14,6 +14,7 @@ caused it (crash-*, timeout-*, oom-*) to tests/fuzz_regressions/<target>/,
 where tests/test_fuzz_regressions.py replays it on every test run.
 """
 import argparse
+import ast
 import glob
 import os
 import re
@@ -44,15 +45,18 @@ def log(*args):
 
 
 def libs():
+    """The link flags of every library in setup.py's LIBRARIES table (read, not imported: importing
+    setup.py runs the build), with the same CV_<NAME>_LIBS overrides."""
+    with open(os.path.join(ROOT, "setup.py")) as f:
+        tree = ast.parse(f.read())
+    rows = next(ast.literal_eval(node.value) for node in tree.body
+                if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "LIBRARIES")
     out = []
-    for name, env in (("zlib", "CV_ZLIB_LIBS"), ("libjpeg", "CV_JPEG_LIBS")):
-        if os.environ.get(env):
-            out += os.environ[env].split()
+    for name, _, prefix in rows:
+        if os.environ.get(prefix + "_LIBS") is not None:
+            out += os.environ[prefix + "_LIBS"].split()
         else:
-            try:
-                out += subprocess.check_output(["pkg-config", "--libs", name], text=True).split()
-            except (OSError, subprocess.CalledProcessError):
-                out.append("-lz" if name == "zlib" else "-ljpeg")
+            out += subprocess.check_output(["pkg-config", "--libs", name], text=True).split()
     return out
 
 
