@@ -334,3 +334,16 @@ def test_malformed_native_calls_fail_cleanly(op, inputs, ints):
     from conveyor import _engine
     with pytest.raises(cv.errors.OpError):
         _engine.run_op(op, inputs, ints, [], None, None, 1, (0, 0, 0, 0, 0, 0))
+
+
+def test_stack_and_concat_of_hundreds_of_tensors_in_a_map_match_tf():
+    # Pipelines stack one tensor per label or per box; ConcatV2 once refused more than 64 inputs.
+    def stacked(mod):
+        return lambda x: mod.stack([mod.cast(x, mod.float32) + i for i in range(400)])
+
+    def joined(mod):
+        return lambda x: mod.concat([mod.reshape(x, [1]) * i for i in range(300)], axis=0)
+
+    data = np.arange(3, dtype=np.int64)
+    compare_map(stacked, data)
+    compare_map(joined, data)

@@ -57,5 +57,5 @@ static CvStatus concat_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     return CV_STATUS_OK;
 }
 
-const CvOp cv_op_concat = {.name = "ConcatV2", .min_inputs = 1, .max_inputs = 64, .run = concat_run,
+const CvOp cv_op_concat = {.name = "ConcatV2", .min_inputs = 1, .max_inputs = CV_OP_MAX_ARITY, .run = concat_run,
     .int_attrs = concat_int_attrs};

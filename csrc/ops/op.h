@@ -110,6 +110,10 @@ float cv_op_random_uniform(CvOpContext *ctx);
 /* Uniform integer in [0, n) for n >= 1 (unbiased). */
 uint64_t cv_op_random_below(CvOpContext *ctx, uint64_t n);
 
+/* The most inputs or outputs a node may have: variadic ops (ConcatV2 for
+ * tf.stack/tf.concat of many tensors, StringFormat) accept up to this many. */
+#define CV_OP_MAX_ARITY 4096
+
 typedef struct CvOp {
     const char *name; /* TensorFlow's op name where there is one: "DecodeJpeg" */
     int min_inputs;

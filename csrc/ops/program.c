@@ -83,7 +83,7 @@ CvStatus cv_program_add_node(CvProgram *p, const CvOp *op, CvOpAttrs *attrs, con
     CvStatus s = CV_STATUS_OK;
     Node node = {.op = op, .num_inputs = num_inputs, .num_outputs = num_outputs, .op_seed = op_seed};
     if (p->finished || num_inputs < op->min_inputs || num_inputs > op->max_inputs ||
-        num_outputs < 1 || num_outputs > 4096) {
+        num_outputs < 1 || num_outputs > CV_OP_MAX_ARITY) {
         s = cv_error(CV_INVALID_ARGUMENT, "%s: %d inputs and %d outputs do not fit the op", op->name,
                      num_inputs, num_outputs);
         goto fail;

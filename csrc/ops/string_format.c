@@ -148,5 +148,5 @@ static CvStatus string_format_run(const CvOpAttrs *attrs, const CvTensor *in, in
 }
 
 const CvOp cv_op_string_format = {
-    .name = "StringFormat", .min_inputs = 0, .max_inputs = 4096, .run = string_format_run,
+    .name = "StringFormat", .min_inputs = 0, .max_inputs = CV_OP_MAX_ARITY, .run = string_format_run,
     .int_attrs = string_format_int_attrs};
