@@ -8,6 +8,7 @@ CV_CGROUP_ROOT hook.
 """
 import gc
 import os
+import re
 import textwrap
 import time
 
@@ -106,6 +107,43 @@ def test_interleave_over_budget_raises_naming_the_interleave():
         list(ds)
     gc.collect()
     assert usage(ds)[0] == 0
+
+
+def test_budget_errors_name_the_stage_that_holds_the_most():
+    """The stage that cannot charge is often not the one to turn down: a full
+    prefetch holds the budget, a map cannot add a result. The error names the
+    holder, what it holds and its knob first (issue 31)."""
+    base = with_budget(Dataset.range(20), 1_000_000)
+    full = base.map(lambda x: np.full(100 * KB, 1, np.uint8)).prefetch(8)
+    it = iter(full)
+    next(it)
+    assert wait_for(lambda: usage(full)[0] >= 8 * 100 * KB)
+    other = base.take(1).map(lambda x: np.zeros(300 * KB, np.uint8)).map(
+        lambda x: x + 1, num_parallel_calls=2)  # another pipeline of the same budget
+    with pytest.raises(errors.ResourceExhaustedError) as info:
+        list(other)
+    message = str(info.value)
+    assert message.startswith("ParallelMap: RAM budget exceeded"), message
+    assert re.search(r"Prefetch holds the most: (781\.2|878\.9) KiB\. To fix: lower prefetch's "
+                     r"buffer_size, lower map's num_parallel_calls here, or raise "
+                     r"options\.autotune\.ram_budget\.$", message), message
+    it.close()
+    gc.collect()
+    assert wait_for(lambda: usage(full)[0] == 0)
+
+
+def test_shuffle_is_named_as_the_holder():
+    base = with_budget(Dataset.range(20), 1_000_000)
+    shuffled = base.map(lambda x: np.full(100 * KB, 1, np.uint8)).shuffle(9, seed=1)
+    it = iter(shuffled)
+    next(it)  # the buffer filled: 9 elements, the one handed out still charged
+    other = base.take(1).map(lambda x: np.zeros(300 * KB, np.uint8)).prefetch(1)
+    with pytest.raises(errors.ResourceExhaustedError,
+                       match=r"^Prefetch: .* Shuffle holds the most: 878\.9 KiB\. To fix: lower "
+                       r"shuffle's buffer_size, lower prefetch's buffer_size here, or raise"):
+        list(other)
+    del it
+    gc.collect()
 
 
 def test_errors_keep_their_position_and_iteration_goes_on():
