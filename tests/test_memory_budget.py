@@ -146,6 +146,16 @@ def test_shuffle_is_named_as_the_holder():
     gc.collect()
 
 
+def test_fused_shuffle_batch_is_named_as_the_holder():
+    """shuffle + batch run fused: its buffer is listed as Shuffle's. Its parallel
+    batch races the buffer for the budget; whichever fails names the shuffle."""
+    ds = with_budget(Dataset.range(20).map(lambda x: np.full(100 * KB, 1, np.uint8))
+                     .shuffle(9, seed=1).batch(2), 1_000_000)
+    with pytest.raises(errors.ResourceExhaustedError,
+                       match=r"^(Shuffle: |ParallelBatch: .* Shuffle holds the most: )"):
+        list(ds)
+
+
 def test_errors_keep_their_position_and_iteration_goes_on():
     # Elements alternate 10 KB and 200 KB; the big ones cannot be buffered.
     big = Dataset.range(6).map(lambda x: np.zeros(200 * KB if x % 2 else 10 * KB, np.uint8))
