@@ -97,12 +97,12 @@ def test_random_damage_never_gives_a_wrong_record(tmp_path):
     cases = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", errors.DataLossWarning)
-        for _ in range(1500):
+        for _ in range(2000):
             what, raw = _damages(rng, case.good, other_raw)
             case.put_index(raw)
             case.check(rng, what)
             cases += 1
-    assert cases == 1500
+    assert cases == 2000
 
 
 def test_other_files_index_forged_to_this_file_is_caught_by_record_crcs(tmp_path):
