@@ -14,6 +14,7 @@ from conveyor import errors
 from conveyor.tools.index import INDEX_SUFFIX, index_path, write_index
 
 from _record_files import frame
+import _cvindex
 
 D = cv.data
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(cv.__file__)))
@@ -84,9 +85,13 @@ def test_cli_writes_one_sidecar_per_file(tmp_path):
     assert f"{b}: 0 records" in done.stdout
     assert index_path(a) == a + ".cvindex"
     raw = open(a + INDEX_SUFFIX, "rb").read()
-    assert raw[:8] == b"CVRIDX01" and len(raw) == 48 + 8 * 26
-    offsets = struct.unpack_from("<26Q", raw, 48)
-    assert offsets[0] == 0 and offsets[-1] == os.path.getsize(a)
+    assert raw[:8] == b"CVRIDX02" and len(raw) == 64 + 4 * 1 + 16 * 26
+    fields, entries, _ = _cvindex.parse(raw)
+    assert fields["n"] == 25 and fields["version"] == _cvindex.crc32c(
+        _cvindex.local_version(a).encode())
+    assert entries[0][0] == 0 and entries[-1] == (os.path.getsize(a), 0, 0)
+    recs = _records(0, 25)
+    assert [e[2] for e in entries[:-1]] == [_cvindex.masked_crc(r) for r in recs]
     assert not [p for p in os.listdir(tmp_path) if ".tmp." in p]
 
 
@@ -116,7 +121,7 @@ def test_torn_tail_is_left_out_of_the_index(tmp_path):
         f.write(frame(b"x" * 100)[:50])
     assert write_index(p) == 10
     raw = open(p + INDEX_SUFFIX, "rb").read()
-    assert struct.unpack_from("<Q", raw, 48 + 8 * 10)[0] == whole
+    assert _cvindex.parse(raw)[1][10] == (whole, 0, 0)
     for n in (3, 10, 11, 20):
         errors._warned.clear()  # the engine warns once per message
         with pytest.warns(errors.DataLossWarning, match="torn tail"):
@@ -155,6 +160,7 @@ def test_index_seeks_past_records_it_does_not_read(tmp_path):
     start = sum(16 + len(r) for r in recs[:120])
     _corrupt_in_place(p, start + 2)  # record 120's length: its CRC fails
     _corrupt_in_place(p, start + 16 + len(recs[120]) + 12)  # record 121's data
+    _cvindex.restamp(p)  # the index still claims the file (its version moved with the damage)
     assert _no_warnings(lambda: _read(D.TFRecordDataset(p).skip(200))) == recs[200:]
     assert _read(D.TFRecordDataset(p).shard(150, 1)) == [recs[1], recs[151]]
     os.rename(p + INDEX_SUFFIX, p + ".saved")
@@ -207,13 +213,21 @@ def test_damaged_index_is_ignored_with_a_warning(tmp_path):
         open(p + INDEX_SUFFIX, "wb").write(damaged)
         with pytest.warns(errors.DataLossWarning, match=why):
             assert _read(D.TFRecordDataset(p).skip(7)) == recs[7:]
-    # An entry that does not point at a record header: found when it is used.
-    entries = list(struct.unpack_from("<41Q", good, 48))
-    entries[30] += 1
-    open(p + INDEX_SUFFIX, "wb").write(good[:48] + struct.pack("<41Q", *entries))
+    # A damaged entry fails its block's CRC, found when the block is used.
+    fields, entries, _ = _cvindex.parse(good)
+    raw = bytearray(good)
+    raw[-16 * 11] ^= 1  # entry 30's offset
+    open(p + INDEX_SUFFIX, "wb").write(bytes(raw))
+    with pytest.warns(errors.DataLossWarning, match=r"cvindex\" is ignored: its block 0 "
+                      r"\(entries 0-40\) fails its CRC-32C"):
+        assert _read(D.TFRecordDataset(p).skip(20)) == recs[20:]
+    # An entry forged with its block's CRC recomputed, that does not point at the
+    # record it indexed: found when it is used.
+    entries[30] = (entries[30][0] + 1,) + entries[30][1:]
+    open(p + INDEX_SUFFIX, "wb").write(_cvindex.build(fields, entries))
     assert _no_warnings(lambda: _read(D.TFRecordDataset(p).skip(20))) == recs[20:]
-    with pytest.warns(errors.DataLossWarning, match="entry for record 30 does not point at a "
-                      "record header"):
+    with pytest.warns(errors.DataLossWarning, match="entry for record 30 does not point at the "
+                      "record header it indexed"):
         assert _read(D.TFRecordDataset(p).skip(30)) == recs[30:]
 
 

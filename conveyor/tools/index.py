@@ -1,13 +1,18 @@
 """Index TFRecord files: ``python -m conveyor.tools.index FILES...``.
 
 For each (uncompressed) TFRecord file ``F`` this writes ``F.cvindex`` next to
-it: the byte offset of every record, plus the size, modification time and a
-checksum of the first and last 4 KiB of ``F`` as they were when indexed. Every
-record is read once, both CRC-32Cs checked; a corrupt file gets no index.
+it: the byte offset and both CRC-32Cs of every record, in checksummed blocks,
+plus the size, modification time, file version (a local file's inode and
+status-change time) and a checksum of the first and last 4 KiB of ``F`` as
+they were when indexed. Every record is read once, both CRC-32Cs checked; a
+corrupt file gets no index. Readers check each entry they use against its
+block's checksum and the record it points at, and fall back to reading with a
+``conveyor.errors.DataLossWarning`` when one does not match.
 
 With an index, ``TFRecordDataset(files).skip(n)`` and ``.shard(num, index)``
 seek over the records they pass instead of reading them, file by file. An
-index whose data file changed since (size, mtime or checksums differ) is
+index whose data file changed since (size, mtime, version or checksums
+differ; copying the file changes its version too: index after copying) is
 *stale*: readers ignore it with a ``conveyor.errors.DataLossWarning`` naming
 it and read instead; run this tool again to refresh it. Compressed files
 (GZIP/ZLIB) cannot be indexed: a deflate stream has no random access.

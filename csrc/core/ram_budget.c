@@ -16,6 +16,8 @@ struct CvMemory {
     atomic_long refcount;
     CvMemory *prev, *next; /* the registry of live budgets; guarded by registry_mu */
     bool unlisted; /* not in the registry (not RAM: cv_memory_new_unlisted) */
+    pthread_mutex_t holders_mu; /* guards `holders`; never held across a call out */
+    CvMemoryHolder *holders;    /* the stages charging it (CvMemoryHolder) */
 };
 
 /* Live budgets, for cv_memory_in_use. Taken only when a budget is created or
@@ -23,7 +25,7 @@ struct CvMemory {
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static CvMemory *registry;
 
-static CvMemory default_memory = {.refcount = 1};
+static CvMemory default_memory = {.refcount = 1, .holders_mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 /* &default_memory once its limit is known: the charge path's fast check. */
 static CvMemory *_Atomic default_ready;
@@ -70,6 +72,7 @@ CvMemory *cv_memory_new(int64_t limit)
         return NULL;
     m->limit = limit;
     atomic_init(&m->refcount, 1);
+    pthread_mutex_init(&m->holders_mu, NULL);
     registry_add(m);
     return m;
 }
@@ -89,6 +92,7 @@ CvMemory *cv_memory_new_unlisted(void)
     m->limit = INT64_MAX;
     m->unlisted = true;
     atomic_init(&m->refcount, 1);
+    pthread_mutex_init(&m->holders_mu, NULL);
     return m;
 }
 
@@ -98,6 +102,7 @@ void cv_memory_unref(CvMemory *m)
         atomic_fetch_sub_explicit(&m->refcount, 1, memory_order_acq_rel) != 1)
         return;
     if (m->unlisted) {
+        pthread_mutex_destroy(&m->holders_mu);
         free(m);
         return;
     }
@@ -109,6 +114,7 @@ void cv_memory_unref(CvMemory *m)
     if (m->next)
         m->next->prev = m->prev;
     pthread_mutex_unlock(&registry_mu);
+    pthread_mutex_destroy(&m->holders_mu);
     free(m);
 }
 
@@ -166,19 +172,99 @@ CvStatus cv_memory_exceeded(CvMemory *m, size_t bytes, const char *stage, size_t
 {
     m = resolve(m);
     int64_t used = atomic_load_explicit(&m->used, memory_order_relaxed);
-    char b_held[32], b_need[32], b_used[32], b_limit[32], b_process[32];
+    char b_held[32], b_need[32], b_used[32], b_limit[32], b_process[32], b_top[32];
     bool is_default = m == &default_memory;
     char why[96] = "options.autotune.ram_budget";
     if (is_default)
         snprintf(why, sizeof(why), "the default: half of the %s this process may use",
                  human(cv_memory_process_limit(), b_process, sizeof(b_process)));
+    /* The stage listed on this budget that holds the most, when it is not
+     * the one asking: its name and knob are copied under the lock (a stage
+     * of another thread may be destroyed right after). */
+    char top[256] = "";
+    pthread_mutex_lock(&m->holders_mu);
+    const CvMemoryHolder *most = NULL;
+    int64_t most_held = (int64_t)held;
+    for (const CvMemoryHolder *h = m->holders; h; h = h->next) {
+        int64_t b = atomic_load_explicit(&h->held, memory_order_relaxed);
+        if (b > most_held) {
+            most = h;
+            most_held = b;
+        }
+    }
+    if (most)
+        snprintf(top, sizeof(top), " %s holds the most: %s. To fix: %s, ", most->stage,
+                 human(most_held, b_top, sizeof(b_top)), most->knob);
+    pthread_mutex_unlock(&m->holders_mu);
     return cv_error(CV_RESOURCE_EXHAUSTED,
                     "%s: RAM budget exceeded: this stage holds %s and needs %s more, but the "
-                    "pipeline's buffers already hold %s of their %s budget (%s). To fix: %s or "
+                    "pipeline's buffers already hold %s of their %s budget (%s).%s%s%s or "
                     "raise options.autotune.ram_budget.",
                     stage, human((int64_t)held, b_held, sizeof(b_held)),
                     human((int64_t)bytes, b_need, sizeof(b_need)), human(used, b_used, sizeof(b_used)),
-                    human(m->limit, b_limit, sizeof(b_limit)), why, knob);
+                    human(m->limit, b_limit, sizeof(b_limit)), why, top[0] ? top : " To fix: ",
+                    knob, top[0] ? " here," : "");
+}
+
+void cv_memory_holder_list(CvMemoryHolder *h, CvMemory *m, const char *stage, const char *knob)
+{
+    if (h->memory)
+        return;
+    m = resolve(m);
+    h->stage = stage;
+    h->knob = knob;
+    atomic_init(&h->held, 0);
+    pthread_mutex_lock(&m->holders_mu);
+    h->prev = NULL;
+    h->next = m->holders;
+    if (m->holders)
+        m->holders->prev = h;
+    m->holders = h;
+    pthread_mutex_unlock(&m->holders_mu);
+    h->memory = m;
+}
+
+void cv_memory_holder_unlist(CvMemoryHolder *h)
+{
+    if (!h || !h->memory)
+        return;
+    CvMemory *m = h->memory;
+    pthread_mutex_lock(&m->holders_mu);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        m->holders = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    pthread_mutex_unlock(&m->holders_mu);
+    h->memory = NULL;
+}
+
+bool cv_memory_holder_try_charge(CvMemoryHolder *h, size_t bytes)
+{
+    if (!cv_memory_try_charge(h->memory, bytes))
+        return false;
+    atomic_fetch_add_explicit(&h->held, (int64_t)bytes, memory_order_relaxed);
+    return true;
+}
+
+void cv_memory_holder_release(CvMemoryHolder *h, size_t bytes)
+{
+    if (!bytes)
+        return;
+    atomic_fetch_sub_explicit(&h->held, (int64_t)bytes, memory_order_relaxed);
+    cv_memory_release(h->memory, bytes);
+}
+
+void cv_memory_holder_set(CvMemoryHolder *h, size_t held)
+{
+    atomic_store_explicit(&h->held, (int64_t)held, memory_order_relaxed);
+}
+
+CvStatus cv_memory_holder_exceeded(CvMemoryHolder *h, size_t bytes)
+{
+    int64_t held = atomic_load_explicit(&h->held, memory_order_relaxed);
+    return cv_memory_exceeded(h->memory, bytes, h->stage, held > 0 ? (size_t)held : 0, h->knob);
 }
 
 void cv_memory_release(CvMemory *m, size_t bytes)
@@ -222,8 +308,12 @@ void cv_memory_after_fork(void)
 {
     /* A parent thread may have held the lock at fork(): it is not ours. */
     pthread_mutex_init(&registry_mu, NULL);
-    for (CvMemory *m = registry; m; m = m->next)
+    for (CvMemory *m = registry; m; m = m->next) {
         atomic_store_explicit(&m->used, 0, memory_order_relaxed);
+        pthread_mutex_init(&m->holders_mu, NULL);
+        for (CvMemoryHolder *h = m->holders; h; h = h->next)
+            atomic_store_explicit(&h->held, 0, memory_order_relaxed);
+    }
 }
 
 int64_t cv_memory_process_limit(void)

@@ -33,6 +33,7 @@
 #ifndef CV_RAM_BUDGET_H
 #define CV_RAM_BUDGET_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -68,12 +69,41 @@ int64_t cv_memory_used(const CvMemory *m);
 CvStatus cv_memory_charge(CvMemory *m, size_t bytes, const char *stage, size_t held,
                           const char *knob);
 /* The same in two steps: charge if it fits (true), or nothing; and the
- * error cv_memory_charge would return for a charge that did not fit. */
+ * error cv_memory_charge would return for a charge that did not fit. When
+ * another stage listed on the budget (CvMemoryHolder) holds more than
+ * `held`, the error names it, what it holds and its knob first. */
 bool cv_memory_try_charge(CvMemory *m, size_t bytes);
 CvStatus cv_memory_exceeded(CvMemory *m, size_t bytes, const char *stage, size_t held,
                             const char *knob);
 /* Give back bytes charged earlier (0 is a no-op). */
 void cv_memory_release(CvMemory *m, size_t bytes);
+
+/* A stage's share of a budget, listed on it so that an error can name the
+ * stage holding the most bytes and its knob (the one that asks is often a
+ * victim: a map that cannot add a result because a prefetch downstream
+ * holds most of the budget). A stage embeds one, lists it before its first
+ * charge and unlists it when it is destroyed (after releasing what it
+ * holds); it charges and releases through it. Thread-safe; listing takes
+ * the budget's holder lock, charging does not. */
+typedef struct CvMemoryHolder {
+    const char *stage;      /* borrowed, outlives the holder ("Prefetch") */
+    const char *knob;       /* borrowed ("lower prefetch's buffer_size") */
+    _Atomic int64_t held;   /* bytes charged through this holder */
+    CvMemory *memory;       /* the budget it is listed on (resolved); NULL: not listed */
+    struct CvMemoryHolder *prev, *next; /* guarded by the budget's holder lock */
+} CvMemoryHolder;
+
+/* List h on m (NULL: the default budget); a no-op when it is listed. */
+void cv_memory_holder_list(CvMemoryHolder *h, CvMemory *m, const char *stage, const char *knob);
+void cv_memory_holder_unlist(CvMemoryHolder *h); /* NULL-safe, idempotent */
+/* cv_memory_try_charge / cv_memory_release on h's budget, counted on h. */
+bool cv_memory_holder_try_charge(CvMemoryHolder *h, size_t bytes);
+void cv_memory_holder_release(CvMemoryHolder *h, size_t bytes);
+/* For a stage that counts its bytes itself (charging the budget directly):
+ * what it holds now. */
+void cv_memory_holder_set(CvMemoryHolder *h, size_t held);
+/* cv_memory_exceeded for h (its stage, what it holds, its knob). */
+CvStatus cv_memory_holder_exceeded(CvMemoryHolder *h, size_t bytes);
 
 /* Bytes an element holds: each tensor's nbytes, plus the string bytes its
  * refs point to. */

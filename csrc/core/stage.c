@@ -32,6 +32,7 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->memory = NULL;
     st->memory_knob = "lower this stage's buffering (buffer_size / num_parallel_calls)";
     st->held = 0;
+    st->holder = (CvMemoryHolder){0};
     st->run_next = st->run_end = 0;
     st->run_bytes = 0;
     st->run_low_water = 1;
@@ -129,19 +130,20 @@ static void charge_units(CvStage *st, CvStageUnit *units, size_t *bytes, int n, 
 {
     if (total == 0)
         return;
-    if (cv_memory_try_charge(st->memory, total)) {
+    cv_memory_holder_list(&st->holder, st->memory, st->name, st->memory_knob);
+    if (cv_memory_holder_try_charge(&st->holder, total)) {
         st->held += total;
         return;
     }
     for (int i = 0; i < n; i++) {
         if (bytes[i] == 0)
             continue;
-        if (cv_memory_try_charge(st->memory, bytes[i])) {
+        if (cv_memory_holder_try_charge(&st->holder, bytes[i])) {
             st->held += bytes[i];
             continue;
         }
         cv_status_free(units[i].status);
-        units[i].status = cv_memory_exceeded(st->memory, bytes[i], st->name, st->held, st->memory_knob);
+        units[i].status = cv_memory_holder_exceeded(&st->holder, bytes[i]);
         cv_element_clear(&units[i].out);
         bytes[i] = 0;
     }
@@ -377,7 +379,7 @@ static bool run_retire(CvStage *st, bool starved)
     if (st->run_next != st->consumed) {
         st->consumed = st->run_next;
         if (st->run_bytes) {
-            cv_memory_release(st->memory, st->run_bytes);
+            cv_memory_holder_release(&st->holder, st->run_bytes);
             st->held -= st->run_bytes;
             st->run_bytes = 0;
         }
@@ -717,7 +719,9 @@ void cv_stage_destroy(CvStage *st)
     st->nrestored = st->restored_next = 0;
     cv_state_writer_clear(&st->last_mark);
     cv_state_writer_clear(&st->base);
-    cv_memory_release(st->memory, st->held);
+    if (st->held)
+        cv_memory_holder_release(&st->holder, st->held);
+    cv_memory_holder_unlist(&st->holder);
     st->held = 0;
     free(st->slots);
     st->slots = NULL;

@@ -212,6 +212,7 @@ typedef struct CvStage {
     uint64_t consumed;  /* units retired: their slots are free for workers */
     uint64_t completed; /* units processed (slot index in completion order) */
     size_t held;        /* bytes of the results in unretired slots, charged to memory */
+    CvMemoryHolder holder; /* the same bytes, listed on memory at the first charge */
     bool full;          /* the task went idle for want of room; the consumer resubmits it */
     int64_t full_since; /* when it did */
     bool consumer_waiting; /* the consumer is asleep on ready_cv */

@@ -154,11 +154,16 @@ CvBuffer *cv_buffer_new(size_t size)
         size_t capacity = (size + round - 1) / round * round;
         if (size >= CV_HUGE_BYTES) {
             /* Huge pages for big buffers (a from_tensor_slices source): one
-             * fault per 2 MiB instead of per 4 KiB on first touch. */
+             * fault per 2 MiB instead of per 4 KiB on first touch. Only the
+             * huge pages the buffer fills are advised: its last, partial one
+             * stays in 4 KiB pages, or every 8 MiB element would take 10 MiB
+             * of RAM (its header spills into a fifth huge page) and a
+             * buffer charged 8 MiB to the RAM budget would hold 1.25x that. */
             size_t total = (header + capacity + CV_HUGE_PAGE - 1) / CV_HUGE_PAGE * CV_HUGE_PAGE;
             b = aligned_alloc(CV_HUGE_PAGE, total);
-            if (b)
-                madvise(b, total, MADV_HUGEPAGE); /* advice only: failure is harmless */
+            size_t whole = (header + capacity) / CV_HUGE_PAGE * CV_HUGE_PAGE;
+            if (b && whole)
+                madvise(b, whole, MADV_HUGEPAGE); /* advice only: failure is harmless */
         } else if (is_block(capacity)) {
             b = cv_block_alloc(header + capacity);
         } else {

@@ -35,7 +35,8 @@ typedef struct CvFileInfo {
     int64_t mtime_ns; /* modification time, nanoseconds since the epoch; 0 when unknown */
     bool is_dir;      /* a directory, or an object-store prefix with objects under it */
     /* An opaque version of the object's contents when the store has one (a
-     * GCS generation, an S3 ETag, a local file's inode+mtime): resume and the
+     * GCS generation, an S3 ETag, a local file's inode, size, mtime and
+     * status-change time): resume and the
      * sidecar index compare it to notice a file rewritten in place. "" when
      * unknown. */
     char version[64];

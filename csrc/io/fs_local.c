@@ -40,8 +40,12 @@ static void info_from_stat(const struct stat *sb, CvFileInfo *out)
     out->is_dir = S_ISDIR(sb->st_mode);
     out->size = S_ISREG(sb->st_mode) || out->is_dir ? (uint64_t)sb->st_size : UINT64_MAX;
     out->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + (int64_t)sb->st_mtim.tv_nsec;
-    snprintf(out->version, sizeof(out->version), "%" PRIx64 "-%" PRIx64 "-%" PRIx64,
-             (uint64_t)sb->st_ino, (uint64_t)sb->st_size, (uint64_t)out->mtime_ns);
+    /* The status-change time too: a rewrite in place that puts the mtime
+     * back (utime) still moves it, and nothing can set it back. */
+    int64_t ctime_ns = (int64_t)sb->st_ctim.tv_sec * 1000000000 + (int64_t)sb->st_ctim.tv_nsec;
+    snprintf(out->version, sizeof(out->version), "%" PRIx64 "-%" PRIx64 "-%" PRIx64 "-%" PRIx64,
+             (uint64_t)sb->st_ino, (uint64_t)sb->st_size, (uint64_t)out->mtime_ns,
+             (uint64_t)ctime_ns);
 }
 
 /* ---- reading ----------------------------------------------------------- */

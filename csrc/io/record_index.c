@@ -18,14 +18,20 @@
  * `python -m conveyor.tools.index` calls: reading a file, local or remote,
  * never writes anything (no write access is needed to read). */
 
-#define MAGIC "CVRIDX01"
-#define HEADER_BYTES 48
-#define EDGE_BYTES 4096 /* hashed at each end of the data file */
+#define MAGIC "CVRIDX02"
+#define HEADER_BYTES 64
+#define ENTRY_BYTES 16
+#define BLOCK_ENTRIES 256 /* 4 KiB: what one seek reads */
+#define EDGE_BYTES 4096   /* hashed at each end of the data file */
 
 struct CvRecordIndex {
     CvReadFile *file; /* the index file, owned */
     char *path;       /* the index file's, owned */
     uint64_t count;
+    uint64_t blocks;      /* ceil((count + 1) / BLOCK_ENTRIES) */
+    uint64_t table;       /* where entry 0 is */
+    uint64_t cached;      /* the block in `block`, UINT64_MAX: none */
+    unsigned char block[BLOCK_ENTRIES * ENTRY_BYTES];
 };
 
 static void put_le64(unsigned char *p, uint64_t v)
@@ -51,6 +57,15 @@ static uint64_t get_le64(const unsigned char *p)
 static uint32_t get_le32(const unsigned char *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A block's check: its number then its bytes, so a block moved to
+ * another place in the table fails too. */
+static uint32_t block_crc(uint64_t b, const unsigned char *p, size_t n)
+{
+    unsigned char num[8];
+    put_le64(num, b);
+    return cv_crc32c_mask(cv_crc32c_extend(cv_crc32c(num, 8), p, n));
 }
 
 static char *index_path_of(const char *path)
@@ -99,9 +114,9 @@ static CvStatus edge_hashes(const char *path, uint64_t size, uint32_t *head, uin
 }
 
 /* Scan the records of an uncompressed TFRecord stream, appending each
- * record's start; the last entry appended (the start of no whole record)
- * is where the whole records end. */
-static CvStatus scan(CvInputStream *s, uint64_t **offs, size_t *n, size_t *cap)
+ * record's entry (its start and CRCs); the last entry appended (the start of
+ * no whole record, CRCs zero) is where the whole records end. */
+static CvStatus scan(CvInputStream *s, CvRecordIndexEntry **offs, size_t *n, size_t *cap)
 {
     const char *path = cv_input_stream_path(s);
     uint64_t size = cv_input_stream_file_size(s);
@@ -109,7 +124,8 @@ static CvStatus scan(CvInputStream *s, uint64_t **offs, size_t *n, size_t *cap)
         uint64_t start = cv_input_stream_offset(s);
         if (!cv_array_reserve((void **)offs, cap, *n + 1, sizeof(**offs), 1024))
             return cv_error_nomem();
-        (*offs)[(*n)++] = start;
+        CvRecordIndexEntry *e = &(*offs)[(*n)++];
+        *e = (CvRecordIndexEntry){start, 0, 0};
         unsigned char hdr[12], foot[4];
         size_t got = 0;
         CvStatus st = cv_input_stream_read(s, hdr, sizeof(hdr), &got);
@@ -121,6 +137,7 @@ static CvStatus scan(CvInputStream *s, uint64_t **offs, size_t *n, size_t *cap)
         uint64_t len = get_le64(hdr);
         if (len > size - cv_input_stream_offset(s))
             return CV_STATUS_OK; /* a torn record: the whole records end at its start */
+        uint32_t header_crc = get_le32(hdr + 8);
         uint32_t crc = 0;
         for (uint64_t left = len; left;) {
             const unsigned char *p = NULL;
@@ -143,13 +160,15 @@ static CvStatus scan(CvInputStream *s, uint64_t **offs, size_t *n, size_t *cap)
         if (cv_crc32c_mask(crc) != get_le32(foot))
             return cv_error(CV_DATA_LOSS, "corrupted record at %" PRIu64 " in \"%s\" (record %zu): "
                             "its data fails its CRC-32C; not indexed", start + 12, path, *n - 1);
+        (*offs)[*n - 1].header_crc = header_crc; /* set once whole: a torn one keeps zeros */
+        (*offs)[*n - 1].data_crc = get_le32(foot);
     }
 }
 
 CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *records)
 {
     CvInputStream *s = NULL;
-    uint64_t *offs = NULL;
+    CvRecordIndexEntry *offs = NULL;
     size_t n = 0, cap = 0;
     char *ipath = NULL;
     unsigned char *out = NULL;
@@ -175,7 +194,9 @@ CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *r
     uint32_t head = 0, tail = 0;
     if ((st = edge_hashes(path, size, &head, &tail)))
         goto cleanup;
-    size_t bytes = HEADER_BYTES + 8 * n;
+    const CvFileInfo *info = cv_input_stream_file_info(s);
+    size_t blocks = (n + BLOCK_ENTRIES - 1) / BLOCK_ENTRIES, table = HEADER_BYTES + 4 * blocks;
+    size_t bytes = table + ENTRY_BYTES * n;
     out = calloc(1, bytes);
     ipath = index_path_of(path);
     if (!out || !ipath) {
@@ -188,9 +209,20 @@ CvStatus cv_record_index_write(const char *path, size_t buffer_size, uint64_t *r
     put_le32(out + 24, head);
     put_le32(out + 28, tail);
     put_le64(out + 32, (uint64_t)(n - 1));
-    put_le32(out + 40, cv_crc32c_masked(out, 40));
-    for (size_t i = 0; i < n; i++)
-        put_le64(out + HEADER_BYTES + 8 * i, offs[i]);
+    put_le32(out + 40, BLOCK_ENTRIES);
+    put_le32(out + 44, cv_crc32c(info->version, strlen(info->version)));
+    put_le32(out + 48, cv_crc32c_masked(out, 48));
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *e = out + table + ENTRY_BYTES * i;
+        put_le64(e, offs[i].offset);
+        put_le32(e + 8, offs[i].header_crc);
+        put_le32(e + 12, offs[i].data_crc);
+    }
+    for (size_t b = 0; b < blocks; b++) {
+        size_t first = b * BLOCK_ENTRIES, k = n - first < BLOCK_ENTRIES ? n - first : BLOCK_ENTRIES;
+        put_le32(out + HEADER_BYTES + 4 * b, block_crc(b, out + table + ENTRY_BYTES * first,
+                                                       ENTRY_BYTES * k));
+    }
     /* The layer's writer: a temporary file fsync'd and renamed over the
      * index (an object uploaded whole), so a partial index never appears. */
     if ((st = cv_fs_open_write(ipath, false, &w)) || (st = w->methods->append(w, out, bytes)))
@@ -219,15 +251,30 @@ uint64_t cv_record_index_count(const CvRecordIndex *idx)
     return idx->count;
 }
 
-CvStatus cv_record_index_offset(const CvRecordIndex *idx, uint64_t i, uint64_t *offset)
+CvStatus cv_record_index_entry(CvRecordIndex *idx, uint64_t i, CvRecordIndexEntry *e)
 {
-    unsigned char b[8];
     if (i > idx->count)
         return cv_error(CV_INTERNAL, "%s: entry %" PRIu64 " of %" PRIu64, idx->path, i, idx->count);
-    CvStatus st = read_exactly(idx->file, idx->path, b, sizeof(b), HEADER_BYTES + 8 * i);
-    if (st)
-        return cv_status_prefix(st, "record index: ");
-    *offset = get_le64(b);
+    uint64_t b = i / BLOCK_ENTRIES, first = b * BLOCK_ENTRIES;
+    uint64_t k = idx->count + 1 - first < BLOCK_ENTRIES ? idx->count + 1 - first : BLOCK_ENTRIES;
+    if (idx->cached != b) {
+        unsigned char c[4];
+        idx->cached = UINT64_MAX;
+        CvStatus st = read_exactly(idx->file, idx->path, c, 4, HEADER_BYTES + 4 * b);
+        if (!st)
+            st = read_exactly(idx->file, idx->path, idx->block, (size_t)(ENTRY_BYTES * k),
+                              idx->table + ENTRY_BYTES * first);
+        if (st)
+            return cv_status_prefix(st, "record index: ");
+        if (block_crc(b, idx->block, (size_t)(ENTRY_BYTES * k)) != get_le32(c))
+            return cv_error(CV_DATA_LOSS, "its block %" PRIu64 " (entries %" PRIu64 "-%" PRIu64
+                            ") fails its CRC-32C", b, first, first + k - 1);
+        idx->cached = b;
+    }
+    const unsigned char *p = idx->block + ENTRY_BYTES * (i - first);
+    e->offset = get_le64(p);
+    e->header_crc = get_le32(p + 8);
+    e->data_crc = get_le32(p + 12);
     return CV_STATUS_OK;
 }
 
@@ -242,9 +289,11 @@ void cv_record_index_close(CvRecordIndex *idx)
 }
 
 /* Why the index at ipath cannot serve `path`, in `why` ("" when it can). */
-static void check_index(CvRecordIndex *idx, const char *path, uint64_t size, int64_t mtime_ns,
+static void check_index(CvRecordIndex *idx, const char *path, const CvFileInfo *info,
                         char *why, size_t why_len, bool *stale)
 {
+    uint64_t size = info->size;
+    int64_t mtime_ns = info->mtime_ns;
     unsigned char h[HEADER_BYTES];
     uint64_t bytes = idx->file->info.size; /* at open */
     why[0] = '\0';
@@ -269,13 +318,15 @@ static void check_index(CvRecordIndex *idx, const char *path, uint64_t size, int
                  MAGIC + 6);
         return;
     }
-    if (cv_crc32c_masked(h, 40) != get_le32(h + 40)) {
+    if (cv_crc32c_masked(h, 48) != get_le32(h + 48) || get_le32(h + 40) != BLOCK_ENTRIES) {
         snprintf(why, why_len, "its header fails its CRC-32C");
         return;
     }
     idx->count = get_le64(h + 32);
-    if (idx->count > (UINT64_MAX - HEADER_BYTES) / 8 - 1 ||
-        bytes != HEADER_BYTES + 8 * (idx->count + 1)) {
+    idx->blocks = idx->count / BLOCK_ENTRIES + 1; /* ceil((count + 1) / B) */
+    idx->table = HEADER_BYTES + 4 * idx->blocks;
+    if (idx->count > (UINT64_MAX / 2 - HEADER_BYTES) / (ENTRY_BYTES + 1) ||
+        bytes != idx->table + ENTRY_BYTES * (idx->count + 1)) {
         snprintf(why, why_len, "its size does not match its record count (%" PRIu64 ")", idx->count);
         return;
     }
@@ -301,14 +352,21 @@ static void check_index(CvRecordIndex *idx, const char *path, uint64_t size, int
         snprintf(why, why_len, "the file's first or last bytes differ from when it was indexed");
         return;
     }
+    if (cv_crc32c(info->version, strlen(info->version)) != get_le32(h + 44)) {
+        snprintf(why, why_len, "the file is not the one indexed (its version differs: a local "
+                 "file's inode or status-change time, as a rewrite in place or a copy changes "
+                 "them)");
+        return;
+    }
     *stale = false;
 }
 
-CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mtime_ns)
+CvRecordIndex *cv_record_index_open(const char *path, const CvFileInfo *info)
 {
     CvRecordIndex *idx = calloc(1, sizeof(*idx));
     if (!idx)
         return NULL; /* reading instead of seeking is still right */
+    idx->cached = UINT64_MAX;
     idx->path = index_path_of(path);
     if (!idx->path)
         goto unusable_quiet;
@@ -337,7 +395,7 @@ CvRecordIndex *cv_record_index_open(const char *path, uint64_t size, int64_t mti
     }
     char why[512];
     bool stale = false;
-    check_index(idx, path, size, mtime_ns, why, sizeof(why), &stale);
+    check_index(idx, path, info, why, sizeof(why), &stale);
     if (!why[0])
         return idx;
     if (stale)

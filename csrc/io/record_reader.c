@@ -4,6 +4,7 @@
 #include "io/record_reader.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,11 @@ struct CvRecordReader {
     CvOrigin *origin; /* the path, for the records' buffers (NULL when out of memory) */
     CvRecordIndex *idx; /* owned; looked up at the first skip (idx_tried) */
     bool idx_tried;
+    bool idx_seeked; /* the position came from an index seek once: a bad entry
+                        sends the reader back to the start */
+    bool verify;     /* the record `verify_index` was sought with the index: */
+    uint64_t verify_index; /* its footer must be `verify_crc` */
+    uint32_t verify_crc;
 };
 
 void cv_record_reader_close(CvRecordReader *r)
@@ -159,6 +165,8 @@ static CvStatus tfrecord_header(CvRecordReader *r, uint64_t start, uint64_t *len
     return CV_STATUS_OK;
 }
 
+static CvStatus index_mismatch_reread(CvRecordReader *r, CvTensor *out, bool *eof);
+
 static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
 {
     CvInputStream *s = r->s;
@@ -226,6 +234,13 @@ static CvStatus tfrecord_next(CvRecordReader *r, CvTensor *out, bool *eof)
     if (cv_crc32c_masked(blob, n) != le32(foot)) {
         cv_tensor_clear(out);
         return record_error(r, "corrupted", start + TFRECORD_HEADER_BYTES); /* TF: the data's offset */
+    }
+    if (r->verify && r->verify_index == r->index) {
+        r->verify = false;
+        if (r->verify_crc != le32(foot)) { /* not the record indexed: read from the start */
+            cv_tensor_clear(out);
+            return index_mismatch_reread(r, out, eof);
+        }
     }
     record_done(r, out);
     return CV_STATUS_OK;
@@ -460,68 +475,138 @@ CvStatus cv_reader_params_check(const CvReaderParams *params)
 #define FLAG_TORN_TOLD 1u /* CvRecordPosition.flags */
 
 /* Drop the index after a warning saying why (an entry that disagrees with
- * the file); the caller reads instead. */
+ * the file, or `why` alone when entry is NO_ENTRY); the caller reads
+ * instead. */
+#define NO_ENTRY UINT64_MAX
 static void index_distrust(CvRecordReader *r, const char *why, uint64_t entry)
 {
-    cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is ignored: its entry for record %" PRIu64
-            " %s. Records of \"%s\" are read to skip them; rebuild the index with `python -m "
-            "conveyor.tools.index %s`.", cv_record_index_path(r->idx), entry, why, r->path, r->path);
+    char what[64] = "";
+    if (entry != NO_ENTRY)
+        snprintf(what, sizeof(what), "its entry for record %" PRIu64 " ", entry);
+    cv_warn(CV_WARNING_DATA_LOSS_EACH, "TFRecord index \"%s\" is ignored: %s%s. Records of \"%s\" "
+            "are read to skip them%s; rebuild the index with `python -m conveyor.tools.index %s`.",
+            cv_record_index_path(r->idx), what, why, r->path,
+            r->idx_seeked ? ", from the start" : "", r->path);
     cv_record_index_close(r->idx);
     r->idx = NULL;
+    r->verify = false;
 }
 
-/* True when the TFRECORD_HEADER_BYTES at `at` (uncompressed file) are a TFRecord header
- * whose length passes its CRC; the stream is left at `at`. */
-static CvStatus header_at(CvRecordReader *r, uint64_t at, bool *ok)
+/* The TFRECORD_HEADER_BYTES at `at` (uncompressed file) into hdr; *ok when
+ * they are a TFRecord header whose length passes its CRC; the stream is
+ * left at `at`. */
+static CvStatus header_at(CvRecordReader *r, uint64_t at, bool *ok, unsigned char *hdr)
 {
-    unsigned char hdr[TFRECORD_HEADER_BYTES];
     size_t got = 0;
     CvStatus st = cv_input_stream_seek(r->s, at, "(checking a record header)");
     if (!st)
-        st = cv_input_stream_read(r->s, hdr, sizeof(hdr), &got);
+        st = cv_input_stream_read(r->s, hdr, TFRECORD_HEADER_BYTES, &got);
     if (!st)
         st = cv_input_stream_seek(r->s, at, "(checking a record header)");
-    *ok = !st && got == sizeof(hdr) && cv_crc32c_masked(hdr, 8) == le32(hdr + 8);
+    *ok = !st && got == TFRECORD_HEADER_BYTES && cv_crc32c_masked(hdr, 8) == le32(hdr + 8);
     return st;
 }
 
-/* Seek over up to n records with the index; *skipped is how many (0 when the
- * index is dropped). */
-static CvStatus index_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped)
+static CvStatus tfrecord_skip_one(CvRecordReader *r, bool *eof);
+
+/* After an index entry was found wrong: the position this reader reached
+ * through the index is not trusted either, so go back to the start and
+ * read up to the same record count (correct records, whatever the index
+ * said). A file with fewer records than that is DATA_LOSS. */
+static CvStatus reread_from_start(CvRecordReader *r, const atomic_bool *stop)
 {
-    uint64_t count = cv_record_index_count(r->idx), here = 0, there = 0;
-    uint64_t size = cv_input_stream_file_size(r->s), now = cv_input_stream_offset(r->s);
-    *skipped = 0;
-    if (r->index > count) {
-        index_distrust(r, "is missing (the file has more records than the index)", r->index);
-        return CV_STATUS_OK;
+    uint64_t want = r->index;
+    bool eof = false;
+    CvStatus st = cv_input_stream_seek(r->s, 0, "(reading from the start after a bad index entry)");
+    r->index = 0;
+    while (!st && r->index < want) {
+        if (stop && r->index % 4096 == 4095 && atomic_load_explicit(stop, memory_order_relaxed))
+            return cv_error(CV_CANCELLED, "skipping records of \"%s\" was cancelled", r->path);
+        st = tfrecord_skip_one(r, &eof);
+        if (!st && eof)
+            st = cv_error(CV_DATA_LOSS, "\"%s\" has %" PRIu64 " records, fewer than the %" PRIu64
+                          " its index had led to; the file changed", r->path, r->index, want);
     }
+    return st;
+}
+
+/* Distrust the index (see index_distrust) and put the reader where reading
+ * alone would have it. */
+static CvStatus index_fail(CvRecordReader *r, const char *why, uint64_t entry, uint64_t here,
+                           const atomic_bool *stop)
+{
+    bool back = r->idx_seeked;
+    index_distrust(r, why, entry);
+    if (back)
+        return reread_from_start(r, stop);
+    return cv_input_stream_seek(r->s, here, "(going back after a bad index entry)");
+}
+
+/* The record read after an index seek is not the one the index recorded
+ * there: drop the index, read up to the same record from the start, and
+ * return that one. */
+static CvStatus index_mismatch_reread(CvRecordReader *r, CvTensor *out, bool *eof)
+{
+    index_distrust(r, "does not match the record found there (its data CRC differs)", r->index);
+    CvStatus st = reread_from_start(r, NULL);
+    return st ? st : tfrecord_next(r, out, eof);
+}
+
+/* Seek over up to n records with the index; *skipped is how many (0 when the
+ * index is dropped). Every entry used is checked: its block's CRC (in
+ * cv_record_index_entry), the header it points at (its length CRC as
+ * indexed), for the end the last record ending there; the footer of the
+ * record then read is checked by tfrecord_next (r->verify). */
+static CvStatus index_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped,
+                           const atomic_bool *stop)
+{
+    uint64_t count = cv_record_index_count(r->idx);
+    uint64_t size = cv_input_stream_file_size(r->s), now = cv_input_stream_offset(r->s);
+    CvRecordIndexEntry here, there, last;
+    unsigned char hdr[TFRECORD_HEADER_BYTES];
+    *skipped = 0;
+    if (r->index > count)
+        return index_fail(r, "is missing (the file has more records than the index)", r->index,
+                          now, stop);
     uint64_t target = r->index + (n < count - r->index ? n : count - r->index);
     if (target == r->index)
         return CV_STATUS_OK;
-    CvStatus st = cv_record_index_offset(r->idx, r->index, &here);
+    CvStatus st = cv_record_index_entry(r->idx, r->index, &here);
     if (!st)
-        st = cv_record_index_offset(r->idx, target, &there);
+        st = cv_record_index_entry(r->idx, target, &there);
+    if (!st && target == count && count > 0)
+        st = cv_record_index_entry(r->idx, count - 1, &last);
     if (st) {
-        index_distrust(r, st->message, r->index);
+        CvStatus back = index_fail(r, st->message, NO_ENTRY, now, stop);
         cv_status_free(st);
-        return CV_STATUS_OK;
+        return back;
     }
-    if (here != now || there < here || there > size) {
-        index_distrust(r, "does not match the file", here != now ? r->index : target);
-        return CV_STATUS_OK;
-    }
+    if (here.offset != now || there.offset < here.offset || there.offset > size)
+        return index_fail(r, "does not match the file", here.offset != now ? r->index : target,
+                          now, stop);
     bool ok = true;
-    if (target < count && (st = header_at(r, there, &ok)))
-        return st;
-    if (!ok) {
-        index_distrust(r, "does not point at a record header", target);
-        return cv_input_stream_seek(r->s, here, "(going back after a bad index entry)");
+    if (target < count) {
+        if ((st = header_at(r, there.offset, &ok, hdr)))
+            return st;
+        ok = ok && le32(hdr + 8) == there.header_crc && there.offset + 16 <= size &&
+             le64(hdr) <= size - there.offset - 16;
+    } else if (count > 0) {
+        /* The end: the last record must start at its entry and end there. */
+        if ((st = header_at(r, last.offset, &ok, hdr)))
+            return st;
+        ok = ok && le32(hdr + 8) == last.header_crc && last.offset < there.offset &&
+             le64(hdr) == there.offset - last.offset - 16;
     }
-    if ((st = cv_input_stream_seek(r->s, there, "(seeking to an indexed record)")))
+    if (!ok)
+        return index_fail(r, "does not point at the record header it indexed", target, now, stop);
+    if ((st = cv_input_stream_seek(r->s, there.offset, "(seeking to an indexed record)")))
         return st;
     *skipped = target - r->index;
     r->index = target;
+    r->idx_seeked = true;
+    r->verify = target < count;
+    r->verify_index = target;
+    r->verify_crc = there.data_crc;
     return CV_STATUS_OK;
 }
 
@@ -560,11 +645,10 @@ CvStatus cv_record_reader_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped,
         cv_input_stream_file_size(r->s) != UINT64_MAX) {
         if (!r->idx_tried) {
             r->idx_tried = true;
-            r->idx = cv_record_index_open(r->path, cv_input_stream_file_size(r->s),
-                                          cv_input_stream_file_mtime_ns(r->s));
+            r->idx = cv_record_index_open(r->path, cv_input_stream_file_info(r->s));
         }
         if (r->idx) {
-            CvStatus st = index_skip(r, n, skipped);
+            CvStatus st = index_skip(r, n, skipped, stop);
             if (st)
                 return st;
         }
@@ -657,8 +741,9 @@ CvStatus cv_record_reader_seek(CvRecordReader *r, const CvRecordPosition *pos)
         if ((st = cv_input_stream_seek(r->s, pos->offset, "(restoring a position)")))
             return st;
         bool ok = true;
+        unsigned char hdr[TFRECORD_HEADER_BYTES];
         if (uncompressed && pos->offset + 12 <= size) {
-            if ((st = header_at(r, pos->offset, &ok)))
+            if ((st = header_at(r, pos->offset, &ok, hdr)))
                 return st;
         } else if (!uncompressed) {
             /* The header, when it is buffered already: a compressed stream

@@ -83,8 +83,10 @@ void cv_record_reader_close(CvRecordReader *r); /* NULL-safe */
  * seen); text and fixed-length records are framed as next() frames them. An
  * uncompressed TFRecord file with a valid index (io/record_index.h, looked
  * up at the first skip) seeks instead, reading nothing; a stale or damaged
- * index is ignored with a warning, and so is an entry that does not point
- * at a record header. `stop` (may be NULL) is polled every few thousand
+ * index is ignored with a warning, and so is an entry whose block fails its
+ * CRC or that does not point at the record it indexed (its header's length
+ * CRC; the record then read: its data CRC): the reader then reads from the
+ * start of the file when it had sought with that index before. `stop` (may be NULL) is polled every few thousand
  * records: when it turns true the skip returns CANCELLED. */
 CvStatus cv_record_reader_skip(CvRecordReader *r, uint64_t n, uint64_t *skipped, bool *eof,
                                const atomic_bool *stop);

@@ -224,10 +224,9 @@ static int read_ahead(InterleaveSlot *slot, int tail, InterleaveResult *run, int
  * budget's error in its place. */
 static void charge_run(InterleaveIterator *it, InterleaveResult *run, int got, size_t total)
 {
-    CvMemory *memory = it->base.dataset->memory;
     if (total == 0)
         return;
-    if (cv_memory_try_charge(memory, total)) {
+    if (cv_memory_holder_try_charge(&it->holder, total)) {
         atomic_fetch_add_explicit(&it->held, total, memory_order_relaxed);
         return;
     }
@@ -235,13 +234,12 @@ static void charge_run(InterleaveIterator *it, InterleaveResult *run, int got, s
         InterleaveResult *r = &run[i];
         if (r->bytes == 0)
             continue;
-        if (cv_memory_try_charge(memory, r->bytes)) {
+        if (cv_memory_holder_try_charge(&it->holder, r->bytes)) {
             atomic_fetch_add_explicit(&it->held, r->bytes, memory_order_relaxed);
             continue;
         }
-        size_t held = atomic_load_explicit(&it->held, memory_order_relaxed);
         cv_status_free(r->status);
-        r->status = cv_memory_exceeded(memory, r->bytes, "ParallelInterleave", held, INTERLEAVE_KNOB);
+        r->status = cv_memory_holder_exceeded(&it->holder, r->bytes);
         cv_element_clear(&r->element);
         r->bytes = 0;
         r->dropped = true;
@@ -395,7 +393,7 @@ static void pop_result(InterleaveIterator *it, InterleaveSlot *slot, InterleaveR
         slot->taken_error = r->status && !r->dropped;
         slot->marked = true;
     }
-    cv_memory_release(it->base.dataset->memory, r->bytes);
+    cv_memory_holder_release(&it->holder, r->bytes);
     atomic_fetch_sub_explicit(&it->held, r->bytes, memory_order_relaxed);
     slot->head = (slot->head + 1) % it->ring_size;
     slot->count--;
@@ -640,6 +638,7 @@ static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
             shared = (size_t)(budget / 4);
         shared /= (size_t)p->cycle_length;
         it->slot_bytes = shared > CV_INTERLEAVE_SLOT_BYTES ? shared : CV_INTERLEAVE_SLOT_BYTES;
+        cv_memory_holder_list(&it->holder, ds->memory, "ParallelInterleave", INTERLEAVE_KNOB);
         /* The pipeline's pool, or one of our own when made outside a pipeline. */
         CvPool *pool = cv_pool_current() ? cv_pool_ref(cv_pool_current()) : cv_pool_new(p->num_workers);
         if (pool)
@@ -876,6 +875,7 @@ static void interleave_destroy(CvIterator *base)
         cv_interleave_slot_destroy(it, it->cycle[k]);
     for (int k = 0; k < it->future_count; k++)
         cv_interleave_slot_destroy(it, it->futures[(it->future_head + k) % it->future_cap]);
+    cv_memory_holder_unlist(&it->holder); /* the slots released what they held */
     cv_iterator_destroy(it->input);
     cv_status_free(it->fatal);
     cv_interleave_mark_free(&it->input_mark);

@@ -57,6 +57,7 @@ typedef struct {
     size_t owed;       /* bytes of the element handed out last, still charged */
     CvElement pending; /* pulled, but over the budget: buffered first next time */
     bool has_pending;
+    CvMemoryHolder holder; /* held + owed, listed on the budget at the first next() */
 } ShuffleIterator;
 
 
@@ -163,11 +164,24 @@ static void prefetch_ahead(ShuffleIterator *it, int64_t buffer_size)
     }
 }
 
+static CvStatus shuffle_fill_and_take(ShuffleIterator *it, const ShuffleParams *p, CvMemory *memory,
+                                      CvElement *out, bool *end);
+
 static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
 {
     ShuffleIterator *it = (ShuffleIterator *)base;
     const ShuffleParams *p = base->dataset->params;
     CvMemory *memory = base->dataset->memory;
+    cv_memory_holder_list(&it->holder, memory, "Shuffle", "lower shuffle's buffer_size");
+    CvStatus st = shuffle_fill_and_take(it, p, memory, out, end);
+    cv_memory_holder_set(&it->holder, it->held + it->owed);
+    return st;
+}
+
+/* shuffle_next's work: fill the buffer, hand out one element. */
+static CvStatus shuffle_fill_and_take(ShuffleIterator *it, const ShuffleParams *p, CvMemory *memory,
+                                      CvElement *out, bool *end)
+{
     while (!it->input_done && it->count < p->buffer_size) {
         CvElement e = {0};
         CvStatus s;
@@ -196,6 +210,7 @@ static CvStatus shuffle_next(CvIterator *base, CvElement *out, bool *end)
             return s;
         }
         it->held += bytes;
+        cv_memory_holder_set(&it->holder, it->held + it->owed);
     }
     if (it->owed) { /* no incoming element settled it */
         cv_memory_release(memory, it->owed);
@@ -293,6 +308,7 @@ static void shuffle_destroy(CvIterator *base)
     for (int64_t i = 0; i < it->count; i++)
         cv_element_clear(&it->ring[(it->start + i) % it->capacity].e);
     cv_memory_release(base->dataset->memory, it->held + it->owed);
+    cv_memory_holder_unlist(&it->holder);
     cv_element_clear(&it->pending);
     free(it->ring);
     cv_unary_iterator_destroy(base);

@@ -91,6 +91,7 @@ typedef struct {
     bool *spilled;      /* per slot, with spill */
     bool input_done;
     size_t held, owed; /* as shuffle.c: bytes buffered, bytes of the row handed out last */
+    CvMemoryHolder holder; /* held + owed, listed on the budget (as shuffle.c) */
     CvElement pending; /* pulled, but over the budget: buffered first next time */
     bool has_pending;
 
@@ -320,11 +321,13 @@ static CvStatus fill(ShuffleBatchIterator *it)
             return s;
         }
         it->held += bytes;
+        cv_memory_holder_set(&it->holder, it->held + it->owed);
     }
     if (it->owed) { /* no incoming element settled it */
         cv_memory_release(it->memory, it->owed);
         it->owed = 0;
     }
+    cv_memory_holder_set(&it->holder, it->held);
     return CV_STATUS_OK;
 }
 
@@ -566,6 +569,7 @@ static CvStatus shuffle_batch_make_iterator(const CvDataset *ds, CvIterator **ou
         return cv_error_nomem();
     it->shuffle = cv_shuffle_params(shuffle);
     it->memory = shuffle->memory;
+    cv_memory_holder_list(&it->holder, it->memory, "Shuffle", "lower shuffle's buffer_size");
     CvStatus s = cv_iterator_make(shuffle->inputs[0], &it->staged.input);
     if (!s && p->num_workers > 0) {
         s = cv_stage_init(&it->staged.stage, &stage_ops, it, "ParallelBatch", p->num_workers, false,
@@ -718,6 +722,7 @@ static void shuffle_batch_destroy(CvIterator *base)
     for (int64_t i = 0; it->spill && i < it->capacity; i++)
         cv_element_clear(&it->spill[i]);
     cv_memory_release(it->memory, it->held + it->owed);
+    cv_memory_holder_unlist(&it->holder);
     cv_element_clear(&it->pending);
     free(it->ring);
     free(it->free_slots);

@@ -75,7 +75,7 @@ void cv_interleave_slot_destroy(InterleaveIterator *it, InterleaveSlot *slot)
         InterleaveResult *r = &slot->ring[(slot->head + i) % it->ring_size];
         cv_status_free(r->status);
         cv_element_clear(&r->element);
-        cv_memory_release(it->base.dataset->memory, r->bytes);
+        cv_memory_holder_release(&it->holder, r->bytes);
         atomic_fetch_sub_explicit(&it->held, r->bytes, memory_order_relaxed);
     }
     cv_status_free(slot->open_status);

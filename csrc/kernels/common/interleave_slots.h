@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/ram_budget.h"
 #include "core/pool.h"
 #include "kernels/kernels.h"
 
@@ -111,6 +112,7 @@ typedef struct {
     CvStateWriter input_mark;
     CvStatus input_mark_status;
     _Atomic size_t held; /* bytes of all buffered results, charged to the budget */
+    CvMemoryHolder holder; /* the same bytes, listed on the budget (parallel only) */
     CvTask task; /* attached at make, submitted at the first next() */
 } InterleaveIterator;
 
