@@ -6,8 +6,9 @@
  * else (a pipe, /proc) is read to its end. Errors name the file with
  * TensorFlow's codes: NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION for a
  * directory. The output's buffer carries the path as its origin (core/tensor.h),
- * so an op that fails on these bytes in a traced program names the file. No
- * attributes. */
+ * so an op that fails on these bytes in a traced program names the file. A
+ * map may have opened the file ahead (opens_input0, io/fs.h's open-ahead):
+ * cv_fs_open_read then hands over that open file. No attributes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,4 +104,4 @@ done:
 }
 
 const CvOp cv_op_read_file = {
-    .name = "ReadFile", .min_inputs = 1, .max_inputs = 1, .run = read_file_run};
+    .name = "ReadFile", .min_inputs = 1, .max_inputs = 1, .run = read_file_run, .opens_input0 = true};
