@@ -71,12 +71,15 @@ static CvOpenAheadEntry *push(CvOpenAhead *a)
 static void refill(CvOpenAhead *a, CvIterator *input)
 {
     int64_t started = cv_now_ns();
+    int pulled = 0;
     while (a->len < a->depth && !(a->len > 0 && a->q[(a->head + a->len - 1) % a->depth].end)) {
         CvOpenAheadEntry *e = push(a);
         e->status = cv_iterator_next(input, &e->e, &e->end);
         if (!e->status && !e->end)
             open_files(a, e);
-        if (a->len > 1 && cv_now_ns() - started > CV_OPEN_AHEAD_REFILL_NS)
+        /* Two pulls per call at least: the queue grows by one per element
+         * handed out until it is `depth` deep, however slow the input. */
+        if (++pulled >= 2 && cv_now_ns() - started > CV_OPEN_AHEAD_REFILL_NS)
             break;
     }
 }
