@@ -78,8 +78,6 @@ CvStatus cv_fs_find(const char *url, const CvFileSystem **fs)
 
 CvStatus cv_fs_open_read(const char *url, CvReadFile **out)
 {
-    if (cv_fs_take_ahead(url, out)) /* opened ahead (fs_ahead.c) */
-        return CV_STATUS_OK;
     const CvFileSystem *fs;
     CvStatus s = cv_fs_find(url, &fs);
     return s ? s : fs->open_read(url, out);

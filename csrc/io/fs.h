@@ -152,22 +152,6 @@ CvStatus cv_fs_glob(const char *pattern, CvFsListFn each, void *ctx);
  * returns the error again. */
 CvStatus cv_read_file_info(CvReadFile *f);
 
-/* ---- opening ahead (fs_ahead.c) ---------------------------------------- */
-
-/* A kernel that knows a remote file will be read soon opens it now, so its
- * GET runs while the element waits for a worker; cv_fs_open_read of the same
- * URL (read_file, on a worker) then takes that open file instead of making
- * a new request. NULL when the URL is local (nothing to gain) or the open
- * failed (the later open says why, in its turn). The handle is the caller's,
- * one thread at a time; cv_fs_ahead_drop frees it and closes the file if
- * nobody took it. Requests in flight stay bounded by the I/O budget (the
- * cv-io thread queues the rest). Any thread. */
-typedef struct CvFsAhead CvFsAhead;
-CvFsAhead *cv_fs_open_ahead(const char *url);
-void cv_fs_ahead_drop(CvFsAhead *a); /* NULL-safe */
-/* Takes (owns) a file opened ahead for exactly `url`, if one is waiting. */
-bool cv_fs_take_ahead(const char *url, CvReadFile **out);
-
 /* Read a whole file into a malloc'd buffer (*data, *size; NUL-terminated
  * past the end for text parsers). */
 CvStatus cv_fs_read_all(const char *url, void **data, size_t *size);

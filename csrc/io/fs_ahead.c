@@ -1,10 +1,10 @@
-/* Open-ahead (io/fs.h): files opened before anyone asks for them, kept in a
+/* Open-ahead (io/fs_ahead.h): files opened before anyone asks for them, kept in a
  * process-wide list until cv_fs_open_read takes one by its URL.
  *
  * Why: a remote open starts its GET at once (on the cv-io thread), so a
  * kernel that knows which file an element will read (a map whose traced
  * program read_file's an input component) opens it when it pulls the
- * element, and the op that later opens the same URL on a worker finds the
+ * element, and the op that later reads the same URL on a worker takes that file: the
  * bytes (nearly) there instead of holding the worker for the first byte.
  *
  * Ownership: a CvFsAhead belongs to the kernel that opened it (one thread at
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/fs.h"
+#include "io/fs_ahead.h"
 
 struct CvFsAhead {
     CvReadFile *file; /* NULL once taken (or never opened) */

@@ -1,6 +1,6 @@
 /* Open-ahead: a map whose function opens the file named by an input
  * component (CvFunction.opens_args: a traced read_file) pulls its input
- * ahead and opens those files as it pulls (io/fs.h's cv_fs_open_ahead), so
+ * ahead and opens those files as it pulls (io/fs_ahead.h), so
  * each remote GET runs while its element waits for a worker, and a worker
  * runs the element when the bytes are (nearly) there: requests in flight
  * follow the I/O budget, not the pool's threads.
@@ -28,7 +28,7 @@
 
 #include "core/dataset.h"
 #include "core/iterator_state.h"
-#include "io/fs.h"
+#include "io/fs_ahead.h"
 
 #define CV_OPEN_AHEAD_FILES 4    /* files opened per element at most */
 #define CV_OPEN_AHEAD_LINGER 1024 /* handed-out elements whose files stay open */
