@@ -204,3 +204,35 @@ def test_resume_with_files_opened_ahead(files, calls, batch):
         verify_resume(make, breaks=[0, 1, 3, 5])
     finally:
         srv.close()
+
+
+def test_interleave_opens_its_futures_before_reading_slots(tmp_path):
+    """A cycle of 4 remote TFRecord files, none answering yet: the next
+    cycle's files (futures) are requested too, not only the 4 being read."""
+    bodies = {}
+    for i in range(16):
+        path = tmp_path / f"r{i:02d}"
+        with cv.io.TFRecordWriter(str(path)) as w:
+            w.write(b"record of file %d" % i)
+        bodies[path.name] = path.read_bytes()
+    srv = _Server(bodies, delay=0)
+    got = []
+    try:
+        urls = [f"{srv.url}/hang/{n}" for n in sorted(bodies)]
+        ds = cv.data.Dataset.from_tensor_slices(urls).interleave(
+            cv.data.TFRecordDataset, cycle_length=4, num_parallel_calls=2)
+        it = iter(ds)
+        t = threading.Thread(target=lambda: got.extend(bytes(x.numpy()) for x in it),
+                             daemon=True)
+        t.start()
+        want = 4 + 8  # the cycle, and min(2 x cycle_length, 16) futures
+        for _ in range(200):
+            if srv.gets >= want:
+                break
+            threading.Event().wait(0.05)
+        assert srv.gets >= want, srv.gets
+    finally:
+        srv.release.set()
+    t.join(timeout=30)
+    assert not t.is_alive()
+    assert sorted(got) == sorted(b"record of file %d" % i for i in range(16))
