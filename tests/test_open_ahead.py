@@ -236,3 +236,39 @@ def test_interleave_opens_its_futures_before_reading_slots(tmp_path):
     t.join(timeout=30)
     assert not t.is_alive()
     assert sorted(got) == sorted(b"record of file %d" % i for i in range(16))
+
+
+def test_a_forked_child_opens_its_own_files(server, files):
+    """Files opened ahead by the parent's iterator belong to the parent's I/O
+    thread: a child forked meanwhile reads the same URLs with requests of its
+    own."""
+    import multiprocessing
+    import os
+    names = sorted(files[1])
+    urls = _urls(server, names)
+    it = iter(cv.data.Dataset.from_tensor_slices(urls).map(_read, num_parallel_calls=2))
+    assert next(it).numpy() == files[1][names[0]]  # the next files are opened ahead now
+    ctx = multiprocessing.get_context("fork")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: read two files that the parent opened ahead
+        try:
+            ok = all(bytes(cv.io.read_file(u)) == files[1][n]
+                     for u, n in zip(urls[5:7], names[5:7]))
+            os.write(w, b"1" if ok else b"0")
+        except BaseException as e:  # noqa: BLE001 (the parent says what)
+            os.write(w, repr(e).encode()[:200])
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = b""
+    try:
+        import select
+        ready, _, _ = select.select([r], [], [], 60)
+        got = os.read(r, 200) if ready else b"timeout"
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    del ctx
+    assert got == b"1"
+    assert [next(it).numpy() for _ in range(N - 1)] == [files[1][n] for n in names[1:]]
