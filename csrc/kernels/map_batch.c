@@ -57,7 +57,8 @@
  * first next(). The state is the epoch, skip = expect - (that mark's
  * position), and that mark; restore puts the input at the mark and pulls
  * `skip` rows without mapping them (their batch was handed out). State: 24
- * bytes + the pull side (24 bytes + the input's frame).
+ * bytes + the pull side (24 bytes, the elements a read_file map pulled ahead
+ * (kernels/common/open_ahead.h), the input's frame).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -40,8 +40,9 @@ static bool ensure_rings(CvOpenAhead *a)
 }
 
 /* Open the files named by e's masked components (scalar strings; others
- * are left to the function, which says what is wrong with them). */
-static void open_files(CvOpenAhead *a, CvOpenAheadEntry *e)
+ * are left to the function, which says what is wrong with them). Returns
+ * how many were opened. */
+static int open_files(CvOpenAhead *a, CvOpenAheadEntry *e)
 {
     int n = 0;
     for (uint32_t k = 0; k < e->e.n && k < 64 && n < CV_OPEN_AHEAD_FILES; k++) {
@@ -57,10 +58,11 @@ static void open_files(CvOpenAhead *a, CvOpenAheadEntry *e)
         path[ref->length] = '\0';
         if (strlen(path) == ref->length && cv_fs_is_remote(path) &&
             (e->files[n] = cv_fs_open_ahead(path)))
-            n++, a->opened++;
+            n++;
         if (path != small)
             free(path);
     }
+    return n;
 }
 
 static CvOpenAheadEntry *push(CvOpenAhead *a)
@@ -75,8 +77,10 @@ static void refill(CvOpenAhead *a, CvIterator *input)
     while (a->len < a->depth && !(a->len > 0 && a->q[(a->head + a->len - 1) % a->depth].end)) {
         CvOpenAheadEntry *e = push(a);
         e->status = cv_iterator_next(input, &e->e, &e->end);
-        if (!e->status && !e->end)
-            open_files(a, e);
+        /* An element with no remote file to open (a local path, an error)
+         * ends the refill: local paths are not pulled ahead at all. */
+        if (e->status || e->end || open_files(a, e) == 0)
+            break;
         /* Two pulls per call at least: the queue grows by one per element
          * handed out until it is `depth` deep, however slow the input. */
         if (++pulled >= 2 && cv_now_ns() - started > CV_OPEN_AHEAD_REFILL_NS)

@@ -15,9 +15,11 @@
  *
  * Exact resume: save writes the elements pulled ahead and not handed out
  * (status and element), then the input's frame; restore reads them back and
- * opens their files again. Disabled (no component opened, or local files
- * only: the mask is 0), every call is the input's own and the state is the
- * input's frame alone.
+ * opens their files again. Disabled (the function opens no input
+ * component: mask 0), every call is the input's own and the state is the
+ * input's frame alone. An element whose file is local (an open starts no
+ * read) or an error stops the pulling ahead there: a map over local paths
+ * pulls as it would without open-ahead.
  *
  * Thread-safety: one thread at a time (the caller's pull lock). */
 #ifndef CV_KERNELS_COMMON_OPEN_AHEAD_H
@@ -47,7 +49,6 @@ typedef struct CvOpenAhead {
     int head, len;
     CvFsAhead **linger; /* ring of handed-out files, CV_OPEN_AHEAD_LINGER * FILES */
     int linger_next;
-    uint64_t opened; /* files opened ahead so far (statistics, tests) */
 } CvOpenAhead;
 
 /* Disabled unless fn opens an input component. Allocation happens at the
