@@ -60,7 +60,7 @@ def test_every_file_of_the_cycle_opens_after_the_first_element(cycle_length, tmp
     assert plain(next(it))[0][2] == b"file0-record0"
     count = wait_for_open_files(folder, cycle_length)
     # The cycle's files, plus at most the futures (files opened ahead).
-    assert cycle_length <= count <= cycle_length + min(2 * cycle_length, 8)
+    assert cycle_length <= count <= cycle_length + min(2 * cycle_length, 16)
 
 
 def test_files_close_with_the_iterator(tmp_path):

@@ -279,6 +279,10 @@ typedef struct CvFunction {
      * the function's own (ops/program.h). */
     CvStatus (*call_into)(void *ctx, const CvElement *in, const CvElementId *id,
                           const CvTensor *dests, CvElement *out);
+    /* Bit k (k < 64): the function opens the file named by input component
+     * k on every call (a traced read_file of it), so a map may open it ahead
+     * (kernels/common/open_ahead.h). 0: unknown or none. */
+    uint64_t opens_args;
 } CvFunction;
 
 /* A function from an element to a dataset (interleave's map_func). `in` is

@@ -21,8 +21,9 @@
  * max_futures. Each future's inner iterator is prepared once made
  * (cv_iterator_prepare: a file reader opens its file), outside the
  * serialised pull and map_func, so the read-ahead of all the cycle's files
- * runs at once, not only of the few a worker is in; futures for empty cycle
- * positions are opened before slots are read ahead. (Sequential mode calls
+ * runs at once, not only of the few a worker is in; futures are opened
+ * before slots are read ahead (one worker opening at a time), so the files
+ * of the next cycle are in flight while this one is read. (Sequential mode calls
  * next() right after opening: nothing to prepare.) With deterministic == false the
  * consumer takes any buffered element of any open slot, keeping each inner
  * dataset's own order.
@@ -256,16 +257,11 @@ static int futures_wanted(const InterleaveIterator *it)
     return it->max_futures + (int)empty;
 }
 
-/* mu held: the cycle has more empty positions than futures to fill them. */
-static bool futures_needed(const InterleaveIterator *it)
-{
-    return !it->end_of_input && it->future_count < params_of(it)->cycle_length - it->num_open;
-}
-
 /* One turn:
- * 1. Advance a slot: read a run of results with no lock held, then buffer
- *    them all at once (unless the cycle waits for futures: 2 first).
- * 2. Otherwise open the next future slot, if there is room and input left.
+ * 1. Open the next future slot, if there is room, input left and no other
+ *    worker opening one.
+ * 2. Otherwise advance a slot: read a run of results with no lock held,
+ *    then buffer them all at once.
  * 3. Otherwise go idle until the consumer makes room. */
 static CvTurn interleave_turn(void *arg)
 {
@@ -276,12 +272,15 @@ static CvTurn interleave_turn(void *arg)
         pthread_mutex_unlock(&it->mu);
         return CV_TURN_DONE;
     }
-    /* Futures for empty positions of the cycle come before reading ahead:
-     * opening one starts its file's read-ahead (cv_iterator_prepare), while
-     * a worker reading a slot may wait for its data; with every worker in
-     * a slot, a cycle of 32 filled a few files at a time. */
+    /* Futures come before reading ahead: opening one starts its file's
+     * read-ahead (cv_iterator_prepare: a remote GET), while a worker reading
+     * a slot may wait for its data. With every worker in a slot, a cycle of
+     * 32 filled a few files at a time; with futures opened only for empty
+     * positions, a cycle of 16 over remote files at 30 ms first-byte latency
+     * read in waves of 16 (benchmarks/README.md, issue 27). One worker opens
+     * at a time (`opening`), so the others still read slots meanwhile. */
     bool can_open = !it->opening && !it->input_exhausted && it->future_count < futures_wanted(it);
-    InterleaveSlot *slot = can_open && futures_needed(it) ? NULL : pick_work(it);
+    InterleaveSlot *slot = can_open ? NULL : pick_work(it);
     if (slot) {
         slot->busy = true;
         int room = slot->limit - slot->count;

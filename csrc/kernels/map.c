@@ -12,12 +12,19 @@
  * (core/stage.h). A function (Python or traced) keeps no state of ours: it
  * is called again, after a restore, on the elements not yet handed out.
  * State: 8 bytes + the pull side (8 bytes + the input's frame).
+ *
+ * A function that read_file's an input component (CvFunction.opens_args)
+ * pulls its input through an open-ahead (kernels/common/open_ahead.h): the
+ * files of the next elements are opened, their GETs in flight, before a
+ * worker runs them; the pull side's state then also holds the elements
+ * pulled ahead.
  */
 #include <stdlib.h>
 
 #include "core/pipeline.h" /* cv_parallelism */
 #include "core/stage.h"
 #include "kernels/common/element_calls.h"
+#include "kernels/common/open_ahead.h"
 #include "kernels/kernels.h"
 
 typedef struct {
@@ -32,6 +39,7 @@ typedef struct {
     CvStagedIterator staged; /* first: the stage runs only when parallel */
     uint64_t epoch;
     uint64_t next_index; /* position of the next input element (pulls are serialized) */
+    CvOpenAhead ahead;   /* the pull side's, as next_index */
 } MapIterator;
 
 static void map_free(CvDataset *ds)
@@ -62,7 +70,7 @@ static CvStatus call_fn(const MapParams *p, CvElement *in, const CvElementId *id
 static CvStatus map_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
 {
     MapIterator *it = owner;
-    CvStatus s = cv_iterator_next(it->staged.input, work, end);
+    CvStatus s = cv_open_ahead_next(&it->ahead, it->staged.input, work, end);
     if (!s && !*end)
         *aux = (int64_t)it->next_index++;
     return s;
@@ -107,7 +115,7 @@ static CvStatus map_save_input(void *owner, CvStateWriter *w)
 {
     MapIterator *it = owner;
     cv_state_put_u64(w, it->next_index);
-    return cv_iterator_save(it->staged.input, w);
+    return cv_open_ahead_save(&it->ahead, it->staged.input, w);
 }
 
 static CvStatus map_restore_input(void *owner, CvStateReader *r)
@@ -118,7 +126,7 @@ static CvStatus map_restore_input(void *owner, CvStateReader *r)
     if (s)
         return s;
     it->next_index = (uint64_t)index;
-    return cv_iterator_restore(it->staged.input, r);
+    return cv_open_ahead_restore(&it->ahead, it->staged.input, r);
 }
 
 static const CvStageOps map_stage_ops = {map_pull, map_process, NULL, map_save_input,
@@ -141,6 +149,7 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
     if (!it)
         return cv_error_nomem();
     it->epoch = atomic_fetch_add(&p->epochs, 1);
+    cv_open_ahead_init(&it->ahead, &p->fn);
     CvStatus s = cv_iterator_make(ds->inputs[0], &it->staged.input);
     if (!s && p->num_workers > 0) {
         int chunk = CV_MAP_CHUNK;
@@ -170,11 +179,22 @@ static CvStatus map_next(CvIterator *base, CvElement *out, bool *end)
     if (p->num_workers > 0)
         return cv_stage_next(&it->staged.stage, out, end);
     CvElement in = {0};
-    CvStatus s = cv_iterator_next(it->staged.input, &in, end);
+    CvStatus s = cv_open_ahead_next(&it->ahead, it->staged.input, &in, end);
     if (s || *end)
         return s;
     CvElementId id = {it->epoch, it->next_index++};
     return call_fn(p, &in, &id, out);
+}
+
+/* The stage's turns stop before the open-ahead (theirs) is cleared. */
+static void map_destroy(CvIterator *base)
+{
+    MapIterator *it = (MapIterator *)base;
+    cv_staged_iterator_cancel(base);
+    cv_stage_destroy(&it->staged.stage);
+    cv_open_ahead_clear(&it->ahead);
+    cv_iterator_destroy(it->staged.input);
+    cv_iterator_free(base);
 }
 
 static CvStatus map_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
@@ -221,7 +241,7 @@ const CvKernel cv_kernel_map = {
     .free_dataset = map_free,
     .next = map_next,
     .cancel = cv_staged_iterator_cancel,
-    .destroy = cv_staged_iterator_destroy,
+    .destroy = map_destroy,
     .measure = cv_staged_iterator_measure,
     .traverse = map_traverse,
     .try_next = map_try_next,

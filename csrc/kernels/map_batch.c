@@ -57,7 +57,8 @@
  * first next(). The state is the epoch, skip = expect - (that mark's
  * position), and that mark; restore puts the input at the mark and pulls
  * `skip` rows without mapping them (their batch was handed out). State: 24
- * bytes + the pull side (24 bytes + the input's frame).
+ * bytes + the pull side (24 bytes, the elements a read_file map pulled ahead
+ * (kernels/common/open_ahead.h), the input's frame).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,6 +68,7 @@
 #include "kernels/common/batch_rows.h"
 #include "kernels/common/element_calls.h"
 #include "kernels/common/map_batch_pieces.h"
+#include "kernels/common/open_ahead.h"
 #include "kernels/kernels.h"
 
 #define MB_MAX_PIECE 256                     /* most rows per piece */
@@ -95,6 +97,7 @@ typedef struct {
     MbBatch *cur;        /* the batch being pulled, one reference */
     int64_t cur_pulled;
     bool input_done;
+    CvOpenAhead ahead;   /* a read_file map's files opened ahead (map.c) */
     _Atomic uint64_t align; /* the consumer's next batch start */
     _Atomic int64_t row_ns; /* recent time to map one row */
 
@@ -183,7 +186,7 @@ static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
     while (n < want) {
         MbRow *row = &piece->rows[n];
         bool row_end = false;
-        row->status = cv_iterator_next(it->staged.input, &row->e, &row_end);
+        row->status = cv_open_ahead_next(&it->ahead, it->staged.input, &row->e, &row_end);
         if (!row->status && row_end) {
             it->input_done = true;
             break;
@@ -336,7 +339,7 @@ static CvStatus mb_save_input(void *owner, CvStateWriter *w)
     cv_state_put_u64(w, it->next_index);
     cv_state_put_u64(w, it->pos);
     cv_state_put_u64(w, it->input_done);
-    return cv_iterator_save(it->staged.input, w);
+    return cv_open_ahead_save(&it->ahead, it->staged.input, w);
 }
 
 static CvStatus mb_restore_input(void *owner, CvStateReader *r)
@@ -354,7 +357,7 @@ static CvStatus mb_restore_input(void *owner, CvStateReader *r)
     it->next_index = (uint64_t)index;
     it->pos = (uint64_t)pos;
     it->input_done = done;
-    return cv_iterator_restore(it->staged.input, r);
+    return cv_open_ahead_restore(&it->ahead, it->staged.input, r);
 }
 
 static const CvStageOps mb_stage_ops = {mb_pull, mb_process, NULL, mb_save_input,
@@ -522,7 +525,7 @@ static CvStatus mb_restore(CvIterator *base, CvStateReader *r)
     for (int64_t k = 0; k < skip && !it->input_done; k++) {
         CvElement e = {0};
         bool end = false;
-        s = cv_iterator_next(it->staged.input, &e, &end);
+        s = cv_open_ahead_next(&it->ahead, it->staged.input, &e, &end);
         cv_element_clear(&e);
         if (s && s->code == CV_INTERRUPTED)
             return s;
@@ -831,6 +834,7 @@ static void mb_destroy(CvIterator *base)
     MapBatchIterator *it = (MapBatchIterator *)base;
     cv_staged_iterator_cancel(base);
     cv_stage_destroy(&it->staged.stage); /* waits for the running turns */
+    cv_open_ahead_clear(&it->ahead);
     if (it->cur)
         cv_buffer_unref(&it->cur->buf);
     if (it->peek)
@@ -858,6 +862,7 @@ static CvStatus mb_make_iterator(const CvDataset *ds, CvIterator **out)
     if (!it)
         return cv_error_nomem();
     it->epoch = atomic_fetch_add(p->map.epochs, 1);
+    cv_open_ahead_init(&it->ahead, p->map.fn);
     atomic_init(&it->align, 0);
     atomic_init(&it->row_ns, 0);
     CvStatus s = cv_iterator_make(ds->inputs[0]->inputs[0], &it->staged.input);

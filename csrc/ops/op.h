@@ -127,6 +127,10 @@ typedef struct CvOp {
      * the op before it can apply as it writes; if so, fills *out. The program
      * asks this when it finishes (cv_program_finish), never which op it is. */
     bool (*as_epilogue)(const CvOpAttrs *attrs, const CvTensor *operand, CvEpilogue *out);
+    /* Capability: input 0 names a file the op opens (io/fs.h) and reads
+     * whole. A program says which of its arguments feed such an input
+     * (CvFunction.opens_args), so a map can open those files ahead. */
+    bool opens_input0;
     /* Named attributes: the names of ints[0..] and floats[0..] in slot
      * order, each list NULL-terminated (NULL: none). Python passes
      * attributes by name; the binding puts each into its slot and refuses

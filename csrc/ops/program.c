@@ -370,10 +370,24 @@ static void program_release(void *ctx)
     cv_program_unref(ctx);
 }
 
+/* The arguments read as files by an op that opens its input 0 (see
+ * CvFunction.opens_args): the program is straight-line, so every run does. */
+static uint64_t opened_args(const CvProgram *p)
+{
+    uint64_t mask = 0;
+    for (int n = 0; n < p->num_nodes; n++) {
+        const Node *node = &p->nodes[n];
+        int v = node->num_inputs > 0 ? node->inputs[0] : -1;
+        if (node->op->opens_input0 && v >= 0 && v < p->num_args && v < 64)
+            mask |= (uint64_t)1 << v;
+    }
+    return mask;
+}
+
 CvFunction cv_program_function(CvProgram *p)
 {
     return (CvFunction){.call = program_call, .release = program_release, .ctx = cv_program_ref(p),
-                        .call_into = program_call_into};
+                        .call_into = program_call_into, .opens_args = opened_args(p)};
 }
 
 CvStatus cv_op_run_eager(const CvOp *op, const CvOpAttrs *attrs, const CvTensor *in, int num_in,

@@ -6,12 +6,14 @@
  * else (a pipe, /proc) is read to its end. Errors name the file with
  * TensorFlow's codes: NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION for a
  * directory. The output's buffer carries the path as its origin (core/tensor.h),
- * so an op that fails on these bytes in a traced program names the file. No
- * attributes. */
+ * so an op that fails on these bytes in a traced program names the file. A
+ * map may have opened the file ahead (opens_input0, io/fs_ahead.h): it
+ * takes that open file instead of opening another. No attributes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/fs.h"
+#include "io/fs_ahead.h"
 #include "ops/op.h"
 
 /* A file of unknown size (a pipe, /proc, an object without a length): read
@@ -75,7 +77,9 @@ static CvStatus read_file_run(const CvOpAttrs *attrs, const CvTensor *in, int nu
         s = cv_error(CV_NOT_FOUND, "%s...; a filename cannot contain a NUL byte", path);
         goto done;
     }
-    if ((s = cv_fs_open_read(path, &file)) || (s = cv_read_file_info(file)))
+    if (!cv_fs_take_ahead(path, &file) && (s = cv_fs_open_read(path, &file)))
+        goto done;
+    if ((s = cv_read_file_info(file)))
         goto done;
     if (file->waits || file->info.size == UINT64_MAX || file->info.size == 0) {
         s = read_stream(file, out); /* size unknown (a pipe, /proc): read to the end */
@@ -103,4 +107,4 @@ done:
 }
 
 const CvOp cv_op_read_file = {
-    .name = "ReadFile", .min_inputs = 1, .max_inputs = 1, .run = read_file_run};
+    .name = "ReadFile", .min_inputs = 1, .max_inputs = 1, .run = read_file_run, .opens_input0 = true};

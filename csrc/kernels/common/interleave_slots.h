@@ -17,7 +17,10 @@
 #include "core/pool.h"
 #include "kernels/kernels.h"
 
-#define CV_INTERLEAVE_MAX_FUTURES 8
+/* Futures (files opened ahead) at most: 2 x cycle_length up to this. 16
+ * keeps a cycle of 16 remote files and the next 16 in flight at once (at
+ * 30 ms first-byte latency, 8 left a third wave of GETs; issue 27). */
+#define CV_INTERLEAVE_MAX_FUTURES 16
 /* Per-slot read-ahead: tf.data's 2 x block_length + 1 results at least; for
  * small elements up to CV_INTERLEAVE_MAX_BUFFER of them, as long as they fit
  * in the slot's bytes, so that a worker hands over a run of records under
