@@ -51,14 +51,56 @@ def test_a_tiny_map_and_its_prefetch_run_inline():
     assert inline_choices(stats, prefetch.name), stats.choices
 
 
+@needs_native_speed
 def test_a_tiny_map_then_batch_runs_inline_and_gives_the_same_batches():
     # map(AUTOTUNE).batch() is fused (MapAndBatch): its unit is a piece of a
-    # batch, a few microseconds here, which stays parallel; the values and
-    # batch boundaries must be the unfused sequential pipeline's either way.
+    # batch, a few microseconds here, above the per-unit rule's bound; the
+    # hand-off rule (autotune.h) sees that the parallel pipeline is no
+    # faster than its sequential estimate and tries it inline. The values
+    # and batch boundaries must be the unfused sequential pipeline's.
     def make(parallel):
-        return D.range(N // 10).map(double, num_parallel_calls=parallel).batch(32)
-    got = run(iter(make(AUTOTUNE).prefetch(AUTOTUNE)))
+        return D.range(N).map(double, num_parallel_calls=parallel).batch(32)
+    it = iter(make(AUTOTUNE).prefetch(AUTOTUNE))
+    got = run(it)
     assert got == run(iter(make(None)))
+    stats = it.stats()
+    fused = stats.stages[1]
+    assert fused.kernel == "MapAndBatch", stats.stages
+    assert inline_choices(stats, fused.name), stats.choices
+
+
+def _batched(fn, n, parallel):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return D.range(n).map(fn, num_parallel_calls=parallel).batch(32)
+
+
+def _assert_stays_parallel(fn, n):
+    it = iter(_batched(fn, n, AUTOTUNE).prefetch(AUTOTUNE))
+    got = run(it)
+    assert got == run(iter(_batched(fn, n, None)))
+    stats = it.stats()
+    fused = stats.stages[1]
+    assert fused.kernel == "MapAndBatch", stats.stages
+    assert stats.autotune_runs > 0
+    assert not inline_choices(stats, fused.name), stats.choices
+    assert fused.parallelism >= 1
+    assert not inline_choices(stats, stats.stages[0].name), stats.choices
+
+
+def test_a_heavy_native_map_then_batch_stays_parallel():
+    def heavy(x):  # traced: 50,000 additions natively, tens of microseconds
+        return cv.math.reduce_sum(cv.range(np.int64(50_000))) + x
+    _assert_stays_parallel(heavy, 32 * 40)
+
+
+def test_a_python_map_then_batch_stays_parallel():
+    def python_work(x):  # runs in Python: a loop of a few microseconds
+        total = 0
+        for i in range(200):
+            total += i
+        return np.int64(int(x) + total)
+    _assert_stays_parallel(python_work, 32 * 60)
 
 
 def test_a_slow_map_stays_parallel():
