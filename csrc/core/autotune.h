@@ -75,7 +75,7 @@
 
 #include "core/stats.h"
 
-#define CV_AUTOTUNE_QUICK_NS 2000000LL  /* 2 ms: looks in the first period, inline decisions only */
+#define CV_AUTOTUNE_QUICK_NS 1000000LL  /* 1 ms: looks in the first period, inline decisions only */
 #define CV_AUTOTUNE_FIRST_NS 20000000LL /* 20 ms */
 #define CV_AUTOTUNE_MAX_NS 200000000LL  /* 0.2 s: adapts within half a second */
 #define CV_AUTOTUNE_HISTORY 256

@@ -269,7 +269,7 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
  * (see Inline). Only for an AUTOTUNE parallelism or buffer: an explicit one
  * is the user's. input: the stage's input dataset (its may_block). */
 void cv_stage_allow_inline(CvStage *st, const CvDataset *input);
-#define CV_STAGE_INLINE_SAMPLE 32
+#define CV_STAGE_INLINE_SAMPLE 64
 
 /* Set before the first next(): charge results to `memory` (borrowed: it must
  * outlive the stage, e.g. the owner's dataset->memory; NULL: the default
