@@ -13,9 +13,12 @@ over --n elements of Dataset.range, per element and batched:
   heavy  (--heavy) the batch pipeline over a native map of ~50 us per
          element (a reduce_sum over 50,000 values), n / 100 elements: it
          must stay parallel and gain (ratio > 1 on a quiet multi-core machine)
-  python (--heavy) the batch pipeline over a Python map (a loop of 200
-         additions), n / 100 elements: it holds the GIL, so parallelism
-         gains little; AUTOTUNE must not lose
+  python (--heavy) the batch pipeline over a Python map that waits 50 us
+         without the GIL (as I/O does), n / 100 elements: it stays
+         parallel and gains
+  python_gil (--heavy) the batch pipeline over a Python map that computes
+         (a loop of 200 additions) under the GIL, n / 10 elements: threads
+         cannot speed it up; a known loss (benchmarks/README.md, issue 26)
 
 The sequential pipeline has no parallelism at all: no num_parallel_calls,
 no prefetch, and options.experimental_optimization.parallel_batch off (on
@@ -69,6 +72,11 @@ def heavy(x):  # traced: a reduce_sum over 50,000 values, natively
     return cv.math.reduce_sum(cv.range(np.int64(50_000))) + x
 
 
+def python_wait(x):  # not traceable: Python that waits 50 us without the GIL, as I/O does
+    time.sleep(50e-6)
+    return np.int64(int(x) * 2)
+
+
 def python_loop(x):  # not traceable: runs in Python under the GIL
     total = 0
     for i in range(200):
@@ -93,7 +101,8 @@ PIPELINES = {
              lambda n: D.range(n).map(double, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)),
     "batch": batched(double),
 }
-HEAVY = {"heavy": batched(heavy, 100), "python": batched(python_loop, 100)}
+HEAVY = {"heavy": batched(heavy, 100), "python": batched(python_wait, 100),
+         "python_gil": batched(python_loop, 10)}
 
 
 def epoch(ds):
@@ -122,7 +131,7 @@ def main(argv=None):
     warnings.simplefilter("ignore")  # the Python map's "runs in Python" warning
     pipelines = dict(PIPELINES, **(HEAVY if args.heavy else {}))
     for name, (sequential, autotuned) in pipelines.items():
-        n = args.n // (100 if name in HEAVY else 1)
+        n = args.n // {"heavy": 100, "python": 100, "python_gil": 10}.get(name, 1)
         epoch(sequential(1000))  # warm-up: tracing, first allocations
         epoch(autotuned(1000))
         seq_t, at_t, seq_c, at_c, ratio, it = [], [], [], [], [], None
@@ -135,15 +144,17 @@ def main(argv=None):
             at_c.append(ac)
             ratio.append(s / a)
         rate = [n / t / 1e6 for t in seq_t], [n / t / 1e6 for t in at_t]
-        print(f"{name:6s} sequential {triple(rate[0])} M el/s | AUTOTUNE {triple(rate[1])} M el/s"
+        unit, scale = ("M", 1e6) if n >= 100_000 else ("k", 1e3)
+        rate = [[r * 1e6 / scale for r in rates] for rates in rate]
+        print(f"{name:10s} sequential {triple(rate[0])} {unit} el/s | AUTOTUNE {triple(rate[1])} {unit} el/s"
               f" | ratio {triple(ratio)} (goal >= 0.95)")
-        print(f"       CPU ms sequential {triple(seq_c, 1e3)} | AUTOTUNE {triple(at_c, 1e3)}")
+        print(f"           CPU ms sequential {triple(seq_c, 1e3)} | AUTOTUNE {triple(at_c, 1e3)}")
         stats = it.stats()
         chosen = ", ".join(f"{c.stage} {c.before}->{c.after} at {c.at * 1e3:.1f} ms"
                            for c in stats.choices[:6]) or "none"
         final = ", ".join(f"{s.name}={s.parallelism}" for s in stats.stages
                           if s.max_parallelism)
-        print(f"       choices (last round): {chosen}; parallelism at the end: {final}")
+        print(f"           choices (last round): {chosen}; parallelism at the end: {final}")
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
