@@ -27,6 +27,10 @@
 #define CV_AUTOTUNE_PARALLEL_NS 8000.0
 #define CV_AUTOTUNE_INLINE_UNITS 64.0
 #define CV_AUTOTUNE_INLINE_EVIDENCE_NS 1000000.0
+/* Going back, the window holds at least this many (scaled) units: four
+ * timed ones at one in CV_STAGE_INLINE_SAMPLE (64), or two with
+ * EVIDENCE_NS of work; one descheduled sample is not enough. */
+#define CV_AUTOTUNE_BACK_UNITS 256.0
 #define CV_AUTOTUNE_PARALLEL_VOTES 2
 /* The hand-off rule (autotune.h): tried on a stage whose work per root
  * element is below HANDOFF_MAX_NS (above it, parallel work pays for any
@@ -229,7 +233,8 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
         } else if (par[i] == 0 &&
                    work[i] > (4 * node->inline_work > CV_AUTOTUNE_PARALLEL_NS ? 4 * node->inline_work
                                                                               : CV_AUTOTUNE_PARALLEL_NS) &&
-                   (units >= CV_AUTOTUNE_INLINE_UNITS || measured[i] >= CV_AUTOTUNE_INLINE_EVIDENCE_NS)) {
+                   (units >= CV_AUTOTUNE_BACK_UNITS ||
+                    (units >= CV_AUTOTUNE_BACK_UNITS / 2 && measured[i] >= CV_AUTOTUNE_INLINE_EVIDENCE_NS))) {
             /* Inline work is sampled: one unit descheduled while timed
              * counts for CV_STAGE_INLINE_SAMPLE. Two looks in a row must
              * agree. */
