@@ -6,6 +6,9 @@ thread. Asserted on the autotuner's recorded choices and the stages'
 parallelism, never on time; every pipeline must give exactly what the
 sequential one gives."""
 import os
+import subprocess
+import sys
+import textwrap
 import time
 import warnings
 
@@ -209,3 +212,26 @@ def test_a_state_saved_inline_restores_exactly():
     again = iter(make())
     again.restore(second)
     assert tail == run(again)
+
+
+def test_many_short_epochs_going_inline_never_hang(tmp_path):
+    # A consumer on a pool thread (the prefetch's turn) going inline over
+    # MapAndBatch while that stage's last turn was ending once waited
+    # forever (core/stage.c, settle_wait). Many short epochs, each going
+    # inline early, in a child process that must finish in time.
+    code = textwrap.dedent("""
+        import conveyor as cv
+        D, A = cv.data.Dataset, cv.data.AUTOTUNE
+        def double(x):
+            return x * 2
+        for n in [20_000, 3_000] * 40:
+            ds = D.range(n).map(double, num_parallel_calls=A).batch(32).prefetch(A)
+            assert sum(1 for _ in ds) == (n + 31) // 32
+        print("done")
+    """)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(cv.__file__)))  # this conveyor
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in [here, os.environ.get("PYTHONPATH")] if p))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, timeout=300,
+                         capture_output=True, text=True, cwd=str(tmp_path))
+    assert out.returncode == 0 and "done" in out.stdout, out.stderr[-2000:]
