@@ -215,10 +215,11 @@ def test_a_state_saved_inline_restores_exactly():
 
 
 def test_many_short_epochs_going_inline_never_hang(tmp_path):
-    # A consumer on a pool thread (the prefetch's turn) going inline over
-    # MapAndBatch while that stage's last turn was ending once waited
-    # forever (core/stage.c, settle_wait). Many short epochs, each going
-    # inline early, in a child process that must finish in time.
+    # Once, under load, a prefetch turn waited forever in MapAndBatch's
+    # next() with no MapAndBatch turn running (the suspected race: going
+    # inline while that stage's last turn was ending; core/stage.c,
+    # settle_wait). Many short epochs, each going inline early, in a child
+    # process that must finish in time: a smoke test, the race is rare.
     code = textwrap.dedent("""
         import conveyor as cv
         D, A = cv.data.Dataset, cv.data.AUTOTUNE
