@@ -6,6 +6,9 @@ thread. Asserted on the autotuner's recorded choices and the stages'
 parallelism, never on time; every pipeline must give exactly what the
 sequential one gives."""
 import os
+import subprocess
+import sys
+import textwrap
 import time
 import warnings
 
@@ -51,14 +54,56 @@ def test_a_tiny_map_and_its_prefetch_run_inline():
     assert inline_choices(stats, prefetch.name), stats.choices
 
 
+@needs_native_speed
 def test_a_tiny_map_then_batch_runs_inline_and_gives_the_same_batches():
     # map(AUTOTUNE).batch() is fused (MapAndBatch): its unit is a piece of a
-    # batch, a few microseconds here, which stays parallel; the values and
-    # batch boundaries must be the unfused sequential pipeline's either way.
+    # batch, a few microseconds here, above the per-unit rule's bound; the
+    # hand-off rule (autotune.h) sees that the parallel pipeline is no
+    # faster than its sequential estimate and tries it inline. The values
+    # and batch boundaries must be the unfused sequential pipeline's.
     def make(parallel):
-        return D.range(N // 10).map(double, num_parallel_calls=parallel).batch(32)
-    got = run(iter(make(AUTOTUNE).prefetch(AUTOTUNE)))
+        return D.range(N).map(double, num_parallel_calls=parallel).batch(32)
+    it = iter(make(AUTOTUNE).prefetch(AUTOTUNE))
+    got = run(it)
     assert got == run(iter(make(None)))
+    stats = it.stats()
+    fused = stats.stages[1]
+    assert fused.kernel == "MapAndBatch", stats.stages
+    assert inline_choices(stats, fused.name), stats.choices
+
+
+def _batched(fn, n, parallel):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return D.range(n).map(fn, num_parallel_calls=parallel).batch(32)
+
+
+def _assert_stays_parallel(fn, n):
+    it = iter(_batched(fn, n, AUTOTUNE).prefetch(AUTOTUNE))
+    got = run(it)
+    assert got == run(iter(_batched(fn, n, None)))
+    stats = it.stats()
+    fused = stats.stages[1]
+    assert fused.kernel == "MapAndBatch", stats.stages
+    assert stats.autotune_runs > 0
+    assert not inline_choices(stats, fused.name), stats.choices
+    assert fused.parallelism >= 1
+    assert not inline_choices(stats, stats.stages[0].name), stats.choices
+
+
+def test_a_heavy_native_map_then_batch_stays_parallel():
+    def heavy(x):  # traced: 50,000 additions natively, tens of microseconds
+        return cv.math.reduce_sum(cv.range(np.int64(50_000))) + x
+    _assert_stays_parallel(heavy, 32 * 40)
+
+
+def test_a_python_map_then_batch_stays_parallel():
+    def python_work(x):  # runs in Python: a loop of a few microseconds
+        total = 0
+        for i in range(200):
+            total += i
+        return np.int64(int(x) + total)
+    _assert_stays_parallel(python_work, 32 * 60)
 
 
 def test_a_slow_map_stays_parallel():
@@ -167,3 +212,27 @@ def test_a_state_saved_inline_restores_exactly():
     again = iter(make())
     again.restore(second)
     assert tail == run(again)
+
+
+def test_many_short_epochs_going_inline_never_hang(tmp_path):
+    # Once, under load, a prefetch turn waited forever in MapAndBatch's
+    # next() with no MapAndBatch turn running (the suspected race: going
+    # inline while that stage's last turn was ending; core/stage.c,
+    # settle_wait). Many short epochs, each going inline early, in a child
+    # process that must finish in time: a smoke test, the race is rare.
+    code = textwrap.dedent("""
+        import conveyor as cv
+        D, A = cv.data.Dataset, cv.data.AUTOTUNE
+        def double(x):
+            return x * 2
+        for n in [20_000, 3_000] * 40:
+            ds = D.range(n).map(double, num_parallel_calls=A).batch(32).prefetch(A)
+            assert sum(1 for _ in ds) == (n + 31) // 32
+        print("done")
+    """)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(cv.__file__)))  # this conveyor
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in [here, os.environ.get("PYTHONPATH")] if p))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, timeout=300,
+                         capture_output=True, text=True, cwd=str(tmp_path))
+    assert out.returncode == 0 and "done" in out.stdout, out.stderr[-2000:]

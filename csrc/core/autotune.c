@@ -27,7 +27,24 @@
 #define CV_AUTOTUNE_PARALLEL_NS 8000.0
 #define CV_AUTOTUNE_INLINE_UNITS 64.0
 #define CV_AUTOTUNE_INLINE_EVIDENCE_NS 1000000.0
+/* Going back, the window holds at least this many (scaled) units: four
+ * timed ones at one in CV_STAGE_INLINE_SAMPLE (64), or two with
+ * EVIDENCE_NS of work; one descheduled sample is not enough. */
+#define CV_AUTOTUNE_BACK_UNITS 256.0
 #define CV_AUTOTUNE_PARALLEL_VOTES 2
+/* The hand-off rule (autotune.h): tried on a stage whose work per root
+ * element is below HANDOFF_MAX_NS (above it, parallel work pays for any
+ * hand-off this engine has: a futex wake-up on a VM is tens of us). The
+ * trial lasts TRIAL_NS and TRIAL_ROOTS root elements at least; inline must
+ * not be slower than TRIAL_SLACK x the parallel interval. A refused stage
+ * is tried again after RETRY_NS, doubled at each refusal up to
+ * RETRY_MAX_NS. */
+#define CV_AUTOTUNE_HANDOFF_MAX_NS 25000.0
+#define CV_AUTOTUNE_TRIAL_NS 2000000LL
+#define CV_AUTOTUNE_TRIAL_ROOTS 64
+#define CV_AUTOTUNE_TRIAL_SLACK 1.05
+#define CV_AUTOTUNE_RETRY_NS 20000000LL
+#define CV_AUTOTUNE_RETRY_MAX_NS 2000000000LL
 
 struct CvAutotuner {
     CvStats *stats; /* borrowed: the pool owns both */
@@ -96,6 +113,11 @@ typedef struct {
     double dt;
     double consumer_wait;
     bool quick; /* a look in the first period: inline decisions only (cv_autotuner_tick) */
+    double roots;  /* root elements in the window (since the start in a quick look) */
+    uint64_t root_total;
+    /* ns per root element if every stage ran inline: the consumer's own time
+     * (its next() calls less the waits) plus every stage's work */
+    double sequential;
 } Run;
 
 static double delta(uint64_t now, uint64_t before)
@@ -146,6 +168,35 @@ static void publish(CvAutotuner *tuner, const Run *run, _Atomic int *limit, int 
     };
 }
 
+/* The hand-off rule's test (autotune.h): parallel work of `per_root` ns
+ * per root element may not pay for its hand-off, as the root's interval is
+ * no shorter than the sequential estimate. */
+static bool handoff_may_lose(const Run *run, double per_root)
+{
+    if (run->roots < CV_AUTOTUNE_TRIAL_ROOTS || per_root >= CV_AUTOTUNE_HANDOFF_MAX_NS)
+        return false;
+    return run->dt / run->roots * CV_AUTOTUNE_TRIAL_SLACK >= run->sequential;
+}
+
+/* history_mu held: a stage on trial inline (the hand-off rule): -1 while
+ * the trial runs, 1 when inline proved no slower than parallel (the trial
+ * ends), 0 when it was slower (the stage goes back, refused for a while). */
+static int trial_verdict(const Run *run, CvNode *node)
+{
+    double elapsed = (double)(run->now - node->trial_at);
+    double roots = run->root_total > node->trial_root ? (double)(run->root_total - node->trial_root) : 0;
+    if (elapsed < CV_AUTOTUNE_TRIAL_NS || roots < CV_AUTOTUNE_TRIAL_ROOTS)
+        return -1;
+    bool kept = elapsed / roots <= CV_AUTOTUNE_TRIAL_SLACK * node->trial_interval;
+    node->trial_interval = 0;
+    if (!kept) {
+        int64_t wait = CV_AUTOTUNE_RETRY_NS << (node->refusals < 10 ? node->refusals : 10);
+        node->retry_at = run->now + (wait < CV_AUTOTUNE_RETRY_MAX_NS ? wait : CV_AUTOTUNE_RETRY_MAX_NS);
+        node->refusals++;
+    }
+    return kept;
+}
+
 /* history_mu held: the inline decisions (see Inline in autotune.h), stages
  * below first, so that a prefetch sees what its input was made. par[i]:
  * each node's parallelism, updated. Returns whether one changed. */
@@ -156,30 +207,57 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
     bool changed = false;
     for (int i = n - 1; i >= 0; i--) {
         const CvGauges *g = &now[i].gauges;
+        CvNode *node = nodes[i];
         /* One live iterator: the limit is that stage's own (an inner node
          * or a dataset used twice shares one node among several). */
         if (!g->limit || !g->may_inline || now[i].live != 1 || now[i].inner || work[i] < 0)
             continue;
-        double units = delta(now[i].totals.units, nodes[i]->seen.units);
+        double units = delta(now[i].totals.units, node->seen.units);
+        int back = g->max_parallelism < CV_AUTOTUNE_MIN_PARALLELISM ? g->max_parallelism
+                                                                    : CV_AUTOTUNE_MIN_PARALLELISM;
+        /* A buffer over parallel work below stays: it hides that work's bursts. */
+        bool below = g->max_parallelism <= 1 && parallel_below(now, par, i, n);
         int to = par[i];
-        if (par[i] > 0 && work[i] < CV_AUTOTUNE_INLINE_NS && units >= CV_AUTOTUNE_INLINE_UNITS &&
-            (g->max_parallelism > 1 || !parallel_below(now, par, i, n)))
-            to = 0; /* a buffer over parallel work below stays: it hides that work's bursts */
-        else if (par[i] == 0 && work[i] > CV_AUTOTUNE_PARALLEL_NS &&
-                 (units >= CV_AUTOTUNE_INLINE_UNITS || measured[i] >= CV_AUTOTUNE_INLINE_EVIDENCE_NS)) {
+        bool trial = false;
+        if (par[i] > 0 && units >= CV_AUTOTUNE_INLINE_UNITS && !below) {
+            if (work[i] < CV_AUTOTUNE_INLINE_NS)
+                to = 0;
+            else if (run->now >= node->retry_at && handoff_may_lose(run, ratio[i] * work[i]))
+                to = 0, trial = true;
+        } else if (par[i] == 0 && node->trial_interval > 0) {
+            int verdict = trial_verdict(run, node);
+            if (verdict == 0)
+                to = back; /* inline was slower: the hand-off pays */
+        } else if (par[i] == 0 && g->max_parallelism <= 1 && parallel_below(now, par, i, n)) {
+            to = back; /* a stage below went back to parallel: buffer it again */
+        } else if (par[i] == 0 &&
+                   work[i] > (4 * node->inline_work > CV_AUTOTUNE_PARALLEL_NS ? 4 * node->inline_work
+                                                                              : CV_AUTOTUNE_PARALLEL_NS) &&
+                   (units >= CV_AUTOTUNE_BACK_UNITS ||
+                    (units >= CV_AUTOTUNE_BACK_UNITS / 2 && measured[i] >= CV_AUTOTUNE_INLINE_EVIDENCE_NS))) {
             /* Inline work is sampled: one unit descheduled while timed
              * counts for CV_STAGE_INLINE_SAMPLE. Two looks in a row must
              * agree. */
-            if (++nodes[i]->fewer_votes >= CV_AUTOTUNE_PARALLEL_VOTES)
-                to = g->max_parallelism < CV_AUTOTUNE_MIN_PARALLELISM ? g->max_parallelism
-                                                                    : CV_AUTOTUNE_MIN_PARALLELISM;
+            if (++node->fewer_votes >= CV_AUTOTUNE_PARALLEL_VOTES)
+                to = back;
         } else if (par[i] == 0) {
-            nodes[i]->fewer_votes = 0;
+            node->fewer_votes = 0;
         }
         if (to == par[i])
             continue;
-        nodes[i]->fewer_votes = 0;
-        publish(tuner, run, g->limit, i, par[i], to, tuner->bottleneck, 0, ratio[i] * work[i] / (to ? to : 1));
+        node->fewer_votes = 0;
+        double interval = run->roots > 0 ? run->dt / run->roots : 0;
+        if (to == 0) {
+            node->inline_work = work[i];
+            node->trial_interval = trial ? interval : 0;
+            node->trial_at = run->now;
+            node->trial_root = run->root_total;
+        } else {
+            node->trial_interval = 0;
+        }
+        /* target: the root's interval when the choice was made */
+        publish(tuner, run, g->limit, i, par[i], to, tuner->bottleneck, interval,
+                ratio[i] * work[i] / (to ? to : 1));
         par[i] = to;
         changed = true;
     }
@@ -225,6 +303,13 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
         ratio[i] = (double)t->units / root_total;
         cpu_work += ratio[i] * (cpu > 0 ? cpu : 0) / units;
     }
+    run->roots = root_window;
+    double own = root_window > 0 ? (run->dt - run->consumer_wait) / root_window : 0;
+    run->sequential = own > 0 ? own : 0;
+    for (int i = 0; i < n; i++)
+        if (work[i] >= 0)
+            run->sequential += ratio[i] * work[i];
+    run->root_total = now[0].totals.elements;
     pthread_mutex_lock(&tuner->history_mu);
     changed = decide_inline(run, nodes, now, n, work, measured, ratio, par);
     pthread_mutex_unlock(&tuner->history_mu);

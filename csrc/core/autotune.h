@@ -37,7 +37,23 @@
  * CV_AUTOTUNE_PARALLEL_NS in two looks in a row; while one is inline the
  * period stays at CV_AUTOTUNE_FIRST_NS. The stages below are decided first, so a
  * prefetch over a tiny map goes inline in the same look. Inline stages take
- * no part in the climb. In the first period the tuner looks every
+ * no part in the climb.
+ *
+ * The hand-off rule (issue 26): a stage whose work per unit is above
+ * CV_AUTOTUNE_INLINE_NS but small per root element (a fused map+batch of a
+ * tiny map: microseconds per batch) may still cost more in hand-offs than
+ * it gains, which its own counters do not show (the consumer's wake-ups,
+ * a spinning pool thread, cache lines crossing cores). The tuner compares
+ * the root's measured interval (wall time per element) with the pipeline's
+ * sequential estimate (the consumer's own time per element plus every
+ * stage's work per root element): when parallel is not faster, it tries
+ * the stage inline (a trial), and after at least 2 ms and 64 root elements
+ * compares the interval inline with the one it had in parallel: slower by
+ * more than 5%, the stage goes back to parallel and the rule waits before
+ * trying it again (20 ms, doubled at each refusal). A stage that went
+ * inline goes back to parallel when its work per unit grows 4x (at least
+ * above CV_AUTOTUNE_PARALLEL_NS); a buffer over it goes back with it.
+ * In the first period the tuner looks every
  * CV_AUTOTUNE_QUICK_NS, at everything since the start, and makes the inline
  * decisions only: an epoch of a tiny pipeline lasts a few tens of
  * milliseconds.
@@ -59,7 +75,7 @@
 
 #include "core/stats.h"
 
-#define CV_AUTOTUNE_QUICK_NS 2000000LL  /* 2 ms: looks in the first period, inline decisions only */
+#define CV_AUTOTUNE_QUICK_NS 1000000LL  /* 1 ms: looks in the first period, inline decisions only */
 #define CV_AUTOTUNE_FIRST_NS 20000000LL /* 20 ms */
 #define CV_AUTOTUNE_MAX_NS 200000000LL  /* 0.2 s: adapts within half a second */
 #define CV_AUTOTUNE_HISTORY 256

@@ -136,9 +136,7 @@ static void charge_units(CvStage *st, CvStageUnit *units, size_t *bytes, int n, 
         return;
     }
     for (int i = 0; i < n; i++) {
-        if (bytes[i] == 0)
-            continue;
-        if (cv_memory_holder_try_charge(&st->holder, bytes[i])) {
+        if (bytes[i] == 0 || cv_memory_holder_try_charge(&st->holder, bytes[i])) {
             st->held += bytes[i];
             continue;
         }
@@ -460,6 +458,24 @@ static bool inline_wanted(CvStage *st)
     return st->may_inline && atomic_load_explicit(&st->task.limit, memory_order_relaxed) == 0;
 }
 
+/* Consumer, mu held: wait on ready_cv for CV_STAGE_SETTLE_WAIT_NS at most
+ * (in a blocking section, as cv_wait on a pool thread). */
+static void settle_wait(CvStage *st)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_nsec += CV_STAGE_SETTLE_WAIT_NS;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    st->consumer_waiting = true;
+    cv_blocking_begin();
+    pthread_cond_timedwait(&st->ready_cv, &st->mu, &deadline);
+    cv_blocking_end();
+    st->consumer_waiting = false;
+}
+
 /* Consumer: go inline when everything pulled was handed out and no turn
  * runs: the task is paused, so from now on only this thread touches the
  * input and the pull side. False: not yet (a turn runs, or results are in
@@ -550,6 +566,13 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
     return u.status;
 }
 
+void cv_stage_inline_end(CvStage *st)
+{
+    pthread_mutex_lock(&st->mu);
+    st->input_done = true;
+    pthread_mutex_unlock(&st->mu);
+}
+
 CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_block)
 {
     *end = false;
@@ -614,7 +637,7 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
     }
     wake = run_retire(st, false);
     bool spun = false, tried_help = false, tried_inline = false;
-    int64_t wait_started = 0;
+    int64_t wait_started = 0, settle_waits = 0;
     for (;;) {
         if (run_extend(st)) {
             pthread_mutex_unlock(&st->mu);
@@ -674,6 +697,26 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             pthread_mutex_lock(&st->mu);
             continue; /* mu was released: everything must be checked again */
         }
+        if (tried_inline && st->run_next == st->issued && inline_wanted(st)) {
+            /* Still not settled: a turn that ended is counted running until
+             * the pool has its lock back, and wakes no one, so a plain wait
+             * (untimed on a pool thread) could last forever. Look again
+             * after SETTLE_WAIT_NS; interrupts as cv_wait's slices would. */
+            wake_workers(st, wake);
+            wake = false;
+            settle_wait(st);
+            if (++settle_waits % (CV_WAIT_SLICE_MS * 1000000LL / CV_STAGE_SETTLE_WAIT_NS) == 0) {
+                pthread_mutex_unlock(&st->mu);
+                bool stop = cv_interrupt_pending();
+                pthread_mutex_lock(&st->mu);
+                if (stop) {
+                    s = cv_error(CV_INTERRUPTED, "interrupted");
+                    break;
+                }
+            }
+            tried_inline = false;
+            continue;
+        }
         wake_workers(st, wake); /* under mu: the pool's mutex is a leaf */
         wake = false;
         st->consumer_waiting = true;
@@ -731,48 +774,6 @@ void cv_stage_destroy(CvStage *st)
 }
 
 /* -- exact resume (see DESIGN in stage.h) ------------------------------------ */
-
-void cv_stage_put_status(CvStateWriter *w, CvStatus s)
-{
-    cv_state_put_i64(w, s ? (int64_t)s->code : 0);
-    if (s)
-        cv_state_put_bytes(w, s->message, strlen(s->message));
-}
-
-/* Whether p[0, n) is UTF-8 with no NUL (a message Python can decode). */
-static bool is_utf8(const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        unsigned char c = p[i];
-        size_t len = c == 0 ? 0 : c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2
-                   : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
-        if (len == 0 || len > n - i)
-            return false;
-        for (size_t k = 1; k < len; k++)
-            if ((p[i + k] & 0xC0) != 0x80)
-                return false;
-        if ((c == 0xE0 && p[i + 1] < 0xA0) || (c == 0xED && p[i + 1] >= 0xA0) ||
-            (c == 0xF0 && p[i + 1] < 0x90) || (c == 0xF4 && p[i + 1] >= 0x90))
-            return false; /* overlong, surrogate or past U+10FFFF */
-        i += len;
-    }
-    return true;
-}
-
-CvStatus cv_stage_get_status(CvStateReader *r, CvStatus *out)
-{
-    int64_t code = 0;
-    const void *msg = NULL;
-    size_t n = 0;
-    *out = CV_STATUS_OK;
-    CvStatus s = cv_state_get_range(r, "an error's code", 0, CV_UNAUTHENTICATED, &code);
-    if (!s && code != 0 && !(s = cv_state_get_bytes(r, &msg, &n))) {
-        if (n > INT32_MAX || !is_utf8(msg, n))
-            return cv_state_corrupt("an error's message is not UTF-8 text");
-        *out = cv_error((CvCode)code, "%.*s", (int)n, (const char *)msg);
-    }
-    return s;
-}
 
 void cv_stage_arm(CvStage *st)
 {

@@ -116,6 +116,7 @@
 #include "core/dataset.h"
 #include "core/pool.h"
 #include "core/iterator_state.h"
+#include "core/stage_status.h"
 #include "core/stats.h"
 #include "core/tensor.h"
 #include "core/thread.h"
@@ -270,7 +271,32 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
  * (see Inline). Only for an AUTOTUNE parallelism or buffer: an explicit one
  * is the user's. input: the stage's input dataset (its may_block). */
 void cv_stage_allow_inline(CvStage *st, const CvDataset *input);
-#define CV_STAGE_INLINE_SAMPLE 32
+#define CV_STAGE_INLINE_SAMPLE 64
+#define CV_STAGE_SETTLE_WAIT_NS 200000L /* going inline while a turn ends: look again this soon */
+
+/* Consumer, inline (see Inline): whether this next()/try_next() may run
+ * its unit with the kernel's own sequential code instead of the stage's
+ * (a few calls less per element): inline and still wanted, the input not
+ * ended, no marks to take (not armed), and not the unit the stage times
+ * (one in CV_STAGE_INLINE_SAMPLE, which also runs the autotuner's tick).
+ * True counts the unit; the kernel then calls cv_stage_inline_end() if
+ * its input ended, or cv_stage_inline_undo() if it took nothing (a
+ * try_next that would block). */
+static inline bool cv_stage_inline_fast(CvStage *st)
+{
+    if (!st->inline_on || st->armed || st->input_done || st->inline_countdown <= 1 ||
+        atomic_load_explicit(&st->task.limit, memory_order_relaxed) != 0)
+        return false;
+    st->inline_countdown--;
+    st->has_base = false; /* as a unit the stage ran inline (inline_mark) */
+    st->last_marked = false;
+    return true;
+}
+static inline void cv_stage_inline_undo(CvStage *st)
+{
+    st->inline_countdown++;
+}
+void cv_stage_inline_end(CvStage *st);
 
 /* Set before the first next(): charge results to `memory` (borrowed: it must
  * outlive the stage, e.g. the owner's dataset->memory; NULL: the default
@@ -307,10 +333,6 @@ CvStatus cv_stage_restore(CvStage *st, CvStateReader *r);
  * unit it returned into *into (false: that unit has none). */
 void cv_stage_arm(CvStage *st);
 bool cv_stage_take_mark(CvStage *st, CvStateWriter *into);
-/* A status as state: code and message (a Python exception's object is not
- * kept: restored, it is raised by its code). */
-void cv_stage_put_status(CvStateWriter *w, CvStatus s);
-CvStatus cv_stage_get_status(CvStateReader *r, CvStatus *s);
 
 /* Iterators of kernels that run a stage over one input start with this. */
 typedef struct CvStagedIterator {

@@ -100,6 +100,17 @@ typedef struct CvNode {
      * proposed it go back to parallel). */
     CvNodeTotals seen;
     int fewer_votes;
+    /* The hand-off rule's trial (core/autotune.c), under mu: the root's ns
+     * per element while parallel (0: no trial running), when the trial
+     * began and the root's elements then; the work per unit when the stage
+     * went inline (its way back is relative to it); refusals so far and when
+     * the rule may try again. */
+    double trial_interval;
+    int64_t trial_at;
+    uint64_t trial_root;
+    double inline_work;
+    int refusals;
+    int64_t retry_at;
 } CvNode;
 
 typedef struct CvStats CvStats;

@@ -172,12 +172,9 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
     return CV_STATUS_OK;
 }
 
-static CvStatus map_next(CvIterator *base, CvElement *out, bool *end)
+/* The sequential map: one input element through fn. */
+static CvStatus map_one(MapIterator *it, const MapParams *p, CvElement *out, bool *end)
 {
-    MapIterator *it = (MapIterator *)base;
-    const MapParams *p = base->dataset->params;
-    if (p->num_workers > 0)
-        return cv_stage_next(&it->staged.stage, out, end);
     CvElement in = {0};
     CvStatus s = cv_open_ahead_next(&it->ahead, it->staged.input, &in, end);
     if (s || *end)
@@ -197,11 +194,37 @@ static void map_destroy(CvIterator *base)
     cv_iterator_free(base);
 }
 
+/* An AUTOTUNE map run inline takes the sequential path (cv_stage_inline_fast). */
+static CvStatus map_inline(MapIterator *it, const MapParams *p, CvElement *out, bool *end)
+{
+    CvStatus s = map_one(it, p, out, end);
+    if (!s && *end)
+        cv_stage_inline_end(&it->staged.stage);
+    return s;
+}
+
+static CvStatus map_next(CvIterator *base, CvElement *out, bool *end)
+{
+    MapIterator *it = (MapIterator *)base;
+    const MapParams *p = base->dataset->params;
+    if (p->num_workers == 0)
+        return map_one(it, p, out, end);
+    if (cv_stage_inline_fast(&it->staged.stage))
+        return map_inline(it, p, out, end);
+    return cv_stage_next(&it->staged.stage, out, end);
+}
+
 static CvStatus map_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
 {
     MapIterator *it = (MapIterator *)base;
-    if (((const MapParams *)base->dataset->params)->num_workers > 0)
-        return cv_stage_try_next(&it->staged.stage, out, end, would_block);
+    const MapParams *p = base->dataset->params;
+    if (p->num_workers > 0) {
+        CvStage *st = &it->staged.stage;
+        *would_block = false;
+        if (!st->input_may_block && cv_stage_inline_fast(st)) /* as inline_next: pull may not wait */
+            return map_inline(it, p, out, end);
+        return cv_stage_try_next(st, out, end, would_block);
+    }
     *would_block = true; /* sequential: fn runs in next() */
     return CV_STATUS_OK;
 }

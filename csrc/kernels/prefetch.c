@@ -104,6 +104,12 @@ static CvStatus prefetch_next(CvIterator *base, CvElement *out, bool *end)
     PrefetchIterator *it = (PrefetchIterator *)base;
     if (!it->stage.slots) /* buffer_size 0 */
         return cv_iterator_next(it->input, out, end);
+    if (cv_stage_inline_fast(&it->stage)) { /* inline: a pass-through */
+        CvStatus s = cv_iterator_next(it->input, out, end);
+        if (!s && *end)
+            cv_stage_inline_end(&it->stage);
+        return s;
+    }
     return cv_stage_next(&it->stage, out, end);
 }
 
@@ -112,6 +118,23 @@ static CvStatus prefetch_try_next(CvIterator *base, CvElement *out, bool *end, b
     PrefetchIterator *it = (PrefetchIterator *)base;
     if (!it->stage.slots) /* buffer_size 0 */
         return cv_iterator_try_next(it->input, out, end, would_block);
+    if (cv_stage_inline_fast(&it->stage)) { /* inline: a pass-through, as inline_next pulls */
+        CvStatus s;
+        *would_block = false;
+        *end = false;
+        if (it->stage.input_may_block) {
+            s = cv_iterator_try_next(it->input, out, end, would_block);
+            if (!s && *would_block) {
+                cv_stage_inline_undo(&it->stage);
+                return s;
+            }
+        } else {
+            s = cv_iterator_next(it->input, out, end);
+        }
+        if (!s && *end)
+            cv_stage_inline_end(&it->stage);
+        return s;
+    }
     return cv_stage_try_next(&it->stage, out, end, would_block);
 }
 
