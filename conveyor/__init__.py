@@ -20,6 +20,7 @@ from conveyor import data
 from conveyor import device
 from conveyor.device import DeviceArray
 from conveyor import io
+from conveyor import audio
 from conveyor import image
 from conveyor import math
 from conveyor import strings
@@ -58,7 +59,7 @@ newaxis = None  # tf.newaxis: x[:, tf.newaxis]
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "keras", "compat", "lookup", "slice", "roll", "repeat", "meshgrid",
+__all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repeat", "meshgrid",
            "Assert", "case", "control_dependencies", "map_fn", "name_scope", "SparseTensor",
            "newaxis", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
