@@ -68,6 +68,22 @@ class DType:
             return int(np.iinfo(self._np).max)
         raise TypeError(f"Cannot find maximum value of {self.name}.")
 
+    # A string EagerTensor's ``dtype`` is ``string`` (TensorFlow's answer,
+    # where NumPy's would be ``object``): NumPy code that reads it as a
+    # NumPy dtype still works. ``np.dtype(d)`` reads ``d.dtype``, and NumPy's
+    # attributes (``kind``, ``itemsize``, ``char``...) come from the NumPy dtype.
+    @property
+    def dtype(self):
+        return self._np
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(object.__getattribute__(self, "_np"), name)
+        except AttributeError:
+            raise AttributeError(f"'DType' object has no attribute {name!r}") from None
+
     def __eq__(self, other):
         if isinstance(other, DType):
             return self._code == other._code
@@ -99,7 +115,15 @@ uint64 = DType("uint64", 8, np.dtype(np.uint64))
 float16 = half = DType("float16", 9, np.dtype(np.float16))
 float32 = DType("float32", 10, np.dtype(np.float32))
 float64 = double = DType("float64", 11, np.dtype(np.float64))
-string = DType("string", 12, np.dtype(object))
+class _StringDType(DType):
+    """``string``'s class: what NumPy's code asks of ``type(a.dtype)`` when a
+    string EagerTensor's dtype is ``string`` (np.testing reads ``_is_numeric``)."""
+
+    __slots__ = ()
+    _is_numeric = False
+
+
+string = _StringDType("string", 12, np.dtype(object))
 
 _ALL = [bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
         float64, string]
