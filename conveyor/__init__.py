@@ -51,6 +51,7 @@ from conveyor.framework.tensor_conversion import convert_to_tensor, is_tensor
 from conveyor.ops.manip_ops import meshgrid, repeat, roll, slice  # noqa: A004
 from conveyor.ops.functional_ops import Assert, case, control_dependencies, map_fn, name_scope
 from conveyor.sparse import SparseTensor
+from conveyor.ops.tensor_array_ops import TensorArray
 from conveyor import lookup
 from conveyor import keras
 from conveyor import compat
@@ -60,7 +61,7 @@ newaxis = None  # tf.newaxis: x[:, tf.newaxis]
 __version__ = "0.1.0"
 
 __all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repeat", "meshgrid",
-           "Assert", "case", "control_dependencies", "map_fn", "name_scope", "SparseTensor",
+           "Assert", "case", "control_dependencies", "map_fn", "name_scope", "SparseTensor", "TensorArray",
            "newaxis", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
