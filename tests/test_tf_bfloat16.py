@@ -136,3 +136,16 @@ def test_without_ml_dtypes_import_error_names_it(run_python):
         "    print('ImportError', e)\n")
     out = run_python(code)
     assert "ImportError" in out.stdout and "ml_dtypes" in out.stdout, out
+
+
+def test_ops_that_would_misread_bfloat16_refuse_it():
+    x = cv.cast(np.ones([4, 4, 3], np.float32), cv.bfloat16)
+    for fn in (lambda: cv.add(x, x), lambda: cv.image.resize(x, [2, 2]),
+               lambda: cv.reduce_sum(x), lambda: cv.image.adjust_brightness(x, 0.1)):
+        with pytest.raises(TypeError, match="bfloat16"):
+            fn()
+    # moving values is fine
+    same(cv.image.flip_left_right(x), tf.image.flip_left_right(tf.constant(x)).numpy())
+    same(cv.reshape(x, [-1]), tf.reshape(tf.constant(x), [-1]).numpy())
+    with pytest.raises(TypeError, match="bfloat16"):
+        cv.data.Dataset.from_tensors(x).map(lambda v: cv.image.resize(v, [2, 2]))
