@@ -10,16 +10,18 @@ import atexit as _atexit
 import sys as _sys
 
 from conveyor import _engine
+from conveyor import dtypes as _dtypes_module
 from conveyor import errors
 from conveyor import nest
 from conveyor import random
-from conveyor.dtypes import (DType, as_dtype, bool, double, float16, float32, float64, half,
+from conveyor.dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32, float64, half,
                              int8, int16, int32, int64, string, uint8, uint16, uint32, uint64)
 from conveyor.tensor_spec import TensorShape, TensorSpec
 from conveyor import data
 from conveyor import device
 from conveyor.device import DeviceArray
 from conveyor import io
+from conveyor import audio
 from conveyor import image
 from conveyor import math
 from conveyor import strings
@@ -50,6 +52,7 @@ from conveyor.framework.tensor_conversion import convert_to_tensor, is_tensor
 from conveyor.ops.manip_ops import meshgrid, repeat, roll, slice  # noqa: A004
 from conveyor.ops.functional_ops import Assert, case, control_dependencies, map_fn, name_scope
 from conveyor.sparse import SparseTensor
+from conveyor.ops.tensor_array_ops import TensorArray
 from conveyor import lookup
 from conveyor import keras
 from conveyor import compat
@@ -58,15 +61,15 @@ newaxis = None  # tf.newaxis: x[:, tf.newaxis]
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "keras", "compat", "lookup", "slice", "roll", "repeat", "meshgrid",
-           "Assert", "case", "control_dependencies", "map_fn", "name_scope", "SparseTensor",
+__all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repeat", "meshgrid",
+           "Assert", "case", "control_dependencies", "map_fn", "name_scope", "SparseTensor", "TensorArray",
            "newaxis", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
            "round", "sqrt", "square", "subtract", "truediv", "Tensor", "EagerTensor", "Variable", "function", "autograph", "convert_to_tensor", "identity", "is_tensor", "rank", "size", "print", "numpy_function", "py_function", "errors", "nest", "random", "DType", "as_dtype", "TensorSpec", "TensorShape",
            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "half", "float32", "float64", "double", "string",
+           "float16", "half", "float32", "float64", "double", "string", "bfloat16",
            "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
            "reduce_all", "argmax", "argmin", "range", "squeeze", "unstack", "gather", "where",
            "ensure_shape", "cond", "debugging", "transpose", "tile", "pad", "reverse",
@@ -86,6 +89,8 @@ for _name in ("io", "strings", "math", "sparse", "ragged", "nest", "errors", "tr
 del _name
 
 _engine.set_error_classes(errors._BY_CODE)
+if _dtypes_module._ml_dtypes is not None:  # bfloat16 arrays are ml_dtypes' (optional)
+    _engine.set_bfloat16_dtype(_dtypes_module._ml_dtypes.bfloat16)
 _engine.set_warning_handler(errors._engine_warning)
 # Stop every live pipeline before the interpreter finalizes: a worker thread
 # that asks for the GIL during finalization would hang.

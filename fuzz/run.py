@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 REGRESSIONS = os.path.join(ROOT, "tests", "fuzz_regressions")
 TARGETS = ["tfrecord_reader", "example_parser", "image_decoders", "cache_reader", "iterator_state",
-           "string_ops"]
+           "string_ops", "audio_wav"]
 MAX_LEN = {"image_decoders": 100_000, "cache_reader": 16_384}
 FINDINGS = ("crash-", "timeout-", "oom-", "leak-")
 

@@ -116,6 +116,29 @@ def string_seeds():
             put("string_ops", f"op{op}-{i}", bytes([op | variant << 3 | (i % 2) << 7, i]) + body)
 
 
+def wav_seeds():
+    """WAV files the way encoders write them (mono, stereo, an 18-byte fmt
+    chunk, a LIST chunk, an odd data length) with each option byte."""
+    import struct
+
+    import numpy as np
+
+    def wav(samples, ch=1, fmtsize=16, extra=b"", datalen=None):
+        data = np.asarray(samples, "<i2").tobytes()
+        fmt = struct.pack("<HHIIHH", 1, ch, 8000, 8000 * ch * 2, ch * 2, 16)
+        body = (b"WAVEfmt " + struct.pack("<I", fmtsize) + fmt + b"\0" * (fmtsize - 16) + extra +
+                b"data" + struct.pack("<I", len(data) if datalen is None else datalen) + data)
+        return b"RIFF" + struct.pack("<I", len(body)) + body
+
+    samples = (np.arange(24) * 2731 - 32768).astype(np.int16)
+    files = [wav(samples), wav(samples, ch=2), wav(samples, ch=3, fmtsize=18),
+             wav(samples, extra=b"LIST" + struct.pack("<I", 4) + b"info"),
+             wav(samples, datalen=15), wav(samples[:0])]
+    for i, f in enumerate(files):
+        for flags in (0, 16 | 5, 10, 16 | 15):
+            put("audio_wav", f"wav{i}-{flags}", bytes([flags]) + f)
+
+
 def write(root):
     """Write every target's seeds under root/<target>/; returns {target: count}."""
     global CORPUS
@@ -126,6 +149,7 @@ def write(root):
     cache_seeds()
     iterator_state_seeds()
     string_seeds()
+    wav_seeds()
     return {t: len(glob.glob(os.path.join(root, t, "*"))) for t in sorted(os.listdir(root))}
 
 

@@ -12,7 +12,8 @@ import pytest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 FUZZ = os.path.join(os.path.dirname(TESTS), "fuzz")
-TARGETS = ["tfrecord_reader", "example_parser", "image_decoders", "cache_reader", "string_ops"]
+TARGETS = ["tfrecord_reader", "example_parser", "image_decoders", "cache_reader", "string_ops",
+           "audio_wav"]
 REGRESSIONS = sorted(glob.glob(os.path.join(TESTS, "fuzz_regressions", "*", "*")))
 
 

@@ -543,3 +543,19 @@ def test_make_csv_dataset_resumes(tmp_path):
         verify_resume(make, breaks=[0, 3, 8, 15])
     except cv.errors.OpError as e:  # a stage without exact resume
         pytest.skip(f"the pipeline cannot be saved: {e}")
+
+
+def test_eager_decode_csv_dtypes_are_tensorflows():
+    """Eager results name their dtypes as TensorFlow's do: a string column is
+    tf.string (not NumPy's 'object'), and NumPy still reads it as object."""
+    records = ["a,1,2.5", "b,2,3.5"]
+    defaults = [[""], [0], [0.0]]
+    want = tf.io.decode_csv(records, record_defaults=defaults)
+    got = cv.io.decode_csv(records, record_defaults=defaults)
+    assert [g.dtype.name for g in got] == [w.dtype.name for w in want] == \
+        ["string", "int32", "float32"]
+    assert got[0].dtype == cv.string and got[0].dtype == object
+    assert repr(got[0].dtype) == repr(want[0].dtype)
+    assert np.dtype(got[0].dtype) == np.dtype(object)
+    np.testing.assert_array_equal(got[0], want[0].numpy())
+    assert got[0].numpy().tolist() == want[0].numpy().tolist()

@@ -11,6 +11,7 @@ scalar for a 0-d number, ``bytes`` for a 0-d string, which is what
 import numpy as np
 
 from conveyor import _engine
+from conveyor import dtypes as _dtypes
 
 __all__ = ["EagerTensor"]
 
@@ -38,6 +39,7 @@ class _Shape(tuple):
 
 
 _ndarray_shape = np.ndarray.shape
+_ndarray_dtype = np.ndarray.dtype
 
 
 def _is_text(value):
@@ -90,6 +92,17 @@ class EagerTensor(np.ndarray):
     @shape.setter
     def shape(self, value):
         _ndarray_shape.__set__(self, value)
+
+    @property
+    def dtype(self):
+        """NumPy's dtype, but ``tf.string`` (a DType that NumPy reads as
+        ``object``) for strings, as TensorFlow names it."""
+        d = _ndarray_dtype.__get__(self)
+        return _dtypes.string if d.kind == "O" else d
+
+    @dtype.setter
+    def dtype(self, value):
+        _ndarray_dtype.__set__(self, value)
 
     def get_shape(self):
         return self.shape

@@ -278,6 +278,22 @@ def is_symbolic(x):
     return isinstance(x, Tensor)
 
 
+# The ops that take bfloat16 inputs: casts, and those that only move values.
+# The others (arithmetic, image ops) would read its bits as another type.
+_BFLOAT16_OPS = frozenset({"Cast", "ConvertImageDtype", "Reshape", "ConcatV2", "GatherV2",
+                           "ReverseV2", "CropOrPad", "Squeeze", "Shape", "EnsureShape",
+                           "BroadcastTo", "SplitV", "SelectV2", "StridedSlice", "Transpose",
+                           "Tile"})
+_BFLOAT16_NP = None if _dtypes._ml_dtypes is None else np.dtype(_dtypes._ml_dtypes.bfloat16)
+
+
+def _refuse_bfloat16(op, inputs):
+    for x in inputs:
+        if x.dtype == _dtypes.bfloat16 if isinstance(x, Tensor) else x.dtype == _BFLOAT16_NP:
+            raise op_error(TypeError, f"{op}: conveyor does not take bfloat16 inputs here yet; "
+                                      f"cast them to float32 first")
+
+
 def apply(op, inputs, outputs, attrs=None, string=None, obj=None, random=False,
           op_seed=None):
     """Run or record element op `op` on converted `inputs`.
@@ -289,6 +305,8 @@ def apply(op, inputs, outputs, attrs=None, string=None, obj=None, random=False,
     refuses unknown, missing and repeated names. Returns one value or a list.
     """
     attrs = {} if attrs is None else attrs
+    if _BFLOAT16_NP is not None and op not in _BFLOAT16_OPS:
+        _refuse_bfloat16(op, inputs)
     trace = next((x._trace for x in inputs if isinstance(x, Tensor)), None)
     if trace is None:
         # Inside a function being traced, an op on constants is part of the

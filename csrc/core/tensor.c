@@ -14,7 +14,7 @@ static const size_t dtype_sizes[CV_NUM_DTYPES] = {
     [CV_BOOL] = 1,    [CV_INT8] = 1,    [CV_INT16] = 2,   [CV_INT32] = 4,
     [CV_INT64] = 8,   [CV_UINT8] = 1,   [CV_UINT16] = 2,  [CV_UINT32] = 4,
     [CV_UINT64] = 8,  [CV_FLOAT16] = 2, [CV_FLOAT32] = 4, [CV_FLOAT64] = 8,
-    [CV_STRING] = sizeof(CvStringRef),
+    [CV_STRING] = sizeof(CvStringRef), [CV_BFLOAT16] = 2,
 };
 
 static const char *const dtype_names[CV_NUM_DTYPES] = {
@@ -22,7 +22,7 @@ static const char *const dtype_names[CV_NUM_DTYPES] = {
     [CV_INT32] = "int32",     [CV_INT64] = "int64",     [CV_UINT8] = "uint8",
     [CV_UINT16] = "uint16",   [CV_UINT32] = "uint32",   [CV_UINT64] = "uint64",
     [CV_FLOAT16] = "float16", [CV_FLOAT32] = "float32", [CV_FLOAT64] = "float64",
-    [CV_STRING] = "string",
+    [CV_STRING] = "string",   [CV_BFLOAT16] = "bfloat16",
 };
 
 size_t cv_dtype_size(CvDtype dtype)

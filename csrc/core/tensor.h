@@ -42,6 +42,7 @@ typedef enum CvDtype {
     CV_FLOAT32,
     CV_FLOAT64,
     CV_STRING,
+    CV_BFLOAT16, /* after CV_STRING: the codes before it are in saved files */
     CV_NUM_DTYPES
 } CvDtype;
 

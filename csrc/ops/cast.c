@@ -25,6 +25,7 @@ CV_ATTR_NAMES_MATCH(cast_int_attrs, CAST_NUM_INTS);
 #define LOAD_F16(p, i) ((double)cv_half_to_float(((const cv_half *)(p))[i]))
 #define LOAD_F32(p, i) ((double)((const float *)(p))[i])
 #define LOAD_F64(p, i) (((const double *)(p))[i])
+#define LOAD_BF16(p, i) ((double)cv_bfloat16_to_float(((const cv_bfloat16 *)(p))[i]))
 
 /* Stores take the loaded value `v` of carrier kind K (I: signed, U:
  * unsigned, F: double). */
@@ -65,6 +66,30 @@ CV_ATTR_NAMES_MATCH(cast_int_attrs, CAST_NUM_INTS);
 #define STORE_F64_I(p, i, v) (((double *)(p))[i] = (double)(v))
 #define STORE_F64_U STORE_F64_I
 #define STORE_F64_F STORE_F64_I
+/* bfloat16 from the value as float32 first, as Eigen::bfloat16 converts */
+#define STORE_BF16_I(p, i, v) (((cv_bfloat16 *)(p))[i] = cv_float_to_bfloat16((float)(v)))
+#define STORE_BF16_U STORE_BF16_I
+#define STORE_BF16_F STORE_BF16_I
+/* Carrier D: a float64 source, stored as F but for bfloat16: TensorFlow
+ * narrows it to float32 first with subnormals flushed to zero. */
+#define STORE_BOOL_D STORE_BOOL_F
+#define STORE_I8_D STORE_I8_F
+#define STORE_I16_D STORE_I16_F
+#define STORE_I32_D STORE_I32_F
+#define STORE_I64_D STORE_I64_F
+#define STORE_U8_D STORE_U8_F
+#define STORE_U16_D STORE_U16_F
+#define STORE_U32_D STORE_U32_F
+#define STORE_U64_D STORE_U64_F
+#define STORE_F16_D STORE_F16_F
+#define STORE_F32_D STORE_F32_F
+#define STORE_F64_D STORE_F64_F
+#define STORE_BF16_D(p, i, v) (((cv_bfloat16 *)(p))[i] = cv_float_to_bfloat16(flush((float)(v))))
+
+static inline float flush(float f)
+{
+    return fpclassify(f) == FP_SUBNORMAL ? copysignf(0.0f, f) : f;
+}
 
 /* X(dtype, load, carrier kind) for every castable dtype. */
 #define CV_CAST_SOURCES(X)                                                                         \
@@ -79,7 +104,8 @@ CV_ATTR_NAMES_MATCH(cast_int_attrs, CAST_NUM_INTS);
     X(CV_UINT64, LOAD_U64, U)                                                                      \
     X(CV_FLOAT16, LOAD_F16, F)                                                                     \
     X(CV_FLOAT32, LOAD_F32, F)                                                                     \
-    X(CV_FLOAT64, LOAD_F64, F)
+    X(CV_FLOAT64, LOAD_F64, D)                                                                     \
+    X(CV_BFLOAT16, LOAD_BF16, F)
 
 #define CV_CAST_TARGETS(X, LOAD, K)                                                                \
     X(CV_BOOL, LOAD, STORE_BOOL_##K)                                                               \
@@ -93,7 +119,8 @@ CV_ATTR_NAMES_MATCH(cast_int_attrs, CAST_NUM_INTS);
     X(CV_UINT64, LOAD, STORE_U64_##K)                                                              \
     X(CV_FLOAT16, LOAD, STORE_F16_##K)                                                             \
     X(CV_FLOAT32, LOAD, STORE_F32_##K)                                                             \
-    X(CV_FLOAT64, LOAD, STORE_F64_##K)
+    X(CV_FLOAT64, LOAD, STORE_F64_##K)                                                             \
+    X(CV_BFLOAT16, LOAD, STORE_BF16_##K)
 
 #define TARGET_CASE(DT, LOAD, STORE)                                                               \
     case DT:                                                                                       \

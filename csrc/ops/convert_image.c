@@ -44,7 +44,7 @@ static int kind_of(CvDtype t)
     switch (t) {
     case CV_INT8: case CV_INT16: case CV_INT32: case CV_INT64: return SIGNED;
     case CV_UINT8: case CV_UINT16: case CV_UINT32: case CV_UINT64: return UNSIGNED;
-    case CV_FLOAT16: case CV_FLOAT32: case CV_FLOAT64: return FLOATING;
+    case CV_FLOAT16: case CV_FLOAT32: case CV_FLOAT64: case CV_BFLOAT16: return FLOATING;
     default: return OTHER;
     }
 }
@@ -80,6 +80,10 @@ static void load_float(CvDtype t, const char *p, int n, double *v)
     case CV_FLOAT16:
         for (int i = 0; i < n; i++)
             v[i] = cv_half_to_float(((const cv_half *)p)[i]);
+        break;
+    case CV_BFLOAT16:
+        for (int i = 0; i < n; i++)
+            v[i] = cv_bfloat16_to_float(((const cv_bfloat16 *)p)[i]);
         break;
     case CV_FLOAT32: LOAD(float, double)
     default: LOAD(double, double)
@@ -119,19 +123,30 @@ static void store_double(CvDtype t, char *p, int n, const double *v)
     case CV_UINT32: STORE(uint32_t, cv_image_to_u32(v[i]))
     case CV_UINT64: STORE(uint64_t, cv_image_to_u64(v[i]))
     case CV_FLOAT16: STORE(cv_half, cv_float_to_half((float)v[i]))
+    case CV_BFLOAT16: STORE(cv_bfloat16, cv_float_to_bfloat16((float)v[i]))
     case CV_FLOAT32: STORE(float, v[i])
     default: STORE(double, v[i])
     }
 }
 
-/* a * b in float dtype t (a and b are values of t): half multiplies in
- * float and rounds once, as Eigen::half does. */
+/* A float32 value rounded to float dtype t (not float64). */
+static double round_to(CvDtype t, float f)
+{
+    if (t == CV_FLOAT16)
+        return (double)cv_half_to_float(cv_float_to_half(f));
+    if (t == CV_BFLOAT16)
+        return (double)cv_bfloat16_to_float(cv_float_to_bfloat16(f));
+    return f;
+}
+
+/* a * b in float dtype t (a and b are values of t): half and bfloat16
+ * multiply in float and round once, as Eigen's types do. */
 static double multiply(CvDtype t, double a, double b)
 {
     if (t == CV_FLOAT64)
         return a * b;
     float product = (float)a * (float)b;
-    return t == CV_FLOAT16 ? (double)cv_half_to_float(cv_float_to_half(product)) : product;
+    return round_to(t, product);
 }
 
 /* An integer converted to float dtype t by tf.cast (half through float). */
@@ -140,7 +155,7 @@ static double int_to(CvDtype t, int64_t s, uint64_t u, bool is_signed)
     if (t == CV_FLOAT64)
         return is_signed ? (double)s : (double)u;
     float f = is_signed ? (float)s : (float)u;
-    return t == CV_FLOAT16 ? (double)cv_half_to_float(cv_float_to_half(f)) : f;
+    return round_to(t, f);
 }
 
 static CvStatus convert_image_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,

@@ -59,6 +59,27 @@ static inline cv_half cv_float_to_half(float f)
     return (cv_half)(sign | (uint16_t)(abs >> 13));
 }
 
+typedef uint16_t cv_bfloat16; /* the top half of an IEEE binary32, stored as bits */
+
+static inline float cv_bfloat16_to_float(cv_bfloat16 h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+/* Round to nearest even, NaN kept quiet, as Eigen::bfloat16 (TensorFlow) does. */
+static inline cv_bfloat16 cv_float_to_bfloat16(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof(bits));
+    if ((bits & 0x7fffffffu) > 0x7f800000u)
+        return (cv_bfloat16)((bits >> 16) | 0x40);
+    bits += 0x7fffu + ((bits >> 16) & 1);
+    return (cv_bfloat16)(bits >> 16);
+}
+
 static inline int32_t cv_f2i32(double v)
 {
     return (v > -2147483649.0 && v < 2147483648.0) ? (int32_t)v : INT32_MIN;

@@ -16,6 +16,10 @@ extern const CvOp cv_op_read_file;
 extern const CvOp cv_op_decode_jpeg;
 extern const CvOp cv_op_decode_and_crop_jpeg;
 extern const CvOp cv_op_extract_jpeg_shape;
+extern const CvOp cv_op_decode_wav;
+extern const CvOp cv_op_encode_wav;
+extern const CvOp cv_op_crop_and_resize;
+extern const CvOp cv_op_draw_bounding_boxes;
 extern const CvOp cv_op_sample_distorted_bounding_box;
 extern const CvOp cv_op_stateless_sample_distorted_bounding_box;
 extern const CvOp cv_op_decode_image;
@@ -91,6 +95,10 @@ static const CvOp *const all_ops[] = {
     &cv_op_decode_jpeg,
     &cv_op_decode_and_crop_jpeg,
     &cv_op_extract_jpeg_shape,
+    &cv_op_decode_wav,
+    &cv_op_encode_wav,
+    &cv_op_crop_and_resize,
+    &cv_op_draw_bounding_boxes,
     &cv_op_sample_distorted_bounding_box,
     &cv_op_stateless_sample_distorted_bounding_box,
     &cv_op_decode_image,

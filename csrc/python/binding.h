@@ -207,6 +207,13 @@ PyObject *cv_element_to_tuple_as(CvModuleState *st, const CvElement *e, bool eag
 /* Element -> tuple of components. */
 PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e);
 int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out);
+/* The NumPy descr of engine dtype `dtype`, a new reference; NULL with an
+ * exception set for bfloat16 before set_bfloat16_dtype gave its descr
+ * (ml_dtypes' type, registered at run time). Needs the GIL. */
+PyArray_Descr *cv_descr_for(CvDtype dtype);
+/* set_bfloat16_dtype(dtype): ml_dtypes.bfloat16's descr (the Python layer
+ * passes it when ml_dtypes is installed). */
+PyObject *cv_set_bfloat16_dtype(PyObject *module, PyObject *dtype);
 
 /* ------------------------------------------------------------- memory.c */
 

@@ -49,35 +49,6 @@ int cv_convert_init(PyObject *module, CvModuleState *st)
     return st->holder_type ? 0 : -1;
 }
 
-static const int npy_types[CV_NUM_DTYPES] = {
-    [CV_BOOL] = NPY_BOOL,       [CV_INT8] = NPY_INT8,       [CV_INT16] = NPY_INT16,
-    [CV_INT32] = NPY_INT32,     [CV_INT64] = NPY_INT64,     [CV_UINT8] = NPY_UINT8,
-    [CV_UINT16] = NPY_UINT16,   [CV_UINT32] = NPY_UINT32,   [CV_UINT64] = NPY_UINT64,
-    [CV_FLOAT16] = NPY_FLOAT16, [CV_FLOAT32] = NPY_FLOAT32, [CV_FLOAT64] = NPY_FLOAT64,
-    [CV_STRING] = NPY_OBJECT,
-};
-
-int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out)
-{
-    int size = (int)PyDataType_ELSIZE(d);
-    switch (d->kind) {
-    case 'b': *out = CV_BOOL; return 0;
-    case 'i':
-        *out = size == 1 ? CV_INT8 : size == 2 ? CV_INT16 : size == 4 ? CV_INT32 : CV_INT64;
-        return size == 1 || size == 2 || size == 4 || size == 8 ? 0 : -1;
-    case 'u':
-        *out = size == 1 ? CV_UINT8 : size == 2 ? CV_UINT16 : size == 4 ? CV_UINT32 : CV_UINT64;
-        return size == 1 || size == 2 || size == 4 || size == 8 ? 0 : -1;
-    case 'f':
-        *out = size == 2 ? CV_FLOAT16 : size == 4 ? CV_FLOAT32 : CV_FLOAT64;
-        return size == 2 || size == 4 || size == 8 ? 0 : -1;
-    case 'S': case 'U': case 'O':
-        *out = CV_STRING;
-        return 0;
-    }
-    return -1;
-}
-
 /* Bytes of item i of a string-like array: 'S' (trailing NULs dropped, as
  * numpy does), 'U' (UTF-8 encoded) or object (bytes or str). For 'U' and
  * object arrays *tmp receives a new reference that keeps *data alive. */
@@ -258,9 +229,10 @@ CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out
         npy_intp dims[CV_MAX_RANK];
         for (int k = 0; k < out->rank; k++)
             dims[k] = (npy_intp)out->shape[k];
-        PyArray_Descr *descr = PyArray_DescrFromType(npy_types[dtype]);
-        PyObject *dst = PyArray_NewFromDescr(&PyArray_Type, descr, out->rank, dims, NULL,
-                                             out->data, NPY_ARRAY_CARRAY, NULL);
+        PyArray_Descr *descr = cv_descr_for(dtype);
+        PyObject *dst = descr ? PyArray_NewFromDescr(&PyArray_Type, descr, out->rank, dims, NULL,
+                                                     out->data, NPY_ARRAY_CARRAY, NULL)
+                              : NULL;
         if (!dst || PyArray_CopyInto((PyArrayObject *)dst, arr) < 0) {
             PyErr_Clear();
             cv_tensor_clear(out);
@@ -333,7 +305,9 @@ PyObject *cv_tensor_to_python_as(CvModuleState *st, const CvTensor *t, bool eage
         }
         return arr;
     }
-    PyArray_Descr *descr = PyArray_DescrFromType(npy_types[t->dtype]);
+    PyArray_Descr *descr = cv_descr_for(t->dtype);
+    if (!descr)
+        return NULL;
     if (t->rank == 0 && subtype) { /* a copy, as a scalar is: no holder to allocate */
         PyObject *arr = PyArray_NewFromDescr(subtype, descr, 0, NULL, NULL, NULL, 0, NULL);
         if (arr)

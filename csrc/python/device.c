@@ -83,6 +83,7 @@ static const struct {
     [CV_UINT16] = {1, 16, "<u2", NPY_UINT16},   [CV_UINT32] = {1, 32, "<u4", NPY_UINT32},
     [CV_UINT64] = {1, 64, "<u8", NPY_UINT64},   [CV_FLOAT16] = {2, 16, "<f2", NPY_FLOAT16},
     [CV_FLOAT32] = {2, 32, "<f4", NPY_FLOAT32}, [CV_FLOAT64] = {2, 64, "<f8", NPY_FLOAT64},
+    [CV_BFLOAT16] = {4, 16, "<V2", NPY_VOID}, /* DLPack kDLBfloat; descr: cv_descr_for */
 };
 
 PyObject *cv_device_array_new(CvModuleState *st, const CvTensor *t)
@@ -360,16 +361,18 @@ static PyObject *device_array_numpy(PyObject *op, PyObject *unused)
     npy_intp dims[CV_MAX_RANK];
     for (int k = 0; k < t->rank; k++)
         dims[k] = (npy_intp)t->shape[k];
-    int npy = dtypes[t->dtype].npy;
+    PyArray_Descr *descr = cv_descr_for(t->dtype); /* stolen by the array's maker */
+    if (!descr)
+        return NULL;
     if (self->dlpack_type == CV_DLPACK_CPU) { /* a view; this object keeps the memory */
-        PyObject *arr = PyArray_New(&PyArray_Type, t->rank, dims, npy, NULL, t->data, 0,
-                                    NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE,
-                                    NULL);
+        PyObject *arr = PyArray_NewFromDescr(
+            &PyArray_Type, descr, t->rank, dims, NULL, t->data,
+            NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE, NULL);
         if (arr && PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(op)) < 0)
             Py_CLEAR(arr);
         return arr;
     }
-    PyObject *arr = PyArray_SimpleNew(t->rank, dims, npy);
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, t->rank, dims, NULL, NULL, 0, NULL);
     if (!arr)
         return NULL;
     CvStatus s;
@@ -393,7 +396,7 @@ static PyObject *device_array_shape(PyObject *op, void *closure)
 static PyObject *device_array_dtype(PyObject *op, void *closure)
 {
     (void)closure;
-    return (PyObject *)PyArray_DescrFromType(dtypes[((CvDeviceArrayObject *)op)->t.dtype].npy);
+    return (PyObject *)cv_descr_for(((CvDeviceArrayObject *)op)->t.dtype);
 }
 
 static PyObject *device_array_ndim(PyObject *op, void *closure)
@@ -444,7 +447,11 @@ static PyObject *device_array_array(PyObject *op, PyObject *args, PyObject *kwar
     PyArray_Descr *descr = NULL;
     if (dtype != Py_None && !PyArray_DescrConverter(dtype, &descr))
         return NULL;
-    PyArray_Descr *own = PyArray_DescrFromType(dtypes[self->t.dtype].npy);
+    PyArray_Descr *own = cv_descr_for(self->t.dtype);
+    if (!own) {
+        Py_XDECREF(descr);
+        return NULL;
+    }
     bool cast = descr && !PyArray_EquivTypes(descr, own);
     Py_DECREF(own);
     if (want_copy == 0 && (cast || self->dlpack_type != CV_DLPACK_CPU)) {

@@ -860,6 +860,8 @@ PyMethodDef cv_iterator_functions[] = {
     {"set_eager_type", iterator_set_eager_type, METH_O,
      "set_eager_type(cls): the ndarray subclass an iterator with eager=True yields "
      "(conveyor.EagerTensor)."},
+    {"set_bfloat16_dtype", cv_set_bfloat16_dtype, METH_O,
+     "set_bfloat16_dtype(dtype): the NumPy dtype of bfloat16 tensors (ml_dtypes.bfloat16)."},
     {"shutdown", iterator_shutdown, METH_VARARGS,
      "shutdown(timeout=0.5): stop all live iterators (run at interpreter exit)."},
     {"live_iterators", iterator_live_iterators, METH_NOARGS, "Number of open iterators."},

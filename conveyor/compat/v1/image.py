@@ -8,8 +8,9 @@ from conveyor.framework.tracing import apply, convert, dtype_of, op_error, stati
 from conveyor.image import *  # noqa: F401,F403
 from conveyor.image import ResizeMethod as _ResizeMethodV2
 from conveyor.image import resize as _resize_v2
+from conveyor.image import _boxes
 
-__all__ = ["ResizeMethod", "resize", "resize_images", "resize_bilinear", "resize_bicubic",
+__all__ = ["draw_bounding_boxes", "crop_and_resize", "ResizeMethod", "resize", "resize_images", "resize_bilinear", "resize_bicubic",
            "resize_nearest_neighbor", "resize_area"]
 
 
@@ -125,3 +126,18 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
 
 resize = resize_images
 
+
+
+def draw_bounding_boxes(images, boxes, name=None, colors=None):
+    """``tf.compat.v1.image.draw_bounding_boxes``: `colors` may be left out."""
+    return _boxes.draw_bounding_boxes(images, boxes, colors, name=name)
+
+
+def crop_and_resize(image, boxes, box_ind=None, crop_size=None, method="bilinear",
+                    extrapolation_value=0, name=None, box_indices=None):
+    """``tf.compat.v1.image.crop_and_resize``: the box indices are `box_ind`
+    (or `box_indices`)."""
+    if box_indices is None:
+        box_indices = box_ind
+    return _boxes.crop_and_resize(image, boxes, box_indices, crop_size, method,
+                                  extrapolation_value, name=name)
