@@ -151,18 +151,18 @@ def to_int64_array(values):
             values = list(values)
         except TypeError:
             raise _not_iterable(values) from None
+    # Before the array: NumPy 1.x's bool_ still has __index__, with a DeprecationWarning.
+    kinds = set(map(type, values))
+    if bool in kinds or np.bool_ in kinds:
+        raise TypeError("Field tensorflow.Int64List.value: Expected an int, got a boolean.")
     try:
-        arr = _array.array("q", values)
+        return _array.array("q", values)
     except OverflowError:
         for v in values:
             v = int(v.__index__())
             if not -(1 << 63) <= v < (1 << 63):
                 raise ValueError(f"Value out of range: {v}") from None
         raise
-    kinds = set(map(type, values))
-    if bool in kinds or np.bool_ in kinds:  # NumPy 1.x's bool_ still has __index__
-        raise TypeError("Field tensorflow.Int64List.value: Expected an int, got a boolean.")
-    return arr
 
 
 def to_float_array(values):
