@@ -209,6 +209,9 @@ def test_collection_on_a_worker_finds_its_own_pipeline_unreachable(kind):
     threads = set(_engine_threads()) - before
     ref = weakref.ref(loader)
     del loader
+    deadline = time.monotonic() + 2.0  # the workers' own collections first, most often
+    while ref() is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert _collect_until(ref)
     assert _wait_threads_gone(threads) == set()
 
