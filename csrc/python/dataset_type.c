@@ -44,8 +44,8 @@
  * it, so each such root is an owned dataset held by an accounted pipeline;
  * a root held otherwise (a pipeline no longer accounted, a detached
  * teardown, an inner dataset) is a holder no one accounts for, and nothing
- * is reported. iterator_clear then stops the pipelines before the gc clears
- * what they ran. Anything else is reported by no one, which only keeps
+ * is reported. iterator_clear stops those pipelines (iterator_type.c).
+ * Anything else is reported by no one, which only keeps
  * objects alive. The structural counts cannot go up while the gc runs: a
  * new reference needs an existing one, and in an owned part all of them
  * belong to wrappers or accounted pipelines, changed under the GIL; an

@@ -392,11 +392,14 @@ static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
 }
 
 /* The gc found this iterator unreachable (so no thread is in its next(),
- * whose caller holds it): stop the pipeline before the callables it runs
- * are cleared. The stop lets go of the GIL, so workers waiting for it to
- * finish a Python call can; it never waits on user code for more than
- * CV_PIPELINE_RELEASE_WAIT_NS (a collection on one of this pipeline's own
- * workers leaves the join to a detached thread), so it cannot deadlock. */
+ * whose caller holds it): stop the pipeline, which nothing can read any
+ * more. The gc may clear the objects its functions use before or after
+ * (in any order); a call still running then fails inside a cancelled
+ * pipeline, its result unread, and what it runs stays allocated until its
+ * engine iterators are freed. The stop lets go of the GIL, so workers
+ * waiting for it to finish a Python call can; it waits on user code for no
+ * more than CV_PIPELINE_RELEASE_WAIT_NS, then leaves the join to a detached
+ * thread (a collection on one of this pipeline's own workers). */
 static int iterator_clear(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
