@@ -178,6 +178,10 @@ int cv_dataset_traverse_owned(const CvDataset *ds, long holders, CvVisit visit, 
 void *cv_iterator_alloc(const CvDataset *ds, size_t size);
 void cv_iterator_free(CvIterator *it); /* releases the dataset reference and frees */
 
+/* A kernel that makes an iterator of a dataset other than its inputs (one
+ * a function returned) keeps a structural reference to that dataset for the
+ * iterator's life, as interleave's slots do: the binding's gc relies on
+ * every engine iterator having a structural holder (python/dataset_type.c). */
 CvStatus cv_iterator_make(const CvDataset *ds, CvIterator **out);
 
 /* Kernels with one input iterator (and no threads of their own) start their
