@@ -3,9 +3,10 @@
 A Python function held by an engine dataset can refer back to the conveyor Dataset
 that holds that engine dataset (a closure over the pipeline, a method of an object
 that owns it). _engine.Dataset reports the Python objects of the part of the engine
-graph it owns alone (see csrc/python/dataset_type.c), so gc.collect() frees such a
-cycle; what an iterator or another dataset shares is never reported, so a live
-iterator keeps working through a collection.
+graph it owns alone, live iterators made from it included (see
+csrc/python/dataset_type.c), so gc.collect() frees such a cycle; what another
+holder shares is never reported, so a live iterator keeps working through a
+collection (tests/test_iterator_gc.py: cycles through live iterators).
 """
 import gc
 import threading
@@ -198,7 +199,7 @@ def _reports(engine_ds, obj):
     return any(r is obj for r in gc.get_referents(engine_ds))
 
 
-def test_engine_dataset_reports_its_functions_only_while_wrappers_own_them():
+def test_engine_dataset_reports_its_functions_while_wrappers_and_their_iterators_own_them():
     def fn(x):
         return [x]
 
@@ -206,21 +207,42 @@ def test_engine_dataset_reports_its_functions_only_while_wrappers_own_them():
         return result
     ds = _engine_map(fn, convert)
     assert _reports(ds, fn) and _reports(ds, convert)
-    it = ds.make_iterator(lambda: (0, None))  # the iterator shares the engine dataset
-    assert not _reports(ds, fn)
+    it = ds.make_iterator(lambda: (0, None))  # its pipeline is accounted for: ds still reports
+    assert _reports(ds, fn) and _reports(it, ds)
     assert list(it) == [0, 1, 2, 3, 4]
+    assert not _reports(it, ds)  # finished: the pipeline let go of the dataset
     del it
     assert _reports(ds, fn)
     above = _engine.take(ds, 3)  # held by a wrapper's dataset: the chain is still owned
     assert _reports(ds, fn) and not _reports(above, fn) and _reports(above, ds)
-    it = above.make_iterator(lambda: (0, None))  # an iterator anywhere above: no one reports
-    assert not _reports(ds, fn) and not _reports(above, fn)
-    assert list(it) == [0, 1, 2]
+    it = above.make_iterator(lambda: (0, None))  # an iterator above, reported by its iterator
+    assert _reports(ds, fn) and _reports(it, above)
+    assert next(it) == 0
+    second = ds.make_iterator(lambda: (0, None))  # two pipelines, both accounted for
+    assert next(second) == 0 and _reports(ds, fn)
+    del second
+    assert list(it) == [1, 2]
     del it
     assert _reports(ds, fn)
     del ds  # the wrapper lives on in `above`, which holds it
     held = [r for r in gc.get_referents(above) if type(r) is _engine.Dataset]
     assert len(held) == 1 and _reports(held[0], fn)
+
+
+def test_interleave_inner_dataset_is_not_reported_while_its_iterator_is_open():
+    """A dataset that an interleave function returns is held by the open slot
+    (a holder that no wrapper accounts for): its functions are not reported
+    until that inner iterator ends."""
+    def fn(x):
+        return [x]
+    inner = _engine_map(fn, lambda result: result)
+    outer = _engine.interleave(_engine.range(0, 1, 1, tf.int64._code), lambda _: inner, 1, 1, 0,
+                               True, "test interleave")
+    it = outer.make_iterator(lambda: (0, None))
+    assert next(it) == 0
+    assert not _reports(inner, fn)
+    assert list(it) == [1, 2, 3, 4]
+    assert _reports(inner, fn)
 
 
 def test_live_iterator_over_a_lower_stage_keeps_the_chain_alive():

@@ -34,9 +34,11 @@ CvDataset *cv_dataset_ref(CvDataset *ds)
     return ds;
 }
 
-void cv_dataset_unref(CvDataset *ds)
+/* Drop `amount` (1 or CV_DATASET_ITERATOR_REF); the last reference of
+ * either kind frees. */
+static void dataset_release(CvDataset *ds, int64_t amount)
 {
-    if (!ds || atomic_fetch_sub_explicit(&ds->refcount, 1, memory_order_acq_rel) != 1)
+    if (!ds || atomic_fetch_sub_explicit(&ds->refcount, amount, memory_order_acq_rel) != amount)
         return;
     if (ds->params && ds->kernel->free_dataset)
         ds->kernel->free_dataset(ds);
@@ -44,6 +46,17 @@ void cv_dataset_unref(CvDataset *ds)
         cv_dataset_unref(ds->inputs[i]);
     cv_memory_unref(ds->memory);
     free(ds);
+}
+
+void cv_dataset_unref(CvDataset *ds)
+{
+    dataset_release(ds, 1);
+}
+
+long cv_dataset_structural_refs(const CvDataset *ds)
+{
+    int64_t count = atomic_load_explicit(&((CvDataset *)ds)->refcount, memory_order_acquire);
+    return (long)(count & (CV_DATASET_ITERATOR_REF - 1));
 }
 
 void cv_dataset_set_memory(CvDataset *ds, CvMemory *m)
@@ -58,7 +71,7 @@ int cv_dataset_traverse_owned(const CvDataset *ds, long holders, CvVisit visit, 
     /* The last input is walked by the loop, not by recursion, so a long
      * chain of unary stages costs no stack. */
     CvDataset *d = (CvDataset *)ds; /* refcount is atomic: read only */
-    while (d && atomic_load_explicit(&d->refcount, memory_order_acquire) == holders) {
+    while (d && cv_dataset_structural_refs(d) == holders) {
         int rc = d->kernel->traverse ? d->kernel->traverse(d, visit, arg) : 0;
         for (int i = 0; !rc && i + 1 < d->num_inputs; i++)
             rc = cv_dataset_traverse_owned(d->inputs[i], 1, visit, arg);
@@ -81,7 +94,8 @@ void *cv_iterator_alloc(const CvDataset *ds, size_t size)
     if (!it)
         return NULL;
     it->kernel = ds->kernel;
-    it->dataset = cv_dataset_ref((CvDataset *)ds);
+    it->dataset = (CvDataset *)ds;
+    atomic_fetch_add_explicit(&it->dataset->refcount, CV_DATASET_ITERATOR_REF, memory_order_relaxed);
     return it;
 }
 
@@ -89,7 +103,7 @@ void cv_iterator_free(CvIterator *it)
 {
     if (it->unwatch)
         it->unwatch(it); /* no-op unless watched and not yet unwatched */
-    cv_dataset_unref(it->dataset);
+    dataset_release(it->dataset, CV_DATASET_ITERATOR_REF);
     free(it);
 }
 

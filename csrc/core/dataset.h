@@ -105,7 +105,13 @@ typedef struct CvKernel {
 
 struct CvDataset {
     const CvKernel *kernel;
-    atomic_long refcount;
+    /* Two counts in one atomic, so that one read gives both: the low 32
+     * bits count the structural references (datasets, the binding's
+     * wrappers, pipelines, an interleave's inner dataset), the high 32 bits
+     * the iterators of this dataset (CV_DATASET_ITERATOR_REF each), which
+     * worker threads make and free without the GIL. The binding's gc
+     * accounts for the structural ones only (python/dataset_type.c). */
+    _Atomic int64_t refcount;
     /* True when next() on an iterator of this dataset may wait for another
      * thread (a worker, or a join); the binding then releases the GIL. */
     bool may_block;
@@ -145,21 +151,26 @@ struct CvIterator {
  * may_block is or-ed with the inputs' flags. */
 CvStatus cv_dataset_new(const CvKernel *kernel, CvDataset *const *inputs, int num_inputs,
                         void *params, bool may_block, CvDataset **out);
+#define CV_DATASET_ITERATOR_REF ((int64_t)1 << 32)
 CvDataset *cv_dataset_ref(CvDataset *ds);
 void cv_dataset_unref(CvDataset *ds);
+/* The structural references held now (the low half of refcount). */
+long cv_dataset_structural_refs(const CvDataset *ds);
 int64_t cv_dataset_cardinality(const CvDataset *ds);
 /* Make ds charge budget m (a new reference is taken; NULL: the default).
  * Call only before ds is shared (right after its constructor). */
 void cv_dataset_set_memory(CvDataset *ds, CvMemory *m);
 /* Visit the foreign references of the part of a pipeline that the caller
- * owns: ds itself when its refcount is `holders` (the references the caller
- * accounts for: 1 for its own alone), then, recursively, each input whose
- * refcount is 1 (held only by a dataset so owned). Anything shared (another
- * holder, a live iterator, which holds its dataset and inputs) is skipped:
- * it is reported by none, which is conservative. Counts in the owned part
- * cannot go up meanwhile: taking a reference needs a reference, and the
- * caller holds the only paths to it (for the binding: under the GIL).
- * Returns the first nonzero visit. */
+ * owns: ds itself when its structural count is `holders` (the references
+ * the caller accounts for: 1 for its own alone), then, recursively, each
+ * input whose structural count is 1 (held only by a dataset so owned).
+ * Anything shared (another holder, a pipeline the caller does not account
+ * for, an interleave's inner dataset) is skipped: it is reported by none,
+ * which is conservative. Iterator references are not compared: the caller
+ * accounts for the pipelines that make them (python/dataset_type.c).
+ * Structural counts in the owned part cannot go up meanwhile: taking one
+ * needs a reference, and the caller holds the only paths to it (for the
+ * binding: under the GIL). Returns the first nonzero visit. */
 int cv_dataset_traverse_owned(const CvDataset *ds, long holders, CvVisit visit, void *arg);
 
 /* Iterator base helpers for kernels: allocate `size` bytes whose first
@@ -167,6 +178,10 @@ int cv_dataset_traverse_owned(const CvDataset *ds, long holders, CvVisit visit, 
 void *cv_iterator_alloc(const CvDataset *ds, size_t size);
 void cv_iterator_free(CvIterator *it); /* releases the dataset reference and frees */
 
+/* A kernel that makes an iterator of a dataset other than its inputs (one
+ * a function returned) keeps a structural reference to that dataset for the
+ * iterator's life, as interleave's slots do: the binding's gc relies on
+ * every engine iterator having a structural holder (python/dataset_type.c). */
 CvStatus cv_iterator_make(const CvDataset *ds, CvIterator **out);
 
 /* Kernels with one input iterator (and no threads of their own) start their

@@ -18,6 +18,10 @@ struct CvPipeline {
      * under mu. */
     CvIterator *it;
     CvPool *pool;
+    /* A structural reference to the root dataset, dropped once the last
+     * iterator is freed (teardown): while any of them lives, the binding's
+     * gc sees this holder (python/dataset_type.c). */
+    CvDataset *root;
     pthread_mutex_t mu; /* guards pool and ended_ns; a leaf above the pool's mutex */
     int64_t ended_ns;   /* when stop() ran; 0 while running */
     /* Owned; freed with the last reference (stats() after the end). */
@@ -73,6 +77,7 @@ CvStatus cv_pipeline_new(const CvDataset *ds, const CvPipelineOptions *options, 
     p->id = atomic_fetch_add(&pipelines_made, 1) + 1;
     p->cpu_budget = cv_cpu_budget(options->cpu_budget);
     p->may_block = ds->may_block;
+    p->root = cv_dataset_ref((CvDataset *)ds);
     p->pool = cv_pool_new(p->cpu_budget);
     if (!p->pool) {
         s = cv_error_nomem();
@@ -170,6 +175,7 @@ typedef struct Teardown {
     CvPipeline *owner; /* a reference when detached: the statistics outlive the pool */
     CvIterator *it;
     CvPool *pool;
+    CvDataset *root; /* owned: released after the iterators */
 } Teardown;
 
 static void teardown(Teardown *t)
@@ -178,6 +184,7 @@ static void teardown(Teardown *t)
     cv_iterator_destroy(t->it);
     cv_pool_set_current(outer);
     cv_pool_unref(t->pool); /* after the iterators: joins the pool's threads */
+    cv_dataset_unref(t->root);
 }
 
 static void *teardown_detached(void *arg)
@@ -192,14 +199,17 @@ static void *teardown_detached(void *arg)
 void cv_pipeline_stop(CvPipeline *p)
 {
     pthread_mutex_lock(&p->mu);
-    Teardown t = {p, p->it, p->pool};
+    Teardown t = {p, p->it, p->pool, p->root};
     p->it = NULL;
     p->pool = NULL;
+    p->root = NULL;
     if (!p->ended_ns)
         p->ended_ns = cv_now_ns(); /* the statistics' rates stop here */
     pthread_mutex_unlock(&p->mu);
-    if (!t.it && !t.pool)
+    if (!t.it && !t.pool) {
+        cv_dataset_unref(t.root);
         return;
+    }
     cv_iterator_cancel(t.it);
     cv_pool_cancel(t.pool); /* reads waiting on pipes give up */
     if (!cv_pool_wait_idle(t.pool, CV_PIPELINE_RELEASE_WAIT_NS) && atomic_load(&p->refs) > 0) {
@@ -229,6 +239,7 @@ void cv_pipeline_abandon(CvPipeline *p)
      * child has no other thread. */
     p->it = NULL;
     p->pool = NULL;
+    p->root = NULL; /* leaked with the rest */
 }
 
 CvStatus cv_pipeline_save(CvPipeline *p, CvStateWriter *w)

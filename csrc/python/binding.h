@@ -89,6 +89,9 @@ struct CvDatasetObject {
     int num_inputs;
     CvDatasetObject **parents;
     Py_ssize_t num_parents, cap_parents;
+    /* Iterators made from this object whose running pipelines hold ds
+     * (iterator_type.c: account()); changed under the GIL only. */
+    Py_ssize_t iterators;
 };
 
 /* The engine dataset of a Dataset object (borrowed), or NULL with
@@ -258,12 +261,12 @@ CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_conv
 /* ------------------------------------------------------ iterator_type.c */
 
 int cv_iterator_type_init(PyObject *module, CvModuleState *st);
-/* A new Iterator over ds (a new engine iterator; ds is borrowed);
+/* A new Iterator over source, an engine Dataset (a new reference is taken);
  * structure() is resolved at the first element (see Dataset.make_iterator).
  * statistics false: no statistics and no autotuner (AUTOTUNE stages stay at
  * their most), to measure what they cost. owner: the Python dataset (or
  * None), handed to conveyor.data.checkpoint by save/restore. */
-PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure, int cpu_budget,
+PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *structure, int cpu_budget,
                                  int algorithm, PyObject *describe, bool statistics, PyObject *owner);
 
 /* ------------------------------------------------------- dataset_type.c */

@@ -17,29 +17,41 @@
  *  1. Each wrapper holds the wrappers of its inputs (strong, reported), and
  *     each wrapper knows the wrappers that hold it (its parents). Every
  *     CvDataset has at most one wrapper (ds->wrapper), the one made with it.
- *  2. A wrapper W is an owner when its CvDataset's refcount is exactly
- *     1 + its number of parent links (W's reference plus one per parent's
- *     CvDataset holding it: no iterator, no other holder) and every parent
- *     is an owner too (so nothing above holds the chain either).
+ *  2. A wrapper W is an owner when its CvDataset's structural count
+ *     (core/dataset.h: engine iterators are counted apart) is exactly 1 +
+ *     its number of parent links + its accounted iterators (W's reference,
+ *     one per parent's CvDataset holding it, one per running pipeline made
+ *     from W: iterator_type.c, account()), and every parent is an owner
+ *     too (so nothing above holds the chain either).
  *  3. An owner reports the callables of its CvDataset and, recursively, of
- *     the inputs whose refcount is 1 (held by nothing but that part of the
- *     graph: cv_dataset_traverse_owned); each callback reports its Python
- *     references through the engine's traverse hooks (pyfunc.c, cache.c).
+ *     the inputs whose structural count is 1 (held by nothing but that part
+ *     of the graph: cv_dataset_traverse_owned); each callback reports its
+ *     Python references through the engine's traverse hooks (pyfunc.c,
+ *     cache.c), a from_generator's live Python iterators included.
  *     A non-owner reports only its input wrappers and its type.
  *
  * Each callable is so reported by at most one wrapper: the wrapper of the
  * dataset holding it, or, for a dataset without a wrapper, the owner of the
  * only dataset holding it. And it is reported only when everything that
- * holds it (up to the wrappers) is a Python object the gc sees: if the gc
- * finds the function unreachable, so are the wrappers that hold it and all
- * wrappers above them (a parent holds its inputs' wrappers), so no live
- * object can run it again. Anything else is reported by no one, which only
- * keeps objects alive. The counts cannot go up while the gc runs: a new
- * reference needs an existing one, and in an owned chain all of them belong
- * to wrappers, used under the GIL. An iterator holds its dataset, so a
- * dataset being iterated, and every dataset below or above it in the chain,
- * is never reported, whatever its threads do. tp_clear drops the CvDataset
- * and the input wrappers, which releases the callables.
+ * holds it is a Python object the gc sees: if the gc finds the function
+ * unreachable, so are the wrappers that hold it, all wrappers above them (a
+ * parent holds its inputs' wrappers), and every Iterator running a pipeline
+ * over any of them (an accounted Iterator holds its source wrapper). Engine
+ * iterators are not counted, but each lives in a pipeline whose root holds
+ * it structurally: a pipeline (core/pipeline.h, until its last iterator is
+ * freed) or an interleave slot (its inner dataset). When the structural
+ * counts match, every dataset holding one of the owned part is itself in
+ * it, so each such root is an owned dataset held by an accounted pipeline;
+ * a root held otherwise (a pipeline no longer accounted, a detached
+ * teardown, an inner dataset) is a holder no one accounts for, and nothing
+ * is reported. iterator_clear stops those pipelines (iterator_type.c).
+ * Anything else is reported by no one, which only keeps
+ * objects alive. The structural counts cannot go up while the gc runs: a
+ * new reference needs an existing one, and in an owned part all of them
+ * belong to wrappers or accounted pipelines, changed under the GIL; an
+ * unaccounted holder dropping its reference meanwhile is one the wrappers
+ * never relied on. tp_clear drops the CvDataset and the input wrappers,
+ * which releases the callables.
  */
 #include "python/binding.h"
 
@@ -102,6 +114,7 @@ PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds)
     obj->num_inputs = 0;
     obj->parents = NULL;
     obj->num_parents = obj->cap_parents = 0;
+    obj->iterators = 0;
     if (!ds->wrapper)
         ds->wrapper = obj;
     link_inputs(obj);
@@ -121,8 +134,7 @@ static bool is_owner(const CvDatasetObject *self, int *budget)
 {
     if (!self->ds || --*budget < 0)
         return false;
-    long count = atomic_load_explicit(&self->ds->refcount, memory_order_acquire);
-    if (count != 1 + self->num_parents)
+    if (cv_dataset_structural_refs(self->ds) != 1 + self->num_parents + self->iterators)
         return false;
     for (Py_ssize_t i = 0; i < self->num_parents; i++)
         if (!is_owner(self->parents[i], budget))
@@ -140,7 +152,8 @@ static int dataset_traverse(PyObject *op, visitproc visit, void *arg)
     if (!is_owner(self, &budget))
         return 0;
     CvPyVisit v = {visit, arg};
-    return cv_dataset_traverse_owned(self->ds, 1 + (long)self->num_parents, cv_py_visit, &v);
+    return cv_dataset_traverse_owned(self->ds, 1 + (long)(self->num_parents + self->iterators),
+                                     cv_py_visit, &v);
 }
 
 /* Leaves the object consistent at each step that may run Python code
@@ -204,10 +217,9 @@ static PyObject *dataset_make_iterator(PyObject *op, PyObject *args, PyObject *k
                                      &cpu_budget, &algorithm, &describe, &statistics, &owner))
         return NULL;
     PyObject *module = cv_module_of(op);
-    CvDataset *ds = module ? cv_dataset_of(op) : NULL;
-    if (!ds)
+    if (!module)
         return NULL;
-    return cv_iterator_object_new(module, ds, structure, cpu_budget, algorithm, describe, statistics,
+    return cv_iterator_object_new(module, op, structure, cpu_budget, algorithm, describe, statistics,
                                   owner);
 }
 

@@ -36,6 +36,8 @@
 struct CvIteratorObject {
     PyObject_HEAD
     CvPipeline *pipeline; /* owned reference (core/pipeline.h): kept after the end for stats() */
+    PyObject *source;     /* strong until released: the engine Dataset the pipeline runs */
+    bool accounted;       /* counted in source's `iterators` (see account()) */
     bool live;           /* the pipeline runs: not closed, exhausted or abandoned */
     PyObject *describe;  /* strong or NULL: describe(raw) -> what stats() returns */
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
@@ -83,18 +85,48 @@ static bool forked_away(CvIteratorObject *self)
     return self->fork_generation != cv_fork_generation();
 }
 
+/* Garbage collection (dataset_type.c). A running pipeline holds a
+ * structural reference to its root dataset (core/pipeline.h) until its last
+ * engine iterator is freed; the source wrapper counts it as its own
+ * (`iterators`) while this object is accounted, which lets the wrapper
+ * report the callables the pipeline runs, and this object reports the
+ * source: if the gc finds the callables unreachable, this iterator is too,
+ * and iterator_clear stops the pipeline. Accounted only while the pipeline
+ * runs, and taken off (GIL held) before anything that may stop it, so the
+ * count never exceeds the pipelines holding the root; one too low only
+ * makes the wrapper a non-owner (nothing reported). GIL held. */
+static void account(CvIteratorObject *self)
+{
+    if (self->accounted || !self->source || !self->live || forked_away(self) ||
+        !cv_pipeline_running(self->pipeline))
+        return;
+    ((CvDatasetObject *)self->source)->iterators++;
+    self->accounted = true;
+}
+
+static void unaccount(CvIteratorObject *self)
+{
+    if (!self->accounted)
+        return;
+    ((CvDatasetObject *)self->source)->iterators--;
+    self->accounted = false;
+}
+
 /* Stop the pipeline with the GIL released: a worker may be waiting for the
  * GIL to finish a Python map function (core/pipeline.h bounds the wait). */
 static void iterator_release(CvIteratorObject *self)
 {
     bool was_live = self->live;
     self->live = false;
-    if (!was_live || !self->pipeline || forked_away(self))
-        return; /* after fork(), its threads and locks belong to the parent: leak, never join */
-    CvPipeline *pipeline = self->pipeline;
-    Py_BEGIN_ALLOW_THREADS
-    cv_pipeline_stop(pipeline);
-    Py_END_ALLOW_THREADS
+    unaccount(self);
+    /* after fork(), its threads and locks belong to the parent: leak, never join */
+    if (was_live && self->pipeline && !forked_away(self)) {
+        CvPipeline *pipeline = self->pipeline;
+        Py_BEGIN_ALLOW_THREADS
+        cv_pipeline_stop(pipeline);
+        Py_END_ALLOW_THREADS
+    }
+    Py_CLEAR(self->source); /* may free the engine Dataset: last, in a consistent state */
 }
 
 /* make_iterator's work: structure is kept until the first element.
@@ -102,9 +134,12 @@ static void iterator_release(CvIteratorObject *self)
  * algorithm: the autotuner's (CvAutotuneAlgorithm); describe: see stats().
  * statistics false: neither statistics nor autotuner (their cost, measured
  * by benchmarks/stats_overhead.py); stats() then raises. */
-PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *structure, int cpu_budget,
+PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *structure, int cpu_budget,
                                  int algorithm, PyObject *describe, bool statistics, PyObject *owner)
 {
+    CvDataset *ds = cv_dataset_of(source);
+    if (!ds)
+        return NULL;
     CvModuleState *st = cv_get_state(module);
     if (atomic_load(&cv_shutting_down)) {
         PyErr_SetString(PyExc_RuntimeError,
@@ -115,6 +150,8 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     if (!self)
         return NULL;
     self->pipeline = NULL;
+    self->source = Py_NewRef(source);
+    self->accounted = false;
     self->live = false;
     self->describe = describe == Py_None ? NULL : Py_XNewRef(describe);
     self->structure = Py_NewRef(structure);
@@ -143,6 +180,7 @@ PyObject *cv_iterator_object_new(PyObject *module, CvDataset *ds, PyObject *stru
     }
     self->live = true;
     self->may_block = cv_pipeline_may_block(self->pipeline);
+    account(self);
     return (PyObject *)self;
 }
 
@@ -335,15 +373,15 @@ static PyObject *iterator_close(PyObject *op, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* Visits what the object holds directly. The pipeline's root iterator is
- * not walked: it holds its datasets, and through them Python callables, but
- * worker threads use and re-count those while the gc runs, so a cycle
- * through a live iterator is collected only once the iterator is exhausted
- * or closed (which frees the engine iterator). See dataset_type.c. */
+/* Visits what the object holds directly, the source included: the
+ * pipeline's callables are reported by the source wrapper while this
+ * iterator is accounted for (see account()); the engine iterators, which
+ * worker threads make and free without the GIL, are never walked. */
 static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
     Py_VISIT(Py_TYPE(op));
+    Py_VISIT(self->source);
     Py_VISIT(self->structure);
     Py_VISIT(self->pack);
     Py_VISIT(self->held);
@@ -353,9 +391,20 @@ static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
     return 0;
 }
 
+/* The gc found this iterator unreachable (so no thread is in its next(),
+ * whose caller holds it): stop the pipeline, which nothing can read any
+ * more. The gc may clear the objects its functions use before or after
+ * (in any order); a call still running then fails inside a cancelled
+ * pipeline, its result unread, and what it runs stays allocated until its
+ * engine iterators are freed. The stop lets go of the GIL, so workers
+ * waiting for it to finish a Python call can; it waits on user code for no
+ * more than CV_PIPELINE_RELEASE_WAIT_NS, then leaves the join to a detached
+ * thread (a collection on one of this pipeline's own workers). */
 static int iterator_clear(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
+    if (!self->busy)
+        iterator_release(self);
     Py_CLEAR(self->structure);
     Py_CLEAR(self->pack);
     Py_CLEAR(self->held);
@@ -597,14 +646,17 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
         CvStatus remade;
         CvPipeline *pipeline = self->pipeline;
         self->busy = true;
+        unaccount(self); /* the restart may stop it */
         Py_BEGIN_ALLOW_THREADS
         remade = cv_pipeline_restart(pipeline);
         Py_END_ALLOW_THREADS
         self->busy = false;
         if (remade) {
             self->live = false; /* restart stopped it */
+            Py_CLEAR(self->source);
             return cv_raise_status(st, remade);
         }
+        account(self);
         self->started = false;
     }
     if (state == Py_None) { /* a finished iterator's state */
@@ -620,10 +672,12 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     CvStatus s;
     self->busy = true;
     CvPipeline *pipeline = self->pipeline;
+    unaccount(self); /* a failed restore may stop it */
     Py_BEGIN_ALLOW_THREADS
     s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator (core/pipeline.h) */
     Py_END_ALLOW_THREADS
     self->busy = false;
+    account(self);
     if (s && !cv_pipeline_running(pipeline))
         iterator_release(self); /* not even a fresh one could be made */
     PyBuffer_Release(&view);
@@ -803,6 +857,7 @@ static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
             iterator_release(self);
         else {
             self->live = false; /* abandoned: its threads die with the process, never joined */
+            unaccount(self);
             cv_pipeline_abandon(self->pipeline);
             self->pipeline = NULL;
         }

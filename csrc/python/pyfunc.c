@@ -341,10 +341,25 @@ CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObjec
 }
 
 /* Sources: factory() returns a Python iterator whose items are lists of
- * arrays already checked against the element signature. */
+ * arrays already checked against the element signature.
+ *
+ * Each engine iterator's Python iterator (a generator, often a method's,
+ * holding its object) is a state on the source's list, so that the traverse
+ * hook can report it with the factory: when the wrapper reports this
+ * source's callables, every engine iterator of it belongs to a pipeline the
+ * gc accounts for (dataset_type.c). The list and `running` change under the
+ * GIL only, as the traverse hook runs. */
+typedef struct SourceState SourceState;
+struct SourceState {
+    PyObject *it;  /* strong */
+    bool running;  /* inside next(): a generator running on a thread is not reported */
+    SourceState *prev, *next;
+};
+
 typedef struct {
     CvPyCallable base;
     PyObject *factory;
+    SourceState *states; /* live states, GIL-guarded */
 } CvPySource;
 
 static CvStatus source_open(void *ctx, void **state)
@@ -354,12 +369,27 @@ static CvStatus source_open(void *ctx, void **state)
     if (cv_python_begin(&call) < 0)
         return python_gone(src->base.name);
     CvStatus s = CV_STATUS_OK;
+    SourceState *st = NULL;
     PyObject *it = PyObject_CallNoArgs(src->factory);
     if (it)
         Py_SETREF(it, PyObject_GetIter(it));
-    if (!it)
+    if (!it) {
         s = cv_status_from_pyerr(src->base.name);
-    *state = it;
+        goto done;
+    }
+    st = PyMem_RawCalloc(1, sizeof(*st));
+    if (!st) {
+        Py_DECREF(it);
+        s = cv_error_nomem();
+        goto done;
+    }
+    st->it = it;
+    st->next = src->states;
+    if (src->states)
+        src->states->prev = st;
+    src->states = st;
+done:
+    *state = st;
     cv_python_end(&call);
     return s;
 }
@@ -371,7 +401,10 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
     if (cv_python_begin(&call) < 0)
         return python_gone(src->base.name);
     CvStatus s = CV_STATUS_OK;
-    PyObject *item = PyIter_Next((PyObject *)state);
+    SourceState *st = state;
+    st->running = true;
+    PyObject *item = PyIter_Next(st->it);
+    st->running = false;
     *end = false;
     if (!item) {
         if (PyErr_Occurred())
@@ -388,13 +421,23 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
     return s;
 }
 
+/* Python gone: the state stays on the list, leaked (nothing traverses it). */
 static void source_close(void *ctx, void *state)
 {
-    (void)ctx;
+    CvPySource *src = ctx;
+    SourceState *st = state;
     CvPythonCall call;
-    if (!state || cv_python_begin(&call) < 0)
+    if (!st || cv_python_begin(&call) < 0)
         return;
-    Py_DECREF((PyObject *)state);
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        src->states = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    PyObject *it = st->it;
+    PyMem_RawFree(st);
+    Py_DECREF(it); /* last: may run Python code (a generator's finally) */
     cv_python_end(&call);
 }
 
@@ -407,7 +450,10 @@ static void source_release(void *ctx)
 static int source_traverse(void *ctx, CvVisit visit, void *arg)
 {
     CvPySource *src = ctx;
-    return wrapper_traverse(&src->base, src->factory, NULL, visit, arg);
+    int rc = wrapper_traverse(&src->base, src->factory, NULL, visit, arg);
+    for (SourceState *st = src->states; !rc && st; st = st->next)
+        rc = st->running ? 0 : visit(st->it, arg);
+    return rc;
 }
 
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out)

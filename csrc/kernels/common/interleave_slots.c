@@ -80,6 +80,7 @@ void cv_interleave_slot_destroy(InterleaveIterator *it, InterleaveSlot *slot)
     }
     cv_status_free(slot->open_status);
     cv_iterator_destroy(slot->inner);
+    cv_dataset_unref(slot->inner_ds); /* after its iterator */
     cv_element_clear(&slot->outer);
     for (int i = 0; slot->marks && i < it->ring_size; i++)
         cv_interleave_mark_free(&slot->marks[i]);
@@ -98,8 +99,12 @@ CvStatus cv_interleave_make_inner(InterleaveIterator *it, InterleaveSlot *slot)
     CvDataset *inner_ds = NULL;
     CvStatus s = p->fn.call(p->fn.ctx, &slot->outer, &inner_ds);
     if (!s) {
+        /* The slot keeps the dataset (not only its iterator): a dataset
+         * reached this way then counts a holder that the binding's gc
+         * cannot account for, so nothing it runs is reported while it runs. */
         s = cv_iterator_make(inner_ds, &slot->inner);
-        cv_dataset_unref(inner_ds);
+        cv_dataset_unref(slot->inner_ds);
+        slot->inner_ds = inner_ds;
     }
     return s;
 }

@@ -1,0 +1,247 @@
+"""A reference cycle through a live iterator is collected.
+
+The usual shape of a loader class: the object holds iter(ds) while the dataset
+holds the object (from_generator(self.gen), map(self.method)). The engine
+Iterator reports the engine Dataset it runs, which then reports the callables
+(csrc/python/dataset_type.c), so gc.collect() finds the cycle; clearing the
+iterator stops its pipeline and its threads end. An iterator still referenced
+keeps working through collections, and collections on the pipeline's own
+threads (inside a map function or a generator) neither deadlock nor crash.
+"""
+import gc
+import os
+import re
+import time
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+
+import conveyor as tf
+from conveyor import _engine
+
+Dataset = tf.data.Dataset
+TIMEOUT = 30.0
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    # The functions below run in Python on purpose (TracingWarning says so).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _engine_threads():
+    """{tid: name} of the engine's threads (named cv<N>-...)."""
+    found = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # ended meanwhile
+        if re.match(r"cv\d+-", name):
+            found[tid] = name
+    return found
+
+
+def _collect_until(ref):
+    """gc.collect() until ref() is None (a Python call in flight on a worker
+    holds its object until it returns), within TIMEOUT."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        gc.collect()
+        if ref() is None or time.monotonic() > deadline:
+            return ref() is None
+        time.sleep(0.01)
+
+
+def _wait_threads_gone(tids):
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        left = set(_engine_threads()) & set(tids)
+        if not left:
+            return set()
+        time.sleep(0.01)
+    return set(_engine_threads()) & set(tids)
+
+
+def _py(x):
+    return np.asarray(x).copy()
+
+
+class Loader:
+    """Holds its dataset and a live iterator over it; the dataset holds the
+    loader through a bound method."""
+
+    def __init__(self, kind, n=200, collect_inside=False):
+        self.n = n
+        self.collect_inside = collect_inside
+        self.calls = 0
+        spec = tf.TensorSpec([], tf.int64)
+        if kind == "generator":
+            ds = Dataset.from_generator(self.gen, output_signature=spec)
+        elif kind == "generator_prefetch":
+            ds = Dataset.from_generator(self.gen, output_signature=spec).prefetch(4)
+        elif kind == "map":
+            ds = Dataset.range(n).map(self.fn)
+        elif kind == "map_prefetch":
+            ds = Dataset.range(n).map(self.fn).prefetch(4)
+        elif kind == "parallel_map":
+            ds = Dataset.range(n).map(self.fn, num_parallel_calls=4).prefetch(4)
+        elif kind == "generator_parallel_map":
+            ds = Dataset.from_generator(self.gen, output_signature=spec).map(
+                self.fn, num_parallel_calls=4)
+        elif kind == "interleave":
+            ds = Dataset.range(n // 4).interleave(self.inner, cycle_length=2, block_length=1)
+        elif kind == "parallel_interleave":
+            ds = Dataset.range(n // 4).map(self.fn).interleave(
+                self.inner, cycle_length=2, num_parallel_calls=2).prefetch(2)
+        else:
+            raise ValueError(kind)
+        self.ds = ds
+        self.it = iter(ds)
+
+    def _maybe_collect(self):
+        self.calls += 1
+        if self.collect_inside and self.calls % 7 == 0:
+            gc.collect()
+
+    def gen(self):
+        for i in range(self.n):
+            self._maybe_collect()
+            yield i
+
+    def fn(self, x):
+        self._maybe_collect()
+        return _py(x)
+
+    def inner(self, x):
+        self._maybe_collect()
+        return Dataset.from_tensors(x * 4).repeat(4)
+
+
+KINDS = ["generator", "generator_prefetch", "map", "map_prefetch", "parallel_map",
+         "generator_parallel_map", "interleave", "parallel_interleave"]
+
+
+def _expected(kind, n=200):
+    if kind in ("interleave", "parallel_interleave"):  # cycle_length=2, block_length=1
+        return [4 * (2 * pair + j) for pair in range(n // 8) for _ in range(4) for j in (0, 1)]
+    return list(range(n))
+
+
+def _values(it):
+    return [int(np.asarray(v)) for v in it]
+
+
+@pytest.mark.parametrize("advanced", [0, 3])
+@pytest.mark.parametrize("kind", KINDS)
+def test_cycle_through_live_iterator_is_collected(kind, advanced):
+    before = set(_engine_threads())
+    live = _engine.live_iterators()
+    loader = Loader(kind)
+    got = [int(np.asarray(next(loader.it))) for _ in range(advanced)]
+    assert got == _expected(kind)[:advanced]
+    threads = set(_engine_threads()) - before
+    ref = weakref.ref(loader)
+    del loader
+    assert _collect_until(ref), f"{kind}: the loader on the cycle was not collected"
+    assert _wait_threads_gone(threads) == set(), f"{kind}: the pipeline's threads did not end"
+    assert _engine.live_iterators() == live
+
+
+@pytest.mark.parametrize("kind", ["generator_prefetch", "parallel_map", "parallel_interleave"])
+def test_referenced_iterator_keeps_working_through_collections(kind):
+    loader = Loader(kind)
+    it = loader.it
+    ref = weakref.ref(loader)
+    out = [int(np.asarray(next(it))) for _ in range(5)]
+    del loader
+    for _ in range(3):
+        gc.collect()
+        out.append(int(np.asarray(next(it))))
+    out.extend(_values(it))
+    assert out == _expected(kind)
+    assert ref() is not None  # the iterator holds it through its dataset
+    del it
+    assert _collect_until(ref)
+
+
+def test_referenced_dataset_keeps_the_cycle_alive():
+    """A dataset still referenced holds the loader (its function's object), so
+    the loader and its iterator live on; the dataset iterates from the start."""
+    loader = Loader("parallel_map", n=50)
+    ds = loader.ds
+    next(loader.it)
+    ref = weakref.ref(loader)
+    del loader
+    gc.collect()
+    assert _values(ds) == list(range(50))  # the dataset holds the loader
+    assert ref() is not None
+    del ds
+    assert _collect_until(ref)
+
+
+@pytest.mark.parametrize("kind", ["generator", "generator_prefetch", "parallel_map",
+                                  "generator_parallel_map", "parallel_interleave"])
+def test_collections_inside_the_pipeline_while_it_runs(kind):
+    """gc.collect() inside a generator or map function (on the consumer or a
+    worker): the running pipeline is never collected and gives every element."""
+    loader = Loader(kind, collect_inside=True)
+    assert _values(loader.it) == _expected(kind)
+    ref = weakref.ref(loader)
+    del loader
+    assert _collect_until(ref)
+
+
+@pytest.mark.parametrize("kind", ["generator_prefetch", "parallel_map", "generator_parallel_map",
+                                  "parallel_interleave"])
+def test_collection_on_a_worker_finds_its_own_pipeline_unreachable(kind):
+    """The loader is dropped while its workers still run Python functions that
+    collect: the collection that frees the iterator may run on one of the
+    pipeline's own threads, which stops it without waiting for itself."""
+    before = set(_engine_threads())
+    loader = Loader(kind, n=4000, collect_inside=True)
+    next(loader.it)
+    threads = set(_engine_threads()) - before
+    ref = weakref.ref(loader)
+    del loader
+    deadline = time.monotonic() + 2.0  # the workers' own collections first, most often
+    while ref() is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _collect_until(ref)
+    assert _wait_threads_gone(threads) == set()
+
+
+def test_many_cycles_with_shared_stages():
+    """Loaders sharing a stage, some iterating it: each collection keeps what a
+    live iterator still runs and frees the rest."""
+    shared_fns = []
+
+    class Holder:
+        def fn(self, x):
+            return _py(x)
+
+    holder = Holder()
+    base = Dataset.range(30).map(holder.fn)
+    refs, keep = [], []
+    for i in range(8):
+        loader = Loader("map_prefetch", n=30)
+        loader.base = base.map(loader.fn)
+        loader.base_it = iter(loader.base)
+        next(loader.base_it)
+        if i % 3 == 0:
+            keep.append(loader.base_it)
+        refs.append(weakref.ref(loader))
+        del loader
+    shared_fns.append(weakref.ref(holder))
+    del holder
+    gc.collect()
+    for it in keep:
+        assert _values(it) == list(range(1, 30))
+    assert _values(base) == list(range(30))
+    del keep, it, base
+    assert all(_collect_until(r) for r in refs + shared_fns)
