@@ -129,19 +129,13 @@ static CvStatus decode_wav_run(const CvOpAttrs *attrs, const CvTensor *in, int n
     (void)num_in;
     (void)num_out;
     (void)ctx;
-    const CvTensor *c = &in[0];
-    if (c->dtype != CV_STRING || c->rank != 0) {
-        char shape[64];
-        return cv_error(CV_INVALID_ARGUMENT, "contents must be scalar, got shape %s",
-                        cv_shape_str(c->shape, c->rank, shape, sizeof(shape)));
-    }
-    const CvStringRef *ref = (const CvStringRef *)c->data;
-    WavReader r = {(const uint8_t *)cv_string_data(c, ref), (size_t)ref->length, 0};
+    WavReader r = {0};
     uint32_t riff_size = 0, rate = 0;
     uint16_t channels = 0;
     CvStatus s;
-    if ((s = expect_tag(&r, "RIFF")) || (s = read_u32(&r, &riff_size)) ||
-        (s = expect_tag(&r, "WAVE")) || (s = read_format(&r, &channels, &rate)))
+    if ((s = cv_op_scalar_contents(&in[0], &r.p, &r.size)) || (s = expect_tag(&r, "RIFF")) ||
+        (s = read_u32(&r, &riff_size)) || (s = expect_tag(&r, "WAVE")) ||
+        (s = read_format(&r, &channels, &rate)))
         return s;
     const uint8_t *samples = NULL; /* the data chunk's whole frames */
     uint64_t frames = 0;

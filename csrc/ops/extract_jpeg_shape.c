@@ -20,15 +20,12 @@ static CvStatus extract_jpeg_shape_run(const CvOpAttrs *attrs, const CvTensor *i
     CvDtype dtype = (CvDtype)attrs->ints[EXTRACT_JPEG_SHAPE_OUTPUT_TYPE];
     if (dtype != CV_INT32 && dtype != CV_INT64)
         return cv_error(CV_INVALID_ARGUMENT, "ExtractJpegShape: output_type must be int32 or int64");
-    const CvTensor *c = &in[0];
-    if (c->dtype != CV_STRING || c->rank != 0) {
-        char shape[64];
-        return cv_error(CV_INVALID_ARGUMENT, "contents must be scalar, got shape %s",
-                        cv_shape_str(c->shape, c->rank, shape, sizeof(shape)));
-    }
-    const CvStringRef *ref = (const CvStringRef *)c->data;
+    const uint8_t *bytes;
+    size_t length;
     int64_t dims[3];
-    CvStatus s = cv_jpeg_shape((const uint8_t *)cv_string_data(c, ref), (size_t)ref->length, dims);
+    CvStatus s = cv_op_scalar_contents(&in[0], &bytes, &length);
+    if (!s)
+        s = cv_jpeg_shape(bytes, length, dims);
     if (s)
         return s;
     int64_t three = 3;

@@ -55,6 +55,19 @@ uint64_t cv_op_random_below(CvOpContext *ctx, uint64_t n)
 
 /* -- outputs --------------------------------------------------------------- */
 
+CvStatus cv_op_scalar_contents(const CvTensor *contents, const uint8_t **bytes, size_t *length)
+{
+    if (contents->dtype != CV_STRING || contents->rank != 0) {
+        char shape[64];
+        return cv_error(CV_INVALID_ARGUMENT, "contents must be scalar, got shape %s",
+                        cv_shape_str(contents->shape, contents->rank, shape, sizeof(shape)));
+    }
+    const CvStringRef *ref = (const CvStringRef *)contents->data;
+    *bytes = (const uint8_t *)cv_string_data(contents, ref);
+    *length = (size_t)ref->length;
+    return CV_STATUS_OK;
+}
+
 CvStatus cv_op_output(const CvOpContext *ctx, CvTensor *out, CvDtype dtype, int rank,
                       const int64_t *shape)
 {

@@ -104,6 +104,10 @@ typedef struct CvOpContext {
 CvStatus cv_op_output(const CvOpContext *ctx, CvTensor *out, CvDtype dtype, int rank,
                       const int64_t *shape);
 
+/* The bytes of `contents`, a scalar string (as TensorFlow's decoders take
+ * them); else InvalidArgument naming the shape. *bytes is borrowed from it. */
+CvStatus cv_op_scalar_contents(const CvTensor *contents, const uint8_t **bytes, size_t *length);
+
 uint32_t cv_op_random_u32(CvOpContext *ctx);
 /* Uniform in [0, 1), 24 bits (float32 resolution). */
 float cv_op_random_uniform(CvOpContext *ctx);
