@@ -10,6 +10,9 @@ import conveyor
 # Subprocesses import the same conveyor build as the tests (the sanitizer run
 # puts its own build first on PYTHONPATH).
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(conveyor.__file__)))
+# The source checkout (docs/, examples/, benchmarks/): not ROOT, which under the
+# sanitizer run is a temporary folder holding only the package.
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # GCC 12's AddressSanitizer runtime does not take its allocator's locks
 # around fork(): when a parent thread is inside malloc at that moment, the

@@ -11,9 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import REPO, ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(REPO, "docs")
 
 pytest.importorskip("sphinx")

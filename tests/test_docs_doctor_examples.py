@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import REPO, ROOT
 
-DOC = os.path.join(ROOT, "docs", "performance.md")
+DOC = os.path.join(REPO, "docs", "performance.md")
 CHECK = re.compile(r"^([a-z][a-zA-Z ]+?)\s{2,}(ok|WARN|FAIL|skipped)\s")
 STAGE = re.compile(r"^\s+\d+ (\S+)\s+(-?[\d.]+) ms")
 

@@ -13,11 +13,10 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import REPO, ROOT
 
 import conveyor
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "examples")
 
 
