@@ -28,7 +28,7 @@ from conveyor import strings
 from conveyor import train
 from conveyor import sparse
 from conveyor import ragged
-from conveyor.ragged import RaggedTensor
+from conveyor.ragged import RaggedTensor, RaggedTensorSpec
 from conveyor.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value,  # noqa: A004
                                    cumsum, divide, equal, exp, floor, greater, greater_equal, less,
                                    less_equal, logical_and, logical_not, logical_or, maximum,
@@ -63,7 +63,7 @@ __version__ = "0.1.0"
 
 __all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repeat", "meshgrid",
            "Assert", "case", "control_dependencies", "map_fn", "name_scope", "SparseTensor", "TensorArray",
-           "newaxis", "device", "sharding", "sparse", "ragged", "RaggedTensor", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
+           "newaxis", "device", "sharding", "sparse", "ragged", "RaggedTensor", "RaggedTensorSpec", "DeviceArray", "io", "image", "math", "strings", "train", "cast", "reshape", "one_hot", "shape", "expand_dims", "concat", "stack",
            "clip_by_value", "constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "abs", "add", "divide", "equal", "exp", "floor",
            "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
            "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",

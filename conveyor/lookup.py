@@ -1,4 +1,5 @@
 """``conveyor.lookup``: the ``tf.lookup`` tables an input pipeline uses."""
-from conveyor.ops.lookup_ops import KeyValueTensorInitializer, StaticHashTable
+from conveyor.ops.lookup_ops import (KeyValueTensorInitializer, StaticHashTable,
+                                     StaticVocabularyTable)
 
-__all__ = ["KeyValueTensorInitializer", "StaticHashTable"]
+__all__ = ["KeyValueTensorInitializer", "StaticHashTable", "StaticVocabularyTable"]

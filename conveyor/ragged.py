@@ -15,7 +15,7 @@ from conveyor.framework.convert import to_array
 from conveyor.framework.eager import as_eager
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
-__all__ = ["RaggedTensor", "constant"]
+__all__ = ["RaggedTensor", "RaggedTensorSpec", "constant"]
 
 
 class RaggedTensor(collections.namedtuple("RaggedTensor", ["values", "row_splits"])):
@@ -105,6 +105,39 @@ class RaggedTensor(collections.namedtuple("RaggedTensor", ["values", "row_splits
         if not hasattr(self.values, "shape") or not hasattr(self.row_splits, "__len__"):
             return f"RaggedTensor(values={self.values!r}, row_splits={self.row_splits!r})"
         return f"<tf.RaggedTensor {self.to_list()}>"
+
+
+
+class _RaggedTensorSpecType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, RaggedTensor) and isinstance(obj.values, TensorSpec)
+
+
+class RaggedTensorSpec(metaclass=_RaggedTensorSpecType):
+    """The spec of a ``RaggedTensor`` (``tf.RaggedTensorSpec``), for
+    ``from_generator``'s `output_signature`: `shape` ``[nrows, None,
+    inner...]`` with one ragged dimension. What it makes is a ``RaggedTensor``
+    of two ``TensorSpec``, the flat values' and the row splits', which is how
+    ``element_spec`` shows a ragged component. conveyor's row splits are
+    int64 (TensorFlow's default); `row_splits_dtype` int32 is refused."""
+
+    def __new__(cls, shape=None, dtype=_dtypes.float32, ragged_rank=None,
+                row_splits_dtype=_dtypes.int64, flat_values_spec=None):
+        shape = TensorShape(shape)
+        if shape.rank is None or shape.rank < 2:
+            raise ValueError(f"conveyor's RaggedTensorSpec needs a shape of rank 2 or more "
+                             f"([nrows, None, ...]), got {shape}")
+        if ragged_rank not in (None, 1) and not (ragged_rank == shape.rank - 1 == 1):
+            raise ValueError(f"conveyor's RaggedTensor has one ragged dimension; got "
+                             f"ragged_rank={ragged_rank}")
+        if _dtypes.as_dtype(row_splits_dtype) != _dtypes.int64:
+            raise ValueError("conveyor's RaggedTensor row_splits are int64")
+        dims = shape.as_list()
+        values = (flat_values_spec if flat_values_spec is not None else
+                  TensorSpec([None] + dims[2:], _dtypes.as_dtype(dtype)))
+        nrows = dims[0]
+        return RaggedTensor(values, TensorSpec([None if nrows is None else nrows + 1],
+                                               _dtypes.int64))
 
 
 def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None,

@@ -331,6 +331,65 @@ def unique():
     return _apply_fn
 
 
+# Lookup tables from datasets (conveyor/ops/lookup_ops.py)
+from conveyor.ops.lookup_ops import DatasetInitializer  # noqa: E402
+
+__all__ += ["DatasetInitializer", "table_from_dataset", "index_table_from_dataset"]
+
+
+def table_from_dataset(dataset=None, num_oov_buckets=0, vocab_size=None, default_value=None,
+                       hasher_spec="fasthash", key_dtype=None, name=None):
+    """A lookup table from a dataset of ``(key, value)`` scalar pairs
+    (``tf.data.experimental.table_from_dataset``). A key not in the table
+    gives `default_value` (-1 when values are numbers), or with
+    `num_oov_buckets` > 0 a bucket in ``[vocabulary size, vocabulary size +
+    num_oov_buckets)`` from the key's hash. `vocab_size`: the number of pairs
+    to take; fewer raise ``FailedPreconditionError``. `hasher_spec`:
+    ``"fasthash"`` (TensorFlow's ``FastHashSpec``), ``"legacy"`` or
+    ``("stronghash", key)``."""
+    from conveyor import dtypes
+    from conveyor.ops.lookup_ops import StaticHashTable, StaticVocabularyTable
+    key_dtype = dtypes.string if key_dtype is None else dtypes.as_dtype(key_dtype)
+    spec = dataset.element_spec
+    if default_value is None:
+        default_value = -1
+        if isinstance(spec, tuple) and len(spec) == 2 and hasattr(spec[1], "dtype") and not (
+                spec[1].dtype.is_integer or spec[1].dtype.is_floating):
+            raise ValueError(f"`default_value` must be specified when creating a table from a "
+                             f"dataset that produces values of type {spec[1].dtype!r}.")
+    if num_oov_buckets < 0:
+        raise ValueError(f"`num_oov_buckets` must be greater than or equal to 0, got "
+                         f"{num_oov_buckets}.")
+    if vocab_size is not None and vocab_size < 1:
+        raise ValueError(f"`vocab_size` must be greater than 0, got {vocab_size}.")
+    if not key_dtype.is_integer and key_dtype != dtypes.string:
+        raise TypeError(f"`key_dtype` must be either an integer or string type, but got "
+                        f"{key_dtype!r}")
+    hasher = getattr(hasher_spec, "hasher", hasher_spec)
+    if hasher == "stronghash":
+        hasher = ("stronghash", hasher_spec.key)
+    if not (hasher in ("fasthash", "legacy") or
+            (isinstance(hasher, tuple) and hasher[0] == "stronghash")):
+        raise ValueError(f"Found unknown hasher {hasher_spec!r} in `hasher_spec`")
+    if vocab_size is not None:
+        dataset = dataset.take(vocab_size).apply(assert_cardinality(vocab_size))
+    initializer = DatasetInitializer(dataset)
+    if num_oov_buckets:
+        return StaticVocabularyTable(initializer, num_oov_buckets, lookup_key_dtype=key_dtype,
+                                     name=name, hasher=hasher)
+    return StaticHashTable(initializer, default_value, name=name)
+
+
+def index_table_from_dataset(dataset=None, num_oov_buckets=0, vocab_size=None,
+                             default_value=-1, hasher_spec="fasthash", key_dtype=None,
+                             name=None):
+    """A table from each key of `dataset` (a dataset of scalars) to its
+    position, int64 (``tf.data.experimental.index_table_from_dataset``); the
+    rest as :func:`table_from_dataset`."""
+    return table_from_dataset(dataset.enumerate().map(lambda i, k: (k, i)), num_oov_buckets,
+                              vocab_size, default_value, hasher_spec, key_dtype, name)
+
+
 # CSV files (conveyor/data/csv_readers.py)
 from conveyor.data.csv_readers import CsvDataset, make_csv_dataset  # noqa: E402
 

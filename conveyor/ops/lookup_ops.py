@@ -5,14 +5,21 @@ is recorded with conveyor's element ops: every key is compared with every
 table key (``equal`` with broadcasting, strings included), the first match's
 index (``argmax``) picks the value from the values with the default
 appended (``gather``). That is O(keys x table) per element: fine for the
-small vocabularies input pipelines map labels with."""
+small vocabularies input pipelines map labels with.
+
+``StaticVocabularyTable`` gives keys missing from its table a bucket past the
+vocabulary: FarmHash Fingerprint64 of the key (as text for integer keys) modulo
+`num_oov_buckets`, plus the vocabulary size, as TensorFlow does.
+``DatasetInitializer`` reads the (key, value) pairs of a dataset when the
+table is made (TensorFlow 2 also initializes tables at creation)."""
 import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import Tensor, convert, dtype_of, op_error, static_shape
 
-__all__ = ["KeyValueTensorInitializer", "StaticHashTable"]
+__all__ = ["KeyValueTensorInitializer", "DatasetInitializer", "StaticHashTable",
+           "StaticVocabularyTable"]
 
 
 class KeyValueTensorInitializer:
@@ -31,6 +38,41 @@ class KeyValueTensorInitializer:
                              f"{list(self._keys.shape)} and {list(self._values.shape)}")
         self.key_dtype = _dtypes.as_dtype(self._keys.dtype)
         self.value_dtype = _dtypes.as_dtype(self._values.dtype)
+
+
+class DatasetInitializer(KeyValueTensorInitializer):
+    """The keys and values of a table from a dataset of ``(key, value)`` pairs
+    of scalars (``tf.data.experimental.DatasetInitializer``). The dataset is
+    read once, here: a later change to its files does not change the table."""
+
+    def __init__(self, dataset):
+        from conveyor.tensor_spec import TensorSpec
+        spec = dataset.element_spec
+        base = ("Datasets used to initialize lookup tables must produce elements in the form "
+                "(key, value), where the keys and values are scalar tensors. ")
+        if not isinstance(spec, (tuple, list, dict)):  # TensorFlow: a TypeError from len()
+            raise TypeError(base + f"However, the given dataset produces one component "
+                                   f"instead of two (key, value) components: {spec}.")
+        if not isinstance(spec, tuple) or len(spec) != 2:
+            count = len(spec)
+            raise ValueError(base + f"However, the given dataset produces {count} components "
+                                    f"instead of two (key, value) components. Full dataset "
+                                    f"element spec: {spec}.")
+        for s, what in zip(spec, ("key", "value")):
+            if not isinstance(s, TensorSpec):
+                raise ValueError(base + f"However, the given dataset produces non-Tensor "
+                                        f"{what}s of type {type(s)}.")
+            if s.shape.rank not in (None, 0):
+                raise ValueError(base + f"However, the given dataset produces non-scalar "
+                                        f"{what} Tensors of rank {s.shape.rank}.")
+        self.dataset = dataset
+        keys, values = [], []
+        for k, v in dataset.as_numpy_iterator():
+            keys.append(k)
+            values.append(v)
+        self._keys = np.array(keys, dtype=spec[0].dtype.as_numpy_dtype)
+        self._values = np.array(values, dtype=spec[1].dtype.as_numpy_dtype)
+        self.key_dtype, self.value_dtype = spec[0].dtype, spec[1].dtype
 
 
 class StaticHashTable:
@@ -91,3 +133,78 @@ class StaticHashTable:
         first = argmax(cast(hit, _dtypes.int32), axis=-1)
         missing = cast(logical_not(reduce_any(hit, axis=-1)), _dtypes.int64)
         return gather(self._values, first + missing * len(self._keys))
+
+
+class StaticVocabularyTable:
+    """A key -> id table whose missing keys go to `num_oov_buckets` buckets
+    after the vocabulary (``tf.lookup.StaticVocabularyTable``): a key in the
+    table gives its value (int64), another key ``size_of_table +
+    Fingerprint64(key) % num_oov_buckets`` (integer keys hashed as their
+    decimal text). `initializer` None: buckets only.
+
+    `hasher`: ``"fasthash"`` (this table's, and TensorFlow's default),
+    ``"legacy"`` or ``("stronghash", key)`` for the tables that
+    ``tf.data.experimental.table_from_dataset`` makes with a `hasher_spec`."""
+
+    def __init__(self, initializer, num_oov_buckets, lookup_key_dtype=None, name=None,
+                 experimental_is_anonymous=False, hasher="fasthash"):
+        if num_oov_buckets <= 0:
+            raise ValueError("`num_oov_buckets` must be > 0; use StaticHashTable.")
+        if initializer is not None:
+            if lookup_key_dtype is None:
+                lookup_key_dtype = initializer.key_dtype
+            lookup_key_dtype = _dtypes.as_dtype(lookup_key_dtype)
+            if initializer.key_dtype not in (_dtypes.int64, _dtypes.string):
+                raise TypeError(f"Invalid `key_dtype`, expected one of "
+                                f"({_dtypes.int64!r}, {_dtypes.string!r}), but got "
+                                f"{initializer.key_dtype!r}.")
+            if initializer.key_dtype.is_integer != lookup_key_dtype.is_integer:
+                raise TypeError(f"Invalid `key_dtype`, expected "
+                                f"{'integer' if lookup_key_dtype.is_integer else 'non-integer'}"
+                                f" but got {initializer.key_dtype!r}.")
+            if initializer.value_dtype != _dtypes.int64:
+                raise TypeError(f"Invalid `value_dtype`, expected {_dtypes.int64!r} but got "
+                                f"{initializer.value_dtype!r}.")
+            self._table = StaticHashTable(initializer, default_value=-1)
+        else:
+            lookup_key_dtype = _dtypes.string
+            self._table = None
+        lookup_key_dtype = _dtypes.as_dtype(lookup_key_dtype)
+        if not lookup_key_dtype.is_integer and lookup_key_dtype != _dtypes.string:
+            raise TypeError(f"Invalid `key_dtype`, expected integer or string, got "
+                            f"{lookup_key_dtype!r}")
+        self.key_dtype, self.value_dtype = lookup_key_dtype, _dtypes.int64
+        self._num_oov_buckets = int(num_oov_buckets)
+        self._hasher = hasher
+        self.name = name
+
+    def _vocabulary_size(self):
+        return 0 if self._table is None else len(self._table._dict)
+
+    def size(self, name=None):
+        return as_eager(np.int64(self._vocabulary_size() + self._num_oov_buckets))
+
+    def __getitem__(self, keys):
+        return self.lookup(keys)
+
+    def lookup(self, keys, name=None):
+        from conveyor import strings
+        from conveyor.ops.array_ops import where
+        from conveyor.ops.math_ops import cast, not_equal
+        x = convert(keys, name="keys")
+        if dtype_of(x) != self.key_dtype:
+            raise TypeError(f"Dtype of argument `keys` must be {self.key_dtype!r}, received: "
+                            f"{dtype_of(x)!r}")
+        if self._table is not None and self._table.key_dtype == _dtypes.int64:
+            x = cast(x, _dtypes.int64)
+        text = x if self.key_dtype == _dtypes.string else strings.as_string(x)
+        if self._hasher == "fasthash":
+            buckets = strings.to_hash_bucket_fast(text, self._num_oov_buckets)
+        elif self._hasher == "legacy":
+            buckets = strings.to_hash_bucket(text, self._num_oov_buckets)
+        else:
+            buckets = strings.to_hash_bucket_strong(text, self._num_oov_buckets, self._hasher[1])
+        if self._table is None:
+            return buckets
+        ids = self._table.lookup(x)
+        return where(not_equal(ids, -1), ids, buckets + self._vocabulary_size())

@@ -21,7 +21,5 @@ KNOWN_DIFFERENCES = {
     'tfrecord_tutorial.example_serialized_bytes': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tf_serialize_example_py_function': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tfrecord_writer_read_raw': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
-    'docstrings_dataset.from_generator_docstring': "tf.RaggedTensorSpec: AttributeError: module 'conveyor' has no attribute 'RaggedTensorSpec'",
-    'docstrings_experimental.exp_index_table_from_dataset': "tf.data.experimental.index_table_from_dataset: AttributeError: module 'conveyor.data.experimental' has no attribute 'index_table_from_dataset'",
     'imagenet_recipes.train_crop_random_flip': "tf.image.random_flip_left_right: conveyor's stateful random ops (RandomUniform) draw per-element streams, not TensorFlow's kernel stream (sample_distorted_bounding_box does match it)",
 }
