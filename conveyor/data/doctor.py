@@ -6,7 +6,8 @@ It runs the pipeline a few times for `steps` elements and prints a verdict
 table: identical output and speedup against a *baseline* (the same pipeline
 with every parallel stage sequential and every prefetch a pass-through, built
 by ``DerivedContext(..., sequential=True)`` in data/options.py), the stage
-that costs the most, the input-bound fraction of a training step, peak RSS
+that costs the most, the input-bound fraction of a training step, whether
+a pipeline that reads remote objects waits on storage (only then), peak RSS
 against the machine's or cgroup's RAM, open descriptors against ``ulimit -n``,
 determinism across two fresh builds, and GPU utilisation (NVML) when a GPU is
 there. Every check that does not pass says what to change.
@@ -51,8 +52,8 @@ from conveyor import errors as _errors
 from conveyor.data.ops.dataset_base import Dataset
 from conveyor.data.options import DerivedContext
 from conveyor.data.doctor_measure import (_Build, _contained, _gpu_device_present,  # noqa: F401
-                                          _iterate, _nvml,
-                                          _open_descriptors, _rss, _Sampler)
+                                          _iterate, _IoWindow, _nvml, _open_descriptors,
+                                          _rss, _Sampler, STORAGE_CPU_BUSY, storage_verdict)
 
 __all__ = ["diagnose", "Diagnosis", "Check", "StageRate", "stage_rates", "engine_bottleneck"]
 
@@ -68,8 +69,8 @@ SPEEDUP_WARN = 0.9       # parallel pipeline slower than its sequential form
 
 # Sources whose output differs between builds unless seeded.
 _RANDOM_SOURCES = ("ShuffleDataset", "RandomDataset", "SampleChoiceDataset")
-_ORDER = ("identical output", "speedup", "bottleneck", "input-bound", "peak RAM",
-          "open descriptors", "determinism", "GPU busy")
+_ORDER = ("identical output", "speedup", "bottleneck", "input-bound", "storage-bound",
+          "peak RAM", "open descriptors", "determinism", "GPU busy")
 _DETAIL_WIDTH = 64  # the verdict table's "measured" column wraps here
 
 
@@ -559,7 +560,13 @@ class _Doctor:
         checks["identical output"] = self.check_identical(*(compare or ()))
         # Throughput: the pipeline (its own threads overlap the loop) vs the baseline.
         t = self.build(like=a)
+        sampler.io = _IoWindow()
         run_t = self.iterate(t, steps, "timed run (speedup)")
+        storage, sampler.io = storage_verdict(sampler.io.stop(), t.ctx.cpus()), None
+        if storage is not None:  # the line only where the run read remote objects
+            waiting, busy, detail, remedy = storage
+            checks["storage-bound"] = Check("storage-bound", WARN if waiting else OK, busy,
+                                            f"CPUs >= {STORAGE_CPU_BUSY:.0%} busy", detail, remedy)
         checks["speedup"] = self.check_speedup(t, run_t, run_s)
         # The GPU line only where a GPU is (_nvml() says (None, None) on a machine without).
         if self.step_fn is not None:

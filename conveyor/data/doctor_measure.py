@@ -194,6 +194,7 @@ class _Sampler:
         self.peak_fds = _open_descriptors() or 0
         self.peak_buffered = _engine.memory_in_use()
         self.gpu = None           # (pynvml, handles) while the step run goes
+        self.io = None            # an _IoWindow while the timed run goes
         self.gpu_samples = {}     # handle index -> [utilisation 0..1]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="conveyor-doctor", daemon=True)
@@ -215,6 +216,9 @@ class _Sampler:
                     self.gpu_samples.setdefault(i, []).append(busy)
 
     def sample(self):
+        io = self.io
+        if io is not None:
+            io.sample()
         self.peak_rss = max(self.peak_rss, _rss() or 0)
         self.peak_fds = max(self.peak_fds, _open_descriptors() or 0)
         self.peak_buffered = max(self.peak_buffered, _engine.memory_in_use())
@@ -228,3 +232,71 @@ class _Sampler:
         hwm = _proc_status("VmHWM")
         if hwm is not None and self.hwm_before is not None and hwm > self.hwm_before:
             self.peak_rss = max(self.peak_rss, hwm)  # a peak between two samples
+
+
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class _IoWindow:
+    """Remote I/O (gs://, s3://, http(s)://) during one run: the process's
+    counters at its start and end, the most requests and bytes in flight (the
+    sampler's 20 ms samples), and the CPU time the process used meanwhile."""
+
+    def __init__(self):
+        self.start, self.end = _engine.io_stats(), None
+        self.peak_requests = self.peak_bytes = 0
+        self.samples = self.busy_samples = 0  # samples, and those with a request in flight
+        self._t0, self._cpu0 = time.perf_counter(), _cpu_seconds()
+        self.seconds = self.cpu = 0.0
+
+    def sample(self):
+        now = _engine.io_stats()
+        self.peak_requests = max(self.peak_requests, now["requests_in_flight"])
+        self.peak_bytes = max(self.peak_bytes, now["bytes_in_flight"])
+        self.samples += 1
+        self.busy_samples += now["requests_in_flight"] > 0
+
+    def stop(self):
+        self.sample()
+        self.end = _engine.io_stats()
+        self.seconds = time.perf_counter() - self._t0
+        self.cpu = _cpu_seconds() - self._cpu0
+        return self
+
+
+# The storage-bound check: below this share of the CPU budget busy, with a
+# request in flight most of the time, the pipeline waits on storage. (CPUs that
+# other processes take also look idle to us; the requests in flight tell the two
+# apart: a pipeline held back by its CPUs leaves the streams' read-ahead full.)
+STORAGE_CPU_BUSY = 0.6
+STORAGE_IN_FLIGHT = 0.5
+
+
+def storage_verdict(io, cpus):
+    """(waiting, busy, detail, remedy) of the storage-bound check for the
+    run `io` watched, or None when it read nothing remote."""
+    requests = io.end["requests"] - io.start["requests"]
+    if requests <= 0 or io.seconds <= 0:
+        return None
+    received = io.end["bytes_received"] - io.start["bytes_received"]
+    busy = io.cpu / (io.seconds * max(cpus, 1))
+    in_flight = io.busy_samples / io.samples if io.samples else 0.0
+    budget_requests, budget_bytes = io.end["budget_requests"], io.end["budget_bytes"]
+    detail = (f"{received / io.seconds / 1e6:.1f} MB/s from remote storage ({requests} "
+              f"requests, first byte {io.end['first_byte_ms']:.0f} ms); at most "
+              f"{io.peak_requests} of {budget_requests} requests and "
+              f"{io.peak_bytes / 2**20:.1f} of {budget_bytes / 2**20:.0f} MiB in flight, "
+              f"a request in flight {in_flight:.0%} of the time; CPUs {busy:.0%} busy")
+    if busy >= STORAGE_CPU_BUSY or in_flight < STORAGE_IN_FLIGHT:
+        return False, busy, detail + ": not waiting on storage", ""
+    if io.peak_requests >= 0.9 * budget_requests or io.peak_bytes >= 0.9 * budget_bytes:
+        remedy = (f"raise the I/O budget, if the store and network allow more: "
+                  f"tf.data.experimental.set_io_budget(requests={2 * budget_requests}, "
+                  f"bytes={2 * budget_bytes})")
+    else:
+        remedy = ("read more at once: num_parallel_reads=AUTOTUNE on the record readers, a "
+                  "larger cycle_length on an interleave with num_parallel_calls=AUTOTUNE, or "
+                  "num_parallel_calls=AUTOTUNE on the map that calls read_file")
+    return True, busy, detail + ": waiting on storage", remedy
