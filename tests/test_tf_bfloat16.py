@@ -149,3 +149,21 @@ def test_ops_that_would_misread_bfloat16_refuse_it():
     same(cv.reshape(x, [-1]), tf.reshape(tf.constant(x), [-1]).numpy())
     with pytest.raises(TypeError, match="bfloat16"):
         cv.data.Dataset.from_tensors(x).map(lambda v: cv.image.resize(v, [2, 2]))
+
+
+@pytest.mark.parametrize("little_endian", [True, False])
+def test_decode_raw_bfloat16_matches_tensorflow(little_endian):
+    values = floats(np.random.RandomState(3))[:64]
+    as_bf16 = values.astype(ml_dtypes.bfloat16)
+    raw = (as_bf16.view(np.uint16) if little_endian else as_bf16.view(">u2").byteswap()
+           .view(np.uint16)).tobytes()
+    want = tf.io.decode_raw([raw, raw], tf.bfloat16, little_endian=little_endian).numpy()
+    same(cv.io.decode_raw([raw, raw], cv.bfloat16, little_endian=little_endian), want)
+    ds = cv.data.Dataset.from_tensors(raw).map(
+        lambda r: cv.io.decode_raw(r, cv.bfloat16, little_endian=little_endian))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TracingWarning)
+        assert ds.element_spec.dtype == cv.bfloat16
+        same(next(iter(ds)), want[0])
+    fixed = tf.io.decode_raw([raw], tf.bfloat16, fixed_length=8).numpy()
+    same(cv.io.decode_raw([raw], cv.bfloat16, fixed_length=8), fixed)

@@ -315,7 +315,7 @@ def decode_image(contents, channels=None, dtype=_dtypes.uint8, name=None, expand
 
 
 _RAW_TYPES = ("float16", "float32", "float64", "int32", "uint16", "uint8", "int16", "int8",
-              "int64", "bool")
+              "int64", "bfloat16", "bool")  # bool last: not with fixed_length
 
 
 def decode_raw(input_bytes, out_type, little_endian=True, fixed_length=None, name=None):
@@ -330,7 +330,8 @@ def decode_raw(input_bytes, out_type, little_endian=True, fixed_length=None, nam
     Args:
       input_bytes: a string tensor of any shape.
       out_type: float16, float32, float64, int8, int16, int32, int64, uint8,
-        uint16 or bool (bool is not allowed with `fixed_length`).
+        uint16, bfloat16 (with ml_dtypes installed) or bool (bool is not
+        allowed with `fixed_length`).
       little_endian: whether the values are stored little-endian.
       fixed_length: None, or the number of bytes of each string to decode
         (a Python int in conveyor).

@@ -35,7 +35,7 @@ static CvStatus decode_raw_run(const CvOpAttrs *attrs, const CvTensor *in, int n
     (void)num_out;
     (void)ctx;
     if (attrs->num_ints < DECODE_RAW_NUM_INTS || attrs->ints[DECODE_RAW_DTYPE] < 0 ||
-        attrs->ints[DECODE_RAW_DTYPE] >= CV_STRING)
+        attrs->ints[DECODE_RAW_DTYPE] >= CV_NUM_DTYPES || attrs->ints[DECODE_RAW_DTYPE] == CV_STRING)
         return cv_error(CV_INVALID_ARGUMENT, "DecodeRaw needs a numeric or bool output dtype");
     const CvDtype dtype = (CvDtype)attrs->ints[DECODE_RAW_DTYPE];
     const size_t size = cv_dtype_size(dtype);
