@@ -9,22 +9,20 @@
  * ALREADY_EXISTS, IsADirectoryError -> FAILED_PRECONDITION, an unknown
  * protocol or a missing fsspec -> UNIMPLEMENTED, anything else UNKNOWN.
  *
- * Writes go to a local temporary file (no GIL per append) that commit
- * uploads whole with fs.put_file, so the object appears only complete, as
- * the layer promises; abort just removes the temporary file. Reads keep the
+ * Writes are staged in a local temporary file (io/fs_staged.h) that commit
+ * uploads whole with fs.put_file. Reads keep the
  * fsspec file object open and seek only when the offset is not where the
  * last read stopped. Thread-safety: as fs.h (the GIL orders the Python).
  */
 #include "python/binding.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "io/file.h"
 #include "io/fs.h"
+#include "io/fs_ops.h"
+#include "io/fs_staged.h"
 
 /* ---- calling fsspec ---------------------------------------------------- */
 
@@ -251,76 +249,21 @@ static CvStatus fsspec_open_read(const char *url, CvReadFile **out)
     return CV_STATUS_OK;
 }
 
-/* ---- writing ----------------------------------------------------------- */
+/* ---- writing: staged in a local file (io/fs_staged.h) ---------------- */
 
-typedef struct FsspecWrite {
-    CvWriteFile base;
-    int fd;       /* the local temporary file */
-    char temp[64]; /* its name */
-} FsspecWrite;
-
-static CvStatus fsspec_append(CvWriteFile *base, const void *src, size_t n)
+static CvStatus fsspec_upload(const char *url, const char *local)
 {
-    FsspecWrite *f = (FsspecWrite *)base;
-    return cv_file_write(f->fd, f->temp, src, n);
+    return call(url, "put_file", NULL, local, true); /* fs.put_file(local, path) */
 }
 
-static void fsspec_abort(CvWriteFile *base)
+static CvStatus fsspec_download(const char *url, const char *local)
 {
-    FsspecWrite *f = (FsspecWrite *)base;
-    if (f->fd >= 0) {
-        close(f->fd);
-        unlink(f->temp);
-    }
-    free(base->url);
-    free(f);
+    return call(url, "get_file", NULL, local, false); /* fs.get_file(path, local) */
 }
-
-static CvStatus fsspec_commit(CvWriteFile *base)
-{
-    FsspecWrite *f = (FsspecWrite *)base;
-    CvStatus s = CV_STATUS_OK;
-    if (close(f->fd) != 0)
-        s = cv_file_error(errno, f->temp, "(while closing the upload's temporary file)");
-    f->fd = -1;
-    if (!s) /* fs.put_file(temp, path): the object appears whole */
-        s = call(base->url, "put_file", NULL, f->temp, true);
-    unlink(f->temp);
-    fsspec_abort(base);
-    return s;
-}
-
-static const CvWriteFileMethods fsspec_write_methods = {fsspec_append, fsspec_commit,
-                                                        fsspec_abort};
 
 static CvStatus fsspec_open_write(const char *url, bool append, CvWriteFile **out)
 {
-    FsspecWrite *f = calloc(1, sizeof(*f));
-    if (!f || !(f->base.url = strdup(url))) {
-        free(f);
-        return cv_error_nomem();
-    }
-    f->base.methods = &fsspec_write_methods;
-    const char *dir = getenv("TMPDIR");
-    snprintf(f->temp, sizeof(f->temp), "%.40s/conveyor-up-XXXXXX", dir && *dir ? dir : "/tmp");
-    f->fd = mkstemp(f->temp);
-    CvStatus s = f->fd < 0 ? cv_file_error(errno, f->temp, "(an upload's temporary file)")
-                           : CV_STATUS_OK;
-    if (!s && append) { /* what is there, then the appends */
-        s = call(url, "get_file", NULL, f->temp, false);
-        if (s && s->code == CV_NOT_FOUND) {
-            cv_status_free(s);
-            s = CV_STATUS_OK;
-        } else if (!s && lseek(f->fd, 0, SEEK_END) < 0) {
-            s = cv_file_error(errno, f->temp, NULL);
-        }
-    }
-    if (s) {
-        fsspec_abort(&f->base);
-        return s;
-    }
-    *out = &f->base;
-    return CV_STATUS_OK;
+    return cv_staged_write_open(url, append, fsspec_download, fsspec_upload, out);
 }
 
 /* ---- the rest of the table --------------------------------------------- */
@@ -330,12 +273,6 @@ typedef struct Listing {
     CvFileInfo *infos;
     size_t len;
 } Listing;
-
-/* qsort over an array of pointers to names (char **): by name. */
-static int compare_entries(const void *a, const void *b)
-{
-    return strcmp(**(char **const *)a, **(char **const *)b);
-}
 
 /* fs.ls(path, detail=True) or fs.find(path, detail=True) (a dict), names
  * made relative to path; with the GIL held. */
@@ -410,20 +347,8 @@ static CvStatus fsspec_list(const char *url, bool recursive, CvFsListFn each, vo
     Py_XDECREF(fs);
     Py_XDECREF(path);
     cv_python_end(&gil);
-    /* Sort names and their infos together: sort indices through a pointer
-     * array whose entries point into names. */
-    char ***order = s || !l.len ? NULL : malloc(l.len * sizeof(char **));
-    if (order) {
-        for (size_t i = 0; i < l.len; i++)
-            order[i] = &l.names[i];
-        qsort(order, l.len, sizeof(char **), compare_entries);
-        for (size_t i = 0; i < l.len; i++)
-            if (each(ctx, *order[i], &l.infos[order[i] - l.names]))
-                break;
-    } else if (!s && l.len) {
-        s = cv_error_nomem();
-    }
-    free(order);
+    if (!s)
+        s = cv_fs_each_sorted(l.names, l.infos, l.len, each, ctx);
     for (size_t i = 0; i < l.len; i++)
         free(l.names[i]);
     free(l.names);
