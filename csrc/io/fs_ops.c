@@ -130,29 +130,3 @@ CvStatus cv_read_file_range(CvReadFile *f, uint64_t offset, int64_t size, char *
     *data = buf;
     return s;
 }
-
-/* qsort over an array of pointers to names (char **): by name. */
-static int compare_entries(const void *a, const void *b)
-{
-    return strcmp(**(char **const *)a, **(char **const *)b);
-}
-
-CvStatus cv_fs_each_sorted(char **names, const CvFileInfo *infos, size_t n, CvFsListFn each,
-                           void *ctx)
-{
-    if (!n)
-        return CV_STATUS_OK;
-    /* Sort names and their infos together: sort a pointer array whose
-     * entries point into names. */
-    char ***order = malloc(n * sizeof(char **));
-    if (!order)
-        return cv_error_nomem();
-    for (size_t i = 0; i < n; i++)
-        order[i] = &names[i];
-    qsort(order, n, sizeof(char **), compare_entries);
-    for (size_t i = 0; i < n; i++)
-        if (each(ctx, *order[i], &infos[order[i] - names]))
-            break;
-    free(order);
-    return CV_STATUS_OK;
-}

@@ -1,6 +1,6 @@
 /* Whole operations over the file-system tables (io/fs.h), as gfile calls
  * them: a listing or glob gathered into a list of names, a byte range read
- * into one buffer, the one-URL methods, and a listing handed out sorted.
+ * into one buffer, and the one-URL methods.
  *
  * Nothing here needs the GIL: the binding runs each call with it released
  * and converts the results after. Ownership: a CvNameList and a range's
@@ -40,10 +40,5 @@ CvStatus cv_fs_open_read_sized(const char *url, CvReadFile **out);
  * new malloc'd buffer (*data, *len; *data may be NULL when *len is 0). */
 CvStatus cv_read_file_range(CvReadFile *f, uint64_t offset, int64_t size, char **data,
                             size_t *len);
-
-/* Hand `n` entries (names[i] with infos[i]) to each() sorted by name, as
- * fs.h's list promises; for tables whose store lists unsorted. */
-CvStatus cv_fs_each_sorted(char **names, const CvFileInfo *infos, size_t n, CvFsListFn each,
-                           void *ctx);
 
 #endif
