@@ -11,6 +11,8 @@
  * then on cv_python_begin refuses, and callers fail with CV_CANCELLED or
  * leak what they would have released.
  */
+#include <stdarg.h>
+
 #include "python/binding.h"
 
 atomic_int cv_shutting_down;
@@ -112,6 +114,34 @@ void cv_python_end(CvPythonCall *call)
     PyGILState_Release(call->gil);
     cv_blocking_end();
     atomic_fetch_sub(&cv_python_calls, 1);
+}
+
+int cv_python_hook(PyObject *const *slot, void (*take)(PyObject *result, void *ctx), void *ctx,
+                   const char *fmt, ...)
+{
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0)
+        return -1;
+    PyObject *hook = *slot ? Py_NewRef(*slot) : NULL;
+    if (hook) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb); /* an iterator freed while unwinding */
+        va_list ap;
+        va_start(ap, fmt);
+        PyObject *args = Py_VaBuildValue(fmt, ap);
+        va_end(ap);
+        PyObject *r = args ? PyObject_CallObject(hook, args) : NULL;
+        if (!r)
+            PyErr_WriteUnraisable(hook); /* a warnings filter set to "error", a broken bar */
+        else if (take)
+            take(r, ctx);
+        Py_XDECREF(r);
+        Py_XDECREF(args);
+        PyErr_Restore(type, value, tb);
+        Py_DECREF(hook);
+    }
+    cv_python_end(&call);
+    return hook ? 0 : 1;
 }
 
 /* In a fork() child no engine thread exists: nothing is inside Python. */
