@@ -44,6 +44,34 @@ static void install_atfork(void)
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
+static pthread_mutex_t fork_guard = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_guard_once = PTHREAD_ONCE_INIT;
+
+void cv_fork_guard_lock(void)
+{
+    pthread_mutex_lock(&fork_guard);
+}
+
+void cv_fork_guard_unlock(void)
+{
+    pthread_mutex_unlock(&fork_guard);
+}
+
+static void fork_guard_child(void)
+{
+    pthread_mutex_init(&fork_guard, NULL);
+}
+
+static void fork_guard_register(void)
+{
+    pthread_atfork(cv_fork_guard_lock, cv_fork_guard_unlock, fork_guard_child);
+}
+
+void cv_fork_guard_install(void)
+{
+    pthread_once(&fork_guard_once, fork_guard_register);
+}
+
 unsigned long cv_fork_generation(void)
 {
     pthread_once(&atfork_once, install_atfork);

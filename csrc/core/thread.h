@@ -88,6 +88,16 @@ int cv_cpu_count(void);
 
 
 
+/* The fork guard: a lock that fork() takes first (pthread_atfork's
+ * prepare) once cv_fork_guard_install has run, and that the child
+ * re-initialises, so that what is done under it is never cut in half by a
+ * fork() in another thread (the binding makes Python thread states under
+ * it). Never wait for anything while holding it: the forking thread may
+ * hold locks (the GIL) the waiter wants. Any thread; install is once-only. */
+void cv_fork_guard_install(void);
+void cv_fork_guard_lock(void);
+void cv_fork_guard_unlock(void);
+
 /* Incremented in the child after fork(). */
 unsigned long cv_fork_generation(void);
 /* Also run in the child after fork() (the binding resets its counters). Set once. */

@@ -490,6 +490,14 @@ CvStatus cv_device_buffer_wait(CvDeviceBuffer *b, uintptr_t stream)
     return s;
 }
 
+CvStatus cv_device_buffer_use_on(CvDeviceBuffer *b, uintptr_t stream)
+{
+    /* The free waits behind that stream; another thread's per-thread
+     * stream is not this one, but it syncs with the legacy stream. */
+    atomic_store_explicit(&b->consumer_stream, stream == 2 ? 1 : stream, memory_order_release);
+    return cv_device_buffer_wait(b, stream);
+}
+
 CvStatus cv_device_buffer_read(CvDeviceBuffer *b, const char *src, void *dst, size_t n)
 {
     CvDevice *d = b->device;
@@ -660,5 +668,17 @@ CvStatus cv_device_copy_rate(CvDevice *d, size_t n, int repeats, double *rate)
     if (host)
         d->methods->host_free(d, host);
     cv_device_leave(d, previous);
+    return s;
+}
+
+CvStatus cv_device_measure_copy_rate(CvDeviceKind kind, int index, size_t n, int repeats,
+                                     double *rate)
+{
+    CvDevice *d = NULL;
+    *rate = 0.0;
+    CvStatus s = cv_device_open(kind, index, &d);
+    if (!s)
+        s = cv_device_copy_rate(d, n, repeats, rate);
+    cv_device_unref(d);
     return s;
 }

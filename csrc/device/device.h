@@ -147,6 +147,10 @@ CvDeviceBuffer *cv_device_buffer_of(const CvBuffer *b);
  * default streams) wait until the buffer's copy has completed; on the host
  * a no-op. */
 CvStatus cv_device_buffer_wait(CvDeviceBuffer *b, uintptr_t stream);
+/* A consumer takes the buffer on `stream` (a DLPack stream argument > 0):
+ * remember it, so that the free waits behind it, and make it wait for the
+ * copy. Any thread. */
+CvStatus cv_device_buffer_use_on(CvDeviceBuffer *b, uintptr_t stream);
 /* Copy n bytes at device address src (inside b) to host memory dst, after
  * the copy that filled b. */
 CvStatus cv_device_buffer_read(CvDeviceBuffer *b, const char *src, void *dst, size_t n);
@@ -177,5 +181,8 @@ CvStagingStats cv_device_staging_stats(void);
  * copies would see it: `repeats` copies of n bytes on the copy stream, timed
  * by events (after one untimed copy); bytes per second into *rate. */
 CvStatus cv_device_copy_rate(CvDevice *d, size_t n, int repeats, double *rate);
+/* The same on a device of its own, opened for the measure and let go. */
+CvStatus cv_device_measure_copy_rate(CvDeviceKind kind, int index, size_t n, int repeats,
+                                     double *rate);
 
 #endif

@@ -155,6 +155,14 @@ typedef struct CvPythonCall {
 } CvPythonCall;
 int cv_python_begin(CvPythonCall *call);
 void cv_python_end(CvPythonCall *call);
+/* Call the hook in *slot (read with the GIL; NULL: none) with the
+ * arguments Py_BuildValue makes of fmt, from any thread: an exception on
+ * its way is set aside around the call, and one the hook raises is
+ * reported as unraisable, so the pipeline goes on. take(result, ctx), when
+ * given, reads the result with the GIL held. -1: Python is unavailable;
+ * 1: no hook; 0: called. */
+int cv_python_hook(PyObject *const *slot, void (*take)(PyObject *result, void *ctx), void *ctx,
+                   const char *fmt, ...);
 
 extern atomic_int cv_shutting_down; /* set by _engine.shutdown (atexit) */
 extern atomic_int cv_python_calls;  /* engine-thread calls into Python in flight */

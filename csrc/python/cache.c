@@ -18,87 +18,42 @@ typedef struct {
     PyObject *describe; /* describe() -> bytes or None */
 } CvPyCacheHooks;
 
-/* Hooks may run while an exception is on its way (an iterator freed during
- * unwinding): set it aside around the call. */
-typedef struct {
-    PyObject *type, *value, *tb;
-} CvSavedError;
-
-static CvSavedError save_error(void)
-{
-    CvSavedError e;
-    PyErr_Fetch(&e.type, &e.value, &e.tb);
-    return e;
-}
-
-static void restore_error(CvSavedError e)
-{
-    PyErr_Restore(e.type, e.value, e.tb);
-}
-
-/* Report an exception a hook raised (a warning filter set to "error", a
- * broken progress bar) without disturbing the pipeline. */
-static void hook_failed(PyObject *hook)
-{
-    PyErr_WriteUnraisable(hook);
-}
-
+/* Hooks run on any thread through cv_python_hook (gil.c): an exception a
+ * hook raises is reported without disturbing the pipeline. */
 static void hooks_warn(void *ctx, const char *message)
 {
-    CvPyCacheHooks *h = ctx;
-    CvPythonCall call;
-    if (!h->warn || cv_python_begin(&call) < 0)
-        return;
-    CvSavedError exc = save_error();
-    PyObject *r = PyObject_CallFunction(h->warn, "s", message);
-    if (!r)
-        hook_failed(h->warn);
-    Py_XDECREF(r);
-    restore_error(exc);
-    cv_python_end(&call);
+    cv_python_hook(&((CvPyCacheHooks *)ctx)->warn, NULL, NULL, "(s)", message);
 }
 
 static void hooks_progress(void *ctx, uint64_t token, int64_t elements, uint64_t bytes,
                            int64_t total, int state)
 {
-    CvPyCacheHooks *h = ctx;
-    CvPythonCall call;
-    if (!h->progress || cv_python_begin(&call) < 0)
-        return;
-    CvSavedError exc = save_error();
-    PyObject *r = PyObject_CallFunction(h->progress, "KLKLi", (unsigned long long)token,
-                                        (long long)elements, (unsigned long long)bytes,
-                                        (long long)total, state);
-    if (!r)
-        hook_failed(h->progress);
-    Py_XDECREF(r);
-    restore_error(exc);
-    cv_python_end(&call);
+    cv_python_hook(&((CvPyCacheHooks *)ctx)->progress, NULL, NULL, "(KLKLi)",
+                   (unsigned long long)token, (long long)elements, (unsigned long long)bytes,
+                   (long long)total, state);
+}
+
+typedef struct {
+    char *blob;
+    size_t len;
+} Description;
+
+static void take_description(PyObject *r, void *ctx)
+{
+    Description *d = ctx;
+    size_t n = PyBytes_Check(r) ? (size_t)PyBytes_GET_SIZE(r) : 0;
+    if (n && (d->blob = malloc(n))) {
+        memcpy(d->blob, PyBytes_AS_STRING(r), n);
+        d->len = n;
+    }
 }
 
 static void hooks_describe(void *ctx, char **blob, size_t *len)
 {
-    CvPyCacheHooks *h = ctx;
-    *blob = NULL;
-    *len = 0;
-    CvPythonCall call;
-    if (!h->describe || cv_python_begin(&call) < 0)
-        return;
-    CvSavedError exc = save_error();
-    PyObject *r = PyObject_CallNoArgs(h->describe);
-    if (!r) {
-        hook_failed(h->describe);
-    } else if (PyBytes_Check(r) && PyBytes_GET_SIZE(r) > 0) {
-        size_t n = (size_t)PyBytes_GET_SIZE(r);
-        *blob = malloc(n);
-        if (*blob) {
-            memcpy(*blob, PyBytes_AS_STRING(r), n);
-            *len = n;
-        }
-    }
-    Py_XDECREF(r);
-    restore_error(exc);
-    cv_python_end(&call);
+    Description d = {NULL, 0};
+    cv_python_hook(&((CvPyCacheHooks *)ctx)->describe, take_description, &d, "()");
+    *blob = d.blob;
+    *len = d.len;
 }
 
 static void hooks_release(void *ctx)

@@ -23,46 +23,7 @@
 
 #include "device/cuda.h"
 #include "device/device.h"
-
-/* dlpack.h (v1.0), the parts used. */
-typedef struct {
-    int32_t device_type;
-    int32_t device_id;
-} DLDevice;
-typedef struct {
-    uint8_t code; /* 0 int, 1 uint, 2 float, 6 bool */
-    uint8_t bits;
-    uint16_t lanes;
-} DLDataType;
-typedef struct {
-    void *data;
-    DLDevice device;
-    int32_t ndim;
-    DLDataType dtype;
-    int64_t *shape;
-    int64_t *strides; /* NULL: C-contiguous */
-    uint64_t byte_offset;
-} DLTensor;
-typedef struct DLManagedTensor {
-    DLTensor dl_tensor;
-    void *manager_ctx;
-    void (*deleter)(struct DLManagedTensor *self);
-} DLManagedTensor;
-typedef struct {
-    uint32_t major;
-    uint32_t minor;
-} DLPackVersion;
-typedef struct DLManagedTensorVersioned {
-    DLPackVersion version;
-    void *manager_ctx;
-    void (*deleter)(struct DLManagedTensorVersioned *self);
-    uint64_t flags;
-    DLTensor dl_tensor;
-} DLManagedTensorVersioned;
-
-#define DLPACK_MAJOR 1
-#define DLPACK_MINOR 0
-#define DLPACK_FLAG_IS_COPIED ((uint64_t)1 << 1)
+#include "device/dlpack.h"
 
 typedef struct {
     PyObject_HEAD
@@ -70,21 +31,6 @@ typedef struct {
     int dlpack_type;
     int index;
 } CvDeviceArrayObject;
-
-/* dtype -> DLPack code/bits, NumPy typestr and type number (numeric only). */
-static const struct {
-    uint8_t code, bits;
-    const char *typestr;
-    int npy;
-} dtypes[CV_NUM_DTYPES] = {
-    [CV_BOOL] = {6, 8, "|b1", NPY_BOOL},        [CV_INT8] = {0, 8, "|i1", NPY_INT8},
-    [CV_INT16] = {0, 16, "<i2", NPY_INT16},     [CV_INT32] = {0, 32, "<i4", NPY_INT32},
-    [CV_INT64] = {0, 64, "<i8", NPY_INT64},     [CV_UINT8] = {1, 8, "|u1", NPY_UINT8},
-    [CV_UINT16] = {1, 16, "<u2", NPY_UINT16},   [CV_UINT32] = {1, 32, "<u4", NPY_UINT32},
-    [CV_UINT64] = {1, 64, "<u8", NPY_UINT64},   [CV_FLOAT16] = {2, 16, "<f2", NPY_FLOAT16},
-    [CV_FLOAT32] = {2, 32, "<f4", NPY_FLOAT32}, [CV_FLOAT64] = {2, 64, "<f8", NPY_FLOAT64},
-    [CV_BFLOAT16] = {4, 16, "<V2", NPY_VOID}, /* DLPack kDLBfloat; descr: cv_descr_for */
-};
 
 PyObject *cv_device_array_new(CvModuleState *st, const CvTensor *t)
 {
@@ -128,48 +74,16 @@ static PyObject *shape_tuple(const CvTensor *t)
 
 /* ------------------------------------------------------------ DLPack */
 
-/* What a capsule's tensor owns: its buffer reference and its shape. */
-typedef struct {
-    CvBuffer *buf;
-    int64_t shape[CV_MAX_RANK];
-    bool versioned;
-    union {
-        DLManagedTensor legacy;
-        DLManagedTensorVersioned versioned;
-    } m;
-} ManagedContext;
-
-static void managed_free(ManagedContext *ctx)
-{
-    cv_buffer_unref(ctx->buf);
-    free(ctx);
-}
-
-static void legacy_deleter(DLManagedTensor *self)
-{
-    managed_free(self->manager_ctx);
-}
-
-static void versioned_deleter(DLManagedTensorVersioned *self)
-{
-    managed_free(self->manager_ctx);
-}
-
 static void legacy_capsule_destructor(PyObject *capsule)
 {
-    if (PyCapsule_IsValid(capsule, "dltensor")) { /* never consumed */
-        DLManagedTensor *m = PyCapsule_GetPointer(capsule, "dltensor");
-        m->deleter(m);
-    }
+    if (PyCapsule_IsValid(capsule, CV_DLPACK_CAPSULE)) /* never consumed */
+        cv_dlpack_delete(PyCapsule_GetPointer(capsule, CV_DLPACK_CAPSULE), false);
 }
 
 static void versioned_capsule_destructor(PyObject *capsule)
 {
-    if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-        DLManagedTensorVersioned *m = PyCapsule_GetPointer(capsule, "dltensor_versioned");
-        if (m->deleter)
-            m->deleter(m);
-    }
+    if (PyCapsule_IsValid(capsule, CV_DLPACK_VERSIONED_CAPSULE))
+        cv_dlpack_delete(PyCapsule_GetPointer(capsule, CV_DLPACK_VERSIONED_CAPSULE), true);
 }
 
 /* The stream argument as a CUDA stream handle (1: legacy default), or -1
@@ -250,67 +164,25 @@ static PyObject *device_array_dlpack(PyObject *op, PyObject *args, PyObject *kwa
         long major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0));
         if (major == -1 && PyErr_Occurred())
             return NULL;
-        versioned = major >= DLPACK_MAJOR;
+        versioned = major >= CV_DLPACK_MAJOR;
     }
-    CvDeviceBuffer *db = buffer_of(self);
+    CvStatus s = CV_STATUS_OK;
+    void *managed = NULL;
     if (handle > 0) { /* the consumer's stream waits for the copy */
-        /* The free waits behind that stream; another thread's per-thread
-         * stream is not this one, but it syncs with the legacy stream. */
-        atomic_store_explicit(&db->consumer_stream, handle == 2 ? 1 : (uintptr_t)handle,
-                              memory_order_release);
-        CvStatus s;
         Py_BEGIN_ALLOW_THREADS
-        s = cv_device_buffer_wait(db, (uintptr_t)handle);
+        s = cv_device_buffer_use_on(buffer_of(self), (uintptr_t)handle);
         Py_END_ALLOW_THREADS
-        if (s)
-            return cv_raise_status(cv_get_state(cv_module_of(op)), s);
     }
-    ManagedContext *ctx = calloc(1, sizeof(*ctx));
-    if (!ctx)
-        return PyErr_NoMemory();
-    const CvTensor *t = &self->t;
-    char *data = t->data;
-    if (want_copy) { /* host memory: a copy of its own */
-        size_t n = cv_tensor_nbytes(t);
-        CvBuffer *b = cv_buffer_new(n);
-        if (!b) {
-            free(ctx);
-            return PyErr_NoMemory();
-        }
-        memcpy(b->data, t->data, n);
-        ctx->buf = b;
-        data = b->data;
-    } else {
-        ctx->buf = cv_buffer_ref(t->buf);
-    }
-    memcpy(ctx->shape, t->shape, sizeof(ctx->shape));
-    DLTensor dl = {
-        .data = data,
-        .device = {self->dlpack_type, self->index},
-        .ndim = t->rank,
-        .dtype = {dtypes[t->dtype].code, dtypes[t->dtype].bits, 1},
-        .shape = ctx->shape,
-        .strides = NULL,
-        .byte_offset = 0,
-    };
-    PyObject *capsule;
-    if (versioned) {
-        DLManagedTensorVersioned *m = &ctx->m.versioned;
-        m->version = (DLPackVersion){DLPACK_MAJOR, DLPACK_MINOR};
-        m->manager_ctx = ctx;
-        m->deleter = versioned_deleter;
-        m->flags = want_copy ? DLPACK_FLAG_IS_COPIED : 0;
-        m->dl_tensor = dl;
-        capsule = PyCapsule_New(m, "dltensor_versioned", versioned_capsule_destructor);
-    } else {
-        DLManagedTensor *m = &ctx->m.legacy;
-        m->dl_tensor = dl;
-        m->manager_ctx = ctx;
-        m->deleter = legacy_deleter;
-        capsule = PyCapsule_New(m, "dltensor", legacy_capsule_destructor);
-    }
+    if (!s)
+        s = cv_dlpack_export(&self->t, self->dlpack_type, self->index, versioned, want_copy,
+                             &managed);
+    if (s)
+        return cv_raise_status(cv_get_state(cv_module_of(op)), s);
+    PyObject *capsule =
+        versioned ? PyCapsule_New(managed, CV_DLPACK_VERSIONED_CAPSULE, versioned_capsule_destructor)
+                  : PyCapsule_New(managed, CV_DLPACK_CAPSULE, legacy_capsule_destructor);
     if (!capsule)
-        managed_free(ctx);
+        cv_dlpack_delete(managed, versioned);
     return capsule;
 }
 
@@ -348,7 +220,7 @@ static PyObject *device_array_cai(PyObject *op, void *closure)
     if (!shape)
         return NULL;
     return Py_BuildValue("{s:N,s:s,s:(NO),s:i,s:O,s:N}", "shape", shape, "typestr",
-                         dtypes[self->t.dtype].typestr, "data",
+                         cv_dlpack_typestr(self->t.dtype), "data",
                          PyLong_FromVoidPtr(self->t.data), Py_False, "version", 3, "strides",
                          Py_None, "stream", PyLong_FromVoidPtr(db->device->stream));
 }
@@ -387,48 +259,29 @@ static PyObject *device_array_numpy(PyObject *op, PyObject *unused)
     return arr;
 }
 
-static PyObject *device_array_shape(PyObject *op, void *closure)
-{
-    (void)closure;
-    return shape_tuple(&((CvDeviceArrayObject *)op)->t);
-}
+/* The plain attributes: one getter, the attribute in its closure. */
+enum { ATTR_SHAPE, ATTR_DTYPE, ATTR_NDIM, ATTR_SIZE, ATTR_NBYTES, ATTR_DEVICE, ATTR_DATA_PTR };
 
-static PyObject *device_array_dtype(PyObject *op, void *closure)
+static PyObject *device_array_attr(PyObject *op, void *closure)
 {
-    (void)closure;
-    return (PyObject *)cv_descr_for(((CvDeviceArrayObject *)op)->t.dtype);
-}
-
-static PyObject *device_array_ndim(PyObject *op, void *closure)
-{
-    (void)closure;
-    return PyLong_FromLong(((CvDeviceArrayObject *)op)->t.rank);
-}
-
-static PyObject *device_array_size(PyObject *op, void *closure)
-{
-    (void)closure;
-    return PyLong_FromLongLong(cv_tensor_num_elements(&((CvDeviceArrayObject *)op)->t));
-}
-
-static PyObject *device_array_nbytes(PyObject *op, void *closure)
-{
-    (void)closure;
-    return PyLong_FromSize_t(cv_tensor_nbytes(&((CvDeviceArrayObject *)op)->t));
-}
-
-static PyObject *device_array_device(PyObject *op, void *closure)
-{
-    (void)closure;
     CvDeviceArrayObject *self = (CvDeviceArrayObject *)op;
-    return PyUnicode_FromFormat("%s:%d", self->dlpack_type == CV_DLPACK_CUDA ? "cuda" : "cpu",
-                                self->index);
-}
-
-static PyObject *device_array_data_ptr(PyObject *op, void *closure)
-{
-    (void)closure;
-    return PyLong_FromVoidPtr(((CvDeviceArrayObject *)op)->t.data);
+    switch ((int)(intptr_t)closure) {
+    case ATTR_SHAPE:
+        return shape_tuple(&self->t);
+    case ATTR_DTYPE:
+        return (PyObject *)cv_descr_for(self->t.dtype);
+    case ATTR_NDIM:
+        return PyLong_FromLong(self->t.rank);
+    case ATTR_SIZE:
+        return PyLong_FromLongLong(cv_tensor_num_elements(&self->t));
+    case ATTR_NBYTES:
+        return PyLong_FromSize_t(cv_tensor_nbytes(&self->t));
+    case ATTR_DEVICE:
+        return PyUnicode_FromFormat("%s:%d", self->dlpack_type == CV_DLPACK_CUDA ? "cuda" : "cpu",
+                                    self->index);
+    default:
+        return PyLong_FromVoidPtr(self->t.data);
+    }
 }
 
 /* NumPy 2's protocol: copy=True always gives memory of its own (np.array's
@@ -510,13 +363,15 @@ static PyMethodDef device_array_methods[] = {
 
 static PyGetSetDef device_array_getset[] = {
     {"__cuda_array_interface__", device_array_cai, NULL, "CUDA Array Interface v3 (CUDA arrays only).", NULL},
-    {"shape", device_array_shape, NULL, "The shape, a tuple of ints.", NULL},
-    {"dtype", device_array_dtype, NULL, "The NumPy dtype.", NULL},
-    {"ndim", device_array_ndim, NULL, "The rank.", NULL},
-    {"size", device_array_size, NULL, "The number of values.", NULL},
-    {"nbytes", device_array_nbytes, NULL, "Bytes of the values.", NULL},
-    {"device", device_array_device, NULL, "Where the memory is: 'cuda:N' or 'cpu:0'.", NULL},
-    {"data_ptr", device_array_data_ptr, NULL, "The address of the first value (device memory).", NULL},
+#define ATTR(name, which, doc) {name, device_array_attr, NULL, doc, (void *)(intptr_t)(which)}
+    ATTR("shape", ATTR_SHAPE, "The shape, a tuple of ints."),
+    ATTR("dtype", ATTR_DTYPE, "The NumPy dtype."),
+    ATTR("ndim", ATTR_NDIM, "The rank."),
+    ATTR("size", ATTR_SIZE, "The number of values."),
+    ATTR("nbytes", ATTR_NBYTES, "Bytes of the values."),
+    ATTR("device", ATTR_DEVICE, "Where the memory is: 'cuda:N' or 'cpu:0'."),
+    ATTR("data_ptr", ATTR_DATA_PTR, "The address of the first value (device memory)."),
+#undef ATTR
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -604,11 +459,8 @@ static PyObject *device_copy_rate(PyObject *module, PyObject *args)
     double rate = 0.0;
     CvStatus s;
     Py_BEGIN_ALLOW_THREADS
-    CvDevice *d = NULL;
-    s = cv_device_open(kind == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU, index, &d);
-    if (!s)
-        s = cv_device_copy_rate(d, (size_t)nbytes, repeats, &rate);
-    cv_device_unref(d);
+    s = cv_device_measure_copy_rate(kind == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU, index,
+                                    (size_t)nbytes, repeats, &rate);
     Py_END_ALLOW_THREADS
     if (s)
         return cv_raise_status(cv_get_state(module), s);

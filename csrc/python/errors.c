@@ -124,25 +124,9 @@ static PyObject *warning_handler; /* owned; NULL: stderr */
 
 static void python_warning(CvWarningKind kind, const char *message)
 {
-    CvPythonCall call;
-    if (cv_python_begin(&call) < 0) {
-        fprintf(stderr, "conveyor: warning: %s\n", message); /* the interpreter is finalizing */
-        return;
-    }
-    PyObject *handler = warning_handler ? Py_NewRef(warning_handler) : NULL;
-    if (handler) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb); /* an exception on its way (an iterator freed while unwinding) */
-        PyObject *r = PyObject_CallFunction(handler, "is", (int)kind, message);
-        if (!r)
-            PyErr_WriteUnraisable(handler);
-        Py_XDECREF(r);
-        PyErr_Restore(type, value, tb);
-        Py_DECREF(handler);
-    } else {
+    /* Python is finalizing, or no handler: stderr. */
+    if (cv_python_hook(&warning_handler, NULL, NULL, "(is)", (int)kind, message) != 0)
         fprintf(stderr, "conveyor: warning: %s\n", message);
-    }
-    cv_python_end(&call);
 }
 
 static PyObject *errors_set_warning_handler(PyObject *module, PyObject *handler)

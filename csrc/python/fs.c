@@ -10,8 +10,8 @@
  */
 #include "python/binding.h"
 
-#include "core/array.h"
 #include "io/fs.h"
+#include "io/fs_ops.h"
 #include "io/http.h"
 
 #define UNLOCKED(stmt)                                                                           \
@@ -60,36 +60,13 @@ static PyObject *fs_exists(PyObject *module, PyObject *arg)
     Py_RETURN_TRUE;
 }
 
-/* Names gathered without the GIL, made into a list after. */
-typedef struct Names {
-    char **v;
-    size_t len, cap;
-    bool nomem;
-} Names;
-
-static int names_add(void *ctx, const char *name, const CvFileInfo *info)
-{
-    (void)info;
-    Names *n = ctx;
-    char *copy = strdup(name);
-    if (!copy || (n->len == n->cap && !cv_array_reserve((void **)&n->v, &n->cap, n->len + 1,
-                                                         sizeof(char *), 64))) {
-        free(copy);
-        n->nomem = true;
-        return 1;
-    }
-    n->v[n->len++] = copy;
-    return 0;
-}
-
-static PyObject *names_to_list(PyObject *module, Names *n, CvStatus s)
+/* A list of str from names gathered without the GIL (freed here). */
+static PyObject *names_to_list(PyObject *module, CvNameList *n, CvStatus s)
 {
     PyObject *list = NULL;
-    if (!s && n->nomem)
-        s = cv_error_nomem();
     if (s)
-        raise(module, s);
-    else if ((list = PyList_New((Py_ssize_t)n->len)))
+        return raise(module, s);
+    if ((list = PyList_New((Py_ssize_t)n->len)))
         for (size_t i = 0; i < n->len; i++) {
             PyObject *item = PyUnicode_DecodeFSDefault(n->v[i]);
             if (!item) {
@@ -98,9 +75,7 @@ static PyObject *names_to_list(PyObject *module, Names *n, CvStatus s)
             }
             PyList_SET_ITEM(list, (Py_ssize_t)i, item);
         }
-    for (size_t i = 0; i < n->len; i++)
-        free(n->v[i]);
-    free(n->v);
+    cv_name_list_free(n);
     return list;
 }
 
@@ -108,13 +83,11 @@ static PyObject *fs_list(PyObject *module, PyObject *args)
 {
     PyObject *path = NULL;
     int recursive = 0;
-    Names names = {0};
-    const CvFileSystem *fs;
+    CvNameList names;
     CvStatus s;
     if (!PyArg_ParseTuple(args, "O&|p:fs_list", PyUnicode_FSConverter, &path, &recursive))
         return NULL;
-    const char *url = PyBytes_AS_STRING(path);
-    UNLOCKED(s = cv_fs_find(url, &fs); if (!s) s = fs->list(url, recursive, names_add, &names));
+    UNLOCKED(s = cv_fs_list_names(PyBytes_AS_STRING(path), recursive, &names));
     Py_DECREF(path);
     return names_to_list(module, &names, s);
 }
@@ -122,29 +95,23 @@ static PyObject *fs_list(PyObject *module, PyObject *args)
 static PyObject *fs_glob(PyObject *module, PyObject *arg)
 {
     PyObject *path = NULL;
-    Names names = {0};
+    CvNameList names;
     CvStatus s;
     if (!PyUnicode_FSConverter(arg, &path))
         return NULL;
-    UNLOCKED(s = cv_fs_glob(PyBytes_AS_STRING(path), names_add, &names));
+    UNLOCKED(s = cv_fs_glob_names(PyBytes_AS_STRING(path), &names));
     Py_DECREF(path);
     return names_to_list(module, &names, s);
 }
 
-/* fs_remove, fs_make_dir, fs_remove_dir: one URL, one table method. */
-enum { REMOVE, MAKE_DIR, REMOVE_DIR };
-
-static PyObject *one_url(PyObject *module, PyObject *arg, int what)
+/* fs_remove, fs_make_dir, fs_remove_dir: one URL, one call of fs_ops.h. */
+static PyObject *one_url(PyObject *module, PyObject *arg, CvStatus (*op)(const char *url))
 {
     PyObject *path = NULL;
-    const CvFileSystem *fs;
     CvStatus s;
     if (!PyUnicode_FSConverter(arg, &path))
         return NULL;
-    const char *url = PyBytes_AS_STRING(path);
-    UNLOCKED(s = cv_fs_find(url, &fs);
-             if (!s) s = what == REMOVE ? fs->remove(url)
-                         : what == MAKE_DIR ? fs->make_dir(url) : fs->remove_dir(url));
+    UNLOCKED(s = op(PyBytes_AS_STRING(path)));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
@@ -153,17 +120,17 @@ static PyObject *one_url(PyObject *module, PyObject *arg, int what)
 
 static PyObject *fs_remove(PyObject *module, PyObject *arg)
 {
-    return one_url(module, arg, REMOVE);
+    return one_url(module, arg, cv_fs_remove);
 }
 
 static PyObject *fs_make_dir(PyObject *module, PyObject *arg)
 {
-    return one_url(module, arg, MAKE_DIR);
+    return one_url(module, arg, cv_fs_make_dir);
 }
 
 static PyObject *fs_remove_dir(PyObject *module, PyObject *arg)
 {
-    return one_url(module, arg, REMOVE_DIR);
+    return one_url(module, arg, cv_fs_remove_dir);
 }
 
 static PyObject *two_urls(PyObject *module, PyObject *args, bool rename)
@@ -195,46 +162,14 @@ static PyObject *fs_copy(PyObject *module, PyObject *args)
     return two_urls(module, args, false);
 }
 
-/* Open, and wait for the size (a remote file's first answer): readers
- * clamp and seek by it. */
-static CvStatus open_known(const char *url, CvReadFile **out)
-{
-    CvStatus s = cv_fs_open_read(url, out);
-    if (!s && (s = cv_read_file_info(*out))) {
-        (*out)->methods->close(*out);
-        *out = NULL;
-    }
-    return s;
-}
-
-/* Read up to `size` bytes (-1: to the end) at `offset` of an open file into
- * a new bytes object. The GIL is released for the reads. */
+/* Up to `size` bytes (-1: to the end) at `offset` of an open file, as a new
+ * bytes object; read without the GIL. */
 static PyObject *read_bytes(PyObject *module, CvReadFile *f, uint64_t offset, Py_ssize_t size)
 {
-    uint64_t known = f->waits || f->info.size == UINT64_MAX ? UINT64_MAX : f->info.size;
-    uint64_t left = known == UINT64_MAX ? UINT64_MAX : known > offset ? known - offset : 0;
-    if (size >= 0 && (uint64_t)size > left)
-        size = (Py_ssize_t)left; /* no buffer bigger than what is there */
-    size_t cap = size >= 0 ? (size_t)size
-                 : known != UINT64_MAX ? (size_t)(known > offset ? known - offset : 0) + 1
-                                       : (size_t)1 << 16;
-    size_t len = 0, got = 0;
     char *buf = NULL;
-    CvStatus s = CV_STATUS_OK;
-    for (;;) {
-        if (len == cap && size < 0)
-            cap *= 2;
-        char *bigger = realloc(buf, cap ? cap : 1);
-        if (!bigger) {
-            s = cv_error_nomem();
-            break;
-        }
-        buf = bigger;
-        UNLOCKED(s = f->methods->read(f, offset + len, buf + len, cap - len, &got));
-        len += got;
-        if (s || size >= 0 || len < cap)
-            break;
-    }
+    size_t len = 0;
+    CvStatus s;
+    UNLOCKED(s = cv_read_file_range(f, offset, size, &buf, &len));
     PyObject *out = s ? raise(module, s) : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
     free(buf);
     return out;
@@ -251,7 +186,7 @@ static PyObject *fs_read(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Kn:fs_read", keywords,
                                      PyUnicode_FSConverter, &path, &offset, &size))
         return NULL;
-    UNLOCKED(s = open_known(PyBytes_AS_STRING(path), &f));
+    UNLOCKED(s = cv_fs_open_read_sized(PyBytes_AS_STRING(path), &f));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
@@ -286,7 +221,7 @@ static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     if (!PyArg_ParseTuple(args, "O&:FsReader", PyUnicode_FSConverter, &path))
         return NULL;
     (void)kwargs;
-    UNLOCKED(s = open_known(PyBytes_AS_STRING(path), &f));
+    UNLOCKED(s = cv_fs_open_read_sized(PyBytes_AS_STRING(path), &f));
     Py_DECREF(path);
     if (s)
         return raise(PyType_GetModule(type), s);

@@ -3,28 +3,27 @@
  * hf://, abfs://, ...), registered at module init (fs.c).
  *
  * Each method takes the GIL (cv_python_begin, gil.c) and calls fsspec:
- * fsspec.core.url_to_fs(url) gives the file system object and its path.
+ * fsspec.core.url_to_fs(url) gives the file system object and its path;
+ * what fsspec's answers mean (info dicts, listings) is read by the Python
+ * half, conveyor/io/_fsspec.py, into plain tuples converted here.
  * Python exceptions become statuses naming the URL: FileNotFoundError ->
  * NOT_FOUND, PermissionError -> PERMISSION_DENIED, FileExistsError ->
  * ALREADY_EXISTS, IsADirectoryError -> FAILED_PRECONDITION, an unknown
  * protocol or a missing fsspec -> UNIMPLEMENTED, anything else UNKNOWN.
  *
- * Writes go to a local temporary file (no GIL per append) that commit
- * uploads whole with fs.put_file, so the object appears only complete, as
- * the layer promises; abort just removes the temporary file. Reads keep the
+ * Writes are staged in a local temporary file (io/fs_staged.h) that commit
+ * uploads whole with fs.put_file. Reads keep the
  * fsspec file object open and seek only when the offset is not where the
  * last read stopped. Thread-safety: as fs.h (the GIL orders the Python).
  */
 #include "python/binding.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "io/file.h"
 #include "io/fs.h"
+#include "io/fs_staged.h"
 
 /* ---- calling fsspec ---------------------------------------------------- */
 
@@ -88,83 +87,82 @@ static CvStatus resolve(const char *url, PyObject **fs, PyObject **path)
     return CV_STATUS_OK;
 }
 
-/* Call fs.<method>(path) for `url`, or with a second string argument
+/* Call, for `url`, fs.<method>(path), or with a second string argument
  * `extra`: fs.<method>(path, extra), or fs.<method>(extra, path) when
- * `extra_first`. The GIL is taken here; *result gets the result (a new
- * reference) when `result` is not NULL. */
-static CvStatus call(const char *url, const char *method, PyObject **result, const char *extra,
-                     bool extra_first)
+ * `extra_first`; or, when `method` is "@name", conveyor.io._fsspec.name(fs,
+ * path[, flag]) (the Python half: fsspec's answers as plain values), its
+ * errors naming `what`. The GIL is taken here; *result gets the result (a
+ * new reference) when `result` is not NULL. */
+static CvStatus call_as(const char *url, const char *method, const char *what, PyObject **result,
+                        const char *extra, bool extra_first, PyObject *flag)
 {
     CvPythonCall gil;
-    PyObject *fs = NULL, *path = NULL, *r = NULL;
+    PyObject *fs = NULL, *path = NULL, *r = NULL, *half = NULL;
     if (cv_python_begin(&gil) < 0)
         return cv_error(CV_CANCELLED, "%s: Python is shutting down", url);
     CvStatus s = resolve(url, &fs, &path);
-    if (!s) {
+    if (!s && method[0] == '@') {
+        half = PyImport_ImportModule("conveyor.io._fsspec");
+        r = !half ? NULL
+            : flag ? PyObject_CallMethod(half, method + 1, "OOO", fs, path, flag)
+                   : PyObject_CallMethod(half, method + 1, "OO", fs, path);
+    } else if (!s) {
         r = !extra        ? PyObject_CallMethod(fs, method, "O", path)
             : extra_first ? PyObject_CallMethod(fs, method, "sO", extra, path)
                           : PyObject_CallMethod(fs, method, "Os", path, extra);
-        if (!r)
-            s = error_from_python(url, method);
     }
+    if (!s && !r)
+        s = error_from_python(url, what);
     if (!s && result)
         *result = Py_NewRef(r);
     Py_XDECREF(r);
+    Py_XDECREF(half);
     Py_XDECREF(fs);
     Py_XDECREF(path);
     cv_python_end(&gil);
     return s;
 }
 
-/* An info dict -> CvFileInfo. With the GIL held. */
-static void info_from_dict(PyObject *d, CvFileInfo *out)
+static CvStatus call(const char *url, const char *method, PyObject **result, const char *extra,
+                     bool extra_first)
 {
+    return call_as(url, method, method, result, extra, extra_first, NULL);
+}
+
+/* An entry (size or -1, mtime_ns, is_dir, version) of the Python half ->
+ * CvFileInfo. With the GIL held. */
+static int info_from_entry(PyObject *e, Py_ssize_t first, CvFileInfo *out)
+{
+    long long size, mtime;
+    int is_dir;
+    const char *version;
+    PyObject *rest = PyTuple_Check(e) ? PyTuple_GetSlice(e, first, first + 4) : NULL;
+    int ok = rest && PyArg_ParseTuple(rest, "LLps", &size, &mtime, &is_dir, &version);
+    Py_XDECREF(rest);
+    if (!ok)
+        return -1;
     memset(out, 0, sizeof(*out));
-    out->size = UINT64_MAX;
-    if (!PyDict_Check(d))
-        return;
-    PyObject *v = PyDict_GetItemString(d, "size");
-    if (v && PyLong_Check(v))
-        out->size = PyLong_AsUnsignedLongLong(v);
-    v = PyDict_GetItemString(d, "type");
-    out->is_dir = v && PyUnicode_Check(v) && strcmp(PyUnicode_AsUTF8(v), "directory") == 0;
-    const char *times[] = {"mtime", "LastModified", "updated", "modified", "created"};
-    for (size_t i = 0; i < sizeof(times) / sizeof(times[0]) && !out->mtime_ns; i++) {
-        if (!(v = PyDict_GetItemString(d, times[i])))
-            continue;
-        PyObject *ts = PyNumber_Check(v) ? PyNumber_Float(v)
-                       : PyObject_HasAttrString(v, "timestamp")
-                           ? PyObject_CallMethod(v, "timestamp", NULL)
-                           : NULL;
-        if (ts && PyFloat_Check(ts))
-            out->mtime_ns = (int64_t)(PyFloat_AS_DOUBLE(ts) * 1e9);
-        Py_XDECREF(ts);
-    }
-    const char *versions[] = {"generation", "ETag", "etag", "VersionId", "version_id"};
-    for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]) && !out->version[0]; i++)
-        if ((v = PyDict_GetItemString(d, versions[i]))) {
-            PyObject *text = PyObject_Str(v);
-            const char *t = text ? PyUnicode_AsUTF8(text) : NULL;
-            if (t)
-                snprintf(out->version, sizeof(out->version), "%s", t);
-            Py_XDECREF(text);
-        }
-    PyErr_Clear();
+    out->size = size < 0 ? UINT64_MAX : (uint64_t)size;
+    out->mtime_ns = mtime;
+    out->is_dir = is_dir;
+    snprintf(out->version, sizeof(out->version), "%s", version);
+    return 0;
 }
 
 static CvStatus fsspec_stat(const char *url, CvFileInfo *out)
 {
-    PyObject *d = NULL;
-    CvStatus s = call(url, "info", &d, NULL, false);
+    PyObject *e = NULL;
+    CvStatus s = call_as(url, "@info", "info", &e, NULL, false, NULL);
     if (s)
         return s;
     CvPythonCall gil;
-    if (cv_python_begin(&gil) < 0) /* d is left: Python is going away */
+    if (cv_python_begin(&gil) < 0) /* e is left: Python is going away */
         return cv_error(CV_CANCELLED, "%s: Python is shutting down", url);
-    info_from_dict(d, out);
-    Py_DECREF(d);
+    if (info_from_entry(e, 0, out) < 0)
+        s = error_from_python(url, "info");
+    Py_DECREF(e);
     cv_python_end(&gil);
-    return CV_STATUS_OK;
+    return s;
 }
 
 /* ---- reading ----------------------------------------------------------- */
@@ -251,183 +249,60 @@ static CvStatus fsspec_open_read(const char *url, CvReadFile **out)
     return CV_STATUS_OK;
 }
 
-/* ---- writing ----------------------------------------------------------- */
+/* ---- writing: staged in a local file (io/fs_staged.h) ---------------- */
 
-typedef struct FsspecWrite {
-    CvWriteFile base;
-    int fd;       /* the local temporary file */
-    char temp[64]; /* its name */
-} FsspecWrite;
-
-static CvStatus fsspec_append(CvWriteFile *base, const void *src, size_t n)
+static CvStatus fsspec_upload(const char *url, const char *local)
 {
-    FsspecWrite *f = (FsspecWrite *)base;
-    return cv_file_write(f->fd, f->temp, src, n);
+    return call(url, "put_file", NULL, local, true); /* fs.put_file(local, path) */
 }
 
-static void fsspec_abort(CvWriteFile *base)
+static CvStatus fsspec_download(const char *url, const char *local)
 {
-    FsspecWrite *f = (FsspecWrite *)base;
-    if (f->fd >= 0) {
-        close(f->fd);
-        unlink(f->temp);
-    }
-    free(base->url);
-    free(f);
+    return call(url, "get_file", NULL, local, false); /* fs.get_file(path, local) */
 }
-
-static CvStatus fsspec_commit(CvWriteFile *base)
-{
-    FsspecWrite *f = (FsspecWrite *)base;
-    CvStatus s = CV_STATUS_OK;
-    if (close(f->fd) != 0)
-        s = cv_file_error(errno, f->temp, "(while closing the upload's temporary file)");
-    f->fd = -1;
-    if (!s) /* fs.put_file(temp, path): the object appears whole */
-        s = call(base->url, "put_file", NULL, f->temp, true);
-    unlink(f->temp);
-    fsspec_abort(base);
-    return s;
-}
-
-static const CvWriteFileMethods fsspec_write_methods = {fsspec_append, fsspec_commit,
-                                                        fsspec_abort};
 
 static CvStatus fsspec_open_write(const char *url, bool append, CvWriteFile **out)
 {
-    FsspecWrite *f = calloc(1, sizeof(*f));
-    if (!f || !(f->base.url = strdup(url))) {
-        free(f);
-        return cv_error_nomem();
-    }
-    f->base.methods = &fsspec_write_methods;
-    const char *dir = getenv("TMPDIR");
-    snprintf(f->temp, sizeof(f->temp), "%.40s/conveyor-up-XXXXXX", dir && *dir ? dir : "/tmp");
-    f->fd = mkstemp(f->temp);
-    CvStatus s = f->fd < 0 ? cv_file_error(errno, f->temp, "(an upload's temporary file)")
-                           : CV_STATUS_OK;
-    if (!s && append) { /* what is there, then the appends */
-        s = call(url, "get_file", NULL, f->temp, false);
-        if (s && s->code == CV_NOT_FOUND) {
-            cv_status_free(s);
-            s = CV_STATUS_OK;
-        } else if (!s && lseek(f->fd, 0, SEEK_END) < 0) {
-            s = cv_file_error(errno, f->temp, NULL);
-        }
-    }
-    if (s) {
-        fsspec_abort(&f->base);
-        return s;
-    }
-    *out = &f->base;
-    return CV_STATUS_OK;
+    return cv_staged_write_open(url, append, fsspec_download, fsspec_upload, out);
 }
 
 /* ---- the rest of the table --------------------------------------------- */
 
-typedef struct Listing {
-    char **names;
-    CvFileInfo *infos;
-    size_t len;
-} Listing;
-
-/* qsort over an array of pointers to names (char **): by name. */
-static int compare_entries(const void *a, const void *b)
-{
-    return strcmp(**(char **const *)a, **(char **const *)b);
-}
-
-/* fs.ls(path, detail=True) or fs.find(path, detail=True) (a dict), names
- * made relative to path; with the GIL held. */
-static CvStatus collect(const char *url, PyObject *fs, PyObject *path, bool recursive, Listing *l)
-{
-    PyObject *kw = Py_BuildValue("{s:O}", "detail", Py_True);
-    PyObject *fn = PyObject_GetAttrString(fs, recursive ? "find" : "ls");
-    PyObject *args = Py_BuildValue("(O)", path);
-    PyObject *r = kw && fn && args ? PyObject_Call(fn, args, kw) : NULL;
-    PyObject *items = NULL;
-    CvStatus s = CV_STATUS_OK;
-    Py_XDECREF(kw);
-    Py_XDECREF(fn);
-    Py_XDECREF(args);
-    if (r && PyDict_Check(r))
-        items = PyDict_Values(r);
-    else if (r)
-        items = PySequence_List(r);
-    if (!items) {
-        s = error_from_python(url, recursive ? "find" : "ls");
-        goto done;
-    }
-    const char *base = PyUnicode_AsUTF8(path);
-    size_t base_len = base ? strlen(base) : 0;
-    while (base_len && base[base_len - 1] == '/')
-        base_len--;
-    Py_ssize_t n = PyList_GET_SIZE(items);
-    l->names = calloc((size_t)n + 1, sizeof(char *));
-    l->infos = calloc((size_t)n + 1, sizeof(CvFileInfo));
-    if (!l->names || !l->infos) {
-        s = cv_error_nomem();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PyList_GET_ITEM(items, i);
-        PyObject *name = PyDict_Check(d) ? PyDict_GetItemString(d, "name") : NULL;
-        const char *full = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-        if (!full)
-            continue;
-        if (strncmp(full, base, base_len) == 0 && full[base_len] == '/')
-            full += base_len + 1;
-        else if (strncmp(full, base, base_len) == 0 && full[base_len] == '\0')
-            continue; /* the directory itself, or a file listed as itself */
-        char *copy = strdup(full);
-        if (!copy) {
-            s = cv_error_nomem();
-            goto done;
-        }
-        size_t k = strlen(copy);
-        while (k && copy[k - 1] == '/')
-            copy[--k] = '\0'; /* no trailing '/' (fs.h) */
-        info_from_dict(d, &l->infos[l->len]);
-        l->names[l->len++] = copy;
-    }
-done:
-    PyErr_Clear();
-    Py_XDECREF(items);
-    Py_XDECREF(r);
-    return s;
-}
-
+/* The Python half's sorted listing, copied out so that each() runs without
+ * the GIL. */
 static CvStatus fsspec_list(const char *url, bool recursive, CvFsListFn each, void *ctx)
 {
+    PyObject *entries = NULL;
+    CvStatus s = call_as(url, "@listing", recursive ? "find" : "ls", &entries, NULL, false,
+                         recursive ? Py_True : Py_False);
+    if (s)
+        return s;
     CvPythonCall gil;
-    PyObject *fs = NULL, *path = NULL;
-    Listing l = {0};
     if (cv_python_begin(&gil) < 0)
         return cv_error(CV_CANCELLED, "%s: Python is shutting down", url);
-    CvStatus s = resolve(url, &fs, &path);
-    if (!s)
-        s = collect(url, fs, path, recursive, &l);
-    Py_XDECREF(fs);
-    Py_XDECREF(path);
-    cv_python_end(&gil);
-    /* Sort names and their infos together: sort indices through a pointer
-     * array whose entries point into names. */
-    char ***order = s || !l.len ? NULL : malloc(l.len * sizeof(char **));
-    if (order) {
-        for (size_t i = 0; i < l.len; i++)
-            order[i] = &l.names[i];
-        qsort(order, l.len, sizeof(char **), compare_entries);
-        for (size_t i = 0; i < l.len; i++)
-            if (each(ctx, *order[i], &l.infos[order[i] - l.names]))
-                break;
-    } else if (!s && l.len) {
+    Py_ssize_t n = PyList_Check(entries) ? PyList_GET_SIZE(entries) : 0;
+    char **names = calloc((size_t)n + 1, sizeof(char *));
+    CvFileInfo *infos = calloc((size_t)n + 1, sizeof(CvFileInfo));
+    if (!names || !infos)
         s = cv_error_nomem();
+    for (Py_ssize_t i = 0; !s && i < n; i++) {
+        PyObject *e = PyList_GET_ITEM(entries, i);
+        const char *name = PyTuple_Check(e) && PyTuple_GET_SIZE(e) == 5
+                               ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(e, 0)) : NULL;
+        if (!name || info_from_entry(e, 1, &infos[i]) < 0)
+            s = error_from_python(url, recursive ? "find" : "ls");
+        else if (!(names[i] = strdup(name)))
+            s = cv_error_nomem();
     }
-    free(order);
-    for (size_t i = 0; i < l.len; i++)
-        free(l.names[i]);
-    free(l.names);
-    free(l.infos);
+    Py_DECREF(entries);
+    cv_python_end(&gil);
+    for (Py_ssize_t i = 0; !s && i < n; i++)
+        if (each(ctx, names[i], &infos[i]))
+            break;
+    for (Py_ssize_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+    free(infos);
     return s;
 }
 
@@ -443,26 +318,7 @@ static CvStatus fsspec_make_dir(const char *url)
     if (!s && info.is_dir)
         return CV_STATUS_OK;
     cv_status_free(s);
-    CvPythonCall gil;
-    PyObject *fs = NULL, *path = NULL, *r = NULL;
-    if (cv_python_begin(&gil) < 0)
-        return cv_error(CV_CANCELLED, "%s: Python is shutting down", url);
-    if (!(s = resolve(url, &fs, &path))) {
-        PyObject *kw = Py_BuildValue("{s:O}", "create_parents", Py_False);
-        PyObject *fn = PyObject_GetAttrString(fs, "mkdir");
-        PyObject *args = Py_BuildValue("(O)", path);
-        r = kw && fn && args ? PyObject_Call(fn, args, kw) : NULL;
-        if (!r)
-            s = error_from_python(url, "mkdir");
-        Py_XDECREF(kw);
-        Py_XDECREF(fn);
-        Py_XDECREF(args);
-    }
-    Py_XDECREF(r);
-    Py_XDECREF(fs);
-    Py_XDECREF(path);
-    cv_python_end(&gil);
-    return s;
+    return call_as(url, "@make_dir", "mkdir", NULL, NULL, false, NULL);
 }
 
 static CvStatus fsspec_remove_dir(const char *url)

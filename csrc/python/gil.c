@@ -11,7 +11,11 @@
  * then on cv_python_begin refuses, and callers fail with CV_CANCELLED or
  * leak what they would have released.
  */
+#include <stdarg.h>
+
 #include "python/binding.h"
+
+#include "core/thread.h"
 
 atomic_int cv_shutting_down;
 atomic_int cv_python_calls;
@@ -36,44 +40,17 @@ static _Thread_local int pinned;
  * runtime's head lock without the GIL; a fork() in another thread at that
  * moment leaves the lock held in the child, where CPython before 3.13
  * deadlocks in PyOS_AfterFork_Child before any Python code runs. So an engine
- * thread makes its state under birth_mu, which fork() takes first
- * (pthread_atfork's prepare). Holding it never waits for the GIL, so the
- * forking thread, which holds the GIL, cannot deadlock on it. From 3.13 on,
- * os.fork() itself holds the head lock across fork(): there the guard would
- * deadlock against a thread waiting for that lock under birth_mu, and is
- * not needed, so it is not installed. */
-static pthread_mutex_t birth_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t birth_once = PTHREAD_ONCE_INIT;
-
-static void birth_prepare(void)
-{
-    pthread_mutex_lock(&birth_mu);
-}
-
-static void birth_parent(void)
-{
-    pthread_mutex_unlock(&birth_mu);
-}
-
-static void birth_child(void)
-{
-    pthread_mutex_init(&birth_mu, NULL);
-}
-
-static void birth_install(void)
-{
-#if PY_VERSION_HEX < 0x030D0000
-    pthread_atfork(birth_prepare, birth_parent, birth_child);
-#else
-    (void)birth_prepare;
-    (void)birth_parent;
-    (void)birth_child;
-#endif
-}
-
+ * thread makes its state under the fork guard (core/thread.h), which fork()
+ * takes first. Holding it never waits for the GIL, so the forking thread,
+ * which holds the GIL, cannot deadlock on it. From 3.13 on, os.fork() itself
+ * holds the head lock across fork(): there the guard would deadlock against
+ * a thread waiting for that lock under the guard, and is not needed, so it
+ * is not installed. */
 void cv_gil_install_fork_guard(void)
 {
-    pthread_once(&birth_once, birth_install);
+#if PY_VERSION_HEX < 0x030D0000
+    cv_fork_guard_install();
+#endif
 }
 
 static PyGILState_STATE gil_acquire(void)
@@ -83,9 +60,9 @@ static PyGILState_STATE gil_acquire(void)
     /* A thread Python does not know: make its state, bound to this thread
      * as PyGILState_Ensure would. A new state's count of Ensure calls starts
      * at one: that is the pin. Then take the GIL with it. */
-    pthread_mutex_lock(&birth_mu);
+    cv_fork_guard_lock();
     PyThreadState *state = PyThreadState_New(PyInterpreterState_Main());
-    pthread_mutex_unlock(&birth_mu);
+    cv_fork_guard_unlock();
     if (!state)
         Py_FatalError("conveyor: cannot make a Python thread state for an engine thread");
     pinned = 1;
@@ -112,6 +89,34 @@ void cv_python_end(CvPythonCall *call)
     PyGILState_Release(call->gil);
     cv_blocking_end();
     atomic_fetch_sub(&cv_python_calls, 1);
+}
+
+int cv_python_hook(PyObject *const *slot, void (*take)(PyObject *result, void *ctx), void *ctx,
+                   const char *fmt, ...)
+{
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0)
+        return -1;
+    PyObject *hook = *slot ? Py_NewRef(*slot) : NULL;
+    if (hook) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb); /* an iterator freed while unwinding */
+        va_list ap;
+        va_start(ap, fmt);
+        PyObject *args = Py_VaBuildValue(fmt, ap);
+        va_end(ap);
+        PyObject *r = args ? PyObject_CallObject(hook, args) : NULL;
+        if (!r)
+            PyErr_WriteUnraisable(hook); /* a warnings filter set to "error", a broken bar */
+        else if (take)
+            take(r, ctx);
+        Py_XDECREF(r);
+        Py_XDECREF(args);
+        PyErr_Restore(type, value, tb);
+        Py_DECREF(hook);
+    }
+    cv_python_end(&call);
+    return hook ? 0 : 1;
 }
 
 /* In a fork() child no engine thread exists: nothing is inside Python. */

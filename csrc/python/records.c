@@ -12,25 +12,17 @@
 
 #define WRITER_CAPSULE "conveyor._engine.TFRecordWriter"
 
+/* The engine checks the compression and truncation codes
+ * (cv_reader_params_check); here only what the casts need. */
 static int read_options(int compression, long long buffer_size, long long max_record_bytes,
                         int on_truncation, CvReadOptions *o)
 {
-    if (!cv_truncation_valid(on_truncation)) {
-        PyErr_Format(PyExc_ValueError, "unknown truncation mode %d", on_truncation);
-        return -1;
-    }
-    o->on_truncation = (CvTruncation)on_truncation;
-    if (compression < CV_COMPRESSION_NONE || compression > CV_COMPRESSION_GZIP) {
-        PyErr_Format(PyExc_ValueError, "unknown compression code %d", compression);
-        return -1;
-    }
     if (buffer_size < 0 || max_record_bytes < 0) {
         PyErr_SetString(PyExc_ValueError, "buffer_size and max_record_bytes must be >= 0");
         return -1;
     }
-    o->compression = (CvCompression)compression;
-    o->buffer_size = (size_t)buffer_size;
-    o->max_record_bytes = (uint64_t)max_record_bytes;
+    *o = (CvReadOptions){(CvCompression)compression, (CvTruncation)on_truncation,
+                         (size_t)buffer_size, (uint64_t)max_record_bytes};
     return 0;
 }
 
@@ -168,7 +160,7 @@ static PyObject *io_csv(PyObject *module, PyObject *args, PyObject *kwargs)
         long code = PyLong_AsLong(PySequence_Fast_GET_ITEM(dt, j));
         if (code == -1 && PyErr_Occurred())
             goto done;
-        if (code < 0 || code >= CV_NUM_DTYPES || !cv_csv_dtype_ok((CvDtype)code)) {
+        if (code < 0 || code >= CV_NUM_DTYPES) { /* the engine checks what csv takes */
             PyErr_SetString(PyExc_ValueError, "csv: unsupported dtype code");
             goto done;
         }
@@ -241,10 +233,6 @@ static PyObject *io_writer_open(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "O&iiii:tfrecord_writer_open", PyUnicode_FSConverter, &path,
                           &compression, &o.level, &o.mem_level, &o.strategy))
         return NULL;
-    if (compression < CV_COMPRESSION_NONE || compression > CV_COMPRESSION_GZIP) {
-        Py_DECREF(path);
-        return PyErr_Format(PyExc_ValueError, "unknown compression code %d", compression);
-    }
     o.compression = (CvCompression)compression;
     const char *p = PyBytes_AS_STRING(path);
     CvTFRecordWriter *w = NULL;
