@@ -22,7 +22,7 @@ prints the load average and CPU count, measures every pipeline in the same
 rounds (each round runs each once, in turn), and shows each row's median,
 min and max, calling out a wide spread.
 
-Then it runs the JPEG pipelines in a training loop with a simulated
+Then it runs the JPEG pipelines of conveyor and tf.data in a training loop with a simulated
 accelerator step per batch (--step-ms, 10 ms by default), and again with a
 step 2.5x the slowest of their times per batch in the first table; each row
 says, from its own runs, how long the loop waited for input and which side
