@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """conveyor demo: a tf.data image pipeline without TensorFlow.
 
-    python demo.py            # about 15 s on 2 idle cores
+    python demo.py            # 20-32 s on 2 cores at load 7-12 (a shared machine)
     python demo.py --no-tf    # skip the tf.data comparison
     python demo.py --quick    # a small run
 
