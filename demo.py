@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """conveyor demo: a tf.data image pipeline without TensorFlow.
 
-    python demo.py            # about a minute on 2 cores
+    python demo.py            # 20-32 s on 2 cores at load 7-12 (a shared machine)
     python demo.py --no-tf    # skip the tf.data comparison
     python demo.py --quick    # a small run
 
@@ -10,7 +10,7 @@ and a TFRecord file of the same images inside tf.train.Example records, then
 runs one epoch of the classic input pipeline
 
     list_files -> map(read_file, decode_jpeg, resize to 224x224, normalise)
-               -> batch(64) -> prefetch(AUTOTUNE)
+               -> batch(32) -> prefetch(AUTOTUNE)
 
 (and the TFRecord variant: TFRecordDataset -> map(parse_single_example, ...))
 with a naive Python loop, conveyor, and tf.data (if TensorFlow is installed),
@@ -22,10 +22,11 @@ prints the load average and CPU count, measures every pipeline in the same
 rounds (each round runs each once, in turn), and shows each row's median,
 min and max, calling out a wide spread.
 
-Then it runs the JPEG pipelines in a training loop with a simulated
-accelerator step per batch (--step-ms, 60 ms by default), and again with a
-step 2.5x the slowest pipeline's time per batch; each row says, from its own
-runs, how long the loop waited for input and which side is the bottleneck.
+Then it runs the JPEG pipelines of conveyor and tf.data in a training loop with a simulated
+accelerator step per batch (--step-ms, 10 ms by default), and again with a
+step 2.5x the slowest of their times per batch in the first table; each row
+says, from its own runs, how long the loop waited for input and which side
+is the bottleneck.
 It ends with the pipeline doctor's verdict on the JPEG pipeline
 (conveyor.data.experimental.diagnose; --doctor-steps 0 skips it).
 --quick makes a small run.
@@ -47,12 +48,12 @@ import conveyor as cv
 # conveyor speaks the tf.data API: the pipeline functions below take the library
 # as `tf`, and run unchanged on conveyor (`import conveyor as tf`) and TensorFlow.
 
-N_IMAGES = 512
-DISTINCT = 64  # distinct images drawn; the files repeat them (make_images)
-BATCH = 64
+N_IMAGES = 256  # 8 batches: enough for a steady state, small enough for a short demo
+DISTINCT = 32  # distinct images drawn; the files repeat them (make_images)
+BATCH = 32
 SIZE = 224
 MEAN, STD = 0.45, 0.25
-DEFAULT_STEP_MS = 60.0
+DEFAULT_STEP_MS = 10.0
 WIDE_SPREAD = 0.25  # (max - min) / median of a row's epochs above this is called out
 NAIVE = "naive Python loop (conveyor ops, eager)"
 
@@ -163,13 +164,16 @@ def one_epoch(make_batches, step_s=0.0):
     return time.perf_counter() - t, count, waited
 
 
-def alternated(cases, rounds, step_s=0.0):
+def alternated(cases, rounds, step_s=0.0, firsts=None):
     """{name: [one_epoch() per round]}: every round runs each case once, in turn (the
     order reversed every other round), so a change in the machine's load falls on all of
-    them alike; a 2-batch warm-up of each first, untimed."""
-    for _, make in cases:
-        for _ in zip(range(2), make()):
-            pass
+    them alike; a 2-batch warm-up of each first, untimed, whose first batch goes into
+    `firsts` ({name: batch}) when given (the demo checks those batches, instead of
+    computing them once more)."""
+    for name, make in cases:
+        for i, batch in zip(range(2), make()):
+            if i == 0 and firsts is not None:
+                firsts[name] = batch
     runs = {name: [] for name, _ in cases}
     for r in range(rounds):
         for name, make in (cases if r % 2 == 0 else cases[::-1]):
@@ -320,7 +324,8 @@ def main(argv=None):
             tds, trds = file_pipeline(tf, folder), record_pipeline(tf, record_path)
             cases += [("tf.data: JPEG files", as_numpy(tds)),
                       ("tf.data: TFRecord of Examples", as_numpy(trds))]
-        runs = alternated(cases, rounds)
+        firsts = {}
+        runs = alternated(cases, rounds, firsts=firsts)
         median = {n: statistics.median(r[0] for r in rs) for n, rs in runs.items()}
         print(f"{'pipeline':<42}{'median s':>9}{'min s':>8}{'max s':>8}{'images/s':>10}"
               f"{'vs naive':>10}{'conveyor/this':>15}")
@@ -346,7 +351,9 @@ def main(argv=None):
 
         if step_ms > 0:
             batches = -(-images // BATCH)
-            step_cases = cases[:2] + [c for c in cases[3:] if "JPEG" in c[0]]
+            # The prefetching JPEG pipelines only: the naive loop, which cannot run ahead of
+            # the step, would take most of the demo's time here.
+            step_cases = [c for c in cases[1:] if "JPEG" in c[0]]
             if step_asked:
                 why = f"the step you asked for (--step-ms {step_ms:g})"
             elif args.quick:
@@ -356,11 +363,11 @@ def main(argv=None):
             step_table(step_cases, rounds, batches, step_ms / 1000, why)
             # A step well over the slowest prefetching pipeline's time per batch: then the
             # step is the bottleneck and prefetch hides all input but the first batch's.
-            piped = [n for n, _ in step_cases[1:]]
+            piped = [n for n, _ in step_cases]
             slowest = max(piped, key=lambda n: median[n])
             per_batch = median[slowest] / batches
             long_ms = max(2 * step_ms, 10 * math.ceil(per_batch * 2.5 * 100))
-            step_table(step_cases[1:], rounds, batches, long_ms / 1000,
+            step_table(step_cases, rounds, batches, long_ms / 1000,
                        f"a longer step: about 2.5x the median time per batch of "
                        f"\"{slowest}\" in the first table ({per_batch * 1e3:.1f} ms)")
             print("how measured: each row's figures come from its own epochs with the step, in "
@@ -371,10 +378,10 @@ def main(argv=None):
             print()
 
         # What the model sees, and a check that the pipeline computes what the loop computes.
-        x = next(iter(ds))
-        nx = next(naive_batches(sorted(paths)))
+        # (the first batches of the first table's warm-up: paths are in list_files' order)
+        x, nx = firsts["conveyor: JPEG files"], firsts[NAIVE]
         same = np.array_equal(x, nx)
-        rx, ry = next(iter(rds))
+        rx, ry = firsts["conveyor: TFRecord of Examples"]
         same_records = np.array_equal(rx, nx) and ry.tolist() == labels[:BATCH]
         print(f"first batch: {type(x).__name__} {x.dtype} {x.shape} (mean {x.mean():+.3f}, "
               f"std {x.std():.3f}); equal to the naive loop's: {'yes' if same else 'NO'}; "
