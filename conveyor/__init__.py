@@ -35,6 +35,8 @@ from conveyor.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value
                                    minimum, multiply, negative, not_equal, pow, range, reduce_all,
                                    reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
                                    reduce_sum, round, sqrt, square, subtract, truediv)
+from conveyor.ops.math_ops import (acos, asin, atan, atan2, cos, cosh, reduce_logsumexp,  # noqa: A004
+                                   sigmoid, sign, sin, sinh, tan, tanh)
 from conveyor.ops.array_ops import (boolean_mask, broadcast_to, concat, constant,  # noqa: A004
                                     ensure_shape, expand_dims, fill, gather, identity, one_hot,
                                     ones, ones_like, pad, rank, reshape, reverse, sequence_mask,
@@ -73,7 +75,9 @@ __all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repea
            "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
            "reduce_all", "argmax", "argmin", "range", "squeeze", "unstack", "gather", "where",
            "ensure_shape", "cond", "debugging", "transpose", "tile", "pad", "reverse",
-           "broadcast_to", "split", "boolean_mask", "sequence_mask", "stop_gradient", "cumsum"]
+           "broadcast_to", "split", "boolean_mask", "sequence_mask", "stop_gradient", "cumsum",
+           "acos", "asin", "atan", "atan2", "cos", "cosh", "reduce_logsumexp", "sigmoid", "sign",
+           "sin", "sinh", "tan", "tanh"]
 
 # tf.compat.v2 is TensorFlow 2's API: conveyor itself; tf.compat.v1 has
 # TensorFlow 1's spellings, on top of conveyor's top-level names.
