@@ -42,7 +42,13 @@ from conveyor.ops.array_ops import (boolean_mask, broadcast_to, concat, constant
                                     ones, ones_like, pad, rank, reshape, reverse, sequence_mask,
                                     shape, size, split, squeeze, stack, stop_gradient, tile,
                                     transpose, unstack, where, zeros, zeros_like)
-from conveyor.ops.control_flow_ops import cond
+from conveyor.ops.control_flow_ops import cond, group, no_op
+from conveyor.ops.array_ops import identity_n
+from conveyor.ops.functional_ops import switch_case
+from conveyor.ops.logging_ops import get_logger
+from conveyor.framework.tensor_conversion import executing_eagerly, get_static_value
+from conveyor import config
+from conveyor import version
 from conveyor.ops.logging_ops import print_ as print  # noqa: A004 - tf.print
 from conveyor import debugging
 from conveyor import sharding
@@ -77,7 +83,8 @@ __all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repea
            "ensure_shape", "cond", "debugging", "transpose", "tile", "pad", "reverse",
            "broadcast_to", "split", "boolean_mask", "sequence_mask", "stop_gradient", "cumsum",
            "acos", "asin", "atan", "atan2", "cos", "cosh", "reduce_logsumexp", "sigmoid", "sign",
-           "sin", "sinh", "tan", "tanh"]
+           "sin", "sinh", "tan", "tanh", "config", "version", "executing_eagerly", "no_op",
+           "group", "identity_n", "get_static_value", "get_logger", "switch_case"]
 
 # tf.compat.v2 is TensorFlow 2's API: conveyor itself; tf.compat.v1 has
 # TensorFlow 1's spellings, on top of conveyor's top-level names.
