@@ -36,7 +36,7 @@ from conveyor.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value
                                    reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
                                    reduce_sum, round, sqrt, square, subtract, truediv)
 from conveyor.ops.math_ops import (acos, asin, atan, atan2, cos, cosh, reduce_logsumexp,  # noqa: A004
-                                   sigmoid, sign, sin, sinh, tan, tanh)
+                                   sigmoid, sign, sin, sinh, tan, tanh, histogram_fixed_width)
 from conveyor.ops.array_ops import (boolean_mask, broadcast_to, concat, constant,  # noqa: A004
                                     ensure_shape, expand_dims, fill, gather, identity, one_hot,
                                     ones, ones_like, pad, rank, reshape, reverse, sequence_mask,
@@ -84,7 +84,8 @@ __all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repea
            "broadcast_to", "split", "boolean_mask", "sequence_mask", "stop_gradient", "cumsum",
            "acos", "asin", "atan", "atan2", "cos", "cosh", "reduce_logsumexp", "sigmoid", "sign",
            "sin", "sinh", "tan", "tanh", "config", "version", "executing_eagerly", "no_op",
-           "group", "identity_n", "get_static_value", "get_logger", "switch_case"]
+           "group", "identity_n", "get_static_value", "get_logger", "switch_case",
+           "histogram_fixed_width"]
 
 # tf.compat.v2 is TensorFlow 2's API: conveyor itself; tf.compat.v1 has
 # TensorFlow 1's spellings, on top of conveyor's top-level names.

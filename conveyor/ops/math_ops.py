@@ -34,7 +34,8 @@ __all__ = ["cast", "clip_by_value", "add", "subtract", "multiply", "divide", "tr
            "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
            "sigmoid", "sign", "log1p", "expm1", "rsqrt", "reciprocal", "is_nan", "is_inf",
            "is_finite", "erf", "squared_difference", "divide_no_nan", "softplus", "cumprod",
-           "reduce_variance", "reduce_std", "reduce_logsumexp", "count_nonzero", "l2_normalize"]
+           "reduce_variance", "reduce_std", "reduce_logsumexp", "count_nonzero", "l2_normalize",
+           "histogram_fixed_width"]
 
 
 def cast(x, dtype, name=None):
@@ -472,6 +473,41 @@ def _finite_or_zero(t):
     """t where it is finite, 0 elsewhere (tf.where's op; array_ops imports this module)."""
     zero = convert(np.zeros((), dtype_of(t).as_numpy_dtype))
     return apply("SelectV2", [is_finite(t), t, zero], [(static_shape(t), dtype_of(t))])
+
+
+# -- histogram_fixed_width (csrc/ops/histogram_fixed_width.c) ------------------
+
+
+def histogram_fixed_width(values, value_range, nbins=100, dtype=_dtypes.int32, name=None):
+    """The counts of `values` in `nbins` equal bins over `value_range`
+    [lo, hi] (``tf.histogram_fixed_width``; AutoAugment's equalize): values
+    below lo count in the first bin, values from hi up in the last. `values`
+    and `value_range` share a dtype (int32, int64, float32, float64); `nbins`
+    is a Python int here (a traced one makes the function run in Python);
+    the counts are int32 or int64 (`dtype`). lo >= hi or nbins <= 0 is an
+    InvalidArgumentError."""
+    v = convert(values, name="values")
+    r = _hinted(value_range, dtype_of(v), "histogram_fixed_width") \
+        if isinstance(value_range, (list, tuple)) else convert(value_range, name="value_range")
+    dtype = _dtypes.as_dtype(dtype)
+    traced = _traced(v, r)
+    if dtype not in (_dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"histogram_fixed_width: dtype must be int32 or int64, got "
+                                  f"{dtype.name}")
+    if dtype_of(v) != dtype_of(r):
+        raise op_error(TypeError, f"histogram_fixed_width: values and value_range must have the "
+                                  f"same dtype, got {dtype_of(v).name} and {dtype_of(r).name}")
+    if dtype_of(v) not in (_dtypes.int32, _dtypes.int64, _dtypes.float32, _dtypes.float64):
+        raise _error(traced, TypeError, f"histogram_fixed_width: Value for attr 'T' of "
+                                        f"{dtype_of(v).name} is not in the list of allowed "
+                                        f"values (int32, int64, float32, float64)")
+    n = _static_ints(nbins, "histogram_fixed_width", "nbins")
+    if len(n) != 1:
+        raise _error(traced, ValueError, "nbins must be a scalar")
+    if n[0] <= 0 and traced:
+        raise op_error(ValueError, f"nbins should be a positive number, but got '{n[0]}'")
+    return apply("HistogramFixedWidth", [v, r], [((n[0],), dtype)],
+                 attrs={"nbins": n[0], "dtype": dtype._code})
 
 
 # -- helpers of the reductions and of conveyor.ops.array_ops -----------------------

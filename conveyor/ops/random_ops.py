@@ -1,12 +1,13 @@
-"""``tf.random.uniform``; the stateless ops are in ``stateless_random_ops``
+"""``tf.random.uniform``, ``normal`` and ``truncated_normal``; the stateless ops are in ``stateless_random_ops``
 and the seed rules in ``conveyor.framework.random_seed`` (``conveyor.random``
 re-exports them all)."""
 import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor.framework.tracing import apply, op_error
+from conveyor.ops.stateless_random_ops import stateless_normal, stateless_truncated_normal
 
-__all__ = ["uniform"]
+__all__ = ["uniform", "normal", "truncated_normal"]
 
 
 def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
@@ -36,3 +37,24 @@ def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
     attrs = {"dtype": dtype._code, **bounds, "rank": len(dims), "shape": dims}
     return apply("RandomUniform", [], [(tuple(dims), dtype)], attrs=attrs,
                  random=True, op_seed=seed)
+
+
+def _element_seed(seed):
+    """A [2] int64 seed drawn from the per-element stream (``uniform``'s):
+    the stateful normal ops are the stateless ones keyed by it."""
+    return uniform([2], minval=0, maxval=2**63 - 1, dtype=_dtypes.int64, seed=seed)
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name=None):
+    """Normal random values (``tf.random.normal``): ``stateless_normal``
+    keyed by a seed drawn from the per-element stream, so inside a map each
+    element gets its own values whatever the thread count, as ``uniform``
+    (the values are not TensorFlow's stateful stream; docs/differences.md)."""
+    return stateless_normal(shape, _element_seed(seed), mean, stddev, dtype)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name=None):
+    """Normal random values within two standard deviations of `mean`
+    (``tf.random.truncated_normal``): ``stateless_truncated_normal`` keyed
+    by a seed drawn from the per-element stream, as ``normal``."""
+    return stateless_truncated_normal(shape, _element_seed(seed), mean, stddev, dtype)

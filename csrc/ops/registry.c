@@ -72,6 +72,8 @@ extern const CvOp cv_op_reduce_join;
 extern const CvOp cv_op_as_string;
 extern const CvOp cv_op_string_format;
 extern const CvOp cv_op_stateless_random;
+extern const CvOp cv_op_stateless_truncated_normal;
+extern const CvOp cv_op_histogram_fixed_width;
 extern const CvOp cv_op_adjust_hsv;
 extern const CvOp cv_op_adjust_contrast;
 extern const CvOp cv_op_adjust_gamma;
@@ -150,6 +152,8 @@ static const CvOp *const all_ops[] = {
     &cv_op_as_string,
     &cv_op_string_format,
     &cv_op_stateless_random,
+    &cv_op_stateless_truncated_normal,
+    &cv_op_histogram_fixed_width,
     &cv_op_adjust_hsv,
     &cv_op_adjust_contrast,
     &cv_op_adjust_gamma,
