@@ -1,0 +1,120 @@
+"""tf.random.stateless_truncated_normal (TensorFlow's values for a seed),
+tf.random.normal / truncated_normal (conveyor's per-element streams) and
+tf.histogram_fixed_width (issue 28), against TensorFlow: eagerly and traced
+into a map's native program (no TracingWarning)."""
+import warnings
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import conveyor as cv  # noqa: E402
+from conveyor.framework.tracing import TracingWarning  # noqa: E402
+
+
+def _np(v):
+    return v.numpy() if hasattr(v, "numpy") and not isinstance(v, np.ndarray) else np.asarray(v)
+
+
+def _same(a, b):
+    a, b = _np(a), _np(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    np.testing.assert_array_equal(a, b)
+
+
+def _native(ds):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TracingWarning)
+        assert "mode=native" in repr(ds)
+        return [_np(v) for v in ds]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("shape", [[1], [2], [5], [3, 7], [0], [64, 9]])
+@pytest.mark.parametrize("seed", [(1, 2), (0, 0), (-7, 2**31 - 1)])
+def test_stateless_truncated_normal_is_tensorflows_stream(dtype, shape, seed):
+    kw = dict(dtype=dtype, mean=0.25, stddev=3.0)
+    _same(cv.random.stateless_truncated_normal(shape, seed=seed, **kw),
+          tf.random.stateless_truncated_normal(shape, seed=seed, **kw))
+
+
+def test_stateless_truncated_normal_traced_with_per_element_seeds():
+    def fn(t, i):
+        seed = t.stack([i, i * 3 + 1])
+        return t.random.stateless_truncated_normal([4, 3], seed=seed, stddev=0.5)
+    got = _native(cv.data.Dataset.range(6).map(lambda i: fn(cv, i)))
+    want = [_np(v) for v in tf.data.Dataset.range(6).map(lambda i: fn(tf, i))]
+    for g, w in zip(got, want):
+        _same(g, w)
+    assert np.abs(np.stack(got)).max() < 1.0  # within two standard deviations
+
+
+def test_stateless_truncated_normal_int64_seed_and_errors():
+    seed = np.array([2**40, 5], np.int64)
+    _same(cv.random.stateless_truncated_normal([9], seed=seed),
+          tf.random.stateless_truncated_normal([9], seed=seed))
+    with pytest.raises(TypeError):
+        cv.random.stateless_truncated_normal([2], seed=[1, 2], dtype="int32")
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.random.stateless_truncated_normal([2], seed=[1, 2, 3])
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.random.stateless_truncated_normal([2], seed=[1, 2, 3])
+
+
+@pytest.mark.parametrize("name", ["normal", "truncated_normal"])
+def test_stateful_normals_follow_conveyors_per_element_streams(name):
+    op = getattr(cv.random, name)
+    for dtype in ("float16", "float32", "float64"):
+        v, w = op([3, 2], dtype=dtype), getattr(tf.random, name)([3, 2], dtype=dtype)
+        assert _np(v).dtype == _np(w).dtype and _np(v).shape == (3, 2)
+
+    def pipeline(parallel):
+        ds = cv.data.Dataset.range(200).map(lambda i: op([50], mean=1.0, stddev=2.0, seed=5),
+                                            num_parallel_calls=parallel)
+        return np.stack(_native(ds))
+    a, b = pipeline(None), pipeline(2)
+    np.testing.assert_array_equal(a, b)  # the same whatever the parallelism
+    assert len({row.tobytes() for row in a}) == len(a)  # each element its own values
+    assert abs(a.mean() - 1.0) < 0.1
+    if name == "truncated_normal":
+        assert np.abs(a - 1.0).max() < 4.0 and 1.5 < a.std() < 1.9
+    else:
+        assert 1.9 < a.std() < 2.1
+
+
+HISTOGRAMS = {
+    "float_clipped": (np.array([-1.0, 0.0, 1.5, 2.0, 5.0, 4.99, 15.0, 3.3], np.float32),
+                      [0.0, 5.0], 5),
+    "double": (np.linspace(-3, 3, 41), [-2.5, 2.5], 7),
+    "equalize": (np.random.RandomState(0).randint(0, 256, (16, 16)).astype(np.int32),
+                 [0, 255], 256),
+    "int64": (np.arange(-5, 30, dtype=np.int64).reshape(5, 7), [0, 20], 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HISTOGRAMS))
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_histogram_fixed_width(name, dtype):
+    values, value_range, nbins = HISTOGRAMS[name]
+    value_range = np.asarray(value_range, values.dtype)
+
+    def fn(t, v):
+        return t.histogram_fixed_width(v, value_range, nbins=nbins, dtype=getattr(t, dtype))
+    _same(fn(cv, values), fn(tf, tf.constant(values)))
+    got = _native(cv.data.Dataset.from_tensors(values).map(lambda v: fn(cv, v)))
+    want = [_np(v) for v in tf.data.Dataset.from_tensors(values).map(lambda v: fn(tf, v))]
+    _same(got[0], want[0])
+
+
+@pytest.mark.parametrize("values, value_range, nbins", [
+    (np.float32([1.0]), [5.0, 0.0], 5),
+    (np.float32([np.nan, 1.0]), [0.0, 5.0], 5),
+    (np.float32([1.0]), [0.0, 5.0], 0),
+])
+def test_histogram_fixed_width_errors(values, value_range, nbins):
+    r = np.float32(value_range)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.histogram_fixed_width(values, r, nbins=nbins)
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.histogram_fixed_width(values, r, nbins=nbins)
