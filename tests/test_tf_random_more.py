@@ -27,7 +27,7 @@ def _native(ds):
     with warnings.catch_warnings():
         warnings.simplefilter("error", TracingWarning)
         assert "mode=native" in repr(ds)
-        return [_np(v) for v in ds]
+        return [tuple(map(_np, v)) if isinstance(v, tuple) else _np(v) for v in ds]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
@@ -118,3 +118,61 @@ def test_histogram_fixed_width_errors(values, value_range, nbins):
         tf.histogram_fixed_width(values, r, nbins=nbins)
     with pytest.raises(cv.errors.InvalidArgumentError):
         cv.histogram_fixed_width(values, r, nbins=nbins)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("shape, num_samples", [((1, 10), 5), ((4, 3), 17), ((2, 50), 100),
+                                                ((3, 2), 0), ((1, 1), 4)])
+@pytest.mark.parametrize("seed", [(1, 2), (5, -9)])
+def test_stateless_categorical_is_tensorflows_stream(dtype, shape, num_samples, seed):
+    logits = np.random.RandomState(sum(shape)).randn(*shape).astype(dtype)
+    for out in ("int32", "int64"):
+        _same(cv.random.stateless_categorical(logits, num_samples, seed=seed, dtype=out),
+              tf.random.stateless_categorical(logits, num_samples, seed=seed, dtype=out))
+
+
+def test_stateless_categorical_non_finite_and_traced():
+    with np.errstate(divide="ignore"):  # -inf: never drawn
+        logits = np.log(np.float32([[0.5, 0.0, 0.5], [1.0, 1.0, 0.0]]))
+    _same(cv.random.stateless_categorical(logits, 8, seed=[3, 4]),
+          tf.random.stateless_categorical(logits, 8, seed=[3, 4]))
+
+    def fn(t, i):  # RandAugment's op choice: one index from uniform logits, seeded per element
+        return t.random.stateless_categorical(t.math.log([[0.2, 0.3, 0.5]]), 4,
+                                              seed=t.stack([i, i + 7]))
+    got = _native(cv.data.Dataset.range(5).map(lambda i: fn(cv, i)))
+    want = [_np(v) for v in tf.data.Dataset.range(5).map(lambda i: fn(tf, i))]
+    for g, w in zip(got, want):
+        _same(g, w)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.random.stateless_categorical(np.float32([1.0, 2.0]), 2, seed=[1, 2])
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.random.stateless_categorical(np.float32([1.0, 2.0]), 2, seed=[1, 2])
+
+
+def test_categorical_and_shuffle_follow_per_element_streams():
+    logits = np.log(np.float32([[0.1, 0.6, 0.3]]))
+    v, w = cv.random.categorical(logits, 5), tf.random.categorical(logits, 5)
+    assert _np(v).dtype == _np(w).dtype and _np(v).shape == _np(w).shape == (1, 5)
+    assert _np(cv.random.categorical(logits, 5, dtype=cv.int32)).dtype == np.int32
+    rows = np.arange(12, dtype=np.float32).reshape(6, 2)
+    s = _np(cv.random.shuffle(rows))
+    assert s.dtype == rows.dtype and sorted(map(tuple, s)) == sorted(map(tuple, rows))
+    words = np.array([b"a", b"bb", b"ccc"], object)
+    assert sorted(_np(cv.random.shuffle(words)).tolist()) == sorted(words.tolist())
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.random.shuffle(np.float32(1.0))
+
+    def pipeline(parallel):
+        ds = cv.data.Dataset.range(300).map(
+            lambda i: (cv.random.categorical(logits, 20, seed=2),
+                       cv.random.shuffle(cv.range(8), seed=2)), num_parallel_calls=parallel)
+        return _native(ds)
+    a, b = pipeline(None), pipeline(2)
+    for (c1, s1), (c2, s2) in zip(a, b):
+        _same(c1, c2)
+        _same(s1, s2)
+    counts = np.bincount(np.concatenate([c[0][0] for c in a]), minlength=3) / (300 * 20)
+    np.testing.assert_allclose(counts, [0.1, 0.6, 0.3], atol=0.03)
+    orders = {tuple(s) for _, s in a}
+    assert len(orders) > 250 and all(sorted(o) == list(range(8)) for o in orders)

@@ -1,13 +1,16 @@
-"""``tf.random.uniform``, ``normal`` and ``truncated_normal``; the stateless ops are in ``stateless_random_ops``
-and the seed rules in ``conveyor.framework.random_seed`` (``conveyor.random``
+"""``tf.random.uniform``, ``normal``, ``truncated_normal``, ``categorical``
+and ``shuffle``, from the per-element streams (docs/differences.md); the
+stateless ops are in ``stateless_random_ops`` and the seed rules in ``conveyor.framework.random_seed`` (``conveyor.random``
 re-exports them all)."""
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor.framework.tracing import apply, op_error
-from conveyor.ops.stateless_random_ops import stateless_normal, stateless_truncated_normal
+from conveyor import errors as _errors
+from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.ops.stateless_random_ops import (stateless_categorical, stateless_normal,
+                                               stateless_truncated_normal)
 
-__all__ = ["uniform", "normal", "truncated_normal"]
+__all__ = ["uniform", "normal", "truncated_normal", "categorical", "shuffle"]
 
 
 def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
@@ -58,3 +61,28 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=No
     (``tf.random.truncated_normal``): ``stateless_truncated_normal`` keyed
     by a seed drawn from the per-element stream, as ``normal``."""
     return stateless_truncated_normal(shape, _element_seed(seed), mean, stddev, dtype)
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name=None):
+    """`num_samples` class indices per row of `logits` [batch, classes]
+    (``tf.random.categorical``): ``stateless_categorical`` keyed by a seed
+    from the per-element stream, as ``normal``."""
+    return stateless_categorical(logits, num_samples, _element_seed(seed),
+                                 _dtypes.int64 if dtype is None else dtype)
+
+
+def shuffle(value, seed=None, name=None):
+    """`value` with its rows (first dimension) in a random order
+    (``tf.random.shuffle``): the order is drawn from the per-element stream
+    (op RandomPermutation), as ``uniform``'s values, then the rows are
+    gathered. A scalar is an InvalidArgumentError (a ValueError when
+    traced)."""
+    from conveyor.ops.array_ops import gather
+    x = convert(value, name="value")
+    shape = static_shape(x)
+    if shape is not None and len(shape) == 0:
+        raise op_error(ValueError if isinstance(x, Tensor) else _errors.InvalidArgumentError,
+                       "RandomShuffle: value must be at least 1-D, got a scalar")
+    order = apply("RandomPermutation", [x], [(None if shape is None else (shape[0],),
+                                              _dtypes.int64)], random=True, op_seed=seed)
+    return gather(x, order)

@@ -74,6 +74,8 @@ extern const CvOp cv_op_string_format;
 extern const CvOp cv_op_stateless_random;
 extern const CvOp cv_op_stateless_truncated_normal;
 extern const CvOp cv_op_histogram_fixed_width;
+extern const CvOp cv_op_multinomial;
+extern const CvOp cv_op_random_permutation;
 extern const CvOp cv_op_adjust_hsv;
 extern const CvOp cv_op_adjust_contrast;
 extern const CvOp cv_op_adjust_gamma;
@@ -154,6 +156,8 @@ static const CvOp *const all_ops[] = {
     &cv_op_stateless_random,
     &cv_op_stateless_truncated_normal,
     &cv_op_histogram_fixed_width,
+    &cv_op_multinomial,
+    &cv_op_random_permutation,
     &cv_op_adjust_hsv,
     &cv_op_adjust_contrast,
     &cv_op_adjust_gamma,
