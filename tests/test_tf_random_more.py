@@ -176,3 +176,34 @@ def test_categorical_and_shuffle_follow_per_element_streams():
     np.testing.assert_allclose(counts, [0.1, 0.6, 0.3], atol=0.03)
     orders = {tuple(s) for _, s in a}
     assert len(orders) > 250 and all(sorted(o) == list(range(8)) for o in orders)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_gamma_shapes_dtypes_and_moments(dtype):
+    for shape, alpha, beta in (([4], 0.5, None), ([2, 3], [0.2, 1.0, 5.0], None),
+                               ([5], [[0.5], [2.0]], [1.0, 4.0])):
+        v = cv.random.gamma(shape, alpha, beta=beta, dtype=dtype)
+        w = tf.random.gamma(shape, alpha, beta=beta, dtype=dtype)
+        assert _np(v).dtype == _np(w).dtype and _np(v).shape == _np(w).shape
+    alpha, beta = np.array([0.2, 1.0, 5.0]), np.array([1.0, 2.0, 0.5])
+    g = _np(cv.random.gamma([40000], alpha, beta=beta, dtype=dtype)).astype(np.float64)
+    assert (g > 0).all()
+    np.testing.assert_allclose(g.mean(0), alpha / beta, rtol=0.05)
+    np.testing.assert_allclose(g.var(0), alpha / beta ** 2, rtol=0.1)
+
+
+def test_gamma_mixup_traced():
+    def mixup(t, i):  # a Beta(0.2, 0.2) weight from two gammas
+        a = t.random.gamma([], 0.2, seed=1)
+        b = t.random.gamma([], 0.2, seed=2)
+        return a / (a + b)
+
+    def pipeline(parallel):
+        return np.array(_native(cv.data.Dataset.range(400).map(
+            lambda i: mixup(cv, i), num_parallel_calls=parallel)))
+    a, b = pipeline(None), pipeline(2)
+    np.testing.assert_array_equal(a, b)
+    assert a.dtype == np.float32 and ((a >= 0) & (a <= 1)).all()
+    assert abs(a.mean() - 0.5) < 0.07 and len(set(a.tolist())) > 390
+    w = [_np(v) for v in tf.data.Dataset.range(2).map(lambda i: mixup(tf, i))]
+    assert w[0].dtype == a.dtype and w[0].shape == a[0].shape

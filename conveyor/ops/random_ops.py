@@ -10,7 +10,7 @@ from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_erro
 from conveyor.ops.stateless_random_ops import (stateless_categorical, stateless_normal,
                                                stateless_truncated_normal)
 
-__all__ = ["uniform", "normal", "truncated_normal", "categorical", "shuffle"]
+__all__ = ["uniform", "normal", "truncated_normal", "categorical", "shuffle", "gamma"]
 
 
 def uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=None):
@@ -86,3 +86,37 @@ def shuffle(value, seed=None, name=None):
     order = apply("RandomPermutation", [x], [(None if shape is None else (shape[0],),
                                               _dtypes.int64)], random=True, op_seed=seed)
     return gather(x, order)
+
+
+def gamma(shape, alpha, beta=None, dtype=_dtypes.float32, seed=None, name=None):
+    """Gamma(alpha, beta) samples (``tf.random.gamma``; mixup draws its
+    weights from it): shape `shape` + the broadcast shape of `alpha` and
+    `beta` (`beta` the inverse scale, 1 by default), each at least the
+    dtype's smallest normal number, as TensorFlow. Drawn from the
+    per-element stream (op RandomGamma), as ``uniform``; float16, float32 or
+    float64."""
+    from conveyor.ops.math_ops import add, divide, maximum, multiply
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype not in (_dtypes.float16, _dtypes.float32, _dtypes.float64):
+        raise op_error(TypeError, f"gamma: dtype must be float16, float32 or float64, got "
+                                  f"{dtype.name}")
+    dims = [int(d) for d in np.asarray(shape, dtype=np.int64).reshape(-1)]
+    if any(d < 0 for d in dims) or len(dims) > 16:
+        raise op_error(ValueError, f"gamma: invalid shape {dims}")
+    t = dtype.as_numpy_dtype
+    a = alpha if isinstance(alpha, Tensor) else convert(np.asarray(alpha).astype(t))
+    b = None if beta is None else beta if isinstance(beta, Tensor) else \
+        convert(np.asarray(beta).astype(t))
+    for v, what in ((a, "alpha"), (b, "beta")):
+        if v is not None and dtype_of(v) != dtype:
+            raise op_error(TypeError, f"gamma: {what} must be {dtype.name}, got "
+                                      f"{dtype_of(v).name}")
+    if b is not None:
+        a = add(a, multiply(b, t(0)))  # broadcast alpha against beta, as TensorFlow
+    a_shape = static_shape(a)
+    out = None if a_shape is None else tuple(dims) + tuple(a_shape)
+    g = apply("RandomGamma", [a], [(out, dtype)], attrs={"rank": len(dims), "shape": dims},
+              random=True, op_seed=seed)
+    if b is not None:
+        g = divide(g, b)
+    return maximum(g, t(np.finfo(t).tiny))
