@@ -1,0 +1,171 @@
+"""tf.matmul, tf.linspace, tf.strided_slice, tf.gather_nd, tf.sort and
+tf.argsort (issue 28), against TensorFlow: eagerly and traced into a map's
+native program (no TracingWarning)."""
+import warnings
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import conveyor as cv  # noqa: E402
+from conveyor.framework.tracing import TracingWarning  # noqa: E402
+
+X = np.arange(2 * 3 * 4, dtype=np.int32).reshape(2, 3, 4)
+RGB = np.random.RandomState(0).rand(4, 5, 3).astype(np.float32)
+
+
+def _np(v):
+    return v.numpy() if hasattr(v, "numpy") and not isinstance(v, np.ndarray) else np.asarray(v)
+
+
+def _same(a, b, rtol=0):
+    a, b = _np(a), _np(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    if rtol:
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol)  # sums cancel: absolute too
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+def _in_map(t, fn, value):
+    ds = t.data.Dataset.from_tensors(value).map(fn)
+    if t is cv:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TracingWarning)
+            assert "mode=native" in repr(ds)
+            return next(iter(ds))
+    return next(iter(ds))
+
+
+def _both(fn, value, rtol=0):
+    _same(fn(cv, value), fn(tf, tf.constant(value)), rtol)
+    _same(_in_map(cv, lambda x: fn(cv, x), value), _in_map(tf, lambda x: fn(tf, x), value), rtol)
+
+
+YIQ = np.array([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]],
+               np.float32)
+
+MATMUL = {
+    "color_transform": (lambda t, x: t.reshape(t.matmul(t.reshape(x, [-1, 3]), YIQ,
+                                                        transpose_b=True), [4, 5, 3]), RGB),
+    "transpose_a": (lambda t, x: t.matmul(x[0], x[1], transpose_a=True), RGB[:2, :, :]),
+    "batched": (lambda t, x: t.matmul(x, t.transpose(x, [0, 2, 1])), RGB),
+    "linalg": (lambda t, x: t.linalg.matmul(x[0], x[0], adjoint_b=True), RGB),
+    "float64": (lambda t, x: t.matmul(x[0], x[1], transpose_b=True), RGB.astype(np.float64)),
+    "int32": (lambda t, x: t.matmul(x[0], x[1], transpose_b=True), X),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATMUL))
+def test_matmul(name):
+    fn, value = MATMUL[name]
+    _both(fn, value, rtol=1e-6 if value.dtype.kind == "f" else 0)
+
+
+def test_matmul_errors():
+    a, b = np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.matmul(a, b)
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.matmul(a, b)
+    with pytest.raises(ValueError):
+        tf.data.Dataset.from_tensors(a).map(lambda v: tf.matmul(v, v))
+    with pytest.raises(ValueError):
+        cv.data.Dataset.from_tensors(a).map(lambda v: cv.matmul(v, v))
+    with pytest.raises(TypeError):
+        cv.matmul(a, b.astype(np.float64))
+
+
+LINSPACE = {
+    "scalar": lambda t, x: t.linspace(x[0, 0], x[1, 0], 7),
+    "one": lambda t, x: t.linspace(x[0, 0], x[1, 0], 1),
+    "two": lambda t, x: t.linspace(x[0, 0], x[1, 0], 2),
+    "zero": lambda t, x: t.linspace(x[0, 0], x[1, 0], 0),
+    "vector": lambda t, x: t.linspace(x[0], x[1], 5),
+    "vector_axis1": lambda t, x: t.linspace(x[0], x[1], 4, axis=1),
+    "vector_axis_neg": lambda t, x: t.linspace(x[0], x[1], 3, axis=-1),
+    "python": lambda t, x: t.linspace(-1.0, 1.0, 9) + t.cast(x[0, 0] * 0, t.float32),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINSPACE))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linspace(name, dtype):
+    _both(LINSPACE[name], np.array([[0.5, -2.0, 3.0], [1.75, 10.0, -3.0]], dtype))
+
+
+def test_linspace_of_integers_is_float64():
+    _same(cv.linspace(0, 10, 6), tf.linspace(0, 10, 6))
+
+
+STRIDED = {
+    "basic": ([0, 1, 1], [2, 3, 4], [1, 1, 2], {}),
+    "shrink": ([1], [2], [1], {"shrink_axis_mask": 1}),
+    "negative_stride": ([0, -1], [0, 0], [1, -1], {"begin_mask": 0, "end_mask": 2,
+                                                   "ellipsis_mask": 1}),
+    "masks": ([1, 0, 3], [0, 2, 0], [1, 1, -1], {"begin_mask": 2, "end_mask": 5}),
+    "new_axis": ([0, 0, 1], [1, 0, 3], [1, 1, 1], {"new_axis_mask": 2, "shrink_axis_mask": 1}),
+    "ellipsis_last": ([1, 0], [2, 0], [1, 1], {"shrink_axis_mask": 1, "ellipsis_mask": 2}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED))
+def test_strided_slice(name):
+    b, e, s, kw = STRIDED[name]
+    _both(lambda t, x: t.strided_slice(x, b, e, s, **kw), X)
+
+
+GATHER_ND = {
+    "elements": [[0, 1, 2], [1, 2, 3]],
+    "rows": [[1, 2], [0, 0], [1, 0]],
+    "blocks": [[1], [0]],
+    "batched": [[[0, 2]], [[1, 1]]],
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATHER_ND))
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gather_nd(name, index_dtype):
+    indices = np.array(GATHER_ND[name], index_dtype)
+    _both(lambda t, x: t.gather_nd(x, indices), X)
+    _both(lambda t, x: t.gather_nd(x, indices), X.astype(np.float32))
+
+
+def test_gather_nd_out_of_range_is_invalid_argument():
+    bad = np.array([[0, 5]], np.int32)  # flat position 5 exists: the check must catch it
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.gather_nd(X, bad)
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.gather_nd(X, bad)
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        list(cv.data.Dataset.from_tensors(X).map(lambda x: cv.gather_nd(x, bad)))
+
+
+SORTABLE = {
+    "int32": np.array([[3, 1, 2, 1, -7], [0, -5, 7, 7, 2147483647]], np.int32),
+    "uint8": np.array([[3, 1, 200, 1, 0], [9, 9, 9, 0, 255]], np.uint8),
+    "float32": np.array([[0.5, -1.0, 0.5, -0.0, 0.0], [np.inf, -np.inf, 2.0, 1.0, 2.0]],
+                        np.float32),
+    "float64": np.array([[1e300, -1e300, 3.0, 3.0, 0.0], [5, 4, 3, 2, 1]], np.float64),
+    "int64": np.array([[2**62, -2**62, 0, 0, 1], [1, 1, 1, 1, 1]], np.int64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORTABLE))
+@pytest.mark.parametrize("direction", ["ASCENDING", "DESCENDING"])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_sort_and_argsort(name, direction, axis):
+    value = SORTABLE[name]
+    _both(lambda t, x: t.sort(x, axis=axis, direction=direction), value)
+    _both(lambda t, x: t.argsort(x, axis=axis, direction=direction), value)
+    _both(lambda t, x: t.argsort(x, axis=axis, direction=direction, stable=True), value)
+
+
+def test_sort_errors():
+    with pytest.raises(ValueError):
+        cv.sort(X, direction="UP")
+    with pytest.raises(ValueError):
+        tf.sort(X, direction="UP")
+    with pytest.raises(ValueError):
+        cv.sort(X, axis=3)
