@@ -78,6 +78,7 @@ extern const CvOp cv_op_multinomial;
 extern const CvOp cv_op_random_permutation;
 extern const CvOp cv_op_random_gamma;
 extern const CvOp cv_op_sort;
+extern const CvOp cv_op_base64;
 extern const CvOp cv_op_adjust_hsv;
 extern const CvOp cv_op_adjust_contrast;
 extern const CvOp cv_op_adjust_gamma;
@@ -162,6 +163,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_random_permutation,
     &cv_op_random_gamma,
     &cv_op_sort,
+    &cv_op_base64,
     &cv_op_adjust_hsv,
     &cv_op_adjust_contrast,
     &cv_op_adjust_gamma,

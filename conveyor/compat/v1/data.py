@@ -7,9 +7,11 @@ import types as _types
 from conveyor.data import *  # noqa: F401,F403
 from conveyor.data import experimental as _experimental
 from conveyor.data.dataset import Dataset
+from conveyor.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 
 __all__ = ["make_one_shot_iterator", "make_initializable_iterator", "get_output_types",
-           "get_output_shapes", "get_output_classes", "experimental", "Iterator"]
+           "get_output_shapes", "get_output_classes", "experimental", "Iterator",
+           "TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"]
 
 
 class Iterator:
