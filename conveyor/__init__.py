@@ -50,7 +50,8 @@ from conveyor.framework.tensor_conversion import executing_eagerly, get_static_v
 from conveyor import config
 from conveyor import linalg
 from conveyor.ops.linalg_ops import linspace, matmul
-from conveyor.ops.indexing_ops import gather_nd, strided_slice
+from conveyor.ops.indexing_ops import (gather_nd, scatter_nd, searchsorted, strided_slice,
+                                      tensor_scatter_nd_update)
 from conveyor.ops.sort_ops import argsort, sort
 from conveyor import version
 from conveyor.ops.logging_ops import print_ as print  # noqa: A004 - tf.print
@@ -90,7 +91,8 @@ __all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repea
            "sin", "sinh", "tan", "tanh", "config", "version", "executing_eagerly", "no_op",
            "group", "identity_n", "get_static_value", "get_logger", "switch_case",
            "histogram_fixed_width", "linalg", "linspace", "matmul", "gather_nd",
-           "strided_slice", "argsort", "sort"]
+           "strided_slice", "argsort", "sort", "searchsorted", "scatter_nd",
+           "tensor_scatter_nd_update"]
 
 # tf.compat.v2 is TensorFlow 2's API: conveyor itself; tf.compat.v1 has
 # TensorFlow 1's spellings, on top of conveyor's top-level names.

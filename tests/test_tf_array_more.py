@@ -169,3 +169,71 @@ def test_sort_errors():
         tf.sort(X, direction="UP")
     with pytest.raises(ValueError):
         cv.sort(X, axis=3)
+
+
+SEARCH = {
+    "ints": (np.array([[1, 3, 3, 5], [0, 0, 2, 9]], np.int32),
+             np.array([[3, 0, 6], [0, 2, 10]], np.int32)),
+    "floats": (np.array([0.0, 0.5, 0.5, 1.0], np.float32),
+               np.array([-1.0, 0.5, 0.75, 1.0, 2.0], np.float32)),
+    "int64": (np.array([[-2**40, 0, 2**40]], np.int64), np.array([[2**40, -1]], np.int64)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEARCH))
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("out_type", ["int32", "int64"])
+def test_searchsorted(name, side, out_type):
+    seq, values = SEARCH[name]
+
+    def fn(t, v):
+        return t.searchsorted(seq, v, side=side, out_type=getattr(t, out_type))
+    _both(fn, values)
+
+
+def test_searchsorted_errors():
+    with pytest.raises(ValueError):
+        cv.searchsorted([1, 2], [1], side="middle")
+    with pytest.raises(ValueError):
+        tf.searchsorted([1, 2], [1], side="middle")
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.searchsorted(np.int32([[1, 2]]), np.int32([[1], [2]]))
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.searchsorted(np.int32([[1, 2]]), np.int32([[1], [2]]))
+
+
+SCATTER = {
+    "elements_update": (np.zeros((3, 2), np.int32), [[0, 1], [2, 0]], np.int32([7, 8])),
+    "rows_update": (np.ones((3, 2), np.float32), [[1], [0]], np.float32([[5, 6], [7, 8]])),
+    "batched_update": (np.zeros((4, 3), np.int64), [[[0], [3]], [[1], [2]]],
+                       np.arange(12, dtype=np.int64).reshape(2, 2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCATTER))
+def test_tensor_scatter_nd_update(name):
+    tensor, indices, updates = SCATTER[name]
+    _both(lambda t, x: t.tensor_scatter_nd_update(x, np.array(indices, np.int32), updates),
+          tensor)
+    _both(lambda t, x: t.tensor_scatter_nd_update(x, np.array(indices, np.int64), updates),
+          tensor)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_scatter_nd_adds_repeated_indices(dtype):
+    updates = np.array([1, 2, 3, 4], dtype)
+    _both(lambda t, u: t.scatter_nd([[1], [3], [1], [0]], u, [5]), updates)
+    rows = np.arange(6, dtype=dtype).reshape(2, 3)
+    _both(lambda t, u: t.scatter_nd([[1], [1]], u, [3, 3]), rows)
+
+
+def test_scatter_out_of_range_is_invalid_argument():
+    x = np.zeros((3, 2), np.int32)
+    for bad in ([[3]], [[-1]]):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.tensor_scatter_nd_update(x, bad, np.int32([[5, 6]]))
+        with pytest.raises(cv.errors.InvalidArgumentError):
+            cv.tensor_scatter_nd_update(x, bad, np.int32([[5, 6]]))
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        list(cv.data.Dataset.from_tensors(x).map(
+            lambda v: cv.tensor_scatter_nd_update(v, [[4]], np.int32([[5, 6]]))))

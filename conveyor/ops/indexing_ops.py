@@ -1,8 +1,10 @@
 """``tf.strided_slice`` and ``tf.gather_nd``, built on the element ops
-conveyor has (StridedSlice, gather, Assert), eagerly and traced into a map's
-native program. Their begin/end/strides and the leading dims that
-`gather_nd` indexes must be static; a traced call that needs a value only
-known per element stops the trace (the map then runs in Python)."""
+conveyor has (StridedSlice, gather, Assert), and ``tf.searchsorted``,
+``tf.scatter_nd`` and ``tf.tensor_scatter_nd_update`` (ops SearchSorted and
+ScatterNd), eagerly and traced into a map's native program. Their
+begin/end/strides, scatter_nd's shape and the leading dims that `gather_nd`
+indexes must be static; a traced call that needs a value only known per
+element stops the trace (the map then runs in Python)."""
 import builtins
 
 import numpy as np
@@ -10,13 +12,13 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor import errors
 from conveyor.framework.eager import as_eager
-from conveyor.framework.tracing import Tensor, convert, dtype_of, op_error, static_shape
-from conveyor.ops.array_ops import gather, reshape
+from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.ops.array_ops import gather, reshape, zeros
 from conveyor.ops.functional_ops import Assert
 from conveyor.ops.math_ops import (_getitem, cast, greater_equal, less, logical_and, multiply,
                                    reduce_all, reduce_sum)
 
-__all__ = ["strided_slice", "gather_nd"]
+__all__ = ["strided_slice", "gather_nd", "searchsorted", "scatter_nd", "tensor_scatter_nd_update"]
 
 
 def _static(value, fname, what):
@@ -105,3 +107,63 @@ def gather_nd(params, indices, batch_dims=0, name=None):
     table = reshape(p, [int(np.prod(dims, dtype=np.int64))] + [-1 if d is None else d
                                                                for d in rest])
     return gather(table, flat)
+
+
+def searchsorted(sorted_sequence, values, side="left", out_type=_dtypes.int32, name=None):
+    """For each of `values`, the index where it would go in its row of
+    `sorted_sequence` (the last axis; leading dims agree) to keep the row
+    sorted (``tf.searchsorted``): before equal entries (``side="left"``) or
+    after them ("right"). int32 or int64 indices (`out_type`)."""
+    if side not in ("left", "right"):
+        raise op_error(ValueError, f"side must be either 'right' or 'left'.  Saw: {side}.")
+    s = convert(sorted_sequence, name="sorted_sequence")
+    v = convert(values, name="values")
+    out_type = _dtypes.as_dtype(out_type)
+    if out_type not in (_dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"searchsorted: out_type must be int32 or int64, got "
+                                  f"{out_type.name}")
+    if dtype_of(s) != dtype_of(v) or dtype_of(s) in (_dtypes.string, _dtypes.bool):
+        raise op_error(TypeError, f"searchsorted: sorted_sequence and values must share a "
+                                  f"numeric dtype, got {dtype_of(s).name} and {dtype_of(v).name}")
+    ss, vs = static_shape(s), static_shape(v)
+    if ss is not None and vs is not None and (len(ss) != len(vs) or not ss):
+        raise op_error(ValueError if isinstance(s, Tensor) or isinstance(v, Tensor)
+                       else errors.InvalidArgumentError,
+                       f"searchsorted: sorted_sequence and values must have the same rank "
+                       f"(at least 1), got shapes {list(ss)} and {list(vs)}")
+    return apply("SearchSorted", [s, v], [(vs, out_type)],
+                 attrs={"right": int(side == "right"), "dtype": out_type._code})
+
+
+def _scatter(tensor, indices, updates, add, fname):
+    t = convert(tensor, name="tensor")
+    idx = convert(indices, name="indices")
+    u = convert(updates, name="updates")
+    if dtype_of(idx) not in (_dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"{fname}: indices must be int32 or int64, got "
+                                  f"{dtype_of(idx).name}")
+    if dtype_of(t) != dtype_of(u) or dtype_of(t) == _dtypes.string:
+        raise op_error(TypeError, f"{fname}: updates must be numbers of the tensor's dtype, got "
+                                  f"{dtype_of(u).name} for {dtype_of(t).name}")
+    return apply("ScatterNd", [t, idx, u], [(static_shape(t), dtype_of(t))],
+                 attrs={"add": int(add)})
+
+
+def scatter_nd(indices, updates, shape, name=None):
+    """A tensor of `shape` (static here), zeros but for `updates` at
+    `indices` (``tf.scatter_nd``); updates to one index are added. An index
+    outside `shape` is an InvalidArgumentError."""
+    u = convert(updates, name="updates")
+    if isinstance(shape, Tensor):
+        raise shape._trace.fail("scatter_nd with a traced `shape` is not supported natively")
+    dims = [int(d) for d in np.asarray(shape).reshape(-1)]
+    if dtype_of(u) == _dtypes.string:
+        raise op_error(TypeError, "scatter_nd: string updates are not supported natively")
+    return _scatter(zeros(dims, dtype_of(u)), indices, u, True, "scatter_nd")
+
+
+def tensor_scatter_nd_update(tensor, indices, updates, name=None):
+    """A copy of `tensor` with the slices at `indices` replaced by `updates`
+    (``tf.tensor_scatter_nd_update``); of updates to one index the last
+    wins. An index outside tensor's shape is an InvalidArgumentError."""
+    return _scatter(tensor, indices, updates, False, "tensor_scatter_nd_update")
