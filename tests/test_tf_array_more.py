@@ -237,3 +237,43 @@ def test_scatter_out_of_range_is_invalid_argument():
     with pytest.raises(cv.errors.InvalidArgumentError):
         list(cv.data.Dataset.from_tensors(x).map(
             lambda v: cv.tensor_scatter_nd_update(v, [[4]], np.int32([[5, 6]]))))
+
+
+UNIQUE = {
+    "int32": np.array([1, 1, 2, 4, 4, 4, 7, 8, 8], np.int32),
+    "int64_unsorted": np.array([9, -3, 9, 0, -3, 2**40], np.int64),
+    "float_zero_nan": np.array([0.0, -0.0, np.nan, 1.0, np.nan, 1.0], np.float32),
+    "uint8": np.array([255, 0, 255, 3], np.uint8),
+    "empty": np.array([], np.float64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNIQUE))
+@pytest.mark.parametrize("out_idx", ["int32", "int64"])
+def test_unique(name, out_idx):
+    value = UNIQUE[name]
+
+    def fn(t, v):
+        u = t.unique(v, out_idx=getattr(t, out_idx))
+        return u.y, u.idx
+    for a, b in zip(fn(cv, value), fn(tf, tf.constant(value))):
+        _same(a, b)
+    ours = _in_map(cv, lambda v: fn(cv, v), value)
+    theirs = _in_map(tf, lambda v: fn(tf, v), value)
+    for a, b in zip(ours, theirs):
+        _same(a, b)
+
+
+def test_unique_is_a_named_tuple_and_strings_run_eagerly():
+    words = np.array([b"b", b"a", b"b", b""], object)
+    ours, theirs = cv.unique(words), tf.unique(words)
+    assert ours._fields == theirs._fields == ("y", "idx")
+    _same(ours.y, theirs.y)
+    _same(ours.idx, theirs.idx)
+    with pytest.warns(TracingWarning, match="unique"):
+        ds = cv.data.Dataset.from_tensors(words).map(lambda w: cv.unique(w).y)
+    assert [v.tolist() for v in ds.as_numpy_iterator()] == [[b"b", b"a", b""]]
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.unique(np.zeros((2, 2), np.int32))
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.unique(np.zeros((2, 2), np.int32))

@@ -6,6 +6,7 @@ begin/end/strides, scatter_nd's shape and the leading dims that `gather_nd`
 indexes must be static; a traced call that needs a value only known per
 element stops the trace (the map then runs in Python)."""
 import builtins
+import collections
 
 import numpy as np
 
@@ -18,7 +19,8 @@ from conveyor.ops.functional_ops import Assert
 from conveyor.ops.math_ops import (_getitem, cast, greater_equal, less, logical_and, multiply,
                                    reduce_all, reduce_sum)
 
-__all__ = ["strided_slice", "gather_nd", "searchsorted", "scatter_nd", "tensor_scatter_nd_update"]
+__all__ = ["strided_slice", "gather_nd", "searchsorted", "scatter_nd", "tensor_scatter_nd_update",
+           "unique"]
 
 
 def _static(value, fname, what):
@@ -167,3 +169,35 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
     (``tf.tensor_scatter_nd_update``); of updates to one index the last
     wins. An index outside tensor's shape is an InvalidArgumentError."""
     return _scatter(tensor, indices, updates, False, "tensor_scatter_nd_update")
+
+
+Unique = collections.namedtuple("Unique", ["y", "idx"])
+
+
+def unique(x, out_idx=_dtypes.int32, name=None):
+    """The distinct values of the 1-D tensor `x` in order of first
+    appearance, and for each value of `x` its position among them
+    (``tf.unique``: a (y, idx) named tuple; idx int32 or int64). Numbers and
+    bool run natively (op Unique; y's length is unknown when traced);
+    strings are computed eagerly, and inside a map they make the function
+    run in Python (a TracingWarning names the op)."""
+    v = convert(x, name="x")
+    out_idx = _dtypes.as_dtype(out_idx)
+    if out_idx not in (_dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"unique: out_idx must be int32 or int64, got {out_idx.name}")
+    shape = static_shape(v)
+    if shape is not None and len(shape) != 1:
+        raise op_error(ValueError if isinstance(v, Tensor) else errors.InvalidArgumentError,
+                       f"unique expects a 1D vector, got shape {list(shape)}")
+    if dtype_of(v) == _dtypes.string:
+        if isinstance(v, Tensor):
+            raise v._trace.fail("tf.unique of strings is computed eagerly in conveyor, not "
+                                "natively")
+        seen = {}
+        idx = [seen.setdefault(s, len(seen)) for s in np.asarray(v, dtype=object).tolist()]
+        y = np.empty(len(seen), dtype=object)
+        y[:] = list(seen)
+        return Unique(as_eager(y), as_eager(np.array(idx, out_idx.as_numpy_dtype)))
+    y, idx = apply("Unique", [v], [((None,), dtype_of(v)), (shape, out_idx)],
+                   attrs={"dtype": out_idx._code})
+    return Unique(y, idx)
