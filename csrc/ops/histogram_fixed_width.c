@@ -32,6 +32,8 @@ CV_ATTR_NAMES_MATCH(histogram_int_attrs, HISTOGRAM_NUM_INTS);
             double at = (double)DIFF(x, lo) / step;                                                \
             if (at > (double)(nbins - 1))                                                          \
                 at = (double)(nbins - 1);                                                          \
+            if (!(at >= 0)) /* a range wider than the dtype wraps: never write outside */          \
+                at = 0;                                                                            \
             bins[(int64_t)at]++;                                                                   \
         }                                                                                          \
     } while (0)
