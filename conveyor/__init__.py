@@ -35,12 +35,25 @@ from conveyor.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value
                                    minimum, multiply, negative, not_equal, pow, range, reduce_all,
                                    reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
                                    reduce_sum, round, sqrt, square, subtract, truediv)
+from conveyor.ops.math_ops import (acos, asin, atan, atan2, cos, cosh, reduce_logsumexp,  # noqa: A004
+                                   sigmoid, sign, sin, sinh, tan, tanh, histogram_fixed_width)
 from conveyor.ops.array_ops import (boolean_mask, broadcast_to, concat, constant,  # noqa: A004
                                     ensure_shape, expand_dims, fill, gather, identity, one_hot,
                                     ones, ones_like, pad, rank, reshape, reverse, sequence_mask,
                                     shape, size, split, squeeze, stack, stop_gradient, tile,
                                     transpose, unstack, where, zeros, zeros_like)
-from conveyor.ops.control_flow_ops import cond
+from conveyor.ops.control_flow_ops import cond, group, no_op
+from conveyor.ops.array_ops import identity_n
+from conveyor.ops.functional_ops import switch_case
+from conveyor.ops.logging_ops import get_logger
+from conveyor.framework.tensor_conversion import executing_eagerly, get_static_value
+from conveyor import config
+from conveyor import linalg
+from conveyor.ops.linalg_ops import linspace, matmul
+from conveyor.ops.indexing_ops import (gather_nd, scatter_nd, searchsorted, strided_slice,
+                                      tensor_scatter_nd_update, unique)
+from conveyor.ops.sort_ops import argsort, sort
+from conveyor import version
 from conveyor.ops.logging_ops import print_ as print  # noqa: A004 - tf.print
 from conveyor import debugging
 from conveyor import sharding
@@ -73,7 +86,13 @@ __all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repea
            "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
            "reduce_all", "argmax", "argmin", "range", "squeeze", "unstack", "gather", "where",
            "ensure_shape", "cond", "debugging", "transpose", "tile", "pad", "reverse",
-           "broadcast_to", "split", "boolean_mask", "sequence_mask", "stop_gradient", "cumsum"]
+           "broadcast_to", "split", "boolean_mask", "sequence_mask", "stop_gradient", "cumsum",
+           "acos", "asin", "atan", "atan2", "cos", "cosh", "reduce_logsumexp", "sigmoid", "sign",
+           "sin", "sinh", "tan", "tanh", "config", "version", "executing_eagerly", "no_op",
+           "group", "identity_n", "get_static_value", "get_logger", "switch_case",
+           "histogram_fixed_width", "linalg", "linspace", "matmul", "gather_nd",
+           "strided_slice", "argsort", "sort", "searchsorted", "scatter_nd",
+           "tensor_scatter_nd_update", "unique"]
 
 # tf.compat.v2 is TensorFlow 2's API: conveyor itself; tf.compat.v1 has
 # TensorFlow 1's spellings, on top of conveyor's top-level names.

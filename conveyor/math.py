@@ -10,6 +10,11 @@ from conveyor.ops.math_ops import (abs, add, argmax, argmin, ceil, cumsum, divid
                                    pow, reduce_all, reduce_any, reduce_max, reduce_mean,
                                    reduce_min, reduce_prod, reduce_sum, round, sqrt, square,
                                    subtract, truediv)
+from conveyor.ops.math_ops import (acos, asin, atan, atan2, cos, cosh, count_nonzero,  # noqa: F401
+                                   cumprod, divide_no_nan, erf, expm1, is_finite, is_inf, is_nan,
+                                   l2_normalize, log1p, reciprocal, reduce_logsumexp, reduce_std,
+                                   reduce_variance, rsqrt, sigmoid, sign, sin, sinh, softplus,
+                                   squared_difference, tan, tanh)
 
 mod = floormod
 
@@ -18,4 +23,8 @@ __all__ = ["abs", "add", "ceil", "divide", "equal", "exp", "floor", "floordiv", 
            "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
            "not_equal", "pow", "round", "sqrt", "square", "subtract", "truediv",
            "argmax", "argmin", "reduce_all", "reduce_any", "reduce_max", "reduce_mean",
-           "reduce_min", "reduce_prod", "reduce_sum", "cumsum"]
+           "reduce_min", "reduce_prod", "reduce_sum", "cumsum",
+           "acos", "asin", "atan", "atan2", "cos", "cosh", "count_nonzero", "cumprod",
+           "divide_no_nan", "erf", "expm1", "is_finite", "is_inf", "is_nan", "l2_normalize",
+           "log1p", "reciprocal", "reduce_logsumexp", "reduce_std", "reduce_variance", "rsqrt",
+           "sigmoid", "sign", "sin", "sinh", "softplus", "squared_difference", "tan", "tanh"]

@@ -14,11 +14,15 @@ same way gives the same order as in TensorFlow, run after run:
 import types as _types
 
 from conveyor.framework.random_seed import get_seed, set_seed
-from conveyor.ops.random_ops import uniform
+from conveyor.ops.random_ops import (categorical, gamma, normal, shuffle, truncated_normal,
+                                     uniform)
 from conveyor.ops.stateless_random_ops import (fold_in, split, stateless_normal, stateless_split,
+                                               stateless_categorical, stateless_truncated_normal,
                                                stateless_uniform)
 
-__all__ = ["set_seed", "get_seed", "uniform", "stateless_uniform", "stateless_normal", "split", "fold_in", "experimental"]
+__all__ = ["set_seed", "get_seed", "uniform", "normal", "truncated_normal", "categorical", "gamma",
+           "shuffle", "stateless_truncated_normal", "stateless_categorical", "stateless_uniform",
+           "stateless_normal", "split", "fold_in", "experimental"]
 
 
 # tf.random.experimental: the stateless seed split and fold-in.

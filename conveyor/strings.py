@@ -11,9 +11,9 @@ from conveyor.ops.string_ops import (as_string, bytes_split, format, join, lengt
                                      lower, reduce_join, regex_full_match, regex_replace, split,
                                      strip, substr, to_hash_bucket, to_hash_bucket_fast,
                                      to_hash_bucket_strong, to_number, unicode_decode,
-                                     unicode_split, upper)
+                                     unicode_split, upper, ngrams)
 
 __all__ = ["split", "bytes_split", "unicode_split", "unicode_decode", "to_number",
            "to_hash_bucket_fast", "to_hash_bucket_strong", "to_hash_bucket", "regex_full_match",
            "regex_replace", "lower", "upper", "strip", "length", "substr", "join", "reduce_join",
-           "as_string", "format"]
+           "as_string", "format", "ngrams"]

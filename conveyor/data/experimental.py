@@ -21,7 +21,8 @@ __all__ = ["prefetch_to_device", "copy_to_device", "AUTOTUNE", "INFINITE_CARDINA
            "set_io_budget",
            "AutotuneChoice", "Counter", "get_single_element",
            "assert_cardinality", "enumerate_dataset", "ignore_errors", "parallel_interleave",
-           "map_and_batch", "shuffle_and_repeat", "from_list", "RandomDataset", "scan", "take_while", "unique"]
+           "map_and_batch", "shuffle_and_repeat", "from_list", "RandomDataset", "scan", "take_while", "unique",
+           "unbatch", "get_structure"]
 
 
 def set_io_budget(bytes=None, requests=None):
@@ -329,6 +330,26 @@ def unique():
     def _apply_fn(dataset):
         return dataset.unique()
     return _apply_fn
+
+
+def unbatch():
+    """A transformation for ``Dataset.apply``: ``dataset.unbatch()``."""
+    def _apply_fn(dataset):
+        return dataset.unbatch()
+    return _apply_fn
+
+
+def get_structure(dataset_or_iterator):
+    """The element spec of a dataset (``tf.data.experimental.get_structure``):
+    its ``element_spec``; an object with an ``element_spec`` (a TF1-style
+    ``compat.v1`` iterator) gives its own. conveyor's plain iterators carry
+    no element spec: they are a TypeError here."""
+    try:
+        return dataset_or_iterator.element_spec
+    except AttributeError:
+        raise TypeError(f"Invalid `dataset_or_iterator`. `dataset_or_iterator` must be a "
+                        f"`tf.data.Dataset` or tf.data.Iterator object, but got "
+                        f"{type(dataset_or_iterator)}.") from None
 
 
 # Lookup tables from datasets (conveyor/ops/lookup_ops.py)

@@ -6,7 +6,7 @@ from conveyor.framework.convert import to_array
 from conveyor.framework.eager import EagerTensor, as_eager
 from conveyor.framework.tracing import Tensor, current_trace
 
-__all__ = ["convert_to_tensor", "is_tensor"]
+__all__ = ["convert_to_tensor", "is_tensor", "executing_eagerly", "get_static_value"]
 
 
 def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
@@ -40,3 +40,26 @@ def is_tensor(x):
     """True for conveyor's tensors: traced ``Tensor``s and ``EagerTensor``s
     (an eager op's scalar string result is plain ``bytes``: False)."""
     return isinstance(x, (Tensor, EagerTensor))
+
+
+def executing_eagerly():
+    """``tf.executing_eagerly``: False while a function is traced into a
+    map's program (as inside TensorFlow's graph), True otherwise. A map
+    function that runs in Python per element sees True (it runs on eager
+    values), where TensorFlow's graph says False."""
+    return current_trace() is None
+
+
+def get_static_value(tensor, partial=False):
+    """``tf.get_static_value``: the NumPy value of `tensor` when it is known
+    without running the pipeline (an eager tensor, a Python or NumPy value,
+    a constant of a traced function), else None; a value that is not a
+    tensor comes back unchanged."""
+    if isinstance(tensor, Tensor):
+        key = tensor._key
+        if key[0] == "const":
+            return np.asarray(tensor._trace.constants[key[1]])
+        return None
+    if isinstance(tensor, EagerTensor):
+        return tensor.numpy()
+    return tensor

@@ -7,3 +7,4 @@ from conveyor.io._encode import encode_jpeg, encode_png  # noqa: F401
 from conveyor.io.csv_ops import decode_csv  # noqa: F401
 from conveyor.io._tensor_proto import parse_tensor, serialize_tensor  # noqa: F401
 from conveyor.io._compressed import decode_compressed  # noqa: F401
+from conveyor.io.files import decode_base64, encode_base64, matching_files  # noqa: F401

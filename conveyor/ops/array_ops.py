@@ -4,7 +4,7 @@
 ``squeeze``, ``ensure_shape``; ``concat``, ``stack``, ``unstack``,
 ``split``; ``gather``, ``where``, ``boolean_mask``, ``one_hot``,
 ``sequence_mask``; ``transpose``, ``tile``, ``pad``, ``reverse``,
-``broadcast_to``; ``identity`` and ``stop_gradient``
+``broadcast_to``; ``identity``, ``identity_n`` and ``stop_gradient``
 (``image.resize_with_pad`` is in conveyor/image/_pad.py; ``x[i]`` on a traced
 tensor is ``math_ops._getitem``, installed with the other operators).
 
@@ -35,7 +35,7 @@ from conveyor.tensor_spec import TensorShape
 __all__ = ["constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "reshape", "shape",
            "size", "rank", "expand_dims", "squeeze", "ensure_shape", "concat", "stack",
            "unstack", "split", "gather", "where", "boolean_mask", "one_hot", "sequence_mask",
-           "transpose", "tile", "pad", "reverse", "broadcast_to", "identity", "stop_gradient"]
+           "transpose", "tile", "pad", "reverse", "broadcast_to", "identity", "identity_n", "stop_gradient"]
 
 
 def _static_array(value, fname, what):
@@ -761,6 +761,11 @@ def identity(input, name=None):  # noqa: A002 - TensorFlow's argument name
     if isinstance(x, Tensor):  # a node of its own, as TensorFlow's Identity
         return ensure_shape(x, static_shape(x))
     return as_eager(np.asarray(x))
+
+
+def identity_n(input, name=None):  # noqa: A002 - TensorFlow's argument name
+    """A list of ``identity`` of each tensor in `input` (``tf.identity_n``)."""
+    return [identity(v) for v in input]
 
 
 def size(input, out_type=None, name=None):  # noqa: A002

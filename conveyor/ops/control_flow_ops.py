@@ -6,7 +6,7 @@ from conveyor import dtypes as _dtypes
 from conveyor import nest
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["cond"]
+__all__ = ["cond", "no_op", "group"]
 
 
 def cond(pred, true_fn=None, false_fn=None, name=None):
@@ -56,3 +56,17 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     if len(specs) == 1:
         outs = [outs]
     return nest.pack_sequence_as(a, outs)
+
+
+def no_op(name=None):
+    """``tf.no_op``: does nothing; returns None (a traced program runs its
+    ops in call order, so there is no operation to depend on)."""
+    return None
+
+
+def group(*inputs, name=None):
+    """``tf.group``: None, as TensorFlow returns eagerly. Inside a traced
+    map function the grouped ops run anyway (a program runs every op it
+    recorded, checks included), so ``tf.control_dependencies([tf.group(...)])``
+    keeps its meaning."""
+    return None

@@ -19,7 +19,7 @@ from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_erro
 from conveyor.ops.array_ops import stack, unstack
 from conveyor.ops.control_flow_ops import cond
 
-__all__ = ["map_fn", "case", "Assert", "name_scope", "control_dependencies"]
+__all__ = ["map_fn", "case", "switch_case", "Assert", "name_scope", "control_dependencies"]
 
 
 def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
@@ -152,6 +152,50 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
     for p, action in reversed(list(zip(preds, fns))):
         fn = (lambda p, action, rest: lambda: cond(p, action, rest))(p, action, fn)
     return fn()
+
+
+def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
+    """``tf.switch_case``: the results of ``branch_fns[branch_index]()``;
+    an index out of range runs `default` (None: the last branch).
+    `branch_fns` is a list of callables, a list of (int, callable) pairs or a
+    dict of them. A traced int32 index (AutoAugment's op choice) runs every
+    branch and picks one per element, as ``tf.case`` does; a Python or
+    eager index calls one branch."""
+    if isinstance(branch_fns, dict):
+        items = sorted(branch_fns.items())
+    elif isinstance(branch_fns, (list, tuple)) and branch_fns and \
+            all(isinstance(b, tuple) for b in branch_fns):
+        items = sorted(branch_fns)
+    elif isinstance(branch_fns, (list, tuple)):
+        items = list(enumerate(branch_fns))
+    else:
+        raise TypeError("branch_fns must be a list, tuple, or dict")
+    if not items:
+        raise ValueError("Must provide at least one item in branch_fns")
+    keys = [k for k, _ in items]
+    if any(not isinstance(k, int) or isinstance(k, bool) for k in keys) or \
+            keys != list(range(len(keys))):
+        raise ValueError(f"branch indices (keys) must be the integers 0 ... {len(keys) - 1}, "
+                         f"got {keys}")
+    for k, fn in items:
+        if not callable(fn):
+            raise TypeError(f"br_fn for index {k} must be callable; got {fn!r}")
+    if default is not None and not callable(default):
+        raise TypeError("default must be callable")
+    fns = [fn for _, fn in items]
+    if default is None:
+        default = fns.pop()
+    if not isinstance(branch_index, Tensor):
+        index = np.asarray(branch_index.numpy() if hasattr(branch_index, "numpy")
+                           else branch_index)
+        if index.dtype != np.int32 and not isinstance(branch_index, int) or index.ndim != 0:
+            raise TypeError(f"branch_index must be an int32 scalar, got {branch_index!r:.80}")
+        i = int(index)
+        return fns[i]() if 0 <= i < len(fns) else default()
+    if branch_index.dtype != _dtypes.int32 or branch_index.shape.rank not in (None, 0):
+        raise TypeError(f"branch_index must be an int32 scalar, got {branch_index!r}")
+    from conveyor.ops.math_ops import equal
+    return case([(equal(branch_index, k), fn) for k, fn in enumerate(fns)], default=default)
 
 
 _scopes = threading.local()

@@ -1,11 +1,12 @@
 """``tf.print`` (``conveyor.print``)."""
+import logging
 import sys
 
 import numpy as np
 
 from conveyor.framework.tracing import Tensor, _PlainPython, current_trace
 
-__all__ = ["print_"]
+__all__ = ["print_", "get_logger"]
 
 
 def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):
@@ -37,3 +38,10 @@ def _format(value, summarize):
     with np.printoptions(threshold=summarize * 2 if summarize > 0 else sys.maxsize,
                          edgeitems=max(summarize, 1)):
         return str(arr)
+
+
+def get_logger():
+    """``tf.get_logger``: the ``logging`` logger named "tensorflow", the one
+    ``tf.compat.v1.logging`` writes to, as in TensorFlow. conveyor's own
+    warnings are Python warnings (``warnings``), not log records."""
+    return logging.getLogger("tensorflow")

@@ -30,7 +30,12 @@ __all__ = ["cast", "clip_by_value", "add", "subtract", "multiply", "divide", "tr
            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
            "logical_not", "negative", "abs", "sqrt", "exp", "log", "floor", "ceil", "round",
            "square", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
-           "reduce_any", "reduce_all", "argmax", "argmin", "range", "cumsum"]
+           "reduce_any", "reduce_all", "argmax", "argmin", "range", "cumsum",
+           "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+           "sigmoid", "sign", "log1p", "expm1", "rsqrt", "reciprocal", "is_nan", "is_inf",
+           "is_finite", "erf", "squared_difference", "divide_no_nan", "softplus", "cumprod",
+           "reduce_variance", "reduce_std", "reduce_logsumexp", "count_nonzero", "l2_normalize",
+           "histogram_fixed_width"]
 
 
 def cast(x, dtype, name=None):
@@ -48,9 +53,20 @@ def cast(x, dtype, name=None):
 _KINDS = {name: i for i, name in enumerate([
     "add", "subtract", "multiply", "realdiv", "floordiv", "floormod", "pow", "maximum",
     "minimum", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
-    "logical_and", "logical_or", "logical_xor",
-    "negative", "abs", "logical_not", "sqrt", "exp", "log", "floor", "ceil", "round", "square"])}
+    "logical_and", "logical_or", "logical_xor", "atan2", "squared_difference", "divide_no_nan",
+    "negative", "abs", "logical_not", "sqrt", "exp", "log", "floor", "ceil", "round", "square",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "sign",
+    "log1p", "expm1", "rsqrt", "reciprocal", "is_nan", "is_inf", "is_finite", "erf",
+    "softplus"])}
 _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+_PREDICATES = {"is_nan", "is_inf", "is_finite"}  # unary, bool result
+# Defined for floats only; TensorFlow refuses other dtypes with
+# InvalidArgumentError eagerly and TypeError in a graph (a traced map).
+_FLOAT_ONLY_TF = {"sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+                  "sigmoid", "log1p", "expm1", "rsqrt", "reciprocal", "erf", "softplus",
+                  "atan2"} | _PREDICATES
+_SIGNED_INTS = {"int8", "int16", "int32", "int64"}
+_SQDIFF_INTS = {"int32", "int64"}
 _LOGICAL = {"logical_and", "logical_or", "logical_xor", "logical_not"}
 _FLOAT_ONLY = {"realdiv", "sqrt", "exp", "log", "floor", "ceil"}
 _PYTHON_VALUES = (bool, int, float, list, tuple)
@@ -129,6 +145,14 @@ def _binary(fname, x, y, operator=False):
     if (fname in _LOGICAL) != dx.is_bool and fname not in ("equal", "not_equal"):
         raise refuse(TypeError, f"{fname} is not defined for {dx.name} tensors")
     shape = _broadcast_shape(static_shape(x), static_shape(y), fname)
+    if fname in _FLOAT_ONLY_TF and not dx.is_floating:
+        raise _error(_traced(x, y), TypeError, f"{fname}: Value for attr 'T' of {dx.name} is "
+                                               f"not in the list of allowed values (floats)")
+    if fname == "squared_difference" and not dx.is_floating and dx.name not in _SQDIFF_INTS:
+        raise _error(_traced(x, y), TypeError, f"squared_difference: Value for attr 'T' of "
+                                               f"{dx.name} is not in the list of allowed values")
+    if fname == "divide_no_nan" and dx.is_integer:
+        x, y, dx = cast(x, _float_for(dx)), cast(y, _float_for(dx)), _float_for(dx)
     if fname == "truediv":
         if dx.is_integer:
             x, y, dx = cast(x, _float_for(dx)), cast(y, _float_for(dx)), _float_for(dx)
@@ -152,12 +176,18 @@ def _unary(fname, x):
         raise op_error(TypeError, f"{fname} is not defined for {dx.name} tensors")
     if fname in _FLOAT_ONLY and not dx.is_floating:
         raise op_error(TypeError, f"{fname} is not defined for {dx.name} tensors")
+    if (fname in _FLOAT_ONLY_TF and not dx.is_floating) or \
+            (fname == "sign" and not dx.is_floating and dx.name not in _SIGNED_INTS):
+        raise _error(_traced(x), TypeError, f"{fname}: Value for attr 'T' of {dx.name} is not "
+                                            f"in the list of allowed values")
     half = dx == _dtypes.float16
     if half:
         x = cast(x, _dtypes.float32)
-    result = apply("Elementwise", [x], [(static_shape(x), dtype_of(x))],
+    predicate = fname in _PREDICATES
+    result = apply("Elementwise", [x], [(static_shape(x),
+                                         _dtypes.bool if predicate else dtype_of(x))],
                    attrs={"kind": _KINDS[fname]})
-    return cast(result, _dtypes.float16) if half else result
+    return cast(result, _dtypes.float16) if half and not predicate else result
 
 
 def _named(op, fname, doc):
@@ -207,6 +237,45 @@ floor = _make_unary("floor", "Largest integer not greater than x (float tensors)
 ceil = _make_unary("ceil", "Smallest integer not less than x (float tensors).")
 round = _make_unary("round", "x rounded half to even (``tf.math.round``).")  # noqa: A001
 square = _make_unary("square", "x * x elementwise.")
+
+# Float-only functions (tf.math): float16 is computed in float32 and rounded
+# back; float32 uses the C library's float functions, which may differ from
+# TensorFlow's (Eigen's) approximations in the last bit (docs/differences.md).
+sin = _make_unary("sin", "Sine of a float tensor, in radians (``tf.math.sin``).")
+cos = _make_unary("cos", "Cosine of a float tensor, in radians (``tf.math.cos``).")
+tan = _make_unary("tan", "Tangent of a float tensor (``tf.math.tan``).")
+asin = _make_unary("asin", "Inverse sine of a float tensor (``tf.math.asin``); NaN outside "
+                           "[-1, 1].")
+acos = _make_unary("acos", "Inverse cosine of a float tensor (``tf.math.acos``); NaN outside "
+                           "[-1, 1].")
+atan = _make_unary("atan", "Inverse tangent of a float tensor (``tf.math.atan``).")
+sinh = _make_unary("sinh", "Hyperbolic sine of a float tensor (``tf.math.sinh``).")
+cosh = _make_unary("cosh", "Hyperbolic cosine of a float tensor (``tf.math.cosh``).")
+tanh = _make_unary("tanh", "Hyperbolic tangent of a float tensor (``tf.math.tanh``).")
+sigmoid = _make_unary("sigmoid", "1 / (1 + exp(-x)) for a float tensor (``tf.math.sigmoid``).")
+sign = _make_unary("sign", "-1, 0 or 1 by the sign of x (``tf.math.sign``); NaN stays NaN. "
+                           "Floats and signed integers.")
+log1p = _make_unary("log1p", "log(1 + x), accurate for small x (``tf.math.log1p``).")
+expm1 = _make_unary("expm1", "exp(x) - 1, accurate for small x (``tf.math.expm1``).")
+rsqrt = _make_unary("rsqrt", "1 / sqrt(x) for a float tensor (``tf.math.rsqrt``).")
+reciprocal = _make_unary("reciprocal", "1 / x for a float tensor (``tf.math.reciprocal``).")
+is_nan = _make_unary("is_nan", "Whether each value is NaN, as bool (``tf.math.is_nan``).")
+is_inf = _make_unary("is_inf", "Whether each value is +-inf, as bool (``tf.math.is_inf``).")
+is_finite = _make_unary("is_finite", "Whether each value is neither NaN nor infinite, as bool "
+                                     "(``tf.math.is_finite``).")
+erf = _make_unary("erf", "The Gauss error function of a float tensor (``tf.math.erf``).")
+softplus = _make_unary("softplus", "log(exp(x) + 1) for a float tensor (``tf.math.softplus``), "
+                                   "computed as TensorFlow does: x itself for large x, exp(x) "
+                                   "for very negative x.")
+atan2 = _named(lambda y, x, name=None: _binary("atan2", y, x), "atan2",
+               "The angle of the point (x, y) in radians, elementwise (``tf.math.atan2``; "
+               "note the argument order y, x).")
+squared_difference = _make_binary("squared_difference", "(x - y) * (x - y) elementwise "
+                                                        "(``tf.math.squared_difference``); "
+                                                        "floats, int32 and int64.")
+divide_no_nan = _make_binary("divide_no_nan", "x / y, or 0 where y is 0 "
+                                              "(``tf.math.divide_no_nan``); integers are "
+                                              "divided in floating point as by truediv.")
 
 
 def _getitem(x, key):
@@ -304,27 +373,141 @@ _install_operators(Tensor)
 # -- cumsum (csrc/ops/cumsum.c) ------------------------------------------------
 
 
-def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):  # noqa: A002
-    """Running sums along `axis` (``tf.math.cumsum``): `exclusive` leaves
-    each value out of its own sum (the first is 0), `reverse` sums from the
-    end. Sums accumulate in the dtype (integers wrap), as TensorFlow."""
+def _scan(product, x, axis, exclusive, reverse):
+    fname = "cumprod" if product else "cumsum"
     v = convert(x, name="x")
     traced = _traced(v)
     dt = dtype_of(v)
     if dt in (_dtypes.string, _dtypes.bool):
         raise _error(traced, TypeError, f"Value for attr 'T' of {dt.name} is not in the list "
-                                        f"of allowed values (cumsum takes numbers)")
-    axes = _static_ints(axis, "cumsum", "axis")
+                                        f"of allowed values ({fname} takes numbers)")
+    axes = _static_ints(axis, fname, "axis")
     if len(axes) != 1:
         raise _error(traced, ValueError, "Shape must be rank 0 but is rank 1")
     a = axes[0]
     shape = static_shape(v)
     if shape is None:
-        raise v._trace.fail("cumsum of a tensor of unknown rank is not supported natively")
+        raise v._trace.fail(f"{fname} of a tensor of unknown rank is not supported natively")
     # An axis out of range is the op's InvalidArgumentError (per element when
     # traced, as in TensorFlow's graph).
     return apply("Cumsum", [v], [(shape, dt)], attrs={"axis": a, "exclusive": int(bool(exclusive)),
-                                                      "reverse": int(bool(reverse))})
+                                                      "reverse": int(bool(reverse)),
+                                                      "product": int(bool(product))})
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):  # noqa: A002
+    """Running sums along `axis` (``tf.math.cumsum``): `exclusive` leaves
+    each value out of its own sum (the first is 0), `reverse` sums from the
+    end. Sums accumulate in the dtype (integers wrap), as TensorFlow."""
+    return _scan(False, x, axis, exclusive, reverse)
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):  # noqa: A002
+    """Running products along `axis` (``tf.math.cumprod``): `exclusive`
+    leaves each value out of its own product (the first is 1), `reverse`
+    multiplies from the end. Products accumulate in the dtype (integers
+    wrap), as TensorFlow."""
+    return _scan(True, x, axis, exclusive, reverse)
+
+
+# -- statistics composed of the ops above (traced as those ops) -----------------
+
+
+def _float_input(fname, input_tensor):
+    x = convert(input_tensor, name="input_tensor")
+    if not dtype_of(x).is_floating:
+        raise op_error(TypeError, f"{fname}: input must be a float tensor, got "
+                                  f"{dtype_of(x).name}")
+    return x
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """The variance along `axis` (``tf.math.reduce_variance``): the mean of
+    the squared differences from the mean, as TensorFlow computes it. Float
+    tensors; `axis` and `keepdims` as in ``reduce_mean``."""
+    x = _float_input("reduce_variance", input_tensor)
+    mean = reduce_mean(x, axis, keepdims=True)
+    return reduce_mean(squared_difference(x, mean), axis, keepdims=keepdims)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """The standard deviation along `axis` (``tf.math.reduce_std``): the
+    square root of ``reduce_variance``."""
+    return sqrt(reduce_variance(input_tensor, axis, keepdims))
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """log(sum(exp(x))) along `axis` (``tf.math.reduce_logsumexp``), computed
+    stably as TensorFlow does: the (finite) maximum is subtracted before exp
+    and added back after log."""
+    x = _float_input("reduce_logsumexp", input_tensor)
+    kept = _finite_or_zero(reduce_max(x, axis, keepdims=True))
+    out = log(reduce_sum(exp(subtract(x, kept)), axis, keepdims=keepdims))
+    top = kept if keepdims else _finite_or_zero(reduce_max(x, axis, keepdims=False))
+    return add(out, top)
+
+
+def count_nonzero(input, axis=None, keepdims=None, dtype=_dtypes.int64, name=None):  # noqa: A002
+    """The number of non-zero values along `axis` (``tf.math.count_nonzero``),
+    as `dtype` (int64 by default); strings count when not empty, bools when
+    True."""
+    x = convert(input, name="input")
+    dt = dtype_of(x)
+    zero = b"" if dt == _dtypes.string else False if dt.is_bool else 0
+    nonzero = not_equal(x, zero)
+    return cast(reduce_sum(cast(nonzero, _dtypes.int64), axis, keepdims=bool(keepdims)),
+                _dtypes.as_dtype(dtype))
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """`x` divided by its L2 norm along `axis` (``tf.math.l2_normalize``):
+    x * rsqrt(max(sum(x ** 2), epsilon)), as TensorFlow computes it."""
+    if dim is not None:
+        axis = dim
+    x = _float_input("l2_normalize", x)
+    square_sum = reduce_sum(square(x), axis, keepdims=True)
+    return multiply(x, rsqrt(maximum(square_sum, epsilon)))
+
+
+def _finite_or_zero(t):
+    """t where it is finite, 0 elsewhere (tf.where's op; array_ops imports this module)."""
+    zero = convert(np.zeros((), dtype_of(t).as_numpy_dtype))
+    return apply("SelectV2", [is_finite(t), t, zero], [(static_shape(t), dtype_of(t))])
+
+
+# -- histogram_fixed_width (csrc/ops/histogram_fixed_width.c) ------------------
+
+
+def histogram_fixed_width(values, value_range, nbins=100, dtype=_dtypes.int32, name=None):
+    """The counts of `values` in `nbins` equal bins over `value_range`
+    [lo, hi] (``tf.histogram_fixed_width``; AutoAugment's equalize): values
+    below lo count in the first bin, values from hi up in the last. `values`
+    and `value_range` share a dtype (int32, int64, float32, float64); `nbins`
+    is a Python int here (a traced one makes the function run in Python);
+    the counts are int32 or int64 (`dtype`). lo >= hi or nbins <= 0 is an
+    InvalidArgumentError."""
+    v = convert(values, name="values")
+    r = _hinted(value_range, dtype_of(v), "histogram_fixed_width") \
+        if isinstance(value_range, (list, tuple)) else convert(value_range, name="value_range")
+    dtype = _dtypes.as_dtype(dtype)
+    traced = _traced(v, r)
+    if dtype not in (_dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"histogram_fixed_width: dtype must be int32 or int64, got "
+                                  f"{dtype.name}")
+    if dtype_of(v) != dtype_of(r):
+        raise op_error(TypeError, f"histogram_fixed_width: values and value_range must have the "
+                                  f"same dtype, got {dtype_of(v).name} and {dtype_of(r).name}")
+    if dtype_of(v) not in (_dtypes.int32, _dtypes.int64, _dtypes.float32, _dtypes.float64):
+        raise _error(traced, TypeError, f"histogram_fixed_width: Value for attr 'T' of "
+                                        f"{dtype_of(v).name} is not in the list of allowed "
+                                        f"values (int32, int64, float32, float64)")
+    n = _static_ints(nbins, "histogram_fixed_width", "nbins")
+    if len(n) != 1:
+        raise _error(traced, ValueError, "nbins must be a scalar")
+    if n[0] <= 0 and traced:
+        raise op_error(ValueError, f"nbins should be a positive number, but got '{n[0]}'")
+    return apply("HistogramFixedWidth", [v, r], [((n[0],), dtype)],
+                 attrs={"nbins": n[0], "dtype": dtype._code})
 
 
 # -- helpers of the reductions and of conveyor.ops.array_ops -----------------------

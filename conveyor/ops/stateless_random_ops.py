@@ -15,7 +15,9 @@ from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["stateless_uniform", "stateless_normal", "stateless_split", "split", "fold_in"]
+__all__ = ["stateless_uniform", "stateless_normal", "stateless_truncated_normal",
+           "stateless_categorical",
+           "stateless_split", "split", "fold_in"]
 
 # StatelessRandom kinds (csrc/ops/stateless_random.c).
 _FLOAT, _RANGE, _FULL, _NORMAL = range(4)
@@ -122,6 +124,57 @@ def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=_dtypes.float32, n
                                       f"`{n}`, not a traced tensor")
     t = dtype.as_numpy_dtype
     return _random(seed, dims, dtype, _NORMAL, flo=float(t(mean)), fhi=float(t(stddev)))
+
+
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=_dtypes.float32,
+                               name=None, alg="auto_select"):
+    """Normal random values within two standard deviations of the mean that
+    depend only on `seed` (``tf.random.stateless_truncated_normal``):
+    TensorFlow's values for the same seed (op StatelessTruncatedNormal,
+    csrc/ops/stateless_truncated_normal.c), then times `stddev` plus `mean`
+    in `dtype` (float16, float32 or float64), as TensorFlow."""
+    from conveyor.ops.math_ops import add, multiply
+    dtype = _dtypes.as_dtype(dtype)
+    dims = _dims(shape)
+    if dtype not in (_dtypes.float16, _dtypes.float32, _dtypes.float64):
+        raise op_error(TypeError, f"stateless_truncated_normal: unsupported dtype {dtype.name} "
+                                  f"in conveyor (float16, float32, float64)")
+    if alg not in ("auto_select", "philox", 1, 3, None):
+        raise op_error(ValueError, f"conveyor's stateless random ops use Philox only, got "
+                                   f"alg={alg!r}")
+    rnd = apply("StatelessTruncatedNormal", [_seed(seed)], [(tuple(dims), dtype)],
+                attrs={"dtype": dtype._code, "rank": len(dims), "shape": dims})
+    t = dtype.as_numpy_dtype
+    stddev = stddev if isinstance(stddev, Tensor) else np.asarray(stddev).astype(t)
+    mean = mean if isinstance(mean, Tensor) else np.asarray(mean).astype(t)
+    return add(multiply(rnd, stddev), mean)
+
+
+def stateless_categorical(logits, num_samples, seed, dtype=_dtypes.int64, name=None):
+    """`num_samples` class indices per row of `logits` [batch, classes],
+    drawn with probabilities softmax(row), that depend only on `seed`
+    (``tf.random.stateless_categorical``): TensorFlow's values for the same
+    seed (op Multinomial, csrc/ops/multinomial.c). Non-finite logits are
+    never drawn. `num_samples` is a Python int here; `dtype` int32 or
+    int64."""
+    x = convert(logits, name="logits")
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype not in (_dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"categorical: dtype must be int32 or int64, got {dtype.name}")
+    if dtype_of(x) not in (_dtypes.float16, _dtypes.float32, _dtypes.float64):
+        raise op_error(TypeError, f"categorical: logits must be float16, float32 or float64, "
+                                  f"got {dtype_of(x).name}")
+    if isinstance(num_samples, Tensor):
+        raise num_samples._trace.fail("categorical with a traced `num_samples` is not "
+                                      "supported natively")
+    n = operator.index(np.asarray(num_samples).item())
+    shape = static_shape(x)
+    if shape is not None and len(shape) != 2:
+        raise op_error(ValueError if isinstance(x, Tensor) else _errors.InvalidArgumentError,
+                       f"logits should be a matrix, got shape {list(shape)}")
+    out = None if shape is None else (shape[0], n)
+    return apply("Multinomial", [x, _seed(seed)], [(out, dtype)],
+                 attrs={"num_samples": n, "dtype": dtype._code})
 
 
 def stateless_split(seed, num=2, alg="auto_select"):

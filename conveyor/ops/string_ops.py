@@ -9,11 +9,12 @@ import numpy as np
 from conveyor import _engine
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
+from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
                                         static_shape)
 
 __all__ = ["split", "bytes_split", "unicode_split", "unicode_decode", "to_number",
-           "to_hash_bucket_fast", "to_hash_bucket_strong", "to_hash_bucket"]
+           "to_hash_bucket_fast", "to_hash_bucket_strong", "to_hash_bucket", "encode_base64", "decode_base64", "ngrams"]
 
 
 def _string_input(value, fname, name="input"):
@@ -513,3 +514,72 @@ def format(template, inputs, placeholder="{}", summarize=3, name=None):  # noqa:
     return apply("StringFormat", xs, [((), _dtypes.string)],
                  attrs={"summarize": int(summarize),
                         "template_length": builtins_len(text.encode("utf-8")) + 1}, string=text)
+
+
+# -- base64 (csrc/ops/base64.c) -------------------------------------------------
+
+
+def encode_base64(input, pad=False, name=None):  # noqa: A002
+    """Each string of `input` in web-safe base64 (``tf.io.encode_base64``:
+    the alphabet A-Z a-z 0-9 - _), padded with '=' only with `pad`."""
+    x = _string_input(input, "encode_base64")
+    return apply("Base64", [x], [(static_shape(x), _dtypes.string)],
+                 attrs={"decode": 0, "pad": int(bool(pad))})
+
+
+def decode_base64(input, name=None):  # noqa: A002
+    """Each web-safe base64 string of `input` decoded (``tf.io.decode_base64``),
+    with or without '=' padding; another character is an
+    InvalidArgumentError."""
+    x = _string_input(input, "decode_base64")
+    return apply("Base64", [x], [(static_shape(x), _dtypes.string)],
+                 attrs={"decode": 1, "pad": 0})
+
+
+# -- ngrams (eager; a traced call runs the map in Python) ---------------------------
+
+
+def ngrams(data, ngram_width, separator=" ", pad_values=None, padding_width=None,
+           preserve_short_sequences=False, name=None):
+    """The n-grams of the strings along the last axis of `data`, joined by
+    `separator` (``tf.strings.ngrams``) for each width in `ngram_width` (an
+    int or a list, in that order); `pad_values` (a pair, or one value for
+    both sides) pads each sequence by `padding_width` (default width - 1);
+    with `preserve_short_sequences` a sequence too short for any n-gram
+    gives itself, joined. Dense tensors only; conveyor computes it eagerly:
+    inside a map it makes the function run in Python (a TracingWarning
+    names it)."""
+    x = _string_input(data, "ngrams", "data")
+    if isinstance(x, Tensor):
+        raise x._trace.fail("tf.strings.ngrams is computed eagerly in conveyor, not natively")
+    arr = np.asarray(x, dtype=object)
+    if arr.ndim == 0:
+        raise op_error(ValueError, "ngrams: data must have rank >= 1")
+    widths = [ngram_width] if isinstance(ngram_width, int) else list(ngram_width)
+    if any(w <= 0 for w in widths):
+        raise op_error(_errors.InvalidArgumentError, "ngram_width must be > 0")
+    sep = separator.encode() if isinstance(separator, str) else bytes(separator)
+    if pad_values is not None:
+        pads = [pad_values] * 2 if isinstance(pad_values, (str, bytes)) else list(pad_values)
+        pads = [p.encode() if isinstance(p, str) else bytes(p) for p in pads]
+
+    def row(seq):
+        out = []
+        for w in widths:
+            items = list(seq)
+            if pad_values is not None:
+                k = w - 1 if padding_width is None else min(int(padding_width), w - 1)
+                items = [pads[0]] * k + items + [pads[1]] * k
+            out += [sep.join(items[i:i + w]) for i in range(len(items) - w + 1)]
+        if not out and preserve_short_sequences and len(seq):
+            out = [sep.join(list(seq))]
+        return out
+    rows = [row(r) for r in arr.reshape(-1, arr.shape[-1])]
+    if len({len(r) for r in rows}) > 1:
+        raise op_error(_errors.InvalidArgumentError, "ngrams: rows give different numbers of "
+                                                     "n-grams; conveyor returns dense tensors")
+    width = len(rows[0]) if rows else 0
+    result = np.empty((len(rows), width), dtype=object)
+    for i, r in enumerate(rows):
+        result[i, :] = r
+    return as_eager(result.reshape(arr.shape[:-1] + (width,)))

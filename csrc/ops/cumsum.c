@@ -1,6 +1,7 @@
-/* Cumsum(x): running sums along one axis (tf.math.cumsum). ints: [axis
- * (negative counts from the end; out of range is InvalidArgument), exclusive,
- * reverse]: exclusive sums leave out the
+/* Cumsum(x): running sums, or products, along one axis (tf.math.cumsum,
+ * tf.math.cumprod). ints: [axis (negative counts from the end; out of range is
+ * InvalidArgument), exclusive, reverse, product (0: sums, 1: products)]:
+ * exclusive scans leave out the
  * value itself (the first is 0), reverse sums run from the end. Numeric
  * dtypes; sums accumulate in the dtype (integers wrap, float16 rounds at
  * every step), as TensorFlow's CPU kernel. */
@@ -10,8 +11,8 @@
 #include "ops/values.h"
 
 /* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
-enum { CUMSUM_AXIS, CUMSUM_EXCLUSIVE, CUMSUM_REVERSE, CUMSUM_NUM_INTS };
-static const char *const cumsum_int_attrs[] = {"axis", "exclusive", "reverse", NULL};
+enum { CUMSUM_AXIS, CUMSUM_EXCLUSIVE, CUMSUM_REVERSE, CUMSUM_PRODUCT, CUMSUM_NUM_INTS };
+static const char *const cumsum_int_attrs[] = {"axis", "exclusive", "reverse", "product", NULL};
 CV_ATTR_NAMES_MATCH(cumsum_int_attrs, CUMSUM_NUM_INTS);
 
 #define CUMSUM_LOOP(T, ACC, LOAD, STORE)                                                          \
@@ -20,15 +21,15 @@ CV_ATTR_NAMES_MATCH(cumsum_int_attrs, CUMSUM_NUM_INTS);
         T *dst = (T *)out[0].data;                                                                 \
         for (int64_t o = 0; o < outer; o++)                                                        \
             for (int64_t k = 0; k < inner; k++) {                                                  \
-                ACC acc = 0;                                                                       \
+                ACC acc = (ACC)(prod ? 1 : 0);                                                     \
                 for (int64_t j = 0; j < n; j++) {                                                  \
                     int64_t jj = rev ? n - 1 - j : j;                                              \
                     size_t at = (size_t)((o * n + jj) * inner + k);                                \
                     if (excl) {                                                                    \
                         STORE(dst[at], acc);                                                       \
-                        acc = (ACC)(acc + LOAD(src[at]));                                          \
+                        acc = (ACC)(prod ? acc * LOAD(src[at]) : acc + LOAD(src[at]));             \
                     } else {                                                                       \
-                        acc = (ACC)(acc + LOAD(src[at]));                                          \
+                        acc = (ACC)(prod ? acc * LOAD(src[at]) : acc + LOAD(src[at]));             \
                         STORE(dst[at], acc);                                                       \
                     }                                                                              \
                 }                                                                                  \
@@ -54,6 +55,7 @@ static CvStatus cumsum_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
                         "but got %lld", -x->rank, x->rank, (long long)axis_attr);
     int axis = (int)(axis_attr < 0 ? axis_attr + x->rank : axis_attr);
     bool excl = attrs->ints[CUMSUM_EXCLUSIVE] != 0, rev = attrs->ints[CUMSUM_REVERSE] != 0;
+    bool prod = attrs->ints[CUMSUM_PRODUCT] != 0;
     int64_t outer = 1, inner = 1, n = x->shape[axis];
     for (int d = 0; d < axis; d++)
         outer *= x->shape[d];
@@ -71,12 +73,12 @@ static CvStatus cumsum_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
         cv_half *dst = (cv_half *)out[0].data;
         for (int64_t o = 0; o < outer; o++)
             for (int64_t k = 0; k < inner; k++) {
-                cv_half acc = cv_float_to_half(0.0f);
+                cv_half acc = cv_float_to_half(prod ? 1.0f : 0.0f);
                 for (int64_t j = 0; j < n; j++) {
                     int64_t jj = rev ? n - 1 - j : j;
                     size_t at = (size_t)((o * n + jj) * inner + k);
-                    cv_half next = cv_float_to_half(cv_half_to_float(acc) +
-                                                    cv_half_to_float(src[at]));
+                    float a = cv_half_to_float(acc), v = cv_half_to_float(src[at]);
+                    cv_half next = cv_float_to_half(prod ? a * v : a + v);
                     dst[at] = excl ? acc : next;
                     acc = next;
                 }

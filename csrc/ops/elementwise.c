@@ -9,6 +9,7 @@
  * checks only what depends on values: integer division by zero and
  * negative integer powers are InvalidArgument errors. Integer overflow wraps
  * (computed in unsigned arithmetic, never UB). */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -22,8 +23,11 @@ CV_ATTR_NAMES_MATCH(elementwise_int_attrs, ELEMENTWISE_NUM_INTS);
 typedef enum {
     EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_FLOORDIV, EW_FLOORMOD, EW_POW, EW_MAX, EW_MIN,
     EW_LESS, EW_LESS_EQUAL, EW_GREATER, EW_GREATER_EQUAL, EW_EQUAL, EW_NOT_EQUAL,
-    EW_AND, EW_OR, EW_XOR,
+    EW_AND, EW_OR, EW_XOR, EW_ATAN2, EW_SQUARED_DIFFERENCE, EW_DIVIDE_NO_NAN,
     EW_NEGATIVE, EW_ABS, EW_NOT, EW_SQRT, EW_EXP, EW_LOG, EW_FLOOR, EW_CEIL, EW_ROUND, EW_SQUARE,
+    EW_SIN, EW_COS, EW_TAN, EW_ASIN, EW_ACOS, EW_ATAN, EW_SINH, EW_COSH, EW_TANH, EW_SIGMOID,
+    EW_SIGN, EW_LOG1P, EW_EXPM1, EW_RSQRT, EW_RECIPROCAL, EW_IS_NAN, EW_IS_INF, EW_IS_FINITE,
+    EW_ERF, EW_SOFTPLUS,
     EW_COUNT
 } CvElementwise;
 
@@ -238,6 +242,9 @@ static CvStatus check_integer_operands(int kind, const CvTensor *a, const CvTens
         case EW_GREATER_EQUAL: RUNS(bool, T, x >= y); return true;                                 \
         case EW_EQUAL: RUNS(bool, T, x == y); return true;                                         \
         case EW_NOT_EQUAL: RUNS(bool, T, x != y); return true;                                     \
+        case EW_SQUARED_DIFFERENCE:                                                                \
+            RUNS(T, T, WRAP(T, U, *, WRAP(T, U, -, x, y), WRAP(T, U, -, x, y)));                   \
+            return true;                                                                           \
         default: return false;                                                                     \
         }                                                                                          \
     }
@@ -262,6 +269,9 @@ static CvStatus check_integer_operands(int kind, const CvTensor *a, const CvTens
         case EW_GREATER_EQUAL: RUNS(bool, T, x >= y); return true;                                 \
         case EW_EQUAL: RUNS(bool, T, x == y); return true;                                         \
         case EW_NOT_EQUAL: RUNS(bool, T, x != y); return true;                                     \
+        case EW_ATAN2: RUNS(T, T, atan2(x, y)); return true;                                       \
+        case EW_SQUARED_DIFFERENCE: RUNS(T, T, (x - y) * (x - y)); return true;                    \
+        case EW_DIVIDE_NO_NAN: RUNS(T, T, y == 0 ? (T)0 : x / y); return true;                     \
         default: return false;                                                                     \
         }                                                                                          \
     }
@@ -341,6 +351,7 @@ static BinaryKernel binary_kernel(CvDtype dtype)
         case EW_ABS: RUNS(T, T, x < 0 ? (T)(0 - (U)x) : x); return true;                           \
         case EW_SQUARE: RUNS(T, T, WRAP(T, U, *, x, x)); return true;                              \
         case EW_ROUND: RUNS(T, T, x); return true;                                                 \
+        case EW_SIGN: RUNS(T, T, (T)((x > 0) - (x < 0))); return true;                             \
         default: return false;                                                                     \
         }                                                                                          \
     }
@@ -359,9 +370,43 @@ static BinaryKernel binary_kernel(CvDtype dtype)
         case EW_FLOOR: RUNS(T, T, floor##SUFFIX(x)); return true;                                  \
         case EW_CEIL: RUNS(T, T, ceil##SUFFIX(x)); return true;                                    \
         case EW_ROUND: RUNS(T, T, nearbyint##SUFFIX(x)); return true; /* half to even */           \
+        case EW_SIN: RUNS(T, T, sin##SUFFIX(x)); return true;                                      \
+        case EW_COS: RUNS(T, T, cos##SUFFIX(x)); return true;                                      \
+        case EW_TAN: RUNS(T, T, tan##SUFFIX(x)); return true;                                      \
+        case EW_ASIN: RUNS(T, T, asin##SUFFIX(x)); return true;                                    \
+        case EW_ACOS: RUNS(T, T, acos##SUFFIX(x)); return true;                                    \
+        case EW_ATAN: RUNS(T, T, atan##SUFFIX(x)); return true;                                    \
+        case EW_SINH: RUNS(T, T, sinh##SUFFIX(x)); return true;                                    \
+        case EW_COSH: RUNS(T, T, cosh##SUFFIX(x)); return true;                                    \
+        case EW_TANH: RUNS(T, T, tanh##SUFFIX(x)); return true;                                    \
+        case EW_SIGMOID: RUNS(T, T, (T)1 / ((T)1 + exp##SUFFIX(-x))); return true;                 \
+        case EW_SIGN: RUNS(T, T, isnan(x) ? x : (T)((x > 0) - (x < 0))); return true;              \
+        case EW_LOG1P: RUNS(T, T, log1p##SUFFIX(x)); return true;                                  \
+        case EW_EXPM1: RUNS(T, T, expm1##SUFFIX(x)); return true;                                  \
+        case EW_RSQRT: RUNS(T, T, (T)1 / sqrt##SUFFIX(x)); return true;                            \
+        case EW_RECIPROCAL: RUNS(T, T, (T)1 / x); return true;                                     \
+        case EW_ERF: RUNS(T, T, erf##SUFFIX(x)); return true;                                      \
+        case EW_SOFTPLUS: RUNS(T, T, softplus##SUFFIX(x)); return true;                            \
+        case EW_IS_NAN: RUNS(bool, T, isnan(x)); return true;                                      \
+        case EW_IS_INF: RUNS(bool, T, isinf(x)); return true;                                      \
+        case EW_IS_FINITE: RUNS(bool, T, isfinite(x)); return true;                                \
         default: return false;                                                                     \
         }                                                                                          \
     }
+
+/* softplus as TensorFlow computes it: x itself above -(log(eps) + 2), exp(x)
+ * below log(eps) + 2 (eps of the dtype), log1p(exp(x)) between. */
+static inline float softplusf(float x)
+{
+    const float t = logf(FLT_EPSILON) + 2.0f;
+    return x > -t ? x : x < t ? expf(x) : log1pf(expf(x));
+}
+
+static inline double softplus(double x)
+{
+    const double t = log(DBL_EPSILON) + 2.0;
+    return x > -t ? x : x < t ? exp(x) : log1p(exp(x));
+}
 
 INT_UNARY(i8, u8)
 INT_UNARY(i16, u16)
@@ -401,9 +446,11 @@ static BinaryKernel unary_kernel(CvDtype dtype)
     }
 }
 
+/* The functions whose result is bool whatever the operands' dtype. */
 static bool is_comparison(int kind)
 {
-    return kind >= EW_LESS && kind <= EW_NOT_EQUAL;
+    return (kind >= EW_LESS && kind <= EW_NOT_EQUAL) || kind == EW_IS_NAN || kind == EW_IS_INF ||
+           kind == EW_IS_FINITE;
 }
 
 static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,

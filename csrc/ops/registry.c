@@ -72,6 +72,16 @@ extern const CvOp cv_op_reduce_join;
 extern const CvOp cv_op_as_string;
 extern const CvOp cv_op_string_format;
 extern const CvOp cv_op_stateless_random;
+extern const CvOp cv_op_stateless_truncated_normal;
+extern const CvOp cv_op_histogram_fixed_width;
+extern const CvOp cv_op_multinomial;
+extern const CvOp cv_op_random_permutation;
+extern const CvOp cv_op_random_gamma;
+extern const CvOp cv_op_sort;
+extern const CvOp cv_op_base64;
+extern const CvOp cv_op_search_sorted;
+extern const CvOp cv_op_scatter_nd;
+extern const CvOp cv_op_unique;
 extern const CvOp cv_op_adjust_hsv;
 extern const CvOp cv_op_adjust_contrast;
 extern const CvOp cv_op_adjust_gamma;
@@ -150,6 +160,16 @@ static const CvOp *const all_ops[] = {
     &cv_op_as_string,
     &cv_op_string_format,
     &cv_op_stateless_random,
+    &cv_op_stateless_truncated_normal,
+    &cv_op_histogram_fixed_width,
+    &cv_op_multinomial,
+    &cv_op_random_permutation,
+    &cv_op_random_gamma,
+    &cv_op_sort,
+    &cv_op_base64,
+    &cv_op_search_sorted,
+    &cv_op_scatter_nd,
+    &cv_op_unique,
     &cv_op_adjust_hsv,
     &cv_op_adjust_contrast,
     &cv_op_adjust_gamma,

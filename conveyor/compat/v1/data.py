@@ -7,6 +7,9 @@ import types as _types
 from conveyor.data import *  # noqa: F401,F403
 from conveyor.data import experimental as _experimental
 from conveyor.data.dataset import Dataset
+# TensorFlow 1's spellings of the readers (tf.compat.v1.data.TFRecordDataset), documented
+# with conveyor.data's.
+from conveyor.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset  # noqa: F401,E501
 
 __all__ = ["make_one_shot_iterator", "make_initializable_iterator", "get_output_types",
            "get_output_shapes", "get_output_classes", "experimental", "Iterator"]

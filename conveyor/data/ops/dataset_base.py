@@ -21,6 +21,7 @@ import threading
 import numpy as np
 
 from conveyor import _engine
+from conveyor import config as _config
 from conveyor.framework.eager import as_eager
 from conveyor import errors as _errors
 from conveyor import nest
@@ -243,7 +244,8 @@ class Dataset:
         memory = self._ram_budget()
         return BuildContext(deterministic, options.threading.private_threadpool_size or 0,
                              parallel_batch is not False, None if memory is UNSET else memory,
-                             check_budget(options.autotune.cpu_budget, "cpu_budget"),
+                             check_budget(options.autotune.cpu_budget, "cpu_budget") or
+                             _config.default_cpu_budget(),
                              options.experimental_optimization.shuffle_and_batch_fusion
                              is not False,
                              bool(options.experimental_optimization.jpeg_scaled_decode),

@@ -1,0 +1,279 @@
+"""tf.matmul, tf.linspace, tf.strided_slice, tf.gather_nd, tf.sort and
+tf.argsort (issue 28), against TensorFlow: eagerly and traced into a map's
+native program (no TracingWarning)."""
+import warnings
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import conveyor as cv  # noqa: E402
+from conveyor.framework.tracing import TracingWarning  # noqa: E402
+
+X = np.arange(2 * 3 * 4, dtype=np.int32).reshape(2, 3, 4)
+RGB = np.random.RandomState(0).rand(4, 5, 3).astype(np.float32)
+
+
+def _np(v):
+    return v.numpy() if hasattr(v, "numpy") and not isinstance(v, np.ndarray) else np.asarray(v)
+
+
+def _same(a, b, rtol=0):
+    a, b = _np(a), _np(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    if rtol:
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol)  # sums cancel: absolute too
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+def _in_map(t, fn, value):
+    ds = t.data.Dataset.from_tensors(value).map(fn)
+    if t is cv:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TracingWarning)
+            assert "mode=native" in repr(ds)
+            return next(iter(ds))
+    return next(iter(ds))
+
+
+def _both(fn, value, rtol=0):
+    _same(fn(cv, value), fn(tf, tf.constant(value)), rtol)
+    _same(_in_map(cv, lambda x: fn(cv, x), value), _in_map(tf, lambda x: fn(tf, x), value), rtol)
+
+
+YIQ = np.array([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]],
+               np.float32)
+
+MATMUL = {
+    "color_transform": (lambda t, x: t.reshape(t.matmul(t.reshape(x, [-1, 3]), YIQ,
+                                                        transpose_b=True), [4, 5, 3]), RGB),
+    "transpose_a": (lambda t, x: t.matmul(x[0], x[1], transpose_a=True), RGB[:2, :, :]),
+    "batched": (lambda t, x: t.matmul(x, t.transpose(x, [0, 2, 1])), RGB),
+    "linalg": (lambda t, x: t.linalg.matmul(x[0], x[0], adjoint_b=True), RGB),
+    "float64": (lambda t, x: t.matmul(x[0], x[1], transpose_b=True), RGB.astype(np.float64)),
+    "int32": (lambda t, x: t.matmul(x[0], x[1], transpose_b=True), X),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATMUL))
+def test_matmul(name):
+    fn, value = MATMUL[name]
+    _both(fn, value, rtol=1e-6 if value.dtype.kind == "f" else 0)
+
+
+def test_matmul_errors():
+    a, b = np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.matmul(a, b)
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.matmul(a, b)
+    with pytest.raises(ValueError):
+        tf.data.Dataset.from_tensors(a).map(lambda v: tf.matmul(v, v))
+    with pytest.raises(ValueError):
+        cv.data.Dataset.from_tensors(a).map(lambda v: cv.matmul(v, v))
+    with pytest.raises(TypeError):
+        cv.matmul(a, b.astype(np.float64))
+
+
+LINSPACE = {
+    "scalar": lambda t, x: t.linspace(x[0, 0], x[1, 0], 7),
+    "one": lambda t, x: t.linspace(x[0, 0], x[1, 0], 1),
+    "two": lambda t, x: t.linspace(x[0, 0], x[1, 0], 2),
+    "zero": lambda t, x: t.linspace(x[0, 0], x[1, 0], 0),
+    "vector": lambda t, x: t.linspace(x[0], x[1], 5),
+    "vector_axis1": lambda t, x: t.linspace(x[0], x[1], 4, axis=1),
+    "vector_axis_neg": lambda t, x: t.linspace(x[0], x[1], 3, axis=-1),
+    "python": lambda t, x: t.linspace(-1.0, 1.0, 9) + t.cast(x[0, 0] * 0, t.float32),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINSPACE))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linspace(name, dtype):
+    _both(LINSPACE[name], np.array([[0.5, -2.0, 3.0], [1.75, 10.0, -3.0]], dtype))
+
+
+def test_linspace_of_integers_is_float64():
+    _same(cv.linspace(0, 10, 6), tf.linspace(0, 10, 6))
+
+
+STRIDED = {
+    "basic": ([0, 1, 1], [2, 3, 4], [1, 1, 2], {}),
+    "shrink": ([1], [2], [1], {"shrink_axis_mask": 1}),
+    "negative_stride": ([0, -1], [0, 0], [1, -1], {"begin_mask": 0, "end_mask": 2,
+                                                   "ellipsis_mask": 1}),
+    "masks": ([1, 0, 3], [0, 2, 0], [1, 1, -1], {"begin_mask": 2, "end_mask": 5}),
+    "new_axis": ([0, 0, 1], [1, 0, 3], [1, 1, 1], {"new_axis_mask": 2, "shrink_axis_mask": 1}),
+    "ellipsis_last": ([1, 0], [2, 0], [1, 1], {"shrink_axis_mask": 1, "ellipsis_mask": 2}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED))
+def test_strided_slice(name):
+    b, e, s, kw = STRIDED[name]
+    _both(lambda t, x: t.strided_slice(x, b, e, s, **kw), X)
+
+
+GATHER_ND = {
+    "elements": [[0, 1, 2], [1, 2, 3]],
+    "rows": [[1, 2], [0, 0], [1, 0]],
+    "blocks": [[1], [0]],
+    "batched": [[[0, 2]], [[1, 1]]],
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATHER_ND))
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gather_nd(name, index_dtype):
+    indices = np.array(GATHER_ND[name], index_dtype)
+    _both(lambda t, x: t.gather_nd(x, indices), X)
+    _both(lambda t, x: t.gather_nd(x, indices), X.astype(np.float32))
+
+
+def test_gather_nd_out_of_range_is_invalid_argument():
+    bad = np.array([[0, 5]], np.int32)  # flat position 5 exists: the check must catch it
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.gather_nd(X, bad)
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.gather_nd(X, bad)
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        list(cv.data.Dataset.from_tensors(X).map(lambda x: cv.gather_nd(x, bad)))
+
+
+SORTABLE = {
+    "int32": np.array([[3, 1, 2, 1, -7], [0, -5, 7, 7, 2147483647]], np.int32),
+    "uint8": np.array([[3, 1, 200, 1, 0], [9, 9, 9, 0, 255]], np.uint8),
+    "float32": np.array([[0.5, -1.0, 0.5, -0.0, 0.0], [np.inf, -np.inf, 2.0, 1.0, 2.0]],
+                        np.float32),
+    "float64": np.array([[1e300, -1e300, 3.0, 3.0, 0.0], [5, 4, 3, 2, 1]], np.float64),
+    "int64": np.array([[2**62, -2**62, 0, 0, 1], [1, 1, 1, 1, 1]], np.int64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORTABLE))
+@pytest.mark.parametrize("direction", ["ASCENDING", "DESCENDING"])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_sort_and_argsort(name, direction, axis):
+    value = SORTABLE[name]
+    _both(lambda t, x: t.sort(x, axis=axis, direction=direction), value)
+    _both(lambda t, x: t.argsort(x, axis=axis, direction=direction), value)
+    _both(lambda t, x: t.argsort(x, axis=axis, direction=direction, stable=True), value)
+
+
+def test_sort_errors():
+    with pytest.raises(ValueError):
+        cv.sort(X, direction="UP")
+    with pytest.raises(ValueError):
+        tf.sort(X, direction="UP")
+    with pytest.raises(ValueError):
+        cv.sort(X, axis=3)
+
+
+SEARCH = {
+    "ints": (np.array([[1, 3, 3, 5], [0, 0, 2, 9]], np.int32),
+             np.array([[3, 0, 6], [0, 2, 10]], np.int32)),
+    "floats": (np.array([0.0, 0.5, 0.5, 1.0], np.float32),
+               np.array([-1.0, 0.5, 0.75, 1.0, 2.0], np.float32)),
+    "int64": (np.array([[-2**40, 0, 2**40]], np.int64), np.array([[2**40, -1]], np.int64)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEARCH))
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("out_type", ["int32", "int64"])
+def test_searchsorted(name, side, out_type):
+    seq, values = SEARCH[name]
+
+    def fn(t, v):
+        return t.searchsorted(seq, v, side=side, out_type=getattr(t, out_type))
+    _both(fn, values)
+
+
+def test_searchsorted_errors():
+    with pytest.raises(ValueError):
+        cv.searchsorted([1, 2], [1], side="middle")
+    with pytest.raises(ValueError):
+        tf.searchsorted([1, 2], [1], side="middle")
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.searchsorted(np.int32([[1, 2]]), np.int32([[1], [2]]))
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.searchsorted(np.int32([[1, 2]]), np.int32([[1], [2]]))
+
+
+SCATTER = {
+    "elements_update": (np.zeros((3, 2), np.int32), [[0, 1], [2, 0]], np.int32([7, 8])),
+    "rows_update": (np.ones((3, 2), np.float32), [[1], [0]], np.float32([[5, 6], [7, 8]])),
+    "batched_update": (np.zeros((4, 3), np.int64), [[[0], [3]], [[1], [2]]],
+                       np.arange(12, dtype=np.int64).reshape(2, 2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCATTER))
+def test_tensor_scatter_nd_update(name):
+    tensor, indices, updates = SCATTER[name]
+    _both(lambda t, x: t.tensor_scatter_nd_update(x, np.array(indices, np.int32), updates),
+          tensor)
+    _both(lambda t, x: t.tensor_scatter_nd_update(x, np.array(indices, np.int64), updates),
+          tensor)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_scatter_nd_adds_repeated_indices(dtype):
+    updates = np.array([1, 2, 3, 4], dtype)
+    _both(lambda t, u: t.scatter_nd([[1], [3], [1], [0]], u, [5]), updates)
+    rows = np.arange(6, dtype=dtype).reshape(2, 3)
+    _both(lambda t, u: t.scatter_nd([[1], [1]], u, [3, 3]), rows)
+
+
+def test_scatter_out_of_range_is_invalid_argument():
+    x = np.zeros((3, 2), np.int32)
+    for bad in ([[3]], [[-1]]):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.tensor_scatter_nd_update(x, bad, np.int32([[5, 6]]))
+        with pytest.raises(cv.errors.InvalidArgumentError):
+            cv.tensor_scatter_nd_update(x, bad, np.int32([[5, 6]]))
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        list(cv.data.Dataset.from_tensors(x).map(
+            lambda v: cv.tensor_scatter_nd_update(v, [[4]], np.int32([[5, 6]]))))
+
+
+UNIQUE = {
+    "int32": np.array([1, 1, 2, 4, 4, 4, 7, 8, 8], np.int32),
+    "int64_unsorted": np.array([9, -3, 9, 0, -3, 2**40], np.int64),
+    "float_zero_nan": np.array([0.0, -0.0, np.nan, 1.0, np.nan, 1.0], np.float32),
+    "uint8": np.array([255, 0, 255, 3], np.uint8),
+    "empty": np.array([], np.float64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNIQUE))
+@pytest.mark.parametrize("out_idx", ["int32", "int64"])
+def test_unique(name, out_idx):
+    value = UNIQUE[name]
+
+    def fn(t, v):
+        u = t.unique(v, out_idx=getattr(t, out_idx))
+        return u.y, u.idx
+    for a, b in zip(fn(cv, value), fn(tf, tf.constant(value))):
+        _same(a, b)
+    ours = _in_map(cv, lambda v: fn(cv, v), value)
+    theirs = _in_map(tf, lambda v: fn(tf, v), value)
+    for a, b in zip(ours, theirs):
+        _same(a, b)
+
+
+def test_unique_is_a_named_tuple_and_strings_run_eagerly():
+    words = np.array([b"b", b"a", b"b", b""], object)
+    ours, theirs = cv.unique(words), tf.unique(words)
+    assert ours._fields == theirs._fields == ("y", "idx")
+    _same(ours.y, theirs.y)
+    _same(ours.idx, theirs.idx)
+    with pytest.warns(TracingWarning, match="unique"):
+        ds = cv.data.Dataset.from_tensors(words).map(lambda w: cv.unique(w).y)
+    assert [v.tolist() for v in ds.as_numpy_iterator()] == [[b"b", b"a", b""]]
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.unique(np.zeros((2, 2), np.int32))
+    with pytest.raises(cv.errors.InvalidArgumentError):
+        cv.unique(np.zeros((2, 2), np.int32))
