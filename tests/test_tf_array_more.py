@@ -277,3 +277,14 @@ def test_unique_is_a_named_tuple_and_strings_run_eagerly():
         tf.unique(np.zeros((2, 2), np.int32))
     with pytest.raises(cv.errors.InvalidArgumentError):
         cv.unique(np.zeros((2, 2), np.int32))
+
+
+@pytest.mark.parametrize("make", [
+    lambda t: [t.constant(1, t.int64), 7],
+    lambda t: [np.float32(1.5), 2],
+    lambda t: [t.constant([1, 2], t.int64), [3, 4]],
+])
+def test_stack_converts_python_values_to_the_tensors_dtype(make):
+    _same(cv.stack(make(cv)), tf.stack(make(tf)))
+    _same(_in_map(cv, lambda x: cv.stack([x, 7]), np.int64(3)),
+          _in_map(tf, lambda x: tf.stack([x, 7]), np.int64(3)))

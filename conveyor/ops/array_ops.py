@@ -462,8 +462,14 @@ def concat(values, axis, name=None):
 
 
 def stack(values, axis=0, name=None):
-    """Stack tensors of one shape along a new `axis` (``tf.stack``)."""
-    xs = [convert(v, name="values") for v in values]
+    """Stack tensors of one shape along a new `axis` (``tf.stack``). Python
+    numbers and lists among tensors take the first tensor's dtype, as
+    TensorFlow's packing converts them."""
+    values = list(values)
+    hint = next((dtype_of(v) for v in values if isinstance(v, Tensor) or hasattr(v, "dtype")),
+                None)
+    xs = [convert(v, name="values") if hint is None or not isinstance(v, (bool, int, float, list))
+          else _hinted(v, hint, "stack") for v in values]
     if not xs:
         raise op_error(ValueError, "stack needs at least one tensor")
     s = static_shape(xs[0])
