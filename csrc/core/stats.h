@@ -150,4 +150,24 @@ int64_t cv_stats_started_ns(const CvStats *stats);
 typedef void (*CvStatsVisit)(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, int n);
 void cv_stats_with_nodes(CvStats *stats, CvStatsVisit fn, void *arg);
 
+/* A snapshot's fields by name, in the order a report lists them (the
+ * binding's Iterator.stats() walks it once per node). ADDRESS: a pointer,
+ * reported as a number (NULL: none). */
+typedef enum CvFieldKind {
+    CV_FIELD_U64,
+    CV_FIELD_I64,
+    CV_FIELD_INT,
+    CV_FIELD_BOOL,
+    CV_FIELD_STRING,
+    CV_FIELD_ADDRESS,
+} CvFieldKind;
+
+typedef struct CvField {
+    const char *name;
+    CvFieldKind kind;
+    size_t offset; /* in CvNodeSnapshot */
+} CvField;
+
+extern const CvField cv_node_fields[]; /* ends with a NULL name */
+
 #endif
