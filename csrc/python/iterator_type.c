@@ -447,10 +447,10 @@ static int set_item(PyObject *d, const char *key, PyObject *value)
     return rc;
 }
 
-/* One node as a dict: the fields of core/stats.h's table, by kind. */
-static PyObject *field_value(const CvNodeSnapshot *n, const CvField *f)
+/* A struct as a dict: the fields its table names (core/stats.h), by kind. */
+static PyObject *field_value(const void *base, const CvField *f)
 {
-    const char *p = (const char *)n + f->offset;
+    const char *p = (const char *)base + f->offset;
     switch (f->kind) {
     case CV_FIELD_U64:
         return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
@@ -462,18 +462,34 @@ static PyObject *field_value(const CvNodeSnapshot *n, const CvField *f)
         return PyBool_FromLong(*(const bool *)p);
     case CV_FIELD_STRING:
         return PyUnicode_FromString(*(const char *const *)p);
+    case CV_FIELD_DOUBLE:
+        return PyFloat_FromDouble(*(const double *)p);
     default: /* CV_FIELD_ADDRESS */
         return *(void *const *)p ? PyLong_FromVoidPtr(*(void *const *)p) : Py_NewRef(Py_None);
     }
 }
 
-static PyObject *node_dict(const CvNodeSnapshot *n)
+static PyObject *fields_dict(const void *base, const CvField *fields)
 {
     PyObject *d = PyDict_New();
-    for (const CvField *f = cv_node_fields; d && f->name; f++)
-        if (set_item(d, f->name, field_value(n, f)) < 0)
+    for (const CvField *f = fields; d && f->name; f++)
+        if (set_item(d, f->name, field_value(base, f)) < 0)
             Py_CLEAR(d);
     return d;
+}
+
+/* A list of n structs of `size` bytes at base, as dicts. */
+static PyObject *dict_list(const void *base, size_t size, int n, const CvField *fields)
+{
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *d = fields_dict((const char *)base + (size_t)i * size, fields);
+        if (!d)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, d);
+    }
+    return list;
 }
 
 static PyObject *autotune_dict(CvAutotuner *tuner)
@@ -481,19 +497,7 @@ static PyObject *autotune_dict(CvAutotuner *tuner)
     CvAutotuneChoice choices[CV_AUTOTUNE_HISTORY];
     int copied = 0;
     int64_t changes = cv_autotuner_history(tuner, choices, CV_AUTOTUNE_HISTORY, &copied);
-    PyObject *history = PyList_New(copied);
-    for (int i = 0; history && i < copied; i++) {
-        const CvAutotuneChoice *c = &choices[i];
-        PyObject *item = Py_BuildValue("{s:L,s:i,s:i,s:i,s:i,s:d,s:d}", "at_ns", (long long)c->at_ns,
-                                       "node", c->node, "from", c->from, "to", c->to, "bottleneck",
-                                       c->bottleneck, "target_ns", c->target_ns, "interval_ns",
-                                       c->interval_ns);
-        if (!item) {
-            Py_CLEAR(history);
-            break;
-        }
-        PyList_SET_ITEM(history, i, item);
-    }
+    PyObject *history = dict_list(choices, sizeof(*choices), copied, cv_autotune_choice_fields);
     if (!history)
         return NULL;
     bool fixed = cv_autotuner_algorithm(tuner) == CV_AUTOTUNE_FIXED;
@@ -521,13 +525,7 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
     /* Nodes only grow: those added since the count are left to the next call
      * (the snapshot fills n and returns how many there are now). */
     (void)cv_stats_snapshot(stats, snaps, n);
-    PyObject *nodes = PyList_New(0), *raw = NULL;
-    for (int i = 0; nodes && i < n; i++) {
-        PyObject *d = node_dict(&snaps[i]);
-        if (!d || PyList_Append(nodes, d) < 0)
-            Py_CLEAR(nodes);
-        Py_XDECREF(d);
-    }
+    PyObject *nodes = dict_list(snaps, sizeof(*snaps), n, cv_node_fields), *raw = NULL;
     PyMem_Free(snaps);
     PyObject *autotune = nodes ? autotune_dict(cv_pipeline_autotuner(pipeline)) : NULL;
     if (autotune)
