@@ -24,10 +24,10 @@
  * Naming: functions shared between files start with cv_ and are declared
  * here; a file's static functions that implement a Python-visible function,
  * method or type slot start with the file's (or its type's) prefix:
- * construct, io_, cache_, example_, ops_,
- * memory_, errors_, iterator_, dataset_, holder_ (convert.c's
- * BufferHolder), module_; engine callbacks are named after the wrapper
- * they serve (pyfunc.c: element_function_, dataset_function_, source_;
+ * construct_ (constructors.c), io_, cache_, example_, ops_, memory_,
+ * errors_, iterator_, dataset_, holder_ (convert.c's BufferHolder),
+ * module_; engine callbacks are named after the wrapper they serve
+ * (pyfunc.c: wrapper_, element_function_, dataset_function_, source_;
  * cache.c: hooks_). Other static helpers have plain names. Types are
  * Cv-prefixed (never Py, which is CPython's); a wrapper of Python objects
  * says so with CvPy (CvPyElementFunction).

@@ -84,56 +84,66 @@ static int list_arg(PyObject *module, Call *c, int i, CvArgKind kind)
 static int convert_arg(PyObject *module, Call *c, int i)
 {
     CvModuleState *st = cv_get_state(module);
-    PyObject *o = c->given[i], *name = given_for(c, "name");
+    PyObject *o = c->given[i], *name = given_for(c, "name"), *with_id = given_for(c, "with_id");
     CvBuildArg *a = &c->a[i];
     CvArgKind kind = c->b->args[i].kind;
     CvStatus s = CV_STATUS_OK;
-    int with_id = 0;
+    int rc = 0, truth;
     if (!o || (o == Py_None && (kind == CV_ARG_DATASET_OR_NONE || kind == CV_ARG_TENSOR_OR_NONE ||
                                 kind == CV_ARG_FUNCTION_OR_NONE)))
         return 0; /* left out or none: zero */
     switch (kind) {
     case CV_ARG_DATASET:
     case CV_ARG_DATASET_OR_NONE:
-        return (a->dataset = cv_dataset_arg(module, o)) ? 0 : -1;
+        rc = (a->dataset = cv_dataset_arg(module, o)) ? 0 : -1;
+        break;
     case CV_ARG_INT:
-        return (a->i = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred() ? -1 : 0;
+        rc = (a->i = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred() ? -1 : 0;
+        break;
     case CV_ARG_BOOL:
-        with_id = PyObject_IsTrue(o);
-        a->b = with_id > 0;
-        return with_id < 0 ? -1 : 0;
+        truth = PyObject_IsTrue(o);
+        a->b = truth > 0;
+        rc = truth < 0 ? -1 : 0;
+        break;
     case CV_ARG_DATASETS:
     case CV_ARG_INTS:
     case CV_ARG_BOOLS:
-        return list_arg(module, c, i, kind);
-    case CV_ARG_MEMORY:
-        return cv_memory_arg(o, &c->memory) ? 0 : -1;
-    case CV_ARG_ELEMENT:
-        s = cv_element_from_sequence(st, o, &a->element);
+        rc = list_arg(module, c, i, kind);
         break;
-    case CV_ARG_TENSOR_OR_NONE:
+    case CV_ARG_MEMORY:
+        rc = cv_memory_arg(o, &c->memory) ? 0 : -1;
+        break;
+    case CV_ARG_TENSOR_OR_NONE: /* the call's: cleared after build */
         if (!(s = cv_tensor_from_pyobject(st, o, &c->tensor[i])))
             a->tensor = &c->tensor[i];
-        return s ? (cv_raise_status(st, s), -1) : 0; /* the call's: cleared after build */
+        break;
+    case CV_ARG_ELEMENT:
+        if (!(s = cv_element_from_sequence(st, o, &a->element)))
+            c->taken[i] = true;
+        break;
     case CV_ARG_FUNCTION:
     case CV_ARG_FUNCTION_OR_NONE:
-        if (given_for(c, "with_id") && (with_id = PyObject_IsTrue(given_for(c, "with_id"))) < 0)
-            return -1;
-        s = cv_function_from_arg(module, o, c->given[i + 1], name, with_id, &a->fn);
+        if ((truth = with_id ? PyObject_IsTrue(with_id) : 0) < 0)
+            rc = -1;
+        else if (!(s = cv_function_from_arg(module, o, c->given[i + 1], name, truth, &a->fn)))
+            c->taken[i] = true;
         break;
     case CV_ARG_DATASET_FUNCTION:
-        s = cv_dataset_function_from_python(module, o, name, &a->dataset_fn);
+        if (!(s = cv_dataset_function_from_python(module, o, name, &a->dataset_fn)))
+            c->taken[i] = true;
         break;
     case CV_ARG_SOURCE:
-        s = cv_source_from_python(module, o, name, &a->source);
+        if (!(s = cv_source_from_python(module, o, name, &a->source)))
+            c->taken[i] = true;
         break;
     default: /* CV_ARG_AUX: read with another argument */
-        return 0;
+        break;
     }
-    if (s)
-        return cv_raise_status(st, s), -1;
-    c->taken[i] = true;
-    return 0;
+    if (s) {
+        cv_raise_status(st, s);
+        rc = -1;
+    }
+    return rc;
 }
 
 /* Free what the call made; what build did not take (it failed before). */
