@@ -132,6 +132,10 @@ def _keyword_constructors():
     names = set()
     for path in sorted((ROOT / "csrc" / "python").glob("*.c")):
         names.update(re.findall(r'\{"(\w+)", CV_METHOD_KEYWORDS\(', path.read_text()))
+    # the builder tables (core/builder.h): each entry opens with its name
+    for path in (ROOT / "csrc" / "kernels" / "common" / "builders.c",
+                 ROOT / "csrc" / "device" / "prefetch_to_device.c"):
+        names.update(re.findall(r'^    \{?"(\w+)",', path.read_text(), re.M))
     return names
 
 

@@ -31,7 +31,7 @@ class _Build:
         """An iterator over the first `count` elements. Through take(), so a
         cache() inside sees a preview when it stops there, and neither warns
         nor spends its one warning on the doctor."""
-        return _engine.take(self.dataset._engine(self.ctx), count).make_iterator(
+        return _engine.take(self.dataset._engine(self.ctx), count=count).make_iterator(
             self.dataset._packing if packed else _FLAT, cpu_budget=self.ctx.cpu_budget)
 
 

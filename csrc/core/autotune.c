@@ -1,6 +1,7 @@
 #include "core/autotune.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,3 +441,16 @@ int cv_autotuner_bottleneck(CvAutotuner *tuner)
     pthread_mutex_unlock(&tuner->history_mu);
     return node;
 }
+
+#define CHOICE(name, kind) {#name, kind, offsetof(CvAutotuneChoice, name)}
+
+const CvField cv_autotune_choice_fields[] = {
+    CHOICE(at_ns, CV_FIELD_I64),
+    CHOICE(node, CV_FIELD_INT),
+    CHOICE(from, CV_FIELD_INT),
+    CHOICE(to, CV_FIELD_INT),
+    CHOICE(bottleneck, CV_FIELD_INT),
+    CHOICE(target_ns, CV_FIELD_DOUBLE),
+    CHOICE(interval_ns, CV_FIELD_DOUBLE),
+    {NULL, CV_FIELD_INT, 0},
+};

@@ -94,6 +94,8 @@ typedef struct CvAutotuneChoice {
     double target_ns;   /* the target interval per root element */
     double interval_ns; /* the modelled interval of the stage after the change */
 } CvAutotuneChoice;
+/* Its fields by name (core/stats.h), ending with a NULL name. */
+extern const CvField cv_autotune_choice_fields[];
 
 typedef struct CvAutotuner CvAutotuner;
 

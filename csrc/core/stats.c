@@ -1,6 +1,7 @@
 #include "core/stats.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "core/array.h"
@@ -214,3 +215,45 @@ void cv_stats_with_nodes(CvStats *stats, CvStatsVisit fn, void *arg)
     }
     pthread_mutex_unlock(&stats->mu);
 }
+
+#define FIELD(name, kind, member) {name, kind, offsetof(CvNodeSnapshot, member)}
+#define TOTAL(name) FIELD(#name, CV_FIELD_U64, totals.name)
+#define GAUGE(name, kind) FIELD(#name, kind, gauges.name)
+
+/* "dataset" is the wrapper's address, which a front end compares with its
+ * own handles (the dataset itself may be gone). */
+const CvField cv_node_fields[] = {
+    FIELD("dataset", CV_FIELD_ADDRESS, wrapper),
+    FIELD("kernel", CV_FIELD_STRING, kernel),
+    FIELD("parent", CV_FIELD_INT, parent),
+    FIELD("inner", CV_FIELD_BOOL, inner),
+    FIELD("live", CV_FIELD_INT, live),
+    TOTAL(elements),
+    TOTAL(errors),
+    TOTAL(units),
+    TOTAL(turns),
+    TOTAL(busy_ns),
+    TOTAL(input_ns),
+    TOTAL(full_ns),
+    TOTAL(wait_ns),
+    TOTAL(waits),
+    TOTAL(blocked_ns),
+    GAUGE(parallelism, CV_FIELD_INT),
+    GAUGE(max_parallelism, CV_FIELD_INT),
+    GAUGE(tuned_parallelism, CV_FIELD_BOOL),
+    GAUGE(buffer, CV_FIELD_INT),
+    GAUGE(max_buffer, CV_FIELD_INT),
+    GAUGE(tuned_buffer, CV_FIELD_BOOL),
+    GAUGE(buffered, CV_FIELD_I64),
+    GAUGE(bytes, CV_FIELD_I64),
+    GAUGE(pulling, CV_FIELD_INT),
+    GAUGE(processing, CV_FIELD_INT),
+    TOTAL(copies),
+    TOTAL(copy_bytes),
+    TOTAL(copy_ns),
+    GAUGE(ring_slots, CV_FIELD_INT),
+    GAUGE(ring_busy, CV_FIELD_INT),
+    GAUGE(staging_bytes, CV_FIELD_I64),
+    GAUGE(device_bytes, CV_FIELD_I64),
+    {NULL, CV_FIELD_INT, 0},
+};

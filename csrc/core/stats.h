@@ -150,4 +150,25 @@ int64_t cv_stats_started_ns(const CvStats *stats);
 typedef void (*CvStatsVisit)(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, int n);
 void cv_stats_with_nodes(CvStats *stats, CvStatsVisit fn, void *arg);
 
+/* A struct's fields by name, in the order a report lists them (the
+ * binding's Iterator.stats() walks such a table once per struct). ADDRESS:
+ * a pointer, reported as a number (NULL: none). */
+typedef enum CvFieldKind {
+    CV_FIELD_U64,
+    CV_FIELD_I64,
+    CV_FIELD_INT,
+    CV_FIELD_BOOL,
+    CV_FIELD_STRING,
+    CV_FIELD_ADDRESS,
+    CV_FIELD_DOUBLE,
+} CvFieldKind;
+
+typedef struct CvField {
+    const char *name;
+    CvFieldKind kind;
+    size_t offset; /* in the struct the table describes */
+} CvField;
+
+extern const CvField cv_node_fields[]; /* CvNodeSnapshot's; ends with a NULL name */
+
 #endif

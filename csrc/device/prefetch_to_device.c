@@ -475,3 +475,18 @@ CvStatus cv_prefetch_to_device_dataset(CvDataset *input, CvDeviceKind kind, int 
     *p = (DeviceParams){kind, index, buffer_size};
     return cv_dataset_new(&cv_kernel_prefetch_to_device, &input, 1, p, true, out);
 }
+
+static CvStatus build(CvBuildArg *a, CvDataset **out)
+{
+    CvDeviceKind kind = a[1].i == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU;
+    return cv_prefetch_to_device_dataset(a[0].dataset, kind, (int)a[2].i, a[3].i, out);
+}
+
+const CvBuilder cv_prefetch_to_device_builder = {
+    "prefetch_to_device",
+    {{"input", CV_ARG_DATASET}, {"kind", CV_ARG_INT}, {"index", CV_ARG_INT},
+     {"buffer_size", CV_ARG_INT}, {"memory", CV_ARG_MEMORY}},
+    4,
+    build,
+    "kind 0 the host, 1 CUDA (the runtime loaded first by the Python layer)",
+};

@@ -2,6 +2,7 @@
 #ifndef CV_DEVICE_PREFETCH_TO_DEVICE_H
 #define CV_DEVICE_PREFETCH_TO_DEVICE_H
 
+#include "core/builder.h"
 #include "core/dataset.h"
 #include "device/cuda.h"
 #include "device/device.h"
@@ -11,5 +12,8 @@
  * CUDA the runtime must load and the device exist (cuda.h's errors). */
 CvStatus cv_prefetch_to_device_dataset(CvDataset *input, CvDeviceKind kind, int index,
                                        int64_t buffer_size, CvDataset **out);
+/* The same as a constructor (core/builder.h): prefetch_to_device(input,
+ * kind, index, buffer_size, memory=None), kind 0 the host, 1 CUDA. */
+extern const CvBuilder cv_prefetch_to_device_builder;
 
 #endif

@@ -13,6 +13,73 @@ void cv_op_attrs_clear(CvOpAttrs *attrs)
     memset(attrs, 0, sizeof(*attrs));
 }
 
+/* -- named attributes --------------------------------------------------- */
+
+/* One declared name (CvOp.int_attrs): "name", "name?" (optional) or
+ * "name[]" (a list of ints filling the remaining slots). */
+typedef struct AttrDecl {
+    int length; /* of the bare name */
+    bool optional;
+    bool list;
+} AttrDecl;
+
+static AttrDecl attr_decl(const char *text)
+{
+    AttrDecl d = {.length = (int)strlen(text)};
+    if (d.length > 0 && text[d.length - 1] == '?') {
+        d.optional = true;
+        d.length -= 1;
+    } else if (d.length > 2 && strcmp(text + d.length - 2, "[]") == 0) {
+        d.list = true;
+        d.length -= 2;
+    }
+    return d;
+}
+
+CvOpAttrSlot cv_op_attr_slot(const CvOp *op, const char *name)
+{
+    for (int f = 0; f < 2; f++) {
+        const char *const *names = f ? op->float_attrs : op->int_attrs;
+        for (int i = 0; names && names[i]; i++) {
+            AttrDecl d = attr_decl(names[i]);
+            if ((int)strlen(name) == d.length && strncmp(names[i], name, (size_t)d.length) == 0)
+                return (CvOpAttrSlot){i, f == 1, d.list,
+                                      d.list ? (f ? CV_OP_MAX_FLOATS : CV_OP_MAX_INTS) - i : 1};
+        }
+    }
+    return (CvOpAttrSlot){-1, false, false, 0};
+}
+
+/* The checks of cv_op_attrs_given for one list of names. */
+static CvStatus attrs_given(const CvOp *op, const char *const *names, const int *given, int *count)
+{
+    const char *left_out = NULL; /* the first optional name not given */
+    *count = 0;
+    for (int i = 0; names && names[i]; i++) {
+        AttrDecl d = attr_decl(names[i]);
+        if (given[i] < 0 && !d.optional && !d.list)
+            return cv_error(CV_INVALID_ARGUMENT, "%s: missing attribute '%.*s'", op->name, d.length,
+                            names[i]);
+        if (given[i] < 0) {
+            left_out = left_out ? left_out : names[i];
+            continue;
+        }
+        if (left_out)
+            return cv_error(CV_INVALID_ARGUMENT, "%s: attribute '%.*s' needs the optional '%.*s' "
+                            "before it", op->name, d.length, names[i],
+                            attr_decl(left_out).length, left_out);
+        *count = i + given[i];
+    }
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_op_attrs_given(const CvOp *op, const int *given_ints, const int *given_floats,
+                           CvOpAttrs *attrs)
+{
+    CvStatus s = attrs_given(op, op->int_attrs, given_ints, &attrs->num_ints);
+    return s ? s : attrs_given(op, op->float_attrs, given_floats, &attrs->num_floats);
+}
+
 /* -- random stream ------------------------------------------------------ */
 
 static uint64_t mix64(uint64_t x) /* splitmix64's finalizer */

@@ -157,4 +157,21 @@ typedef struct CvOp {
 /* The op named `name`, or NULL. */
 const CvOp *cv_op_find(const char *name);
 
+/* Named attributes, for a front end that takes them by name (the binding):
+ * where the attribute `name` of op goes. slot -1: op has none of that name. */
+typedef struct CvOpAttrSlot {
+    int slot;
+    bool is_float;
+    bool list; /* "name[]": a list of ints from slot on */
+    int room;  /* the values it may take: 1, or the slots left for a list */
+} CvOpAttrSlot;
+CvOpAttrSlot cv_op_attr_slot(const CvOp *op, const char *name);
+/* Once the front end put the values given into their slots of attrs:
+ * given_ints[i] (given_floats[i]) is how many it put from slot i on (-1:
+ * left out). Refuses a required one left out, or an optional one given
+ * after one left out (INVALID_ARGUMENT naming op and attribute), and sets
+ * num_ints and num_floats. */
+CvStatus cv_op_attrs_given(const CvOp *op, const int *given_ints, const int *given_floats,
+                           CvOpAttrs *attrs);
+
 #endif

@@ -15,17 +15,19 @@
  *   dataset_type.c   the Dataset type (wrapping, argument checks, gc)
  *   fs.c             the file-system layer: fs_* functions, FsReader/FsWriter
  *   fs_fsspec.c      the fsspec fallback table (scheme "*")
- *   constructors.c, transform.c, grouping.c, records.c, cache.c
- *                    module functions that build datasets and file handles
+ *   constructors.c   the dataset constructors: one function walks the builder
+ *                    tables (core/builder.h)
+ *   records.c, cache.c
+ *                    module functions that build record files and caches
  *   module.c         module init: exec slot, state, the method table
  *
  * Naming: functions shared between files start with cv_ and are declared
  * here; a file's static functions that implement a Python-visible function,
  * method or type slot start with the file's (or its type's) prefix:
- * constructors_, transform_, grouping_, io_, cache_, example_, ops_,
- * memory_, errors_, iterator_, dataset_, holder_ (convert.c's
- * BufferHolder), module_; engine callbacks are named after the wrapper
- * they serve (pyfunc.c: element_function_, dataset_function_, source_;
+ * construct_ (constructors.c), io_, cache_, example_, ops_, memory_,
+ * errors_, iterator_, dataset_, holder_ (convert.c's BufferHolder),
+ * module_; engine callbacks are named after the wrapper they serve
+ * (pyfunc.c: wrapper_, element_function_, dataset_function_, source_;
  * cache.c: hooks_). Other static helpers have plain names. Types are
  * Cv-prefixed (never Py, which is CPython's); a wrapper of Python objects
  * says so with CvPy (CvPyElementFunction).
@@ -122,9 +124,9 @@ static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
  * (fn(module, args, kwargs)): dataset constructors are called by name. */
 #define CV_METHOD_KEYWORDS(fn) (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS
 
-extern PyMethodDef cv_constructor_functions[]; /* constructors.c: sources, map, batch, ... */
-extern PyMethodDef cv_transform_functions[];   /* transform.c: filter, zip, unbatch, ... */
-extern PyMethodDef cv_grouping_functions[];    /* grouping.c: choose, sample, windows */
+/* constructors.c: one per builder (core/builder.h), filled by cv_constructors_init */
+extern PyMethodDef cv_constructor_functions[];
+int cv_constructors_init(void);
 extern PyMethodDef cv_io_functions[];          /* records.c: record files */
 extern PyMethodDef cv_cache_functions[];       /* cache.c: Dataset.cache */
 extern PyMethodDef cv_example_functions[];     /* example.c: tf.train.Example */

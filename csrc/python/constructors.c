@@ -1,296 +1,253 @@
-/* Module functions that build the core datasets: sources (tensor_slices,
- * tensors, range, generator) and the common transformations (map, batch,
- * interleave, prefetch, shuffle, take, skip, repeat, ignore_errors). The
- * other builders live next to their kind: transform.c, grouping.c, records.c,
- * cache.c. Arguments arrive normalized by conveyor/data/dataset.py and conveyor/data/ops/.
- */
+/* Module functions that build datasets: one generic function walks a
+ * builder's arguments (core/builder.h; the tables: kernels/common/builders.c and
+ * device/prefetch_to_device.c), converts each Python value by its kind and
+ * calls the builder. Arguments arrive checked by conveyor/data/ (no second
+ * check here); record files and cache keep their own functions (records.c,
+ * cache.c). */
 #include "python/binding.h"
 
 #include "device/prefetch_to_device.h"
-#include "kernels/kernels.h"
+#include "kernels/common/builders.h"
 
-static PyObject *constructors_tensor_slices(PyObject *module, PyObject *components)
+/* The builders, in the order of the trampolines below. */
+static const CvBuilder *builder_at(int index)
 {
-    CvElement e;
-    CvStatus s = cv_element_from_sequence(cv_get_state(module), components, &e);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    CvDataset *ds = NULL;
-    s = cv_tensor_slices_dataset(&e, &ds);
-    return cv_wrap_dataset(module, s, ds);
+    for (int i = 0; cv_kernel_builders[i].name; i++)
+        if (i == index)
+            return &cv_kernel_builders[i];
+    return &cv_prefetch_to_device_builder;
 }
 
-static PyObject *constructors_tensors(PyObject *module, PyObject *components)
+/* One call's arguments: the Python values (borrowed; NULL where an optional
+ * one was left out), what they became, and what the call must free. */
+typedef struct Call {
+    const CvBuilder *b;
+    int n;
+    PyObject *given[CV_BUILDER_MAX_ARGS];
+    CvBuildArg a[CV_BUILDER_MAX_ARGS];
+    bool taken[CV_BUILDER_MAX_ARGS]; /* converted, for build to take */
+    void *list[CV_BUILDER_MAX_ARGS]; /* PyMem: DATASETS, INTS, BOOLS */
+    CvTensor tensor[CV_BUILDER_MAX_ARGS];
+    CvMemory *memory;
+} Call;
+
+/* The value given for `keyword` (borrowed), or NULL. */
+static PyObject *given_for(const Call *c, const char *keyword)
 {
-    CvElement e;
-    CvStatus s = cv_element_from_sequence(cv_get_state(module), components, &e);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    CvDataset *ds = NULL;
-    s = cv_tensors_dataset(&e, &ds);
-    return cv_wrap_dataset(module, s, ds);
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->b->args[i].keyword, keyword) == 0)
+            return c->given[i];
+    return NULL;
 }
 
-static PyObject *constructors_range(PyObject *module, PyObject *args, PyObject *kwargs)
+/* A list of datasets, int64s or bools into a PyMem array. */
+static int list_arg(PyObject *module, Call *c, int i, CvArgKind kind)
 {
-    long long start, stop, step;
-    int dtype;
-    static char *keywords[] = {"start", "stop", "step", "dtype", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LLLi:range", keywords, &start, &stop, &step,
-                                     &dtype))
-        return NULL;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_range_dataset(start, stop, step, (CvDtype)dtype, &ds);
-    return cv_wrap_dataset(module, s, ds);
+    PyObject *seq = PySequence_Fast(c->given[i], "expected a list");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    size_t size = kind == CV_ARG_DATASETS ? sizeof(CvDataset *)
+                  : kind == CV_ARG_INTS   ? sizeof(int64_t)
+                                          : sizeof(bool);
+    char *v = n <= INT32_MAX ? PyMem_Calloc(n ? (size_t)n : 1, size) : NULL;
+    int rc = v ? 0 : -1;
+    if (!v)
+        PyErr_NoMemory();
+    for (Py_ssize_t k = 0; rc == 0 && k < n; k++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, k);
+        if (kind == CV_ARG_DATASETS) {
+            rc = (((CvDataset **)v)[k] = cv_dataset_arg(module, item)) ? 0 : -1;
+        } else if (kind == CV_ARG_INTS) {
+            ((int64_t *)v)[k] = PyLong_AsLongLong(item);
+            rc = PyErr_Occurred() ? -1 : 0;
+        } else {
+            int truth = PyObject_IsTrue(item);
+            ((bool *)v)[k] = truth > 0;
+            rc = truth < 0 ? -1 : 0;
+        }
+    }
+    Py_DECREF(seq);
+    c->list[i] = v;
+    if (kind == CV_ARG_DATASETS)
+        c->a[i].datasets.v = (CvDataset *const *)v, c->a[i].datasets.n = (int)n;
+    else if (kind == CV_ARG_INTS)
+        c->a[i].ints.v = (const int64_t *)v, c->a[i].ints.n = n;
+    else
+        c->a[i].bools.v = (const bool *)v, c->a[i].bools.n = (uint32_t)n;
+    return rc;
 }
 
-static PyObject *constructors_generator(PyObject *module, PyObject *args)
+/* Convert argument i by its kind; -1 with an exception set. A function
+ * takes the argument after it as its converter and the call's "name" and
+ * "with_id". */
+static int convert_arg(PyObject *module, Call *c, int i)
 {
-    PyObject *factory, *name;
-    if (!PyArg_ParseTuple(args, "OU:generator", &factory, &name))
-        return NULL;
-    CvSource src;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_source_from_python(module, factory, name, &src);
-    if (!s)
-        s = cv_generator_dataset(src, &ds);
-    return cv_wrap_dataset(module, s, ds);
+    CvModuleState *st = cv_get_state(module);
+    PyObject *o = c->given[i], *name = given_for(c, "name"), *with_id = given_for(c, "with_id");
+    CvBuildArg *a = &c->a[i];
+    CvArgKind kind = c->b->args[i].kind;
+    CvStatus s = CV_STATUS_OK;
+    int rc = 0, truth;
+    if (!o || (o == Py_None && (kind == CV_ARG_DATASET_OR_NONE || kind == CV_ARG_TENSOR_OR_NONE ||
+                                kind == CV_ARG_FUNCTION_OR_NONE)))
+        return 0; /* left out or none: zero */
+    switch (kind) {
+    case CV_ARG_DATASET:
+    case CV_ARG_DATASET_OR_NONE:
+        rc = (a->dataset = cv_dataset_arg(module, o)) ? 0 : -1;
+        break;
+    case CV_ARG_INT:
+        rc = (a->i = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred() ? -1 : 0;
+        break;
+    case CV_ARG_BOOL:
+        truth = PyObject_IsTrue(o);
+        a->b = truth > 0;
+        rc = truth < 0 ? -1 : 0;
+        break;
+    case CV_ARG_DATASETS:
+    case CV_ARG_INTS:
+    case CV_ARG_BOOLS:
+        rc = list_arg(module, c, i, kind);
+        break;
+    case CV_ARG_MEMORY:
+        rc = cv_memory_arg(o, &c->memory) ? 0 : -1;
+        break;
+    case CV_ARG_TENSOR_OR_NONE: /* the call's: cleared after build */
+        if (!(s = cv_tensor_from_pyobject(st, o, &c->tensor[i])))
+            a->tensor = &c->tensor[i];
+        break;
+    case CV_ARG_ELEMENT:
+        if (!(s = cv_element_from_sequence(st, o, &a->element)))
+            c->taken[i] = true;
+        break;
+    case CV_ARG_FUNCTION:
+    case CV_ARG_FUNCTION_OR_NONE:
+        if ((truth = with_id ? PyObject_IsTrue(with_id) : 0) < 0)
+            rc = -1;
+        else if (!(s = cv_function_from_arg(module, o, c->given[i + 1], name, truth, &a->fn)))
+            c->taken[i] = true;
+        break;
+    case CV_ARG_DATASET_FUNCTION:
+        if (!(s = cv_dataset_function_from_python(module, o, name, &a->dataset_fn)))
+            c->taken[i] = true;
+        break;
+    case CV_ARG_SOURCE:
+        if (!(s = cv_source_from_python(module, o, name, &a->source)))
+            c->taken[i] = true;
+        break;
+    default: /* CV_ARG_AUX: read with another argument */
+        break;
+    }
+    if (s) {
+        cv_raise_status(st, s);
+        rc = -1;
+    }
+    return rc;
 }
 
-static PyObject *constructors_map(PyObject *module, PyObject *args, PyObject *kwargs)
+/* Free what the call made; what build did not take (it failed before). */
+static void call_clear(Call *c)
 {
-    PyObject *input, *fn, *out_convert, *name;
-    long long parallel;
-    int deterministic, with_id = 0;
-    CvMemory *memory = NULL;
-    static char *keywords[] = {"input", "fn", "out_convert", "num_parallel_calls", "deterministic",
-                               "name", "with_id", "memory", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOLpU|pO&:map", keywords, &input, &fn,
-                                     &out_convert, &parallel, &deterministic, &name, &with_id,
-                                     cv_memory_arg, &memory))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, input);
-    if (!in)
-        return NULL;
-    CvFunction f;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_function_from_arg(module, fn, out_convert, name, with_id, &f);
-    if (!s)
-        s = cv_map_dataset(in, f, parallel, deterministic, &ds);
-    return cv_wrap_buffering(module, s, ds, memory);
+    for (int i = 0; i < c->n; i++) {
+        CvBuildArg *a = &c->a[i];
+        PyMem_Free(c->list[i]);
+        cv_tensor_clear(&c->tensor[i]);
+        if (!c->taken[i])
+            continue;
+        switch (c->b->args[i].kind) {
+        case CV_ARG_ELEMENT:
+            cv_element_clear(&a->element);
+            break;
+        case CV_ARG_FUNCTION:
+        case CV_ARG_FUNCTION_OR_NONE:
+            if (a->fn.release)
+                a->fn.release(a->fn.ctx);
+            break;
+        case CV_ARG_DATASET_FUNCTION:
+            if (a->dataset_fn.release)
+                a->dataset_fn.release(a->dataset_fn.ctx);
+            break;
+        case CV_ARG_SOURCE:
+            if (a->source.release)
+                a->source.release(a->source.ctx);
+            break;
+        default:
+            break;
+        }
+    }
 }
 
-static PyObject *constructors_batch(PyObject *module, PyObject *args, PyObject *kwargs)
+static PyObject *construct(PyObject *module, PyObject *args, PyObject *kwargs, int index)
 {
-    PyObject *input;
-    long long batch_size, parallel;
-    int drop_remainder, deterministic;
-    CvMemory *memory = NULL;
-    static char *keywords[] = {"input", "batch_size", "drop_remainder", "num_parallel_calls",
-                               "deterministic", "memory", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLpLp|O&:batch", keywords, &input, &batch_size,
-                                     &drop_remainder, &parallel, &deterministic, cv_memory_arg,
-                                     &memory))
+    Call c;
+    memset(&c, 0, sizeof(c));
+    c.b = builder_at(index);
+    char *keywords[CV_BUILDER_MAX_ARGS + 1] = {0}, format[CV_BUILDER_MAX_ARGS + 80];
+    int k = 0;
+    bool buffering = false;
+    for (; c.n < CV_BUILDER_MAX_ARGS && c.b->args[c.n].kind != CV_ARG_END; c.n++) {
+        if (c.n == c.b->required)
+            format[k++] = '|';
+        format[k++] = 'O';
+        keywords[c.n] = (char *)c.b->args[c.n].keyword;
+        buffering |= c.b->args[c.n].kind == CV_ARG_MEMORY;
+    }
+    snprintf(format + k, sizeof(format) - (size_t)k, ":%s", c.b->name);
+    PyObject **g = c.given;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &g[0], &g[1], &g[2], &g[3],
+                                     &g[4], &g[5], &g[6], &g[7], &g[8]))
         return NULL;
-    CvDataset *in = cv_dataset_arg(module, input);
-    if (!in)
-        return NULL;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_batch_dataset(in, batch_size, drop_remainder, parallel, deterministic, &ds);
-    return cv_wrap_buffering(module, s, ds, memory);
+    PyObject *result = NULL;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < c.n; i++)
+        rc = convert_arg(module, &c, i);
+    if (rc == 0) {
+        CvDataset *ds = NULL;
+        CvStatus s = c.b->build(c.a, &ds);
+        memset(c.taken, 0, sizeof(c.taken)); /* build took them, also when it failed */
+        result = buffering ? cv_wrap_buffering(module, s, ds, c.memory) : cv_wrap_dataset(module, s, ds);
+    }
+    call_clear(&c);
+    return result;
 }
 
-static PyObject *constructors_interleave(PyObject *module, PyObject *args, PyObject *kwargs)
+/* One C function per table entry (a PyMethodDef has no closure). */
+#define CONSTRUCTOR(i)                                                                    \
+    static PyObject *construct_##i(PyObject *module, PyObject *args, PyObject *kwargs) \
+    {                                                                                     \
+        return construct(module, args, kwargs, i);                                        \
+    }
+#define CONSTRUCTORS(a) CONSTRUCTOR(a##0) CONSTRUCTOR(a##1) CONSTRUCTOR(a##2) CONSTRUCTOR(a##3) \
+    CONSTRUCTOR(a##4) CONSTRUCTOR(a##5) CONSTRUCTOR(a##6) CONSTRUCTOR(a##7) CONSTRUCTOR(a##8) CONSTRUCTOR(a##9)
+CONSTRUCTORS() CONSTRUCTORS(1) CONSTRUCTORS(2) CONSTRUCTORS(3)
+#define REF(a) construct_##a##0, construct_##a##1, construct_##a##2, construct_##a##3, construct_##a##4, \
+    construct_##a##5, construct_##a##6, construct_##a##7, construct_##a##8, construct_##a##9
+static PyObject *(*const trampolines[])(PyObject *, PyObject *, PyObject *) = {REF(), REF(1), REF(2), REF(3)};
+#define MAX_CONSTRUCTORS ((int)(sizeof(trampolines) / sizeof(trampolines[0])))
+
+PyMethodDef cv_constructor_functions[MAX_CONSTRUCTORS + 1];
+static char docs[MAX_CONSTRUCTORS][320];
+
+int cv_constructors_init(void)
 {
-    PyObject *input, *fn, *name;
-    long long cycle_length, block_length, parallel;
-    int deterministic;
-    CvMemory *memory = NULL;
-    static char *keywords[] = {"input", "fn", "cycle_length", "block_length", "num_parallel_calls",
-                               "deterministic", "name", "memory", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOLLLpU|O&:interleave", keywords, &input, &fn,
-                                     &cycle_length, &block_length, &parallel, &deterministic, &name,
-                                     cv_memory_arg, &memory))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, input);
-    if (!in)
-        return NULL;
-    CvDatasetFunction f;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_dataset_function_from_python(module, fn, name, &f);
-    if (!s)
-        s = cv_interleave_dataset(in, f, cycle_length, block_length, parallel, deterministic, &ds);
-    return cv_wrap_buffering(module, s, ds, memory);
+    int n = 0;
+    while (cv_kernel_builders[n].name)
+        n++;
+    if (n + 1 > MAX_CONSTRUCTORS) {
+        PyErr_SetString(PyExc_SystemError, "conveyor: more dataset builders than trampolines");
+        return -1;
+    }
+    for (int i = 0; i <= n; i++) {
+        const CvBuilder *b = builder_at(i);
+        int at = snprintf(docs[i], sizeof(docs[i]), "%s(", b->name);
+        for (int j = 0; j < CV_BUILDER_MAX_ARGS && b->args[j].kind != CV_ARG_END; j++)
+            at += snprintf(docs[i] + at, at < 320 ? 320 - (size_t)at : 0, "%s%s%s", j ? ", " : "",
+                           j == b->required ? "[" : "", b->args[j].keyword);
+        snprintf(docs[i] + at, at < 320 ? 320 - (size_t)at : 0, "%s) -> Dataset%s%s",
+                 b->args[b->required].kind != CV_ARG_END ? "]" : "", *b->doc ? ": " : "", b->doc);
+        cv_constructor_functions[i] = (PyMethodDef){b->name, CV_METHOD_KEYWORDS(trampolines[i]), docs[i]};
+    }
+    cv_constructor_functions[n + 1] = (PyMethodDef){NULL, NULL, 0, NULL};
+    return 0;
 }
-
-static PyObject *constructors_ignore_errors(PyObject *module, PyObject *args)
-{
-    PyObject *input;
-    int log_warning;
-    if (!PyArg_ParseTuple(args, "Op:ignore_errors", &input, &log_warning))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, input);
-    if (!in)
-        return NULL;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_ignore_errors_dataset(in, log_warning, &ds);
-    return cv_wrap_dataset(module, s, ds);
-}
-
-static PyObject *constructors_shuffle(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    PyObject *input;
-    long long buffer_size, seed, seed2;
-    int reshuffle;
-    CvMemory *memory = NULL;
-    static char *keywords[] = {"input", "buffer_size", "seed", "seed2", "reshuffle_each_iteration",
-                               "memory", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLLLp|O&:shuffle", keywords, &input,
-                                     &buffer_size, &seed, &seed2, &reshuffle, cv_memory_arg,
-                                     &memory))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, input);
-    if (!in)
-        return NULL;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_shuffle_dataset(in, buffer_size, seed, seed2, reshuffle, &ds);
-    return cv_wrap_buffering(module, s, ds, memory);
-}
-
-typedef CvStatus (*CvCountedKernel)(CvDataset *, int64_t, CvDataset **);
-
-static PyObject *counted(PyObject *module, PyObject *args, CvCountedKernel make, const char *fmt)
-{
-    PyObject *input;
-    long long count;
-    if (!PyArg_ParseTuple(args, fmt, &input, &count))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, input);
-    if (!in)
-        return NULL;
-    CvDataset *ds = NULL;
-    CvStatus s = make(in, count, &ds);
-    return cv_wrap_dataset(module, s, ds);
-}
-
-static PyObject *constructors_prefetch(PyObject *module, PyObject *args)
-{
-    PyObject *input;
-    long long buffer_size;
-    CvMemory *memory = NULL;
-    if (!PyArg_ParseTuple(args, "OL|O&:prefetch", &input, &buffer_size, cv_memory_arg, &memory))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, input);
-    if (!in)
-        return NULL;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_prefetch_dataset(in, buffer_size, &ds);
-    return cv_wrap_buffering(module, s, ds, memory);
-}
-
-/* prefetch_to_device(input, kind, index, buffer_size, memory=None): kind 0
- * the host, 1 CUDA (the runtime loaded first by the Python layer). */
-static PyObject *constructors_prefetch_to_device(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    PyObject *input;
-    int kind, index;
-    long long buffer_size;
-    CvMemory *memory = NULL;
-    static char *keywords[] = {"input", "kind", "index", "buffer_size", "memory", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiiL|O&:prefetch_to_device", keywords, &input,
-                                     &kind, &index, &buffer_size, cv_memory_arg, &memory))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, input);
-    if (!in)
-        return NULL;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_prefetch_to_device_dataset(in, kind == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU, index,
-                                               buffer_size, &ds);
-    return cv_wrap_buffering(module, s, ds, memory);
-}
-
-static PyObject *constructors_take(PyObject *module, PyObject *args)
-{
-    return counted(module, args, cv_take_dataset, "OL:take");
-}
-
-static PyObject *constructors_skip(PyObject *module, PyObject *args)
-{
-    return counted(module, args, cv_skip_dataset, "OL:skip");
-}
-
-static PyObject *constructors_repeat(PyObject *module, PyObject *args)
-{
-    return counted(module, args, cv_repeat_dataset, "OL:repeat");
-}
-
-static PyObject *constructors_shuffle_batch(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    PyObject *shuffle;
-    long long batch_size, parallel;
-    int drop_remainder, deterministic;
-    CvMemory *memory = NULL;
-    static char *keywords[] = {"shuffle", "batch_size", "drop_remainder", "num_parallel_calls",
-                               "deterministic", "memory", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLpLp|O&:shuffle_batch", keywords, &shuffle,
-                                     &batch_size, &drop_remainder, &parallel, &deterministic,
-                                     cv_memory_arg, &memory))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, shuffle);
-    if (!in)
-        return NULL;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_shuffle_batch_dataset(in, batch_size, drop_remainder, parallel, deterministic,
-                                          &ds);
-    return cv_wrap_buffering(module, s, ds, memory);
-}
-
-static PyObject *constructors_map_batch(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    PyObject *map;
-    long long batch_size;
-    int drop_remainder;
-    CvMemory *memory = NULL;
-    static char *keywords[] = {"map", "batch_size", "drop_remainder", "memory", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLp|O&:map_batch", keywords, &map, &batch_size,
-                                     &drop_remainder, cv_memory_arg, &memory))
-        return NULL;
-    CvDataset *in = cv_dataset_arg(module, map);
-    if (!in)
-        return NULL;
-    CvDataset *ds = NULL;
-    CvStatus s = cv_map_batch_dataset(in, batch_size, drop_remainder, &ds);
-    return cv_wrap_buffering(module, s, ds, memory);
-}
-
-PyMethodDef cv_constructor_functions[] = {
-    {"tensor_slices", constructors_tensor_slices, METH_O, "tensor_slices(list of arrays) -> Dataset"},
-    {"tensors", constructors_tensors, METH_O, "tensors(list of arrays) -> Dataset"},
-    {"range", CV_METHOD_KEYWORDS(constructors_range), "range(start, stop, step, dtype) -> Dataset"},
-    {"generator", constructors_generator, METH_VARARGS, "generator(factory, name) -> Dataset"},
-    {"map", CV_METHOD_KEYWORDS(constructors_map),
-     "map(input, fn, out_convert, num_parallel_calls, deterministic, name, with_id=False, "
-     "memory=None) -> Dataset"},
-    {"batch", CV_METHOD_KEYWORDS(constructors_batch),
-     "batch(input, batch_size, drop_remainder, num_parallel_calls, deterministic, memory=None) "
-     "-> Dataset"},
-    {"interleave", CV_METHOD_KEYWORDS(constructors_interleave),
-     "interleave(input, fn, cycle_length, block_length, num_parallel_calls, deterministic, name, "
-     "memory=None) -> Dataset; fn(*components) returns an engine Dataset"},
-    {"ignore_errors", constructors_ignore_errors, METH_VARARGS, "ignore_errors(input, log_warning) -> Dataset"},
-    {"prefetch", constructors_prefetch, METH_VARARGS, "prefetch(input, buffer_size, memory=None) -> Dataset"},
-    {"prefetch_to_device", CV_METHOD_KEYWORDS(constructors_prefetch_to_device),
-     "prefetch_to_device(input, kind, index, buffer_size, memory=None) -> Dataset"},
-    {"shuffle", CV_METHOD_KEYWORDS(constructors_shuffle),
-     "shuffle(input, buffer_size, seed, seed2, reshuffle_each_iteration, memory=None) -> Dataset"},
-    {"shuffle_batch", CV_METHOD_KEYWORDS(constructors_shuffle_batch),
-     "shuffle_batch(shuffle, batch_size, drop_remainder, num_parallel_calls, deterministic, "
-     "memory=None) -> Dataset: shuffle followed by batch, fused"},
-    {"map_batch", CV_METHOD_KEYWORDS(constructors_map_batch),
-     "map_batch(map, batch_size, drop_remainder, memory=None) -> Dataset: a parallel map "
-     "followed by batch, fused"},
-    {"take", constructors_take, METH_VARARGS, "take(input, count) -> Dataset"},
-    {"skip", constructors_skip, METH_VARARGS, "skip(input, count) -> Dataset"},
-    {"repeat", constructors_repeat, METH_VARARGS, "repeat(input, count) -> Dataset"},
-    {NULL, NULL, 0, NULL},
-};

@@ -447,49 +447,49 @@ static int set_item(PyObject *d, const char *key, PyObject *value)
     return rc;
 }
 
-static PyObject *node_dict(const CvNodeSnapshot *n)
+/* A struct as a dict: the fields its table names (core/stats.h), by kind. */
+static PyObject *field_value(const void *base, const CvField *f)
+{
+    const char *p = (const char *)base + f->offset;
+    switch (f->kind) {
+    case CV_FIELD_U64:
+        return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
+    case CV_FIELD_I64:
+        return PyLong_FromLongLong(*(const int64_t *)p);
+    case CV_FIELD_INT:
+        return PyLong_FromLong(*(const int *)p);
+    case CV_FIELD_BOOL:
+        return PyBool_FromLong(*(const bool *)p);
+    case CV_FIELD_STRING:
+        return PyUnicode_FromString(*(const char *const *)p);
+    case CV_FIELD_DOUBLE:
+        return PyFloat_FromDouble(*(const double *)p);
+    default: /* CV_FIELD_ADDRESS */
+        return *(void *const *)p ? PyLong_FromVoidPtr(*(void *const *)p) : Py_NewRef(Py_None);
+    }
+}
+
+static PyObject *fields_dict(const void *base, const CvField *fields)
 {
     PyObject *d = PyDict_New();
-    const CvNodeTotals *t = &n->totals;
-    const CvGauges *g = &n->gauges;
-    /* The wrapper's address, compared with id() of the Python layer's
-     * handles (the dataset itself may be gone). */
-    if (!d || set_item(d, "dataset", n->wrapper ? PyLong_FromVoidPtr((void *)n->wrapper) : Py_NewRef(Py_None)) < 0 ||
-        set_item(d, "kernel", PyUnicode_FromString(n->kernel)) < 0 ||
-        set_item(d, "parent", PyLong_FromLong(n->parent)) < 0 ||
-        set_item(d, "inner", PyBool_FromLong(n->inner)) < 0 ||
-        set_item(d, "live", PyLong_FromLong(n->live)) < 0 ||
-        set_item(d, "elements", PyLong_FromUnsignedLongLong(t->elements)) < 0 ||
-        set_item(d, "errors", PyLong_FromUnsignedLongLong(t->errors)) < 0 ||
-        set_item(d, "units", PyLong_FromUnsignedLongLong(t->units)) < 0 ||
-        set_item(d, "turns", PyLong_FromUnsignedLongLong(t->turns)) < 0 ||
-        set_item(d, "busy_ns", PyLong_FromUnsignedLongLong(t->busy_ns)) < 0 ||
-        set_item(d, "input_ns", PyLong_FromUnsignedLongLong(t->input_ns)) < 0 ||
-        set_item(d, "full_ns", PyLong_FromUnsignedLongLong(t->full_ns)) < 0 ||
-        set_item(d, "wait_ns", PyLong_FromUnsignedLongLong(t->wait_ns)) < 0 ||
-        set_item(d, "waits", PyLong_FromUnsignedLongLong(t->waits)) < 0 ||
-        set_item(d, "blocked_ns", PyLong_FromUnsignedLongLong(t->blocked_ns)) < 0 ||
-        set_item(d, "parallelism", PyLong_FromLong(g->parallelism)) < 0 ||
-        set_item(d, "max_parallelism", PyLong_FromLong(g->max_parallelism)) < 0 ||
-        set_item(d, "tuned_parallelism", PyBool_FromLong(g->tuned_parallelism)) < 0 ||
-        set_item(d, "buffer", PyLong_FromLong(g->buffer)) < 0 ||
-        set_item(d, "max_buffer", PyLong_FromLong(g->max_buffer)) < 0 ||
-        set_item(d, "tuned_buffer", PyBool_FromLong(g->tuned_buffer)) < 0 ||
-        set_item(d, "buffered", PyLong_FromLongLong(g->buffered)) < 0 ||
-        set_item(d, "bytes", PyLong_FromLongLong(g->bytes)) < 0 ||
-        set_item(d, "pulling", PyLong_FromLong(g->pulling)) < 0 ||
-        set_item(d, "processing", PyLong_FromLong(g->processing)) < 0 ||
-        set_item(d, "copies", PyLong_FromUnsignedLongLong(t->copies)) < 0 ||
-        set_item(d, "copy_bytes", PyLong_FromUnsignedLongLong(t->copy_bytes)) < 0 ||
-        set_item(d, "copy_ns", PyLong_FromUnsignedLongLong(t->copy_ns)) < 0 ||
-        set_item(d, "ring_slots", PyLong_FromLong(g->ring_slots)) < 0 ||
-        set_item(d, "ring_busy", PyLong_FromLong(g->ring_busy)) < 0 ||
-        set_item(d, "staging_bytes", PyLong_FromLongLong(g->staging_bytes)) < 0 ||
-        set_item(d, "device_bytes", PyLong_FromLongLong(g->device_bytes)) < 0) {
-        Py_XDECREF(d);
-        return NULL;
-    }
+    for (const CvField *f = fields; d && f->name; f++)
+        if (set_item(d, f->name, field_value(base, f)) < 0)
+            Py_CLEAR(d);
     return d;
+}
+
+/* A list of n structs of `size` bytes at base, as dicts. */
+static PyObject *dict_list(const void *base, size_t size, int n, const CvField *fields)
+{
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *d = fields_dict((const char *)base + (size_t)i * size, fields);
+        if (!d)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, d);
+    }
+    return list;
 }
 
 static PyObject *autotune_dict(CvAutotuner *tuner)
@@ -497,19 +497,7 @@ static PyObject *autotune_dict(CvAutotuner *tuner)
     CvAutotuneChoice choices[CV_AUTOTUNE_HISTORY];
     int copied = 0;
     int64_t changes = cv_autotuner_history(tuner, choices, CV_AUTOTUNE_HISTORY, &copied);
-    PyObject *history = PyList_New(copied);
-    for (int i = 0; history && i < copied; i++) {
-        const CvAutotuneChoice *c = &choices[i];
-        PyObject *item = Py_BuildValue("{s:L,s:i,s:i,s:i,s:i,s:d,s:d}", "at_ns", (long long)c->at_ns,
-                                       "node", c->node, "from", c->from, "to", c->to, "bottleneck",
-                                       c->bottleneck, "target_ns", c->target_ns, "interval_ns",
-                                       c->interval_ns);
-        if (!item) {
-            Py_CLEAR(history);
-            break;
-        }
-        PyList_SET_ITEM(history, i, item);
-    }
+    PyObject *history = dict_list(choices, sizeof(*choices), copied, cv_autotune_choice_fields);
     if (!history)
         return NULL;
     bool fixed = cv_autotuner_algorithm(tuner) == CV_AUTOTUNE_FIXED;
@@ -537,13 +525,7 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
     /* Nodes only grow: those added since the count are left to the next call
      * (the snapshot fills n and returns how many there are now). */
     (void)cv_stats_snapshot(stats, snaps, n);
-    PyObject *nodes = PyList_New(0), *raw = NULL;
-    for (int i = 0; nodes && i < n; i++) {
-        PyObject *d = node_dict(&snaps[i]);
-        if (!d || PyList_Append(nodes, d) < 0)
-            Py_CLEAR(nodes);
-        Py_XDECREF(d);
-    }
+    PyObject *nodes = dict_list(snaps, sizeof(*snaps), n, cv_node_fields), *raw = NULL;
     PyMem_Free(snaps);
     PyObject *autotune = nodes ? autotune_dict(cv_pipeline_autotuner(pipeline)) : NULL;
     if (autotune)

@@ -8,10 +8,10 @@
 
 /* The module functions, file by file. */
 static PyMethodDef *const module_function_tables[] = {
-    cv_constructor_functions, cv_transform_functions, cv_grouping_functions,
-    cv_io_functions,          cv_cache_functions,     cv_example_functions,
-    cv_op_functions,          cv_memory_functions,    cv_iterator_functions,
-    cv_error_functions,       cv_device_functions,    cv_fs_functions,
+    cv_constructor_functions, cv_io_functions,     cv_cache_functions,
+    cv_example_functions,     cv_op_functions,     cv_memory_functions,
+    cv_iterator_functions,    cv_error_functions,  cv_device_functions,
+    cv_fs_functions,
 };
 
 static int module_exec(PyObject *module)
@@ -21,7 +21,7 @@ static int module_exec(PyObject *module)
         return -1;
     if (cv_dataset_type_init(module, st) < 0 || cv_iterator_type_init(module, st) < 0 ||
         cv_convert_init(module, st) < 0 || cv_device_init(module, st) < 0 ||
-        cv_fs_init(module) < 0)
+        cv_fs_init(module) < 0 || cv_constructors_init() < 0)
         return -1;
     for (size_t i = 0; i < sizeof(module_function_tables) / sizeof(module_function_tables[0]); i++)
         if (PyModule_AddFunctions(module, module_function_tables[i]) < 0)

@@ -34,125 +34,51 @@ static void release_capsule(void *owner)
     cv_python_end(&call);
 }
 
-/* One declared attribute name (CvOp.int_attrs): "name", "name?" (optional)
- * or "name[]" (a list of ints filling the remaining slots). */
-typedef struct AttrDecl {
-    char name[64]; /* bare (for messages) */
-    int length;    /* of the bare name */
-    bool optional;
-    bool list;
-} AttrDecl;
-
-static AttrDecl attr_decl(const char *text)
-{
-    AttrDecl d = {.length = (int)strlen(text)};
-    if (d.length > 0 && text[d.length - 1] == '?') {
-        d.optional = true;
-        d.length -= 1;
-    } else if (d.length > 2 && strcmp(text + d.length - 2, "[]") == 0) {
-        d.list = true;
-        d.length -= 2;
-    }
-    snprintf(d.name, sizeof(d.name), "%.*s", d.length, text);
-    return d;
-}
-
-/* The slot of `key` among `names` (NULL-terminated, may be NULL), or -1. */
-static int attr_slot(const char *const *names, const char *key)
-{
-    for (int i = 0; names && names[i]; i++) {
-        AttrDecl d = attr_decl(names[i]);
-        if ((int)strlen(key) == d.length && strncmp(names[i], key, (size_t)d.length) == 0)
-            return i;
-    }
-    return -1;
-}
-
-/* Put the values `given[i]` (borrowed; NULL where not passed) of the
- * attributes `names` into ints (is_int) or floats, in slot order, and set
- * *count to the slots filled. -1 with TypeError or ValueError on failure. */
-static int place_attrs(const CvOp *op, const char *const *names, PyObject *const *given,
-                       bool is_int, CvOpAttrs *attrs, int *count)
-{
-    int limit = is_int ? CV_OP_MAX_INTS : CV_OP_MAX_FLOATS;
-    const char *left_out = NULL; /* the first optional name not passed */
-    *count = 0;
-    for (int i = 0; names && names[i]; i++) {
-        AttrDecl d = attr_decl(names[i]);
-        if (!given[i]) {
-            if (!d.optional && !d.list) {
-                PyErr_Format(PyExc_TypeError, "%s: missing attribute '%s'", op->name, d.name);
-                return -1;
-            }
-            left_out = left_out ? left_out : names[i];
-            continue;
-        }
-        if (left_out) {
-            PyErr_Format(PyExc_TypeError, "%s: attribute '%s' needs the optional '%s' before it",
-                         op->name, d.name, attr_decl(left_out).name);
-            return -1;
-        }
-        PyObject *fast = d.list ? PySequence_Fast(given[i], "a list attribute must be a sequence")
-                                : NULL;
-        if (d.list && !fast)
-            return -1;
-        Py_ssize_t n = d.list ? PySequence_Fast_GET_SIZE(fast) : 1;
-        if (n > limit - i) {
-            Py_XDECREF(fast);
-            PyErr_Format(PyExc_ValueError, "%s: attribute '%s' is too long", op->name, d.name);
-            return -1;
-        }
-        for (Py_ssize_t k = 0; k < n; k++) {
-            PyObject *v = d.list ? PySequence_Fast_GET_ITEM(fast, k) : given[i];
-            if (is_int)
-                attrs->ints[i + k] = PyLong_AsLongLong(v);
-            else
-                attrs->floats[i + k] = PyFloat_AsDouble(v);
-            if (PyErr_Occurred()) {
-                Py_XDECREF(fast);
-                return -1;
-            }
-        }
-        Py_XDECREF(fast);
-        *count = i + (int)n;
-    }
-    return 0;
-}
-
 /* Fill ints and floats from `named`, a dict (or a sequence of (name, value)
- * pairs) of the attributes op->int_attrs and op->float_attrs name. */
+ * pairs) of the attributes op declares (ops/op.h: cv_op_attr_slot); the
+ * engine checks what is missing (raised as TypeError, as an argument). */
 static int named_attrs_from_python(const CvOp *op, PyObject *named, CvOpAttrs *attrs)
 {
     PyObject *items = PyDict_Check(named) ? PyDict_Items(named) : PySequence_List(named);
-    PyObject *given_ints[CV_OP_MAX_INTS] = {0}, *given_floats[CV_OP_MAX_FLOATS] = {0};
+    int given[2][CV_OP_MAX_INTS];
+    memset(given, 0xff, sizeof(given)); /* -1: left out */
     int rc = -1;
-    if (!items)
-        goto done;
-    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(items); j++) {
-        PyObject *item = PyList_GET_ITEM(items, j), *key, *value;
-        if (!PyArg_ParseTuple(item, "UO;an attribute is a (name, value) pair", &key, &value))
+    for (Py_ssize_t j = 0; items && j < PyList_GET_SIZE(items); j++) {
+        PyObject *key, *value, *fast = NULL;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(items, j), "UO;an attribute is a (name, value) pair",
+                              &key, &value))
             goto done;
         const char *text = PyUnicode_AsUTF8(key);
-        if (!text)
-            goto done;
-        int slot = attr_slot(op->int_attrs, text);
-        PyObject **given = slot >= 0 ? &given_ints[slot] : NULL;
-        if (slot < 0 && (slot = attr_slot(op->float_attrs, text)) >= 0)
-            given = &given_floats[slot];
-        if (!given) {
-            PyErr_Format(PyExc_TypeError, "%s: unknown attribute %R", op->name, key);
+        CvOpAttrSlot at = text ? cv_op_attr_slot(op, text) : (CvOpAttrSlot){-1, false, false, 0};
+        if (!text || at.slot < 0 || given[at.is_float][at.slot] >= 0) {
+            if (text)
+                PyErr_Format(PyExc_TypeError, at.slot < 0 ? "%s: unknown attribute %R"
+                                                          : "%s: attribute %R given twice", op->name, key);
             goto done;
         }
-        if (*given) {
-            PyErr_Format(PyExc_TypeError, "%s: attribute %R given twice", op->name, key);
+        if (at.list && !(fast = PySequence_Fast(value, "a list attribute must be a sequence")))
             goto done;
+        Py_ssize_t n = at.list ? PySequence_Fast_GET_SIZE(fast) : 1;
+        if (n > at.room)
+            PyErr_Format(PyExc_ValueError, "%s: attribute %R is too long", op->name, key);
+        for (Py_ssize_t k = 0; !PyErr_Occurred() && k < n; k++) {
+            PyObject *v = at.list ? PySequence_Fast_GET_ITEM(fast, k) : value;
+            if (at.is_float)
+                attrs->floats[at.slot + k] = PyFloat_AsDouble(v);
+            else
+                attrs->ints[at.slot + k] = PyLong_AsLongLong(v);
         }
-        *given = value;
+        Py_XDECREF(fast);
+        if (PyErr_Occurred())
+            goto done;
+        given[at.is_float][at.slot] = (int)n;
     }
-    if (place_attrs(op, op->int_attrs, given_ints, true, attrs, &attrs->num_ints) < 0 ||
-        place_attrs(op, op->float_attrs, given_floats, false, attrs, &attrs->num_floats) < 0)
-        goto done;
-    rc = 0;
+    CvStatus s = items ? cv_op_attrs_given(op, given[0], given[1], attrs) : CV_STATUS_OK;
+    if (s) {
+        PyErr_SetString(PyExc_TypeError, s->message);
+        cv_status_free(s);
+    }
+    rc = items && !s ? 0 : -1;
 done:
     Py_XDECREF(items);
     return rc;

@@ -21,15 +21,17 @@ enum { FAST_UNKNOWN, FAST_SINGLE, FAST_TUPLE, FAST_NONE };
 typedef struct {
     PyObject *module; /* strong: keeps the module state alive */
     char *name;       /* stage name for messages, owned */
+    PyObject *fn;     /* strong: the function, or a source's factory */
+    PyObject *aux;    /* strong or NULL: an element function's out_convert */
 } CvPyCallable;
 
 /* A map function, filter predicate or group_by_window key/size function:
  * element in, element out. */
+/* base.fn is called as fn(*components), or fn(epoch, index, *components);
+ * base.aux converts its result to a list of arrays, checking the structure. */
 typedef struct {
     CvPyCallable base;
-    PyObject *fn;          /* strong: called as fn(*components), or fn(epoch, index, *components) */
-    PyObject *out_convert; /* strong: result -> list of arrays, checks structure */
-    int with_id;           /* pass the element's CvElementId first */
+    int with_id; /* pass the element's CvElementId first */
     /* Written under the GIL on the first call only. */
     int fast;
     Py_ssize_t fast_n;
@@ -139,7 +141,7 @@ static CvStatus call_locked(CvPyElementFunction *f, CvModuleState *st, const CvE
     args = f->with_id ? args_with_id(st, in, id) : cv_element_to_tuple(st, in);
     if (!args)
         goto pyerror;
-    result = PyObject_Call(f->fn, args, NULL);
+    result = PyObject_Call(f->base.fn, args, NULL);
     if (!result)
         goto pyerror;
     if (fast_match(f, result)) {
@@ -151,7 +153,7 @@ static CvStatus call_locked(CvPyElementFunction *f, CvModuleState *st, const CvE
         }
     } else {
         int first = f->fast == FAST_UNKNOWN;
-        converted = PyObject_CallOneArg(f->out_convert, result);
+        converted = PyObject_CallOneArg(f->base.aux, result);
         if (!converted)
             goto pyerror;
         s = cv_element_from_sequence(st, converted, out);
@@ -202,15 +204,16 @@ static CvStatus element_function_call(void *ctx, const CvElement *in, const CvEl
     return s;
 }
 
-/* Free a wrapper: drop its references (module, a, b; NULLs skipped) from
- * any thread, or leak them once Python is no longer available (interpreter
- * exit), then free the name and the struct. */
-static void wrapper_free(CvPyCallable *w, PyObject *a, PyObject *b)
+/* The release hook of every wrapper: drop its references from any thread,
+ * or leak them once Python is no longer available (interpreter exit), then
+ * free the name and the struct. */
+static void wrapper_release(void *ctx)
 {
+    CvPyCallable *w = ctx;
     CvPythonCall call;
     if (cv_python_begin(&call) == 0) {
-        Py_XDECREF(a);
-        Py_XDECREF(b);
+        Py_XDECREF(w->fn);
+        Py_XDECREF(w->aux);
         Py_XDECREF(w->module);
         cv_python_end(&call);
     }
@@ -218,28 +221,17 @@ static void wrapper_free(CvPyCallable *w, PyObject *a, PyObject *b)
     PyMem_RawFree(w);
 }
 
-static void element_function_release(void *ctx)
+/* The traverse hook: called with the GIL held, by the gc (see
+ * dataset_type.c). Visits the wrapper's references. */
+static int wrapper_traverse(void *ctx, CvVisit visit, void *arg)
 {
-    CvPyElementFunction *f = ctx;
-    wrapper_free(&f->base, f->fn, f->out_convert);
-}
-
-/* Traverse hooks: called with the GIL held, by the gc (see dataset_type.c).
- * Visit a wrapper's references (module, a, b; NULLs skipped). */
-static int wrapper_traverse(CvPyCallable *w, PyObject *a, PyObject *b, CvVisit visit, void *arg)
-{
-    int rc = a ? visit(a, arg) : 0;
-    if (!rc && b)
-        rc = visit(b, arg);
+    CvPyCallable *w = ctx;
+    int rc = visit(w->fn, arg);
+    if (!rc && w->aux)
+        rc = visit(w->aux, arg);
     if (!rc && w->module)
         rc = visit(w->module, arg);
     return rc;
-}
-
-static int element_function_traverse(void *ctx, CvVisit visit, void *arg)
-{
-    CvPyElementFunction *f = ctx;
-    return wrapper_traverse(&f->base, f->fn, f->out_convert, visit, arg);
 }
 
 int cv_py_visit(void *object, void *arg)
@@ -248,9 +240,10 @@ int cv_py_visit(void *object, void *arg)
     return v->visit((PyObject *)object, v->arg);
 }
 
-/* Allocate a zeroed wrapper of `size` bytes holding module and a copy of
- * name; NULL (with *error set) on failure. */
-static void *wrapper_new(size_t size, PyObject *module, PyObject *name, CvStatus *error)
+/* Allocate a zeroed wrapper of `size` bytes holding module, fn, aux (may
+ * be NULL) and a copy of name; NULL (with *error set) on failure. */
+static void *wrapper_new(size_t size, PyObject *module, PyObject *name, PyObject *fn,
+                         PyObject *aux, CvStatus *error)
 {
     const char *text = PyUnicode_AsUTF8(name);
     if (!text) {
@@ -270,6 +263,8 @@ static void *wrapper_new(size_t size, PyObject *module, PyObject *name, CvStatus
     memcpy(copy, text, n);
     w->name = copy;
     w->module = Py_NewRef(module);
+    w->fn = Py_NewRef(fn);
+    w->aux = Py_XNewRef(aux);
     return w;
 }
 
@@ -277,66 +272,45 @@ CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_c
                                  PyObject *name, int with_id, CvFunction *out)
 {
     CvStatus s = CV_STATUS_OK;
-    CvPyElementFunction *f = wrapper_new(sizeof(*f), module, name, &s);
+    CvPyElementFunction *f = wrapper_new(sizeof(*f), module, name, fn, out_convert, &s);
     if (!f)
         return s;
-    f->fn = Py_NewRef(fn);
-    f->out_convert = Py_NewRef(out_convert);
     f->with_id = with_id;
-    *out = (CvFunction){element_function_call, element_function_call_chunk,
-                        element_function_release, f, element_function_traverse};
+    *out = (CvFunction){element_function_call, element_function_call_chunk, wrapper_release, f,
+                        wrapper_traverse};
     return CV_STATUS_OK;
 }
 
 /* Dataset functions (interleave's map_func): fn(*components) returns an
  * engine Dataset (the Python layer unwraps the user's conveyor Dataset). */
-typedef struct {
-    CvPyCallable base;
-    PyObject *fn;
-} CvPyDatasetFunction;
-
 static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset **out)
 {
-    CvPyDatasetFunction *f = ctx;
+    CvPyCallable *f = ctx;
     CvStatus s = CV_STATUS_OK;
     CvPythonCall call;
     if (cv_python_begin(&call) < 0)
-        return python_gone(f->base.name);
-    PyObject *args = cv_element_to_tuple(cv_get_state(f->base.module), in);
+        return python_gone(f->name);
+    PyObject *args = cv_element_to_tuple(cv_get_state(f->module), in);
     PyObject *result = args ? PyObject_Call(f->fn, args, NULL) : NULL;
-    CvDataset *ds = result ? cv_dataset_arg(f->base.module, result) : NULL;
+    CvDataset *ds = result ? cv_dataset_arg(f->module, result) : NULL;
     if (ds)
         *out = cv_dataset_ref(ds);
     else
-        s = cv_status_from_pyerr(f->base.name);
+        s = cv_status_from_pyerr(f->name);
     Py_XDECREF(args);
     Py_XDECREF(result);
     cv_python_end(&call);
     return s;
 }
 
-static void dataset_function_release(void *ctx)
-{
-    CvPyDatasetFunction *f = ctx;
-    wrapper_free(&f->base, f->fn, NULL);
-}
-
-static int dataset_function_traverse(void *ctx, CvVisit visit, void *arg)
-{
-    CvPyDatasetFunction *f = ctx;
-    return wrapper_traverse(&f->base, f->fn, NULL, visit, arg);
-}
-
 CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObject *name,
                                          CvDatasetFunction *out)
 {
     CvStatus s = CV_STATUS_OK;
-    CvPyDatasetFunction *f = wrapper_new(sizeof(*f), module, name, &s);
+    CvPyCallable *f = wrapper_new(sizeof(*f), module, name, fn, NULL, &s);
     if (!f)
         return s;
-    f->fn = Py_NewRef(fn);
-    *out = (CvDatasetFunction){dataset_function_call, dataset_function_release, f,
-                               dataset_function_traverse};
+    *out = (CvDatasetFunction){dataset_function_call, wrapper_release, f, wrapper_traverse};
     return CV_STATUS_OK;
 }
 
@@ -357,8 +331,7 @@ struct SourceState {
 };
 
 typedef struct {
-    CvPyCallable base;
-    PyObject *factory;
+    CvPyCallable base; /* base.fn: the factory */
     SourceState *states; /* live states, GIL-guarded */
 } CvPySource;
 
@@ -370,7 +343,7 @@ static CvStatus source_open(void *ctx, void **state)
         return python_gone(src->base.name);
     CvStatus s = CV_STATUS_OK;
     SourceState *st = NULL;
-    PyObject *it = PyObject_CallNoArgs(src->factory);
+    PyObject *it = PyObject_CallNoArgs(src->base.fn);
     if (it)
         Py_SETREF(it, PyObject_GetIter(it));
     if (!it) {
@@ -441,16 +414,10 @@ static void source_close(void *ctx, void *state)
     cv_python_end(&call);
 }
 
-static void source_release(void *ctx)
-{
-    CvPySource *src = ctx;
-    wrapper_free(&src->base, src->factory, NULL);
-}
-
 static int source_traverse(void *ctx, CvVisit visit, void *arg)
 {
     CvPySource *src = ctx;
-    int rc = wrapper_traverse(&src->base, src->factory, NULL, visit, arg);
+    int rc = wrapper_traverse(&src->base, visit, arg);
     for (SourceState *st = src->states; !rc && st; st = st->next)
         rc = st->running ? 0 : visit(st->it, arg);
     return rc;
@@ -459,11 +426,9 @@ static int source_traverse(void *ctx, CvVisit visit, void *arg)
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out)
 {
     CvStatus s = CV_STATUS_OK;
-    CvPySource *src = wrapper_new(sizeof(*src), module, name, &s);
+    CvPySource *src = wrapper_new(sizeof(*src), module, name, factory, NULL, &s);
     if (!src)
         return s;
-    src->factory = Py_NewRef(factory);
-    *out = (CvSource){source_open, source_next, source_close, source_release, src,
-                      source_traverse};
+    *out = (CvSource){source_open, source_next, source_close, wrapper_release, src, source_traverse};
     return CV_STATUS_OK;
 }

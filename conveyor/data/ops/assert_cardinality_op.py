@@ -83,8 +83,9 @@ class AssertCardinalityDataset(UnaryUnchangedStructureDataset):
         # their own count m (the input had i - m elements: stateless, so it
         # stays right on the calls after an error and across save/restore).
         real = _engine.zip([engine_inputs[0], _engine.repeat(
-            _engine.tensors([np.asarray(False), np.asarray(0, np.int64)]), -1)])
-        end = _engine.zip([_engine.repeat(_engine.tensors(_filler(spec) + [np.asarray(True)]), -1),
+            _engine.tensors([np.asarray(False), np.asarray(0, np.int64)]), count=-1)])
+        filler = _engine.tensors(_filler(spec) + [np.asarray(True)])
+        end = _engine.zip([_engine.repeat(filler, count=-1),
                            _engine.range(start=0, stop=_INT64_MAX, step=1, dtype=int64)])
         marked = _engine.concatenate([real, end])
 

@@ -103,7 +103,7 @@ class UnbatchDataset(_SpecDerivedDataset):
         # Without a known spec (a Python map upstream that has not run) the engine
         # checks each element, and the count is unknown.
         static_batch = -1 if self._spec is None else self._static_batch
-        return _engine.unbatch(engine_inputs[0], static_batch)
+        return _engine.unbatch(engine_inputs[0], static_batch_size=static_batch)
 
 
 def _zero_rows(spec):

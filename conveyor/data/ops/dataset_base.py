@@ -488,4 +488,4 @@ class VariantDataset(SourceDataset):
     an element): views of the tensors the engine packed."""
 
     def __init__(self, spec, packed, mask):
-        super().__init__(_engine.window_source(list(packed), mask), spec)
+        super().__init__(_engine.window_source(list(packed), ragged=mask), spec)

@@ -41,7 +41,8 @@ class DirectedInterleaveDataset(Dataset):
         self._spec = _choose_spec(list(datasets))
 
     def _build(self, ctx, engine_inputs):
-        return _engine.choose(engine_inputs[0], list(engine_inputs[1:]), self._stop)
+        return _engine.choose(engine_inputs[0], datasets=list(engine_inputs[1:]),
+                              stop_on_empty_dataset=self._stop)
 
     def _derive_spec(self):
         return self._spec
@@ -56,7 +57,8 @@ class SampleChoiceDataset(Dataset):
 
     def _build(self, ctx, engine_inputs):
         weights_dataset = engine_inputs[1] if len(engine_inputs) > 1 else None
-        return _engine.sample_choice(engine_inputs[0], weights_dataset, self._weights)
+        return _engine.sample_choice(engine_inputs[0], weights_dataset=weights_dataset,
+                                     weights=self._weights)
 
     def _derive_spec(self):
         return TensorSpec([], _dtypes.int64)

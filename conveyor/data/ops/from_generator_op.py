@@ -53,7 +53,7 @@ class GeneratorDataset(SourceDataset):
         def factory():
             return _CheckedGenerator(generator(*call_args), signature)
 
-        super().__init__(_engine.generator(factory, "Dataset.from_generator"), signature,
+        super().__init__(_engine.generator(factory, name="Dataset.from_generator"), signature,
                          (generator, args))
 
 

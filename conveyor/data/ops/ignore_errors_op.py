@@ -11,4 +11,4 @@ class IgnoreErrorsDataset(UnaryUnchangedStructureDataset):
         self._log_warning = log_warning
 
     def _build(self, ctx, engine_inputs):
-        return _engine.ignore_errors(engine_inputs[0], self._log_warning)
+        return _engine.ignore_errors(engine_inputs[0], log_warning=self._log_warning)

@@ -91,7 +91,7 @@ class InterleaveDataset(Dataset):
         if self._first_inner is None:
             # map_func is Python: its datasets are known once it has run. Run it on the
             # first input element (as tracing would run it once).
-            probe = _engine.take(self._inputs[0]._probe_engine(self._context()), 1)
+            probe = _engine.take(self._inputs[0]._probe_engine(self._context()), count=1)
             # A pool of one: the probe wants one element.
             for components in probe.make_iterator(lambda: (1, None), cpu_budget=1):
                 self._inner_dataset(calling_convention(self._map_func, self._inputs[0])(*components))

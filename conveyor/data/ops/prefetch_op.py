@@ -14,7 +14,7 @@ class PrefetchDataset(UnaryUnchangedStructureDataset):
         if ctx.sequential:  # the doctor's baseline: no prefetch
             return engine_inputs[0]
         # It buffers elements: it charges the pipeline's RAM budget.
-        return _engine.prefetch(engine_inputs[0], self._buffer_size, ctx.memory)
+        return _engine.prefetch(engine_inputs[0], buffer_size=self._buffer_size, memory=ctx.memory)
 
 
 class _DeviceDataset(UnaryUnchangedStructureDataset):
@@ -37,7 +37,8 @@ class _DeviceDataset(UnaryUnchangedStructureDataset):
         if self._kind == _device.CPU:  # tf.data's "/cpu:0": the elements stay as they are
             if self._buffer_size == 0 or ctx.sequential:
                 return engine_inputs[0]
-            return _engine.prefetch(engine_inputs[0], self._buffer_size, ctx.memory)
+            return _engine.prefetch(engine_inputs[0], buffer_size=self._buffer_size,
+                                    memory=ctx.memory)
         buffer_size = 0 if ctx.sequential else self._buffer_size
         return _engine.prefetch_to_device(engine_inputs[0], kind=_device.engine_kind(self._kind),
                                           index=self._index, buffer_size=buffer_size,

@@ -13,4 +13,4 @@ class ShardDataset(UnaryUnchangedStructureDataset):
         self._args = (num_shards, index)
 
     def _build(self, ctx, engine_inputs):
-        return _engine.shard(engine_inputs[0], *self._args)
+        return _engine.shard(engine_inputs[0], num_shards=self._args[0], index=self._args[1])

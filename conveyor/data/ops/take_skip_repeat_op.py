@@ -12,7 +12,7 @@ class TakeDataset(UnaryUnchangedStructureDataset):
         self._count = count
 
     def _build(self, ctx, engine_inputs):
-        return _engine.take(engine_inputs[0], self._count)
+        return _engine.take(engine_inputs[0], count=self._count)
 
 
 class SkipDataset(UnaryUnchangedStructureDataset):
@@ -21,7 +21,7 @@ class SkipDataset(UnaryUnchangedStructureDataset):
         self._count = count
 
     def _build(self, ctx, engine_inputs):
-        return _engine.skip(engine_inputs[0], self._count)
+        return _engine.skip(engine_inputs[0], count=self._count)
 
 
 class RepeatDataset(UnaryUnchangedStructureDataset):
@@ -30,4 +30,4 @@ class RepeatDataset(UnaryUnchangedStructureDataset):
         self._count = count
 
     def _build(self, ctx, engine_inputs):
-        return _engine.repeat(engine_inputs[0], self._count)
+        return _engine.repeat(engine_inputs[0], count=self._count)
