@@ -5,6 +5,8 @@
 #include <string.h>
 
 static CvTurn stage_turn(void *arg);
+/* The stage whose consumer this thread is while it runs one of its turns. */
+static _Thread_local const CvStage *helping;
 
 CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const char *name,
                        int workers, bool tune_workers, int capacity, int max_capacity,
@@ -147,15 +149,6 @@ static void charge_units(CvStage *st, CvStageUnit *units, size_t *bytes, int n, 
     }
 }
 
-/* mu held: room in the budget for one more result of the average size
- * buffered now (an autotuned capacity grows only then). */
-static bool budget_has_room(const CvStage *st)
-{
-    uint64_t buffered = st->issued - st->consumed;
-    size_t average = buffered ? st->held / buffered : 0;
-    return cv_memory_used(st->memory) + (int64_t)average <= cv_memory_limit(st->memory);
-}
-
 static void count(_Atomic uint64_t *counter, uint64_t n)
 {
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
@@ -226,7 +219,7 @@ static CvTurn stage_turn(void *arg)
         unlock_input(st);
         return CV_TURN_DONE;
     }
-    if (st->issued - st->consumed >= (uint64_t)st->capacity) {
+    if (st->issued - st->consumed >= (uint64_t)st->capacity || cv_stage_pull_waits_for_room(st)) {
         if (!st->full) {
             st->full = true;
             st->full_since = turn_started;
@@ -296,10 +289,12 @@ static CvTurn stage_turn(void *arg)
     for (int i = 0; i < n; i++)
         total += bytes[i] = cv_element_bytes(&units[i].out);
 
+    bool charged = cv_stage_charge_waiting(st, first_seq, total, helping != st);
     pthread_mutex_lock(&st->mu);
     if (st->max_chunk > 1 || st->window_follows_chunk)
         adapt_chunk(st, n, total, elapsed);
-    charge_units(st, units, bytes, n, total);
+    if (!charged)
+        charge_units(st, units, bytes, n, total);
     for (int i = 0; i < n; i++) {
         uint64_t index = st->deterministic ? first_seq + (uint64_t)i : st->completed;
         __atomic_store_n(&st->completed, st->completed + 1, __ATOMIC_RELEASE); /* spun on */
@@ -660,7 +655,7 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
         }
         if (!wait_started) { /* starved: grow an autotuned window, wake the workers now */
             wait_started = cv_now_ns();
-            if (st->autotune && st->capacity < st->max_capacity && budget_has_room(st))
+            if (st->autotune && st->capacity < st->max_capacity && cv_stage_budget_has_room(st))
                 st->capacity++;
             wake |= run_retire(st, true);
         }
@@ -679,7 +674,10 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             pthread_mutex_unlock(&st->mu);
             wake_workers(st, wake);
             wake = false;
+            const CvStage *outer = helping; /* the turn it runs must not wait for us */
+            helping = st;
             tried_help = !cv_task_help(&st->task); /* after a turn, help again if need be */
+            helping = outer;
             pthread_mutex_lock(&st->mu);
             continue; /* mu was released: everything must be checked again */
         }
@@ -740,6 +738,7 @@ void cv_stage_cancel(CvStage *st)
     st->cancelled = true;
     pthread_cond_broadcast(&st->ready_cv);
     pthread_mutex_unlock(&st->mu);
+    cv_memory_wake(st->memory); /* turns waiting for room */
 }
 
 void cv_stage_destroy(CvStage *st)

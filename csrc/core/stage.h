@@ -44,10 +44,16 @@
  * released when their slots are retired, once per group: an element handed
  * out stays charged until then, i.e. while fewer than low_water elements of
  * a longer run have been handed out after it; when next() returns with its
- * run used up, nothing handed out is charged. A result that does not fit becomes
- * a RESOURCE_EXHAUSTED error in its slot (its element is dropped). An
- * autotuned capacity grows only while the budget has room for another
- * element of the average size.
+ * run used up, nothing handed out is charged. In a stage of fixed sizes a
+ * result that does not fit becomes a RESOURCE_EXHAUSTED error in its slot
+ * (its element is dropped). An AUTOTUNE stage (buffer or parallelism)
+ * takes the budget as a ceiling instead: its capacity grows only while the
+ * budget has room for another element of the average size, a turn pulls
+ * nothing while it has none (results are buffered), and a result that does
+ * not fit waits for the consumer to free room while an older result of the
+ * stage is still to be taken. The oldest one never waits (its consumer
+ * waits for it): it is charged over the limit, by one result, unless it
+ * alone exceeds the budget (then the error).
  *
  * Locks: input_mu (serializes pull) is taken before mu (everything else);
  * never the other way round. Neither is held while calling process() or
@@ -303,6 +309,15 @@ void cv_stage_inline_end(CvStage *st);
  * budget); `knob` says how to lower this stage's buffering in the error
  * ("lower prefetch's buffer_size"). */
 void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob);
+/* Back-pressure (core/stage_budget.c; mu held unless said): room in the
+ * budget for one more result of the average size buffered now; whether an
+ * AUTOTUNE stage's turn should pull nothing for want of room; and (mu not
+ * held) charge an AUTOTUNE stage's processed results, waiting for room
+ * while an older result is still to be taken (false: not charged, the
+ * caller charges as a fixed stage does). */
+bool cv_stage_budget_has_room(const CvStage *st);
+bool cv_stage_pull_waits_for_room(const CvStage *st);
+bool cv_stage_charge_waiting(CvStage *st, uint64_t first_seq, size_t total, bool may_wait);
 
 #define CV_STAGE_CHUNK_NS 200000
 #define CV_STAGE_SLACK_UNITS 8                   /* per worker; see adapt_chunk in stage.c */
