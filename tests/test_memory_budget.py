@@ -146,6 +146,22 @@ def test_shuffle_is_named_as_the_holder():
     gc.collect()
 
 
+def test_cache_is_named_as_the_holder():
+    """A memory cache is listed on the budget (issue 31): while it holds the
+    most, another stage's error names it and its knob."""
+    base = with_budget(Dataset.range(20), 1_000_000)
+    cached = base.take(8).map(lambda x: np.full(100 * KB, 1, np.uint8)).cache()
+    assert len(list(cached)) == 8  # the recording is published: it holds 800 KB
+    other = base.take(1).map(lambda x: np.zeros(300 * KB, np.uint8)).prefetch(1)
+    with pytest.raises(errors.ResourceExhaustedError,
+                       match=r"^Prefetch: .* Cache holds the most: 781\.2 KiB\. To fix: cache to "
+                       r"a file \(cache\(filename\)\), lower prefetch's buffer_size here"):
+        list(other)
+    del cached
+    gc.collect()
+    assert usage(base)[0] == 0
+
+
 def test_fused_shuffle_batch_is_named_as_the_holder():
     """shuffle + batch run fused: its buffer is listed as Shuffle's. Its
     parallel batch (automatic, so it waits for room rather than failing)
@@ -474,6 +490,45 @@ def test_shuffle_of_8mb_elements_stays_within_its_budget(run_python, buffer_size
     assert count == (120 if buffer_size == 31 else 0)
     budget = 256 << 20
     assert grown <= budget + 2 * (8 << 20) + (8 << 20), f"grew {grown / budget:.2f}x the budget"
+
+
+def _big(x):
+    """An 8 MiB element made in the engine."""
+    return tf.zeros([8 << 20], tf.uint8) + tf.cast(x, tf.uint8)
+
+
+PEAK_CASES = {
+    # name: (pipeline, budget in MiB, elements)
+    "shuffle(31) under 256 MiB": (lambda: Dataset.range(60).map(_big).shuffle(31, seed=1), 256, 60),
+    "shuffle(8) under 64 MiB": (lambda: Dataset.range(40).map(_big).shuffle(8, seed=1), 64, 40),
+    "prefetch(7) under 64 MiB": (lambda: Dataset.range(40).map(_big).prefetch(7), 64, 40),
+    "prefetch(AUTOTUNE)": (lambda: Dataset.range(40).map(_big).prefetch(tf.data.AUTOTUNE), 64, 40),
+    "interleave read-ahead, 4 calls": (
+        lambda: Dataset.range(4).interleave(lambda i: Dataset.range(10).map(_big), cycle_length=4,
+                                            num_parallel_calls=4), 64, 40),
+    "interleave read-ahead, AUTOTUNE": (
+        lambda: Dataset.range(4).interleave(lambda i: Dataset.range(10).map(_big), cycle_length=4,
+                                            num_parallel_calls=tf.data.AUTOTUNE), 64, 40),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PEAK_CASES))
+def test_buffering_stages_peak_within_the_budget(case):
+    """Issue 31: every stage that buffers large elements stays within the
+    budget: the most bytes ever charged at once (the engine's peak counter)
+    is at most the budget, and the pipeline runs to its end without an
+    error (a slow consumer: the buffers fill)."""
+    make, budget_mb, n = PEAK_CASES[case]
+    ds = with_budget(make(), budget_mb << 20)
+    count = 0
+    for _ in ds:
+        count += 1
+        time.sleep(0.002)
+    assert count == n
+    peak = _engine.memory_budget_peak(ds._ram_budget())
+    assert 8 << 20 <= peak <= budget_mb << 20, f"peak {peak / (budget_mb << 20):.3f}x the budget"
+    gc.collect()
+    assert usage(ds)[0] == 0
 
 
 def _map_and_prefetch_under(budget_mb, fn):
