@@ -72,6 +72,16 @@ def _py(x):
     return np.asarray(x).copy()
 
 
+def _inner_generators(ref):
+    """An interleave function that does not hold the loader; the inner
+    datasets it returns do (from_generator(loader.quad)), so the cycle goes
+    through them alone while an inner iterator is open."""
+    def inner(x):
+        return Dataset.from_generator(ref().quad, output_signature=tf.TensorSpec([], tf.int64)).map(
+            lambda v: v + x * 4)
+    return inner
+
+
 class Loader:
     """Holds its dataset and a live iterator over it; the dataset holds the
     loader through a bound method."""
@@ -99,6 +109,12 @@ class Loader:
         elif kind == "parallel_interleave":
             ds = Dataset.range(n // 4).map(self.fn).interleave(
                 self.inner, cycle_length=2, num_parallel_calls=2).prefetch(2)
+        elif kind == "interleave_generators":
+            ds = Dataset.range(n // 4).interleave(_inner_generators(weakref.ref(self)),
+                                                  cycle_length=2, block_length=1)
+        elif kind == "parallel_interleave_generators":
+            ds = Dataset.range(n // 4).interleave(_inner_generators(weakref.ref(self)),
+                                                  cycle_length=2, num_parallel_calls=2).prefetch(2)
         else:
             raise ValueError(kind)
         self.ds = ds
@@ -118,17 +134,23 @@ class Loader:
         self._maybe_collect()
         return _py(x)
 
+    def quad(self):
+        for _ in range(4):
+            self._maybe_collect()
+            yield 0
+
     def inner(self, x):
         self._maybe_collect()
         return Dataset.from_tensors(x * 4).repeat(4)
 
 
 KINDS = ["generator", "generator_prefetch", "map", "map_prefetch", "parallel_map",
-         "generator_parallel_map", "interleave", "parallel_interleave"]
+         "generator_parallel_map", "interleave", "parallel_interleave", "interleave_generators",
+         "parallel_interleave_generators"]
 
 
 def _expected(kind, n=200):
-    if kind in ("interleave", "parallel_interleave"):  # cycle_length=2, block_length=1
+    if "interleave" in kind:  # cycle_length=2, block_length=1
         return [4 * (2 * pair + j) for pair in range(n // 8) for _ in range(4) for j in (0, 1)]
     return list(range(n))
 
@@ -153,7 +175,8 @@ def test_cycle_through_live_iterator_is_collected(kind, advanced):
     assert _engine.live_iterators() == live
 
 
-@pytest.mark.parametrize("kind", ["generator_prefetch", "parallel_map", "parallel_interleave"])
+@pytest.mark.parametrize("kind", ["generator_prefetch", "parallel_map", "parallel_interleave",
+                                  "interleave_generators", "parallel_interleave_generators"])
 def test_referenced_iterator_keeps_working_through_collections(kind):
     loader = Loader(kind)
     it = loader.it
@@ -186,7 +209,8 @@ def test_referenced_dataset_keeps_the_cycle_alive():
 
 
 @pytest.mark.parametrize("kind", ["generator", "generator_prefetch", "parallel_map",
-                                  "generator_parallel_map", "parallel_interleave"])
+                                  "generator_parallel_map", "parallel_interleave",
+                                  "interleave_generators", "parallel_interleave_generators"])
 def test_collections_inside_the_pipeline_while_it_runs(kind):
     """gc.collect() inside a generator or map function (on the consumer or a
     worker): the running pipeline is never collected and gives every element."""

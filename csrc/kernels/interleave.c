@@ -592,12 +592,62 @@ static void interleave_free(CvDataset *ds)
     InterleaveParams *p = ds->params;
     if (p->fn.release)
         p->fn.release(p->fn.ctx);
+    pthread_mutex_destroy(&p->live_mu);
     free(p);
 }
 
+/* map_func, then the inner datasets that the live iterators' slots hold
+ * (the cycle's and the futures': a dataset map_func returned, whose own
+ * callables may hold what holds the iterator). Each inner dataset held by
+ * its slot alone is walked as an owned part (cv_dataset_traverse_owned):
+ * the caller owns this dataset, so every pipeline running it is accounted
+ * and the slots are its only holders. Under live_mu and each iterator's
+ * mu: a slot is placed and taken out of the cycle and the futures under
+ * mu and freed only after, so every inner dataset seen is alive; a worker
+ * never waits for the caller's lock (the binding's GIL) holding mu. */
 static int interleave_traverse(const CvDataset *ds, CvVisit visit, void *arg)
 {
-    return cv_dataset_function_traverse(&((const InterleaveParams *)ds->params)->fn, visit, arg);
+    InterleaveParams *p = ds->params;
+    int rc = cv_dataset_function_traverse(&p->fn, visit, arg);
+    pthread_mutex_lock(&p->live_mu);
+    for (InterleaveIterator *it = p->live; !rc && it; it = it->live_next) {
+        pthread_mutex_lock(&it->mu);
+        for (int64_t k = 0; !rc && it->cycle && k < p->cycle_length; k++)
+            if (it->cycle[k] && it->cycle[k]->inner_ds)
+                rc = cv_dataset_traverse_owned(it->cycle[k]->inner_ds, 1, visit, arg);
+        for (int k = 0; !rc && k < it->future_count; k++) {
+            const InterleaveSlot *slot = it->futures[(it->future_head + k) % it->future_cap];
+            if (slot->inner_ds)
+                rc = cv_dataset_traverse_owned(slot->inner_ds, 1, visit, arg);
+        }
+        pthread_mutex_unlock(&it->mu);
+    }
+    pthread_mutex_unlock(&p->live_mu);
+    return rc;
+}
+
+/* List / unlist an iterator on its dataset for interleave_traverse. */
+static void live_link(InterleaveIterator *it, bool add)
+{
+    InterleaveParams *p = it->base.dataset->params;
+    pthread_mutex_lock(&p->live_mu);
+    if (add && !it->listed) {
+        it->live_prev = NULL;
+        it->live_next = p->live;
+        if (p->live)
+            p->live->live_prev = it;
+        p->live = it;
+        it->listed = true;
+    } else if (!add && it->listed) {
+        if (it->live_prev)
+            it->live_prev->live_next = it->live_next;
+        else
+            p->live = it->live_next;
+        if (it->live_next)
+            it->live_next->live_prev = it->live_prev;
+        it->listed = false;
+    }
+    pthread_mutex_unlock(&p->live_mu);
 }
 
 static int64_t interleave_cardinality(const CvDataset *ds)
@@ -617,6 +667,7 @@ static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
     pthread_mutex_init(&it->mu, NULL);
     cv_cond_init(&it->ready_cv);
     it->cycle = calloc((size_t)p->cycle_length, sizeof(InterleaveSlot *));
+    live_link(it, true);
     CvStatus s = it->cycle ? cv_iterator_make(ds->inputs[0], &it->input) : cv_error_nomem();
     if (!s && p->num_workers > 0) {
         int64_t ring = 2 * p->block_length + 1; /* tf.data's buffer_output_elements */
@@ -868,6 +919,7 @@ static void interleave_destroy(CvIterator *base)
 {
     InterleaveIterator *it = (InterleaveIterator *)base;
     int64_t n = params_of(it)->cycle_length;
+    live_link(it, false); /* before any slot is freed */
     interleave_cancel(base);
     cv_task_remove(&it->task); /* waits for the running turns */
     for (int64_t k = 0; it->cycle && k < n; k++)
@@ -923,6 +975,8 @@ CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t c
         return s ? s : cv_error_nomem();
     }
     *p = (InterleaveParams){fn, cycle_length, block_length, workers, tune, deterministic};
+    pthread_mutex_init(&p->live_mu, NULL);
+    p->live = NULL;
     /* Inner datasets appear at run time and may block: always may_block. */
     return cv_dataset_new(&cv_kernel_interleave, &input, 1, p, true, out);
 }
