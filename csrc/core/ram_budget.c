@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/blocking.h"
 #include "core/cgroup.h"
 
 struct CvMemory {
@@ -401,4 +402,34 @@ int64_t cv_memory_process_limit(void)
         (uint64_t)as.rlim_cur < (uint64_t)limit)
         limit = (int64_t)as.rlim_cur;
     return limit;
+}
+
+bool cv_memory_holder_charge_waiting(CvMemoryHolder *h, size_t bytes, int64_t poll_ns,
+                                     int (*may_wait)(void *ctx), void *ctx)
+{
+    bool charged = false, blocking = false;
+    for (;;) {
+        if (cv_memory_holder_try_charge(h, bytes)) {
+            charged = true;
+            break;
+        }
+        int may = blocking && cv_blocking_cancelled() ? -1 : may_wait(ctx);
+        if (may < 0)
+            break;
+        if (may == 0) { /* the oldest result: over the limit by it, unless it never fits */
+            if ((int64_t)bytes <= h->memory->limit) {
+                cv_memory_holder_force_charge(h, bytes);
+                charged = true;
+            }
+            break;
+        }
+        if (!blocking) {
+            cv_blocking_begin();
+            blocking = true;
+        }
+        cv_memory_holder_wait(h, bytes, poll_ns);
+    }
+    if (blocking)
+        cv_blocking_end();
+    return charged;
 }

@@ -113,6 +113,15 @@ void cv_memory_holder_wait(CvMemoryHolder *h, size_t bytes, int64_t timeout_ns);
 /* Charge h's budget even over its limit: only for a stage's oldest result,
  * which nothing ahead of it can make room for (waiting would deadlock). */
 void cv_memory_holder_force_charge(CvMemoryHolder *h, size_t bytes);
+/* Back-pressure in one call: charge `bytes` through h, waiting for room
+ * (cv_memory_holder_wait, in a blocking section, polling every poll_ns)
+ * while may_wait(ctx) answers 1 (asked after each failed try, with no lock
+ * of the caller held). 0: charge it over the limit (force) unless it alone
+ * exceeds the budget; -1 (or the thread's owner cancelled): give up.
+ * Returns whether the bytes were charged. */
+#define CV_MEMORY_POLL_NS (20 * 1000 * 1000) /* a sensible poll_ns: a release wakes sooner */
+bool cv_memory_holder_charge_waiting(CvMemoryHolder *h, size_t bytes, int64_t poll_ns,
+                                     int (*may_wait)(void *ctx), void *ctx);
 /* For a stage that counts its bytes itself (charging the budget directly):
  * what it holds now. */
 void cv_memory_holder_set(CvMemoryHolder *h, size_t held);

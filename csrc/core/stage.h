@@ -309,15 +309,6 @@ void cv_stage_inline_end(CvStage *st);
  * budget); `knob` says how to lower this stage's buffering in the error
  * ("lower prefetch's buffer_size"). */
 void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob);
-/* Back-pressure (core/stage_budget.c; mu held unless said): room in the
- * budget for one more result of the average size buffered now; whether an
- * AUTOTUNE stage's turn should pull nothing for want of room; and (mu not
- * held) charge an AUTOTUNE stage's processed results, waiting for room
- * while an older result is still to be taken (false: not charged, the
- * caller charges as a fixed stage does). */
-bool cv_stage_budget_has_room(const CvStage *st);
-bool cv_stage_pull_waits_for_room(const CvStage *st);
-bool cv_stage_charge_waiting(CvStage *st, uint64_t first_seq, size_t total, bool may_wait);
 
 #define CV_STAGE_CHUNK_NS 200000
 #define CV_STAGE_SLACK_UNITS 8                   /* per worker; see adapt_chunk in stage.c */
