@@ -33,10 +33,10 @@
  * the input or from map_func is delivered when the cycle would have opened
  * that slot. Both as in tf.data.
  *
- * Memory: buffered results are charged to the dataset's RAM budget when a
- * worker stores a run, and released as the consumer takes them. A result
- * that does not fit becomes a RESOURCE_EXHAUSTED error in its place (its
- * element is dropped), delivered in its turn like any inner error.
+ * Memory: results are charged to the RAM budget when a worker stores a run,
+ * released as the consumer takes them. With AUTOTUNE a run waits for room
+ * unless the consumer is starved; else a result that does not fit becomes a
+ * RESOURCE_EXHAUSTED error in its place (dropped), delivered in its turn.
  *
  * The kernel is a task of the pool, at most num_workers turns at once: a
  * turn reads ahead one slot or opens one future, then ends; with nothing to
@@ -220,14 +220,29 @@ static int read_ahead(InterleaveSlot *slot, int tail, InterleaveResult *run, int
     return got;
 }
 
+/* May a run that does not fit wait for room? With AUTOTUNE parallelism, while
+ * the consumer is not starved (it frees room as it goes on); a starved one
+ * may wait for this very run (-1: cancelled, 0: charge it, 1: wait). */
+static int may_wait_for_room(void *arg)
+{
+    InterleaveIterator *it = arg;
+    pthread_mutex_lock(&it->mu);
+    int may = it->cancelled ? -1 : it->starved ? 0 : 1;
+    pthread_mutex_unlock(&it->mu);
+    return may;
+}
+
 /* No lock held: charge a run's results to the budget, all at once when they
- * fit; otherwise one by one, and a result that does not fit becomes the
- * budget's error in its place. */
+ * fit (with AUTOTUNE parallelism, after waiting for room: the budget is its
+ * ceiling); otherwise one by one, and a result that does not fit becomes
+ * the budget's error in its place. */
 static void charge_run(InterleaveIterator *it, InterleaveResult *run, int got, size_t total)
 {
     if (total == 0)
         return;
-    if (cv_memory_holder_try_charge(&it->holder, total)) {
+    if (params_of(it)->tune_workers
+            ? cv_memory_holder_charge_waiting(&it->holder, total, CV_MEMORY_POLL_NS, may_wait_for_room, it)
+            : cv_memory_holder_try_charge(&it->holder, total)) {
         atomic_fetch_add_explicit(&it->held, total, memory_order_relaxed);
         return;
     }
@@ -564,6 +579,10 @@ static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
                                                  : any_step(it, out, end, &s);
         if (done)
             break;
+        if (!it->starved) { /* turns waiting for room charge now (may_wait_for_room) */
+            it->starved = true;
+            cv_memory_wake(it->holder.memory);
+        }
         if (!tried_help) { /* on a pool thread (a stage above): run a turn rather than wait */
             pthread_mutex_unlock(&it->mu);
             tried_help = !cv_task_help(&it->task); /* after a turn, help again if need be */
@@ -581,6 +600,7 @@ static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
          * lock per wait insures against it. */
         cv_task_submit(&it->task);
     }
+    it->starved = false;
     pthread_mutex_unlock(&it->mu);
     return s;
 }
@@ -596,15 +616,11 @@ static void interleave_free(CvDataset *ds)
     free(p);
 }
 
-/* map_func, then the inner datasets that the live iterators' slots hold
- * (the cycle's and the futures': a dataset map_func returned, whose own
- * callables may hold what holds the iterator). Each inner dataset held by
- * its slot alone is walked as an owned part (cv_dataset_traverse_owned):
- * the caller owns this dataset, so every pipeline running it is accounted
- * and the slots are its only holders. Under live_mu and each iterator's
- * mu: a slot is placed and taken out of the cycle and the futures under
- * mu and freed only after, so every inner dataset seen is alive; a worker
- * never waits for the caller's lock (the binding's GIL) holding mu. */
+/* map_func, then the inner datasets of the live iterators' slots (cycle and
+ * futures) held by their slot alone, as owned parts: the caller owns this
+ * dataset, so every pipeline running it is accounted. Under live_mu and mu:
+ * slots enter and leave the cycle and futures under mu and are freed after,
+ * and no thread holding mu waits for the caller's lock (the GIL). */
 static int interleave_traverse(const CvDataset *ds, CvVisit visit, void *arg)
 {
     InterleaveParams *p = ds->params;
@@ -893,6 +909,8 @@ static void interleave_cancel(CvIterator *base)
     for (int k = 0; k < it->future_count; k++)
         cv_iterator_cancel(it->futures[(it->future_head + k) % it->future_cap]->inner);
     pthread_mutex_unlock(&it->mu);
+    if (it->holder.memory) /* turns waiting for room */
+        cv_memory_wake(it->holder.memory);
 }
 
 /* Statistics (core/stats.h): the turns allowed and what the slots hold. */

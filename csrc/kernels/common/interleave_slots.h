@@ -115,6 +115,7 @@ typedef struct InterleaveIterator {
     bool opening;         /* a worker is pulling the input / calling map_func */
     bool input_exhausted; /* the input has ended (futures may remain) */
     bool cancelled, started;
+    bool starved; /* the consumer found nothing to take: turns charge, never wait for room */
     CvStatus fatal; /* out of memory in a worker: sticky */
     bool input_unmarkable; /* the opener's: saving the input failed; no more marks */
     /* The consumer's: the input's frame as of the futures taken into the
