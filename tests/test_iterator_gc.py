@@ -175,8 +175,7 @@ def test_cycle_through_live_iterator_is_collected(kind, advanced):
     assert _engine.live_iterators() == live
 
 
-@pytest.mark.parametrize("kind", ["generator_prefetch", "parallel_map", "parallel_interleave",
-                                  "interleave_generators", "parallel_interleave_generators"])
+@pytest.mark.parametrize("kind", ["generator_prefetch", "parallel_map", "parallel_interleave"])
 def test_referenced_iterator_keeps_working_through_collections(kind):
     loader = Loader(kind)
     it = loader.it
@@ -191,6 +190,22 @@ def test_referenced_iterator_keeps_working_through_collections(kind):
     assert ref() is not None  # the iterator holds it through its dataset
     del it
     assert _collect_until(ref)
+
+
+@pytest.mark.parametrize("kind", ["interleave_generators", "parallel_interleave_generators"])
+def test_open_inner_datasets_keep_working_through_collections(kind):
+    """Only the open inner datasets hold the loader (map_func holds a weak
+    reference): collections while the iterator is referenced keep them and
+    the loader, and every element comes."""
+    loader = Loader(kind)
+    it = loader.it
+    out = [int(np.asarray(next(it))) for _ in range(5)]
+    del loader
+    for _ in range(3):
+        gc.collect()
+        out.append(int(np.asarray(next(it))))
+    assert out == _expected(kind)[:8]
+    it.close()
 
 
 def test_referenced_dataset_keeps_the_cycle_alive():

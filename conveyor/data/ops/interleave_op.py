@@ -20,17 +20,15 @@ class InterleaveDataset(Dataset):
         self._parallelism = parallelism
         self._deterministic = deterministic
         self._first_inner = None  # the first inner Dataset map_func returned: the element spec
-        # While running, the first one's known spec only, in a tuple: its engine
-        # is then its slot's alone, so a cycle through its functions is
-        # collected (issue 31); first_inner_dataset() probes for a Dataset.
+        # While running, the first one's (known spec, element_spec) only: its
+        # engine is then its slot's alone, so a cycle through its functions is
+        # collected (issue 31).
         self._first_run = None
 
     def first_inner_dataset(self):
         """The first dataset map_func returned (its element spec is this
         dataset's), or None while map_func has not run (``element_spec`` runs
         it on the first input element)."""
-        if self._first_inner is None and self._first_run is not None:
-            self._derive_spec()  # it ran while iterating: run it once more, as a probe
         return self._first_inner
 
     def _inner_dataset(self, result, running=False):
@@ -40,7 +38,7 @@ class InterleaveDataset(Dataset):
         if self._first_inner is None and not running:
             self._first_inner = result
         elif self._first_inner is None and self._first_run is None:
-            self._first_run = (result._known_spec(),)
+            self._first_run = (result._known_spec(), result.element_spec)
         else:
             first = (self._first_inner._known_spec() if self._first_inner is not None
                      else self._first_run[0])
@@ -100,6 +98,8 @@ class InterleaveDataset(Dataset):
         return None if self._first_run is None else self._first_run[0]
 
     def _derive_spec(self):
+        if self._first_inner is None and self._first_run is not None:
+            return self._first_run[1]
         if self._first_inner is None:
             # map_func is Python: its datasets are known once it has run. Run it on the
             # first input element (as tracing would run it once).
