@@ -20,9 +20,10 @@ class InterleaveDataset(Dataset):
         self._parallelism = parallelism
         self._deterministic = deterministic
         self._first_inner = None  # the first inner Dataset map_func returned: the element spec
-        # While running, the first one's (known spec, element_spec) only: its
-        # engine is then its slot's alone, so a cycle through its functions is
-        # collected (issue 31).
+        # While running, the first one's known spec only, in a tuple: its engine
+        # is then its slot's alone, so a cycle through its functions is
+        # collected (issue 31). Only when that spec is known statically (it is
+        # then the element_spec); otherwise the dataset is kept, as before.
         self._first_run = None
 
     def first_inner_dataset(self):
@@ -38,7 +39,11 @@ class InterleaveDataset(Dataset):
         if self._first_inner is None and not running:
             self._first_inner = result
         elif self._first_inner is None and self._first_run is None:
-            self._first_run = (result._known_spec(), result.element_spec)
+            known = result._known_spec()  # None: keep the dataset (a probe would call user code)
+            if known is None:
+                self._first_inner = result
+            else:
+                self._first_run = (known,)
         else:
             first = (self._first_inner._known_spec() if self._first_inner is not None
                      else self._first_run[0])
@@ -98,8 +103,9 @@ class InterleaveDataset(Dataset):
         return None if self._first_run is None else self._first_run[0]
 
     def _derive_spec(self):
-        if self._first_inner is None and self._first_run is not None:
-            return self._first_run[1]
+        if self._first_inner is None and self._first_run is not None and \
+                self._first_run[0] is not None:
+            return self._first_run[0]
         if self._first_inner is None:
             # map_func is Python: its datasets are known once it has run. Run it on the
             # first input element (as tracing would run it once).
