@@ -72,6 +72,16 @@ def _py(x):
     return np.asarray(x).copy()
 
 
+def _inner_generators(ref):
+    """An interleave function that does not hold the loader; the inner
+    datasets it returns do (from_generator(loader.quad)), so the cycle goes
+    through them alone while an inner iterator is open."""
+    def inner(x):
+        return Dataset.from_generator(ref().quad, args=(x,),
+                                      output_signature=tf.TensorSpec([], tf.int64))
+    return inner
+
+
 class Loader:
     """Holds its dataset and a live iterator over it; the dataset holds the
     loader through a bound method."""
@@ -99,6 +109,12 @@ class Loader:
         elif kind == "parallel_interleave":
             ds = Dataset.range(n // 4).map(self.fn).interleave(
                 self.inner, cycle_length=2, num_parallel_calls=2).prefetch(2)
+        elif kind == "interleave_generators":
+            ds = Dataset.range(n // 4).interleave(_inner_generators(weakref.ref(self)),
+                                                  cycle_length=2, block_length=1)
+        elif kind == "parallel_interleave_generators":
+            ds = Dataset.range(n // 4).interleave(_inner_generators(weakref.ref(self)),
+                                                  cycle_length=2, num_parallel_calls=2).prefetch(2)
         else:
             raise ValueError(kind)
         self.ds = ds
@@ -118,17 +134,23 @@ class Loader:
         self._maybe_collect()
         return _py(x)
 
+    def quad(self, x):
+        for _ in range(4):
+            self._maybe_collect()
+            yield int(x) * 4
+
     def inner(self, x):
         self._maybe_collect()
         return Dataset.from_tensors(x * 4).repeat(4)
 
 
 KINDS = ["generator", "generator_prefetch", "map", "map_prefetch", "parallel_map",
-         "generator_parallel_map", "interleave", "parallel_interleave"]
+         "generator_parallel_map", "interleave", "parallel_interleave", "interleave_generators",
+         "parallel_interleave_generators"]
 
 
 def _expected(kind, n=200):
-    if kind in ("interleave", "parallel_interleave"):  # cycle_length=2, block_length=1
+    if "interleave" in kind:  # cycle_length=2, block_length=1
         return [4 * (2 * pair + j) for pair in range(n // 8) for _ in range(4) for j in (0, 1)]
     return list(range(n))
 
@@ -170,6 +192,22 @@ def test_referenced_iterator_keeps_working_through_collections(kind):
     assert _collect_until(ref)
 
 
+@pytest.mark.parametrize("kind", ["interleave_generators", "parallel_interleave_generators"])
+def test_open_inner_datasets_keep_working_through_collections(kind):
+    """Only the open inner datasets hold the loader (map_func holds a weak
+    reference): collections while the iterator is referenced keep them and
+    the loader, and every element comes."""
+    loader = Loader(kind)
+    it = loader.it
+    out = [int(np.asarray(next(it))) for _ in range(5)]
+    del loader
+    for _ in range(3):
+        gc.collect()
+        out.append(int(np.asarray(next(it))))
+    assert out == _expected(kind)[:8]
+    it.close()
+
+
 def test_referenced_dataset_keeps_the_cycle_alive():
     """A dataset still referenced holds the loader (its function's object), so
     the loader and its iterator live on; the dataset iterates from the start."""
@@ -186,7 +224,8 @@ def test_referenced_dataset_keeps_the_cycle_alive():
 
 
 @pytest.mark.parametrize("kind", ["generator", "generator_prefetch", "parallel_map",
-                                  "generator_parallel_map", "parallel_interleave"])
+                                  "generator_parallel_map", "parallel_interleave",
+                                  "interleave_generators", "parallel_interleave_generators"])
 def test_collections_inside_the_pipeline_while_it_runs(kind):
     """gc.collect() inside a generator or map function (on the consumer or a
     worker): the running pipeline is never collected and gives every element."""

@@ -48,7 +48,7 @@ _HEADER = struct.Struct("<I16sB")  # version, fingerprint, flags
 
 # Dataset attributes that are caches or derived values, not the description.
 _SKIP = frozenset({"_engine_cache", "_lock", "_element_spec", "_spec", "_probe_spec",
-                   "_first_inner", "_handle", "_recorded", "_variants", "_np_dtypes",
+                   "_first_inner", "_first_run", "_handle", "_recorded", "_variants", "_np_dtypes",
                    "_structure_key", "_static_batch", "_flat_shapes", "_flat_values",
                    "_dataset_shape", "_memory", "_store", "_file_spec", "_fingerprint",
                    "base_seed",  # drawn at random when unseeded: its state is the engine's

@@ -6,18 +6,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "core/blocking.h"
 #include "core/cgroup.h"
 
 struct CvMemory {
     _Atomic int64_t used;
+    _Atomic int64_t peak; /* the most `used` has been (tests, statistics) */
     int64_t limit;
     atomic_long refcount;
     CvMemory *prev, *next; /* the registry of live budgets; guarded by registry_mu */
     bool unlisted; /* not in the registry (not RAM: cv_memory_new_unlisted) */
     pthread_mutex_t holders_mu; /* guards `holders`; never held across a call out */
     CvMemoryHolder *holders;    /* the stages charging it (CvMemoryHolder) */
+    /* Stages waiting for room (cv_memory_holder_wait): a release wakes them
+     * only when `waiters` says some sleep, so a charge costs no lock. */
+    atomic_int waiters;
+    pthread_mutex_t wait_mu;
+    pthread_cond_t wait_cv;
 };
 
 /* Live budgets, for cv_memory_in_use. Taken only when a budget is created or
@@ -25,7 +33,9 @@ struct CvMemory {
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static CvMemory *registry;
 
-static CvMemory default_memory = {.refcount = 1, .holders_mu = PTHREAD_MUTEX_INITIALIZER};
+static CvMemory default_memory = {.refcount = 1, .holders_mu = PTHREAD_MUTEX_INITIALIZER,
+                                  .wait_mu = PTHREAD_MUTEX_INITIALIZER,
+                                  .wait_cv = PTHREAD_COND_INITIALIZER};
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 /* &default_memory once its limit is known: the charge path's fast check. */
 static CvMemory *_Atomic default_ready;
@@ -73,6 +83,8 @@ CvMemory *cv_memory_new(int64_t limit)
     m->limit = limit;
     atomic_init(&m->refcount, 1);
     pthread_mutex_init(&m->holders_mu, NULL);
+    pthread_mutex_init(&m->wait_mu, NULL);
+    pthread_cond_init(&m->wait_cv, NULL);
     registry_add(m);
     return m;
 }
@@ -93,6 +105,8 @@ CvMemory *cv_memory_new_unlisted(void)
     m->unlisted = true;
     atomic_init(&m->refcount, 1);
     pthread_mutex_init(&m->holders_mu, NULL);
+    pthread_mutex_init(&m->wait_mu, NULL);
+    pthread_cond_init(&m->wait_cv, NULL);
     return m;
 }
 
@@ -101,20 +115,19 @@ void cv_memory_unref(CvMemory *m)
     if (!m || m == &default_memory ||
         atomic_fetch_sub_explicit(&m->refcount, 1, memory_order_acq_rel) != 1)
         return;
-    if (m->unlisted) {
-        pthread_mutex_destroy(&m->holders_mu);
-        free(m);
-        return;
+    if (!m->unlisted) {
+        pthread_mutex_lock(&registry_mu);
+        if (m->prev)
+            m->prev->next = m->next;
+        else
+            registry = m->next;
+        if (m->next)
+            m->next->prev = m->prev;
+        pthread_mutex_unlock(&registry_mu);
     }
-    pthread_mutex_lock(&registry_mu);
-    if (m->prev)
-        m->prev->next = m->next;
-    else
-        registry = m->next;
-    if (m->next)
-        m->next->prev = m->prev;
-    pthread_mutex_unlock(&registry_mu);
     pthread_mutex_destroy(&m->holders_mu);
+    pthread_mutex_destroy(&m->wait_mu);
+    pthread_cond_destroy(&m->wait_cv);
     free(m);
 }
 
@@ -145,6 +158,21 @@ static const char *human(int64_t bytes, char *buf, size_t size)
     return buf;
 }
 
+/* Raise m's peak to `used` (a CAS loop: peaks only grow). */
+static void note_peak(CvMemory *m, int64_t used)
+{
+    int64_t peak = atomic_load_explicit(&m->peak, memory_order_relaxed);
+    while (used > peak && !atomic_compare_exchange_weak_explicit(&m->peak, &peak, used,
+                                                                 memory_order_relaxed,
+                                                                 memory_order_relaxed)) {
+    }
+}
+
+int64_t cv_memory_peak(const CvMemory *m)
+{
+    return atomic_load_explicit(&resolve(m)->peak, memory_order_relaxed);
+}
+
 bool cv_memory_try_charge(CvMemory *m, size_t bytes)
 {
     m = resolve(m);
@@ -153,8 +181,10 @@ bool cv_memory_try_charge(CvMemory *m, size_t bytes)
      * that exists (a fetch_add and undo would, transiently). */
     while (used <= m->limit && (int64_t)bytes <= m->limit - used) {
         if (atomic_compare_exchange_weak_explicit(&m->used, &used, used + (int64_t)bytes,
-                                                  memory_order_relaxed, memory_order_relaxed))
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            note_peak(m, used + (int64_t)bytes);
             return true;
+        }
     }
     return false;
 }
@@ -269,8 +299,49 @@ CvStatus cv_memory_holder_exceeded(CvMemoryHolder *h, size_t bytes)
 
 void cv_memory_release(CvMemory *m, size_t bytes)
 {
-    if (bytes)
-        atomic_fetch_sub_explicit(&resolve(m)->used, (int64_t)bytes, memory_order_relaxed);
+    if (!bytes)
+        return;
+    m = resolve(m);
+    /* seq_cst with the waiter's count and check (cv_memory_holder_wait):
+     * either the waiter sees these bytes gone, or we see the waiter. */
+    atomic_fetch_sub_explicit(&m->used, (int64_t)bytes, memory_order_seq_cst);
+    if (atomic_load_explicit(&m->waiters, memory_order_seq_cst) > 0)
+        cv_memory_wake(m);
+}
+
+void cv_memory_wake(CvMemory *m)
+{
+    m = resolve(m);
+    pthread_mutex_lock(&m->wait_mu);
+    pthread_cond_broadcast(&m->wait_cv);
+    pthread_mutex_unlock(&m->wait_mu);
+}
+
+void cv_memory_holder_force_charge(CvMemoryHolder *h, size_t bytes)
+{
+    int64_t used = atomic_fetch_add_explicit(&h->memory->used, (int64_t)bytes, memory_order_relaxed);
+    note_peak(h->memory, used + (int64_t)bytes);
+    atomic_fetch_add_explicit(&h->held, (int64_t)bytes, memory_order_relaxed);
+}
+
+void cv_memory_holder_wait(CvMemoryHolder *h, size_t bytes, int64_t timeout_ns)
+{
+    CvMemory *m = h->memory;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += (time_t)(timeout_ns / 1000000000);
+    deadline.tv_nsec += (long)(timeout_ns % 1000000000);
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
+    }
+    atomic_fetch_add_explicit(&m->waiters, 1, memory_order_seq_cst);
+    pthread_mutex_lock(&m->wait_mu);
+    int64_t used = atomic_load_explicit(&m->used, memory_order_seq_cst);
+    if (used > m->limit || (int64_t)bytes > m->limit - used)
+        pthread_cond_timedwait(&m->wait_cv, &m->wait_mu, &deadline);
+    pthread_mutex_unlock(&m->wait_mu);
+    atomic_fetch_sub_explicit(&m->waiters, 1, memory_order_seq_cst);
 }
 
 size_t cv_element_bytes(const CvElement *e)
@@ -310,7 +381,10 @@ void cv_memory_after_fork(void)
     pthread_mutex_init(&registry_mu, NULL);
     for (CvMemory *m = registry; m; m = m->next) {
         atomic_store_explicit(&m->used, 0, memory_order_relaxed);
+        atomic_store_explicit(&m->waiters, 0, memory_order_relaxed);
         pthread_mutex_init(&m->holders_mu, NULL);
+        pthread_mutex_init(&m->wait_mu, NULL);
+        pthread_cond_init(&m->wait_cv, NULL);
         for (CvMemoryHolder *h = m->holders; h; h = h->next)
             atomic_store_explicit(&h->held, 0, memory_order_relaxed);
     }
@@ -328,4 +402,34 @@ int64_t cv_memory_process_limit(void)
         (uint64_t)as.rlim_cur < (uint64_t)limit)
         limit = (int64_t)as.rlim_cur;
     return limit;
+}
+
+bool cv_memory_holder_charge_waiting(CvMemoryHolder *h, size_t bytes, int64_t poll_ns,
+                                     int (*may_wait)(void *ctx), void *ctx)
+{
+    bool charged = false, blocking = false;
+    for (;;) {
+        if (cv_memory_holder_try_charge(h, bytes)) {
+            charged = true;
+            break;
+        }
+        int may = blocking && cv_blocking_cancelled() ? -1 : may_wait(ctx);
+        if (may < 0)
+            break;
+        if (may == 0) { /* the oldest result: over the limit by it, unless it never fits */
+            if ((int64_t)bytes <= h->memory->limit) {
+                cv_memory_holder_force_charge(h, bytes);
+                charged = true;
+            }
+            break;
+        }
+        if (!blocking) {
+            cv_blocking_begin();
+            blocking = true;
+        }
+        cv_memory_holder_wait(h, bytes, poll_ns);
+    }
+    if (blocking)
+        cv_blocking_end();
+    return charged;
 }

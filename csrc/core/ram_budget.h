@@ -75,8 +75,14 @@ CvStatus cv_memory_charge(CvMemory *m, size_t bytes, const char *stage, size_t h
 bool cv_memory_try_charge(CvMemory *m, size_t bytes);
 CvStatus cv_memory_exceeded(CvMemory *m, size_t bytes, const char *stage, size_t held,
                             const char *knob);
-/* Give back bytes charged earlier (0 is a no-op). */
+/* Give back bytes charged earlier (0 is a no-op); wakes the stages waiting
+ * for room (cv_memory_holder_wait). */
 void cv_memory_release(CvMemory *m, size_t bytes);
+/* The most bytes ever charged to m at once (tests: every stage stays
+ * within its budget). */
+int64_t cv_memory_peak(const CvMemory *m);
+/* Wake every stage waiting for room on m (a cancelled iterator's). */
+void cv_memory_wake(CvMemory *m);
 
 /* A stage's share of a budget, listed on it so that an error can name the
  * stage holding the most bytes and its knob (the one that asks is often a
@@ -99,6 +105,23 @@ void cv_memory_holder_unlist(CvMemoryHolder *h); /* NULL-safe, idempotent */
 /* cv_memory_try_charge / cv_memory_release on h's budget, counted on h. */
 bool cv_memory_holder_try_charge(CvMemoryHolder *h, size_t bytes);
 void cv_memory_holder_release(CvMemoryHolder *h, size_t bytes);
+/* Back-pressure (an AUTOTUNE stage waits for room instead of failing):
+ * sleep until a release on h's budget may have made room for `bytes`, or
+ * timeout_ns passed; the caller then tries to charge again. A blocking
+ * wait: the caller says so (core/blocking.h) and holds no lock. */
+void cv_memory_holder_wait(CvMemoryHolder *h, size_t bytes, int64_t timeout_ns);
+/* Charge h's budget even over its limit: only for a stage's oldest result,
+ * which nothing ahead of it can make room for (waiting would deadlock). */
+void cv_memory_holder_force_charge(CvMemoryHolder *h, size_t bytes);
+/* Back-pressure in one call: charge `bytes` through h, waiting for room
+ * (cv_memory_holder_wait, in a blocking section, polling every poll_ns)
+ * while may_wait(ctx) answers 1 (asked after each failed try, with no lock
+ * of the caller held). 0: charge it over the limit (force) unless it alone
+ * exceeds the budget; -1 (or the thread's owner cancelled): give up.
+ * Returns whether the bytes were charged. */
+#define CV_MEMORY_POLL_NS (20 * 1000 * 1000) /* a sensible poll_ns: a release wakes sooner */
+bool cv_memory_holder_charge_waiting(CvMemoryHolder *h, size_t bytes, int64_t poll_ns,
+                                     int (*may_wait)(void *ctx), void *ctx);
 /* For a stage that counts its bytes itself (charging the budget directly):
  * what it holds now. */
 void cv_memory_holder_set(CvMemoryHolder *h, size_t held);

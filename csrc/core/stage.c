@@ -5,6 +5,8 @@
 #include <string.h>
 
 static CvTurn stage_turn(void *arg);
+/* The stage whose consumer this thread is while it runs one of its turns. */
+static _Thread_local const CvStage *helping;
 
 CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const char *name,
                        int workers, bool tune_workers, int capacity, int max_capacity,
@@ -148,12 +150,28 @@ static void charge_units(CvStage *st, CvStageUnit *units, size_t *bytes, int n, 
 }
 
 /* mu held: room in the budget for one more result of the average size
- * buffered now (an autotuned capacity grows only then). */
+ * buffered now (only then an autotuned capacity grows, an AUTOTUNE turn pulls). */
 static bool budget_has_room(const CvStage *st)
 {
     uint64_t buffered = st->issued - st->consumed;
     size_t average = buffered ? st->held / buffered : 0;
     return cv_memory_used(st->memory) + (int64_t)average <= cv_memory_limit(st->memory);
+}
+
+/* May a turn's result wait for room (stage.h, Memory)? 1 while an older one is to be
+ * taken (the consumer frees room going on); 0 for the oldest (its consumer waits for
+ * it) or a turn the consumer runs itself (cv_task_help); -1 once cancelled. */
+typedef struct { CvStage *st; uint64_t first_seq; } RoomWait;
+
+static int may_wait_for_room(void *arg)
+{
+    RoomWait *w = arg;
+    CvStage *st = w->st;
+    pthread_mutex_lock(&st->mu);
+    int may = st->cancelled ? -1 : helping == st ? 0
+              : st->deterministic ? w->first_seq > st->consumed : st->completed > st->consumed;
+    pthread_mutex_unlock(&st->mu);
+    return may;
 }
 
 static void count(_Atomic uint64_t *counter, uint64_t n)
@@ -226,7 +244,8 @@ static CvTurn stage_turn(void *arg)
         unlock_input(st);
         return CV_TURN_DONE;
     }
-    if (st->issued - st->consumed >= (uint64_t)st->capacity) {
+    if (st->issued - st->consumed >= (uint64_t)st->capacity ||
+        ((st->autotune || st->tune_workers) && st->issued > st->consumed && !budget_has_room(st))) {
         if (!st->full) {
             st->full = true;
             st->full_since = turn_started;
@@ -296,10 +315,21 @@ static CvTurn stage_turn(void *arg)
     for (int i = 0; i < n; i++)
         total += bytes[i] = cv_element_bytes(&units[i].out);
 
+    bool charged = false; /* an AUTOTUNE stage waits for room (stage.h, Memory) */
+    if ((st->autotune || st->tune_workers) && total > 0) {
+        pthread_mutex_lock(&st->mu);
+        cv_memory_holder_list(&st->holder, st->memory, st->name, st->memory_knob);
+        pthread_mutex_unlock(&st->mu);
+        RoomWait w = {st, first_seq};
+        charged = cv_memory_holder_charge_waiting(&st->holder, total, CV_MEMORY_POLL_NS,
+                                                  may_wait_for_room, &w);
+    }
     pthread_mutex_lock(&st->mu);
+    st->held += charged ? total : 0;
     if (st->max_chunk > 1 || st->window_follows_chunk)
         adapt_chunk(st, n, total, elapsed);
-    charge_units(st, units, bytes, n, total);
+    if (!charged)
+        charge_units(st, units, bytes, n, total);
     for (int i = 0; i < n; i++) {
         uint64_t index = st->deterministic ? first_seq + (uint64_t)i : st->completed;
         __atomic_store_n(&st->completed, st->completed + 1, __ATOMIC_RELEASE); /* spun on */
@@ -679,7 +709,10 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             pthread_mutex_unlock(&st->mu);
             wake_workers(st, wake);
             wake = false;
+            const CvStage *outer = helping; /* the turn it runs must not wait for us */
+            helping = st;
             tried_help = !cv_task_help(&st->task); /* after a turn, help again if need be */
+            helping = outer;
             pthread_mutex_lock(&st->mu);
             continue; /* mu was released: everything must be checked again */
         }
@@ -740,6 +773,7 @@ void cv_stage_cancel(CvStage *st)
     st->cancelled = true;
     pthread_cond_broadcast(&st->ready_cv);
     pthread_mutex_unlock(&st->mu);
+    cv_memory_wake(st->memory); /* turns waiting for room */
 }
 
 void cv_stage_destroy(CvStage *st)
@@ -963,38 +997,4 @@ void cv_staged_iterator_destroy(CvIterator *it)
     cv_stage_destroy(&staged->stage);
     cv_iterator_destroy(staged->input);
     cv_iterator_free(it);
-}
-
-static uint64_t counted(_Atomic uint64_t *counter)
-{
-    return atomic_load_explicit(counter, memory_order_relaxed);
-}
-
-void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *gauges)
-{
-    CvStage *st = &((CvStagedIterator *)it)->stage;
-    if (!st->slots) /* sequential */
-        return;
-    totals->units += counted(&st->counters.units);
-    totals->turns += counted(&st->counters.turns);
-    totals->busy_ns += counted(&st->counters.busy_ns);
-    totals->input_ns += counted(&st->counters.input_ns);
-    totals->full_ns += counted(&st->counters.full_ns);
-    totals->wait_ns += counted(&st->counters.wait_ns);
-    totals->waits += counted(&st->counters.waits);
-    totals->blocked_ns += counted(&st->counters.blocked_ns);
-    pthread_mutex_lock(&st->mu);
-    gauges->buffer += st->capacity;
-    gauges->buffered += (int64_t)(st->issued - st->consumed);
-    gauges->bytes += (int64_t)st->held;
-    pthread_mutex_unlock(&st->mu);
-    gauges->pulling += atomic_load_explicit(&st->counters.pulling, memory_order_relaxed);
-    gauges->processing += atomic_load_explicit(&st->counters.processing, memory_order_relaxed);
-    gauges->max_buffer += st->max_capacity;
-    gauges->tuned_buffer |= st->autotune;
-    gauges->parallelism += atomic_load_explicit(&st->task.limit, memory_order_relaxed);
-    gauges->max_parallelism += st->max_workers;
-    gauges->tuned_parallelism |= st->tune_workers;
-    gauges->may_inline |= st->may_inline;
-    gauges->limit = &st->task.limit;
 }

@@ -44,10 +44,16 @@
  * released when their slots are retired, once per group: an element handed
  * out stays charged until then, i.e. while fewer than low_water elements of
  * a longer run have been handed out after it; when next() returns with its
- * run used up, nothing handed out is charged. A result that does not fit becomes
- * a RESOURCE_EXHAUSTED error in its slot (its element is dropped). An
- * autotuned capacity grows only while the budget has room for another
- * element of the average size.
+ * run used up, nothing handed out is charged. In a stage of fixed sizes a
+ * result that does not fit becomes a RESOURCE_EXHAUSTED error in its slot
+ * (its element is dropped). An AUTOTUNE stage (buffer or parallelism)
+ * takes the budget as a ceiling instead: its capacity grows only while the
+ * budget has room for another element of the average size, a turn pulls
+ * nothing while it has none (results are buffered), and a result that does
+ * not fit waits for the consumer to free room while an older result of the
+ * stage is still to be taken. The oldest one never waits (its consumer
+ * waits for it): it is charged over the limit, by one result, unless it
+ * alone exceeds the budget (then the error).
  *
  * Locks: input_mu (serializes pull) is taken before mu (everything else);
  * never the other way round. Neither is held while calling process() or

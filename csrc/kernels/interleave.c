@@ -33,10 +33,10 @@
  * the input or from map_func is delivered when the cycle would have opened
  * that slot. Both as in tf.data.
  *
- * Memory: buffered results are charged to the dataset's RAM budget when a
- * worker stores a run, and released as the consumer takes them. A result
- * that does not fit becomes a RESOURCE_EXHAUSTED error in its place (its
- * element is dropped), delivered in its turn like any inner error.
+ * Memory: results are charged to the RAM budget when a worker stores a run,
+ * released as the consumer takes them. With AUTOTUNE a run waits for room
+ * unless the consumer is starved; else a result that does not fit becomes a
+ * RESOURCE_EXHAUSTED error in its place (dropped), delivered in its turn.
  *
  * The kernel is a task of the pool, at most num_workers turns at once: a
  * turn reads ahead one slot or opens one future, then ends; with nothing to
@@ -220,14 +220,29 @@ static int read_ahead(InterleaveSlot *slot, int tail, InterleaveResult *run, int
     return got;
 }
 
+/* May a run that does not fit wait for room? With AUTOTUNE parallelism, while
+ * the consumer is not starved (it frees room as it goes on); a starved one
+ * may wait for this very run (-1: cancelled, 0: charge it, 1: wait). */
+static int may_wait_for_room(void *arg)
+{
+    InterleaveIterator *it = arg;
+    pthread_mutex_lock(&it->mu);
+    int may = it->cancelled ? -1 : it->starved ? 0 : 1;
+    pthread_mutex_unlock(&it->mu);
+    return may;
+}
+
 /* No lock held: charge a run's results to the budget, all at once when they
- * fit; otherwise one by one, and a result that does not fit becomes the
- * budget's error in its place. */
+ * fit (with AUTOTUNE parallelism, after waiting for room: the budget is its
+ * ceiling); otherwise one by one, and a result that does not fit becomes
+ * the budget's error in its place. */
 static void charge_run(InterleaveIterator *it, InterleaveResult *run, int got, size_t total)
 {
     if (total == 0)
         return;
-    if (cv_memory_holder_try_charge(&it->holder, total)) {
+    if (params_of(it)->tune_workers
+            ? cv_memory_holder_charge_waiting(&it->holder, total, CV_MEMORY_POLL_NS, may_wait_for_room, it)
+            : cv_memory_holder_try_charge(&it->holder, total)) {
         atomic_fetch_add_explicit(&it->held, total, memory_order_relaxed);
         return;
     }
@@ -564,6 +579,10 @@ static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
                                                  : any_step(it, out, end, &s);
         if (done)
             break;
+        if (!it->starved) { /* turns waiting for room charge now (may_wait_for_room) */
+            it->starved = true;
+            cv_memory_wake(it->holder.memory);
+        }
         if (!tried_help) { /* on a pool thread (a stage above): run a turn rather than wait */
             pthread_mutex_unlock(&it->mu);
             tried_help = !cv_task_help(&it->task); /* after a turn, help again if need be */
@@ -581,6 +600,7 @@ static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
          * lock per wait insures against it. */
         cv_task_submit(&it->task);
     }
+    it->starved = false;
     pthread_mutex_unlock(&it->mu);
     return s;
 }
@@ -592,12 +612,58 @@ static void interleave_free(CvDataset *ds)
     InterleaveParams *p = ds->params;
     if (p->fn.release)
         p->fn.release(p->fn.ctx);
+    pthread_mutex_destroy(&p->live_mu);
     free(p);
 }
 
+/* map_func, then the inner datasets of the live iterators' slots (cycle and
+ * futures) held by their slot alone, as owned parts: the caller owns this
+ * dataset, so every pipeline running it is accounted. Under live_mu and mu:
+ * slots enter and leave the cycle and futures under mu and are freed after,
+ * and no thread holding mu waits for the caller's lock (the GIL). */
 static int interleave_traverse(const CvDataset *ds, CvVisit visit, void *arg)
 {
-    return cv_dataset_function_traverse(&((const InterleaveParams *)ds->params)->fn, visit, arg);
+    InterleaveParams *p = ds->params;
+    int rc = cv_dataset_function_traverse(&p->fn, visit, arg);
+    pthread_mutex_lock(&p->live_mu);
+    for (InterleaveIterator *it = p->live; !rc && it; it = it->live_next) {
+        pthread_mutex_lock(&it->mu);
+        for (int64_t k = 0; !rc && it->cycle && k < p->cycle_length; k++)
+            if (it->cycle[k] && it->cycle[k]->inner_ds)
+                rc = cv_dataset_traverse_owned(it->cycle[k]->inner_ds, 1, visit, arg);
+        for (int k = 0; !rc && k < it->future_count; k++) {
+            const InterleaveSlot *slot = it->futures[(it->future_head + k) % it->future_cap];
+            if (slot->inner_ds)
+                rc = cv_dataset_traverse_owned(slot->inner_ds, 1, visit, arg);
+        }
+        pthread_mutex_unlock(&it->mu);
+    }
+    pthread_mutex_unlock(&p->live_mu);
+    return rc;
+}
+
+/* List / unlist an iterator on its dataset for interleave_traverse. */
+static void live_link(InterleaveIterator *it, bool add)
+{
+    InterleaveParams *p = it->base.dataset->params;
+    pthread_mutex_lock(&p->live_mu);
+    if (add && !it->listed) {
+        it->live_prev = NULL;
+        it->live_next = p->live;
+        if (p->live)
+            p->live->live_prev = it;
+        p->live = it;
+        it->listed = true;
+    } else if (!add && it->listed) {
+        if (it->live_prev)
+            it->live_prev->live_next = it->live_next;
+        else
+            p->live = it->live_next;
+        if (it->live_next)
+            it->live_next->live_prev = it->live_prev;
+        it->listed = false;
+    }
+    pthread_mutex_unlock(&p->live_mu);
 }
 
 static int64_t interleave_cardinality(const CvDataset *ds)
@@ -617,6 +683,7 @@ static CvStatus interleave_make_iterator(const CvDataset *ds, CvIterator **out)
     pthread_mutex_init(&it->mu, NULL);
     cv_cond_init(&it->ready_cv);
     it->cycle = calloc((size_t)p->cycle_length, sizeof(InterleaveSlot *));
+    live_link(it, true);
     CvStatus s = it->cycle ? cv_iterator_make(ds->inputs[0], &it->input) : cv_error_nomem();
     if (!s && p->num_workers > 0) {
         int64_t ring = 2 * p->block_length + 1; /* tf.data's buffer_output_elements */
@@ -842,6 +909,8 @@ static void interleave_cancel(CvIterator *base)
     for (int k = 0; k < it->future_count; k++)
         cv_iterator_cancel(it->futures[(it->future_head + k) % it->future_cap]->inner);
     pthread_mutex_unlock(&it->mu);
+    if (it->holder.memory) /* turns waiting for room */
+        cv_memory_wake(it->holder.memory);
 }
 
 /* Statistics (core/stats.h): the turns allowed and what the slots hold. */
@@ -868,6 +937,7 @@ static void interleave_destroy(CvIterator *base)
 {
     InterleaveIterator *it = (InterleaveIterator *)base;
     int64_t n = params_of(it)->cycle_length;
+    live_link(it, false); /* before any slot is freed */
     interleave_cancel(base);
     cv_task_remove(&it->task); /* waits for the running turns */
     for (int64_t k = 0; it->cycle && k < n; k++)
@@ -923,6 +993,8 @@ CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t c
         return s ? s : cv_error_nomem();
     }
     *p = (InterleaveParams){fn, cycle_length, block_length, workers, tune, deterministic};
+    pthread_mutex_init(&p->live_mu, NULL);
+    p->live = NULL;
     /* Inner datasets appear at run time and may block: always may_block. */
     return cv_dataset_new(&cv_kernel_interleave, &input, 1, p, true, out);
 }

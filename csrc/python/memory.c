@@ -63,6 +63,15 @@ static PyObject *memory_budget_usage(PyObject *module, PyObject *arg)
     return Py_BuildValue("LL", (long long)cv_memory_used(m), (long long)cv_memory_limit(m));
 }
 
+static PyObject *memory_budget_peak(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    CvMemory *m;
+    if (!cv_memory_arg(arg, &m))
+        return NULL;
+    return PyLong_FromLongLong((long long)cv_memory_peak(m));
+}
+
 static PyObject *memory_in_use(PyObject *module, PyObject *unused)
 {
     (void)module;
@@ -140,6 +149,8 @@ PyMethodDef cv_memory_functions[] = {
      "memory_budget(limit_bytes) -> a RAM budget for the stages of one pipeline"},
     {"memory_budget_usage", memory_budget_usage, METH_O,
      "memory_budget_usage(budget or None) -> (bytes charged, limit); None: the process default"},
+    {"memory_budget_peak", memory_budget_peak, METH_O,
+     "memory_budget_peak(budget or None) -> the most bytes ever charged to it at once"},
     {"memory_in_use", memory_in_use, METH_NOARGS,
      "Bytes that the buffers of all pipelines hold (charged to any budget)."},
     {"buffer_pool_stats", buffer_pool_stats, METH_NOARGS,

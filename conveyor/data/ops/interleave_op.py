@@ -20,6 +20,11 @@ class InterleaveDataset(Dataset):
         self._parallelism = parallelism
         self._deterministic = deterministic
         self._first_inner = None  # the first inner Dataset map_func returned: the element spec
+        # While running, the first one's known spec only, in a tuple: its engine
+        # is then its slot's alone, so a cycle through its functions is
+        # collected (issue 31). Only when that spec is known statically (it is
+        # then the element_spec); otherwise the dataset is kept, as before.
+        self._first_run = None
 
     def first_inner_dataset(self):
         """The first dataset map_func returned (its element spec is this
@@ -27,14 +32,22 @@ class InterleaveDataset(Dataset):
         it on the first input element)."""
         return self._first_inner
 
-    def _inner_dataset(self, result):
+    def _inner_dataset(self, result, running=False):
         if not isinstance(result, Dataset):
             raise TypeError("`map_func` must return a `Dataset` object, got "
                             f"{type(result).__name__}.")
-        if self._first_inner is None:
+        if self._first_inner is None and not running:
             self._first_inner = result
+        elif self._first_inner is None and self._first_run is None:
+            known = result._known_spec()  # None: keep the dataset (a probe would call user code)
+            if known is None:
+                self._first_inner = result
+            else:
+                self._first_run = (known,)
         else:
-            first, spec = self._first_inner._known_spec(), result._known_spec()
+            first = (self._first_inner._known_spec() if self._first_inner is not None
+                     else self._first_run[0])
+            spec = result._known_spec()
             if first is not None and spec is not None:
                 try:
                     nest.assert_same_structure(first, spec)
@@ -70,7 +83,7 @@ class InterleaveDataset(Dataset):
         call = calling_convention(self._map_func, self._inputs[0])
 
         def make_inner(*components):
-            return self._inner_dataset(call(*components))._engine(ctx)
+            return self._inner_dataset(call(*components), running=True)._engine(ctx)
 
         cycle, workers = self._resolved(ctx)
         if ctx.sequential:  # the doctor's baseline: the same order, on the consumer's thread
@@ -85,9 +98,14 @@ class InterleaveDataset(Dataset):
         return Cardinality(UNKNOWN_CARDINALITY)
 
     def _known_spec(self):
-        return None if self._first_inner is None else self._first_inner._known_spec()
+        if self._first_inner is not None:
+            return self._first_inner._known_spec()
+        return None if self._first_run is None else self._first_run[0]
 
     def _derive_spec(self):
+        if self._first_inner is None and self._first_run is not None and \
+                self._first_run[0] is not None:
+            return self._first_run[0]
         if self._first_inner is None:
             # map_func is Python: its datasets are known once it has run. Run it on the
             # first input element (as tracing would run it once).

@@ -137,7 +137,8 @@ class GroupByWindowDataset(InterleaveDataset):
         return None if spec is None else _unknown_dims(spec)
 
     def _derive_spec(self):
-        if self._first_inner is None and self._probe_spec is None:
+        ran = self._first_inner is not None or self._first_run is not None
+        if not ran and self._probe_spec is None:
             # What reduce_func builds from an empty window (as tf.data traces it
             # once); if that fails, fall back to running the first window.
             try:
@@ -145,7 +146,7 @@ class GroupByWindowDataset(InterleaveDataset):
                 self._probe_spec = self._reduce(np.int64(0), _empty_window(inner)).element_spec
             except Exception:  # noqa: BLE001 - any failure: learn it from real data
                 self._probe_spec = None
-        if self._probe_spec is not None and self._first_inner is None:
+        if self._probe_spec is not None and not ran:
             return _unknown_dims(self._probe_spec)
         return _unknown_dims(super()._derive_spec())
 

@@ -103,8 +103,9 @@ CvStatus cv_interleave_make_inner(InterleaveIterator *it, InterleaveSlot *slot)
          * reached this way then counts a holder that the binding's gc
          * cannot account for, so nothing it runs is reported while it runs. */
         s = cv_iterator_make(inner_ds, &slot->inner);
-        cv_dataset_unref(slot->inner_ds);
+        CvDataset *old = slot->inner_ds;
         slot->inner_ds = inner_ds;
+        cv_dataset_unref(old); /* last: it may run Python code (a collection) */
     }
     return s;
 }

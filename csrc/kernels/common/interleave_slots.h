@@ -47,6 +47,10 @@ typedef struct {
     int num_workers; /* 0: sequential */
     bool tune_workers;
     bool deterministic;
+    /* The dataset's live iterators (linked through live_prev/next), so that
+     * traverse can report the inner datasets of their slots (python gc). */
+    pthread_mutex_t live_mu;
+    struct InterleaveIterator *live;
 } InterleaveParams;
 
 typedef struct {
@@ -87,9 +91,11 @@ typedef struct {
     bool marked;
 } InterleaveSlot;
 
-typedef struct {
+typedef struct InterleaveIterator {
     CvIterator base;
     CvIterator *input;
+    struct InterleaveIterator *live_prev, *live_next; /* InterleaveParams.live, under live_mu */
+    bool listed;
     InterleaveSlot **cycle; /* cycle_length entries, NULL when empty */
     int64_t cycle_index, block_index, num_open;
     bool end_of_input;
@@ -109,6 +115,7 @@ typedef struct {
     bool opening;         /* a worker is pulling the input / calling map_func */
     bool input_exhausted; /* the input has ended (futures may remain) */
     bool cancelled, started;
+    bool starved; /* the consumer found nothing to take: turns charge, never wait for room */
     CvStatus fatal; /* out of memory in a worker: sticky */
     bool input_unmarkable; /* the opener's: saving the input failed; no more marks */
     /* The consumer's: the input's frame as of the futures taken into the

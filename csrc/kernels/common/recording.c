@@ -7,12 +7,15 @@
 #include "core/array.h"
 #include "core/thread.h"
 
+#define CACHE_KNOB "cache to a file (cache(filename))"
+
 CvRecording *cv_recording_new(CvMemory *memory)
 {
     CvRecording *m = calloc(1, sizeof(CvRecording));
     if (m) {
         m->memory = cv_memory_ref(memory);
         m->generation = cv_fork_generation();
+        cv_memory_holder_list(&m->holder, memory, "Cache", CACHE_KNOB);
     }
     return m;
 }
@@ -31,7 +34,8 @@ void cv_recording_free(CvRecording *m)
     free(m->cols);
     free(m->start);
     if (m->generation == cv_fork_generation()) /* a fork child's budgets start at zero */
-        cv_memory_release(m->memory, m->charged);
+        cv_memory_holder_release(&m->holder, m->charged);
+    cv_memory_holder_unlist(&m->holder);
     cv_memory_unref(m->memory);
     free(m);
 }
@@ -50,9 +54,8 @@ static bool form_matches(const int64_t *f, const CvTensor *t)
  * may share them with its source, but the cache keeps them alive). */
 CvStatus cv_recording_add(CvRecording *m, const CvElement *e, size_t bytes)
 {
-    if (!cv_memory_try_charge(m->memory, bytes))
-        return cv_memory_exceeded(m->memory, bytes, "Cache", m->charged,
-                                  "cache to a file (cache(filename))");
+    if (!cv_memory_holder_try_charge(&m->holder, bytes))
+        return cv_memory_holder_exceeded(&m->holder, bytes);
     m->charged += bytes;
     if (!m->cols) {
         m->cols = calloc(e->n ? e->n : 1, sizeof(CvRecordedColumn));

@@ -40,6 +40,10 @@ typedef struct {
     int64_t count;
     CvMemory *memory;         /* owned reference (NULL: the default budget) */
     size_t charged;           /* bytes charged to it */
+    /* The same bytes, listed on the budget as "Cache" (from creation to
+     * free), so that a budget error elsewhere names the cache when it holds
+     * the most. */
+    CvMemoryHolder holder;
     unsigned long generation; /* fork generation of the charges */
     /* The input's state when the pass that recorded it began (owned; NULL:
      * that input could not be saved): a restore elsewhere recomputes it. */
