@@ -93,6 +93,7 @@ typedef struct CvAutotuneChoice {
     int bottleneck;     /* the node with the longest interval before the change */
     double target_ns;   /* the target interval per root element */
     double interval_ns; /* the modelled interval of the stage after the change */
+    bool probe;         /* the verdict on the stage's start probe (from 0: it started inline) */
 } CvAutotuneChoice;
 
 typedef struct CvAutotuner CvAutotuner;

@@ -1,4 +1,5 @@
 #include "core/stage.h"
+#include "core/stage_probe.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -27,6 +28,12 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->may_inline = false;
     st->inline_on = false;
     st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
+    st->self = NULL;
+    atomic_init(&st->probe, CV_PROBE_OFF);
+    st->probing = false;
+    st->probe_units = 0;
+    st->probe_ns = st->probe_posted_at = 0;
+    st->probe_work = 0;
     st->capacity = capacity;
     st->max_capacity = max_capacity;
     st->memory = NULL;
@@ -71,9 +78,10 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk)
         st->capacity = 2 * st->max_workers;
 }
 
-void cv_stage_allow_inline(CvStage *st, const CvDataset *input)
+void cv_stage_allow_inline(CvStage *st, const CvIterator *self, const CvDataset *input)
 {
     st->may_inline = true;
+    st->self = self;
     st->input_may_block = input->may_block;
 }
 
@@ -525,14 +533,14 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
 {
     if ((*end = st->input_done))
         return CV_STATUS_OK;
-    bool timed = --st->inline_countdown <= 0;
+    bool timed = st->probing || --st->inline_countdown <= 0;
     int64_t started = timed ? cv_now_ns() : 0, blocked = timed ? cv_blocking_ns() : 0, pulled = 0;
     CvStageUnit u = {0};
     bool unit_end = false;
     if (would_block && st->input_may_block) {
         u.status = st->ops->try_pull(st->owner, &u.work, &u.aux, &unit_end, would_block);
         if (!u.status && *would_block) {
-            st->inline_countdown++; /* nothing taken */
+            st->inline_countdown += !st->probing; /* nothing taken */
             return CV_STATUS_OK;
         }
     } else {
@@ -553,14 +561,18 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
         u.status = st->ops->process(st->owner, &u.work, u.aux, &u.out);
     if (timed) {
         int64_t now = cv_now_ns();
-        const uint64_t k = CV_STAGE_INLINE_SAMPLE;
+        const uint64_t k = st->probing ? 1 : CV_STAGE_INLINE_SAMPLE;
         count(&st->counters.input_ns, k * (uint64_t)(pulled - started));
         count(&st->counters.busy_ns, k * (uint64_t)(now - pulled));
         count(&st->counters.blocked_ns, k * (uint64_t)(cv_blocking_ns() - blocked));
         count(&st->counters.units, k);
         count(&st->counters.turns, 1);
-        st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
-        cv_pool_run_tick(st->task.pool);
+        if (st->probing) {
+            cv_stage_probe_step(st, now - started, now);
+        } else {
+            st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
+            cv_pool_run_tick(st->task.pool);
+        }
     }
     cv_element_move(out, &u.out);
     return u.status;
@@ -616,6 +628,8 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
     *end = false;
     if (st->run_next < st->run_end)
         return run_next(st, out);
+    if (!st->started && cv_stage_probe_start(st))
+        return inline_next(st, out, end, NULL);
     if (st->inline_on) {
         if (inline_wanted(st))
             return inline_next(st, out, end, NULL);
@@ -947,54 +961,4 @@ CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
     st->armed = st->deterministic && st->base.len - below_bytes <= CV_STAGE_MARK_LIMIT && !below;
     quiesces_again = outer || !st->armed;
     return CV_STATUS_OK;
-}
-
-void cv_staged_iterator_cancel(CvIterator *it)
-{
-    CvStagedIterator *staged = (CvStagedIterator *)it;
-    cv_stage_cancel(&staged->stage);
-    cv_iterator_cancel(staged->input);
-}
-
-void cv_staged_iterator_destroy(CvIterator *it)
-{
-    CvStagedIterator *staged = (CvStagedIterator *)it;
-    cv_staged_iterator_cancel(it);
-    cv_stage_destroy(&staged->stage);
-    cv_iterator_destroy(staged->input);
-    cv_iterator_free(it);
-}
-
-static uint64_t counted(_Atomic uint64_t *counter)
-{
-    return atomic_load_explicit(counter, memory_order_relaxed);
-}
-
-void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *gauges)
-{
-    CvStage *st = &((CvStagedIterator *)it)->stage;
-    if (!st->slots) /* sequential */
-        return;
-    totals->units += counted(&st->counters.units);
-    totals->turns += counted(&st->counters.turns);
-    totals->busy_ns += counted(&st->counters.busy_ns);
-    totals->input_ns += counted(&st->counters.input_ns);
-    totals->full_ns += counted(&st->counters.full_ns);
-    totals->wait_ns += counted(&st->counters.wait_ns);
-    totals->waits += counted(&st->counters.waits);
-    totals->blocked_ns += counted(&st->counters.blocked_ns);
-    pthread_mutex_lock(&st->mu);
-    gauges->buffer += st->capacity;
-    gauges->buffered += (int64_t)(st->issued - st->consumed);
-    gauges->bytes += (int64_t)st->held;
-    pthread_mutex_unlock(&st->mu);
-    gauges->pulling += atomic_load_explicit(&st->counters.pulling, memory_order_relaxed);
-    gauges->processing += atomic_load_explicit(&st->counters.processing, memory_order_relaxed);
-    gauges->max_buffer += st->max_capacity;
-    gauges->tuned_buffer |= st->autotune;
-    gauges->parallelism += atomic_load_explicit(&st->task.limit, memory_order_relaxed);
-    gauges->max_parallelism += st->max_workers;
-    gauges->tuned_parallelism |= st->tune_workers;
-    gauges->may_inline |= st->may_inline;
-    gauges->limit = &st->task.limit;
 }

@@ -161,7 +161,7 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
             cv_stage_set_chunk(&it->staged.stage, chunk, true);
             cv_stage_set_memory(&it->staged.stage, ds->memory, "lower map's num_parallel_calls");
             if (p->tune_workers) /* AUTOTUNE: a tiny function may run on the consumer's thread */
-                cv_stage_allow_inline(&it->staged.stage, ds->inputs[0]);
+                cv_stage_allow_inline(&it->staged.stage, &it->staged.base, ds->inputs[0]);
         }
     }
     if (s) {

@@ -500,10 +500,10 @@ static PyObject *autotune_dict(CvAutotuner *tuner)
     PyObject *history = PyList_New(copied);
     for (int i = 0; history && i < copied; i++) {
         const CvAutotuneChoice *c = &choices[i];
-        PyObject *item = Py_BuildValue("{s:L,s:i,s:i,s:i,s:i,s:d,s:d}", "at_ns", (long long)c->at_ns,
+        PyObject *item = Py_BuildValue("{s:L,s:i,s:i,s:i,s:i,s:d,s:d,s:O}", "at_ns", (long long)c->at_ns,
                                        "node", c->node, "from", c->from, "to", c->to, "bottleneck",
                                        c->bottleneck, "target_ns", c->target_ns, "interval_ns",
-                                       c->interval_ns);
+                                       c->interval_ns, "probe", c->probe ? Py_True : Py_False);
         if (!item) {
             Py_CLEAR(history);
             break;
