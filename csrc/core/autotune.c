@@ -256,8 +256,13 @@ static bool decide_probe(const Run *run, CvNode *const *nodes, const CvNodeSnaps
     double per_input = inputs > units && units > 0 ? own * units / inputs : own;
     double ratio = now[0].totals.elements > 0 && units > 0 ? units / (double)now[0].totals.elements : 1;
     bool below = g->max_parallelism <= 1 && parallel_below(now, par, i, n);
-    int back = g->max_parallelism < CV_AUTOTUNE_MIN_PARALLELISM ? g->max_parallelism : CV_AUTOTUNE_MIN_PARALLELISM;
-    int to = below || per_input >= CV_AUTOTUNE_INLINE_NS || ratio * own >= CV_AUTOTUNE_HANDOFF_MAX_NS ? back : 0;
+    /* A buffer hides its input's work behind the consumer's: worth a
+     * hand-off above PARALLEL_NS of work of its own (over inline stages its
+     * own includes their kernels' glue, a microsecond or two). */
+    double least = g->max_parallelism <= 1 ? CV_AUTOTUNE_PARALLEL_NS : CV_AUTOTUNE_INLINE_NS;
+    /* Parallel: at its most, as a stage that never started inline (the climb
+     * then gives back what it does not need). */
+    int to = below || per_input >= least || ratio * own >= CV_AUTOTUNE_HANDOFF_MAX_NS ? g->max_parallelism : 0;
     int posted = CV_PROBE_POSTED;
     if (!atomic_compare_exchange_strong(g->probe, &posted, CV_PROBE_DONE))
         return false;

@@ -1,5 +1,4 @@
 #include "core/stage.h"
-#include "core/stage_probe.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -29,11 +28,7 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->inline_on = false;
     st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
     st->self = NULL;
-    atomic_init(&st->probe, CV_PROBE_OFF);
-    st->probing = false;
-    st->probe_units = 0;
-    st->probe_ns = st->probe_posted_at = 0;
-    st->probe_work = 0;
+    cv_stage_probe_init(&st->probe);
     st->capacity = capacity;
     st->max_capacity = max_capacity;
     st->memory = NULL;
@@ -533,14 +528,17 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
 {
     if ((*end = st->input_done))
         return CV_STATUS_OK;
-    bool timed = st->probing || --st->inline_countdown <= 0;
+    bool timed = st->probe.probing || --st->inline_countdown <= 0;
     int64_t started = timed ? cv_now_ns() : 0, blocked = timed ? cv_blocking_ns() : 0, pulled = 0;
+    CvProbeUnit probe_unit;
+    if (st->probe.probing)
+        cv_stage_probe_begin(&probe_unit);
     CvStageUnit u = {0};
     bool unit_end = false;
     if (would_block && st->input_may_block) {
         u.status = st->ops->try_pull(st->owner, &u.work, &u.aux, &unit_end, would_block);
         if (!u.status && *would_block) {
-            st->inline_countdown += !st->probing; /* nothing taken */
+            st->inline_countdown += !st->probe.probing; /* nothing taken */
             return CV_STATUS_OK;
         }
     } else {
@@ -561,17 +559,20 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
         u.status = st->ops->process(st->owner, &u.work, u.aux, &u.out);
     if (timed) {
         int64_t now = cv_now_ns();
-        const uint64_t k = st->probing ? 1 : CV_STAGE_INLINE_SAMPLE;
+        const uint64_t k = st->probe.probing ? 1 : CV_STAGE_INLINE_SAMPLE;
         count(&st->counters.input_ns, k * (uint64_t)(pulled - started));
         count(&st->counters.busy_ns, k * (uint64_t)(now - pulled));
-        count(&st->counters.blocked_ns, k * (uint64_t)(cv_blocking_ns() - blocked));
+        blocked = cv_blocking_ns() - blocked;
+        count(&st->counters.blocked_ns, k * (uint64_t)blocked);
         count(&st->counters.units, k);
         count(&st->counters.turns, 1);
-        if (st->probing) {
-            cv_stage_probe_step(st, now - started, now);
+        if (st->probe.probing) {
+            if (cv_stage_probe_end(&st->probe, &probe_unit, blocked, st->self, st->task.pool, &st->task.limit,
+                                   st->max_workers))
+                st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
         } else {
             st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
-            cv_pool_run_tick(st->task.pool);
+            cv_stage_probe_tick(st->task.pool);
         }
     }
     cv_element_move(out, &u.out);
@@ -628,8 +629,13 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
     *end = false;
     if (st->run_next < st->run_end)
         return run_next(st, out);
-    if (!st->started && cv_stage_probe_start(st))
+    if (!st->started && st->may_inline && st->restored_next >= st->nrestored &&
+        cv_stage_probe_start(&st->probe, st->self)) { /* start inline: nothing is in flight */
+        atomic_store_explicit(&st->task.limit, 0, memory_order_relaxed); /* the task is not submitted */
+        st->inline_countdown = 1;
+        st->inline_on = st->started = true;
         return inline_next(st, out, end, NULL);
+    }
     if (st->inline_on) {
         if (inline_wanted(st))
             return inline_next(st, out, end, NULL);

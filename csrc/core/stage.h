@@ -130,6 +130,7 @@
 #include "core/dataset.h"
 #include "core/pool.h"
 #include "core/iterator_state.h"
+#include "core/stage_probe.h"
 #include "core/stage_status.h"
 #include "core/stats.h"
 #include "core/tensor.h"
@@ -246,16 +247,8 @@ typedef struct CvStage {
     int64_t spin_ns;      /* how long to spin before sleeping, fitted to recent waits */
     bool inline_on;       /* the task is paused: next() runs the units (see Inline) */
     int inline_countdown; /* units to the next timed one (1 while probing: every one) */
-    /* The start probe (see Inline). probe: a CvProbe, the consumer's and the
-     * autotuner's (stats mu held; POSTED to DONE by compare-and-swap). The
-     * rest is the consumer's; probe_work is written before POSTED (release)
-     * and read by measure() after it (acquire). */
     const CvIterator *self; /* the stage's iterator (its statistics node); NULL: no probe */
-    _Atomic int probe;
-    bool probing; /* RUNNING or POSTED: every unit is timed */
-    uint64_t probe_units;
-    int64_t probe_ns, probe_posted_at;
-    double probe_work;
+    CvStageProbe probe;     /* the start probe (see Inline; core/stage_probe.h) */
 
     CvTask task;       /* attached to the pipeline's pool at the first next() */
     CvStageCounters counters;
@@ -297,10 +290,6 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
  * stage); input: the stage's input dataset (its may_block). */
 void cv_stage_allow_inline(CvStage *st, const CvIterator *self, const CvDataset *input);
 #define CV_STAGE_INLINE_SAMPLE 64
-#define CV_STAGE_PROBE_UNITS 64
-#define CV_STAGE_PROBE_NS 200000LL       /* 200 us of work: a slow unit says enough */
-#define CV_STAGE_PROBE_WAIT_NS 2000000LL /* no verdict in 2 ms: the stage decides */
-#define CV_STAGE_PROBE_INLINE_NS 2000.0  /* its rule then (autotune.c's INLINE_NS) */
 #define CV_STAGE_SETTLE_WAIT_NS 200000L /* going inline while a turn ends: look again this soon */
 
 /* Consumer, inline (see Inline): whether this next()/try_next() may run

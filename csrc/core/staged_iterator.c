@@ -53,8 +53,8 @@ void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *
     gauges->tuned_parallelism |= st->tune_workers;
     gauges->may_inline |= st->may_inline;
     gauges->limit = &st->task.limit;
-    gauges->probe = &st->probe;
-    gauges->probe_state = atomic_load_explicit(&st->probe, memory_order_acquire);
+    gauges->probe = &st->probe.state;
+    gauges->probe_state = atomic_load_explicit(&st->probe.state, memory_order_acquire);
     if (gauges->probe_state == CV_PROBE_POSTED)
-        gauges->probe_work_ns = st->probe_work; /* written before POSTED */
+        gauges->probe_work_ns = st->probe.work; /* written before POSTED */
 }
