@@ -285,16 +285,16 @@ def run_n(it, n):
 
 
 def test_a_slow_map_goes_parallel_after_its_first_units_and_gains_parallelism():
-    def slow(x):  # waits without the GIL, as I/O does
-        def wait(v):
-            time.sleep(0.002)
-            return np.int64(int(v) * 2)
-        return cv.py_function(wait, [x], cv.int64)
+    # A native function (a Python one starts parallel: it may wait for
+    # another element's call, tests/test_map.py's barrier).
+    def slow(x):  # traced: 200,000 additions natively, a few hundred microseconds
+        return cv.math.reduce_sum(cv.range(np.int64(200_000))) + x
+    total = sum(range(200_000))
     ds = D.range(300).map(slow, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
     it = iter(ds)
     head = [int(x) for x in run_n(it, 200)]
     threads = it.stats().threads  # mid-epoch (the pool stops at the end)
-    assert head + [int(x) for x in it] == [2 * i for i in range(300)]
+    assert head + [int(x) for x in it] == [total + i for i in range(300)]
     stats = it.stats()
     pmap = stats.stages[1]
     verdict = _from_start(stats, pmap.name)

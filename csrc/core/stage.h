@@ -287,7 +287,9 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
 /* Set before the first next(): the autotuner may run this stage inline
  * (see Inline). Only for an AUTOTUNE parallelism or buffer: an explicit one
  * is the user's. self: the stage's iterator (borrowed: it embeds the
- * stage); input: the stage's input dataset (its may_block). */
+ * stage); NULL: the stage never starts inline (a Python function may wait
+ * for another element's call); input: the stage's input dataset (its
+ * may_block). */
 void cv_stage_allow_inline(CvStage *st, const CvIterator *self, const CvDataset *input);
 #define CV_STAGE_INLINE_SAMPLE 64
 #define CV_STAGE_SETTLE_WAIT_NS 200000L /* going inline while a turn ends: look again this soon */
