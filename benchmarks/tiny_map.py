@@ -31,8 +31,9 @@ slower; the goal is >= 0.95) is computed per round and summarised as min /
 median / max, with each pipeline's M elements/s and the process CPU time
 of each (all threads: on a shared machine it is steadier than wall time).
 The autotuner's choices of the last AUTOTUNE round are printed (after 0:
-inline; "start probe": the verdict on a stage that started inline). Timings are printed, never asserted. --root runs another tree's
-conveyor (an older build, for before/after in separate processes).
+inline; "start probe": the verdict on a stage that started inline).
+Timings are printed, never asserted. --root runs another tree's conveyor
+(an older build, for before/after in separate processes).
 
     python benchmarks/tiny_map.py                   # 7 rounds, n = 200,000
     python benchmarks/tiny_map.py --rounds 9 --n 1000000 --heavy
