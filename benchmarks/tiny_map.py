@@ -31,8 +31,9 @@ slower; the goal is >= 0.95) is computed per round and summarised as min /
 median / max, with each pipeline's M elements/s and the process CPU time
 of each (all threads: on a shared machine it is steadier than wall time).
 The autotuner's choices of the last AUTOTUNE round are printed (after 0:
-inline). Timings are printed, never asserted. --root runs another tree's
-conveyor (an older build, for before/after in separate processes).
+inline; "start probe": the verdict on a stage that started inline).
+Timings are printed, never asserted. --root runs another tree's conveyor
+(an older build, for before/after in separate processes).
 
     python benchmarks/tiny_map.py                   # 7 rounds, n = 200,000
     python benchmarks/tiny_map.py --rounds 9 --n 1000000 --heavy
@@ -150,7 +151,9 @@ def main(argv=None):
               f" | ratio {triple(ratio)} (goal >= 0.95)")
         print(f"           CPU ms sequential {triple(seq_c, 1e3)} | AUTOTUNE {triple(at_c, 1e3)}")
         stats = it.stats()
-        chosen = ", ".join(f"{c.stage} {c.before}->{c.after} at {c.at * 1e3:.1f} ms"
+        chosen = ", ".join(f"{c.stage} {c.before}->{c.after}"
+                           f"{' (start probe)' if getattr(c, 'from_start', False) else ''}"
+                           f" at {c.at * 1e3:.1f} ms"
                            for c in stats.choices[:6]) or "none"
         final = ", ".join(f"{s.name}={s.parallelism}" for s in stats.stages
                           if s.max_parallelism)

@@ -236,3 +236,103 @@ def test_many_short_epochs_going_inline_never_hang(tmp_path):
     out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, timeout=300,
                          capture_output=True, text=True, cwd=str(tmp_path))
     assert out.returncode == 0 and "done" in out.stdout, out.stderr[-2000:]
+
+
+# -- The start probe (autotune.h, "The start probe"): an AUTOTUNE stage starts
+# inline, times its first units and gets the autotuner's verdict, recorded
+# as a choice with from_start; a tiny one never runs a turn on a pool thread.
+
+def _from_start(stats, stage):
+    return [c for c in stats.choices if c.stage == stage and c.from_start]
+
+
+@needs_native_speed
+def test_a_tiny_map_is_inline_from_the_start_with_no_parallel_phase():
+    it = iter(D.range(N).map(double, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE))
+    head = np.fromiter((int(x) for x in it), dtype=np.int64, count=1000)
+    # After the probe's verdict (64 units): no pool thread was ever started
+    # (mid-epoch: the pool stops at the end).
+    assert it.stats().threads == 0, it.stats().choices
+    out = np.concatenate([head, [int(x) for x in it]])
+    assert np.array_equal(out, np.arange(N) * 2)
+    stats = it.stats()
+    prefetch, pmap = stats.stages[0], stats.stages[1]
+    for stage in (pmap, prefetch):
+        # No parallel phase: the stage's first choice is the probe's verdict,
+        # inline from the start (later ones follow the work as measured: on
+        # a loaded machine a descheduled sample may still move it).
+        mine = [c for c in stats.choices if c.stage == stage.name]
+        assert mine and mine[0].from_start and (mine[0].before, mine[0].after) == (0, 0), stats.choices
+        assert len(_from_start(stats, stage.name)) == 1, stats.choices
+
+
+@needs_native_speed
+def test_a_tiny_map_then_batch_is_inline_from_the_start():
+    def make(parallel):
+        return D.range(N).map(double, num_parallel_calls=parallel).batch(32)
+    it = iter(make(AUTOTUNE).prefetch(AUTOTUNE))
+    assert run(it) == run(iter(make(None)))
+    stats = it.stats()
+    fused = stats.stages[1]
+    assert fused.kernel == "MapAndBatch", stats.stages
+    # Inline from the start: the hand-off trial (parallel first) is not needed.
+    mine = [c for c in stats.choices if c.stage == fused.name]
+    assert mine and mine[0].from_start and (mine[0].before, mine[0].after) == (0, 0), stats.choices
+
+
+def run_n(it, n):
+    return [next(it) for _ in range(n)]
+
+
+def test_a_slow_map_goes_parallel_after_its_first_units_and_gains_parallelism():
+    # A native function (a Python one starts parallel: it may wait for
+    # another element's call, tests/test_map.py's barrier).
+    def slow(x):  # traced: 200,000 additions natively, a few hundred microseconds
+        return cv.math.reduce_sum(cv.range(np.int64(200_000))) + x
+    total = sum(range(200_000))
+    ds = D.range(300).map(slow, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
+    it = iter(ds)
+    head = [int(x) for x in run_n(it, 200)]
+    threads = it.stats().threads  # mid-epoch (the pool stops at the end)
+    assert head + [int(x) for x in it] == [total + i for i in range(300)]
+    stats = it.stats()
+    pmap = stats.stages[1]
+    verdict = _from_start(stats, pmap.name)
+    assert len(verdict) == 1 and verdict[0].before == 0 and verdict[0].after >= 1, stats.choices
+    mine = [c for c in stats.choices if c.stage == pmap.name]
+    assert mine[0] is verdict[0] or mine[0] == verdict[0], stats.choices  # the probe's verdict comes first
+    assert not inline_choices(stats, pmap.name), stats.choices
+    assert max(c.after for c in mine) >= 2 and pmap.parallelism >= 2, stats.choices
+    assert threads >= 2, stats
+    # The prefetch over it buffers its bursts.
+    prefetch = stats.stages[0]
+    assert [c.after for c in _from_start(stats, prefetch.name)] == [1], stats.choices
+
+
+def test_states_saved_while_probing_restore_exactly():
+    # A state saved within the probe's first units (inline, every unit
+    # timed), and one after its verdict, restore to the same elements.
+    def make():
+        return D.range(5000).map(double, num_parallel_calls=AUTOTUNE).batch(7).prefetch(AUTOTUNE)
+    expected = run(iter(make()))
+    for k in (0, 1, 5, 40, 300):
+        it = iter(make())
+        head = run(it, k)
+        state = it.save()
+        tail = run(it)
+        assert head + tail == expected
+        again = iter(make())
+        again.restore(state)
+        assert run(again) == tail
+
+
+def test_an_interleave_of_autotune_maps_keeps_its_order():
+    # Inner iterators (interleave's) never start inline: the tuner does not
+    # decide them. Same elements as the sequential pipeline, in order.
+    def inner(i):
+        return D.range(i * 100, i * 100 + 50).map(double, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
+
+    def make(parallel):
+        return D.range(8).interleave(inner, cycle_length=3, block_length=2,
+                                     num_parallel_calls=parallel).map(double, num_parallel_calls=parallel)
+    assert run(iter(make(AUTOTUNE).prefetch(AUTOTUNE))) == run(iter(make(None)))

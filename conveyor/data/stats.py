@@ -104,7 +104,9 @@ class StageStats:
 class AutotuneChoice:
     """One change the autotuner made: ``stage``'s parallelism went from
     ``before`` to ``after`` at ``at`` seconds into the run, when ``bottleneck``
-    was the slowest stage in its model."""
+    was the slowest stage in its model. ``from_start``: the verdict on a
+    stage that started inline (parallelism 0) and timed its first elements:
+    ``after`` 0, it stays inline from the start; above 0, it went parallel."""
     at: float
     stage: str
     before: int
@@ -112,6 +114,7 @@ class AutotuneChoice:
     bottleneck: str
     target_interval: float
     modelled_interval: float
+    from_start: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -357,7 +360,8 @@ def describe(owner, raw):
     choices = [AutotuneChoice(at=c["at_ns"] / 1e9, stage=name(c["node"]), before=c["from"],
                               after=c["to"], bottleneck=name(c["bottleneck"]),
                               target_interval=c["target_ns"] / 1e9,
-                              modelled_interval=c["interval_ns"] / 1e9)
+                              modelled_interval=c["interval_ns"] / 1e9,
+                              from_start=c.get("probe", False))
                for c in tune["history"]]
     return PipelineStats(stages=stages, cpu_budget=raw["cpu_budget"], threads=raw["threads"],
                          elapsed=raw["elapsed_ns"] / 1e9,

@@ -57,6 +57,7 @@ struct CvAutotuner {
     int64_t period;
     int64_t last_run;
     int64_t last_consumer_wait;
+    _Atomic uint64_t looks_done; /* cv_stats_looks_wanted when a look began */
     pthread_mutex_t history_mu;
     CvAutotuneChoice history[CV_AUTOTUNE_HISTORY];
     int64_t changes; /* choices made in all; the last CV_AUTOTUNE_HISTORY are kept */
@@ -77,7 +78,10 @@ CvAutotuner *cv_autotuner_new(CvStats *stats, int cpu_budget, CvAutotuneAlgorith
     tuner->bottleneck = -1;
     atomic_init(&tuner->next_due, tuner->last_run + CV_AUTOTUNE_QUICK_NS);
     atomic_flag_clear(&tuner->running);
+    atomic_init(&tuner->looks_done, 0);
     pthread_mutex_init(&tuner->history_mu, NULL);
+    if (algorithm == CV_AUTOTUNE_MODEL) /* stages may start inline: this tuner gives the verdicts */
+        cv_stats_allow_inline_start(stats);
     return tuner;
 }
 
@@ -150,9 +154,10 @@ static bool parallel_below(const CvNodeSnapshot *now, const int *par, int i, int
     return false;
 }
 
-/* history_mu held: record a change and publish it. */
-static void publish(CvAutotuner *tuner, const Run *run, _Atomic int *limit, int node, int from, int to,
-                    int bottleneck, double target, double interval)
+/* history_mu held: record a change and publish it; probe: the verdict of
+ * a start probe. */
+static void publish_probe(CvAutotuner *tuner, const Run *run, _Atomic int *limit, int node, int from, int to,
+                          int bottleneck, double target, double interval, bool probe)
 {
     /* Published: the pool reads it at its next pick (the tick's caller
      * wakes a thread when it returns true); an inline stage's consumer at
@@ -166,7 +171,15 @@ static void publish(CvAutotuner *tuner, const Run *run, _Atomic int *limit, int 
         .bottleneck = bottleneck,
         .target_ns = target,
         .interval_ns = interval,
+        .probe = probe,
     };
+}
+
+/* history_mu held: record a change and publish it. */
+static void publish(CvAutotuner *tuner, const Run *run, _Atomic int *limit, int node, int from, int to,
+                    int bottleneck, double target, double interval)
+{
+    publish_probe(tuner, run, limit, node, from, to, bottleneck, target, interval, false);
 }
 
 /* The hand-off rule's test (autotune.h): parallel work of `per_root` ns
@@ -198,6 +211,72 @@ static int trial_verdict(const Run *run, CvNode *node)
     return kept;
 }
 
+/* Whether a stage below node i (in its subtree) is still probing. */
+static bool probing_below(const CvNodeSnapshot *now, int i, int n)
+{
+    for (int j = i + 1; j < n; j++) {
+        if (!now[j].gauges.limit || now[j].gauges.probe_state != CV_PROBE_RUNNING)
+            continue;
+        int a = now[j].parent;
+        while (a > i)
+            a = now[a].parent;
+        if (a == i)
+            return true;
+    }
+    return false;
+}
+
+/* history_mu held: the verdict on node i's start probe (autotune.h, "The
+ * start probe"), stages below first (par[] has theirs). Returns whether it
+ * gave one: false while a stage below still probes, or when the stage
+ * decided alone (its compare-and-swap won). */
+static bool decide_probe(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n, int i, int *par)
+{
+    const CvGauges *g = &now[i].gauges;
+    double w = g->probe_work_ns, units = (double)now[i].totals.units, inputs = 0;
+    if (probing_below(now, i, n))
+        return false; /* its verdict first: its work is part of ours */
+    /* Its own work: less the inline stages right below, run inside its
+     * pulls; per input element (a batch's unit has many); per root element. */
+    double own = w;
+    for (int j = i + 1; j < n; j++)
+        if (now[j].gauges.limit && par[j] == 0 && stage_above(now, j) == i && units > 0)
+            own -= nodes[j]->inline_work * (double)now[j].totals.units / units;
+    /* Its input's elements: the first input's, below the nodes fused into
+     * it (no iterator of their own: MapAndBatch's map). */
+    for (int c = i, j = i + 1; j < n; j++) {
+        if (now[j].parent != c)
+            continue;
+        if (now[j].live > 0) {
+            inputs = (double)now[j].totals.elements;
+            break;
+        }
+        c = j;
+    }
+    own = own > 0 ? own : 0;
+    double per_input = inputs > units && units > 0 ? own * units / inputs : own;
+    double ratio = now[0].totals.elements > 0 && units > 0 ? units / (double)now[0].totals.elements : 1;
+    bool below = g->max_parallelism <= 1 && parallel_below(now, par, i, n);
+    /* A buffer hides its input's work behind the consumer's: worth a
+     * hand-off above PARALLEL_NS of work of its own (over inline stages its
+     * own includes their kernels' glue, a microsecond or two). */
+    double least = g->max_parallelism <= 1 ? CV_AUTOTUNE_PARALLEL_NS : CV_AUTOTUNE_INLINE_NS;
+    /* Parallel: at its most, as a stage that never started inline (the climb
+     * then gives back what it does not need). */
+    int to = below || per_input >= least || ratio * own >= CV_AUTOTUNE_HANDOFF_MAX_NS ? g->max_parallelism : 0;
+    int posted = CV_PROBE_POSTED;
+    if (!atomic_compare_exchange_strong(g->probe, &posted, CV_PROBE_DONE))
+        return false;
+    CvNode *node = nodes[i];
+    node->inline_work = w; /* the way back to parallel is relative to it */
+    node->trial_interval = 0;
+    node->fewer_votes = 0;
+    publish_probe(run->tuner, run, g->limit, i, 0, to, run->tuner->bottleneck,
+                  run->roots > 0 ? run->dt / run->roots : 0, ratio * own / (to ? to : 1), true);
+    par[i] = to;
+    return true;
+}
+
 /* history_mu held: the inline decisions (see Inline in autotune.h), stages
  * below first, so that a prefetch sees what its input was made. par[i]:
  * each node's parallelism, updated. Returns whether one changed. */
@@ -211,8 +290,12 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
         CvNode *node = nodes[i];
         /* One live iterator: the limit is that stage's own (an inner node
          * or a dataset used twice shares one node among several). */
-        if (!g->limit || !g->may_inline || now[i].live != 1 || now[i].inner || work[i] < 0)
+        if (!g->limit || !g->may_inline || now[i].live != 1 || now[i].inner)
             continue;
+        if (g->probe_state == CV_PROBE_POSTED)
+            changed |= decide_probe(run, nodes, now, n, i, par);
+        if (g->probe_state == CV_PROBE_RUNNING || g->probe_state == CV_PROBE_POSTED || work[i] < 0)
+            continue; /* no other rule before the probe's verdict */
         double units = delta(now[i].totals.units, node->seen.units);
         int back = g->max_parallelism < CV_AUTOTUNE_MIN_PARALLELISM ? g->max_parallelism
                                                                     : CV_AUTOTUNE_MIN_PARALLELISM;
@@ -381,17 +464,23 @@ bool cv_autotuner_tick(CvAutotuner *tuner)
     if (!tuner || tuner->algorithm == CV_AUTOTUNE_FIXED)
         return false;
     int64_t now = cv_now_ns();
-    if (now < atomic_load_explicit(&tuner->next_due, memory_order_relaxed))
+    /* A stage posted its start probe: look now (cv_stats_want_look). */
+    uint64_t wanted = cv_stats_looks_wanted(tuner->stats);
+    bool asked = wanted != atomic_load_explicit(&tuner->looks_done, memory_order_relaxed);
+    if (now < atomic_load_explicit(&tuner->next_due, memory_order_relaxed) && !asked)
         return false;
     if (atomic_flag_test_and_set_explicit(&tuner->running, memory_order_acquire))
         return false; /* another thread is at it */
     int64_t changes = tuner->changes; /* written by the thread holding `running` only */
-    if (now >= atomic_load_explicit(&tuner->next_due, memory_order_relaxed)) {
+    bool due = now >= atomic_load_explicit(&tuner->next_due, memory_order_relaxed);
+    if (due || asked) {
+        atomic_store_explicit(&tuner->looks_done, wanted, memory_order_relaxed);
         int64_t consumer_wait = cv_stats_consumer_wait_ns(tuner->stats);
-        /* Quick looks, every CV_AUTOTUNE_QUICK_NS in the first period: the
-         * inline decisions only, on everything since the start (they keep
-         * no window: the first full look's is the whole first period). */
-        bool quick = now - cv_stats_started_ns(tuner->stats) < CV_AUTOTUNE_FIRST_NS;
+        /* Quick looks, every CV_AUTOTUNE_QUICK_NS in the first period (and
+         * any asked for before its time): the inline decisions only, on
+         * everything since the start or the last full look (they keep no
+         * window: the first full look's is the whole first period). */
+        bool quick = now - cv_stats_started_ns(tuner->stats) < CV_AUTOTUNE_FIRST_NS || !due;
         Run run = {tuner, now, (double)(now - tuner->last_run), (double)(consumer_wait - tuner->last_consumer_wait),
                    quick};
         if (!quick)
@@ -404,8 +493,9 @@ bool cv_autotuner_tick(CvAutotuner *tuner)
         pthread_mutex_lock(&tuner->history_mu);
         tuner->runs++;
         pthread_mutex_unlock(&tuner->history_mu);
-        atomic_store_explicit(&tuner->next_due, now + (quick ? CV_AUTOTUNE_QUICK_NS : tuner->period),
-                              memory_order_relaxed);
+        if (due)
+            atomic_store_explicit(&tuner->next_due, now + (quick ? CV_AUTOTUNE_QUICK_NS : tuner->period),
+                                  memory_order_relaxed);
     }
     bool published = tuner->changes != changes;
     atomic_flag_clear_explicit(&tuner->running, memory_order_release);
@@ -452,5 +542,6 @@ const CvField cv_autotune_choice_fields[] = {
     CHOICE(bottleneck, CV_FIELD_INT),
     CHOICE(target_ns, CV_FIELD_DOUBLE),
     CHOICE(interval_ns, CV_FIELD_DOUBLE),
+    CHOICE(probe, CV_FIELD_BOOL),
     {NULL, CV_FIELD_INT, 0},
 };

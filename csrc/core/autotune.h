@@ -58,6 +58,27 @@
  * decisions only: an epoch of a tiny pipeline lasts a few tens of
  * milliseconds.
  *
+ * The start probe (issue 26): going parallel first and inline after the
+ * first looks cost every epoch its first milliseconds in hand-offs (pool
+ * threads started and spinning, the trial). So a stage that may go inline
+ * *starts* inline when this tuner will decide it (core/stage.h, "Inline":
+ * the model runs, the stage's node is its own, its function is native),
+ * times every unit it runs, by CPU time, until CV_STAGE_PROBE_UNITS units
+ * or CV_STAGE_PROBE_NS of work, and posts the work per unit; the tuner
+ * looks at once (cv_stats_want_look: a look asked for before its time is a
+ * quick one) and gives the verdict, stages below first, recorded as a
+ * choice with `probe` set: parallel (at its most, as a stage that never
+ * started inline: the climb then takes back what is not needed) when its
+ * own work (less the inline stages right below, run inside its pulls) is
+ * above CV_AUTOTUNE_INLINE_NS per input element (a batch's unit has many),
+ * or above CV_AUTOTUNE_HANDOFF_MAX_NS per root element (what the hand-off
+ * rule keeps parallel); for a buffer, above CV_AUTOTUNE_PARALLEL_NS (over
+ * inline stages its own work is their kernels' glue), or when a stage below
+ * runs turns; otherwise inline from the start (from 0 to 0), with no
+ * parallel phase. No other rule moves a stage before its verdict. After
+ * it, everything is as above (the 4x rule from the probe's work, the
+ * trial).
+ *
  * The period starts at CV_AUTOTUNE_FIRST_NS, doubles up to
  * CV_AUTOTUNE_MAX_NS, and drops back after a change. Every change is
  * recorded (cv_autotuner_history) for the statistics API.
@@ -93,6 +114,7 @@ typedef struct CvAutotuneChoice {
     int bottleneck;     /* the node with the longest interval before the change */
     double target_ns;   /* the target interval per root element */
     double interval_ns; /* the modelled interval of the stage after the change */
+    bool probe;         /* the verdict on the stage's start probe (from 0: it started inline) */
 } CvAutotuneChoice;
 /* Its fields by name (core/stats.h), ending with a NULL name. */
 extern const CvField cv_autotune_choice_fields[];

@@ -29,6 +29,8 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->may_inline = false;
     st->inline_on = false;
     st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
+    st->self = NULL;
+    cv_stage_probe_init(&st->probe);
     st->capacity = capacity;
     st->max_capacity = max_capacity;
     st->memory = NULL;
@@ -62,28 +64,6 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     cv_task_attach(&st->task, pool, stage_turn, st, name, workers);
     cv_pool_unref(pool); /* the task holds one */
     return CV_STATUS_OK;
-}
-
-void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk)
-{
-    st->max_chunk = max_chunk < 1 ? 1 : max_chunk > CV_STAGE_MAX_CHUNK ? CV_STAGE_MAX_CHUNK : max_chunk;
-    st->chunk = 1;
-    st->window_follows_chunk = window_follows_chunk;
-    if (window_follows_chunk && st->capacity > 2 * st->max_workers)
-        st->capacity = 2 * st->max_workers;
-}
-
-void cv_stage_allow_inline(CvStage *st, const CvDataset *input)
-{
-    st->may_inline = true;
-    st->input_may_block = input->may_block;
-}
-
-void cv_stage_set_memory(CvStage *st, CvMemory *memory, const char *knob)
-{
-    st->memory = memory;
-    if (knob)
-        st->memory_knob = knob;
 }
 
 /* mu held: fit the chunk (and the window) to the time and bytes the last
@@ -555,14 +535,17 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
 {
     if ((*end = st->input_done))
         return CV_STATUS_OK;
-    bool timed = --st->inline_countdown <= 0;
+    bool timed = st->probe.probing || --st->inline_countdown <= 0;
     int64_t started = timed ? cv_now_ns() : 0, blocked = timed ? cv_blocking_ns() : 0, pulled = 0;
+    CvProbeUnit probe_unit;
+    if (st->probe.probing)
+        cv_stage_probe_begin(&probe_unit);
     CvStageUnit u = {0};
     bool unit_end = false;
     if (would_block && st->input_may_block) {
         u.status = st->ops->try_pull(st->owner, &u.work, &u.aux, &unit_end, would_block);
         if (!u.status && *would_block) {
-            st->inline_countdown++; /* nothing taken */
+            st->inline_countdown += !st->probe.probing; /* nothing taken */
             return CV_STATUS_OK;
         }
     } else {
@@ -583,14 +566,21 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
         u.status = st->ops->process(st->owner, &u.work, u.aux, &u.out);
     if (timed) {
         int64_t now = cv_now_ns();
-        const uint64_t k = CV_STAGE_INLINE_SAMPLE;
+        const uint64_t k = st->probe.probing ? 1 : CV_STAGE_INLINE_SAMPLE;
         count(&st->counters.input_ns, k * (uint64_t)(pulled - started));
         count(&st->counters.busy_ns, k * (uint64_t)(now - pulled));
-        count(&st->counters.blocked_ns, k * (uint64_t)(cv_blocking_ns() - blocked));
+        blocked = cv_blocking_ns() - blocked;
+        count(&st->counters.blocked_ns, k * (uint64_t)blocked);
         count(&st->counters.units, k);
         count(&st->counters.turns, 1);
-        st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
-        cv_pool_run_tick(st->task.pool);
+        if (st->probe.probing) {
+            if (cv_stage_probe_end(&st->probe, &probe_unit, blocked, st->self, st->task.pool, &st->task.limit,
+                                   st->max_workers))
+                st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
+        } else {
+            st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
+            cv_stage_probe_tick(st->task.pool);
+        }
     }
     cv_element_move(out, &u.out);
     return u.status;
@@ -646,6 +636,13 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
     *end = false;
     if (st->run_next < st->run_end)
         return run_next(st, out);
+    if (!st->started && st->may_inline && st->restored_next >= st->nrestored &&
+        cv_stage_probe_start(&st->probe, st->self)) { /* start inline: nothing is in flight */
+        atomic_store_explicit(&st->task.limit, 0, memory_order_relaxed); /* the task is not submitted */
+        st->inline_countdown = 1;
+        st->inline_on = st->started = true;
+        return inline_next(st, out, end, NULL);
+    }
     if (st->inline_on) {
         if (inline_wanted(st))
             return inline_next(st, out, end, NULL);
@@ -981,20 +978,4 @@ CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
     st->armed = st->deterministic && st->base.len - below_bytes <= CV_STAGE_MARK_LIMIT && !below;
     quiesces_again = outer || !st->armed;
     return CV_STATUS_OK;
-}
-
-void cv_staged_iterator_cancel(CvIterator *it)
-{
-    CvStagedIterator *staged = (CvStagedIterator *)it;
-    cv_stage_cancel(&staged->stage);
-    cv_iterator_cancel(staged->input);
-}
-
-void cv_staged_iterator_destroy(CvIterator *it)
-{
-    CvStagedIterator *staged = (CvStagedIterator *)it;
-    cv_staged_iterator_cancel(it);
-    cv_stage_destroy(&staged->stage);
-    cv_iterator_destroy(staged->input);
-    cv_iterator_free(it);
 }

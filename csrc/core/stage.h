@@ -69,10 +69,24 @@
  * to `counters` (see CvStageCounters).
  *
  * Inline (AUTOTUNE only): a stage whose work per unit is smaller than a
- * hand-off costs more in parallel than on its consumer's thread. The
- * autotuner (core/autotune.h) says so by setting the task's limit to 0 on a
- * stage that allows it (cv_stage_allow_inline: its parallelism or buffer
- * is AUTOTUNE). The consumer then hands out what was pulled already, pauses
+ * hand-off costs more in parallel than on its consumer's thread. Such a
+ * stage (cv_stage_allow_inline: its parallelism or buffer is AUTOTUNE)
+ * starts inline when the autotuner will decide it (its model runs, the
+ * stage's statistics node is its own: cv_stats_may_start_inline): at the
+ * first next() its task's limit is 0 and the task never joins the pool's
+ * queue, so no pool thread runs, wakes or spins for it. It *probes*: it
+ * times every unit it runs until CV_STAGE_PROBE_UNITS units or
+ * CV_STAGE_PROBE_NS of work, then posts the work per unit (CvGauges.probe)
+ * and asks the autotuner for a look at once (cv_stats_want_look). The
+ * tuner's verdict (core/autotune.h, "The start probe") is a choice like
+ * any other: parallel (the limit goes up and the next next() submits the
+ * task) or inline from the start (the limit stays 0). Should no verdict
+ * come within CV_STAGE_PROBE_WAIT_NS (the node stopped being the tuner's:
+ * a second live iterator), the stage decides alone on its work per unit
+ * (CV_STAGE_PROBE_INLINE_NS), with a compare-and-swap on the probe state
+ * so that exactly one of the two decides. Later, the autotuner can also
+ * make a parallel stage inline by setting the task's limit to 0. The
+ * consumer then hands out what was pulled already, pauses
  * the task once no turn runs (cv_task_pause) and from then on runs each
  * unit itself in next(): pull, process, hand out, with no lock, no slot and
  * no wake-up, as the sequential kernel would. try_next does the same when
@@ -122,6 +136,7 @@
 #include "core/dataset.h"
 #include "core/pool.h"
 #include "core/iterator_state.h"
+#include "core/stage_probe.h"
 #include "core/stage_status.h"
 #include "core/stats.h"
 #include "core/tensor.h"
@@ -237,7 +252,9 @@ typedef struct CvStage {
     uint64_t run_low_water; /* low_water when the run was last extended (capacity is mu's) */
     int64_t spin_ns;      /* how long to spin before sleeping, fitted to recent waits */
     bool inline_on;       /* the task is paused: next() runs the units (see Inline) */
-    int inline_countdown; /* units to the next timed one */
+    int inline_countdown; /* units to the next timed one (1 while probing: every one) */
+    const CvIterator *self; /* the stage's iterator (its statistics node); NULL: no probe */
+    CvStageProbe probe;     /* the start probe (see Inline; core/stage_probe.h) */
 
     CvTask task;       /* attached to the pipeline's pool at the first next() */
     CvStageCounters counters;
@@ -275,8 +292,11 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
 
 /* Set before the first next(): the autotuner may run this stage inline
  * (see Inline). Only for an AUTOTUNE parallelism or buffer: an explicit one
- * is the user's. input: the stage's input dataset (its may_block). */
-void cv_stage_allow_inline(CvStage *st, const CvDataset *input);
+ * is the user's. self: the stage's iterator (borrowed: it embeds the
+ * stage); NULL: the stage never starts inline (a Python function may wait
+ * for another element's call); input: the stage's input dataset (its
+ * may_block). */
+void cv_stage_allow_inline(CvStage *st, const CvIterator *self, const CvDataset *input);
 #define CV_STAGE_INLINE_SAMPLE 64
 #define CV_STAGE_SETTLE_WAIT_NS 200000L /* going inline while a turn ends: look again this soon */
 

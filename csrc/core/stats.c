@@ -14,6 +14,8 @@ struct CvStats {
     size_t cap;
     _Atomic int64_t consumer_wait_ns;
     int64_t started_ns;
+    atomic_bool inline_start;      /* cv_stats_allow_inline_start */
+    _Atomic uint64_t looks_wanted; /* cv_stats_want_look */
 };
 
 CvStats *cv_stats_new(void)
@@ -163,6 +165,32 @@ void cv_stats_detach(CvIterator *it)
 void cv_stats_consumer_wait(CvStats *stats, int64_t ns)
 {
     atomic_fetch_add_explicit(&stats->consumer_wait_ns, ns, memory_order_relaxed);
+}
+
+void cv_stats_allow_inline_start(CvStats *stats)
+{
+    atomic_store_explicit(&stats->inline_start, true, memory_order_relaxed);
+}
+
+bool cv_stats_may_start_inline(const CvIterator *it)
+{
+    CvStats *stats = it->stats;
+    if (!stats || !it->node || !atomic_load_explicit(&stats->inline_start, memory_order_relaxed))
+        return false;
+    pthread_mutex_lock(&stats->mu);
+    bool alone = !it->node->inner && it->node->live_count == 1;
+    pthread_mutex_unlock(&stats->mu);
+    return alone;
+}
+
+void cv_stats_want_look(CvStats *stats)
+{
+    atomic_fetch_add_explicit(&stats->looks_wanted, 1, memory_order_relaxed);
+}
+
+uint64_t cv_stats_looks_wanted(CvStats *stats)
+{
+    return atomic_load_explicit(&stats->looks_wanted, memory_order_relaxed);
 }
 
 int64_t cv_stats_consumer_wait_ns(CvStats *stats)

@@ -79,7 +79,19 @@ typedef struct CvGauges {
      * each turn. The stage's own; valid under mu only. NULL: not a parallel
      * stage. */
     _Atomic int *limit;
+    /* The probe of a stage that started inline (core/stage.h, "Inline"):
+     * its state (CvProbe) when measured, the stage's own (the tuner moves
+     * it from POSTED to DONE with a compare-and-swap, under mu only), and
+     * its work per unit, valid when POSTED. */
+    int probe_state;
+    _Atomic int *probe;
+    double probe_work_ns;
 } CvGauges;
+
+/* A stage's start probe: RUNNING while it times its first units inline,
+ * POSTED when its work per unit awaits the autotuner's verdict, DONE once
+ * the tuner (or, when no tuner answers, the stage) gave it. */
+typedef enum CvProbe { CV_PROBE_OFF = 0, CV_PROBE_RUNNING, CV_PROBE_POSTED, CV_PROBE_DONE } CvProbe;
 
 typedef struct CvNode {
     /* Borrowed, for identity only: the pipeline's datasets outlive its
@@ -124,6 +136,17 @@ CvStatus cv_stats_add_pipeline(CvStats *stats, const CvDataset *root);
  * (idempotent). */
 void cv_stats_attach(CvStats *stats, CvIterator *it);
 void cv_stats_detach(CvIterator *it);
+
+/* Start inline (core/stage.h, "Inline"): the autotuner says, once, that it
+ * runs stages inline (its model, not MAX_PARALLELISM); whether an
+ * iterator's stage may then start inline and probe: its node is the
+ * tuner's to decide (not inner, the only live iterator). Any thread. */
+void cv_stats_allow_inline_start(CvStats *stats);
+bool cv_stats_may_start_inline(const CvIterator *it);
+/* A stage posted its probe: the tuner's next tick looks at once, whatever
+ * its period (cv_stats_looks_wanted counts the requests). Any thread. */
+void cv_stats_want_look(CvStats *stats);
+uint64_t cv_stats_looks_wanted(CvStats *stats);
 
 /* The consumer of the root waited `ns` in next() (the binding). */
 void cv_stats_consumer_wait(CvStats *stats, int64_t ns);

@@ -147,7 +147,7 @@ static CvStatus batch_make_iterator(const CvDataset *ds, CvIterator **out)
             cv_stage_set_memory(&it->staged.stage, ds->memory,
                                 "lower batch's batch_size or num_parallel_calls");
             if (p->tune_workers)
-                cv_stage_allow_inline(&it->staged.stage, ds->inputs[0]);
+                cv_stage_allow_inline(&it->staged.stage, &it->staged.base, ds->inputs[0]);
         }
     }
     if (s) {

@@ -160,8 +160,10 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
         if (!s) {
             cv_stage_set_chunk(&it->staged.stage, chunk, true);
             cv_stage_set_memory(&it->staged.stage, ds->memory, "lower map's num_parallel_calls");
-            if (p->tune_workers) /* AUTOTUNE: a tiny function may run on the consumer's thread */
-                cv_stage_allow_inline(&it->staged.stage, ds->inputs[0]);
+            if (p->tune_workers) /* AUTOTUNE: a tiny function may run on the consumer's thread; a
+                                  * Python one (it may wait for another call) starts parallel */
+                cv_stage_allow_inline(&it->staged.stage, p->fn.traverse ? NULL : &it->staged.base,
+                                      ds->inputs[0]);
         }
     }
     if (s) {

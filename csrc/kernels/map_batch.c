@@ -896,7 +896,8 @@ static CvStatus mb_make_iterator(const CvDataset *ds, CvIterator **out)
         cv_stage_set_memory(&it->staged.stage, ds->memory,
                             "lower map's num_parallel_calls or batch's batch_size");
         if (p->map.tune_workers) /* AUTOTUNE: tiny pieces may run on the consumer's thread */
-            cv_stage_allow_inline(&it->staged.stage, ds->inputs[0]->inputs[0]);
+            cv_stage_allow_inline(&it->staged.stage, p->map.fn->traverse ? NULL : &it->staged.base,
+                                  ds->inputs[0]->inputs[0]); /* a Python function starts parallel (map.c) */
     }
     if (s) {
         mb_destroy(&it->staged.base);

@@ -88,7 +88,7 @@ static CvStatus prefetch_make_iterator(const CvDataset *ds, CvIterator **out)
             cv_stage_set_chunk(&it->stage, CV_STAGE_MAX_CHUNK, false);
             cv_stage_set_memory(&it->stage, ds->memory, "lower prefetch's buffer_size");
             if (size == CV_AUTOTUNE) /* over cheap inline work: a pass-through */
-                cv_stage_allow_inline(&it->stage, ds->inputs[0]);
+                cv_stage_allow_inline(&it->stage, &it->base, ds->inputs[0]);
         }
     }
     if (s) {
