@@ -122,7 +122,9 @@ static void test_a_whole_epoch(void)
     char prefix[16];
     snprintf(prefix, sizeof(prefix), "cv%u-pool", cv_pipeline_id(p));
     int named = threads_named(prefix);
-    CHECK(named >= 1 && named <= 2 + 4); /* the budget plus core/pool.h's CV_POOL_SPARE */
+    /* At most the budget plus core/pool.h's CV_POOL_SPARE; none when every
+     * AUTOTUNE stage of this cheap map ran inline from its start (issue 26). */
+    CHECK(named >= 0 && named <= 2 + 4);
     cv_pipeline_stop(p);
     CHECK(!cv_pipeline_running(p));
     CHECK(cv_pipeline_threads(p) == 0);
