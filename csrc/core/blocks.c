@@ -145,6 +145,19 @@ void cv_block_free(void *block, size_t size)
     m->blocks[m->count++] = block;
 }
 
+void cv_blocks_before_fork(void)
+{
+    pthread_once(&once, init_once);
+    for (size_t c = 0; c < CLASSES; c++)
+        pthread_mutex_lock(&depot[c].mu);
+}
+
+void cv_blocks_after_fork_parent(void)
+{
+    for (size_t c = 0; c < CLASSES; c++)
+        pthread_mutex_unlock(&depot[c].mu);
+}
+
 void cv_blocks_after_fork(void)
 {
     /* Only this thread runs in the child; its own cache is intact. */
@@ -167,6 +180,14 @@ void cv_block_free(void *block, size_t size)
 {
     (void)size;
     free(block);
+}
+
+void cv_blocks_before_fork(void)
+{
+}
+
+void cv_blocks_after_fork_parent(void)
+{
 }
 
 void cv_blocks_after_fork(void)

@@ -36,8 +36,13 @@ void *cv_block_alloc(size_t size);
 /* Free a block from cv_block_alloc; `size` as asked for. Any thread. */
 void cv_block_free(void *block, size_t size);
 
-/* In a fork() child: forget the depot (its lock may be held by a parent
- * thread); the blocks in it stay allocated, a bounded leak. */
+/* fork(): before_fork takes the depot's locks (pthread_atfork's prepare),
+ * so no thread is half-way through a spill or refill when the process is
+ * copied; the parent then releases them. In the child only the forking
+ * thread runs: after_fork forgets the depot (its blocks stay allocated, a
+ * bounded leak) and makes its locks anew. */
+void cv_blocks_before_fork(void);
+void cv_blocks_after_fork_parent(void);
 void cv_blocks_after_fork(void);
 
 #endif

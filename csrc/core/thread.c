@@ -41,7 +41,7 @@ static void after_fork_child(void)
 
 static void install_atfork(void)
 {
-    pthread_atfork(NULL, NULL, after_fork_child);
+    pthread_atfork(cv_blocks_before_fork, cv_blocks_after_fork_parent, after_fork_child);
 }
 
 static pthread_mutex_t fork_guard = PTHREAD_MUTEX_INITIALIZER;
