@@ -16,20 +16,12 @@ from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 from conveyor.ops.array_ops import gather, reshape, zeros
 from conveyor.ops.functional_ops import Assert
+from conveyor.ops.manip_ops import _ints as _static
 from conveyor.ops.math_ops import (_getitem, cast, greater_equal, less, logical_and, multiply,
                                    reduce_all, reduce_sum)
 
 __all__ = ["strided_slice", "gather_nd", "searchsorted", "scatter_nd", "tensor_scatter_nd_update",
            "unique"]
-
-
-def _static(value, fname, what):
-    if isinstance(value, Tensor):
-        raise value._trace.fail(f"{fname} with a traced `{what}` is not supported natively")
-    arr = np.asarray(value)
-    if arr.size and arr.dtype.kind not in "iu":
-        raise op_error(TypeError, f"{fname}: `{what}` must be integers, got {value!r}")
-    return [int(v) for v in arr.reshape(-1)]
 
 
 def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,

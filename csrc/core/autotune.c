@@ -139,18 +139,22 @@ static int stage_above(const CvNodeSnapshot *now, int j)
     return a;
 }
 
+/* Whether node j (after i: snapshots list a node before its subtree) is in
+ * node i's subtree. */
+static bool in_subtree(const CvNodeSnapshot *now, int j, int i)
+{
+    int a = now[j].parent;
+    while (a > i)
+        a = now[a].parent;
+    return a == i;
+}
+
 /* Whether a node below node i (in its subtree) runs turns of its own. */
 static bool parallel_below(const CvNodeSnapshot *now, const int *par, int i, int n)
 {
-    for (int j = i + 1; j < n; j++) {
-        if (!now[j].gauges.limit || par[j] == 0)
-            continue;
-        int a = now[j].parent;
-        while (a > i)
-            a = now[a].parent;
-        if (a == i)
+    for (int j = i + 1; j < n; j++)
+        if (now[j].gauges.limit && par[j] != 0 && in_subtree(now, j, i))
             return true;
-    }
     return false;
 }
 
@@ -214,15 +218,9 @@ static int trial_verdict(const Run *run, CvNode *node)
 /* Whether a stage below node i (in its subtree) is still probing. */
 static bool probing_below(const CvNodeSnapshot *now, int i, int n)
 {
-    for (int j = i + 1; j < n; j++) {
-        if (!now[j].gauges.limit || now[j].gauges.probe_state != CV_PROBE_RUNNING)
-            continue;
-        int a = now[j].parent;
-        while (a > i)
-            a = now[a].parent;
-        if (a == i)
+    for (int j = i + 1; j < n; j++)
+        if (now[j].gauges.limit && now[j].gauges.probe_state == CV_PROBE_RUNNING && in_subtree(now, j, i))
             return true;
-    }
     return false;
 }
 
