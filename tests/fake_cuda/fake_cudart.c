@@ -43,6 +43,14 @@
  * Read them with ctypes.CDLL on the same path: the loader returns the
  * object conveyor loaded.
  *
+ * Host copies into pinned memory: with the fake also in LD_PRELOAD (so its
+ * memcpy is the process's) and FAKE_CUDA_COUNT_MEMCPY=<bytes>, every
+ * memcpy of at least that many bytes whose destination lies in pinned
+ * memory is counted (host_memcpys_pinned, host_memcpy_pinned_bytes): a
+ * batch packed into a staging slot is one such memcpy per component, a
+ * batch built in place has only row-sized ones. A sanitizer's runtime,
+ * preloaded first, keeps its own memcpy: nothing is counted then.
+ *
  * Built by tests/_fake_cuda.py (gcc -shared -fPIC -pthread).
  */
 #include <pthread.h>
@@ -84,7 +92,8 @@ enum { HOST_TO_DEVICE = 1, DEVICE_TO_HOST = 2 };
     X(mallocs) X(host_alloc_calls) X(copies_h2d) X(copies_d2h) X(bytes_h2d) X(bytes_d2h)      \
     X(stream_waits) X(event_records) X(event_queries_not_ready) X(event_syncs)                 \
     X(stream_syncs) X(set_device_calls) X(oom) X(bad_frees) X(bad_copies)                      \
-    X(pageable_copies) X(bad_handles) X(cross_device) X(bad_set_device)
+    X(pageable_copies) X(bad_handles) X(cross_device) X(bad_set_device)                       \
+    X(host_memcpys_pinned) X(host_memcpy_pinned_bytes)
 #define ENUM(name) C_##name,
 enum { COUNTERS(ENUM) NCOUNTERS };
 #define NAME(name) #name ","
@@ -210,6 +219,30 @@ static Alloc *find_range(const void *p, size_t n, bool device)
             (const char *)p + n <= a->ptr + a->size)
             return a;
     return NULL;
+}
+
+static long long memcpy_min = -1; /* FAKE_CUDA_COUNT_MEMCPY; -1: not counted */
+
+__attribute__((constructor)) static void read_memcpy_min(void)
+{
+    const char *v = getenv("FAKE_CUDA_COUNT_MEMCPY");
+    memcpy_min = v && *v ? atoll(v) : -1;
+}
+
+/* The process's memcpy when the fake is preloaded; the fake never calls
+ * memcpy with alloc_mu held. */
+EXPORT void *memcpy(void *restrict dst, const void *restrict src, size_t n)
+{
+    if (memcpy_min >= 0 && (long long)n >= memcpy_min) {
+        pthread_mutex_lock(&alloc_mu);
+        bool pinned = find_range(dst, n, false) != NULL;
+        pthread_mutex_unlock(&alloc_mu);
+        if (pinned) {
+            count(C_host_memcpys_pinned, 1);
+            count(C_host_memcpy_pinned_bytes, (long long)n);
+        }
+    }
+    return memmove(dst, src, n);
 }
 
 static cudaError_t do_alloc(void **out, size_t size, int device)
