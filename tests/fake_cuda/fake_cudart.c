@@ -45,8 +45,8 @@
  *
  * Host copies into pinned memory: with the fake also in LD_PRELOAD (so its
  * memcpy is the process's) and FAKE_CUDA_COUNT_MEMCPY=<bytes>, every
- * memcpy of at least that many bytes whose destination lies in pinned
- * memory is counted (host_memcpys_pinned, host_memcpy_pinned_bytes): a
+ * memcpy of at least that many bytes from host memory into pinned memory
+ * (a copy within pinned memory, as a fill by doubling, is not) is counted (host_memcpys_pinned, host_memcpy_pinned_bytes): a
  * batch packed into a staging slot is one such memcpy per component, a
  * batch built in place has only row-sized ones. A sanitizer's runtime,
  * preloaded first, keeps its own memcpy: nothing is counted then.
@@ -231,11 +231,11 @@ __attribute__((constructor)) static void read_memcpy_min(void)
 
 /* The process's memcpy when the fake is preloaded; the fake never calls
  * memcpy with alloc_mu held. */
-EXPORT void *memcpy(void *restrict dst, const void *restrict src, size_t n)
+EXPORT void *memcpy(void *dst, const void *src, size_t n)
 {
     if (memcpy_min >= 0 && (long long)n >= memcpy_min) {
         pthread_mutex_lock(&alloc_mu);
-        bool pinned = find_range(dst, n, false) != NULL;
+        bool pinned = find_range(dst, n, false) != NULL && !find_range(src, n, false);
         pthread_mutex_unlock(&alloc_mu);
         if (pinned) {
             count(C_host_memcpys_pinned, 1);
