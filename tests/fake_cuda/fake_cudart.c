@@ -567,6 +567,28 @@ EXPORT cudaError_t cudaGetDevice(int *device)
     return SUCCESS;
 }
 
+/* For benchmarks/gpu_env.py's CudaRuntime (gpu_check on the fake): the
+ * current device's bytes in use, of FAKE_CUDA_MALLOC_LIMIT or 80 GiB. */
+EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    settings();
+    if (!free_bytes || !total_bytes)
+        return INVALID_VALUE;
+    long long total = malloc_limit >= 0 ? malloc_limit : 80LL << 30;
+    pthread_mutex_lock(&alloc_mu);
+    long long used = device_used[current_device];
+    pthread_mutex_unlock(&alloc_mu);
+    *total_bytes = (size_t)total;
+    *free_bytes = (size_t)(total > used ? total - used : 0);
+    return SUCCESS;
+}
+
+EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+    synchronize_all(); /* every stream: the fake does not tell devices apart here */
+    return SUCCESS;
+}
+
 EXPORT cudaError_t cudaHostAlloc(void **p, size_t size, unsigned int flags)
 {
     (void)flags;
