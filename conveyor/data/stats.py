@@ -113,7 +113,7 @@ class StageStats:
 
     @property
     def bus_rate(self):
-        """The host-to-device rate the stage saw: ``copy_rate``."""
+        """Bytes per second over the bus as the stage saw them (the same as ``copy_rate``)."""
         return self.copy_rate
 
 
