@@ -50,6 +50,7 @@
 #include "core/blocking.h"
 #include "core/dataset.h"
 #include "core/pipeline.h"
+#include "core/report.h"
 #include "core/thread.h"
 
 typedef struct CvIteratorObject CvIteratorObject;
@@ -183,6 +184,9 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s);
 /* Capture the current Python exception into a status whose payload keeps
  * the exception object; `where` names the stage for the note added to it. */
 CvStatus cv_status_from_pyerr(const char *where);
+/* A report's JSON text (core/report.h) as Python values (json.loads), or the
+ * exception of s when the report failed; clears r either way. */
+PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s);
 
 /* ----------------------------------------------------------------- fs.c */
 

@@ -433,110 +433,25 @@ static void iterator_dealloc(PyObject *op)
     Py_DECREF(tp);
 }
 
-/* stats(): what the pipeline did so far (core/stats.h, core/autotune.h), as
- * plain Python values, passed through describe() when make_iterator got
- * one (the Python layer names the stages). Safe while another thread is in
- * next(): it reads counters and takes the stages' short locks only. Valid
- * after the end too: the nodes keep the totals of finished iterators. */
-static int set_item(PyObject *d, const char *key, PyObject *value)
-{
-    if (!value)
-        return -1;
-    int rc = PyDict_SetItemString(d, key, value);
-    Py_DECREF(value);
-    return rc;
-}
-
-/* A struct as a dict: the fields its table names (core/stats.h), by kind. */
-static PyObject *field_value(const void *base, const CvField *f)
-{
-    const char *p = (const char *)base + f->offset;
-    switch (f->kind) {
-    case CV_FIELD_U64:
-        return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
-    case CV_FIELD_I64:
-        return PyLong_FromLongLong(*(const int64_t *)p);
-    case CV_FIELD_INT:
-        return PyLong_FromLong(*(const int *)p);
-    case CV_FIELD_BOOL:
-        return PyBool_FromLong(*(const bool *)p);
-    case CV_FIELD_STRING:
-        return PyUnicode_FromString(*(const char *const *)p);
-    case CV_FIELD_DOUBLE:
-        return PyFloat_FromDouble(*(const double *)p);
-    default: /* CV_FIELD_ADDRESS */
-        return *(void *const *)p ? PyLong_FromVoidPtr(*(void *const *)p) : Py_NewRef(Py_None);
-    }
-}
-
-static PyObject *fields_dict(const void *base, const CvField *fields)
-{
-    PyObject *d = PyDict_New();
-    for (const CvField *f = fields; d && f->name; f++)
-        if (set_item(d, f->name, field_value(base, f)) < 0)
-            Py_CLEAR(d);
-    return d;
-}
-
-/* A list of n structs of `size` bytes at base, as dicts. */
-static PyObject *dict_list(const void *base, size_t size, int n, const CvField *fields)
-{
-    PyObject *list = PyList_New(n);
-    for (int i = 0; list && i < n; i++) {
-        PyObject *d = fields_dict((const char *)base + (size_t)i * size, fields);
-        if (!d)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, i, d);
-    }
-    return list;
-}
-
-static PyObject *autotune_dict(CvAutotuner *tuner)
-{
-    CvAutotuneChoice choices[CV_AUTOTUNE_HISTORY];
-    int copied = 0;
-    int64_t changes = cv_autotuner_history(tuner, choices, CV_AUTOTUNE_HISTORY, &copied);
-    PyObject *history = dict_list(choices, sizeof(*choices), copied, cv_autotune_choice_fields);
-    if (!history)
-        return NULL;
-    bool fixed = cv_autotuner_algorithm(tuner) == CV_AUTOTUNE_FIXED;
-    return Py_BuildValue("{s:s,s:L,s:L,s:i,s:N}", "algorithm", fixed ? "fixed" : "model", "runs",
-                         (long long)cv_autotuner_runs(tuner), "changes", (long long)changes,
-                         "bottleneck", cv_autotuner_bottleneck(tuner), "history", history);
-}
-
+/* stats(): what the pipeline did so far (core/report.h), passed through
+ * describe() when make_iterator got one (the Python layer names the
+ * stages). Safe while another thread is in next(): the report reads
+ * counters and takes the stages' short locks only. Valid after the end
+ * too: the nodes keep the totals of finished iterators. */
 static PyObject *iterator_stats(PyObject *op, PyObject *unused)
 {
     (void)unused;
     CvIteratorObject *self = (CvIteratorObject *)op;
-    CvPipeline *pipeline = self->pipeline;
-    CvStats *stats = pipeline ? cv_pipeline_stats(pipeline) : NULL; /* NULL: made without */
-    if (!stats || forked_away(self)) {
+    if (!self->pipeline || !cv_pipeline_stats(self->pipeline) || forked_away(self)) {
         PyErr_SetString(PyExc_RuntimeError, forked_away(self)
                                                 ? "conveyor: this iterator has no statistics (created before fork())"
                                                 : "conveyor: this iterator was made with statistics off");
         return NULL;
     }
-    int n = cv_stats_snapshot(stats, NULL, 0);
-    CvNodeSnapshot *snaps = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(*snaps));
-    if (!snaps)
-        return PyErr_NoMemory();
-    /* Nodes only grow: those added since the count are left to the next call
-     * (the snapshot fills n and returns how many there are now). */
-    (void)cv_stats_snapshot(stats, snaps, n);
-    PyObject *nodes = dict_list(snaps, sizeof(*snaps), n, cv_node_fields), *raw = NULL;
-    PyMem_Free(snaps);
-    PyObject *autotune = nodes ? autotune_dict(cv_pipeline_autotuner(pipeline)) : NULL;
-    if (autotune)
-        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N,s:O}", "cpu_budget", cv_pipeline_cpu_budget(pipeline),
-                            "threads", cv_pipeline_threads(pipeline), "running",
-                            cv_pipeline_running_turns(pipeline), "elapsed_ns",
-                            (long long)cv_pipeline_elapsed_ns(pipeline), "consumer_wait_ns",
-                            (long long)cv_stats_consumer_wait_ns(stats), "nodes", nodes, "autotune",
-                            autotune, "finished", self->live ? Py_False : Py_True);
-    else
-        Py_XDECREF(nodes);
+    CvReport r;
+    cv_report_init(&r);
+    PyObject *raw = cv_report_to_python(cv_get_state(self->module), &r,
+                                        cv_pipeline_report(self->pipeline, !self->live, &r));
     if (!raw || !self->describe)
         return raw;
     PyObject *described = PyObject_CallOneArg(self->describe, raw);
