@@ -20,7 +20,7 @@ struct CvPipeline {
     CvPool *pool;
     /* A structural reference to the root dataset, dropped once the last
      * iterator is freed (teardown): while any of them lives, the binding's
-     * gc sees this holder (python/dataset_type.c). */
+     * gc sees this holder (core/wrapper.h). */
     CvDataset *root;
     pthread_mutex_t mu; /* guards pool and ended_ns; a leaf above the pool's mutex */
     int64_t ended_ns;   /* when stop() ran; 0 while running */

@@ -52,6 +52,7 @@
 #include "core/pipeline.h"
 #include "core/report.h"
 #include "core/thread.h"
+#include "core/wrapper.h"
 
 typedef struct CvIteratorObject CvIteratorObject;
 
@@ -80,29 +81,20 @@ static inline PyObject *cv_module_of(PyObject *obj)
 
 /* A conveyor._engine.Dataset (its type and methods: dataset_type.c). The
  * layout is here so that the lower files can unwrap one without calling up. */
-typedef struct CvDatasetObject CvDatasetObject;
-struct CvDatasetObject {
+typedef struct CvDatasetObject {
     PyObject_HEAD
-    CvDataset *ds; /* owned reference; NULL only after tp_clear */
-    /* The links that let the gc see through shared engine datasets (see
-     * dataset_type.c): the wrappers of ds's inputs (strong references, one
-     * per input that had a wrapper), and the wrappers whose inputs include
-     * this one (borrowed, one entry per link; each holds this object). */
-    CvDatasetObject **inputs;
-    int num_inputs;
-    CvDatasetObject **parents;
-    Py_ssize_t num_parents, cap_parents;
-    /* Iterators made from this object whose running pipelines hold ds
-     * (iterator_type.c: account()); changed under the GIL only. */
-    Py_ssize_t iterators;
-};
+    /* w.ds: owned reference, NULL only after tp_clear; the links that let
+     * the gc see through shared engine datasets (core/wrapper.h). Changed
+     * under the GIL only. */
+    CvWrapper w;
+} CvDatasetObject;
 
 /* The engine dataset of a Dataset object (borrowed), or NULL with
  * ValueError set once the gc has cleared it (reachable then only from a
  * finalizer of the same garbage). */
 static inline CvDataset *cv_dataset_of(PyObject *obj)
 {
-    CvDataset *ds = ((CvDatasetObject *)obj)->ds;
+    CvDataset *ds = ((CvDatasetObject *)obj)->w.ds;
     if (!ds)
         PyErr_SetString(PyExc_ValueError, "engine Dataset cleared by the garbage collector");
     return ds;

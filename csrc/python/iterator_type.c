@@ -85,10 +85,10 @@ static bool forked_away(CvIteratorObject *self)
     return self->fork_generation != cv_fork_generation();
 }
 
-/* Garbage collection (dataset_type.c). A running pipeline holds a
+/* Garbage collection (core/wrapper.h). A running pipeline holds a
  * structural reference to its root dataset (core/pipeline.h) until its last
  * engine iterator is freed; the source wrapper counts it as its own
- * (`iterators`) while this object is accounted, which lets the wrapper
+ * (`w.pipelines`) while this object is accounted, which lets the wrapper
  * report the callables the pipeline runs, and this object reports the
  * source: if the gc finds the callables unreachable, this iterator is too,
  * and iterator_clear stops the pipeline. Accounted only while the pipeline
@@ -100,7 +100,7 @@ static void account(CvIteratorObject *self)
     if (self->accounted || !self->source || !self->live || forked_away(self) ||
         !cv_pipeline_running(self->pipeline))
         return;
-    ((CvDatasetObject *)self->source)->iterators++;
+    ((CvDatasetObject *)self->source)->w.pipelines++;
     self->accounted = true;
 }
 
@@ -108,7 +108,7 @@ static void unaccount(CvIteratorObject *self)
 {
     if (!self->accounted)
         return;
-    ((CvDatasetObject *)self->source)->iterators--;
+    ((CvDatasetObject *)self->source)->w.pipelines--;
     self->accounted = false;
 }
 
