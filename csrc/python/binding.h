@@ -62,6 +62,7 @@ typedef struct CvModuleState {
     PyTypeObject *holder_type;
     PyTypeObject *device_array_type;
     PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
+    PyTypeObject *iterator_class; /* iterator_type's Python subclass (iterator_ops.py) or NULL */
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */
     CvIteratorObject *live;  /* intrusive list of open iterators (GIL-guarded) */
 } CvModuleState;

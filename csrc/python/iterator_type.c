@@ -146,7 +146,8 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
                         "conveyor: cannot start an iterator while the interpreter is shutting down");
         return NULL;
     }
-    CvIteratorObject *self = PyObject_GC_New(CvIteratorObject, st->iterator_type);
+    CvIteratorObject *self = PyObject_GC_New(CvIteratorObject, st->iterator_class ? st->iterator_class
+                                                                                  : st->iterator_type);
     if (!self)
         return NULL;
     self->pipeline = NULL;
@@ -459,17 +460,6 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
     return described;
 }
 
-/* tf.data's Iterator.get_next(): the next element, or OutOfRangeError at the end. */
-static PyObject *iterator_get_next(PyObject *op, PyObject *unused)
-{
-    (void)unused;
-    PyObject *element = iterator_next(op);
-    if (element || PyErr_Occurred())
-        return element;
-    CvIteratorObject *self = (CvIteratorObject *)op;
-    return cv_raise_status(cv_get_state(self->module), cv_error(CV_OUT_OF_RANGE, "End of sequence"));
-}
-
 /* ---- exact resume: the engine's part (conveyor/data/checkpoint.py does the rest) */
 
 static int check_usable(CvIteratorObject *self, const char *what)
@@ -617,59 +607,13 @@ static PyObject *iterator_hold(PyObject *op, PyObject *element)
     Py_RETURN_NONE;
 }
 
-/* The public methods: conveyor.data.checkpoint.<name>(iterator, owner, *args). */
-static PyObject *call_checkpoint(PyObject *op, const char *name, PyObject *arg)
-{
-    CvIteratorObject *self = (CvIteratorObject *)op;
-    PyObject *mod = PyImport_ImportModule("conveyor.data.checkpoint");
-    if (!mod)
-        return NULL;
-    PyObject *owner = self->owner ? self->owner : Py_None;
-    PyObject *r = arg ? PyObject_CallMethod(mod, name, "OOO", op, owner, arg)
-                      : PyObject_CallMethod(mod, name, "OO", op, owner);
-    Py_DECREF(mod);
-    return r;
-}
-
-static PyObject *iterator_save(PyObject *op, PyObject *unused)
-{
-    (void)unused;
-    return call_checkpoint(op, "save", NULL);
-}
-
-static PyObject *iterator_restore(PyObject *op, PyObject *data)
-{
-    return call_checkpoint(op, "restore", data);
-}
-
-static PyObject *iterator_state_dict(PyObject *op, PyObject *unused)
-{
-    (void)unused;
-    return call_checkpoint(op, "state_dict", NULL);
-}
-
-static PyObject *iterator_load_state_dict(PyObject *op, PyObject *state)
-{
-    return call_checkpoint(op, "load_state_dict", state);
-}
-
+/* get_next, save, restore, state_dict and load_state_dict are Python's
+ * (conveyor/data/iterator_ops.py, a subclass made by set_iterator_type). */
 static PyMethodDef iterator_methods[] = {
-    {"get_next", iterator_get_next, METH_NOARGS,
-     "The next element; raises conveyor.errors.OutOfRangeError at the end (as tf.data's)."},
     {"close", iterator_close, METH_NOARGS,
      "Stop the iterator now: cancel its work, join its threads and free its buffers."},
     {"stats", iterator_stats, METH_NOARGS,
      "What the pipeline did so far, per stage (conveyor.data.experimental.PipelineStats)."},
-    {"save", iterator_save, METH_NOARGS,
-     "save() -> bytes: this iterator's position (after the last element returned), to resume "
-     "from with restore() on a new iterator of the same pipeline, in this or another process."},
-    {"restore", iterator_restore, METH_O,
-     "restore(data): continue from a position that save() returned (on a new iterator of the "
-     "same pipeline, before its first element)."},
-    {"state_dict", iterator_state_dict, METH_NOARGS,
-     "state_dict() -> dict: save() as a dict for a PyTorch checkpoint (torchdata's naming)."},
-    {"load_state_dict", iterator_load_state_dict, METH_O,
-     "load_state_dict(state): restore() from what state_dict() returned."},
     {"_save_engine", iterator_save_engine, METH_NOARGS, "The engine's frames (bytes) or None at the end."},
     {"_restore_engine", iterator_restore_engine, METH_O, "Restore the engine's frames (or None: the end)."},
     {"_held", iterator_held, METH_NOARGS, "The element an interrupt held back, or None."},
@@ -679,6 +623,8 @@ static PyMethodDef iterator_methods[] = {
 
 static PyMemberDef iterator_members[] = {
     {"__weaklistoffset__", T_PYSSIZET, offsetof(CvIteratorObject, weakrefs), READONLY, NULL},
+    {"_owner", T_OBJECT, offsetof(CvIteratorObject, owner), READONLY,
+     "The Python dataset (or, once finished, its fingerprint) for save and restore."},
     {"eager", T_BOOL, offsetof(CvIteratorObject, eager), 0,
      "True: leaves come out as the type set_eager_type() gave (an ndarray subclass with numpy(), "
      "0-d for scalars and scalar strings); False (the default): NumPy arrays, scalars and bytes."},
@@ -701,7 +647,7 @@ static PyType_Spec iterator_spec = {
     .name = "conveyor._engine.Iterator",
     .basicsize = sizeof(CvIteratorObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_GC |
-             Py_TPFLAGS_DISALLOW_INSTANTIATION,
+             Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_BASETYPE,
     .slots = iterator_slots,
 };
 
@@ -772,15 +718,31 @@ static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
     return PyLong_FromLong(n);
 }
 
-static PyObject *iterator_set_eager_type(PyObject *module, PyObject *type)
+/* set_eager_type(cls), set_iterator_type(cls): the classes the Python layer
+ * gives (a new reference kept in the module state). */
+static PyObject *set_type(PyObject *module, PyObject *type, bool eager)
 {
-    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyArray_Type)) {
-        PyErr_SetString(PyExc_TypeError, "set_eager_type: expected a subclass of numpy.ndarray");
+    CvModuleState *st = cv_get_state(module);
+    PyTypeObject *base = eager ? &PyArray_Type : st->iterator_type;
+    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, base) ||
+        (!eager && ((PyTypeObject *)type)->tp_basicsize != base->tp_basicsize)) {
+        PyErr_Format(PyExc_TypeError, "expected a subclass of %s%s", base->tp_name,
+                     eager ? "" : " with __slots__ = ()");
         return NULL;
     }
-    CvModuleState *st = cv_get_state(module);
-    Py_XSETREF(st->eager_type, (PyTypeObject *)Py_NewRef(type));
+    PyTypeObject **slot = eager ? &st->eager_type : &st->iterator_class;
+    Py_XSETREF(*slot, (PyTypeObject *)Py_NewRef(type));
     Py_RETURN_NONE;
+}
+
+static PyObject *iterator_set_eager_type(PyObject *module, PyObject *type)
+{
+    return set_type(module, type, true);
+}
+
+static PyObject *iterator_set_iterator_type(PyObject *module, PyObject *type)
+{
+    return set_type(module, type, false);
 }
 
 /* The budgets, resolved in one place (core/pipeline.h) for the Python layer
@@ -812,6 +774,9 @@ PyMethodDef cv_iterator_functions[] = {
     {"set_eager_type", iterator_set_eager_type, METH_O,
      "set_eager_type(cls): the ndarray subclass an iterator with eager=True yields "
      "(conveyor.EagerTensor)."},
+    {"set_iterator_type", iterator_set_iterator_type, METH_O,
+     "set_iterator_type(cls): the subclass of Iterator (with __slots__ = ()) that make_iterator "
+     "makes: its methods in Python (conveyor/data/iterator_ops.py)."},
     {"set_bfloat16_dtype", cv_set_bfloat16_dtype, METH_O,
      "set_bfloat16_dtype(dtype): the NumPy dtype of bfloat16 tensors (ml_dtypes.bfloat16)."},
     {"shutdown", iterator_shutdown, METH_VARARGS,
