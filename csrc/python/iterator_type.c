@@ -52,7 +52,6 @@ struct CvIteratorObject {
     bool may_block;
     bool busy;            /* inside next() */
     bool close_requested; /* close() arrived while busy */
-    bool started;         /* next() has asked the engine: a restore restarts the pipeline */
     bool exhausted;       /* the end was reached (not closed): saves as "finished" */
     unsigned long fork_generation;
     CvIteratorObject *prev, *next; /* live list in module state */
@@ -159,7 +158,6 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
     self->pack = NULL;
     self->held = NULL;
     self->owner = owner == Py_None ? NULL : Py_XNewRef(owner);
-    self->started = false;
     self->exhausted = false;
     self->pending = (CvElement){0};
     self->has_pending = false;
@@ -308,7 +306,6 @@ static PyObject *iterator_next(PyObject *op)
     CvStatus s;
     CvPipeline *pipeline = self->pipeline;
     self->busy = true;
-    self->started = true;
     if (self->may_block) {
         bool would_block = false;
         /* An AUTOTUNE stage run inline answers try_next by running its
@@ -521,31 +518,11 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
                                         : "conveyor: cannot restore a closed iterator");
         return NULL;
     }
-    if (self->started || self->held || self->has_pending) {
-        /* Restoring a used iterator (tf.train.Checkpoint.restore mid-epoch):
-         * what it holds is dropped and a fresh engine iterator of the same
-         * dataset, in the same pool, takes the state. */
-        Py_CLEAR(self->held);
-        if (self->has_pending) {
-            cv_element_clear(&self->pending);
-            self->has_pending = false;
-        }
-        CvStatus remade;
-        CvPipeline *pipeline = self->pipeline;
-        self->busy = true;
-        unaccount(self); /* the restart may stop it */
-        Py_BEGIN_ALLOW_THREADS
-        remade = cv_pipeline_restart(pipeline);
-        Py_END_ALLOW_THREADS
-        self->busy = false;
-        if (remade) {
-            self->live = false; /* restart stopped it */
-            Py_CLEAR(self->source);
-            return cv_raise_status(st, remade);
-        }
-        account(self);
-        self->started = false;
-    }
+    /* Restoring a used iterator (tf.train.Checkpoint.restore mid-epoch):
+     * what it holds is dropped; the pipeline restarts its root first. */
+    Py_CLEAR(self->held);
+    cv_element_clear(&self->pending);
+    self->has_pending = false;
     if (state == Py_None) { /* a finished iterator's state */
         self->exhausted = true;
         iterator_release(self);
@@ -561,12 +538,12 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     CvPipeline *pipeline = self->pipeline;
     unaccount(self); /* a failed restore may stop it */
     Py_BEGIN_ALLOW_THREADS
-    s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator (core/pipeline.h) */
+    s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator or stopped */
     Py_END_ALLOW_THREADS
     self->busy = false;
     account(self);
     if (s && !cv_pipeline_running(pipeline))
-        iterator_release(self); /* not even a fresh one could be made */
+        iterator_release(self); /* no fresh one could be made */
     PyBuffer_Release(&view);
     if (s)
         return cv_raise_status(st, s);
