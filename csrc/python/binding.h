@@ -4,15 +4,16 @@
  * file includes or calls module.c):
  *   binding.h        this header; module state and Dataset unwrapping (inline)
  *   gil.c            the GIL bridge: entering Python from engine threads
- *   errors.c         status -> exception, exception -> status
+ *   errors.c         status -> exception, exception -> status, reports -> values
  *   device.c         device arrays (DLPack, CUDA array interface), the CUDA loader
  *   convert.c        tensors and elements <-> NumPy
  *   memory.c         RAM budgets, process limits (argument converter)
  *   example.c        tf.train.Example configs (argument converter)
  *   pyfunc.c         Python callables as engine functions and sources
  *   ops.c            element ops, traced programs, map/filter function args
- *   iterator_type.c  the Iterator type, the live list, shutdown
- *   dataset_type.c   the Dataset type (wrapping, argument checks, gc)
+ *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
+ *                    the live list, shutdown
+ *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
  *   fs.c             the file-system layer: fs_* functions, FsReader/FsWriter
  *   fs_fsspec.c      the fsspec fallback table (scheme "*")
  *   constructors.c   the dataset constructors: one function walks the builder
@@ -243,7 +244,7 @@ struct CvExampleConfig *cv_example_config_arg(PyObject *obj);
 /* Python callables wrapped as engine callbacks. Each wrapper holds strong
  * references to its callables and to the module, drops them from any thread
  * through the GIL bridge, and reports them to the garbage collector through
- * the callback's traverse hook (see dataset_type.c). */
+ * the callback's traverse hook (see core/wrapper.h). */
 /* with_id: fn is called as fn(epoch, index, *components) (see CvElementId). */
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
                                  PyObject *name, int with_id, CvFunction *out);

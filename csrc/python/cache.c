@@ -69,7 +69,7 @@ static void hooks_release(void *ctx)
     PyMem_RawFree(h);
 }
 
-/* GIL held, by the gc (see dataset_type.c; the cache kernel calls this only
+/* GIL held, by the gc (see core/wrapper.h; the cache kernel calls this only
  * while one dataset holds the store). */
 static int hooks_traverse(void *ctx, CvVisit visit, void *arg)
 {
