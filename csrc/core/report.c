@@ -2,6 +2,7 @@
 #include "core/report.h"
 
 #include <inttypes.h>
+#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,8 +71,19 @@ static void put_double(CvReport *r, double v)
         put(r, "NaN");
     else if (isinf(v))
         put(r, v < 0 ? "-Infinity" : "Infinity");
-    else
-        put(r, "%.17g", v);
+    else { /* always with a point or an exponent: a reader's float, never an int */
+        char text[64];
+        snprintf(text, sizeof(text), "%.17g", v);
+        /* JSON's point whatever LC_NUMERIC says (a program may set it) */
+        const char *point = localeconv()->decimal_point;
+        char *at = point && strcmp(point, ".") != 0 && *point ? strstr(text, point) : NULL;
+        if (at) {
+            size_t n = strlen(point);
+            *at = '.';
+            memmove(at + 1, at + n, strlen(at + n) + 1);
+        }
+        put(r, strpbrk(text, ".e") ? "%s" : "%s.0", text);
+    }
 }
 
 static void put_field(CvReport *r, const void *base, const CvField *f)
