@@ -306,32 +306,23 @@ static PyObject *iterator_next(PyObject *op)
     CvStatus s;
     CvPipeline *pipeline = self->pipeline;
     self->busy = true;
-    if (self->may_block) {
-        bool would_block = false;
-        /* An AUTOTUNE stage run inline answers try_next by running its
-         * input with the GIL held, as a sequential pipeline's next() does:
-         * the same hooks (a read waiting on a pipe lets go of the GIL). */
-        CvInterruptSlot outer_check = cv_set_interrupt_check(cv_check_signals, NULL);
-        CvOutsideHooks outer_hooks = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
-        s = cv_pipeline_try_next(pipeline, &e, &end, &would_block);
-        cv_set_outside_hooks(outer_hooks);
-        cv_set_interrupt_check(outer_check.fn, outer_check.arg);
-        if (!s && would_block) {
-            Py_BEGIN_ALLOW_THREADS
-            CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
-            s = cv_pipeline_wait(pipeline, &e, &end);
-            cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
-            Py_END_ALLOW_THREADS
-        }
-    } else {
-        /* With the GIL: only a read waiting on a pipe lets go of it and
-         * checks for signals, in slices (io/file.c). */
-        CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
-        CvOutsideHooks outer_hooks = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
-        s = cv_pipeline_next(pipeline, &e, &end);
-        cv_set_outside_hooks(outer_hooks);
-        cv_set_interrupt_check(outer.fn, outer.arg);
+    /* With the GIL held, only a read waiting on a pipe lets go of it and
+     * checks for signals, in slices (io/file.c); so does an AUTOTUNE stage
+     * run inline, which answers try_next by running its input. The check
+     * stays for wait(), which runs with the GIL released; nested iteration
+     * restores the outer one. */
+    bool would_block = false;
+    CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
+    CvOutsideHooks outer_hooks = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
+    s = self->may_block ? cv_pipeline_try_next(pipeline, &e, &end, &would_block)
+                        : cv_pipeline_next(pipeline, &e, &end);
+    cv_set_outside_hooks(outer_hooks);
+    if (!s && would_block) {
+        Py_BEGIN_ALLOW_THREADS
+        s = cv_pipeline_wait(pipeline, &e, &end);
+        Py_END_ALLOW_THREADS
     }
+    cv_set_interrupt_check(outer.fn, outer.arg);
     self->busy = false;
     if (self->close_requested || (!s && end)) {
         cv_element_clear(&e);
