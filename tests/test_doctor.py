@@ -404,7 +404,7 @@ def _raw(ds, ctx, nodes):
     stages = doctor._stages(ds)
     out = []
     for pos, parent, fields in nodes:
-        node = dict(dataset=id(stages[pos]._engine(ctx)), parent=parent, inner=False,
+        node = dict(dataset=stages[pos]._engine(ctx).wrapper_id, parent=parent, inner=False,
                     max_parallelism=0, parallelism=0, busy_ns=0, input_ns=0, wait_ns=0)
         node.update(fields)
         out.append(node)

@@ -365,7 +365,7 @@ def engine_bottleneck(dataset, ctx, raw, next_seconds, rates):
     stages = _stages(dataset)
     position = {}
     for pos, ds in enumerate(stages):  # a pass-through shares its input's handle: the input
-        position.setdefault(id(ds._engine(ctx)), pos)
+        position.setdefault(ds._engine(ctx).wrapper_id, pos)
     pos_of = [position.get(n["dataset"]) for n in nodes]
     kids = collections.defaultdict(list)
     for i, n in enumerate(nodes):

@@ -294,7 +294,7 @@ def function_name(dataset):
 
 
 def dataset_names(dataset, ctx):
-    """{id of an engine dataset: (the class name of the Python dataset that
+    """{wrapper_id of an engine dataset: (the class name of the Python dataset that
     built it, its function's name)} over dataset's graph, the innermost when
     several share one (with_options() passes its input's on). Taken when the
     iterator starts, so the iterator need not keep the datasets alive for
@@ -304,8 +304,8 @@ def dataset_names(dataset, ctx):
         ds, inputs_done = stack.pop()
         if inputs_done:
             handle = ds._cached_engine(ctx)
-            if handle is not None and id(handle) not in owner:
-                owner[id(handle)] = (type(ds).__name__, function_name(ds))
+            if handle is not None and handle.wrapper_id not in owner:
+                owner[handle.wrapper_id] = (type(ds).__name__, function_name(ds))
             continue
         if id(ds) in seen:
             continue

@@ -118,7 +118,7 @@ struct CvDataset {
      * wrappers, pipelines, an interleave's inner dataset), the high 32 bits
      * the iterators of this dataset (CV_DATASET_ITERATOR_REF each), which
      * worker threads make and free without the GIL. The binding's gc
-     * accounts for the structural ones only (python/dataset_type.c). */
+     * accounts for the structural ones only (core/wrapper.h). */
     _Atomic int64_t refcount;
     /* True when next() on an iterator of this dataset may wait for another
      * thread (a worker, or a join); the binding then releases the GIL. */
@@ -128,9 +128,9 @@ struct CvDataset {
      * they keep (owned reference; NULL: the process default). Set once,
      * right after construction, by whoever builds the pipeline. */
     CvMemory *memory;
-    /* The object that stands for this dataset in the layer above (the
-     * binding's wrapper), borrowed; NULL when none. Read and written by that
-     * layer only (the binding: under the GIL); the engine never touches it. */
+    /* The front end's handle on this dataset (a CvWrapper, core/wrapper.h),
+     * borrowed; NULL when none. Read and written under the front end's lock
+     * only (the binding: the GIL); statistics copy it as a name. */
     void *wrapper;
     int num_inputs;
     CvDataset *inputs[]; /* num_inputs owned references (zip takes any number) */
@@ -175,7 +175,7 @@ void cv_dataset_set_memory(CvDataset *ds, CvMemory *m);
  * Anything shared (another holder, a pipeline the caller does not account
  * for, an interleave's inner dataset) is skipped: it is reported by none,
  * which is conservative. Iterator references are not compared: the caller
- * accounts for the pipelines that make them (python/dataset_type.c).
+ * accounts for the pipelines that make them (core/wrapper.h).
  * Structural counts in the owned part cannot go up meanwhile: taking one
  * needs a reference, and the caller holds the only paths to it (for the
  * binding: under the GIL). Returns the first nonzero visit. */
@@ -189,7 +189,7 @@ void cv_iterator_free(CvIterator *it); /* releases the dataset reference and fre
 /* A kernel that makes an iterator of a dataset other than its inputs (one
  * a function returned) keeps a structural reference to that dataset for the
  * iterator's life, as interleave's slots do: the binding's gc relies on
- * every engine iterator having a structural holder (python/dataset_type.c). */
+ * every engine iterator having a structural holder (core/wrapper.h). */
 CvStatus cv_iterator_make(const CvDataset *ds, CvIterator **out);
 
 /* Kernels with one input iterator (and no threads of their own) start their

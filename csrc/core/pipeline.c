@@ -13,6 +13,7 @@ struct CvPipeline {
     unsigned id;
     int cpu_budget;
     bool may_block;
+    bool fresh; /* the root iterator was not asked or restored since made (consumer's) */
     /* The running part, owned until stop(). `it` is the consumer's; `pool`
      * is also read by the statistics accessors, so stop() takes it away
      * under mu. */
@@ -20,7 +21,7 @@ struct CvPipeline {
     CvPool *pool;
     /* A structural reference to the root dataset, dropped once the last
      * iterator is freed (teardown): while any of them lives, the binding's
-     * gc sees this holder (python/dataset_type.c). */
+     * gc sees this holder (core/wrapper.h). */
     CvDataset *root;
     pthread_mutex_t mu; /* guards pool and ended_ns; a leaf above the pool's mutex */
     int64_t ended_ns;   /* when stop() ran; 0 while running */
@@ -101,6 +102,7 @@ CvStatus cv_pipeline_new(const CvDataset *ds, const CvPipelineOptions *options, 
     }
     CvPool *outer = cv_pool_set_current(p->pool);
     s = cv_iterator_make(ds, &p->it);
+    p->fresh = true;
     cv_pool_set_current(outer);
     if (s)
         goto fail;
@@ -142,6 +144,7 @@ bool cv_pipeline_may_block(const CvPipeline *p)
 /* Iterators made during next (interleave's, repeat's) join this pool. */
 CvStatus cv_pipeline_next(CvPipeline *p, CvElement *out, bool *end)
 {
+    p->fresh = false;
     CvPool *outer = cv_pool_set_current(p->pool);
     CvStatus s = cv_iterator_next(p->it, out, end);
     cv_pool_set_current(outer);
@@ -150,6 +153,7 @@ CvStatus cv_pipeline_next(CvPipeline *p, CvElement *out, bool *end)
 
 CvStatus cv_pipeline_try_next(CvPipeline *p, CvElement *out, bool *end, bool *would_block)
 {
+    p->fresh = false;
     CvPool *outer = cv_pool_set_current(p->pool);
     CvStatus s = cv_iterator_try_next(p->it, out, end, would_block);
     cv_pool_set_current(outer);
@@ -258,6 +262,7 @@ static CvStatus remake(CvPipeline *p)
     cv_iterator_destroy(p->it);
     p->it = NULL;
     CvStatus s = cv_iterator_make(ds, &p->it);
+    p->fresh = true;
     cv_pool_set_current(outer);
     cv_dataset_unref(ds);
     if (s)
@@ -291,6 +296,12 @@ static CvStatus restore_in_pool(CvPipeline *p, CvStateReader *r)
  * generator) can still fail over to a plainly remade iterator. */
 CvStatus cv_pipeline_restore(CvPipeline *p, CvStateReader *r)
 {
+    if (!p->fresh) { /* asked or restored already: a fresh root takes the state */
+        CvStatus restarted = cv_pipeline_restart(p);
+        if (restarted)
+            return restarted;
+    }
+    p->fresh = false;
     CvStateWriter fresh;
     cv_state_writer_init(&fresh);
     CvStatus saved = cv_pipeline_save(p, &fresh);

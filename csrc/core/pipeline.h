@@ -103,10 +103,12 @@ CvStatus cv_pipeline_save(CvPipeline *p, CvStateWriter *w);
 /* A fresh root iterator of the same dataset in the same pool. On failure
  * the pipeline is stopped. */
 CvStatus cv_pipeline_restart(CvPipeline *p);
-/* Put the (fresh) root iterator where the state says; every byte must be
- * read. On failure the pipeline starts over from a fresh iterator, never a
- * half-restored one, and dataset-wide state (seed generators, epoch
- * counters) is as before the call: the iterator yields what it would have. */
+/* Put the root iterator where the state says (first a fresh one, by
+ * restart(), when it was asked for an element or restored since made);
+ * every byte must be read. On failure the pipeline starts over from a fresh
+ * iterator, never a half-restored one (or is stopped when none can be
+ * made), and dataset-wide state (seed generators, epoch counters) is as
+ * before the call: the iterator yields what it would have. */
 CvStatus cv_pipeline_restore(CvPipeline *p, CvStateReader *r);
 
 /* Statistics; NULL when made without. Valid until the last reference. */

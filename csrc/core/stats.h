@@ -181,9 +181,9 @@ int64_t cv_stats_started_ns(const CvStats *stats);
 typedef void (*CvStatsVisit)(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, int n);
 void cv_stats_with_nodes(CvStats *stats, CvStatsVisit fn, void *arg);
 
-/* A struct's fields by name, in the order a report lists them (the
- * binding's Iterator.stats() walks such a table once per struct). ADDRESS:
- * a pointer, reported as a number (NULL: none). */
+/* A struct's fields by name, in the order a report lists them (core/report.h
+ * writes any such table). ADDRESS: a pointer, reported as a number (NULL:
+ * none); SIZE: a size_t. */
 typedef enum CvFieldKind {
     CV_FIELD_U64,
     CV_FIELD_I64,
@@ -192,6 +192,7 @@ typedef enum CvFieldKind {
     CV_FIELD_STRING,
     CV_FIELD_ADDRESS,
     CV_FIELD_DOUBLE,
+    CV_FIELD_SIZE,
 } CvFieldKind;
 
 typedef struct CvField {

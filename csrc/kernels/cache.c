@@ -133,12 +133,6 @@ const char *cv_cache_store_path(const CvCacheStore *st)
     return st->path;
 }
 
-int64_t cv_cache_store_count(const CvCacheStore *st)
-{
-    const CvRecording *m = atomic_load_explicit(&((CvCacheStore *)st)->complete, memory_order_acquire);
-    return m ? m->count : -1;
-}
-
 static void warn_once(CvCacheStore *st, atomic_bool *flag, const char *fmt, ...) CV_PRINTF(3, 4);
 
 static void warn_once(CvCacheStore *st, atomic_bool *flag, const char *fmt, ...)
@@ -855,21 +849,40 @@ const CvKernel cv_kernel_cache = {
     .restore = cache_restore,
 };
 
-CvStatus cv_cache_dataset(CvDataset *input, CvCacheStore *store, const CvComponentSpec *expected,
-                          uint32_t n_expected, CvDataset **out)
+/* p->expected from the flat form (kernels.h); INVALID_ARGUMENT when the
+ * ints do not make whole components. */
+static CvStatus expected_from_ints(CacheParams *p, const int64_t *v, int64_t n)
+{
+    p->expected = calloc((size_t)(n > 0 ? n : 1), sizeof(CvComponentSpec)); /* >= components */
+    if (!p->expected)
+        return cv_error_nomem();
+    for (int64_t i = 0; i < n; p->n_expected++) {
+        CvComponentSpec *c = &p->expected[p->n_expected];
+        int64_t rank = i + 1 < n ? v[i + 1] : -2;
+        if (v[i] < 0 || v[i] >= CV_NUM_DTYPES || rank < -1 || rank > CV_MAX_RANK ||
+            i + 2 + (rank > 0 ? rank : 0) > n)
+            return cv_error(CV_INVALID_ARGUMENT, "cache: a bad expected component at %lld",
+                            (long long)i);
+        c->dtype = (CvDtype)v[i];
+        c->rank = (int)rank;
+        for (int k = 0; k < c->rank; k++)
+            c->dims[k] = v[i + 2 + k];
+        i += 2 + (rank > 0 ? rank : 0);
+    }
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_cache_dataset(CvDataset *input, CvCacheStore *store, const int64_t *expected,
+                          int64_t n_expected, CvDataset **out)
 {
     CacheParams *p = calloc(1, sizeof(*p));
     if (!p)
         return cv_error_nomem();
     p->store = cv_cache_store_ref(store);
-    if (expected) {
-        p->expected = malloc(sizeof(CvComponentSpec) * (n_expected ? n_expected : 1));
-        if (!p->expected) {
-            cache_free(&(CvDataset){.params = p});
-            return cv_error_nomem();
-        }
-        memcpy(p->expected, expected, sizeof(CvComponentSpec) * n_expected);
-        p->n_expected = n_expected;
+    CvStatus s = n_expected >= 0 ? expected_from_ints(p, expected, n_expected) : CV_STATUS_OK;
+    if (s) {
+        cache_free(&(CvDataset){.params = p});
+        return s;
     }
     return cv_dataset_new(&cv_kernel_cache, &input, 1, p, false, out);
 }

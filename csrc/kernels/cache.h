@@ -51,8 +51,6 @@ CvCacheStore *cv_cache_store_ref(CvCacheStore *store);
 void cv_cache_store_unref(CvCacheStore *store); /* NULL-safe */
 /* The cache file's path ("<filename>.cvcache"), or NULL for a memory store. */
 const char *cv_cache_store_path(const CvCacheStore *store);
-/* Memory store: elements held by the completed cache (-1 while none). */
-int64_t cv_cache_store_count(const CvCacheStore *store);
 /* File store, before it is shared: what a torn cache file (one cut short
  * after it was written: io/cache_file.h, cv_cache_file_torn) does, a
  * CvTruncation (io/record_reader.h). WARN (the default): a DataLossWarning

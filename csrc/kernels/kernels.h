@@ -120,12 +120,12 @@ CvStatus cv_group_by_window_dataset(CvDataset *input, CvFunction key_fn, CvFunct
                                     int64_t window_size, const bool *ragged, uint32_t ncomp,
                                     CvDataset **out);
 /* cache: the store (kernels/cache.h) is shared, a new reference is taken.
- * `expected` (n components, copied; NULL when the element spec is not known
- * yet) must fit a cache file before it is read. */
+ * `expected`, the element spec a cache file must fit before it is read, as
+ * n_expected ints (copied): for each component its dtype code, its rank
+ * (-1: varies) and that many dims (-1: varies); n_expected -1 when the spec
+ * is not known yet. */
 struct CvCacheStore;
-struct CvComponentSpec;
-CvStatus cv_cache_dataset(CvDataset *input, struct CvCacheStore *store,
-                          const struct CvComponentSpec *expected, uint32_t n_expected,
-                          CvDataset **out);
+CvStatus cv_cache_dataset(CvDataset *input, struct CvCacheStore *store, const int64_t *expected,
+                          int64_t n_expected, CvDataset **out);
 
 #endif

@@ -4,15 +4,16 @@
  * file includes or calls module.c):
  *   binding.h        this header; module state and Dataset unwrapping (inline)
  *   gil.c            the GIL bridge: entering Python from engine threads
- *   errors.c         status -> exception, exception -> status
+ *   errors.c         status -> exception, exception -> status, reports -> values
  *   device.c         device arrays (DLPack, CUDA array interface), the CUDA loader
  *   convert.c        tensors and elements <-> NumPy
  *   memory.c         RAM budgets, process limits (argument converter)
  *   example.c        tf.train.Example configs (argument converter)
  *   pyfunc.c         Python callables as engine functions and sources
  *   ops.c            element ops, traced programs, map/filter function args
- *   iterator_type.c  the Iterator type, the live list, shutdown
- *   dataset_type.c   the Dataset type (wrapping, argument checks, gc)
+ *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
+ *                    the live list, shutdown
+ *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
  *   fs.c             the file-system layer: fs_* functions, FsReader/FsWriter
  *   fs_fsspec.c      the fsspec fallback table (scheme "*")
  *   constructors.c   the dataset constructors: one function walks the builder
@@ -50,7 +51,9 @@
 #include "core/blocking.h"
 #include "core/dataset.h"
 #include "core/pipeline.h"
+#include "core/report.h"
 #include "core/thread.h"
+#include "core/wrapper.h"
 
 typedef struct CvIteratorObject CvIteratorObject;
 
@@ -60,6 +63,7 @@ typedef struct CvModuleState {
     PyTypeObject *holder_type;
     PyTypeObject *device_array_type;
     PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
+    PyTypeObject *iterator_class; /* iterator_type's Python subclass (iterator_ops.py) or NULL */
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */
     CvIteratorObject *live;  /* intrusive list of open iterators (GIL-guarded) */
 } CvModuleState;
@@ -79,29 +83,20 @@ static inline PyObject *cv_module_of(PyObject *obj)
 
 /* A conveyor._engine.Dataset (its type and methods: dataset_type.c). The
  * layout is here so that the lower files can unwrap one without calling up. */
-typedef struct CvDatasetObject CvDatasetObject;
-struct CvDatasetObject {
+typedef struct CvDatasetObject {
     PyObject_HEAD
-    CvDataset *ds; /* owned reference; NULL only after tp_clear */
-    /* The links that let the gc see through shared engine datasets (see
-     * dataset_type.c): the wrappers of ds's inputs (strong references, one
-     * per input that had a wrapper), and the wrappers whose inputs include
-     * this one (borrowed, one entry per link; each holds this object). */
-    CvDatasetObject **inputs;
-    int num_inputs;
-    CvDatasetObject **parents;
-    Py_ssize_t num_parents, cap_parents;
-    /* Iterators made from this object whose running pipelines hold ds
-     * (iterator_type.c: account()); changed under the GIL only. */
-    Py_ssize_t iterators;
-};
+    /* w.ds: owned reference, NULL only after tp_clear; the links that let
+     * the gc see through shared engine datasets (core/wrapper.h). Changed
+     * under the GIL only. */
+    CvWrapper w;
+} CvDatasetObject;
 
 /* The engine dataset of a Dataset object (borrowed), or NULL with
  * ValueError set once the gc has cleared it (reachable then only from a
  * finalizer of the same garbage). */
 static inline CvDataset *cv_dataset_of(PyObject *obj)
 {
-    CvDataset *ds = ((CvDatasetObject *)obj)->ds;
+    CvDataset *ds = ((CvDatasetObject *)obj)->w.ds;
     if (!ds)
         PyErr_SetString(PyExc_ValueError, "engine Dataset cleared by the garbage collector");
     return ds;
@@ -183,6 +178,9 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s);
 /* Capture the current Python exception into a status whose payload keeps
  * the exception object; `where` names the stage for the note added to it. */
 CvStatus cv_status_from_pyerr(const char *where);
+/* A report's JSON text (core/report.h) as Python values (json.loads), or the
+ * exception of s when the report failed; clears r either way. */
+PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s);
 
 /* ----------------------------------------------------------------- fs.c */
 
@@ -246,7 +244,7 @@ struct CvExampleConfig *cv_example_config_arg(PyObject *obj);
 /* Python callables wrapped as engine callbacks. Each wrapper holds strong
  * references to its callables and to the module, drops them from any thread
  * through the GIL bridge, and reports them to the garbage collector through
- * the callback's traverse hook (see dataset_type.c). */
+ * the callback's traverse hook (see core/wrapper.h). */
 /* with_id: fn is called as fn(epoch, index, *components) (see CvElementId). */
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
                                  PyObject *name, int with_id, CvFunction *out);

@@ -69,7 +69,7 @@ static void hooks_release(void *ctx)
     PyMem_RawFree(h);
 }
 
-/* GIL held, by the gc (see dataset_type.c; the cache kernel calls this only
+/* GIL held, by the gc (see core/wrapper.h; the cache kernel calls this only
  * while one dataset holds the store). */
 static int hooks_traverse(void *ctx, CvVisit visit, void *arg)
 {
@@ -148,36 +148,8 @@ static PyObject *cache_store_new(PyObject *module, PyObject *args, PyObject *kwa
     return cap;
 }
 
-/* One expected component: (dtype code, None or a tuple of ints / None). */
-static int component_arg(PyObject *item, CvComponentSpec *c)
-{
-    int dtype;
-    PyObject *shape;
-    if (!PyArg_ParseTuple(item, "iO:cache", &dtype, &shape))
-        return -1;
-    if (dtype < 0 || dtype >= CV_NUM_DTYPES) {
-        PyErr_Format(PyExc_ValueError, "invalid dtype code %d", dtype);
-        return -1;
-    }
-    c->dtype = (CvDtype)dtype;
-    c->rank = -1;
-    if (shape == Py_None)
-        return 0;
-    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > CV_MAX_RANK) {
-        PyErr_SetString(PyExc_TypeError, "a shape must be None or a tuple of at most MAX_RANK dims");
-        return -1;
-    }
-    c->rank = (int)PyTuple_GET_SIZE(shape);
-    for (int i = 0; i < c->rank; i++) {
-        PyObject *d = PyTuple_GET_ITEM(shape, i);
-        c->dims[i] = d == Py_None ? -1 : PyLong_AsLongLong(d);
-        if (c->dims[i] == -1 && PyErr_Occurred())
-            return -1;
-    }
-    return 0;
-}
-
-/* cache(input, store, expected or None, memory=None) -> Dataset */
+/* cache(input, store, expected or None, memory=None) -> Dataset; expected:
+ * the element spec as int64s (kernels.h's cv_cache_dataset), checked there. */
 static PyObject *cache_dataset(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *input, *store, *expected;
@@ -188,41 +160,22 @@ static PyObject *cache_dataset(PyObject *module, PyObject *args, PyObject *kwarg
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
     CvCacheStore *st = in ? store_arg(store) : NULL;
-    if (!st)
+    Py_buffer view = {.buf = NULL, .len = -(Py_ssize_t)sizeof(int64_t)}; /* None: -1 ints */
+    if (!st || (expected != Py_None && PyObject_GetBuffer(expected, &view, PyBUF_SIMPLE) < 0))
         return NULL;
-    CvComponentSpec *spec = NULL;
-    Py_ssize_t n = 0;
-    if (expected != Py_None) {
-        PyObject *seq = PySequence_Fast(expected, "expected must be a sequence or None");
-        if (!seq)
-            return NULL;
-        n = PySequence_Fast_GET_SIZE(seq);
-        spec = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof(*spec));
-        if (!spec) {
-            Py_DECREF(seq);
-            return PyErr_NoMemory();
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (component_arg(PySequence_Fast_GET_ITEM(seq, i), &spec[i]) < 0) {
-                Py_DECREF(seq);
-                PyMem_RawFree(spec);
-                return NULL;
-            }
-        }
-        Py_DECREF(seq);
-    }
     CvDataset *ds = NULL;
-    CvStatus s = cv_cache_dataset(in, st, spec, (uint32_t)n, &ds);
-    PyMem_RawFree(spec);
+    CvStatus s = cv_cache_dataset(in, st, view.buf, view.len / (Py_ssize_t)sizeof(int64_t), &ds);
+    if (expected != Py_None)
+        PyBuffer_Release(&view);
     if (!s) /* a memory cache charges what it keeps to this budget */
         cv_dataset_set_memory(ds, memory);
     return cv_wrap_dataset(module, s, ds);
 }
 
-/* cache_file_info(store) -> None (memory store, or no committed file) or
- * (structure bytes, [(dtype code, shape tuple or None)], element count).
+/* cache_file_structure(store) -> the element structure a committed cache
+ * file records (bytes), or None (a memory store, or no committed file).
  * Raises DataLossError & co. for a damaged file. */
-static PyObject *cache_file_info(PyObject *module, PyObject *store)
+static PyObject *cache_file_structure(PyObject *module, PyObject *store)
 {
     CvCacheStore *st = store_arg(store);
     if (!st)
@@ -242,43 +195,10 @@ static PyObject *cache_file_info(PyObject *module, PyObject *store)
     if (s)
         return cv_raise_status(cv_get_state(module), s);
     const CvCacheFileInfo *info = cv_cache_reader_info(r);
-    PyObject *result = NULL, *comps = PyList_New(info->num_components);
-    for (uint32_t i = 0; comps && i < info->num_components; i++) {
-        const CvComponentSpec *c = &info->components[i];
-        PyObject *shape = Py_None;
-        if (c->rank >= 0) {
-            shape = PyTuple_New(c->rank);
-            for (int k = 0; shape && k < c->rank; k++) {
-                PyObject *d = c->dims[k] < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(c->dims[k]);
-                if (!d)
-                    Py_CLEAR(shape);
-                else
-                    PyTuple_SET_ITEM(shape, k, d);
-            }
-        } else {
-            Py_INCREF(shape);
-        }
-        PyObject *item = shape ? Py_BuildValue("(iN)", (int)c->dtype, shape) : NULL;
-        if (!item) {
-            Py_CLEAR(comps);
-            break;
-        }
-        PyList_SET_ITEM(comps, i, item);
-    }
-    if (comps)
-        result = Py_BuildValue("(y#NK)", info->structure ? info->structure : "",
-                               (Py_ssize_t)info->structure_len, comps,
-                               (unsigned long long)info->num_elements);
+    PyObject *result = PyBytes_FromStringAndSize(info->structure ? info->structure : "",
+                                                 (Py_ssize_t)info->structure_len);
     cv_cache_reader_close(r);
     return result;
-}
-
-/* cache_store_count(store) -> elements held by a completed memory cache, or -1. */
-static PyObject *cache_store_count(PyObject *module, PyObject *store)
-{
-    (void)module;
-    CvCacheStore *st = store_arg(store);
-    return st ? PyLong_FromLongLong(cv_cache_store_count(st)) : NULL;
 }
 
 PyMethodDef cv_cache_functions[] = {
@@ -287,9 +207,7 @@ PyMethodDef cv_cache_functions[] = {
      " -> store"},
     {"cache", CV_METHOD_KEYWORDS(cache_dataset),
      "cache(input, store, expected or None, memory=None) -> Dataset"},
-    {"cache_file_info", cache_file_info, METH_O,
-     "cache_file_info(store) -> None or (structure, components, count)"},
-    {"cache_store_count", cache_store_count, METH_O,
-     "cache_store_count(store) -> elements in the completed memory cache, or -1"},
+    {"cache_file_structure", cache_file_structure, METH_O,
+     "cache_file_structure(store) -> the structure bytes of the committed cache file, or None"},
     {NULL, NULL, 0, NULL},
 };

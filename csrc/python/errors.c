@@ -1,5 +1,6 @@
 /* The one place where a status becomes a Python exception, and where a
- * Python exception becomes a status (kept as the status's payload). */
+ * Python exception becomes a status (kept as the status's payload); and
+ * engine reports (core/report.h) as Python values. */
 #include "python/binding.h"
 
 PyObject *cv_raise_status(CvModuleState *st, CvStatus s)
@@ -37,6 +38,15 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s)
     }
     cv_status_free(s);
     return NULL;
+}
+
+PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s)
+{
+    PyObject *json = s ? NULL : PyImport_ImportModule("json");
+    PyObject *value = json ? PyObject_CallMethod(json, "loads", "s#", r->text, (Py_ssize_t)r->len) : NULL;
+    Py_XDECREF(json);
+    cv_report_clear(r);
+    return s ? cv_raise_status(st, s) : value;
 }
 
 /* Payload hooks: statuses travel between engine threads. */

@@ -4,7 +4,10 @@
  * The pass itself is a CvPipeline (core/pipeline.h: the root iterator, the
  * pool, the statistics, the autotuner and the teardown); this file keeps
  * what is Python's: the GIL, the element structure, elements held back by
- * an interrupt, the owner for save and restore, and stats() as a dict.
+ * an interrupt, the owner for save and restore, and stats() parsed from the
+ * pipeline's report (core/report.h). The methods that are plain Python
+ * (get_next, save, restore, state_dict, load_state_dict) are on the
+ * subclass that set_iterator_type registers (conveyor/data/iterator_ops.py).
  *
  * GIL rules: an iterator whose pipeline may block (worker threads, joins)
  * first asks for an element that is ready now (try_next, with the GIL held:
@@ -52,7 +55,6 @@ struct CvIteratorObject {
     bool may_block;
     bool busy;            /* inside next() */
     bool close_requested; /* close() arrived while busy */
-    bool started;         /* next() has asked the engine: a restore restarts the pipeline */
     bool exhausted;       /* the end was reached (not closed): saves as "finished" */
     unsigned long fork_generation;
     CvIteratorObject *prev, *next; /* live list in module state */
@@ -85,10 +87,10 @@ static bool forked_away(CvIteratorObject *self)
     return self->fork_generation != cv_fork_generation();
 }
 
-/* Garbage collection (dataset_type.c). A running pipeline holds a
+/* Garbage collection (core/wrapper.h). A running pipeline holds a
  * structural reference to its root dataset (core/pipeline.h) until its last
  * engine iterator is freed; the source wrapper counts it as its own
- * (`iterators`) while this object is accounted, which lets the wrapper
+ * (`w.pipelines`) while this object is accounted, which lets the wrapper
  * report the callables the pipeline runs, and this object reports the
  * source: if the gc finds the callables unreachable, this iterator is too,
  * and iterator_clear stops the pipeline. Accounted only while the pipeline
@@ -100,7 +102,7 @@ static void account(CvIteratorObject *self)
     if (self->accounted || !self->source || !self->live || forked_away(self) ||
         !cv_pipeline_running(self->pipeline))
         return;
-    ((CvDatasetObject *)self->source)->iterators++;
+    ((CvDatasetObject *)self->source)->w.pipelines++;
     self->accounted = true;
 }
 
@@ -108,7 +110,7 @@ static void unaccount(CvIteratorObject *self)
 {
     if (!self->accounted)
         return;
-    ((CvDatasetObject *)self->source)->iterators--;
+    ((CvDatasetObject *)self->source)->w.pipelines--;
     self->accounted = false;
 }
 
@@ -146,7 +148,8 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
                         "conveyor: cannot start an iterator while the interpreter is shutting down");
         return NULL;
     }
-    CvIteratorObject *self = PyObject_GC_New(CvIteratorObject, st->iterator_type);
+    CvIteratorObject *self = PyObject_GC_New(CvIteratorObject, st->iterator_class ? st->iterator_class
+                                                                                  : st->iterator_type);
     if (!self)
         return NULL;
     self->pipeline = NULL;
@@ -158,7 +161,6 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
     self->pack = NULL;
     self->held = NULL;
     self->owner = owner == Py_None ? NULL : Py_XNewRef(owner);
-    self->started = false;
     self->exhausted = false;
     self->pending = (CvElement){0};
     self->has_pending = false;
@@ -307,33 +309,23 @@ static PyObject *iterator_next(PyObject *op)
     CvStatus s;
     CvPipeline *pipeline = self->pipeline;
     self->busy = true;
-    self->started = true;
-    if (self->may_block) {
-        bool would_block = false;
-        /* An AUTOTUNE stage run inline answers try_next by running its
-         * input with the GIL held, as a sequential pipeline's next() does:
-         * the same hooks (a read waiting on a pipe lets go of the GIL). */
-        CvInterruptSlot outer_check = cv_set_interrupt_check(cv_check_signals, NULL);
-        CvOutsideHooks outer_hooks = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
-        s = cv_pipeline_try_next(pipeline, &e, &end, &would_block);
-        cv_set_outside_hooks(outer_hooks);
-        cv_set_interrupt_check(outer_check.fn, outer_check.arg);
-        if (!s && would_block) {
-            Py_BEGIN_ALLOW_THREADS
-            CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
-            s = cv_pipeline_wait(pipeline, &e, &end);
-            cv_set_interrupt_check(outer.fn, outer.arg); /* nested iteration restores the outer one */
-            Py_END_ALLOW_THREADS
-        }
-    } else {
-        /* With the GIL: only a read waiting on a pipe lets go of it and
-         * checks for signals, in slices (io/file.c). */
-        CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
-        CvOutsideHooks outer_hooks = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
-        s = cv_pipeline_next(pipeline, &e, &end);
-        cv_set_outside_hooks(outer_hooks);
-        cv_set_interrupt_check(outer.fn, outer.arg);
+    /* With the GIL held, only a read waiting on a pipe lets go of it and
+     * checks for signals, in slices (io/file.c); so does an AUTOTUNE stage
+     * run inline, which answers try_next by running its input. The check
+     * stays for wait(), which runs with the GIL released; nested iteration
+     * restores the outer one. */
+    bool would_block = false;
+    CvInterruptSlot outer = cv_set_interrupt_check(cv_check_signals, NULL);
+    CvOutsideHooks outer_hooks = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
+    s = self->may_block ? cv_pipeline_try_next(pipeline, &e, &end, &would_block)
+                        : cv_pipeline_next(pipeline, &e, &end);
+    cv_set_outside_hooks(outer_hooks);
+    if (!s && would_block) {
+        Py_BEGIN_ALLOW_THREADS
+        s = cv_pipeline_wait(pipeline, &e, &end);
+        Py_END_ALLOW_THREADS
     }
+    cv_set_interrupt_check(outer.fn, outer.arg);
     self->busy = false;
     if (self->close_requested || (!s && end)) {
         cv_element_clear(&e);
@@ -433,126 +425,30 @@ static void iterator_dealloc(PyObject *op)
     Py_DECREF(tp);
 }
 
-/* stats(): what the pipeline did so far (core/stats.h, core/autotune.h), as
- * plain Python values, passed through describe() when make_iterator got
- * one (the Python layer names the stages). Safe while another thread is in
- * next(): it reads counters and takes the stages' short locks only. Valid
- * after the end too: the nodes keep the totals of finished iterators. */
-static int set_item(PyObject *d, const char *key, PyObject *value)
-{
-    if (!value)
-        return -1;
-    int rc = PyDict_SetItemString(d, key, value);
-    Py_DECREF(value);
-    return rc;
-}
-
-/* A struct as a dict: the fields its table names (core/stats.h), by kind. */
-static PyObject *field_value(const void *base, const CvField *f)
-{
-    const char *p = (const char *)base + f->offset;
-    switch (f->kind) {
-    case CV_FIELD_U64:
-        return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
-    case CV_FIELD_I64:
-        return PyLong_FromLongLong(*(const int64_t *)p);
-    case CV_FIELD_INT:
-        return PyLong_FromLong(*(const int *)p);
-    case CV_FIELD_BOOL:
-        return PyBool_FromLong(*(const bool *)p);
-    case CV_FIELD_STRING:
-        return PyUnicode_FromString(*(const char *const *)p);
-    case CV_FIELD_DOUBLE:
-        return PyFloat_FromDouble(*(const double *)p);
-    default: /* CV_FIELD_ADDRESS */
-        return *(void *const *)p ? PyLong_FromVoidPtr(*(void *const *)p) : Py_NewRef(Py_None);
-    }
-}
-
-static PyObject *fields_dict(const void *base, const CvField *fields)
-{
-    PyObject *d = PyDict_New();
-    for (const CvField *f = fields; d && f->name; f++)
-        if (set_item(d, f->name, field_value(base, f)) < 0)
-            Py_CLEAR(d);
-    return d;
-}
-
-/* A list of n structs of `size` bytes at base, as dicts. */
-static PyObject *dict_list(const void *base, size_t size, int n, const CvField *fields)
-{
-    PyObject *list = PyList_New(n);
-    for (int i = 0; list && i < n; i++) {
-        PyObject *d = fields_dict((const char *)base + (size_t)i * size, fields);
-        if (!d)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, i, d);
-    }
-    return list;
-}
-
-static PyObject *autotune_dict(CvAutotuner *tuner)
-{
-    CvAutotuneChoice choices[CV_AUTOTUNE_HISTORY];
-    int copied = 0;
-    int64_t changes = cv_autotuner_history(tuner, choices, CV_AUTOTUNE_HISTORY, &copied);
-    PyObject *history = dict_list(choices, sizeof(*choices), copied, cv_autotune_choice_fields);
-    if (!history)
-        return NULL;
-    bool fixed = cv_autotuner_algorithm(tuner) == CV_AUTOTUNE_FIXED;
-    return Py_BuildValue("{s:s,s:L,s:L,s:i,s:N}", "algorithm", fixed ? "fixed" : "model", "runs",
-                         (long long)cv_autotuner_runs(tuner), "changes", (long long)changes,
-                         "bottleneck", cv_autotuner_bottleneck(tuner), "history", history);
-}
-
+/* stats(): what the pipeline did so far (core/report.h), passed through
+ * describe() when make_iterator got one (the Python layer names the
+ * stages). Safe while another thread is in next(): the report reads
+ * counters and takes the stages' short locks only. Valid after the end
+ * too: the nodes keep the totals of finished iterators. */
 static PyObject *iterator_stats(PyObject *op, PyObject *unused)
 {
     (void)unused;
     CvIteratorObject *self = (CvIteratorObject *)op;
-    CvPipeline *pipeline = self->pipeline;
-    CvStats *stats = pipeline ? cv_pipeline_stats(pipeline) : NULL; /* NULL: made without */
-    if (!stats || forked_away(self)) {
+    if (!self->pipeline || !cv_pipeline_stats(self->pipeline) || forked_away(self)) {
         PyErr_SetString(PyExc_RuntimeError, forked_away(self)
                                                 ? "conveyor: this iterator has no statistics (created before fork())"
                                                 : "conveyor: this iterator was made with statistics off");
         return NULL;
     }
-    int n = cv_stats_snapshot(stats, NULL, 0);
-    CvNodeSnapshot *snaps = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(*snaps));
-    if (!snaps)
-        return PyErr_NoMemory();
-    /* Nodes only grow: those added since the count are left to the next call
-     * (the snapshot fills n and returns how many there are now). */
-    (void)cv_stats_snapshot(stats, snaps, n);
-    PyObject *nodes = dict_list(snaps, sizeof(*snaps), n, cv_node_fields), *raw = NULL;
-    PyMem_Free(snaps);
-    PyObject *autotune = nodes ? autotune_dict(cv_pipeline_autotuner(pipeline)) : NULL;
-    if (autotune)
-        raw = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:N,s:N,s:O}", "cpu_budget", cv_pipeline_cpu_budget(pipeline),
-                            "threads", cv_pipeline_threads(pipeline), "running",
-                            cv_pipeline_running_turns(pipeline), "elapsed_ns",
-                            (long long)cv_pipeline_elapsed_ns(pipeline), "consumer_wait_ns",
-                            (long long)cv_stats_consumer_wait_ns(stats), "nodes", nodes, "autotune",
-                            autotune, "finished", self->live ? Py_False : Py_True);
-    else
-        Py_XDECREF(nodes);
+    CvReport r;
+    cv_report_init(&r);
+    PyObject *raw = cv_report_to_python(cv_get_state(self->module), &r,
+                                        cv_pipeline_report(self->pipeline, !self->live, &r));
     if (!raw || !self->describe)
         return raw;
     PyObject *described = PyObject_CallOneArg(self->describe, raw);
     Py_DECREF(raw);
     return described;
-}
-
-/* tf.data's Iterator.get_next(): the next element, or OutOfRangeError at the end. */
-static PyObject *iterator_get_next(PyObject *op, PyObject *unused)
-{
-    (void)unused;
-    PyObject *element = iterator_next(op);
-    if (element || PyErr_Occurred())
-        return element;
-    CvIteratorObject *self = (CvIteratorObject *)op;
-    return cv_raise_status(cv_get_state(self->module), cv_error(CV_OUT_OF_RANGE, "End of sequence"));
 }
 
 /* ---- exact resume: the engine's part (conveyor/data/checkpoint.py does the rest) */
@@ -616,31 +512,11 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
                                         : "conveyor: cannot restore a closed iterator");
         return NULL;
     }
-    if (self->started || self->held || self->has_pending) {
-        /* Restoring a used iterator (tf.train.Checkpoint.restore mid-epoch):
-         * what it holds is dropped and a fresh engine iterator of the same
-         * dataset, in the same pool, takes the state. */
-        Py_CLEAR(self->held);
-        if (self->has_pending) {
-            cv_element_clear(&self->pending);
-            self->has_pending = false;
-        }
-        CvStatus remade;
-        CvPipeline *pipeline = self->pipeline;
-        self->busy = true;
-        unaccount(self); /* the restart may stop it */
-        Py_BEGIN_ALLOW_THREADS
-        remade = cv_pipeline_restart(pipeline);
-        Py_END_ALLOW_THREADS
-        self->busy = false;
-        if (remade) {
-            self->live = false; /* restart stopped it */
-            Py_CLEAR(self->source);
-            return cv_raise_status(st, remade);
-        }
-        account(self);
-        self->started = false;
-    }
+    /* Restoring a used iterator (tf.train.Checkpoint.restore mid-epoch):
+     * what it holds is dropped; the pipeline restarts its root first. */
+    Py_CLEAR(self->held);
+    cv_element_clear(&self->pending);
+    self->has_pending = false;
     if (state == Py_None) { /* a finished iterator's state */
         self->exhausted = true;
         iterator_release(self);
@@ -656,12 +532,12 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     CvPipeline *pipeline = self->pipeline;
     unaccount(self); /* a failed restore may stop it */
     Py_BEGIN_ALLOW_THREADS
-    s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator (core/pipeline.h) */
+    s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator or stopped */
     Py_END_ALLOW_THREADS
     self->busy = false;
     account(self);
     if (s && !cv_pipeline_running(pipeline))
-        iterator_release(self); /* not even a fresh one could be made */
+        iterator_release(self); /* no fresh one could be made */
     PyBuffer_Release(&view);
     if (s)
         return cv_raise_status(st, s);
@@ -702,59 +578,13 @@ static PyObject *iterator_hold(PyObject *op, PyObject *element)
     Py_RETURN_NONE;
 }
 
-/* The public methods: conveyor.data.checkpoint.<name>(iterator, owner, *args). */
-static PyObject *call_checkpoint(PyObject *op, const char *name, PyObject *arg)
-{
-    CvIteratorObject *self = (CvIteratorObject *)op;
-    PyObject *mod = PyImport_ImportModule("conveyor.data.checkpoint");
-    if (!mod)
-        return NULL;
-    PyObject *owner = self->owner ? self->owner : Py_None;
-    PyObject *r = arg ? PyObject_CallMethod(mod, name, "OOO", op, owner, arg)
-                      : PyObject_CallMethod(mod, name, "OO", op, owner);
-    Py_DECREF(mod);
-    return r;
-}
-
-static PyObject *iterator_save(PyObject *op, PyObject *unused)
-{
-    (void)unused;
-    return call_checkpoint(op, "save", NULL);
-}
-
-static PyObject *iterator_restore(PyObject *op, PyObject *data)
-{
-    return call_checkpoint(op, "restore", data);
-}
-
-static PyObject *iterator_state_dict(PyObject *op, PyObject *unused)
-{
-    (void)unused;
-    return call_checkpoint(op, "state_dict", NULL);
-}
-
-static PyObject *iterator_load_state_dict(PyObject *op, PyObject *state)
-{
-    return call_checkpoint(op, "load_state_dict", state);
-}
-
+/* get_next, save, restore, state_dict and load_state_dict are Python's
+ * (conveyor/data/iterator_ops.py, a subclass made by set_iterator_type). */
 static PyMethodDef iterator_methods[] = {
-    {"get_next", iterator_get_next, METH_NOARGS,
-     "The next element; raises conveyor.errors.OutOfRangeError at the end (as tf.data's)."},
     {"close", iterator_close, METH_NOARGS,
      "Stop the iterator now: cancel its work, join its threads and free its buffers."},
     {"stats", iterator_stats, METH_NOARGS,
      "What the pipeline did so far, per stage (conveyor.data.experimental.PipelineStats)."},
-    {"save", iterator_save, METH_NOARGS,
-     "save() -> bytes: this iterator's position (after the last element returned), to resume "
-     "from with restore() on a new iterator of the same pipeline, in this or another process."},
-    {"restore", iterator_restore, METH_O,
-     "restore(data): continue from a position that save() returned (on a new iterator of the "
-     "same pipeline, before its first element)."},
-    {"state_dict", iterator_state_dict, METH_NOARGS,
-     "state_dict() -> dict: save() as a dict for a PyTorch checkpoint (torchdata's naming)."},
-    {"load_state_dict", iterator_load_state_dict, METH_O,
-     "load_state_dict(state): restore() from what state_dict() returned."},
     {"_save_engine", iterator_save_engine, METH_NOARGS, "The engine's frames (bytes) or None at the end."},
     {"_restore_engine", iterator_restore_engine, METH_O, "Restore the engine's frames (or None: the end)."},
     {"_held", iterator_held, METH_NOARGS, "The element an interrupt held back, or None."},
@@ -764,6 +594,8 @@ static PyMethodDef iterator_methods[] = {
 
 static PyMemberDef iterator_members[] = {
     {"__weaklistoffset__", T_PYSSIZET, offsetof(CvIteratorObject, weakrefs), READONLY, NULL},
+    {"_owner", T_OBJECT, offsetof(CvIteratorObject, owner), READONLY,
+     "The Python dataset (or, once finished, its fingerprint) for save and restore."},
     {"eager", T_BOOL, offsetof(CvIteratorObject, eager), 0,
      "True: leaves come out as the type set_eager_type() gave (an ndarray subclass with numpy(), "
      "0-d for scalars and scalar strings); False (the default): NumPy arrays, scalars and bytes."},
@@ -786,7 +618,7 @@ static PyType_Spec iterator_spec = {
     .name = "conveyor._engine.Iterator",
     .basicsize = sizeof(CvIteratorObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_GC |
-             Py_TPFLAGS_DISALLOW_INSTANTIATION,
+             Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_BASETYPE,
     .slots = iterator_slots,
 };
 
@@ -857,15 +689,31 @@ static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
     return PyLong_FromLong(n);
 }
 
-static PyObject *iterator_set_eager_type(PyObject *module, PyObject *type)
+/* set_eager_type(cls), set_iterator_type(cls): the classes the Python layer
+ * gives (a new reference kept in the module state). */
+static PyObject *set_type(PyObject *module, PyObject *type, bool eager)
 {
-    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyArray_Type)) {
-        PyErr_SetString(PyExc_TypeError, "set_eager_type: expected a subclass of numpy.ndarray");
+    CvModuleState *st = cv_get_state(module);
+    PyTypeObject *base = eager ? &PyArray_Type : st->iterator_type;
+    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, base) ||
+        (!eager && ((PyTypeObject *)type)->tp_basicsize != base->tp_basicsize)) {
+        PyErr_Format(PyExc_TypeError, "expected a subclass of %s%s", base->tp_name,
+                     eager ? "" : " with __slots__ = ()");
         return NULL;
     }
-    CvModuleState *st = cv_get_state(module);
-    Py_XSETREF(st->eager_type, (PyTypeObject *)Py_NewRef(type));
+    PyTypeObject **slot = eager ? &st->eager_type : &st->iterator_class;
+    Py_XSETREF(*slot, (PyTypeObject *)Py_NewRef(type));
     Py_RETURN_NONE;
+}
+
+static PyObject *iterator_set_eager_type(PyObject *module, PyObject *type)
+{
+    return set_type(module, type, true);
+}
+
+static PyObject *iterator_set_iterator_type(PyObject *module, PyObject *type)
+{
+    return set_type(module, type, false);
 }
 
 /* The budgets, resolved in one place (core/pipeline.h) for the Python layer
@@ -897,6 +745,9 @@ PyMethodDef cv_iterator_functions[] = {
     {"set_eager_type", iterator_set_eager_type, METH_O,
      "set_eager_type(cls): the ndarray subclass an iterator with eager=True yields "
      "(conveyor.EagerTensor)."},
+    {"set_iterator_type", iterator_set_iterator_type, METH_O,
+     "set_iterator_type(cls): the subclass of Iterator (with __slots__ = ()) that make_iterator "
+     "makes: its methods in Python (conveyor/data/iterator_ops.py)."},
     {"set_bfloat16_dtype", cv_set_bfloat16_dtype, METH_O,
      "set_bfloat16_dtype(dtype): the NumPy dtype of bfloat16 tensors (ml_dtypes.bfloat16)."},
     {"shutdown", iterator_shutdown, METH_VARARGS,

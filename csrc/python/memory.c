@@ -81,13 +81,10 @@ static PyObject *memory_in_use(PyObject *module, PyObject *unused)
 
 static PyObject *buffer_pool_stats(PyObject *module, PyObject *unused)
 {
-    (void)module;
     (void)unused;
-    CvBufferPoolStats stats = cv_buffer_pool_stats();
-    return Py_BuildValue("{sKsKsKsnsn}", "hits", (unsigned long long)stats.hits, "misses",
-                         (unsigned long long)stats.misses, "missed_bytes",
-                         (unsigned long long)stats.missed_bytes, "pooled_buffers",
-                         (Py_ssize_t)stats.pooled_buffers, "pooled_bytes", (Py_ssize_t)stats.pooled_bytes);
+    CvReport r;
+    cv_report_init(&r);
+    return cv_report_to_python(cv_get_state(module), &r, cv_buffer_pool_report(&r));
 }
 
 static PyObject *memory_process_limit(PyObject *module, PyObject *unused)

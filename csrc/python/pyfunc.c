@@ -8,7 +8,7 @@
  *
  * Every wrapper reports the Python objects it holds through its callback's
  * traverse hook, so a cycle through a pipeline can be collected (the rule
- * for when it may be called is in dataset_type.c).
+ * for when it may be called is in core/wrapper.h).
  */
 #include "python/binding.h"
 
@@ -222,7 +222,7 @@ static void wrapper_release(void *ctx)
 }
 
 /* The traverse hook: called with the GIL held, by the gc (see
- * dataset_type.c). Visits the wrapper's references. */
+ * core/wrapper.h). Visits the wrapper's references. */
 static int wrapper_traverse(void *ctx, CvVisit visit, void *arg)
 {
     CvPyCallable *w = ctx;
@@ -321,7 +321,7 @@ CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObjec
  * holding its object) is a state on the source's list, so that the traverse
  * hook can report it with the factory: when the wrapper reports this
  * source's callables, every engine iterator of it belongs to a pipeline the
- * gc accounts for (dataset_type.c). The list and `running` change under the
+ * gc accounts for (core/wrapper.h). The list and `running` change under the
  * GIL only, as the traverse hook runs. */
 typedef struct SourceState SourceState;
 struct SourceState {

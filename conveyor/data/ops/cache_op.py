@@ -1,6 +1,7 @@
 """``Dataset.cache`` (CacheDataset), in memory or in a file, with its hooks:
 ``CacheWarning``, the progress bars (tqdm, optional) and the element spec
 stored in cache files."""
+import array
 import collections
 import importlib
 import json
@@ -59,14 +60,16 @@ def _cache_progress_hook(label):
 
 
 def _flat_component_specs(spec):
-    """[(dtype code, dims tuple or None)] of a spec's TensorSpec leaves, or None."""
+    """The spec's TensorSpec leaves as the engine's int64s (per leaf: dtype
+    code, rank or -1, each dim or -1), or None when a leaf is not one."""
     out = []
     for leaf in nest.flatten(spec):
         if not isinstance(leaf, TensorSpec):
             return None
         dims = leaf.shape.dims
-        out.append((leaf.dtype._code, None if dims is None else tuple(dims)))
-    return out
+        out += [leaf.dtype._code, -1] if dims is None else [
+            leaf.dtype._code, len(dims), *(-1 if d is None else d for d in dims)]
+    return array.array("q", out)
 
 
 class _Unencodable(Exception):
@@ -162,11 +165,11 @@ class CacheDataset(UnaryUnchangedStructureDataset):
         """The element spec stored in the committed cache file, if there is one."""
         if self._file_spec is None and self._filename:
             try:
-                info = _engine.cache_file_info(self._store)
+                structure = _engine.cache_file_structure(self._store)
             except (_errors.OpError, OSError):
-                info = None  # iterating reports the damaged file
-            if info is not None and info[0]:
-                self._file_spec = _decode_structure(info[0])
+                structure = None  # iterating reports the damaged file
+            if structure:
+                self._file_spec = _decode_structure(structure)
         return self._file_spec
 
     def _known_spec(self):

@@ -25,6 +25,7 @@ from conveyor import config as _config
 from conveyor.framework.eager import as_eager
 from conveyor import errors as _errors
 from conveyor import nest
+from conveyor.data import iterator_ops  # noqa: F401  (registers iter(dataset)'s class)
 from conveyor.data import monitor as _monitor
 from conveyor.data import stats as _stats
 from conveyor.data.options import AUTOTUNE, UNSET, BuildContext, Options, check_budget

@@ -68,7 +68,7 @@ typedef struct {
  * takes ring[i]. */
 typedef struct {
     CvIterator *inner;    /* owned; NULL when opening failed */
-    CvDataset *inner_ds;  /* owned structural reference while inner lives (python gc: dataset_type.c) */
+    CvDataset *inner_ds;  /* owned structural reference while inner lives (gc: core/wrapper.h) */
     CvStatus open_status; /* why opening failed (the input or map_func) */
     CvElement outer;      /* the input element map_func made `inner` from */
     InterleaveResult *ring;         /* parallel only: buffered results (CV_INTERLEAVE_MAX_BUFFER) */
