@@ -2,7 +2,7 @@
  * name, its arguments' keywords and kinds, and the function that builds
  * the node), in the style of SQLite's method tables. The engine layers own
  * the tables (kernels/common/builders.c, device/prefetch_to_device.c); a front end
- * (the binding: csrc/python/construct.c) walks an entry's arguments once,
+ * (the binding: csrc/python/constructors.c) walks an entry's arguments once,
  * converts each by its kind and calls build. The front end has checked the
  * values (conveyor/data/): build only forwards them to the kernel.
  *
@@ -59,7 +59,7 @@ typedef union CvBuildArg {
     CvSource source;
 } CvBuildArg;
 
-#define CV_BUILDER_MAX_ARGS 9
+#define CV_BUILDER_MAX_ARGS 11
 
 typedef struct CvBuilderArg {
     const char *keyword;

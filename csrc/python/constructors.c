@@ -2,8 +2,7 @@
  * builder's arguments (core/builder.h; the tables: kernels/common/builders.c and
  * device/prefetch_to_device.c), converts each Python value by its kind and
  * calls the builder. Arguments arrive checked by conveyor/data/ (no second
- * check here); record files and cache keep their own functions (records.c,
- * cache.c). */
+ * check here); cache keeps its own functions (cache.c). */
 #include "python/binding.h"
 
 #include "device/prefetch_to_device.h"
@@ -196,7 +195,7 @@ static PyObject *construct(PyObject *module, PyObject *args, PyObject *kwargs, i
     snprintf(format + k, sizeof(format) - (size_t)k, ":%s", c.b->name);
     PyObject **g = c.given;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &g[0], &g[1], &g[2], &g[3],
-                                     &g[4], &g[5], &g[6], &g[7], &g[8]))
+                                     &g[4], &g[5], &g[6], &g[7], &g[8], &g[9], &g[10]))
         return NULL;
     PyObject *result = NULL;
     int rc = 0;
