@@ -42,24 +42,6 @@ static PyObject *fs_stat(PyObject *module, PyObject *arg)
                          (long long)info.mtime_ns, info.is_dir ? Py_True : Py_False, info.version);
 }
 
-static PyObject *fs_exists(PyObject *module, PyObject *arg)
-{
-    PyObject *path = NULL;
-    CvFileInfo info;
-    CvStatus s;
-    if (!PyUnicode_FSConverter(arg, &path))
-        return NULL;
-    UNLOCKED(s = cv_fs_stat(PyBytes_AS_STRING(path), &info));
-    Py_DECREF(path);
-    if (s && s->code == CV_NOT_FOUND) {
-        cv_status_free(s);
-        Py_RETURN_FALSE;
-    }
-    if (s)
-        return raise(module, s);
-    Py_RETURN_TRUE;
-}
-
 /* A list of str from names gathered without the GIL (freed here). */
 static PyObject *names_to_list(PyObject *module, CvNameList *n, CvStatus s)
 {
@@ -247,22 +229,16 @@ static PyObject *reader_read(FsReader *self, PyObject *args)
     return out;
 }
 
-static PyObject *reader_seek(FsReader *self, PyObject *args)
+/* seek(position): gfile resolves whence (conveyor/io/gfile.py). */
+static PyObject *reader_seek(FsReader *self, PyObject *arg)
 {
-    long long offset;
-    int whence = 0;
-    if (!PyArg_ParseTuple(args, "L|i:seek", &offset, &whence) ||
-        !check_usable(self->file, self->busy))
+    long long position = PyLong_AsLongLong(arg);
+    if ((position == -1 && PyErr_Occurred()) || !check_usable(self->file, self->busy))
         return NULL;
-    uint64_t size = self->file->info.size;
-    long long base = whence == 0 ? 0 : whence == 1 ? (long long)self->position
-                     : size == UINT64_MAX ? -1 : (long long)size;
-    if (whence < 0 || whence > 2 || base < 0 || base + offset < 0) {
-        PyErr_Format(PyExc_ValueError, "seek to %lld (whence %d) is not possible in %s", offset,
-                     whence, self->file->url);
-        return NULL;
-    }
-    self->position = (uint64_t)(base + offset);
+    if (position < 0)
+        return PyErr_Format(PyExc_ValueError, "seek to %lld is not possible in %s", position,
+                            self->file->url);
+    self->position = (uint64_t)position;
     return PyLong_FromUnsignedLongLong(self->position);
 }
 
@@ -307,7 +283,7 @@ static void reader_dealloc(FsReader *self)
 
 static PyMethodDef reader_methods[] = {
     {"read", (PyCFunction)reader_read, METH_VARARGS, "read(n=-1) -> bytes"},
-    {"seek", (PyCFunction)reader_seek, METH_VARARGS, "seek(offset, whence=0) -> position"},
+    {"seek", (PyCFunction)reader_seek, METH_O, "seek(position) -> position"},
     {"tell", (PyCFunction)reader_tell, METH_NOARGS, "tell() -> position"},
     {"size", (PyCFunction)reader_size, METH_NOARGS, "size() -> bytes, or None when unknown"},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "close()"},
@@ -472,7 +448,6 @@ int cv_fs_init(PyObject *module)
 
 PyMethodDef cv_fs_functions[] = {
     {"fs_stat", fs_stat, METH_O, "fs_stat(url) -> (size or -1, mtime_ns, is_dir, version)"},
-    {"fs_exists", fs_exists, METH_O, "fs_exists(url) -> bool"},
     {"fs_list", fs_list, METH_VARARGS, "fs_list(url, recursive=False) -> [names], sorted"},
     {"fs_glob", fs_glob, METH_O, "fs_glob(pattern) -> [urls], sorted"},
     {"fs_read", (PyCFunction)(void (*)(void))fs_read, METH_VARARGS | METH_KEYWORDS,
