@@ -112,9 +112,13 @@ static int attrs_from_python(const CvOp *op, PyObject *ints, PyObject *floats, P
     else if (!named && (attrs->num_ints = put_values(ints, true, false, 0, CV_OP_MAX_INTS,
                                                       attrs)) >= 0)
         attrs->num_floats = put_values(floats, true, true, 0, CV_OP_MAX_FLOATS, attrs);
-    const char *text = PyErr_Occurred() || string == Py_None ? NULL : PyUnicode_AsUTF8(string);
-    if (text && !(attrs->string = strdup(text)))
+    Py_ssize_t n = 0; /* the string may hold NULs (a pattern and its rewrite) */
+    const char *text = PyErr_Occurred() || string == Py_None ? NULL
+                                                             : PyUnicode_AsUTF8AndSize(string, &n);
+    if (text && !(attrs->string = malloc((size_t)n + 1)))
         PyErr_NoMemory();
+    else if (text)
+        memcpy(attrs->string, text, (size_t)n + 1);
     /* obj: a capsule; the op gets its pointer, the program keeps the capsule. */
     if (!PyErr_Occurred() && PyCapsule_CheckExact(obj))
         attrs->object = PyCapsule_GetPointer(obj, PyCapsule_GetName(obj));
