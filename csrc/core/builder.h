@@ -75,4 +75,14 @@ typedef struct CvBuilder {
     const char *doc; /* what it makes, after the call's signature */
 } CvBuilder;
 
+/* For front ends: the number of b's arguments; the index of the one named
+ * `keyword` (-1: none); b's signature and doc as a docstring ("name(a, b[,
+ * c]) -> Dataset: doc", cut to size). */
+int cv_builder_num_args(const CvBuilder *b);
+int cv_builder_arg_index(const CvBuilder *b, const char *keyword);
+void cv_builder_signature(const CvBuilder *b, char *buf, size_t size);
+/* Release the arguments of the taken kinds that taken[i] marks: what a
+ * front end converted when it fails before build took them. */
+void cv_build_args_release(const CvBuilder *b, CvBuildArg *a, const bool *taken);
+
 #endif
