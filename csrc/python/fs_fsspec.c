@@ -72,6 +72,8 @@ static CvStatus half_call(const char *url, const char *what, const char *fn, Tak
     return s;
 }
 
+/* An entry (size or -1, mtime_ns, is_dir, version) of the Python half from
+ * index `first` of tuple e -> CvFileInfo. With the GIL held. */
 static int info_from_entry(PyObject *e, Py_ssize_t first, CvFileInfo *out)
 {
     long long size, mtime;

@@ -174,7 +174,6 @@ static CvStatus build_group_by_window(CvBuildArg *a, CvDataset **out)
                                       a[6].bools.n, out);
 }
 
-
 /* The readers' common options; negative sizes are refused here (the front
  * end checks them first), codes by cv_reader_params_check. */
 static CvStatus read_options(int64_t compression, int64_t buffer_size, int64_t max_record_bytes,
@@ -236,7 +235,9 @@ static CvStatus build_csv(CvBuildArg *a, CvDataset **out)
         s = cv_error_nomem();
     else if (!s && (k < 1 || k > INT32_MAX || defaults->n != (uint32_t)k))
         s = cv_error(CV_INVALID_ARGUMENT, "csv: one default per dtype, at least one");
-    if (!s && a[6].tensor)
+    if (!s && a[6].tensor && (a[6].tensor->dtype != CV_STRING || a[6].tensor->rank != 0))
+        s = cv_error(CV_INVALID_ARGUMENT, "csv: na is a scalar string");
+    else if (!s && a[6].tensor)
         p.na = string_value(a[6].tensor, &p.na_len);
     for (int64_t j = 0; !s && j < k; j++) {
         const CvTensor *t = &defaults->t[j];
