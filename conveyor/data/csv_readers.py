@@ -62,6 +62,16 @@ def _column_default(d, j):
     return dtype, int(v)
 
 
+def _default_for_engine(v):
+    """A column default as the engine's csv takes it: an empty array for a
+    required column, else one int64, float64 or string value."""
+    if v is None:
+        return np.zeros([0], np.int64)
+    if isinstance(v, bytes):
+        return np.array(v, dtype=object)
+    return np.array(v, np.float64 if isinstance(v, float) else np.int64)
+
+
 class _CsvReader(Dataset):
     """The engine's CSV kernel over a dataset of filenames."""
 
@@ -131,7 +141,8 @@ class CsvDataset(Dataset):
         args = {"compression": compression, "buffer_size": int(buffer_size),
                 "header": bool(header), "delim": delim, "use_quote": bool(use_quote_delim),
                 "na": na, "select": select, "exclude": exclude,
-                "dtypes": [dt._code for dt, _ in cols], "defaults": [v for _, v in cols]}
+                "dtypes": [dt._code for dt, _ in cols],
+                "defaults": [_default_for_engine(v) for _, v in cols]}
         self._impl = _CsvReader(_filenames_dataset(filenames), args, specs)
         self._specs = specs
         super().__init__([self._impl])

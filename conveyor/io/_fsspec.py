@@ -1,10 +1,59 @@
-"""The fsspec fallback's Python half: what csrc/python/fs_fsspec.c asks of
-fsspec's answers, in plain values the C file-system table (io/fs.h) takes.
+"""The fsspec fallback's Python half: the fsspec calls behind the C file-system
+table of csrc/python/fs_fsspec.c (io/fs.h, scheme "*"), with fsspec's answers
+in plain values the table takes.
 
-Called by the engine with the GIL held, from any thread, with an fsspec file
-system object and its path (``fsspec.core.url_to_fs``); exceptions go back to
-the engine as they are and become statuses naming the URL there.
+Called by the engine with the GIL held, from any thread, with the URL (each
+function finds the file system object with ``fsspec.core.url_to_fs``);
+an exception goes back to the engine, which asks ``status`` for the error
+code and message naming the URL.
 """
+from conveyor import errors as _errors
+
+# The engine's error code of an exception raised here or by fsspec, first match.
+_CODES = ((FileNotFoundError, _errors.NOT_FOUND), (PermissionError, _errors.PERMISSION_DENIED),
+          (FileExistsError, _errors.ALREADY_EXISTS),
+          ((IsADirectoryError, NotADirectoryError), _errors.FAILED_PRECONDITION),
+          (NotImplementedError, _errors.UNIMPLEMENTED))
+
+
+class _Status(Exception):
+    """An error of the fallback itself: its code and whole message."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def status(exc, url, what):
+    """(code, message) of `exc`, raised while doing `what` for `url`."""
+    if isinstance(exc, _Status):
+        return exc.code, exc.message
+    code = next((c for types, c in _CODES if isinstance(exc, types)), _errors.UNKNOWN)
+    if what == "url_to_fs" and code == _errors.UNKNOWN:
+        code = _errors.UNIMPLEMENTED  # ValueError("Protocol not known"), a driver's ImportError
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - no text is still an error
+        text = None
+    detail = f"{type(exc).__name__}: {text}" if text is not None else type(exc).__name__
+    return code, f"{url}; {detail} (fsspec, {what})"
+
+
+def _resolve(url):
+    """fsspec's (file system, path) for `url`."""
+    try:
+        import fsspec.core
+    except ImportError:
+        scheme = url.split("://")[0] if "://" in url else ""
+        raise _Status(_errors.UNIMPLEMENTED,
+                      f"{url}: no file system is registered for the scheme '{scheme}://'; "
+                      "install fsspec (pip install fsspec) and an implementation of the "
+                      "scheme") from None
+    try:
+        return fsspec.core.url_to_fs(url)
+    except Exception as e:  # noqa: BLE001 - named as url_to_fs's
+        raise _Status(*status(e, url, "url_to_fs")) from None
+
 
 _TIMES = ("mtime", "LastModified", "updated", "modified", "created")
 _VERSIONS = ("generation", "ETag", "etag", "VersionId", "version_id")
@@ -46,15 +95,17 @@ def entry(d):
     return size, mtime_ns, d.get("type") == "directory", version
 
 
-def info(fs, path):
-    """fs.info(path) as ``entry``."""
+def info(url):
+    """fs.info as ``entry``."""
+    fs, path = _resolve(url)
     return entry(fs.info(path))
 
 
-def listing(fs, path, recursive):
+def listing(url, recursive):
     """[(name, size, mtime_ns, is_dir, version)] of fs.find (recursive) or
-    fs.ls, names relative to path without a trailing '/', sorted by name; the
-    directory itself is left out."""
+    fs.ls, names relative to the path without a trailing '/', sorted by name;
+    the directory itself is left out."""
+    fs, path = _resolve(url)
     r = fs.find(path, detail=True) if recursive else fs.ls(path, detail=True)
     items = list(r.values()) if isinstance(r, dict) else list(r)
     base = path.rstrip("/")
@@ -72,6 +123,74 @@ def listing(fs, path, recursive):
     return out
 
 
-def make_dir(fs, path):
-    """One level: fs.mkdir(path, create_parents=False)."""
+def open_read(url):
+    """fs.open(path, "rb")."""
+    fs, path = _resolve(url)
+    return fs.open(path, "rb")
+
+
+def read(f, offset, n, url):
+    """Up to `n` bytes at `offset` of `url`'s open file (fewer only at the end)."""
+    if f.tell() != offset:
+        f.seek(offset)
+    chunks, got = [], 0
+    while got < n:  # read(k) may give fewer bytes before the end
+        data = f.read(n - got)
+        if not isinstance(data, bytes):
+            raise _Status(_errors.INTERNAL, f"{url}: fsspec's read() gave no bytes")
+        if not data:
+            break
+        chunks.append(data)
+        got += len(data)
+    return b"".join(chunks)[:n]
+
+
+def put(url, local):
+    """Upload the local file `local` to `url` (a staged write's commit)."""
+    fs, path = _resolve(url)
+    fs.put_file(local, path)
+
+
+def get(url, local):
+    """Download `url` into the local file `local` (a staged append's start)."""
+    fs, path = _resolve(url)
+    fs.get_file(path, local)
+
+
+def remove(url):
+    fs, path = _resolve(url)
+    fs.rm_file(path)
+
+
+def make_dir(url):
+    """One level: fs.mkdir(path, create_parents=False); an existing directory is fine."""
+    fs, path = _resolve(url)
+    try:
+        if entry(fs.info(path))[2]:
+            return
+    except Exception:  # noqa: BLE001 - not there (or unreadable): mkdir says
+        pass
     fs.mkdir(path, create_parents=False)
+
+
+def remove_dir(url):
+    fs, path = _resolve(url)
+    fs.rmdir(path)
+
+
+def two_urls(method, src, dst, overwrite):
+    """fs.mv / fs.copy (`method`) within one fsspec file system object; the target
+    must not exist unless `overwrite`."""
+    if not overwrite:
+        try:
+            info(dst)
+        except Exception:  # noqa: BLE001 - not there: go on
+            pass
+        else:
+            raise _Status(_errors.ALREADY_EXISTS, f"{dst}; the target exists")
+    fs, path = _resolve(src)
+    other, target = _resolve(dst)
+    if other is not fs:
+        raise _Status(_errors.UNIMPLEMENTED,
+                      f"{src} -> {dst}: {method} across two fsspec file systems")
+    getattr(fs, method)(path, target)

@@ -255,7 +255,9 @@ def _compile_uncached(features):
     if hit is not None:
         return hit
     specs = [_spec_of(k, f) for k, f in features.items()]
-    compiled = ([s[0] for s in specs], [s[1] for s in specs], _engine.example_config(specs),
+    config = _engine.example_config([(k, kind, code, np.array(shape, np.int64), default)
+                                     for k, kind, code, shape, default in specs])
+    compiled = ([s[0] for s in specs], [s[1] for s in specs], config,
                 list(features.keys()), specs)
     if cache_key is not None:
         if len(_config_cache) >= 256:
@@ -281,6 +283,13 @@ def _bytes_list(values, what):
     if arr.ndim != 1:
         raise ValueError(f"{what} must be a vector of strings, got shape {list(arr.shape)}")
     return [_as_bytes(v, what) for v in arr.tolist()]
+
+
+def _object_array(items):
+    """A list of bytes as a 1-D object array (a string vector for the engine)."""
+    arr = np.empty(len(items), dtype=object)
+    arr[:] = items
+    return arr
 
 
 def _pack(compiled, outs):
@@ -319,7 +328,7 @@ def parse_single_example(serialized, features, example_names=None, name=None):
     if isinstance(serialized, _tracing.Tensor):
         return _traced_parse(compiled, serialized, batched=False)
     data = _as_bytes(serialized, "serialized")
-    return _pack(compiled, _engine.parse_example(compiled[2], data, None, True))
+    return _pack(compiled, _engine.parse_example(compiled[2], data, None))
 
 
 def parse_example(serialized, features, example_names=None, name=None):
@@ -360,7 +369,8 @@ def parse_example(serialized, features, example_names=None, name=None):
             names = None
         elif len(names) != len(data):
             raise ValueError(f"example_names has {len(names)} names for {len(data)} examples")
-    return _pack(compiled, _engine.parse_example(compiled[2], data, names, False))
+    return _pack(compiled, _engine.parse_example(compiled[2], _object_array(data),
+                                                 None if names is None else _object_array(names)))
 
 
 def _traced_parse(compiled, serialized, batched):

@@ -201,7 +201,11 @@ def glob(pattern):
 
 def exists(path):
     """True when `path` exists."""
-    return _engine.fs_exists(_path(path))
+    try:
+        _engine.fs_stat(_path(path))
+    except _errors.NotFoundError:
+        return False
+    return True
 
 
 def isdir(path):

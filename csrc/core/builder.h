@@ -2,7 +2,7 @@
  * name, its arguments' keywords and kinds, and the function that builds
  * the node), in the style of SQLite's method tables. The engine layers own
  * the tables (kernels/common/builders.c, device/prefetch_to_device.c); a front end
- * (the binding: csrc/python/construct.c) walks an entry's arguments once,
+ * (the binding: csrc/python/constructors.c) walks an entry's arguments once,
  * converts each by its kind and calls build. The front end has checked the
  * values (conveyor/data/): build only forwards them to the kernel.
  *
@@ -59,7 +59,7 @@ typedef union CvBuildArg {
     CvSource source;
 } CvBuildArg;
 
-#define CV_BUILDER_MAX_ARGS 9
+#define CV_BUILDER_MAX_ARGS 11
 
 typedef struct CvBuilderArg {
     const char *keyword;
@@ -74,5 +74,15 @@ typedef struct CvBuilder {
     CvStatus (*build)(CvBuildArg *args, CvDataset **out);
     const char *doc; /* what it makes, after the call's signature */
 } CvBuilder;
+
+/* For front ends: the number of b's arguments; the index of the one named
+ * `keyword` (-1: none); b's signature and doc as a docstring ("name(a, b[,
+ * c]) -> Dataset: doc", cut to size). */
+int cv_builder_num_args(const CvBuilder *b);
+int cv_builder_arg_index(const CvBuilder *b, const char *keyword);
+void cv_builder_signature(const CvBuilder *b, char *buf, size_t size);
+/* Release the arguments of the taken kinds that taken[i] marks: what a
+ * front end converted when it fails before build took them. */
+void cv_build_args_release(const CvBuilder *b, CvBuildArg *a, const bool *taken);
 
 #endif

@@ -329,6 +329,28 @@ CvStatus cv_tensor_alloc_scalar_string(CvTensor *out, size_t n, char **bytes)
     return CV_STATUS_OK;
 }
 
+CvStatus cv_tensor_strings(CvTensor *out, int rank, const int64_t *shape, const char *const *data,
+                           const size_t *len)
+{
+    int64_t n = 1;
+    size_t total = 0;
+    for (int k = 0; k < rank; k++)
+        n *= shape[k];
+    for (int64_t i = 0; i < n; i++)
+        total += len[i];
+    char *blob;
+    CvStatus s = cv_tensor_alloc(out, CV_STRING, rank, shape, total, &blob);
+    CvStringRef *refs = s ? NULL : (CvStringRef *)out->data;
+    for (int64_t i = 0; refs && i < n; i++) {
+        if (len[i])
+            memcpy(blob, data[i], len[i]);
+        refs[i].offset = (uint64_t)(blob - out->buf->data);
+        refs[i].length = (uint64_t)len[i];
+        blob += len[i];
+    }
+    return s;
+}
+
 void cv_tensor_copy_ref(CvTensor *dst, const CvTensor *src)
 {
     *dst = *src;

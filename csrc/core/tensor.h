@@ -190,6 +190,10 @@ CvStatus cv_tensor_alloc_from(CvTensor *out, CvDtype dtype, int rank, const int6
 /* A scalar string of n bytes (its ref set to them): the caller writes them
  * at *bytes. */
 CvStatus cv_tensor_alloc_scalar_string(CvTensor *out, size_t n, char **bytes);
+/* A string tensor of `rank` and `shape` whose values, in order, are the
+ * byte ranges (data[i], len[i]), copied into its blob. */
+CvStatus cv_tensor_strings(CvTensor *out, int rank, const int64_t *shape, const char *const *data,
+                           const size_t *len);
 /* A new reference to the same memory. */
 void cv_tensor_copy_ref(CvTensor *dst, const CvTensor *src);
 /* Row `index` of a rank >= 1 tensor, sharing memory. */

@@ -2,8 +2,7 @@
  * builder's arguments (core/builder.h; the tables: kernels/common/builders.c and
  * device/prefetch_to_device.c), converts each Python value by its kind and
  * calls the builder. Arguments arrive checked by conveyor/data/ (no second
- * check here); record files and cache keep their own functions (records.c,
- * cache.c). */
+ * check here); cache keeps its own functions (cache.c). */
 #include "python/binding.h"
 
 #include "device/prefetch_to_device.h"
@@ -34,10 +33,8 @@ typedef struct Call {
 /* The value given for `keyword` (borrowed), or NULL. */
 static PyObject *given_for(const Call *c, const char *keyword)
 {
-    for (int i = 0; i < c->n; i++)
-        if (strcmp(c->b->args[i].keyword, keyword) == 0)
-            return c->given[i];
-    return NULL;
+    int i = cv_builder_arg_index(c->b, keyword);
+    return i < 0 ? NULL : c->given[i];
 }
 
 /* A list of datasets, int64s or bools into a PyMem array. */
@@ -150,32 +147,10 @@ static int convert_arg(PyObject *module, Call *c, int i)
 static void call_clear(Call *c)
 {
     for (int i = 0; i < c->n; i++) {
-        CvBuildArg *a = &c->a[i];
         PyMem_Free(c->list[i]);
         cv_tensor_clear(&c->tensor[i]);
-        if (!c->taken[i])
-            continue;
-        switch (c->b->args[i].kind) {
-        case CV_ARG_ELEMENT:
-            cv_element_clear(&a->element);
-            break;
-        case CV_ARG_FUNCTION:
-        case CV_ARG_FUNCTION_OR_NONE:
-            if (a->fn.release)
-                a->fn.release(a->fn.ctx);
-            break;
-        case CV_ARG_DATASET_FUNCTION:
-            if (a->dataset_fn.release)
-                a->dataset_fn.release(a->dataset_fn.ctx);
-            break;
-        case CV_ARG_SOURCE:
-            if (a->source.release)
-                a->source.release(a->source.ctx);
-            break;
-        default:
-            break;
-        }
     }
+    cv_build_args_release(c->b, c->a, c->taken);
 }
 
 static PyObject *construct(PyObject *module, PyObject *args, PyObject *kwargs, int index)
@@ -186,17 +161,18 @@ static PyObject *construct(PyObject *module, PyObject *args, PyObject *kwargs, i
     char *keywords[CV_BUILDER_MAX_ARGS + 1] = {0}, format[CV_BUILDER_MAX_ARGS + 80];
     int k = 0;
     bool buffering = false;
-    for (; c.n < CV_BUILDER_MAX_ARGS && c.b->args[c.n].kind != CV_ARG_END; c.n++) {
-        if (c.n == c.b->required)
+    c.n = cv_builder_num_args(c.b);
+    for (int i = 0; i < c.n; i++) {
+        if (i == c.b->required)
             format[k++] = '|';
         format[k++] = 'O';
-        keywords[c.n] = (char *)c.b->args[c.n].keyword;
-        buffering |= c.b->args[c.n].kind == CV_ARG_MEMORY;
+        keywords[i] = (char *)c.b->args[i].keyword;
+        buffering |= c.b->args[i].kind == CV_ARG_MEMORY;
     }
     snprintf(format + k, sizeof(format) - (size_t)k, ":%s", c.b->name);
     PyObject **g = c.given;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &g[0], &g[1], &g[2], &g[3],
-                                     &g[4], &g[5], &g[6], &g[7], &g[8]))
+                                     &g[4], &g[5], &g[6], &g[7], &g[8], &g[9], &g[10]))
         return NULL;
     PyObject *result = NULL;
     int rc = 0;
@@ -239,14 +215,9 @@ int cv_constructors_init(void)
         return -1;
     }
     for (int i = 0; i <= n; i++) {
-        const CvBuilder *b = builder_at(i);
-        int at = snprintf(docs[i], sizeof(docs[i]), "%s(", b->name);
-        for (int j = 0; j < CV_BUILDER_MAX_ARGS && b->args[j].kind != CV_ARG_END; j++)
-            at += snprintf(docs[i] + at, at < 320 ? 320 - (size_t)at : 0, "%s%s%s", j ? ", " : "",
-                           j == b->required ? "[" : "", b->args[j].keyword);
-        snprintf(docs[i] + at, at < 320 ? 320 - (size_t)at : 0, "%s) -> Dataset%s%s",
-                 b->args[b->required].kind != CV_ARG_END ? "]" : "", *b->doc ? ": " : "", b->doc);
-        cv_constructor_functions[i] = (PyMethodDef){b->name, CV_METHOD_KEYWORDS(trampolines[i]), docs[i]};
+        cv_builder_signature(builder_at(i), docs[i], sizeof(docs[i]));
+        cv_constructor_functions[i] =
+            (PyMethodDef){builder_at(i)->name, CV_METHOD_KEYWORDS(trampolines[i]), docs[i]};
     }
     cv_constructor_functions[n + 1] = (PyMethodDef){NULL, NULL, 0, NULL};
     return 0;

@@ -106,42 +106,31 @@ static CvStatus string_item(PyArrayObject *arr, npy_intp i, const char **data, P
     return s;
 }
 
+/* A string array's items packed into a string tensor. */
 static CvStatus strings_from_array(PyArrayObject *arr, CvTensor *out)
 {
     npy_intp n = PyArray_SIZE(arr);
-    size_t total = 0;
-    CvStatus s;
-    for (npy_intp i = 0; i < n; i++) {
-        const char *data;
-        Py_ssize_t len;
-        PyObject *tmp;
-        if ((s = string_item(arr, i, &data, &len, &tmp)))
-            return s;
-        total += (size_t)len;
-        Py_XDECREF(tmp);
-    }
+    size_t slots = n ? (size_t)n : 1;
+    const char **data = PyMem_Calloc(slots, sizeof(char *));
+    size_t *len = PyMem_Calloc(slots, sizeof(size_t));
+    PyObject **keep = PyMem_Calloc(slots, sizeof(PyObject *)); /* what keeps data[i] alive */
     int64_t shape[CV_MAX_RANK];
+    CvStatus s = data && len && keep ? CV_STATUS_OK : cv_error_nomem();
+    for (npy_intp i = 0; !s && i < n; i++) {
+        Py_ssize_t item_len;
+        s = string_item(arr, i, &data[i], &item_len, &keep[i]);
+        len[i] = (size_t)item_len;
+    }
     for (int k = 0; k < PyArray_NDIM(arr); k++)
         shape[k] = PyArray_DIM(arr, k);
-    char *blob;
-    if ((s = cv_tensor_alloc(out, CV_STRING, PyArray_NDIM(arr), shape, total, &blob)))
-        return s;
-    CvStringRef *refs = (CvStringRef *)out->data;
-    for (npy_intp i = 0; i < n; i++) {
-        const char *data;
-        Py_ssize_t len;
-        PyObject *tmp;
-        if ((s = string_item(arr, i, &data, &len, &tmp))) {
-            cv_tensor_clear(out);
-            return s;
-        }
-        memcpy(blob, data, (size_t)len);
-        refs[i].offset = (uint64_t)(blob - out->buf->data);
-        refs[i].length = (uint64_t)len;
-        blob += len;
-        Py_XDECREF(tmp);
-    }
-    return CV_STATUS_OK;
+    if (!s)
+        s = cv_tensor_strings(out, PyArray_NDIM(arr), shape, data, len);
+    for (npy_intp i = 0; keep && i < n; i++)
+        Py_XDECREF(keep[i]);
+    PyMem_Free(data);
+    PyMem_Free(len);
+    PyMem_Free(keep);
+    return s;
 }
 
 /* The engine buffer an array views, or NULL. */
@@ -161,14 +150,9 @@ CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out
     PyArrayObject *arr = NULL;
     memset(out, 0, sizeof(*out));
     if (PyBytes_Check(obj)) { /* a scalar string: no numpy round trip */
-        char *blob;
-        Py_ssize_t len = PyBytes_GET_SIZE(obj);
-        if ((s = cv_tensor_alloc(out, CV_STRING, 0, NULL, (size_t)len, &blob)))
-            return s;
-        memcpy(blob, PyBytes_AS_STRING(obj), (size_t)len);
-        ((CvStringRef *)out->data)->offset = (uint64_t)(blob - out->buf->data);
-        ((CvStringRef *)out->data)->length = (uint64_t)len;
-        return CV_STATUS_OK;
+        const char *data = PyBytes_AS_STRING(obj);
+        size_t len = (size_t)PyBytes_GET_SIZE(obj);
+        return cv_tensor_strings(out, 0, NULL, &data, &len);
     }
     arr = (PyArrayObject *)PyArray_FROM_OF(obj, 0);
     if (!arr) {

@@ -42,24 +42,6 @@ static PyObject *fs_stat(PyObject *module, PyObject *arg)
                          (long long)info.mtime_ns, info.is_dir ? Py_True : Py_False, info.version);
 }
 
-static PyObject *fs_exists(PyObject *module, PyObject *arg)
-{
-    PyObject *path = NULL;
-    CvFileInfo info;
-    CvStatus s;
-    if (!PyUnicode_FSConverter(arg, &path))
-        return NULL;
-    UNLOCKED(s = cv_fs_stat(PyBytes_AS_STRING(path), &info));
-    Py_DECREF(path);
-    if (s && s->code == CV_NOT_FOUND) {
-        cv_status_free(s);
-        Py_RETURN_FALSE;
-    }
-    if (s)
-        return raise(module, s);
-    Py_RETURN_TRUE;
-}
-
 /* A list of str from names gathered without the GIL (freed here). */
 static PyObject *names_to_list(PyObject *module, CvNameList *n, CvStatus s)
 {
@@ -195,14 +177,16 @@ static PyObject *fs_read(PyObject *module, PyObject *args, PyObject *kwargs)
     return out;
 }
 
-/* ---- FsReader ----------------------------------------------------------- */
+/* ---- FsReader and FsWriter --------------------------------------------- */
 
+/* One layout for both types; each uses its own file. */
 typedef struct {
     PyObject_HEAD
-    CvReadFile *file; /* NULL once closed */
-    uint64_t position;
-    bool busy; /* a call without the GIL is in flight */
-} FsReader;
+    CvReadFile *reader;  /* FsReader's; NULL once closed */
+    CvWriteFile *writer; /* FsWriter's; NULL once committed or aborted */
+    uint64_t position;   /* FsReader's read position */
+    bool busy;           /* a call without the GIL is in flight */
+} FsFile;
 
 static int check_usable(void *file, bool busy)
 {
@@ -213,156 +197,144 @@ static int check_usable(void *file, bool busy)
     return file && !busy;
 }
 
-static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+/* Close a reader; commit (the file appears, complete) or abort (nothing
+ * appears; an aborted upload is a request) a writer. Without the GIL: a
+ * close may wait for reads in flight. */
+static CvStatus finish(CvReadFile *r, CvWriteFile *w, bool commit)
 {
-    PyObject *path = NULL;
-    CvReadFile *f = NULL;
-    CvStatus s;
-    if (!PyArg_ParseTuple(args, "O&:FsReader", PyUnicode_FSConverter, &path))
-        return NULL;
-    (void)kwargs;
-    UNLOCKED(s = cv_fs_open_read_sized(PyBytes_AS_STRING(path), &f));
-    Py_DECREF(path);
-    if (s)
-        return raise(PyType_GetModule(type), s);
-    FsReader *self = (FsReader *)type->tp_alloc(type, 0);
-    if (!self) {
-        f->methods->close(f);
-        return NULL;
-    }
-    self->file = f;
-    return (PyObject *)self;
+    if (r)
+        r->methods->close(r);
+    if (w && commit)
+        return w->methods->commit(w);
+    if (w)
+        w->methods->abort(w);
+    return CV_STATUS_OK;
 }
 
-static PyObject *reader_read(FsReader *self, PyObject *args)
+static PyObject *file_new(PyTypeObject *type, PyObject *args, bool writing)
+{
+    PyObject *path = NULL;
+    int append = 0;
+    CvReadFile *r = NULL;
+    CvWriteFile *w = NULL;
+    CvStatus s;
+    if (!PyArg_ParseTuple(args, writing ? "O&|p:FsWriter" : "O&:FsReader", PyUnicode_FSConverter,
+                          &path, &append))
+        return NULL;
+    const char *url = PyBytes_AS_STRING(path);
+    UNLOCKED(s = writing ? cv_fs_open_write(url, append, &w) : cv_fs_open_read_sized(url, &r));
+    Py_DECREF(path);
+    FsFile *self = s ? NULL : (FsFile *)type->tp_alloc(type, 0);
+    if (self) {
+        self->reader = r;
+        self->writer = w;
+    } else if (!s) {
+        finish(r, w, false);
+    }
+    return s ? raise(PyType_GetModule(type), s) : (PyObject *)self;
+}
+
+static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    (void)kwargs;
+    return file_new(type, args, false);
+}
+
+static PyObject *writer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    (void)kwargs;
+    return file_new(type, args, true);
+}
+
+/* close() of both, abort() of FsWriter. */
+static PyObject *file_finish(FsFile *self, bool commit)
+{
+    CvStatus s;
+    if (self->busy) {
+        check_usable(self, true);
+        return NULL;
+    }
+    CvReadFile *r = self->reader;
+    CvWriteFile *w = self->writer;
+    self->reader = NULL;
+    self->writer = NULL;
+    UNLOCKED(s = finish(r, w, commit));
+    if (s)
+        return raise(PyType_GetModule(Py_TYPE(self)), s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *file_close(FsFile *self, PyObject *unused)
+{
+    (void)unused;
+    return file_finish(self, true);
+}
+
+static PyObject *writer_abort(FsFile *self, PyObject *unused)
+{
+    (void)unused;
+    return file_finish(self, false);
+}
+
+static void file_dealloc(FsFile *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    if (self->reader || self->writer) /* never closed: a writer's file does not appear */
+        UNLOCKED(finish(self->reader, self->writer, false));
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyObject *reader_read(FsFile *self, PyObject *args)
 {
     Py_ssize_t n = -1;
-    if (!PyArg_ParseTuple(args, "|n:read", &n) || !check_usable(self->file, self->busy))
+    if (!PyArg_ParseTuple(args, "|n:read", &n) || !check_usable(self->reader, self->busy))
         return NULL;
     self->busy = true;
-    PyObject *out = read_bytes(PyType_GetModule(Py_TYPE(self)), self->file, self->position, n);
+    PyObject *out = read_bytes(PyType_GetModule(Py_TYPE(self)), self->reader, self->position, n);
     self->busy = false;
     if (out)
         self->position += (uint64_t)PyBytes_GET_SIZE(out);
     return out;
 }
 
-static PyObject *reader_seek(FsReader *self, PyObject *args)
+/* seek(position): gfile resolves whence (conveyor/io/gfile.py). */
+static PyObject *reader_seek(FsFile *self, PyObject *arg)
 {
-    long long offset;
-    int whence = 0;
-    if (!PyArg_ParseTuple(args, "L|i:seek", &offset, &whence) ||
-        !check_usable(self->file, self->busy))
+    long long position = PyLong_AsLongLong(arg);
+    if ((position == -1 && PyErr_Occurred()) || !check_usable(self->reader, self->busy))
         return NULL;
-    uint64_t size = self->file->info.size;
-    long long base = whence == 0 ? 0 : whence == 1 ? (long long)self->position
-                     : size == UINT64_MAX ? -1 : (long long)size;
-    if (whence < 0 || whence > 2 || base < 0 || base + offset < 0) {
-        PyErr_Format(PyExc_ValueError, "seek to %lld (whence %d) is not possible in %s", offset,
-                     whence, self->file->url);
-        return NULL;
-    }
-    self->position = (uint64_t)(base + offset);
+    if (position < 0)
+        return PyErr_Format(PyExc_ValueError, "seek to %lld is not possible in %s", position,
+                            self->reader->url);
+    self->position = (uint64_t)position;
     return PyLong_FromUnsignedLongLong(self->position);
 }
 
-static PyObject *reader_tell(FsReader *self, PyObject *unused)
+static PyObject *reader_tell(FsFile *self, PyObject *unused)
 {
     (void)unused;
-    return check_usable(self->file, false) ? PyLong_FromUnsignedLongLong(self->position) : NULL;
+    return check_usable(self->reader, false) ? PyLong_FromUnsignedLongLong(self->position) : NULL;
 }
 
-static PyObject *reader_size(FsReader *self, PyObject *unused)
+static PyObject *reader_size(FsFile *self, PyObject *unused)
 {
     (void)unused;
-    if (!check_usable(self->file, false))
+    if (!check_usable(self->reader, false))
         return NULL;
-    if (self->file->info.size == UINT64_MAX)
+    if (self->reader->info.size == UINT64_MAX)
         Py_RETURN_NONE;
-    return PyLong_FromUnsignedLongLong(self->file->info.size);
+    return PyLong_FromUnsignedLongLong(self->reader->info.size);
 }
 
-static PyObject *reader_close(FsReader *self, PyObject *unused)
-{
-    (void)unused;
-    if (self->busy) {
-        check_usable(self->file, true);
-        return NULL;
-    }
-    CvReadFile *f = self->file;
-    self->file = NULL;
-    if (f)
-        UNLOCKED(f->methods->close(f));
-    Py_RETURN_NONE;
-}
-
-static void reader_dealloc(FsReader *self)
-{
-    PyTypeObject *type = Py_TYPE(self);
-    if (self->file) /* may wait for reads in flight: without the GIL */
-        UNLOCKED(self->file->methods->close(self->file));
-    type->tp_free(self);
-    Py_DECREF(type);
-}
-
-static PyMethodDef reader_methods[] = {
-    {"read", (PyCFunction)reader_read, METH_VARARGS, "read(n=-1) -> bytes"},
-    {"seek", (PyCFunction)reader_seek, METH_VARARGS, "seek(offset, whence=0) -> position"},
-    {"tell", (PyCFunction)reader_tell, METH_NOARGS, "tell() -> position"},
-    {"size", (PyCFunction)reader_size, METH_NOARGS, "size() -> bytes, or None when unknown"},
-    {"close", (PyCFunction)reader_close, METH_NOARGS, "close()"},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyType_Slot reader_slots[] = {
-    {Py_tp_new, reader_new},
-    {Py_tp_dealloc, reader_dealloc},
-    {Py_tp_methods, reader_methods},
-    {Py_tp_doc, "FsReader(url): a file read through the engine's file-system layer"},
-    {0, NULL},
-};
-
-static PyType_Spec reader_spec = {"conveyor._engine.FsReader", sizeof(FsReader), 0,
-                                  Py_TPFLAGS_DEFAULT, reader_slots};
-
-/* ---- FsWriter ----------------------------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    CvWriteFile *file; /* NULL once committed or aborted */
-    bool busy;
-} FsWriter;
-
-static PyObject *writer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
-{
-    PyObject *path = NULL;
-    int append = 0;
-    CvWriteFile *f = NULL;
-    CvStatus s;
-    (void)kwargs;
-    if (!PyArg_ParseTuple(args, "O&|p:FsWriter", PyUnicode_FSConverter, &path, &append))
-        return NULL;
-    UNLOCKED(s = cv_fs_open_write(PyBytes_AS_STRING(path), append, &f));
-    Py_DECREF(path);
-    if (s)
-        return raise(PyType_GetModule(type), s);
-    FsWriter *self = (FsWriter *)type->tp_alloc(type, 0);
-    if (!self) {
-        f->methods->abort(f);
-        return NULL;
-    }
-    self->file = f;
-    return (PyObject *)self;
-}
-
-static PyObject *writer_write(FsWriter *self, PyObject *arg)
+static PyObject *writer_write(FsFile *self, PyObject *arg)
 {
     Py_buffer view;
     CvStatus s;
-    if (!check_usable(self->file, self->busy) || PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    if (!check_usable(self->writer, self->busy) || PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     self->busy = true;
-    UNLOCKED(s = self->file->methods->append(self->file, view.buf, (size_t)view.len));
+    UNLOCKED(s = self->writer->methods->append(self->writer, view.buf, (size_t)view.len));
     self->busy = false;
     PyBuffer_Release(&view);
     if (s)
@@ -370,63 +342,42 @@ static PyObject *writer_write(FsWriter *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-/* close(): commit (the file appears, complete); abort(): nothing appears. */
-static PyObject *writer_finish(FsWriter *self, bool commit)
-{
-    CvWriteFile *f = self->file;
-    CvStatus s = CV_STATUS_OK;
-    if (self->busy) {
-        check_usable(f, true);
-        return NULL;
-    }
-    self->file = NULL;
-    if (f && commit)
-        UNLOCKED(s = f->methods->commit(f));
-    else if (f)
-        UNLOCKED(f->methods->abort(f));
-    if (s)
-        return raise(PyType_GetModule(Py_TYPE(self)), s);
-    Py_RETURN_NONE;
-}
-
-static PyObject *writer_close(FsWriter *self, PyObject *unused)
-{
-    (void)unused;
-    return writer_finish(self, true);
-}
-
-static PyObject *writer_abort(FsWriter *self, PyObject *unused)
-{
-    (void)unused;
-    return writer_finish(self, false);
-}
-
-static void writer_dealloc(FsWriter *self)
-{
-    PyTypeObject *type = Py_TYPE(self);
-    if (self->file) /* never closed: nothing appears (an aborted upload is a request) */
-        UNLOCKED(self->file->methods->abort(self->file));
-    type->tp_free(self);
-    Py_DECREF(type);
-}
+static PyMethodDef reader_methods[] = {
+    {"read", (PyCFunction)reader_read, METH_VARARGS, "read(n=-1) -> bytes"},
+    {"seek", (PyCFunction)reader_seek, METH_O, "seek(position) -> position"},
+    {"tell", (PyCFunction)reader_tell, METH_NOARGS, "tell() -> position"},
+    {"size", (PyCFunction)reader_size, METH_NOARGS, "size() -> bytes, or None when unknown"},
+    {"close", (PyCFunction)file_close, METH_NOARGS, "close()"},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyMethodDef writer_methods[] = {
     {"write", (PyCFunction)writer_write, METH_O, "write(bytes-like)"},
-    {"close", (PyCFunction)writer_close, METH_NOARGS, "close(): commit; the file appears"},
+    {"close", (PyCFunction)file_close, METH_NOARGS, "close(): commit; the file appears"},
     {"abort", (PyCFunction)writer_abort, METH_NOARGS, "abort(): nothing appears"},
     {NULL, NULL, 0, NULL},
 };
 
+static PyType_Slot reader_slots[] = {
+    {Py_tp_new, reader_new},
+    {Py_tp_dealloc, file_dealloc},
+    {Py_tp_methods, reader_methods},
+    {Py_tp_doc, "FsReader(url): a file read through the engine's file-system layer"},
+    {0, NULL},
+};
+
 static PyType_Slot writer_slots[] = {
     {Py_tp_new, writer_new},
-    {Py_tp_dealloc, writer_dealloc},
+    {Py_tp_dealloc, file_dealloc},
     {Py_tp_methods, writer_methods},
     {Py_tp_doc, "FsWriter(url, append=False): a file written through the file-system layer"},
     {0, NULL},
 };
 
-static PyType_Spec writer_spec = {"conveyor._engine.FsWriter", sizeof(FsWriter), 0,
-                                  Py_TPFLAGS_DEFAULT, writer_slots};
+static PyType_Spec file_specs[] = {
+    {"conveyor._engine.FsReader", sizeof(FsFile), 0, Py_TPFLAGS_DEFAULT, reader_slots},
+    {"conveyor._engine.FsWriter", sizeof(FsFile), 0, Py_TPFLAGS_DEFAULT, writer_slots},
+};
 
 extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
 
@@ -459,20 +410,18 @@ static PyObject *set_io_budget(PyObject *module, PyObject *args)
 int cv_fs_init(PyObject *module)
 {
     cv_fs_register(&cv_fs_fsspec); /* every scheme without a table of its own */
-    PyObject *reader = PyType_FromModuleAndSpec(module, &reader_spec, NULL);
-    PyObject *writer = reader ? PyType_FromModuleAndSpec(module, &writer_spec, NULL) : NULL;
-    int r = writer && PyModule_AddType(module, (PyTypeObject *)reader) == 0 &&
-                    PyModule_AddType(module, (PyTypeObject *)writer) == 0
-                ? 0
-                : -1;
-    Py_XDECREF(reader);
-    Py_XDECREF(writer);
-    return r;
+    for (int i = 0; i < 2; i++) {
+        PyObject *type = PyType_FromModuleAndSpec(module, &file_specs[i], NULL);
+        int rc = type ? PyModule_AddType(module, (PyTypeObject *)type) : -1;
+        Py_XDECREF(type);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
 }
 
 PyMethodDef cv_fs_functions[] = {
     {"fs_stat", fs_stat, METH_O, "fs_stat(url) -> (size or -1, mtime_ns, is_dir, version)"},
-    {"fs_exists", fs_exists, METH_O, "fs_exists(url) -> bool"},
     {"fs_list", fs_list, METH_VARARGS, "fs_list(url, recursive=False) -> [names], sorted"},
     {"fs_glob", fs_glob, METH_O, "fs_glob(pattern) -> [urls], sorted"},
     {"fs_read", (PyCFunction)(void (*)(void))fs_read, METH_VARARGS | METH_KEYWORDS,

@@ -34,86 +34,57 @@ static void release_capsule(void *owner)
     cv_python_end(&call);
 }
 
-/* Fill ints and floats from `named`, a dict (or a sequence of (name, value)
- * pairs) of the attributes op declares (ops/op.h: cv_op_attr_slot); the
- * engine checks what is missing (raised as TypeError, as an argument). */
+/* Put `value` (one number, or a sequence when `list`) into attrs' ints or
+ * floats from `slot` on, at most `room` values: the count put, or -1 with an
+ * exception set. */
+static int put_values(PyObject *value, bool list, bool is_float, int slot, int room,
+                      CvOpAttrs *attrs)
+{
+    PyObject *fast = list ? PySequence_Fast(value, "a list attribute must be a sequence") : NULL;
+    Py_ssize_t n = !list ? 1 : fast ? PySequence_Fast_GET_SIZE(fast) : 0;
+    if (fast && n > room)
+        PyErr_SetString(PyExc_ValueError, "too many values for an op attribute");
+    for (Py_ssize_t k = 0; !PyErr_Occurred() && k < n; k++) {
+        PyObject *v = list ? PySequence_Fast_GET_ITEM(fast, k) : value;
+        if (is_float)
+            attrs->floats[slot + k] = PyFloat_AsDouble(v);
+        else
+            attrs->ints[slot + k] = PyLong_AsLongLong(v);
+    }
+    Py_XDECREF(fast);
+    return PyErr_Occurred() ? -1 : (int)n;
+}
+
+/* Fill attrs from `named`, a dict (or a list of (name, value) pairs) of
+ * the attributes op declares (ops/op.h: cv_op_attr_slot); the engine checks
+ * what is missing (raised as TypeError, as an argument). */
 static int named_attrs_from_python(const CvOp *op, PyObject *named, CvOpAttrs *attrs)
 {
     PyObject *items = PyDict_Check(named) ? PyDict_Items(named) : PySequence_List(named);
     int given[2][CV_OP_MAX_INTS];
     memset(given, 0xff, sizeof(given)); /* -1: left out */
-    int rc = -1;
-    for (Py_ssize_t j = 0; items && j < PyList_GET_SIZE(items); j++) {
-        PyObject *key, *value, *fast = NULL;
+    for (Py_ssize_t j = 0; items && !PyErr_Occurred() && j < PyList_GET_SIZE(items); j++) {
+        PyObject *key, *value;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(items, j), "UO;an attribute is a (name, value) pair",
                               &key, &value))
-            goto done;
+            break;
         const char *text = PyUnicode_AsUTF8(key);
         CvOpAttrSlot at = text ? cv_op_attr_slot(op, text) : (CvOpAttrSlot){-1, false, false, 0};
-        if (!text || at.slot < 0 || given[at.is_float][at.slot] >= 0) {
-            if (text)
-                PyErr_Format(PyExc_TypeError, at.slot < 0 ? "%s: unknown attribute %R"
-                                                          : "%s: attribute %R given twice", op->name, key);
-            goto done;
-        }
-        if (at.list && !(fast = PySequence_Fast(value, "a list attribute must be a sequence")))
-            goto done;
-        Py_ssize_t n = at.list ? PySequence_Fast_GET_SIZE(fast) : 1;
-        if (n > at.room)
-            PyErr_Format(PyExc_ValueError, "%s: attribute %R is too long", op->name, key);
-        for (Py_ssize_t k = 0; !PyErr_Occurred() && k < n; k++) {
-            PyObject *v = at.list ? PySequence_Fast_GET_ITEM(fast, k) : value;
-            if (at.is_float)
-                attrs->floats[at.slot + k] = PyFloat_AsDouble(v);
-            else
-                attrs->ints[at.slot + k] = PyLong_AsLongLong(v);
-        }
-        Py_XDECREF(fast);
-        if (PyErr_Occurred())
-            goto done;
-        given[at.is_float][at.slot] = (int)n;
+        if (text && (at.slot < 0 || given[at.is_float][at.slot] >= 0))
+            PyErr_Format(PyExc_TypeError, at.slot < 0 ? "%s: unknown attribute %R"
+                                                      : "%s: attribute %R given twice", op->name, key);
+        else if (text)
+            given[at.is_float][at.slot] = put_values(value, at.list, at.is_float, at.slot, at.room,
+                                                     attrs);
     }
-    CvStatus s = items ? cv_op_attrs_given(op, given[0], given[1], attrs) : CV_STATUS_OK;
+    CvStatus s = items && !PyErr_Occurred() ? cv_op_attrs_given(op, given[0], given[1], attrs)
+                                            : CV_STATUS_OK;
     if (s) {
         PyErr_SetString(PyExc_TypeError, s->message);
         cv_status_free(s);
     }
-    rc = items && !s ? 0 : -1;
-done:
     Py_XDECREF(items);
-    return rc;
-}
-
-/* Positional ints and floats, slot by slot. */
-static int positional_attrs_from_python(PyObject *ints, PyObject *floats, CvOpAttrs *attrs)
-{
-    PyObject *fi = PySequence_Fast(ints, "ints must be a sequence");
-    PyObject *ff = fi ? PySequence_Fast(floats, "floats must be a sequence") : NULL;
-    int rc = -1;
-    if (!ff)
-        goto done;
-    if (PySequence_Fast_GET_SIZE(fi) > CV_OP_MAX_INTS ||
-        PySequence_Fast_GET_SIZE(ff) > CV_OP_MAX_FLOATS) {
-        PyErr_SetString(PyExc_ValueError, "too many op attributes");
-        goto done;
-    }
-    attrs->num_ints = (int)PySequence_Fast_GET_SIZE(fi);
-    attrs->num_floats = (int)PySequence_Fast_GET_SIZE(ff);
-    for (int i = 0; i < attrs->num_ints; i++) {
-        attrs->ints[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fi, i));
-        if (attrs->ints[i] == -1 && PyErr_Occurred())
-            goto done;
-    }
-    for (int i = 0; i < attrs->num_floats; i++) {
-        attrs->floats[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(ff, i));
-        if (attrs->floats[i] == -1.0 && PyErr_Occurred())
-            goto done;
-    }
-    rc = 0;
-done:
-    Py_XDECREF(fi);
-    Py_XDECREF(ff);
-    return rc;
+    return PyErr_Occurred() ? -1 : 0;
 }
 
 /* Named attributes: a dict, or a list of (name, value) pairs. */
@@ -125,62 +96,46 @@ static bool are_named(PyObject *attrs)
 
 /* Fill attrs from Python values: `ints` the named attributes (then `floats`
  * is empty or NULL) or, with `floats` not NULL, the raw form (positional
- * ints and floats); -1 with an exception set on failure. */
+ * ints and floats, slot by slot); -1 with an exception set on failure. */
 static int attrs_from_python(const CvOp *op, PyObject *ints, PyObject *floats, PyObject *string,
                              PyObject *obj, CvOpAttrs *attrs)
 {
     memset(attrs, 0, sizeof(*attrs));
-    int rc = -1;
-    if (are_named(ints)) {
-        if (floats && PyObject_Length(floats) != 0) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "%s: floats are named attributes too", op->name);
-            goto done;
-        }
-        if (named_attrs_from_python(op, ints, attrs) < 0)
-            goto done;
-    } else if (!floats) {
+    bool named = are_named(ints);
+    Py_ssize_t stray = named && floats ? PyObject_Length(floats) : 0; /* -1: an error set */
+    if (stray > 0)
+        PyErr_Format(PyExc_TypeError, "%s: floats are named attributes too", op->name);
+    else if (!named && !floats)
         PyErr_Format(PyExc_TypeError, "%s: attributes must be named (a dict)", op->name);
-        goto done;
-    } else if (positional_attrs_from_python(ints, floats, attrs) < 0) {
-        goto done;
-    }
-    if (string != Py_None) {
-        Py_ssize_t n;
-        const char *text = PyUnicode_AsUTF8AndSize(string, &n);
-        if (!text)
-            goto done;
-        attrs->string = malloc((size_t)n + 1);
-        if (!attrs->string) {
-            PyErr_NoMemory();
-            goto done;
-        }
+    else if (named && stray == 0)
+        named_attrs_from_python(op, ints, attrs);
+    else if (!named && (attrs->num_ints = put_values(ints, true, false, 0, CV_OP_MAX_INTS,
+                                                      attrs)) >= 0)
+        attrs->num_floats = put_values(floats, true, true, 0, CV_OP_MAX_FLOATS, attrs);
+    Py_ssize_t n = 0; /* the string may hold NULs (a pattern and its rewrite) */
+    const char *text = PyErr_Occurred() || string == Py_None ? NULL
+                                                             : PyUnicode_AsUTF8AndSize(string, &n);
+    if (text && !(attrs->string = malloc((size_t)n + 1)))
+        PyErr_NoMemory();
+    else if (text)
         memcpy(attrs->string, text, (size_t)n + 1);
-    }
-    if (obj != Py_None) {
-        /* A capsule: the op gets its pointer, the program keeps the capsule. */
-        const void *pointer = PyCapsule_IsValid(obj, PyCapsule_GetName(obj))
-                                  ? PyCapsule_GetPointer(obj, PyCapsule_GetName(obj))
-                                  : NULL;
-        if (!pointer) {
-            PyErr_Format(PyExc_TypeError, "op object must be a capsule, got %s",
-                         Py_TYPE(obj)->tp_name);
-            goto done;
-        }
-        attrs->object = pointer;
+    /* obj: a capsule; the op gets its pointer, the program keeps the capsule. */
+    if (!PyErr_Occurred() && PyCapsule_CheckExact(obj))
+        attrs->object = PyCapsule_GetPointer(obj, PyCapsule_GetName(obj));
+    if (!PyErr_Occurred() && obj != Py_None && !attrs->object)
+        PyErr_Format(PyExc_TypeError, "op object must be a capsule, got %s", Py_TYPE(obj)->tp_name);
+    if (attrs->object) {
         attrs->owner = Py_NewRef(obj);
         attrs->release_owner = release_capsule;
     }
-    rc = 0;
-done:
-    if (rc < 0) {
-        /* Under the GIL here: drop the capsule directly. */
-        Py_XDECREF((PyObject *)attrs->owner);
-        attrs->owner = NULL;
-        attrs->release_owner = NULL;
-        cv_op_attrs_clear(attrs);
-    }
-    return rc;
+    if (!PyErr_Occurred())
+        return 0;
+    /* Under the GIL here: drop the capsule directly. */
+    Py_XDECREF((PyObject *)attrs->owner);
+    attrs->owner = NULL;
+    attrs->release_owner = NULL;
+    cv_op_attrs_clear(attrs);
+    return -1;
 }
 
 static const CvOp *op_arg(PyObject *name)

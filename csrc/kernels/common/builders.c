@@ -1,12 +1,15 @@
 /* The dataset constructors of the kernels as one const table (core/builder.h):
  * sources, the common transformations, the structural ones, the choosers
- * and the windows. The binding walks it (csrc/python/construct.c); each
- * build forwards checked arguments to its kernel (kernels.h). Record files
- * and cache keep their own binding (they open files); prefetch_to_device's
- * entry is in device/. */
+ * the windows and the record-file readers. The binding walks it
+ * (csrc/python/constructors.c); each build forwards checked arguments to its
+ * kernel (kernels.h, readers.h). Cache keeps its own binding;
+ * prefetch_to_device's entry is in device/. */
 #include "kernels/common/builders.h"
 
+#include <stdlib.h>
+
 #include "kernels/kernels.h"
+#include "kernels/readers.h"
 
 #define D(k) {k, CV_ARG_DATASET}
 #define I(k) {k, CV_ARG_INT}
@@ -171,6 +174,93 @@ static CvStatus build_group_by_window(CvBuildArg *a, CvDataset **out)
                                       a[6].bools.n, out);
 }
 
+/* The readers' common options; negative sizes are refused here (the front
+ * end checks them first), codes by cv_reader_params_check. */
+static CvStatus read_options(int64_t compression, int64_t buffer_size, int64_t max_record_bytes,
+                             int64_t on_truncation, CvReadOptions *o)
+{
+    if (buffer_size < 0 || max_record_bytes < 0)
+        return cv_error(CV_INVALID_ARGUMENT, "buffer_size and max_record_bytes must be >= 0");
+    *o = (CvReadOptions){(CvCompression)compression, (CvTruncation)on_truncation,
+                         (size_t)buffer_size, (uint64_t)max_record_bytes};
+    return CV_STATUS_OK;
+}
+
+static CvStatus build_tfrecord(CvBuildArg *a, CvDataset **out)
+{
+    CvReadOptions o;
+    CvStatus s = read_options(a[1].i, a[2].i, a[3].i, a[4].i, &o);
+    return s ? s : cv_tfrecord_dataset(a[0].dataset, &o, out);
+}
+
+static CvStatus build_text_line(CvBuildArg *a, CvDataset **out)
+{
+    CvReadOptions o;
+    CvStatus s = read_options(a[1].i, a[2].i, 0, a[3].i, &o);
+    return s ? s : cv_text_line_dataset(a[0].dataset, &o, out);
+}
+
+static CvStatus build_fixed_length_record(CvBuildArg *a, CvDataset **out)
+{
+    CvReadOptions o;
+    CvStatus s = read_options(a[4].i, a[5].i, 0, a[6].i, &o);
+    if (!s && (a[1].i < 0 || a[2].i <= 0 || a[3].i < 0))
+        s = cv_error(CV_INVALID_ARGUMENT,
+                     "header_bytes and footer_bytes must be >= 0 and record_bytes > 0");
+    return s ? s : cv_fixed_length_record_dataset(a[0].dataset, (uint64_t)a[1].i, (uint64_t)a[2].i,
+                                                  (uint64_t)a[3].i, &o, out);
+}
+
+/* The scalar string t holds (a borrowed view). */
+static const char *string_value(const CvTensor *t, size_t *len)
+{
+    const CvStringRef *ref = (const CvStringRef *)t->data;
+    *len = (size_t)ref->length;
+    return cv_string_data(t, ref);
+}
+
+/* csv: defaults holds one array per column of dtypes: empty (a required
+ * column), or one int64, float64 or string value; taken (cleared here).
+ * The kernel checks the dtypes and copies what it keeps. */
+static CvStatus build_csv(CvBuildArg *a, CvDataset **out)
+{
+    CvElement *defaults = &a[10].element;
+    int64_t k = a[9].ints.n;
+    CvCsvColumn *cols = calloc(k > 0 ? (size_t)k : 1, sizeof(*cols));
+    CvCsvParams p = {.header = a[3].b, .quotes = a[5].b, .delim = (char)a[4].i, .ncols = (int)k,
+                     .cols = cols, .select = a[7].ints.v, .nselect = (int)a[7].ints.n,
+                     .exclude = a[8].ints.v, .nexclude = (int)a[8].ints.n};
+    CvStatus s = read_options(a[1].i, a[2].i, 0, CV_TRUNCATION_IGNORE, &p.options);
+    if (!s && !cols)
+        s = cv_error_nomem();
+    else if (!s && (k < 1 || k > INT32_MAX || defaults->n != (uint32_t)k))
+        s = cv_error(CV_INVALID_ARGUMENT, "csv: one default per dtype, at least one");
+    if (!s && a[6].tensor && (a[6].tensor->dtype != CV_STRING || a[6].tensor->rank != 0))
+        s = cv_error(CV_INVALID_ARGUMENT, "csv: na is a scalar string");
+    else if (!s && a[6].tensor)
+        p.na = string_value(a[6].tensor, &p.na_len);
+    for (int64_t j = 0; !s && j < k; j++) {
+        const CvTensor *t = &defaults->t[j];
+        cols[j].dtype = (CvDtype)a[9].ints.v[j];
+        cols[j].has_default = cv_tensor_num_elements(t) > 0;
+        if (!cols[j].has_default)
+            continue;
+        if (t->dtype == CV_STRING)
+            cols[j].s = string_value(t, &cols[j].s_len);
+        else if (t->dtype == CV_FLOAT64)
+            cols[j].f = *(const double *)t->data;
+        else if (t->dtype == CV_INT64)
+            cols[j].i = *(const int64_t *)t->data;
+        else
+            s = cv_error(CV_INVALID_ARGUMENT, "csv: a default is an int64, a float64 or a string");
+    }
+    if (!s)
+        s = cv_csv_dataset(a[0].dataset, &p, out);
+    cv_element_clear(defaults);
+    free(cols);
+    return s;
+}
+
 const CvBuilder cv_kernel_builders[] = {
     {"tensor_slices", {{"components", CV_ARG_ELEMENT}}, 1, build_tensor_slices,
      "a dataset of the components' slices along their first dimension"},
@@ -244,5 +334,20 @@ const CvBuilder cv_kernel_builders[] = {
       {"size_fn", CV_ARG_FUNCTION_OR_NONE}, AUX("size_convert"), I("window_size"),
       {"ragged", CV_ARG_BOOLS}, AUX("name")},
      8, build_group_by_window, "a dataset of (key, packed window)"},
+    {"tfrecord",
+     {D("filenames"), I("compression"), I("buffer_size"), I("max_record_bytes"), I("on_truncation")},
+     4, build_tfrecord, "the records of each file in turn"},
+    {"text_line", {D("filenames"), I("compression"), I("buffer_size"), I("on_truncation")}, 3,
+     build_text_line, "the lines of each file in turn"},
+    {"fixed_length_record",
+     {D("filenames"), I("header_bytes"), I("record_bytes"), I("footer_bytes"), I("compression"),
+      I("buffer_size"), I("on_truncation")},
+     6, build_fixed_length_record, "the records of each file in turn"},
+    {"csv",
+     {D("filenames"), I("compression"), I("buffer_size"), B("header"), I("delim"), B("use_quote"),
+      {"na", CV_ARG_TENSOR_OR_NONE}, {"select", CV_ARG_INTS}, {"exclude", CV_ARG_INTS},
+      {"dtypes", CV_ARG_INTS}, {"defaults", CV_ARG_ELEMENT}},
+     11, build_csv, "defaults: per column an empty array (required) or one int64, float64 or "
+                    "string value"},
     {NULL, {{NULL, CV_ARG_END}}, 0, NULL, NULL},
 };
