@@ -122,7 +122,7 @@ static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
 /* constructors.c: one per builder (core/builder.h), filled by cv_constructors_init */
 extern PyMethodDef cv_constructor_functions[];
 int cv_constructors_init(void);
-extern PyMethodDef cv_io_functions[];          /* records.c: record files */
+extern PyMethodDef cv_io_functions[];          /* records.c: TFRecord writer, record indexes, CRC-32C */
 extern PyMethodDef cv_cache_functions[];       /* cache.c: Dataset.cache */
 extern PyMethodDef cv_example_functions[];     /* example.c: tf.train.Example */
 extern PyMethodDef cv_op_functions[];          /* ops.c: element ops and traced programs */
