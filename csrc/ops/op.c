@@ -149,16 +149,49 @@ CvStatus cv_op_output(const CvOpContext *ctx, CvTensor *out, CvDtype dtype, int 
 
 /* -- epilogues ------------------------------------------------------------- */
 
+bool cv_epilogue_fits(const CvEpilogue *e, int count, int64_t last_dim)
+{
+    for (int k = 0; k < count; k++)
+        if (e[k].num_values > 1 && e[k].num_values != last_dim)
+            return false;
+    return true;
+}
+
+/* One step; a per-channel one walks pixel by pixel (n is whole pixels). */
+#define EPILOGUE_LOOP(OP)                                                                          \
+    do {                                                                                           \
+        if (e->num_values == 1) {                                                                  \
+            float y = e->values[0];                                                                \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                x[i] = x[i] OP y;                                                                  \
+        } else if (e->num_values == 3) {                                                           \
+            float y0 = e->values[0], y1 = e->values[1], y2 = e->values[2];                         \
+            for (int64_t i = 0; i + 2 < n; i += 3) {                                               \
+                x[i] = x[i] OP y0;                                                                 \
+                x[i + 1] = x[i + 1] OP y1;                                                         \
+                x[i + 2] = x[i + 2] OP y2;                                                         \
+            }                                                                                      \
+        } else {                                                                                   \
+            int m = e->num_values;                                                                 \
+            for (int64_t i = 0; i + m - 1 < n; i += m)                                             \
+                for (int k = 0; k < m; k++)                                                        \
+                    x[i + k] = x[i + k] OP e->values[k];                                           \
+        }                                                                                          \
+    } while (0)
+
 /* Elementwise's float kernel's expressions (binary_float), so results are
  * identical to the unfolded op's. */
 CV_CLONES_AVX2
-void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n)
+void cv_epilogue_apply(const CvEpilogue *steps, int count, float *x, int64_t n)
 {
-    float y = e->value;
-    switch (e->kind) {
-    case CV_EPILOGUE_ADD: for (int64_t i = 0; i < n; i++) x[i] = x[i] + y; break;
-    case CV_EPILOGUE_SUB: for (int64_t i = 0; i < n; i++) x[i] = x[i] - y; break;
-    case CV_EPILOGUE_MUL: for (int64_t i = 0; i < n; i++) x[i] = x[i] * y; break;
-    case CV_EPILOGUE_DIV: for (int64_t i = 0; i < n; i++) x[i] = x[i] / y; break;
+    for (int k = 0; k < count; k++) {
+        const CvEpilogue *e = &steps[k];
+        switch (e->kind) {
+        case CV_EPILOGUE_ADD: EPILOGUE_LOOP(+); break;
+        case CV_EPILOGUE_SUB: EPILOGUE_LOOP(-); break;
+        case CV_EPILOGUE_MUL: EPILOGUE_LOOP(*); break;
+        case CV_EPILOGUE_DIV: EPILOGUE_LOOP(/); break;
+        }
     }
 }
+#undef EPILOGUE_LOOP
