@@ -513,8 +513,7 @@ static bool elementwise_as_epilogue(const CvOpAttrs *attrs, const CvTensor *oper
     if (operand->dtype != CV_FLOAT32 || n < 1 || n > CV_EPILOGUE_MAX_VALUES ||
         (operand->rank == 1 && !per_channel))
         return false;
-    *out = (CvEpilogue){.kind = kind, .num_values = (int)n};
-    memcpy(out->values, operand->data, (size_t)n * sizeof(float));
+    cv_epilogue_init(out, kind, (const float *)operand->data, (int)n);
     return true;
 }
 

@@ -157,36 +157,37 @@ bool cv_epilogue_fits(const CvEpilogue *e, int count, int64_t last_dim)
     return true;
 }
 
-/* One step; a per-channel one walks pixel by pixel (n is whole pixels). */
+void cv_epilogue_init(CvEpilogue *e, CvEpilogueKind kind, const float *operand, int n)
+{
+    e->kind = kind;
+    e->num_values = n;
+    for (int j = 0; j < CV_EPILOGUE_PATTERN; j++)
+        e->values[j] = operand[j % n];
+}
+
+/* One step over x[0..n) by blocks of the pattern, each starting at channel
+ * 0 (n is whole pixels), so that the loop over a block vectorizes. */
+_Static_assert(CV_EPILOGUE_PATTERN % 3 == 0 && CV_EPILOGUE_PATTERN % 4 == 0 &&
+                   CV_EPILOGUE_MAX_VALUES <= 4,
+               "the pattern must hold whole pixels");
 #define EPILOGUE_LOOP(OP)                                                                          \
     do {                                                                                           \
-        if (e->num_values == 1) {                                                                  \
-            float y = e->values[0];                                                                \
-            for (int64_t i = 0; i < n; i++)                                                        \
-                x[i] = x[i] OP y;                                                                  \
-        } else if (e->num_values == 3) {                                                           \
-            float y0 = e->values[0], y1 = e->values[1], y2 = e->values[2];                         \
-            for (int64_t i = 0; i + 2 < n; i += 3) {                                               \
-                x[i] = x[i] OP y0;                                                                 \
-                x[i + 1] = x[i + 1] OP y1;                                                         \
-                x[i + 2] = x[i + 2] OP y2;                                                         \
-            }                                                                                      \
-        } else {                                                                                   \
-            int m = e->num_values;                                                                 \
-            for (int64_t i = 0; i + m - 1 < n; i += m)                                             \
-                for (int k = 0; k < m; k++)                                                        \
-                    x[i + k] = x[i + k] OP e->values[k];                                           \
-        }                                                                                          \
+        int64_t i = 0;                                                                             \
+        for (; i + CV_EPILOGUE_PATTERN <= n; i += CV_EPILOGUE_PATTERN)                             \
+            for (int j = 0; j < CV_EPILOGUE_PATTERN; j++)                                          \
+                x[i + j] = x[i + j] OP p[j];                                                       \
+        for (int j = 0; i + j < n; j++)                                                            \
+            x[i + j] = x[i + j] OP p[j];                                                           \
     } while (0)
 
 /* Elementwise's float kernel's expressions (binary_float), so results are
  * identical to the unfolded op's. */
 CV_CLONES_AVX2
-void cv_epilogue_apply(const CvEpilogue *steps, int count, float *x, int64_t n)
+void cv_epilogue_apply(const CvEpilogue *steps, int count, float *restrict x, int64_t n)
 {
     for (int k = 0; k < count; k++) {
-        const CvEpilogue *e = &steps[k];
-        switch (e->kind) {
+        const float *restrict p = steps[k].values;
+        switch (steps[k].kind) {
         case CV_EPILOGUE_ADD: EPILOGUE_LOOP(+); break;
         case CV_EPILOGUE_SUB: EPILOGUE_LOOP(-); break;
         case CV_EPILOGUE_MUL: EPILOGUE_LOOP(*); break;

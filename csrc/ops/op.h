@@ -74,12 +74,19 @@ typedef enum CvEpilogueKind {
 
 #define CV_EPILOGUE_MAX_VALUES 4
 #define CV_MAX_EPILOGUES 4
+/* A whole number of pixels of 1 to 4 channels, and of 8-float vectors. */
+#define CV_EPILOGUE_PATTERN 24
 
 typedef struct CvEpilogue {
     CvEpilogueKind kind;
-    int num_values; /* 1: values[0] for every element; n > 1: values[i % n] */
-    float values[CV_EPILOGUE_MAX_VALUES];
+    int num_values; /* 1: one value for every element; n > 1: one per channel */
+    /* The operand repeated (values[j] = operand[j % num_values]), made once
+     * by cv_epilogue_init so that applying it is one vector loop. */
+    float values[CV_EPILOGUE_PATTERN];
 } CvEpilogue;
+
+/* *e = the step `kind` with operand[0..n), 1 <= n <= CV_EPILOGUE_MAX_VALUES. */
+void cv_epilogue_init(CvEpilogue *e, CvEpilogueKind kind, const float *operand, int n);
 
 /* Whether steps e[0..count) fit an output whose last dim is last_dim (each
  * per-channel step has that many values). */
