@@ -126,10 +126,28 @@ def conveyor_or_tf_loader(lib, files, train):
 
 # --- PyTorch DataLoader over PIL -------------------------------------------
 
+def import_torchvision_transforms():
+    """torchvision.transforms. PyPI's Linux torchvision wheels link CUDA
+    builds of torch: next to a CPU torch their C ops (detection ops, unused
+    by these PIL transforms) do not load, and registering those ops' fake
+    kernels fails at import; that module is then left out."""
+    import types
+    try:
+        from torchvision import transforms
+    except RuntimeError as e:
+        if "torchvision::" not in str(e):
+            raise
+        for name in [m for m in sys.modules if m.startswith("torchvision")]:
+            del sys.modules[name]
+        sys.modules["torchvision._meta_registrations"] = types.ModuleType("stub")
+        from torchvision import transforms
+    return transforms
+
+
 def torch_loader(files, train):
     import torch
     from PIL import Image
-    from torchvision import transforms as T
+    T = import_torchvision_transforms()
 
     crop = ([T.RandomResizedCrop(IMAGE_SIZE), T.RandomHorizontalFlip()] if train
             else [T.Resize(256), T.CenterCrop(IMAGE_SIZE)])
