@@ -53,13 +53,14 @@ def executing_eagerly():
 def get_static_value(tensor, partial=False):
     """``tf.get_static_value``: the NumPy value of `tensor` when it is known
     without running the pipeline (an eager tensor, a Python or NumPy value,
-    a constant of a traced function), else None; a value that is not a
-    tensor comes back unchanged."""
+    a constant of a traced function, ``tf.shape`` of a fully known shape),
+    else None; a value that is not a tensor comes back unchanged."""
     if isinstance(tensor, Tensor):
         key = tensor._key
         if key[0] == "const":
             return np.asarray(tensor._trace.constants[key[1]])
-        return None
+        known = tensor._trace.known.get(key)
+        return None if known is None else known.copy()
     if isinstance(tensor, EagerTensor):
         return tensor.numpy()
     return tensor

@@ -78,6 +78,20 @@ class Tensor:
     def get_shape(self):
         return self.shape
 
+    def set_shape(self, shape):
+        """Merge `shape` into the static shape (``Tensor.set_shape`` in a
+        graph): it fills in unknown dims and, as in TensorFlow, is not
+        checked per element; a known dim that differs is a ValueError."""
+        shape = TensorShape(shape)
+        if not self.shape.is_compatible_with(shape):
+            raise ValueError(f"Tensor's shape {self.shape} is not compatible with supplied "
+                             f"shape {shape}.")
+        if self.shape.rank is None:
+            self.shape = shape
+        elif shape.rank is not None:
+            self.shape = TensorShape([a if a is not None else b
+                                      for a, b in zip(self.shape.dims, shape.dims)])
+
     def __repr__(self):
         return f"<conveyor.Tensor '{self._name}' shape={self.shape} dtype={self.dtype.name}>"
 
@@ -129,6 +143,15 @@ class _Trace:
         self.quiet = False    # ... when it is a deliberate one (numpy_function)
         self.random_ops = 0   # random ops recorded so far (their ordinal keys them)
         self.made_constants = False  # tf.constant / fill / zeros ... ran inside it
+        # key -> NumPy value a node is known to have whatever the element
+        # (tf.shape of a fully known shape), as TensorFlow's constant folding
+        # knows it: lets an op take it where it needs a static argument.
+        self.known = {}
+        # key of a BroadcastTo result -> its input: an elementwise op whose
+        # result has the same shape either way takes the input instead (the
+        # same values without the materialized copy; the unused BroadcastTo
+        # is then left out of the program, see compile).
+        self.broadcast_inputs = {}
 
     def fail(self, reason, quiet=False):
         if self.failure is None:
@@ -178,13 +201,35 @@ class _Trace:
             ids[("const", k)] = self.num_args + k
         next_id = self.num_args + len(self.constants)
         nodes = []
+        dead = _unused_pure_nodes(recorded, result_keys)
         for n, (op, keys, attrs, string, obj, num_out, op_seed) in enumerate(recorded):
+            if n in dead:
+                continue
             nodes.append((op, [ids[k] for k in keys], attrs, string, obj, num_out, op_seed))
             for j in range(num_out):
                 ids[("node", n, j)] = next_id
                 next_id += 1
         return _engine.program(self.name, self.num_args, self.constants, nodes,
                                [ids[k] for k in result_keys], 0, 0)
+
+
+# Ops without effects or errors once traced (their arguments were checked
+# against static shapes): one whose results nothing uses is left out.
+_PURE_OPS = frozenset({"BroadcastTo", "Shape"})
+
+
+def _unused_pure_nodes(nodes, result_keys):
+    """Indices of the _PURE_OPS nodes whose outputs no kept node and no
+    result uses (last to first, so a chain of them goes at once)."""
+    used = {k for k in result_keys if k[0] == "node"}
+    dead = set()
+    for n in range(len(nodes) - 1, -1, -1):
+        op, keys, *_, num_out, _seed = nodes[n]
+        if op in _PURE_OPS and not any(("node", n, j) in used for j in range(num_out)):
+            dead.add(n)
+            continue
+        used.update(k for k in keys if k[0] == "node")
+    return dead
 
 
 class _ElementScope:

@@ -40,7 +40,10 @@ __all__ = ["constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "resh
 
 def _static_array(value, fname, what):
     if isinstance(value, Tensor):
-        raise value._trace.fail(f"{fname} with a traced `{what}` is not supported natively")
+        known = value._trace.known.get(value._key)
+        if known is None:
+            raise value._trace.fail(f"{fname} with a traced `{what}` is not supported natively")
+        value = known
     arr = np.asarray(value)
     if arr.dtype.kind not in "iu" and arr.size:
         raise op_error(TypeError, f"{fname}: `{what}` must be int32 or int64, got {value!r}")
@@ -193,7 +196,10 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
                                              f"tensor of shape [{want}]")
     if len(target) > 16:
         raise op_error(ValueError, "broadcast_to: at most 16 dims")
-    return apply("BroadcastTo", [x], [(tuple(target), dtype_of(x))], attrs={"shape": target})
+    result = apply("BroadcastTo", [x], [(tuple(target), dtype_of(x))], attrs={"shape": target})
+    if isinstance(result, Tensor) and have is not None and None not in have:
+        result._trace.broadcast_inputs[result._key] = x
+    return result
 
 
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
@@ -414,6 +420,8 @@ def shape(input, out_type=None, name=None):  # noqa: A002 - TensorFlow's argumen
     result = apply("Shape", [x], [((None if s is None else len(s),), _dtypes.int32)])
     if out_type is not None and _dtypes.as_dtype(out_type) != _dtypes.int32:
         result = cast(result, out_type)
+    if isinstance(result, Tensor) and s is not None and None not in s:
+        result._trace.known[result._key] = np.array(s, dtype_of(result).as_numpy_dtype)
     return result
 
 

@@ -163,10 +163,31 @@ def _binary(fname, x, y, operator=False):
     if half:  # computed in float32 and rounded back, as TensorFlow (Eigen) does
         x, y = cast(x, _dtypes.float32), cast(y, _dtypes.float32)
     out_dtype = _dtypes.bool if fname in _COMPARISONS else (_dtypes.float32 if half else dx)
-    result = apply("Elementwise", [x, y], [(shape, out_dtype)], attrs={"kind": _KINDS[fname]})
+    x, y = _unbroadcast(x, y, shape), _unbroadcast(y, x, shape)
+    attrs = {"kind": _KINDS[fname]}
+    sx, sy = static_shape(x), static_shape(y)
+    if sx and sy is not None and len(sy) == 1 and sy[0] is not None and sx[-1] == sy[0]:
+        attrs["per_channel"] = 1  # y runs along x's last dim: the result is x's shape
+    result = apply("Elementwise", [x, y], [(shape, out_dtype)], attrs=attrs)
     if half and fname not in _COMPARISONS:
         result = cast(result, _dtypes.float16)
     return result
+
+
+def _unbroadcast(v, other, shape):
+    """v, or the input of the tf.broadcast_to that made v when the op's
+    result (of static `shape`) has that shape with it too: the same values,
+    one copy fewer."""
+    if not isinstance(v, Tensor) or None in (shape or (None,)):
+        return v
+    source = v._trace.broadcast_inputs.get(v._key)
+    if source is None or static_shape(other) is None or None in static_shape(other):
+        return v
+    try:
+        same = _broadcast_shape(static_shape(other), static_shape(source), "") == shape
+    except (ValueError, errors.InvalidArgumentError):
+        return v
+    return source if same else v
 
 
 def _unary(fname, x):

@@ -16,8 +16,11 @@
 #include "ops/op.h"
 
 /* Attribute slots, named in this order (CvOp.int_attrs, .float_attrs). */
-enum { ELEMENTWISE_KIND, ELEMENTWISE_NUM_INTS };
-static const char *const elementwise_int_attrs[] = {"kind", NULL};
+enum { ELEMENTWISE_KIND, ELEMENTWISE_PER_CHANNEL, ELEMENTWISE_NUM_INTS };
+/* per_channel (optional, 1): the Python layer checked that input 1 is a
+ * vector along input 0's last dim, so that the result has input 0's shape:
+ * then the op may be an epilogue with one value per channel. */
+static const char *const elementwise_int_attrs[] = {"kind", "per_channel?", NULL};
 CV_ATTR_NAMES_MATCH(elementwise_int_attrs, ELEMENTWISE_NUM_INTS);
 
 typedef enum {
@@ -489,7 +492,8 @@ static CvStatus elementwise_run(const CvOpAttrs *attrs, const CvTensor *in, int 
     return CV_STATUS_OK;
 }
 
-/* CvOp.as_epilogue: + - * / of a float32 scalar constant. cv_epilogue_apply
+/* CvOp.as_epilogue: + - * / of a float32 scalar constant, or of a vector
+ * of one per channel where per_channel says so. cv_epilogue_apply
  * (ops/op.c) computes them as binary_float does, so results are identical. */
 static bool elementwise_as_epilogue(const CvOpAttrs *attrs, const CvTensor *operand,
                                     CvEpilogue *out)
@@ -503,9 +507,13 @@ static bool elementwise_as_epilogue(const CvOpAttrs *attrs, const CvTensor *oper
     case EW_DIV: kind = CV_EPILOGUE_DIV; break;
     default: return false;
     }
-    if (operand->dtype != CV_FLOAT32 || operand->rank != 0)
+    bool per_channel = attrs->num_ints > ELEMENTWISE_PER_CHANNEL &&
+                       attrs->ints[ELEMENTWISE_PER_CHANNEL] == 1;
+    int64_t n = operand->rank == 0 ? 1 : operand->rank == 1 ? operand->shape[0] : 0;
+    if (operand->dtype != CV_FLOAT32 || n < 1 || n > CV_EPILOGUE_MAX_VALUES ||
+        (operand->rank == 1 && !per_channel))
         return false;
-    *out = (CvEpilogue){kind, *(const float *)operand->data};
+    cv_epilogue_init(out, kind, (const float *)operand->data, (int)n);
     return true;
 }
 

@@ -337,6 +337,14 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
     const bool cmyk = ci->out_color_space == JCS_CMYK;
     const bool via_row = cmyk || ci->output_width != width; /* else straight into `out` */
     const size_t pixel = cmyk ? 4 : (size_t)components;
+    /* A window widened leftwards: each row but the first is decoded in place
+     * `left` pixels early, over the end of the row before it, whose bytes
+     * there are kept aside and put back (a few bytes instead of a row's
+     * copy). The first row goes through the row buffer. */
+    uint8_t kept[128];
+    const size_t keep = (size_t)left * pixel;
+    const bool shifted = via_row && !cmyk && ci->output_width == width + left &&
+                         keep <= sizeof(kept);
     if (via_row && !(d->row = malloc((size_t)ci->output_width * pixel))) {
         d->status = cv_error_nomem();
         return false;
@@ -346,7 +354,12 @@ static bool decode_steps(Decoder *d, const uint8_t *data, size_t size, const CvJ
     while (ci->output_scanline < end) {
         JDIMENSION line = ci->output_scanline, n;
         uint8_t *dst = base + (size_t)(line - top) * d->stride;
-        if (via_row) {
+        if (shifted && line > top) {
+            JSAMPROW row = dst - keep;
+            memcpy(kept, row, keep);
+            n = jpeg_read_scanlines(ci, &row, 1);
+            memcpy(row, kept, keep);
+        } else if (via_row) {
             JSAMPROW row = d->row;
             n = jpeg_read_scanlines(ci, &row, 1);
             if (n && cmyk)

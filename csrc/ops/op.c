@@ -149,16 +149,50 @@ CvStatus cv_op_output(const CvOpContext *ctx, CvTensor *out, CvDtype dtype, int 
 
 /* -- epilogues ------------------------------------------------------------- */
 
+bool cv_epilogue_fits(const CvEpilogue *e, int count, int64_t last_dim)
+{
+    for (int k = 0; k < count; k++)
+        if (e[k].num_values > 1 && e[k].num_values != last_dim)
+            return false;
+    return true;
+}
+
+void cv_epilogue_init(CvEpilogue *e, CvEpilogueKind kind, const float *operand, int n)
+{
+    e->kind = kind;
+    e->num_values = n;
+    for (int j = 0; j < CV_EPILOGUE_PATTERN; j++)
+        e->values[j] = operand[j % n];
+}
+
+/* One step over x[0..n) by blocks of the pattern, each starting at channel
+ * 0 (n is whole pixels), so that the loop over a block vectorizes. */
+_Static_assert(CV_EPILOGUE_PATTERN % 3 == 0 && CV_EPILOGUE_PATTERN % 4 == 0 &&
+                   CV_EPILOGUE_MAX_VALUES <= 4,
+               "the pattern must hold whole pixels");
+#define EPILOGUE_LOOP(OP)                                                                          \
+    do {                                                                                           \
+        int64_t i = 0;                                                                             \
+        for (; i + CV_EPILOGUE_PATTERN <= n; i += CV_EPILOGUE_PATTERN)                             \
+            for (int j = 0; j < CV_EPILOGUE_PATTERN; j++)                                          \
+                x[i + j] = x[i + j] OP p[j];                                                       \
+        for (int j = 0; i + j < n; j++)                                                            \
+            x[i + j] = x[i + j] OP p[j];                                                           \
+    } while (0)
+
 /* Elementwise's float kernel's expressions (binary_float), so results are
  * identical to the unfolded op's. */
 CV_CLONES_AVX2
-void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n)
+void cv_epilogue_apply(const CvEpilogue *steps, int count, float *restrict x, int64_t n)
 {
-    float y = e->value;
-    switch (e->kind) {
-    case CV_EPILOGUE_ADD: for (int64_t i = 0; i < n; i++) x[i] = x[i] + y; break;
-    case CV_EPILOGUE_SUB: for (int64_t i = 0; i < n; i++) x[i] = x[i] - y; break;
-    case CV_EPILOGUE_MUL: for (int64_t i = 0; i < n; i++) x[i] = x[i] * y; break;
-    case CV_EPILOGUE_DIV: for (int64_t i = 0; i < n; i++) x[i] = x[i] / y; break;
+    for (int k = 0; k < count; k++) {
+        const float *restrict p = steps[k].values;
+        switch (steps[k].kind) {
+        case CV_EPILOGUE_ADD: EPILOGUE_LOOP(+); break;
+        case CV_EPILOGUE_SUB: EPILOGUE_LOOP(-); break;
+        case CV_EPILOGUE_MUL: EPILOGUE_LOOP(*); break;
+        case CV_EPILOGUE_DIV: EPILOGUE_LOOP(/); break;
+        }
     }
 }
+#undef EPILOGUE_LOOP

@@ -60,10 +60,11 @@ typedef struct CvOpAttrs {
 
 void cv_op_attrs_clear(CvOpAttrs *attrs);
 
-/* An arithmetic step with a float32 scalar (x / 255.0) that the op before
- * it applies to its float32 output as it writes it: the same arithmetic as
- * the op it stands for (CvOp.as_epilogue), one pass over the memory instead
- * of two. */
+/* An arithmetic step with a float32 constant that the op before it applies
+ * to its float32 output as it writes it: x / 255.0, or x - mean with one
+ * value per channel (the output's last dim). The same arithmetic as the op
+ * it stands for (CvOp.as_epilogue), one pass over the memory instead of
+ * two; up to CV_MAX_EPILOGUES steps in a row, applied in order. */
 typedef enum CvEpilogueKind {
     CV_EPILOGUE_ADD,
     CV_EPILOGUE_SUB,
@@ -71,13 +72,30 @@ typedef enum CvEpilogueKind {
     CV_EPILOGUE_DIV,
 } CvEpilogueKind;
 
+#define CV_EPILOGUE_MAX_VALUES 4
+#define CV_MAX_EPILOGUES 4
+/* A whole number of pixels of 1 to 4 channels, and of 8-float vectors. */
+#define CV_EPILOGUE_PATTERN 24
+
 typedef struct CvEpilogue {
     CvEpilogueKind kind;
-    float value;
+    int num_values; /* 1: one value for every element; n > 1: one per channel */
+    /* The operand repeated (values[j] = operand[j % num_values]), made once
+     * by cv_epilogue_init so that applying it is one vector loop. */
+    float values[CV_EPILOGUE_PATTERN];
 } CvEpilogue;
 
-/* Apply e to x[0..n) in place: x[i] = x[i] <kind> value, in float32. */
-void cv_epilogue_apply(const CvEpilogue *e, float *x, int64_t n);
+/* *e = the step `kind` with operand[0..n), 1 <= n <= CV_EPILOGUE_MAX_VALUES. */
+void cv_epilogue_init(CvEpilogue *e, CvEpilogueKind kind, const float *operand, int n);
+
+/* Whether steps e[0..count) fit an output whose last dim is last_dim (each
+ * per-channel step has that many values). */
+bool cv_epilogue_fits(const CvEpilogue *e, int count, int64_t last_dim);
+
+/* Apply steps e[0..count) to x[0..n) in place, in float32: x[i] = x[i]
+ * <kind> value. x starts at a channel 0 and n is a whole number of pixels
+ * (a multiple of every step's num_values). */
+void cv_epilogue_apply(const CvEpilogue *e, int count, float *x, int64_t n);
 
 /* The random stream of one op call: keyed by (seed, op seed, element id),
  * so it is the same whatever thread runs the element, and the same in a
@@ -95,8 +113,10 @@ typedef struct CvOpContext {
      * take it get their output from cv_op_output; the others allocate as
      * usual, and the caller copies. */
     const CvTensor *dest;
-    /* Borrowed, may be NULL: only for ops with takes_epilogue. */
+    /* Borrowed, may be NULL: only for ops with takes_epilogue; num_epilogues
+     * steps. */
     const CvEpilogue *epilogue;
+    int num_epilogues;
 } CvOpContext;
 
 /* out: a view of ctx->dest when it has this dtype and shape, else a new
@@ -124,7 +144,8 @@ typedef struct CvOp {
     int max_inputs;
     CvStatus (*run)(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                     int num_out, CvOpContext *ctx);
-    /* run() applies ctx->epilogue to its one float32 output when set. */
+    /* run() applies ctx->epilogue to its one float32 output when set, or
+     * fails when it does not fit (cv_epilogue_fits). */
     bool takes_epilogue;
     /* Optional capability (NULL: never): whether a node of this op with
      * `attrs` and the constant second input `operand` amounts to an epilogue

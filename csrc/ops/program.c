@@ -14,9 +14,11 @@ typedef struct {
     int first_output; /* value id of output 0 */
     int64_t op_seed;
     int result_of; /* the one result that output 0 is, else -1: it may go to dests[result_of] */
-    bool has_epilogue; /* the next node is folded into this one's output (see cv_program_finish) */
-    bool folded;       /* done by the node before: its output becomes this node's */
-    CvEpilogue epilogue;
+    /* The next num_epilogues nodes are folded into this one's output (see
+     * cv_program_finish). */
+    int num_epilogues;
+    bool folded; /* done by a node before: its output becomes this node's */
+    CvEpilogue epilogue[CV_MAX_EPILOGUES];
 } Node;
 
 struct CvProgram {
@@ -169,21 +171,29 @@ CvStatus cv_program_finish(CvProgram *p, const int *results, int num_results)
         p->last_use[results[i]] = p->num_nodes;
     for (int n = 0; n < p->num_nodes; n++)
         p->nodes[n].result_of = sole_result(p, n, results, num_results);
-    /* Epilogues: a node whose op takes them, followed by a node whose op
-     * says (as_epilogue) it amounts to one with its constant second input
-     * (Elementwise + - * / of a float32 scalar), and nothing else using the
-     * first node's output: the first node applies it as it writes (x / 255.0
-     * after a resize), with the same arithmetic. */
+    /* Epilogues: a node whose op takes them, followed by nodes whose op says
+     * (as_epilogue) it amounts to one with its constant second input
+     * (Elementwise + - * / of a float32 scalar or per-channel vector), each
+     * the only user of the value before it: the first node applies them in
+     * order as it writes (x - mean then / stddev after a resize), with the
+     * same arithmetic. */
     for (int n = 0; n + 1 < p->num_nodes; n++) {
-        Node *a = &p->nodes[n], *b = &p->nodes[n + 1];
-        int v = a->first_output, c = b->num_inputs == 2 ? b->inputs[1] : -1;
-        bool constant = c >= p->num_args && c < p->num_args + p->num_constants;
-        if (a->op->takes_epilogue && !a->has_epilogue && !a->folded && a->num_outputs == 1 &&
-            b->op->as_epilogue && b->num_outputs == 1 && b->inputs[0] == v && constant &&
-            p->last_use[v] == n + 1 &&
-            b->op->as_epilogue(&b->attrs, &p->constants[c - p->num_args], &a->epilogue)) {
-            a->has_epilogue = true;
+        Node *a = &p->nodes[n];
+        if (!a->op->takes_epilogue || a->folded || a->num_outputs != 1)
+            continue;
+        int v = a->first_output;
+        while (a->num_epilogues < CV_MAX_EPILOGUES && n + 1 + a->num_epilogues < p->num_nodes) {
+            Node *b = &p->nodes[n + 1 + a->num_epilogues];
+            int c = b->num_inputs == 2 ? b->inputs[1] : -1;
+            bool constant = c >= p->num_args && c < p->num_args + p->num_constants;
+            if (!b->op->as_epilogue || b->num_outputs != 1 || b->inputs[0] != v || !constant ||
+                p->last_use[v] != n + 1 + a->num_epilogues ||
+                !b->op->as_epilogue(&b->attrs, &p->constants[c - p->num_args],
+                                    &a->epilogue[a->num_epilogues]))
+                break;
+            a->num_epilogues++;
             b->folded = true;
+            v = b->first_output;
         }
     }
     p->finished = true;
@@ -317,15 +327,16 @@ CvStatus cv_program_run_into(const CvProgram *p, const CvElement *in, const CvEl
                     cv_tensor_clear(&values[node->inputs[i]]);
             continue;
         }
-        /* With an epilogue, the result (and dest) are the next node's. */
-        int result_of = node->has_epilogue ? p->nodes[n + 1].result_of : node->result_of;
+        /* With epilogues, the result (and dest) are the last folded node's. */
+        int result_of = p->nodes[n + node->num_epilogues].result_of;
         /* Inputs are shallow copies (no new references): the values keep them. */
         for (int i = 0; i < node->num_inputs; i++)
             args[i] = values[node->inputs[i]];
         CvOpContext ctx = {.seed = {p->seed[0], p->seed[1]}, .op_seed = node->op_seed,
                            .node = n, .id = *id,
                            .dest = dests && result_of >= 0 ? &dests[result_of] : NULL,
-                           .epilogue = node->has_epilogue ? &node->epilogue : NULL};
+                           .epilogue = node->num_epilogues ? node->epilogue : NULL,
+                           .num_epilogues = node->num_epilogues};
         s = run_op(node->op, &node->attrs, args, node->num_inputs, &values[node->first_output],
                    node->num_outputs, &ctx);
         if (s) {

@@ -22,11 +22,12 @@ typedef struct {
     float lerp;
 } Lerp;
 
-static void half_pixel_lerps(int64_t out_size, int64_t in_size, float scale, int64_t stride,
-                             Lerp *l)
+/* half: TensorFlow's HalfPixelScaler, else its LegacyScaler (i * scale). */
+static void bilinear_lerps(int64_t out_size, int64_t in_size, float scale, bool half,
+                           int64_t stride, Lerp *l)
 {
     for (int64_t i = 0; i < out_size; i++) {
-        float in = ((float)i + 0.5f) * scale - 0.5f;
+        float in = half ? ((float)i + 0.5f) * scale - 0.5f : (float)i * scale;
         float f = floorf(in);
         int64_t lo = (int64_t)f, hi = (int64_t)ceilf(in);
         l[i].lo = (lo > 0 ? lo : 0) * stride;
@@ -154,20 +155,30 @@ static void lerp_rows(const float *restrict top, const float *restrict bottom, f
         out[i] = top[i] + (bottom[i] - top[i]) * t;
 }
 
-static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
-                             int num_out, CvOpContext *ctx)
+/* in / out, or (in - 1) / (out - 1) with align_corners, in float32 as
+ * TensorFlow's CalculateResizeScale. */
+static float bilinear_scale(int64_t in_size, int64_t out_size, bool align)
 {
-    (void)num_in;
-    (void)num_out;
+    return align && out_size > 1 ? (float)(in_size - 1) / (float)(out_size - 1)
+                                 : cv_resize_scale(in_size, out_size);
+}
+
+CvStatus cv_resize_bilinear(const CvOpAttrs *attrs, const CvTensor *in, CvTensor *out,
+                            const CvOpContext *ctx, bool align_corners, bool half_pixel_centers)
+{
     CvResizeGeom g;
     CvStatus s = cv_resize_setup(attrs, &in[0], &g);
+    if (!s && ctx->epilogue && !cv_epilogue_fits(ctx->epilogue, ctx->num_epilogues, g.channels))
+        s = cv_error(CV_INTERNAL, "ResizeBilinear: a per-channel epilogue does not fit %lld "
+                     "channels", (long long)g.channels);
     if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0], ctx)) || g.batch == 0)
         return s;
     float *dst = (float *)out[0].data;
     if (g.out_h == g.in_h && g.out_w == g.in_w) { /* as TensorFlow: a plain cast */
         cv_resize_load_row(in[0].dtype, in[0].data, cv_tensor_num_elements(&in[0]), dst);
         if (ctx->epilogue)
-            cv_epilogue_apply(ctx->epilogue, dst, cv_tensor_num_elements(&out[0]));
+            cv_epilogue_apply(ctx->epilogue, ctx->num_epilogues, dst,
+                              cv_tensor_num_elements(&out[0]));
         return CV_STATUS_OK;
     }
     int64_t c = g.channels, in_row = g.in_w * c, out_row = g.out_w * c;
@@ -185,8 +196,9 @@ static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num
     float *conv = (float *)(ys + g.out_h);
     CvRowCache cache = {.slot = {conv + in_row + 4, conv + in_row + out_row + 8}};
     conv[in_row] = 0.0f; /* the padding lane a 3-channel load reads */
-    half_pixel_lerps(g.out_w, g.in_w, cv_resize_scale(g.in_w, g.out_w), c, xs);
-    half_pixel_lerps(g.out_h, g.in_h, cv_resize_scale(g.in_h, g.out_h), 1, ys);
+    bool half = half_pixel_centers;
+    bilinear_lerps(g.out_w, g.in_w, bilinear_scale(g.in_w, g.out_w, align_corners), half, c, xs);
+    bilinear_lerps(g.out_h, g.in_h, bilinear_scale(g.in_h, g.out_h, align_corners), half, 1, ys);
     bool fused = (c == 3 || c == 4) && (in[0].dtype == CV_UINT8 || in[0].dtype == CV_FLOAT32);
 #ifdef HAVE_AVX2_ROW
     bool avx2 = __builtin_cpu_supports("avx2");
@@ -224,11 +236,19 @@ static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num
             float *row = dst + ((b * g.out_h) + y) * out_row;
             lerp_rows(rows[0], rows[1], ys[y].lerp, out_row, row);
             if (ctx->epilogue) /* while the row is in L1 */
-                cv_epilogue_apply(ctx->epilogue, row, out_row);
+                cv_epilogue_apply(ctx->epilogue, ctx->num_epilogues, row, out_row);
         }
     }
     free(xs);
     return CV_STATUS_OK;
+}
+
+static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
+                             int num_out, CvOpContext *ctx)
+{
+    (void)num_in;
+    (void)num_out;
+    return cv_resize_bilinear(attrs, in, out, ctx, false, true);
 }
 
 const CvOp cv_op_resize_bilinear = {

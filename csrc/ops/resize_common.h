@@ -52,6 +52,14 @@ static inline float cv_resize_scale(int64_t in_size, int64_t out_size)
     return (float)in_size / (float)out_size;
 }
 
+/* TensorFlow's ResizeBilinear into out (float32), applying ctx->epilogue:
+ * with half_pixel_centers (tf.image.resize), or TF1's sampling with or
+ * without align_corners (not both). One kernel for ResizeBilinear and
+ * ResizeLegacy's bilinear method, as TensorFlow has one op for them
+ * (ops/resize_bilinear.c). Reentrant. */
+CvStatus cv_resize_bilinear(const CvOpAttrs *attrs, const CvTensor *in, CvTensor *out,
+                            const CvOpContext *ctx, bool align_corners, bool half_pixel_centers);
+
 /* dst[i] = (float)src[i] for n values of a numeric dtype. */
 void cv_resize_load_row(CvDtype dtype, const char *src, int64_t n, float *restrict dst);
 

@@ -10,10 +10,12 @@
  * sample position of output index i is i * scale (legacy) or
  * (i + 0.5) * scale - 0.5 (half pixel; nearest: (i + 0.5) * scale),
  * scale = (in - 1) / (out - 1) with align_corners and out > 1, else
- * in / out, all float32 as TensorFlow's CPU kernels compute it. The legacy
- * bicubic is the cubic convolution with a = -0.75 read from a 1025-entry
- * table, its four taps clamped to the image. Plain scalar loops: these are
- * compatibility paths. Stateless and reentrant. */
+ * in / out, all float32 as TensorFlow's CPU kernels compute it. Bilinear
+ * is ResizeBilinear's kernel with these sampling rules (cv_resize_bilinear;
+ * TF1 recipes resize every image with it). The legacy bicubic is the cubic
+ * convolution with a = -0.75 read from a 1025-entry table, its four taps
+ * clamped to the image; it and nearest are plain scalar loops
+ * (compatibility paths). Stateless and reentrant. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,26 +30,9 @@ enum { METHOD_BILINEAR, METHOD_NEAREST, METHOD_BICUBIC };
 #define CUBIC_TABLE 1024
 CV_ATTR_NAMES_MATCH(legacy_int_attrs, LEGACY_COUNT);
 
-typedef struct {
-    int64_t lo, hi; /* source indices */
-    float lerp;
-} Lerp;
-
 static float legacy_scale(int64_t in, int64_t out, bool align)
 {
     return align && out > 1 ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
-}
-
-static void bilinear_lerps(int64_t out_size, int64_t in_size, float scale, bool half, Lerp *l)
-{
-    for (int64_t i = 0; i < out_size; i++) {
-        float in = half ? ((float)i + 0.5f) * scale - 0.5f : (float)i * scale;
-        float f = floorf(in);
-        int64_t lo = (int64_t)f, hi = (int64_t)ceilf(in);
-        l[i].lo = lo > 0 ? lo : 0;
-        l[i].hi = hi < in_size - 1 ? hi : in_size - 1;
-        l[i].lerp = in - f;
-    }
 }
 
 static void nearest_indices(int64_t out_size, int64_t in_size, float scale, bool align, bool half,
@@ -58,34 +43,6 @@ static void nearest_indices(int64_t out_size, int64_t in_size, float scale, bool
         int64_t v = (int64_t)(align ? roundf(in) : floorf(in));
         v = v < in_size - 1 ? v : in_size - 1;
         idx[i] = half && v < 0 ? 0 : v;
-    }
-}
-
-static void run_bilinear(const CvResizeGeom *g, const CvTensor *in, bool align, bool half,
-                         float *rows, Lerp *xs, Lerp *ys, CvTensor *out)
-{
-    int64_t c = g->channels, row_n = g->in_w * c;
-    size_t in_row = (size_t)row_n * g->in_item;
-    float *top = rows, *bottom = rows + row_n, *dst = (float *)out->data;
-    bilinear_lerps(g->out_w, g->in_w, legacy_scale(g->in_w, g->out_w, align), half, xs);
-    bilinear_lerps(g->out_h, g->in_h, legacy_scale(g->in_h, g->out_h, align), half, ys);
-    for (int64_t b = 0; b < g->batch; b++) {
-        const char *image = in->data + (size_t)(b * g->in_h) * in_row;
-        for (int64_t y = 0; y < g->out_h; y++) {
-            cv_resize_load_row(in->dtype, image + (size_t)ys[y].lo * in_row, row_n, top);
-            cv_resize_load_row(in->dtype, image + (size_t)ys[y].hi * in_row, row_n, bottom);
-            float dy = ys[y].lerp;
-            for (int64_t x = 0; x < g->out_w; x++) {
-                const float *tl = top + xs[x].lo * c, *tr = top + xs[x].hi * c;
-                const float *bl = bottom + xs[x].lo * c, *br = bottom + xs[x].hi * c;
-                float dx = xs[x].lerp;
-                for (int64_t k = 0; k < c; k++) {
-                    float t = tl[k] + (tr[k] - tl[k]) * dx;
-                    float u = bl[k] + (br[k] - bl[k]) * dx;
-                    *dst++ = t + (u - t) * dy;
-                }
-            }
-        }
     }
 }
 
@@ -209,8 +166,17 @@ static CvStatus legacy_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
         s = cv_error(CV_INVALID_ARGUMENT, "ResizeLegacy has no preserve_aspect_ratio");
         goto done;
     }
+    if (method == METHOD_BILINEAR) { /* TensorFlow's one ResizeBilinear kernel */
+        s = cv_resize_bilinear(attrs, in, out, ctx, align, half);
+        goto done;
+    }
     if ((s = cv_resize_setup(attrs, &in[0], &g)))
         goto done;
+    if (ctx->epilogue && !cv_epilogue_fits(ctx->epilogue, ctx->num_epilogues, g.channels)) {
+        s = cv_error(CV_INTERNAL, "ResizeLegacy: a per-channel epilogue does not fit %lld channels",
+                     (long long)g.channels);
+        goto done;
+    }
     if (nearest && (g.in_h >= (1 << 24) || g.in_w >= (1 << 24))) {
         s = cv_error(CV_INVALID_ARGUMENT, "nearest neighbor requires max height & width of 2^24");
         goto done;
@@ -221,10 +187,8 @@ static CvStatus legacy_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
         goto done;
     size_t row_floats = (size_t)(g.in_w * g.channels);
     size_t bytes = nearest ? (size_t)(g.out_w + g.out_h) * sizeof(int64_t)
-                   : method == METHOD_BICUBIC
-                       ? (size_t)(g.out_w + g.out_h) * sizeof(Taps) +
-                             (4 * row_floats + 2 * (CUBIC_TABLE + 1)) * sizeof(float)
-                       : (size_t)(g.out_w + g.out_h) * sizeof(Lerp) + 2 * row_floats * sizeof(float);
+                   : (size_t)(g.out_w + g.out_h) * sizeof(Taps) +
+                         (4 * row_floats + 2 * (CUBIC_TABLE + 1)) * sizeof(float);
     scratch = malloc(bytes);
     if (!scratch) {
         cv_tensor_clear(&out[0]);
@@ -234,19 +198,19 @@ static CvStatus legacy_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     if (nearest) {
         int64_t *xs = scratch;
         run_nearest(&g, &in[0], align, half, xs, xs + g.out_w, &out[0]);
-    } else if (method == METHOD_BICUBIC) {
+    } else {
         Taps *xs = scratch;
         float *rows = (float *)(xs + g.out_w + g.out_h);
         run_bicubic(&g, &in[0], align, rows, rows + 4 * row_floats, xs, xs + g.out_w, &out[0]);
-    } else {
-        Lerp *xs = scratch;
-        run_bilinear(&g, &in[0], align, half, (float *)(xs + g.out_w + g.out_h), xs, xs + g.out_w,
-                     &out[0]);
     }
+    if (ctx->epilogue && out[0].dtype == CV_FLOAT32)
+        cv_epilogue_apply(ctx->epilogue, ctx->num_epilogues, (float *)out[0].data,
+                          cv_tensor_num_elements(&out[0]));
 done:
     free(scratch);
     return s;
 }
 
 const CvOp cv_op_resize_legacy = {.name = "ResizeLegacy", .min_inputs = 1, .max_inputs = 1,
-                                  .run = legacy_run, .int_attrs = legacy_int_attrs};
+                                  .run = legacy_run, .takes_epilogue = true,
+                                  .int_attrs = legacy_int_attrs};
