@@ -83,7 +83,7 @@ def test_dropping_an_iterator_with_slow_work_in_flight_returns_at_once():
     release = threading.Event()
 
     def block(x):
-        release.wait(10)
+        release.wait(60)
         return x
     it = iter(Dataset.range(10).map(lambda x: cv.numpy_function(block, [x], cv.int64),
                                     num_parallel_calls=2).prefetch(2))
@@ -92,8 +92,8 @@ def test_dropping_an_iterator_with_slow_work_in_flight_returns_at_once():
     stats_before = it.stats()
     start = time.monotonic()
     del it
-    gc.collect()
-    assert time.monotonic() - start < 1.0
+    gc.collect()  # with TensorFlow imported a full collection alone can take 1 s under load
+    assert time.monotonic() - start < 20.0  # far below the 60 s the calls block: no wait on them
     assert cv._engine.live_iterators() == 0
     release.set()  # the detached teardown finishes once the calls return
     assert stats_before.stages[0].name == "PrefetchDataset"
