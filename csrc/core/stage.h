@@ -330,6 +330,15 @@ static inline void cv_stage_inline_undo(CvStage *st)
 {
     st->fast_left++;
 }
+/* Consumer, inline: hand the direct units granted to the kernel's consumer
+ * (CvKernel.pass_through); they hold while the limit (*gate) is 0. */
+static inline int64_t cv_stage_give_grant(CvStage *st, const _Atomic int **gate)
+{
+    int64_t n = st->fast_left;
+    st->fast_left = 0;
+    *gate = &st->task.limit;
+    return n;
+}
 void cv_stage_inline_end(CvStage *st);
 
 /* Set before the first next(): charge results to `memory` (borrowed: it must
