@@ -100,9 +100,11 @@
  * while the timed units cost what they did (within 2x) and drops back at
  * once when one costs more, so growing work is seen within 64 units.
  * Between timed units the kernel takes its sequential path (the *direct*
- * path, cv_stage_inline_fast): the timed unit grants the units to the next
- * one (fast_left) when nothing else needs the stage's path, so each costs
- * a counter and one relaxed load of the limit. When the limit goes above 0 again, the next next()
+ * path, cv_stage_inline_fast): a unit the stage runs itself grants the
+ * units up to the next timed one (fast_left) when nothing else needs the
+ * stage's path, so each costs a counter and one relaxed load of the limit;
+ * a prefetch at the pipeline's root hands its grant on to the pipeline
+ * (CvKernel.pass_through), which then calls the prefetch's input itself. When the limit goes above 0 again, the next next()
  * resumes the task: nothing is in flight then, so order, values, errors and
  * saved positions are those of either mode.
  *
