@@ -15,7 +15,11 @@ page-locked limit), torch's pinned .to() for reference, and the device
 stage's rate on 64x224x224x3 float32 batches, min/median/max and / limit
 (goal >= 0.8); d. the JPEG workload of benchmarks/images.py with and without
 the device stage, feeding a dummy GPU training step: images/s, input-bound
-fraction, GPU utilisation sampled every 100 ms; e. a summary table. See
+fraction, GPU utilisation sampled every 100 ms; e. batches built in
+page-locked memory (gpu_pinned.py): the device stage's rate on them / the
+limit (goal >= 0.8), the JPEG loop with a 19 ms step, float32 and uint8
+normalised on the device: input-bound and GPU-busy shares (goal busy > 80%);
+f. a summary table. See
 benchmarks/README.md and docs/device.md.
 The frameworks, CUDA runtime and NVML it runs against: benchmarks/gpu_env.py.
 
@@ -63,6 +67,7 @@ from conveyor.data import experimental as cvx  # noqa: E402
 sys.path.insert(0, HERE)
 from run import compact  # noqa: E402  (3 significant figures, k/M/G)
 from gpu_env import CudaRuntime, Frameworks, Nvml, UtilSampler, rss_bytes  # noqa: E402
+import gpu_pinned  # noqa: E402  (section e)
 
 MiB = 1 << 20
 GOAL_STAGE_VS_LIMIT = 0.8
@@ -72,7 +77,8 @@ FULL = dict(budget={"environment": 30, "correctness": 70, "bandwidth": 50, "jpeg
             bw_bytes=256 * MiB, bw_repeats=10, bw_rounds=5, stage_batches=40, stage_rounds=7,
             big_batch_mib=64, big_batches=12, mem_epochs=5, mem_batches=40, mem_batch_mib=16,
             long_batches=300, files=1024, rounds=5, step_ms=30.0)
-QUICK = dict(budget={"environment": 20, "correctness": 20, "bandwidth": 12, "jpeg": 30},
+FULL["budget"]["pinned"] = 90
+QUICK = dict(budget={"environment": 20, "correctness": 20, "bandwidth": 12, "jpeg": 30, "pinned": 30},
              bw_bytes=64 * MiB, bw_repeats=5, bw_rounds=5, stage_batches=10, stage_rounds=5,
              big_batch_mib=16, big_batches=6, mem_epochs=3, mem_batches=12, mem_batch_mib=8,
              long_batches=60, files=256, rounds=5, step_ms=20.0)
@@ -847,7 +853,9 @@ def section_jpeg(ctx, report, budget):
 SECTIONS = [("environment", "a. environment", section_environment),
             ("correctness", "b. correctness", section_correctness),
             ("bandwidth", "c. bandwidth", section_bandwidth),
-            ("jpeg", "d. JPEG workload", section_jpeg)]
+            ("jpeg", "d. JPEG workload", section_jpeg),
+            ("pinned", "e. batches built in page-locked memory (gpu_pinned.py)",
+             lambda ctx, report, budget: gpu_pinned.section_pinned(ctx, report, budget, sys.modules[__name__]))]
 
 
 def main(argv=None):
@@ -946,7 +954,7 @@ def cuda_unavailable(ctx):
 
 
 def print_summary(report, seconds, exit_code):
-    print("\ne. summary")
+    print("\nf. summary")
     counts = {}
     for c in report.checks:
         counts[c["status"]] = counts.get(c["status"], 0) + 1

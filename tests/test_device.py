@@ -549,7 +549,8 @@ def test_the_staging_ring_is_charged_to_the_ram_budget():
 def test_the_next_epoch_takes_the_last_epochs_staging():
     cvdevice.empty_cache()
     before = cvdevice.staging_cache_info()
-    ds = D.from_tensor_slices(np.arange(48 * 40000, dtype=np.float32).reshape(48, 40000)).batch(8)
+    # Slices, not batches: they are packed into the staging ring (a batch is built in place).
+    ds = D.from_tensor_slices(np.arange(48 * 40000, dtype=np.float32).reshape(6, 8, 40000))
     staged = ds.apply(prefetch_to_device("host", 2))
     expected = [b.sum() for b in ds]
     charged, infos = [], []
@@ -618,7 +619,8 @@ def test_a_fork_child_starts_with_an_empty_staging_cache(run_python):
                          ids=["prefetch_to_device", "copy_to_device"])
 def test_a_tiny_ram_budget_fails_naming_the_stage(apply):
     before = cv._engine.memory_in_use()
-    ds = with_budget(D.from_tensor_slices(np.ones((8, 1000), np.float32)).batch(4).apply(apply()), 100_000)
+    # Slices of 4 rows: packed into the staging ring, whose 1 MiB slot does not fit.
+    ds = with_budget(D.from_tensor_slices(np.ones((2, 4, 1000), np.float32)).apply(apply()), 100_000)
     it = iter(ds)
     with pytest.raises(errors.ResourceExhaustedError) as info:
         next(it)

@@ -277,8 +277,10 @@ def test_fake_cuda_values_equal_the_host_pipeline(fake_cudart, mode):
             assert types == ["DeviceArray", "EagerTensor"], key
     assert out["misuse"] == {}
     assert out["live"] == ZERO_LIVE
-    # One host-to-device copy per element with numbers in it, none for empty ones.
-    assert out["copies"] == 4 * (6 + 5 + 7)
+    # A batch built in page-locked memory: one host-to-device copy per numeric component
+    # (images 6 batches of 1, dict_strings 5 of 2); an element packed into the staging
+    # ring (scalars: map, no batch): one per element; none for empty ones.
+    assert out["copies"] == 4 * (6 + 5 * 2 + 7)
     assert out["reads"] >= out["copies"]  # numpy() copies back
 
 
@@ -679,7 +681,8 @@ def test_fake_cuda_epochs_reuse_the_pinned_staging(fake_cudart):
     the staging cache for the next iterator; empty_cache() frees them."""
     out = fake_child(fake_cudart, """
         data = np.arange(32 * 8192, dtype=np.float32).reshape(32, 8192)
-        ds = D.from_tensor_slices(data).batch(4).apply(prefetch_to_device("cuda:0", 4))
+        # Slices of 4 rows, not batches: packed into the ring (a batch is built in place).
+        ds = D.from_tensor_slices(data.reshape(8, 4, 8192)).apply(prefetch_to_device("cuda:0", 4))
         pinned, infos, ok = [], [], True
         for epoch in range(3):
             got = [x.numpy() for x in ds]

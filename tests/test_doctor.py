@@ -277,6 +277,20 @@ def test_gpu_utilisation_from_nvml(monkeypatch, busy, status):
     assert bool(check.remedy) == (status == "warn")
 
 
+def test_the_gpu_line_shows_the_device_stages_copies(monkeypatch):
+    from conveyor.data.experimental import prefetch_to_device
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda i: f"gpu{i}",
+        nvmlDeviceGetComputeRunningProcesses=lambda h: [types.SimpleNamespace(pid=os.getpid())],
+        nvmlDeviceGetUtilizationRates=lambda h: types.SimpleNamespace(gpu=90))
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    ds = tf.data.Dataset.range(4000).batch(100).apply(prefetch_to_device("host", 2))
+    detail = run(ds, steps=8, step_fn=lambda x: time.sleep(0.01))["GPU busy"].detail
+    assert "prefetch_to_device" in detail and "GB/s over the bus" in detail, detail
+    assert "batches built in page-locked memory" in detail and "0 staged" in detail, detail
+
+
 def test_a_gpu_whose_driver_does_not_answer_is_skipped_with_the_reason(monkeypatch):
     def no_driver():
         raise RuntimeError("NVML Shared Library Not Found")

@@ -186,7 +186,8 @@ def test_gpu_check_host_quick(tmp_path):
                              "--device", "host", "--quick", "--files", "64", "--json", str(out)],
                             cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    for title in ("a. environment", "b. correctness", "c. bandwidth", "d. JPEG workload", "e. summary"):
+    for title in ("a. environment", "b. correctness", "c. bandwidth", "d. JPEG workload",
+                  "e. batches built in page-locked memory", "f. summary"):
         assert title in result.stdout, title
     assert "FAIL" not in result.stdout and "Traceback" not in result.stdout, result.stdout
     report = json.loads(out.read_text())
@@ -194,6 +195,28 @@ def test_gpu_check_host_quick(tmp_path):
     assert any(c["status"] == "ok" for c in report["checks"])
     assert report["figures"]["bandwidth"]["stage"]["take only"]["rates"]["median"] > 0
     assert set(report["figures"]["jpeg"]["variants"]) == {"host batches", "prefetch_to_device('host')"}
+    pinned = report["figures"]["pinned"]
+    assert pinned["stage_in_place"]["staged_copies"] == 0 and pinned["stage_in_place"]["inplace_batches"] > 0
+    assert len(pinned["jpeg"]) == 2
+
+
+def test_gpu_check_quick_on_the_fake_cuda_runtime(tmp_path):
+    # The CUDA code path of the whole flow, on tests/fake_cuda (no GPU needed).
+    import _fake_cuda
+    fake = _fake_cuda.build(str(tmp_path))
+    if fake is None:
+        pytest.skip("no C compiler to build the fake CUDA runtime")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TMPDIR=str(tmp_path), CONVEYOR_CUDART=fake)
+    out = tmp_path / "gpu_check.json"
+    result = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks/gpu_check.py"),
+                             "--quick", "--files", "64", "--json", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "FAIL" not in result.stdout and "Traceback" not in result.stdout, result.stdout
+    report = json.loads(out.read_text())
+    assert report["exit_code"] == 0 and not report["errors"], report["errors"]
+    assert report["figures"]["pinned"]["stage_in_place"]["staged_copies"] == 0
 
 
 def test_gpu_check_without_cuda():

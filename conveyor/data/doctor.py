@@ -53,7 +53,8 @@ from conveyor.data.ops.dataset_base import Dataset
 from conveyor.data.options import DerivedContext
 from conveyor.data.doctor_measure import (_Build, _contained, _gpu_device_present,  # noqa: F401
                                           _iterate, _IoWindow, _nvml, _open_descriptors,
-                                          _rss, _Sampler, STORAGE_CPU_BUSY, storage_verdict)
+                                          _rss, _Sampler, STORAGE_CPU_BUSY, storage_verdict,
+                                          device_copies)
 
 __all__ = ["diagnose", "Diagnosis", "Check", "StageRate", "stage_rates", "engine_bottleneck"]
 
@@ -579,7 +580,7 @@ class _Doctor:
                 sampler.gpu = None
             checks["input-bound"] = self.check_input_bound(run_f, t)
             if gpu is not None or why is not None:
-                checks["GPU busy"] = self.check_gpu(gpu, why, sampler)
+                checks["GPU busy"] = self.check_gpu(gpu, why, sampler, device_copies(run_f.stats))
         else:
             checks["input-bound"] = Check("input-bound", SKIPPED, threshold="< 10% of a step",
                                           detail="no step_fn (or --step-time) given")
@@ -736,15 +737,16 @@ class _Doctor:
         return Check(name, FAIL if fraction >= INPUT_BOUND_FAIL else WARN, fraction, threshold,
                      detail, remedy)
 
-    def check_gpu(self, gpu, why, sampler):
+    def check_gpu(self, gpu, why, sampler, copies=""):
+        """copies: device_copies() of the run with step_fn, appended to the detail."""
         name, threshold = "GPU busy", f">= {GPU_BUSY:.0%}"
         if gpu is None:
-            return Check(name, SKIPPED, threshold=threshold, detail=why)
+            return Check(name, SKIPPED, threshold=threshold, detail="; ".join(filter(None, [why, copies])))
         means = [sum(v) / len(v) for v in sampler.gpu_samples.values() if v]
         if not means:
             return Check(name, SKIPPED, threshold=threshold, detail="no NVML sample (run longer)")
         busy = max(means)
-        detail = f"{busy:.0%} busy during the steps"
+        detail = "; ".join(filter(None, [f"{busy:.0%} busy during the steps", copies]))
         if busy >= GPU_BUSY:
             return Check(name, OK, busy, threshold, detail)
         return Check(name, WARN, busy, threshold, detail,

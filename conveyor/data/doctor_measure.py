@@ -155,6 +155,23 @@ def _gpu_device_present():
         return False
 
 
+def device_copies(raw):
+    """What the device stages of a run's statistics (``_engine.Iterator.stats``) copied,
+    for the GPU line: bus rate, batches built in page-locked memory (host copies
+    avoided), batches staged; "" when the pipeline has no device stage."""
+    parts = []
+    for n in (raw or {}).get("nodes", ()):
+        if not n.get("ring_slots"):
+            continue
+        rate = n.get("copy_bytes", 0) / (n["copy_ns"] / 1e9) if n.get("copy_ns") else 0.0
+        parts.append(f"prefetch_to_device {rate / 1e9:.2f} GB/s over the bus, "
+                     f"{n.get('inplace_batches', 0):,} batches built in page-locked memory "
+                     f"({n.get('inplace_bytes', 0) / 1e6:.1f} MB of host copies avoided), "
+                     f"{n.get('staged_copies', 0):,} staged "
+                     f"({n.get('staged_bytes', 0) / 1e6:.1f} MB copied)")
+    return "; ".join(parts)
+
+
 def _nvml():
     """(pynvml, [handles of this process's GPUs, else all]), or (None, why not) when a GPU
     is there but cannot be sampled, or (None, None) when the machine has no GPU."""

@@ -60,7 +60,14 @@ class StageStats:
     page-locked staging ring and ``ring_busy``, those with a copy in flight;
     ``staging_bytes``, the ring's page-locked bytes (charged to the RAM
     budget); ``device_bytes``, device memory it holds (elements handed out
-    and not yet freed, and its block cache).
+    and not yet freed, and its block cache). Of its copies,
+    ``inplace_batches`` were batches built in page-locked memory by the
+    batch stage before it (``inplace_bytes``: the host copies avoided), and
+    ``staged_copies`` were packed into the staging ring first, a host copy
+    of ``staged_bytes`` (a transformation between the batch and the device
+    stage, strings or ragged parts, or a batch the RAM budget kept out of
+    page-locked memory); ``pinned_bytes``, the page-locked batches out now
+    (charged to the RAM budget). ``bus_rate`` is ``copy_rate``.
     """
     name: str
     kernel: str
@@ -93,11 +100,21 @@ class StageStats:
     ring_busy: int = 0
     staging_bytes: int = 0
     device_bytes: int = 0
+    inplace_batches: int = 0
+    inplace_bytes: int = 0
+    staged_copies: int = 0
+    staged_bytes: int = 0
+    pinned_bytes: int = 0
 
     @property
     def copy_rate(self):
         """Bytes per second of device time spent copying (0 when none)."""
         return self.copy_bytes / self.copy_time if self.copy_time > 0 else 0.0
+
+    @property
+    def bus_rate(self):
+        """Bytes per second over the bus as the stage saw them (the same as ``copy_rate``)."""
+        return self.copy_rate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,7 +271,10 @@ class PipelineStats:
                              f"{s.copy_time:.3f} s of copy time ({s.copy_rate / 1e9:.2f} GB/s); "
                              f"staging ring {s.ring_busy}/{s.ring_slots} busy, "
                              f"{_bytes(s.staging_bytes)} page-locked; "
-                             f"{_bytes(s.device_bytes)} on the device")
+                             f"{_bytes(s.device_bytes)} on the device; "
+                             f"{s.inplace_batches:,} built in place ({_bytes(s.inplace_bytes)} "
+                             f"of host copies avoided, {_bytes(s.pinned_bytes)} page-locked now), "
+                             f"{s.staged_copies:,} staged ({_bytes(s.staged_bytes)} copied)")
         return "\n".join(lines)
 
 
@@ -351,6 +371,9 @@ def describe(owner, raw):
         copy_bytes=n.get("copy_bytes", 0), copy_time=n.get("copy_ns", 0) / 1e9,
         ring_slots=n.get("ring_slots", 0), ring_busy=n.get("ring_busy", 0),
         staging_bytes=n.get("staging_bytes", 0), device_bytes=n.get("device_bytes", 0),
+        inplace_batches=n.get("inplace_batches", 0), inplace_bytes=n.get("inplace_bytes", 0),
+        staged_copies=n.get("staged_copies", 0), staged_bytes=n.get("staged_bytes", 0),
+        pinned_bytes=n.get("pinned_bytes", 0),
         function=owner.get(n["dataset"], ("", ""))[1] if n["dataset"] is not None else "")
         for i, n in enumerate(nodes)]
     tune = raw["autotune"]

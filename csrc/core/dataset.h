@@ -121,6 +121,14 @@ typedef struct CvKernel {
      * (save, restore, destroy). NULL: no grants (core/pipeline.c asks its
      * root after each call of it). */
     bool (*pass_through)(CvIterator *it, CvPassThrough *grant);
+    /* Optional: from now on allocate the numeric tensors of the elements
+     * this iterator hands out through `a` (which outlives the iterator):
+     * its consumer, a device stage, copies them from there with no staging
+     * copy. Called once, before the first next(), on the consumer's
+     * thread. A stage that builds its outputs (the batch kernels) keeps it
+     * and returns true; one that hands its input's elements on unchanged
+     * (prefetch) forwards it to its input; NULL: false, nothing changes. */
+    bool (*build_outputs_in)(CvIterator *it, const CvBufferAllocator *a);
 } CvKernel;
 
 struct CvDataset {
@@ -251,6 +259,11 @@ static inline void cv_iterator_prepare(CvIterator *it)
 {
     if (it->kernel->prepare)
         it->kernel->prepare(it);
+}
+/* The kernel's build_outputs_in, if it has one; false otherwise. */
+static inline bool cv_iterator_build_outputs_in(CvIterator *it, const CvBufferAllocator *a)
+{
+    return it->kernel->build_outputs_in && it->kernel->build_outputs_in(it, a);
 }
 void cv_iterator_cancel(CvIterator *it); /* NULL-safe */
 void cv_iterator_destroy(CvIterator *it); /* NULL-safe */

@@ -53,6 +53,13 @@ typedef struct CvNodeTotals {
     uint64_t copies;
     uint64_t copy_bytes;
     uint64_t copy_ns;
+    /* Of those elements: copied from the batch's own page-locked buffers
+     * (built in place), and packed into a staging slot first (a host
+     * memcpy); bytes of their numeric components. */
+    uint64_t inplace_batches;
+    uint64_t inplace_bytes;
+    uint64_t staged_copies;
+    uint64_t staged_bytes;
 } CvNodeTotals;
 
 /* Values now, summed over a node's live iterators. */
@@ -74,6 +81,7 @@ typedef struct CvGauges {
     int ring_busy;
     int64_t staging_bytes;
     int64_t device_bytes;
+    int64_t pinned_bytes; /* page-locked batches its input built, out now (charged) */
     /* The stage's parallelism as a shared parameter (tf.data's model
      * parameter): the autotuner publishes a value, the pool reads it before
      * each turn. The stage's own; valid under mu only. NULL: not a parallel

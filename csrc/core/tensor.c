@@ -263,8 +263,8 @@ size_t cv_tensor_nbytes(const CvTensor *t)
     return (size_t)cv_tensor_num_elements(t) * cv_dtype_size(t->dtype);
 }
 
-CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
-                         size_t string_bytes, char **blob)
+static CvStatus tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
+                             size_t string_bytes, char **blob, const CvBufferAllocator *a)
 {
     if (rank < 0 || rank > CV_MAX_RANK)
         return cv_error(CV_INVALID_ARGUMENT, "tensor rank %d is outside conveyor's limit of 0..%d",
@@ -287,7 +287,9 @@ CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *
     if (dtype == CV_STRING && bytes > CV_STRING_OFFSET_MASK)
         return cv_error(CV_RESOURCE_EXHAUSTED, "a string tensor of %zu bytes is larger than "
                         "conveyor's limit of 1 TiB", bytes);
-    CvBuffer *b = cv_buffer_new(bytes);
+    CvBuffer *b = a && dtype != CV_STRING ? a->alloc(a->ctx, bytes) : NULL;
+    if (!b)
+        b = cv_buffer_new(bytes);
     if (!b)
         return cv_error(CV_RESOURCE_EXHAUSTED, "out of memory allocating a %s tensor of %zu bytes",
                         cv_dtype_name(dtype), bytes);
@@ -300,6 +302,18 @@ CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *
     if (blob)
         *blob = b->data + count * item;
     return CV_STATUS_OK;
+}
+
+CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
+                         size_t string_bytes, char **blob)
+{
+    return tensor_alloc(out, dtype, rank, shape, string_bytes, blob, NULL);
+}
+
+CvStatus cv_tensor_alloc_from(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
+                              const CvBufferAllocator *a)
+{
+    return tensor_alloc(out, dtype, rank, shape, 0, NULL, a);
 }
 
 CvStatus cv_tensor_alloc_scalar_string(CvTensor *out, size_t n, char **bytes)

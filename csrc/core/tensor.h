@@ -173,6 +173,20 @@ size_t cv_tensor_nbytes(const CvTensor *t); /* num_elements * dtype size */
  * buffer at most CV_STRING_OFFSET_MASK bytes, so offsets fit their field). */
 CvStatus cv_tensor_alloc(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
                          size_t string_bytes, char **blob);
+/* Where a stage allocates its output tensors when its consumer asks for
+ * it (a device stage: page-locked memory its copy engine reads, core/dataset.h's
+ * build_outputs_in). alloc returns a buffer of at least n bytes with one
+ * reference (its release returns it to the allocator's owner), or NULL
+ * when it cannot (over a budget, out of pinned memory): the caller then
+ * allocates as usual. Any thread; ctx outlives every buffer it handed out. */
+typedef struct CvBufferAllocator {
+    CvBuffer *(*alloc)(void *ctx, size_t n);
+    void *ctx;
+} CvBufferAllocator;
+/* cv_tensor_alloc of a numeric tensor whose buffer comes from `a` when it
+ * has one (a NULL: from cv_buffer_new). */
+CvStatus cv_tensor_alloc_from(CvTensor *out, CvDtype dtype, int rank, const int64_t *shape,
+                              const CvBufferAllocator *a);
 /* A scalar string of n bytes (its ref set to them): the caller writes them
  * at *bytes. */
 CvStatus cv_tensor_alloc_scalar_string(CvTensor *out, size_t n, char **bytes);

@@ -24,6 +24,17 @@
  * memory, not RAM; shown in statistics). buffer_size 0 (copy_to_device)
  * copies on the consumer's thread, in next().
  *
+ * Batches built in place: when the input is a batch kernel (or a prefetch
+ * of one), the stage hands it a pool of page-locked buffers (pinned.h)
+ * before the first next(), and the batch's numeric components are built
+ * there. Such an element skips the packing: its turn issues one
+ * asynchronous copy per component, straight from the batch's buffers into
+ * the element's device block, and its slot holds the buffers (references)
+ * until that copy has completed. An element with any numeric component
+ * elsewhere (a map between the batch and this stage, a ragged or string
+ * batch's parts, a batch the pool refused) takes the staging path; both
+ * are counted (inplace_*, staged_*).
+ *
  * Exact resume: the stage's (core/stage.h). A save that writes elements in
  * flight reads them back from the device (core/iterator_state.h's foreign reader);
  * restored, they come back as host elements, and next() copies them again.
@@ -39,6 +50,7 @@
 #include "core/blocking.h"
 #include "core/stage.h"
 #include "device/device.h"
+#include "device/pinned.h"
 #include "device/prefetch_to_device.h"
 
 #define CV_DEVICE_MAX_WORKERS 4
@@ -58,6 +70,10 @@ typedef struct {
     void *start, *done; /* timing events around the slot's last copy */
     bool filling;       /* a turn owns it (ring_mu) */
     bool busy;          /* a copy from it may still run (ring_mu) */
+    /* In place: the pinned buffers its last copy reads, one reference
+     * each, dropped once that copy has completed (the slot's owner's). */
+    CvBuffer **held;
+    uint32_t nheld, held_cap;
 } StagingSlot;
 
 typedef struct {
@@ -70,6 +86,9 @@ typedef struct {
     _Atomic size_t ring_bytes; /* charged to the dataset's budget */
     _Atomic uint64_t copy_bytes, copies, copy_ns;
     atomic_int ring_busy;
+    CvPinnedPool *pinned; /* our input builds its batches here; NULL: it cannot */
+    _Atomic uint64_t inplace_batches, inplace_bytes; /* copied from where they were built */
+    _Atomic uint64_t staged_copies, staged_bytes;    /* packed into a staging slot first */
 } DeviceIterator;
 
 static void device_free_params(CvDataset *ds)
@@ -82,8 +101,33 @@ static int64_t device_cardinality(const CvDataset *ds)
     return cv_dataset_cardinality(ds->inputs[0]);
 }
 
-/* The slot's last copy has completed (waiting if need be). The caller
- * owns the slot (filling), or the stage has stopped. */
+static void drop_held(StagingSlot *slot)
+{
+    for (uint32_t i = 0; i < slot->nheld; i++)
+        cv_buffer_unref(slot->held[i]);
+    slot->nheld = 0;
+}
+
+/* The slot keeps a reference to each numeric component's buffer of work
+ * (the caller owns the slot). */
+static CvStatus hold_buffers(StagingSlot *slot, const CvElement *work)
+{
+    if (work->n > slot->held_cap) {
+        CvBuffer **grown = realloc(slot->held, work->n * sizeof(CvBuffer *));
+        if (!grown)
+            return cv_error_nomem();
+        slot->held = grown;
+        slot->held_cap = work->n;
+    }
+    for (uint32_t i = 0; i < work->n; i++)
+        if (work->t[i].dtype != CV_STRING && !cv_device_buffer_of(work->t[i].buf))
+            slot->held[slot->nheld++] = cv_buffer_ref(work->t[i].buf);
+    return CV_STATUS_OK;
+}
+
+/* The slot's last copy has completed (waiting if need be); the buffers it
+ * held for it are let go. The caller owns the slot (filling), or the stage
+ * has stopped. */
 static CvStatus retire_slot(DeviceIterator *it, StagingSlot *slot)
 {
     pthread_mutex_lock(&it->ring_mu);
@@ -104,6 +148,7 @@ static CvStatus retire_slot(DeviceIterator *it, StagingSlot *slot)
         double ms = d->methods->elapsed_ms(d, slot->start, slot->done);
         atomic_fetch_add_explicit(&it->copy_ns, (uint64_t)(ms * 1e6), memory_order_relaxed);
     }
+    drop_held(slot);
     pthread_mutex_lock(&it->ring_mu);
     slot->busy = false;
     pthread_mutex_unlock(&it->ring_mu);
@@ -170,8 +215,9 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
 {
     CvDevice *d = it->device;
     size_t offsets[64], *offset = work->n <= 64 ? offsets : malloc(work->n * sizeof(size_t));
-    size_t total = 0;
+    size_t total = 0, data_bytes = 0;
     bool numeric = false; /* a host numeric component, even of zero size, goes to the device */
+    bool inplace = it->pinned != NULL; /* every numeric component built in our pinned pool */
     CvStatus s = CV_STATUS_OK;
     CvDeviceBlock *block = NULL;
     CvDeviceBuffer *buf = NULL;
@@ -183,6 +229,8 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
         if (work->t[i].dtype == CV_STRING || cv_device_buffer_of(work->t[i].buf))
             continue;
         numeric = true;
+        inplace = inplace && cv_pinned_buffer_in(work->t[i].buf, it->pinned);
+        data_bytes += cv_tensor_nbytes(&work->t[i]);
         offset[i] = total;
         total += (cv_tensor_nbytes(&work->t[i]) + CV_DEVICE_ALIGN - 1) / CV_DEVICE_ALIGN * CV_DEVICE_ALIGN;
     }
@@ -197,9 +245,9 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
         s = cv_error(CV_INTERNAL, "PrefetchToDevice: no free staging slot");
         goto cleanup;
     }
-    bool copying = false;
-    if (!(s = retire_slot(it, slot)) && !(s = grow_slot(it, slot, total))) {
-        for (uint32_t i = 0; i < work->n; i++)
+    bool copying = false, issued = false;
+    if (!(s = retire_slot(it, slot)) && !(s = inplace ? hold_buffers(slot, work) : grow_slot(it, slot, total))) {
+        for (uint32_t i = 0; !inplace && i < work->n; i++) /* the staging path: pack */
             if (work->t[i].dtype != CV_STRING && !cv_device_buffer_of(work->t[i].buf) &&
                 cv_tensor_nbytes(&work->t[i]))
                 memcpy((char *)slot->host + offset[i], work->t[i].data, cv_tensor_nbytes(&work->t[i]));
@@ -208,9 +256,19 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
             block = NULL; /* the buffer's */
             pthread_mutex_lock(&it->copy_mu);
             int64_t t0 = cv_now_ns();
-            if (!(s = d->methods->record(d, slot->start, NULL)) &&
-                !(total && (s = d->methods->copy_in(d, buf->base.data, slot->host, total))) &&
-                !(s = d->methods->record(d, slot->done, NULL)))
+            if (!(s = d->methods->record(d, slot->start, NULL)) && !inplace && total) {
+                issued = true;
+                s = d->methods->copy_in(d, buf->base.data, slot->host, total);
+            }
+            for (uint32_t i = 0; !s && inplace && i < work->n; i++) /* one copy per component */
+                if (work->t[i].dtype != CV_STRING && !cv_device_buffer_of(work->t[i].buf) &&
+                    cv_tensor_nbytes(&work->t[i])) {
+                    issued = true;
+                    s = d->methods->copy_in(d, buf->base.data + offset[i], work->t[i].data,
+                                            cv_tensor_nbytes(&work->t[i]));
+                }
+            CvStatus r = d->methods->record(d, slot->done, NULL); /* also after a failed copy: */
+            if (!s && !r)                                          /* the held buffers wait on it */
                 s = d->methods->record(d, buf->ready, NULL);
             int64_t t1 = cv_now_ns();
             if (!s) { /* counted under copy_mu, so a measure sees bytes and copies agree */
@@ -219,10 +277,22 @@ static CvStatus copy_element(DeviceIterator *it, CvElement *work, CvElement *out
                     atomic_fetch_add_explicit(&it->copy_ns, (uint64_t)(t1 - t0), memory_order_relaxed);
                 atomic_fetch_add_explicit(&it->copy_bytes, total, memory_order_relaxed);
                 atomic_fetch_add_explicit(&it->copies, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(inplace ? &it->inplace_batches : &it->staged_copies, 1,
+                                          memory_order_relaxed);
+                atomic_fetch_add_explicit(inplace ? &it->inplace_bytes : &it->staged_bytes, data_bytes,
+                                          memory_order_relaxed);
+            } else if (issued && !r && d->kind == CV_DEVICE_CUDA) {
+                copying = true; /* a copy may still read the slot: retired behind `done` */
             }
+            if (s) /* the first error is the one to report */
+                cv_status_free(r);
+            else
+                s = r;
             pthread_mutex_unlock(&it->copy_mu);
         }
     }
+    if (!copying)
+        drop_held(slot); /* the host's copies are done; or none ran */
     release_slot(it, slot, copying);
     cv_device_leave(d, previous);
     if (s)
@@ -313,12 +383,15 @@ static void device_destroy(CvIterator *base)
             StagingSlot *slot = &it->ring[i];
             if (slot->busy)
                 cv_status_free(d->methods->sync(d, slot->done));
+            drop_held(slot); /* back to the pool: its copy is done */
+            free(slot->held);
             cv_device_staging_give(d, slot->host, slot->capacity); /* the next epoch's */
             d->methods->event_free(d, slot->start);
             d->methods->event_free(d, slot->done);
         }
         cv_device_leave(d, previous);
         cv_memory_release(base->dataset->memory, atomic_load(&it->ring_bytes));
+        cv_pinned_pool_unref(it->pinned); /* buffers still out keep it */
         cv_device_retire(d); /* arrays still out there must not pin its cache */
         cv_device_unref(d);
     }
@@ -362,6 +435,11 @@ static CvStatus device_make_iterator(const CvDataset *ds, CvIterator **out)
         s = cv_error_nomem();
     if (!s)
         s = cv_iterator_make(ds->inputs[0], &it->staged.input);
+    if (!s && !(s = cv_pinned_pool_new(it->device, ds->memory, &it->pinned)) &&
+        !cv_iterator_build_outputs_in(it->staged.input, cv_pinned_pool_allocator(it->pinned))) {
+        cv_pinned_pool_unref(it->pinned); /* no batch kernel to build in it */
+        it->pinned = NULL;
+    }
     if (!s && p->buffer_size != 0) {
         int size = p->buffer_size > CV_DEVICE_BUFFER_MAX ? CV_DEVICE_BUFFER_MAX : (int)p->buffer_size;
         int initial = p->buffer_size == CV_AUTOTUNE ? 2 : size;
@@ -420,6 +498,11 @@ static void device_measure(CvIterator *base, CvNodeTotals *totals, CvGauges *gau
     gauges->ring_slots += it->nslots;
     gauges->ring_busy += atomic_load_explicit(&it->ring_busy, memory_order_relaxed);
     gauges->staging_bytes += (int64_t)atomic_load_explicit(&it->ring_bytes, memory_order_relaxed);
+    gauges->pinned_bytes += cv_pinned_pool_stats(it->pinned).bytes_out;
+    totals->inplace_batches += atomic_load_explicit(&it->inplace_batches, memory_order_relaxed);
+    totals->inplace_bytes += atomic_load_explicit(&it->inplace_bytes, memory_order_relaxed);
+    totals->staged_copies += atomic_load_explicit(&it->staged_copies, memory_order_relaxed);
+    totals->staged_bytes += atomic_load_explicit(&it->staged_bytes, memory_order_relaxed);
     if (it->device)
         gauges->device_bytes += atomic_load_explicit(&it->device->device_bytes, memory_order_relaxed);
 }

@@ -4,7 +4,9 @@
  * axis, one copy per component per element into a fresh buffer (large
  * strings are referenced instead: kernels/common/batch_rows.h). With
  * num_parallel_calls the pulls stay sequential and in order (a CvStage) and
- * the copying runs on the workers. An input error fails the batch it falls
+ * the copying runs on the workers. A device stage that consumes the
+ * batches has their numeric components built in page-locked memory
+ * (build_outputs_in: the allocator it hands us). An input error fails the batch it falls
  * in (the elements gathered so far are dropped) and the next batch starts
  * after it, as tf.data's BatchDataset does.
  *
@@ -33,6 +35,7 @@ typedef struct {
 typedef struct {
     CvStagedIterator staged; /* the stage runs only with num_parallel_calls */
     CvRowGatherer rows;
+    const CvBufferAllocator *out_alloc; /* set before the first next(): build_outputs_in */
 } BatchIterator;
 
 static void batch_free(CvDataset *ds)
@@ -48,7 +51,7 @@ static int64_t batch_cardinality(const CvDataset *ds)
 }
 
 /* Stack a bundle of `rows` rows into one element. Takes the bundle. */
-static CvStatus stack(CvElement *bundle, int64_t rows, CvElement *out)
+static CvStatus stack(CvElement *bundle, int64_t rows, CvElement *out, const CvBufferAllocator *alloc)
 {
     char a[96], b[96];
     uint32_t ncomp = (uint32_t)(bundle->n / rows);
@@ -83,7 +86,7 @@ static CvStatus stack(CvElement *bundle, int64_t rows, CvElement *out)
         int64_t shape[CV_MAX_RANK];
         shape[0] = rows;
         memcpy(shape + 1, first->shape, (size_t)first->rank * sizeof(int64_t));
-        if ((s = cv_stack_rows(&out->t[c], bundle, rows, ncomp, c, first->rank + 1, shape)))
+        if ((s = cv_stack_rows(&out->t[c], bundle, rows, ncomp, c, first->rank + 1, shape, alloc)))
             goto done;
     }
 done:
@@ -107,8 +110,7 @@ static CvStatus batch_pull(void *owner, CvElement *work, int64_t *aux, bool *end
 
 static CvStatus batch_process(void *owner, CvElement *work, int64_t aux, CvElement *out)
 {
-    (void)owner;
-    return stack(work, aux, out);
+    return stack(work, aux, out, ((BatchIterator *)owner)->out_alloc);
 }
 
 /* Between pulls the gatherer holds no rows, except after an interrupted
@@ -168,7 +170,13 @@ static CvStatus batch_next(CvIterator *base, CvElement *out, bool *end)
     CvStatus s = gather(it, &bundle, &rows, end);
     if (s || *end)
         return s;
-    return stack(&bundle, rows, out);
+    return stack(&bundle, rows, out, it->out_alloc);
+}
+
+static bool batch_build_outputs_in(CvIterator *base, const CvBufferAllocator *a)
+{
+    ((BatchIterator *)base)->out_alloc = a;
+    return true;
 }
 
 static CvStatus batch_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
@@ -222,6 +230,7 @@ const CvKernel cv_kernel_batch = {
     .try_next = batch_try_next,
     .save = batch_save,
     .restore = batch_restore,
+    .build_outputs_in = batch_build_outputs_in,
 };
 
 CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remainder,
@@ -246,7 +255,7 @@ CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remain
     return cv_dataset_new(&cv_kernel_batch, &input, 1, p, workers > 0, out);
 }
 
-CvStatus cv_batch_stack(CvElement *bundle, int64_t rows, CvElement *out)
+CvStatus cv_batch_stack(CvElement *bundle, int64_t rows, CvElement *out, const CvBufferAllocator *a)
 {
-    return stack(bundle, rows, out);
+    return stack(bundle, rows, out, a);
 }

@@ -43,7 +43,7 @@ CvStatus cv_batch_dataset(CvDataset *input, int64_t batch_size, bool drop_remain
 /* batch's stacking of a bundle of `rows` rows (row r's component c at
  * bundle->t[r * ncomp + c]) into one element, with batch's errors. Takes the
  * bundle. */
-CvStatus cv_batch_stack(CvElement *bundle, int64_t rows, CvElement *out);
+CvStatus cv_batch_stack(CvElement *bundle, int64_t rows, CvElement *out, const CvBufferAllocator *a);
 /* buffer_size: CV_AUTOTUNE, 0 (no prefetching) or > 0. */
 CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **out);
 /* interleave: cycle_length >= 1, block_length >= 1; num_parallel_calls 0

@@ -101,6 +101,7 @@ typedef struct {
     int64_t pull_ns;     /* recent time to pull one row */
     _Atomic uint64_t align; /* the consumer's next batch start */
     _Atomic int64_t row_ns; /* recent time to map one row */
+    const CvBufferAllocator *out_alloc; /* batches' buffers: build_outputs_in, before the first next() */
 
     /* Consumer side. */
     MbPiece *peek;          /* taken from the stage, not yet used */
@@ -160,7 +161,7 @@ static CvStatus mb_pull(void *owner, CvElement *work, int64_t *aux, bool *end)
         int64_t planned = bs;
         if (align <= it->pos)
             planned = bs - (int64_t)((it->pos - align) % (uint64_t)bs);
-        if (!(it->cur = cv_mb_batch_new(it->pos, planned)))
+        if (!(it->cur = cv_mb_batch_new(it->pos, planned, it->out_alloc)))
             return cv_error_nomem();
         it->cur_pulled = 0;
     }
@@ -737,7 +738,7 @@ static CvStatus gather(MapBatchIterator *it, bool blocking, CvElement *out, bool
         return CV_STATUS_OK;
     }
     it->bundle_cap = 0;
-    return cv_batch_stack(&it->bundle, rows, out); /* takes the bundle */
+    return cv_batch_stack(&it->bundle, rows, out, it->out_alloc); /* takes the bundle */
 }
 
 static CvStatus group_add(MapBatchIterator *it, MbPiece *piece)
@@ -907,6 +908,12 @@ static CvStatus mb_make_iterator(const CvDataset *ds, CvIterator **out)
     return CV_STATUS_OK;
 }
 
+static bool mb_build_outputs_in(CvIterator *base, const CvBufferAllocator *a)
+{
+    ((MapBatchIterator *)base)->out_alloc = a;
+    return true;
+}
+
 const CvKernel cv_kernel_map_batch = {
     .name = "MapAndBatch",
     .make_iterator = mb_make_iterator,
@@ -919,6 +926,7 @@ const CvKernel cv_kernel_map_batch = {
     .try_next = mb_try_next,
     .save = mb_save,
     .restore = mb_restore,
+    .build_outputs_in = mb_build_outputs_in,
 };
 
 CvStatus cv_map_batch_dataset(CvDataset *map, int64_t batch_size, bool drop_remainder,

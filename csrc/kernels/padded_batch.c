@@ -24,6 +24,7 @@ typedef struct {
 typedef struct {
     CvUnaryIterator base;
     CvRowGatherer rows;
+    const CvBufferAllocator *out_alloc; /* numeric outputs' buffers: build_outputs_in */
 } PaddedBatchIterator;
 
 static void padded_batch_free(CvDataset *ds)
@@ -140,7 +141,7 @@ static CvStatus batch_shape(const PaddedBatchParams *p, const CvElement *bundle,
 
 /* Pad and stack a bundle of `rows` rows into one element. Takes the bundle. */
 static CvStatus pad_stack(const PaddedBatchParams *p, CvElement *bundle, int64_t rows,
-                          CvElement *out)
+                          CvElement *out, const CvBufferAllocator *a)
 {
     uint32_t ncomp = p->shapes.n;
     CvStatus s = CV_STATUS_OK;
@@ -160,8 +161,10 @@ static CvStatus pad_stack(const PaddedBatchParams *p, CvElement *bundle, int64_t
             blob_bytes += cv_string_bytes(&bundle->t[r * ncomp + c]);
         char *blob = NULL;
         CvTensor *t = &out->t[c];
-        if ((s = cv_tensor_alloc(t, pad->dtype, (int)p->shapes.t[c].shape[0] + 1, dims, blob_bytes,
-                                 &blob)))
+        int rank = (int)p->shapes.t[c].shape[0] + 1;
+        if ((s = pad->dtype == CV_STRING
+                     ? cv_tensor_alloc(t, pad->dtype, rank, dims, blob_bytes, &blob)
+                     : cv_tensor_alloc_from(t, pad->dtype, rank, dims, a)))
             break;
         fill(t, pad, &blob);
         for (int64_t r = 0; r < rows; r++)
@@ -183,7 +186,7 @@ static CvStatus padded_batch_next(CvIterator *base, CvElement *out, bool *end)
                                 &bundle, &rows, end);
     if (s || *end)
         return s;
-    return pad_stack(p, &bundle, rows, out);
+    return pad_stack(p, &bundle, rows, out, it->out_alloc);
 }
 
 /* Whether the input ended, the rows gathered for a batch by an
@@ -233,6 +236,12 @@ static void padded_batch_destroy(CvIterator *base)
     cv_unary_iterator_destroy(base);
 }
 
+static bool padded_batch_build_outputs_in(CvIterator *base, const CvBufferAllocator *a)
+{
+    ((PaddedBatchIterator *)base)->out_alloc = a;
+    return true;
+}
+
 const CvKernel cv_kernel_padded_batch = {
     .name = "PaddedBatch",
     .make_iterator = padded_batch_make_iterator,
@@ -243,6 +252,7 @@ const CvKernel cv_kernel_padded_batch = {
     .destroy = padded_batch_destroy,
     .save = padded_batch_save,
     .restore = padded_batch_restore,
+    .build_outputs_in = padded_batch_build_outputs_in,
 };
 
 CvStatus cv_padded_batch_dataset(CvDataset *input, int64_t batch_size, CvElement *padded_shapes,

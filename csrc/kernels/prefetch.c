@@ -171,6 +171,13 @@ static CvStatus prefetch_restore(CvIterator *base, CvStateReader *r)
     return s ? s : prefetch_restore_input(it, r);
 }
 
+/* Elements pass through unchanged: whoever builds them may build them where
+ * our consumer (a device stage) wants them. */
+static bool prefetch_build_outputs_in(CvIterator *base, const CvBufferAllocator *a)
+{
+    return cv_iterator_build_outputs_in(((PrefetchIterator *)base)->input, a);
+}
+
 const CvKernel cv_kernel_prefetch = {
     .name = "Prefetch",
     .make_iterator = prefetch_make_iterator,
@@ -184,6 +191,7 @@ const CvKernel cv_kernel_prefetch = {
     .save = prefetch_save,
     .restore = prefetch_restore,
     .pass_through = prefetch_pass_through,
+    .build_outputs_in = prefetch_build_outputs_in,
 };
 
 CvStatus cv_prefetch_dataset(CvDataset *input, int64_t buffer_size, CvDataset **out)

@@ -107,6 +107,7 @@ typedef struct {
     CvElement bundle;
     size_t bundle_cap;
     uint32_t first_ncomp;
+    const CvBufferAllocator *out_alloc; /* batches' buffers: build_outputs_in, before the first next() */
 } ShuffleBatchIterator;
 
 static void shuffle_batch_free(CvDataset *ds)
@@ -361,14 +362,15 @@ static void release_slot(ShuffleBatchIterator *it, uint32_t slot)
 
 /* -- the batch being built ------------------------------------------------ */
 
-static CvStatus alloc_rows(ShuffleBatchIterator *it, CvElement *e, int64_t rows)
+static CvStatus alloc_rows(ShuffleBatchIterator *it, CvElement *e, int64_t rows,
+                           const CvBufferAllocator *a)
 {
     CvStatus s = cv_element_init(e, it->ncomp);
     for (uint32_t c = 0; !s && c < it->ncomp; c++) {
         int64_t shape[CV_MAX_RANK];
         shape[0] = rows;
         memcpy(shape + 1, it->parts[c].shape, (size_t)it->parts[c].rank * sizeof(int64_t));
-        s = cv_tensor_alloc(&e->t[c], it->parts[c].dtype, it->parts[c].rank + 1, shape, 0, NULL);
+        s = cv_tensor_alloc_from(&e->t[c], it->parts[c].dtype, it->parts[c].rank + 1, shape, a);
     }
     if (s)
         cv_element_clear(e);
@@ -391,11 +393,11 @@ static CvStatus take_slot(ShuffleBatchIterator *it, uint32_t slot)
 
 /* The taken rows as one element of `rows` rows (on OK); the slots are free
  * again either way. */
-static CvStatus copy_taken(ShuffleBatchIterator *it, CvElement *out)
+static CvStatus copy_taken(ShuffleBatchIterator *it, CvElement *out, const CvBufferAllocator *a)
 {
     enum { AHEAD = 8 };
     int64_t rows = it->rows;
-    CvStatus s = alloc_rows(it, out, rows);
+    CvStatus s = alloc_rows(it, out, rows, a);
     for (int64_t r = 0; !s && r < rows; r++) {
         if (r + AHEAD < rows) {
             const char *next = it->arena + (size_t)it->taken[r + AHEAD] * it->row_bytes;
@@ -423,7 +425,7 @@ static CvStatus go_slow(ShuffleBatchIterator *it)
     it->first_ncomp = it->ncomp;
     if (it->rows == 0)
         return CV_STATUS_OK;
-    CvStatus s = copy_taken(it, &copied);
+    CvStatus s = copy_taken(it, &copied, NULL);
     for (int64_t r = 0; !s && r < it->rows; r++) {
         CvElement view = {0};
         if ((s = cv_element_init(&view, it->ncomp)))
@@ -440,7 +442,7 @@ static CvStatus go_slow(ShuffleBatchIterator *it)
 /* The arena row in `slot` as a new element (a copy). */
 static CvStatus row_element(ShuffleBatchIterator *it, uint32_t slot, CvElement *e)
 {
-    CvStatus s = alloc_rows(it, e, 1);
+    CvStatus s = alloc_rows(it, e, 1, NULL);
     if (s)
         return s;
     const char *row = it->arena + (size_t)slot * it->row_bytes;
@@ -533,9 +535,9 @@ static CvStatus assemble(ShuffleBatchIterator *it, CvElement *out, bool *end)
         CvElement bundle;
         cv_element_move(&bundle, &it->bundle);
         drop_batch(it);
-        return cv_batch_stack(&bundle, rows, out);
+        return cv_batch_stack(&bundle, rows, out, it->out_alloc);
     }
-    s = copy_taken(it, out); /* frees the slots */
+    s = copy_taken(it, out, it->out_alloc); /* frees the slots */
     it->rows = 0;
     return s;
 }
@@ -734,6 +736,12 @@ static void shuffle_batch_destroy(CvIterator *base)
     cv_staged_iterator_destroy(base);
 }
 
+static bool shuffle_batch_build_outputs_in(CvIterator *base, const CvBufferAllocator *a)
+{
+    ((ShuffleBatchIterator *)base)->out_alloc = a;
+    return true;
+}
+
 const CvKernel cv_kernel_shuffle_batch = {
     .name = "ShuffleBatch",
     .make_iterator = shuffle_batch_make_iterator,
@@ -745,6 +753,7 @@ const CvKernel cv_kernel_shuffle_batch = {
     .measure = cv_staged_iterator_measure,
     .save = shuffle_batch_save,
     .restore = shuffle_batch_restore,
+    .build_outputs_in = shuffle_batch_build_outputs_in,
 };
 
 CvStatus cv_shuffle_batch_dataset(CvDataset *shuffle, int64_t batch_size, bool drop_remainder,

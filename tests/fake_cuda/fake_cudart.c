@@ -43,6 +43,14 @@
  * Read them with ctypes.CDLL on the same path: the loader returns the
  * object conveyor loaded.
  *
+ * Host copies into pinned memory: with the fake also in LD_PRELOAD (so its
+ * memcpy is the process's) and FAKE_CUDA_COUNT_MEMCPY=<bytes>, every
+ * memcpy of at least that many bytes from host memory into pinned memory
+ * (a copy within pinned memory, as a fill by doubling, is not) is counted (host_memcpys_pinned, host_memcpy_pinned_bytes): a
+ * batch packed into a staging slot is one such memcpy per component, a
+ * batch built in place has only row-sized ones. A sanitizer's runtime,
+ * preloaded first, keeps its own memcpy: nothing is counted then.
+ *
  * Built by tests/_fake_cuda.py (gcc -shared -fPIC -pthread).
  */
 #include <pthread.h>
@@ -84,7 +92,8 @@ enum { HOST_TO_DEVICE = 1, DEVICE_TO_HOST = 2 };
     X(mallocs) X(host_alloc_calls) X(copies_h2d) X(copies_d2h) X(bytes_h2d) X(bytes_d2h)      \
     X(stream_waits) X(event_records) X(event_queries_not_ready) X(event_syncs)                 \
     X(stream_syncs) X(set_device_calls) X(oom) X(bad_frees) X(bad_copies)                      \
-    X(pageable_copies) X(bad_handles) X(cross_device) X(bad_set_device)
+    X(pageable_copies) X(bad_handles) X(cross_device) X(bad_set_device)                       \
+    X(host_memcpys_pinned) X(host_memcpy_pinned_bytes)
 #define ENUM(name) C_##name,
 enum { COUNTERS(ENUM) NCOUNTERS };
 #define NAME(name) #name ","
@@ -210,6 +219,30 @@ static Alloc *find_range(const void *p, size_t n, bool device)
             (const char *)p + n <= a->ptr + a->size)
             return a;
     return NULL;
+}
+
+static long long memcpy_min = -1; /* FAKE_CUDA_COUNT_MEMCPY; -1: not counted */
+
+__attribute__((constructor)) static void read_memcpy_min(void)
+{
+    const char *v = getenv("FAKE_CUDA_COUNT_MEMCPY");
+    memcpy_min = v && *v ? atoll(v) : -1;
+}
+
+/* The process's memcpy when the fake is preloaded; the fake never calls
+ * memcpy with alloc_mu held. */
+EXPORT void *memcpy(void *dst, const void *src, size_t n)
+{
+    if (memcpy_min >= 0 && (long long)n >= memcpy_min) {
+        pthread_mutex_lock(&alloc_mu);
+        bool pinned = find_range(dst, n, false) != NULL && !find_range(src, n, false);
+        pthread_mutex_unlock(&alloc_mu);
+        if (pinned) {
+            count(C_host_memcpys_pinned, 1);
+            count(C_host_memcpy_pinned_bytes, (long long)n);
+        }
+    }
+    return memmove(dst, src, n);
 }
 
 static cudaError_t do_alloc(void **out, size_t size, int device)
@@ -531,6 +564,28 @@ EXPORT cudaError_t cudaGetDevice(int *device)
     if (!device)
         return INVALID_VALUE;
     *device = current_device;
+    return SUCCESS;
+}
+
+/* For benchmarks/gpu_env.py's CudaRuntime (gpu_check on the fake): the
+ * current device's bytes in use, of FAKE_CUDA_MALLOC_LIMIT or 80 GiB. */
+EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    settings();
+    if (!free_bytes || !total_bytes)
+        return INVALID_VALUE;
+    long long total = malloc_limit >= 0 ? malloc_limit : 80LL << 30;
+    pthread_mutex_lock(&alloc_mu);
+    long long used = device_used[current_device];
+    pthread_mutex_unlock(&alloc_mu);
+    *total_bytes = (size_t)total;
+    *free_bytes = (size_t)(total > used ? total - used : 0);
+    return SUCCESS;
+}
+
+EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+    synchronize_all(); /* every stream: the fake does not tell devices apart here */
     return SUCCESS;
 }
 

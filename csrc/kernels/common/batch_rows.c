@@ -199,12 +199,12 @@ static CvStatus stack_strings(CvTensor *out, const CvElement *bundle, int64_t ro
 }
 
 CvStatus cv_stack_rows(CvTensor *out, const CvElement *bundle, int64_t rows, uint32_t ncomp,
-                       uint32_t c, int rank, const int64_t *shape)
+                       uint32_t c, int rank, const int64_t *shape, const CvBufferAllocator *a)
 {
     const CvTensor *first = &bundle->t[c];
     if (first->dtype == CV_STRING)
         return stack_strings(out, bundle, rows, ncomp, c, rank, shape);
-    CvStatus s = cv_tensor_alloc(out, first->dtype, rank, shape, 0, NULL);
+    CvStatus s = cv_tensor_alloc_from(out, first->dtype, rank, shape, a);
     if (s)
         return s;
     int64_t per_row = cv_tensor_num_elements(first);

@@ -63,13 +63,14 @@ void cv_row_gatherer_clear(CvRowGatherer *g);
 
 /* Stack component c of the `rows` rows of a bundle (row r's is
  * bundle->t[r * ncomp + c]; same dtype and shape, checked by the caller)
- * into a new dense tensor of the given shape (rows first). Numbers and small
+ * into a new dense tensor of the given shape (rows first; numbers in a
+ * buffer from `a`, NULL: cv_buffer_new). Numbers and small
  * strings are copied; a large string that fills at least half of its buffer
  * is not copied: that buffer becomes a part of out's buffer (tensor.h), so
  * batching large records costs no copy and retains at most twice the bytes
  * the batch accounts for. */
 CvStatus cv_stack_rows(CvTensor *out, const CvElement *bundle, int64_t rows, uint32_t ncomp,
-                       uint32_t c, int rank, const int64_t *shape);
+                       uint32_t c, int rank, const int64_t *shape, const CvBufferAllocator *a);
 
 /* Bytes of string data a string tensor refers to (0 for other dtypes). */
 size_t cv_string_bytes(const CvTensor *t);

@@ -20,7 +20,7 @@ static void batch_release(CvBuffer *buf)
     free(b);
 }
 
-MbBatch *cv_mb_batch_new(uint64_t first, int64_t planned)
+MbBatch *cv_mb_batch_new(uint64_t first, int64_t planned, const CvBufferAllocator *a)
 {
     MbBatch *b = calloc(1, sizeof(*b));
     if (!b)
@@ -29,6 +29,7 @@ MbBatch *cv_mb_batch_new(uint64_t first, int64_t planned)
     b->buf.release = batch_release;
     b->first = first;
     b->planned = planned;
+    b->out_alloc = a;
     pthread_mutex_init(&b->mu, NULL);
     atomic_init(&b->layout, 0);
     return b;
@@ -63,7 +64,7 @@ static void set_layout(MbBatch *b, const CvElement *e, int64_t batch_size)
             int64_t shape[CV_MAX_RANK];
             shape[0] = b->planned;
             memcpy(shape + 1, e->t[c].shape, (size_t)e->t[c].rank * sizeof(int64_t));
-            CvStatus s = cv_tensor_alloc(&b->t[c], e->t[c].dtype, e->t[c].rank + 1, shape, 0, NULL);
+            CvStatus s = cv_tensor_alloc_from(&b->t[c], e->t[c].dtype, e->t[c].rank + 1, shape, b->out_alloc);
             if (s) { /* the exact path will meet (or not) the same shortage */
                 cv_status_free(s);
                 layout = -1;

@@ -24,6 +24,7 @@ typedef struct MbBatch {
     _Atomic int layout; /* 0: unknown; 1: rows are written into t; -1: kept whole */
     uint32_t ncomp;
     CvTensor *t; /* layout 1: ncomp tensors of `planned` rows */
+    const CvBufferAllocator *out_alloc; /* where t's buffers come from (NULL: cv_buffer_new) */
 } MbBatch;
 
 typedef struct MbRow {
@@ -45,8 +46,9 @@ typedef struct MbPiece {
 } MbPiece;
 
 /* A batch of `planned` rows starting at row-stream position `first`, with
- * one reference and no layout yet; NULL when out of memory. */
-MbBatch *cv_mb_batch_new(uint64_t first, int64_t planned);
+ * one reference and no layout yet, its tensors to come from `a` (NULL:
+ * cv_buffer_new; a outlives the batch); NULL when out of memory. */
+MbBatch *cv_mb_batch_new(uint64_t first, int64_t planned, const CvBufferAllocator *a);
 
 /* A piece's buffer release: frees its rows and drops its batch reference. A
  * tag tensor whose buffer has this release carries a piece. */

@@ -1,0 +1,271 @@
+"""Batches built in page-locked memory for the device stage (csrc/device/pinned.c).
+
+When prefetch_to_device / copy_to_device follows a batch-kind stage (batch,
+map+batch, shuffle+batch, padded_batch; a prefetch between them passes it
+on), the batch's numeric components are built in pinned buffers and copied
+to the device from there, one asynchronous copy per component, with no
+memcpy into a staging slot. Checked on the host kind (in this process) and
+on the fake CUDA runtime (tests/fake_cuda, subprocesses): values equal to
+the host pipeline's (sequential and AUTOTUNE), the counters in it.stats(),
+no host memcpy of a batch into pinned memory (the fake, preloaded, counts
+them), the fallback for a map after the batch, strings and ragged batches,
+pinned buffers reused across epochs, returned when an iterator is dropped
+mid-epoch, and charged to the RAM budget.
+"""
+import gc
+import os
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import conveyor as cv
+from conveyor.data.experimental import AUTOTUNE, copy_to_device, prefetch_to_device
+
+from test_device_cuda import ZERO_LIVE, fake_child, fake_cudart  # noqa: F401 (a fixture)
+
+D = cv.data.Dataset
+SANITIZED = bool(os.environ.get("CV_SANITIZED"))  # the sanitizer's memcpy is the process's there
+
+
+def device_stage(it):
+    return next(s for s in it.stats().stages if s.kernel == "PrefetchToDevice")
+
+
+def host(x):
+    return x.numpy() if hasattr(x, "numpy") else np.asarray(x)
+
+
+# ---------------------------------------------------------------- the host kind
+
+X = np.arange(64 * 256, dtype=np.float32).reshape(64, 256)
+Y = np.arange(64, dtype=np.int64)
+
+KINDS = {
+    "batch": ("Batch", lambda par: D.from_tensor_slices((X, Y)).batch(8, num_parallel_calls=par)),
+    "map_batch": ("MapAndBatch", lambda par: D.from_tensor_slices((X, Y)).map(
+        lambda a, b: (a * 2.0, b + 1), num_parallel_calls=par or 2).batch(8)),
+    "shuffle_batch": ("ShuffleBatch", lambda par: D.from_tensor_slices((X, Y)).shuffle(
+        16, seed=3).batch(8, num_parallel_calls=par)),
+    "padded_batch": ("PaddedBatch", lambda par: D.from_tensor_slices((X, Y)).padded_batch(
+        8, padded_shapes=([300], []), padding_values=(-1.0, np.int64(7)))),
+}
+
+
+@pytest.mark.parametrize("par", [None, AUTOTUNE], ids=["sequential", "autotune"])
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_host_kind_batches_are_built_in_place(kind, par):
+    kernel, make = KINDS[kind]
+    expected = [tuple(np.asarray(v) for v in e) for e in make(par)]
+    apply = prefetch_to_device("host", AUTOTUNE) if par else copy_to_device("host")
+    it = iter(make(par).apply(apply))
+    got = [tuple(host(v) for v in e) for e in it]
+    assert len(got) == len(expected) == 8
+    assert all(np.array_equal(g, e) for ge, ee in zip(got, expected) for g, e in zip(ge, ee))
+    stages = it.stats().stages
+    assert [s.kernel for s in stages][:2] == ["PrefetchToDevice", kernel]
+    st = stages[0]
+    assert (st.inplace_batches, st.staged_copies, st.staged_bytes) == (8, 0, 0)
+    assert st.inplace_bytes == sum(g.nbytes for e in got for g in e)
+    assert st.bus_rate == st.copy_rate
+
+
+def test_host_kind_a_prefetch_between_passes_the_pool_on():
+    it = iter(D.from_tensor_slices(X).batch(8).prefetch(2).apply(prefetch_to_device("host", 2)))
+    assert np.array_equal(np.concatenate([host(x) for x in it]), X)
+    st = device_stage(it)
+    assert (st.inplace_batches, st.staged_copies) == (8, 0)
+
+
+@pytest.mark.parametrize("between, staged", [
+    (lambda d: d.batch(8).map(lambda a: a + 1.0), 8),           # a transformation after the batch
+    (lambda d: d.map(lambda a: a[:3]).unbatch().batch(8), 0),  # unbatch then batch: in place again
+    (lambda d: d.take(64), 64),                                 # no batch at all: slices
+], ids=["map_after_batch", "rebatched", "no_batch"])
+def test_host_kind_fallback_is_counted(between, staged):
+    it = iter(between(D.from_tensor_slices(X)).apply(prefetch_to_device("host", 2)))
+    n = sum(1 for _ in it)
+    st = device_stage(it)
+    assert st.staged_copies == staged and st.inplace_batches == n - staged
+    assert (st.staged_bytes > 0) == (staged > 0)
+
+
+def test_host_kind_strings_stay_and_ragged_batches_are_staged():
+    names = [b"n%d" % i for i in range(64)]
+    it = iter(D.from_tensor_slices((X, names)).batch(8).apply(prefetch_to_device("host", 2)))
+    got = list(it)
+    assert [list(e[1].numpy()) for e in got] == [names[i:i + 8] for i in range(0, 64, 8)]
+    assert np.array_equal(np.concatenate([host(e[0]) for e in got]), X)
+    st = device_stage(it)
+    assert (st.inplace_batches, st.staged_copies) == (8, 0)  # the numbers in place; strings stay
+    with warnings.catch_warnings():  # a map in Python: this is about its batches
+        warnings.simplefilter("ignore")
+        ragged = D.range(10).map(lambda x: cv.fill(cv.reshape(x % 3 + 1, [1]), x)).ragged_batch(4)
+    expected = [e.to_list() for e in ragged]
+    it = iter(ragged.apply(prefetch_to_device("host", 2)))
+    assert [e.to_list() for e in it] == expected
+    st = device_stage(it)
+    assert st.staged_copies == 3 and st.inplace_batches == 0
+
+
+def test_host_kind_pinned_batches_are_charged_and_returned_mid_epoch():
+    before = cv._engine.memory_in_use()
+    options = cv.data.Options()
+    options.autotune.ram_budget = 256 << 20
+    big = np.ones((64, 64 << 10), np.uint8)  # 64 KiB rows, 512 KiB batches
+    # The prefetch holds batches in page-locked memory until the device stage copies them.
+    ds = D.from_tensor_slices(big).batch(8).prefetch(3).apply(prefetch_to_device("host", 1))
+    it = iter(ds.with_options(options))
+    next(it)
+    deadline = time.monotonic() + 10
+    while device_stage(it).pinned_bytes < 2 * 8 * (64 << 10) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    st = device_stage(it)
+    assert st.pinned_bytes >= 8 * (64 << 10)
+    assert cv._engine.memory_in_use() - before >= st.pinned_bytes
+    del it, st
+    gc.collect()
+    assert cv._engine.memory_in_use() == before
+
+
+# ---------------------------------------------------------------- the fake CUDA runtime
+
+def pinned_child(fake_cudart, code, **env):
+    """fake_child with the fake preloaded, counting memcpys of >= 4 KiB into pinned memory
+    (not under a sanitizer, whose runtime keeps its own memcpy)."""
+    if not SANITIZED:
+        env = {"LD_PRELOAD": fake_cudart, "FAKE_CUDA_COUNT_MEMCPY": 4096, **env}
+    return fake_child(fake_cudart, PIPELINES + textwrap.dedent(code), **env)
+
+
+PIPELINES = """
+X = np.arange(64 * 256, dtype=np.float32).reshape(64, 256)   # rows of 1 KiB, batches of 8 KiB
+Y = np.arange(64, dtype=np.int64)
+KINDS = {
+    "batch": lambda par: D.from_tensor_slices((X, Y)).batch(8, num_parallel_calls=par),
+    "map_batch": lambda par: D.from_tensor_slices((X, Y)).map(
+        lambda a, b: (a * 2.0, b + 1), num_parallel_calls=par or 2).batch(8),
+    "shuffle_batch": lambda par: D.from_tensor_slices((X, Y)).shuffle(16, seed=3).batch(
+        8, num_parallel_calls=par),
+    "padded_batch": lambda par: D.from_tensor_slices((X, Y)).padded_batch(
+        8, padded_shapes=([300], []), padding_values=(-1.0, np.int64(7))),
+}
+stage = lambda it: next(s for s in it.stats().stages if s.kernel == "PrefetchToDevice")
+pinned_memcpys = lambda: fake.counts()["host_memcpys_pinned"]
+"""
+
+
+@pytest.mark.parametrize("mode", [{"FAKE_CUDA_DELAY_US": 300}, {"FAKE_CUDA_SYNC": 1}],
+                         ids=["async-slow-copies", "synchronous"])
+def test_fake_cuda_batches_go_to_the_device_with_no_staging_copy(fake_cudart, mode):
+    out = pinned_child(fake_cudart, """
+        results = {}
+        for name, make in KINDS.items():
+            for par in (None, AUTOTUNE):
+                expected = list(make(par))
+                memcpys, copies = pinned_memcpys(), fake.counts()["copies_h2d"]
+                apply = prefetch_to_device("cuda:0", AUTOTUNE) if par else copy_to_device("cuda:0")
+                it = iter(make(par).apply(apply))
+                got = list(it)
+                st = stage(it)
+                results[f"{name}/{par}"] = {
+                    "equal": len(got) == len(expected) and all(same(g, e) for g, e in zip(got, expected)),
+                    "kernel": [s.kernel for s in it.stats().stages][1],
+                    "counters": [st.inplace_batches, st.staged_copies, st.staged_bytes],
+                    "inplace_bytes": st.inplace_bytes,
+                    "bytes": sum(np.asarray(x.numpy()).nbytes for e in got for x in e),
+                    "memcpys": pinned_memcpys() - memcpys,
+                    "copies": fake.counts()["copies_h2d"] - copies,
+                }
+                del it, got, st
+        # The same batches with a map between the batch and the device stage: packed.
+        memcpys = pinned_memcpys()
+        it = iter(D.from_tensor_slices(X).batch(8).map(lambda a: a + 1.0).apply(
+            prefetch_to_device("cuda:0", 2)))
+        ok = all(np.array_equal(x.numpy(), X[8 * i:8 * i + 8] + 1) for i, x in enumerate(it))
+        st = stage(it)
+        fallback = {"ok": ok, "counters": [st.inplace_batches, st.staged_copies, st.staged_bytes],
+                    "memcpys": pinned_memcpys() - memcpys}
+        del it, st
+        print(json.dumps({"results": results, "fallback": fallback, "misuse": fake.misuse(),
+                          "live": drained()}))
+        """, **mode)
+    kernels = {"batch": "Batch", "map_batch": "MapAndBatch", "shuffle_batch": "ShuffleBatch",
+               "padded_batch": "PaddedBatch"}
+    for key, r in out["results"].items():
+        assert r["equal"], key
+        assert r["kernel"] == kernels[key.split("/")[0]], key
+        assert r["counters"] == [8, 0, 0], key
+        assert r["inplace_bytes"] == r["bytes"], key
+        assert r["copies"] == 8 * 2, key  # one asynchronous copy per component
+        if not SANITIZED:
+            assert r["memcpys"] == 0, key  # no batch-sized memcpy into pinned memory
+    assert out["fallback"]["ok"]
+    assert out["fallback"]["counters"] == [0, 8, 8 * 8 * 256 * 4]
+    if not SANITIZED:
+        assert out["fallback"]["memcpys"] == 8  # each batch packed into the ring once
+    assert out["misuse"] == {} and out["live"] == ZERO_LIVE
+
+
+def test_fake_cuda_pinned_batches_are_reused_across_epochs(fake_cudart):
+    out = pinned_child(fake_cudart, """
+        calls, ok = [], True
+        seq = D.from_tensor_slices((X, Y)).batch(8).apply(copy_to_device("cuda:0"))
+        for epoch in range(4):
+            ok = ok and all(np.array_equal(x.numpy(), X[8 * i:8 * i + 8])
+                            for i, (x, y) in enumerate(seq))
+            gc.collect()
+            calls.append(fake.counts()["host_alloc_calls"])
+        ahead = D.from_tensor_slices((X, Y)).map(lambda a, b: (a, b), num_parallel_calls=2).batch(
+            8).apply(prefetch_to_device("cuda:0", 2))
+        ahead_calls = []
+        for epoch in range(4):
+            ok = ok and sum(1 for _ in ahead) == 8
+            gc.collect()
+            ahead_calls.append(fake.counts()["host_alloc_calls"])
+        info = cvdevice.staging_cache_info()
+        print(json.dumps({"ok": ok, "calls": calls, "ahead": ahead_calls, "info": info,
+                          "live_host": fake.live()["host_allocs"], "misuse": fake.misuse(),
+                          "live": drained()}))
+        """, FAKE_CUDA_DELAY_US=200)
+    assert out["ok"]
+    calls = out["calls"]
+    assert calls[0] >= 2 and calls[1:] == [calls[0]] * 3  # epoch 1 pins; later epochs reuse
+    ahead = out["ahead"]
+    assert ahead[3] - ahead[1] <= 2  # ahead of the consumer: as many in flight, the same blocks
+    assert out["info"]["hits"] >= 3 * 8
+    assert out["live_host"] == out["info"]["cached_blocks"]  # every block back in the cache
+    assert out["misuse"] == {} and out["live"] == ZERO_LIVE
+
+
+def test_fake_cuda_an_iterator_dropped_mid_epoch_returns_its_pinned_batches(fake_cudart):
+    out = pinned_child(fake_cudart, """
+        before_memory = cv._engine.memory_in_use()
+        options = cv.data.Options()
+        options.autotune.ram_budget = 256 << 20
+        big = np.ones((256, 64 << 10), np.uint8)  # 512 KiB batches
+        ds = D.from_tensor_slices(big).batch(8, num_parallel_calls=AUTOTUNE).apply(
+            prefetch_to_device("cuda:0", 4)).with_options(options)
+        it = iter(ds)
+        head = [next(it) for _ in range(3)]
+        deadline = time.monotonic() + 10
+        while stage(it).buffered < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        st = stage(it)
+        mid = {"pinned": st.pinned_bytes, "charged": cv._engine.memory_in_use() - before_memory,
+               "inplace": st.inplace_batches, "staged": st.staged_copies}
+        del it, st, head
+        gc.collect()
+        info = cvdevice.staging_cache_info()
+        print(json.dumps({"mid": mid, "memory_back": cv._engine.memory_in_use() == before_memory,
+                          "cached": info["cached_blocks"], "live_host": fake.live()["host_allocs"],
+                          "misuse": fake.misuse(), "live": drained()}))
+        """, FAKE_CUDA_DELAY_US=2000)
+    mid = out["mid"]
+    assert mid["pinned"] >= 512 << 10 and mid["charged"] >= mid["pinned"]
+    assert mid["inplace"] >= 3 and mid["staged"] == 0
+    assert out["memory_back"]
+    assert out["live_host"] == out["cached"] >= 1  # all in the staging cache, none held
+    assert out["misuse"] == {} and out["live"] == ZERO_LIVE
