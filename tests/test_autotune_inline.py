@@ -336,3 +336,26 @@ def test_an_interleave_of_autotune_maps_keeps_its_order():
         return D.range(8).interleave(inner, cycle_length=3, block_length=2,
                                      num_parallel_calls=parallel).map(double, num_parallel_calls=parallel)
     assert run(iter(make(AUTOTUNE).prefetch(AUTOTUNE))) == run(iter(make(None)))
+
+
+@needs_native_speed
+def test_an_inline_prefetch_at_the_root_hands_over_its_input_elements():
+    # The pipeline takes the elements of an inline prefetch at its root from
+    # the map below it directly, up to the prefetch's next timed unit
+    # (CvKernel.pass_through): values, errors at their element and the
+    # prefetch's own counts are the same as through the prefetch.
+    def fail_some(x):  # traced: an error at every 1000th element
+        return cv.debugging.check_numerics(1.0 / cv.cast(x % 1000 - 999, cv.float64), "x")
+
+    def make(parallel):
+        return D.range(N // 10).map(fail_some, num_parallel_calls=parallel)
+    expected = _with_errors(iter(make(None)))
+    assert expected.count("InvalidArgumentError") == N // 10000
+    it = iter(make(AUTOTUNE).prefetch(AUTOTUNE))
+    assert _with_errors(it) == expected
+    stats = it.stats()
+    prefetch, pmap = stats.stages[0], stats.stages[1]
+    assert [c.after for c in _from_start(stats, prefetch.name)] == [0], stats.choices
+    assert prefetch.parallelism == 0, stats.choices
+    counts = (N // 10 - N // 10000, N // 10000)
+    assert (prefetch.elements, prefetch.errors) == (pmap.elements, pmap.errors) == counts

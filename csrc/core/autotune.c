@@ -29,8 +29,9 @@
 #define CV_AUTOTUNE_INLINE_UNITS 64.0
 #define CV_AUTOTUNE_INLINE_EVIDENCE_NS 1000000.0
 /* Going back, the window holds at least this many (scaled) units: four
- * timed ones at one in CV_STAGE_INLINE_SAMPLE (64), or two with
- * EVIDENCE_NS of work; one descheduled sample is not enough. */
+ * timed ones at one in CV_STAGE_INLINE_SAMPLE (64; a timed unit that costs
+ * twice the others brings the distance back to 64 from up to 256), or two
+ * with EVIDENCE_NS of work; one descheduled sample is not enough. */
 #define CV_AUTOTUNE_BACK_UNITS 256.0
 #define CV_AUTOTUNE_PARALLEL_VOTES 2
 /* The hand-off rule (autotune.h): tried on a stage whose work per root
@@ -318,8 +319,8 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
                    (units >= CV_AUTOTUNE_BACK_UNITS ||
                     (units >= CV_AUTOTUNE_BACK_UNITS / 2 && measured[i] >= CV_AUTOTUNE_INLINE_EVIDENCE_NS))) {
             /* Inline work is sampled: one unit descheduled while timed
-             * counts for CV_STAGE_INLINE_SAMPLE. Two looks in a row must
-             * agree. */
+             * counts for up to CV_STAGE_INLINE_SAMPLE_MAX. Two looks in a
+             * row must agree. */
             if (++node->fewer_votes >= CV_AUTOTUNE_PARALLEL_VOTES)
                 to = back;
         } else if (par[i] == 0) {

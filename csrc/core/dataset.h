@@ -56,6 +56,15 @@ struct CvGauges;
  * them, take locks or call the callback. */
 typedef int (*CvVisit)(void *object, void *arg);
 
+/* A grant of elements that an iterator hands out unchanged from its input
+ * (CvKernel.pass_through). */
+typedef struct CvPassThrough {
+    CvIterator *input;       /* borrowed: the iterator's input */
+    int64_t units;           /* elements left to take from input directly */
+    const _Atomic int *gate; /* the grant holds while this reads 0 (another thread may raise it) */
+    bool may_block;          /* ask input with try_next (it may wait for another thread) */
+} CvPassThrough;
+
 typedef struct CvKernel {
     const char *name; /* tf.data's name for the stage: "ParallelMap", "Batch", ... */
     /* Dataset side. */
@@ -101,6 +110,17 @@ typedef struct CvKernel {
      * position exactly). Called at most once; same thread rules as next().
      * NULL: nothing to start (cv_iterator_prepare does nothing). */
     void (*prepare)(CvIterator *it);
+    /* Optional: an iterator that, for now, hands out its input's elements
+     * unchanged (an AUTOTUNE prefetch run inline, core/stage.h) may grant
+     * its consumer the next grant->units of them: the consumer takes each
+     * from grant->input directly (next, or try_next when may_block) while
+     * *grant->gate reads 0 (relaxed), and counts it as this iterator's
+     * element or error too; at the input's end, or when the gate opens, it
+     * calls this iterator again. Returns whether it granted any. Consumer
+     * only; a grant is dropped before anything else calls this iterator
+     * (save, restore, destroy). NULL: no grants (core/pipeline.c asks its
+     * root after each call of it). */
+    bool (*pass_through)(CvIterator *it, CvPassThrough *grant);
     /* Optional: from now on allocate the numeric tensors of the elements
      * this iterator hands out through `a` (which outlives the iterator):
      * its consumer, a device stage, copies them from there with no staging

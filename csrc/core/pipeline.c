@@ -18,6 +18,7 @@ struct CvPipeline {
      * is also read by the statistics accessors, so stop() takes it away
      * under mu. */
     CvIterator *it;
+    CvPassThrough through; /* the consumer's: the root's grant (CvKernel.pass_through), none when units is 0 */
     CvPool *pool;
     /* A structural reference to the root dataset, dropped once the last
      * iterator is freed (teardown): while any of them lives, the binding's
@@ -141,12 +142,49 @@ bool cv_pipeline_may_block(const CvPipeline *p)
     return p->may_block;
 }
 
+/* Consumer: the root's input when the root's grant covers this element
+ * (CvKernel.pass_through: an inline prefetch at the root costs no call). */
+static CvIterator *passing(CvPipeline *p)
+{
+    if (p->through.units <= 0 || atomic_load_explicit(p->through.gate, memory_order_relaxed) != 0)
+        return NULL;
+    p->through.units--;
+    return p->through.input;
+}
+
+/* Consumer: after a call of the root itself, take its next grant. */
+static void regrant(CvPipeline *p)
+{
+    if (!p->it->kernel->pass_through || !p->it->kernel->pass_through(p->it, &p->through))
+        p->through.units = 0;
+}
+
+/* Consumer: count an element taken through the grant as the root's; at
+ * the end the root is called again (it sees its input's end itself). */
+static void passed(CvPipeline *p, CvStatus s, bool end)
+{
+    if (s)
+        cv_iterator_count(&p->it->errors);
+    else if (end)
+        p->through.units = 0;
+    else
+        cv_iterator_count(&p->it->elements);
+}
+
 /* Iterators made during next (interleave's, repeat's) join this pool. */
 CvStatus cv_pipeline_next(CvPipeline *p, CvElement *out, bool *end)
 {
     p->fresh = false;
     CvPool *outer = cv_pool_set_current(p->pool);
-    CvStatus s = cv_iterator_next(p->it, out, end);
+    CvIterator *input = passing(p);
+    CvStatus s;
+    if (input) {
+        s = cv_iterator_next(input, out, end);
+        passed(p, s, *end);
+    } else {
+        s = cv_iterator_next(p->it, out, end);
+        regrant(p);
+    }
     cv_pool_set_current(outer);
     return s;
 }
@@ -155,7 +193,22 @@ CvStatus cv_pipeline_try_next(CvPipeline *p, CvElement *out, bool *end, bool *wo
 {
     p->fresh = false;
     CvPool *outer = cv_pool_set_current(p->pool);
-    CvStatus s = cv_iterator_try_next(p->it, out, end, would_block);
+    CvIterator *input = passing(p);
+    CvStatus s;
+    if (!input) {
+        s = cv_iterator_try_next(p->it, out, end, would_block);
+        regrant(p);
+    } else if (p->through.may_block) {
+        s = cv_iterator_try_next(input, out, end, would_block);
+        if (!s && *would_block)
+            p->through.units++; /* nothing taken */
+        else
+            passed(p, s, *end);
+    } else {
+        *would_block = false;
+        s = cv_iterator_next(input, out, end);
+        passed(p, s, *end);
+    }
     cv_pool_set_current(outer);
     return s;
 }
@@ -205,6 +258,7 @@ void cv_pipeline_stop(CvPipeline *p)
     pthread_mutex_lock(&p->mu);
     Teardown t = {p, p->it, p->pool, p->root};
     p->it = NULL;
+    p->through.units = 0;
     p->pool = NULL;
     p->root = NULL;
     if (!p->ended_ns)
@@ -242,12 +296,14 @@ void cv_pipeline_abandon(CvPipeline *p)
     /* No lock: a parent's thread may have held mu at the fork, and the
      * child has no other thread. */
     p->it = NULL;
+    p->through.units = 0;
     p->pool = NULL;
     p->root = NULL; /* leaked with the rest */
 }
 
 CvStatus cv_pipeline_save(CvPipeline *p, CvStateWriter *w)
 {
+    p->through.units = 0; /* the root's own path from here on */
     CvPool *outer = cv_pool_set_current(p->pool);
     CvStatus s = cv_iterator_save(p->it, w);
     cv_pool_set_current(outer);
@@ -259,6 +315,7 @@ static CvStatus remake(CvPipeline *p)
 {
     CvDataset *ds = cv_dataset_ref(p->it->dataset);
     CvPool *outer = cv_pool_set_current(p->pool);
+    p->through.units = 0;
     cv_iterator_destroy(p->it);
     p->it = NULL;
     CvStatus s = cv_iterator_make(ds, &p->it);
@@ -281,6 +338,7 @@ CvStatus cv_pipeline_restart(CvPipeline *p)
 /* Put p->it at the state in r, in p's pool. */
 static CvStatus restore_in_pool(CvPipeline *p, CvStateReader *r)
 {
+    p->through.units = 0;
     CvPool *outer = cv_pool_set_current(p->pool);
     CvStatus s = cv_iterator_restore(p->it, r);
     cv_pool_set_current(outer);

@@ -28,7 +28,9 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->autotune = capacity < max_capacity;
     st->may_inline = false;
     st->inline_on = false;
-    st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
+    st->inline_countdown = st->inline_every = CV_STAGE_INLINE_SAMPLE;
+    st->fast_left = 0;
+    st->sample_ns = 0;
     st->self = NULL;
     cv_stage_probe_init(&st->probe);
     st->capacity = capacity;
@@ -441,25 +443,6 @@ static CvStatus run_next(CvStage *st, CvElement *out)
     return s;
 }
 
-/* Consumer: fit the spin before sleeping to the production interval seen
- * by recent waits. A spin that fails halves the next one (to none below
- * 1 us), so a slow producer costs no CPU; a wait that ends within
- * CV_SPIN_NS (spinning or asleep) sets it to twice that wait. */
-static void note_spin(CvStage *st, bool progressed)
-{
-    if (!progressed)
-        st->spin_ns = st->spin_ns / 2 < 1000 ? 0 : st->spin_ns / 2;
-}
-
-static void note_wait(CvStage *st, int64_t waited_ns)
-{
-    if (waited_ns < CV_SPIN_NS) {
-        int64_t fit = 2 * waited_ns + 1000;
-        if (fit > st->spin_ns)
-            st->spin_ns = fit > CV_SPIN_NS ? CV_SPIN_NS : fit;
-    }
-}
-
 /* -- inline (see Inline in stage.h) ------------------------------------------ */
 
 /* Consumer: the autotuner asks for inline (the task's limit is 0). */
@@ -526,11 +509,20 @@ static void inline_mark(CvStage *st)
         cv_status_free(s);
 }
 
+/* Consumer: take back the direct units granted (cv_stage_inline_fast):
+ * the next unit takes the stage's path. */
+static void fast_stop(CvStage *st)
+{
+    st->inline_countdown += st->fast_left;
+    st->fast_left = 0;
+}
+
 /* Consumer, inline: one unit pulled, processed and handed out on this
- * thread; one in CV_STAGE_INLINE_SAMPLE is timed (scaled into the counters
- * the autotuner reads) and runs the autotuner's tick. would_block: from
- * try_next, pull with ops->try_pull when the input may block (NULL: from
- * next()). */
+ * thread; one in inline_every is timed (scaled into the counters the
+ * autotuner reads) and runs the autotuner's tick; afterwards the units to
+ * the next timed one are granted to the direct path when it may take them.
+ * would_block: from try_next, pull with ops->try_pull when the input may
+ * block (NULL: from next()). */
 static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_block)
 {
     if ((*end = st->input_done))
@@ -552,9 +544,7 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
         u.status = st->ops->pull(st->owner, &u.work, &u.aux, &unit_end);
     }
     if ((*end = !u.status && unit_end)) {
-        pthread_mutex_lock(&st->mu);
-        st->input_done = true;
-        pthread_mutex_unlock(&st->mu);
+        cv_stage_inline_end(st);
         return CV_STATUS_OK;
     }
     inline_mark(st);
@@ -566,7 +556,7 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
         u.status = st->ops->process(st->owner, &u.work, u.aux, &u.out);
     if (timed) {
         int64_t now = cv_now_ns();
-        const uint64_t k = st->probe.probing ? 1 : CV_STAGE_INLINE_SAMPLE;
+        const uint64_t k = st->probe.probing ? 1 : (uint64_t)st->inline_every;
         count(&st->counters.input_ns, k * (uint64_t)(pulled - started));
         count(&st->counters.busy_ns, k * (uint64_t)(now - pulled));
         blocked = cv_blocking_ns() - blocked;
@@ -576,11 +566,16 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
         if (st->probe.probing) {
             if (cv_stage_probe_end(&st->probe, &probe_unit, blocked, st->self, st->task.pool, &st->task.limit,
                                    st->max_workers))
-                st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
+                st->inline_countdown = st->inline_every;
         } else {
-            st->inline_countdown = CV_STAGE_INLINE_SAMPLE;
+            st->inline_every = cv_stage_sample_pace(st->inline_every, &st->sample_ns, now - started);
+            st->inline_countdown = st->inline_every;
             cv_stage_probe_tick(st->task.pool);
         }
+    }
+    if (st->inline_on && !st->armed && !st->probe.probing && st->inline_countdown > 1) {
+        st->fast_left = st->inline_countdown - 1; /* the direct path's, up to the next timed unit */
+        st->inline_countdown = 1;
     }
     cv_element_move(out, &u.out);
     return u.status;
@@ -588,6 +583,7 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
 
 void cv_stage_inline_end(CvStage *st)
 {
+    fast_stop(st);
     pthread_mutex_lock(&st->mu);
     st->input_done = true;
     pthread_mutex_unlock(&st->mu);
@@ -609,6 +605,7 @@ CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_b
             return CV_STATUS_OK;
         }
         st->inline_on = false; /* the limit went above 0 again; nothing is in flight */
+        fast_stop(st);
         cv_task_resume(&st->task);
     }
     if (!st->started) { /* starting is next()'s work */
@@ -647,6 +644,7 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
         if (inline_wanted(st))
             return inline_next(st, out, end, NULL);
         st->inline_on = false; /* the limit went above 0 again; nothing is in flight */
+        fast_stop(st);
         cv_task_resume(&st->task);
     } else if (st->started && inline_wanted(st) && inline_settle(st)) {
         return inline_next(st, out, end, NULL);
@@ -671,7 +669,7 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             wake_workers(st, wake);
             if (wait_started) {
                 int64_t waited = cv_now_ns() - wait_started;
-                note_wait(st, waited);
+                cv_spin_fit_wait(&st->spin_ns, waited);
                 count(&st->counters.wait_ns, (uint64_t)waited);
                 count(&st->counters.waits, 1);
             }
@@ -697,7 +695,7 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
             pthread_mutex_unlock(&st->mu);
             wake_workers(st, wake);
             wake = false;
-            note_spin(st, cv_spin_for_progress(&st->completed, seen, st->spin_ns));
+            cv_spin_fit(&st->spin_ns, cv_spin_for_progress(&st->completed, seen, st->spin_ns));
             pthread_mutex_lock(&st->mu);
             continue; /* mu was released: everything must be checked again */
         }
@@ -808,6 +806,7 @@ void cv_stage_destroy(CvStage *st)
 
 void cv_stage_arm(CvStage *st)
 {
+    fast_stop(st); /* marks are taken on the stage's path */
     pthread_mutex_lock(&st->input_mu);
     st->armed = true;
     pthread_mutex_unlock(&st->input_mu);
@@ -905,6 +904,7 @@ cleanup:
 
 CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
 {
+    fast_stop(st); /* the position changes kind (base or marks): the stage's path next */
     if (!st->ops->save_input)
         return cv_error(CV_UNIMPLEMENTED, "the iterator of %s cannot be saved", st->name);
     if (st->restored_next < st->nrestored) { /* base follows the restored results */
@@ -934,6 +934,7 @@ CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
 
 CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
 {
+    fast_stop(st);
     int64_t n = 0;
     size_t first = r->pos;
     CvStatus s = cv_state_get_range(r, "results in flight", 0, INT32_MAX, &n);

@@ -96,7 +96,15 @@
  * "would block" and next() runs the unit. It times one unit in
  * CV_STAGE_INLINE_SAMPLE into the same counters (scaled), so the autotuner
  * still sees the work per unit, and runs the autotuner's tick itself (no
- * turn runs to run it). When the limit goes above 0 again, the next next()
+ * turn runs to run it); the distance doubles up to CV_STAGE_INLINE_SAMPLE_MAX
+ * while the timed units cost what they did (within 2x) and drops back at
+ * once when one costs more, so growing work is seen within 64 units.
+ * Between timed units the kernel takes its sequential path (the *direct*
+ * path, cv_stage_inline_fast): a unit the stage runs itself grants the
+ * units up to the next timed one (fast_left) when nothing else needs the
+ * stage's path, so each costs a counter and one relaxed load of the limit;
+ * a prefetch at the pipeline's root hands its grant on to the pipeline
+ * (CvKernel.pass_through), which then calls the prefetch's input itself. When the limit goes above 0 again, the next next()
  * resumes the task: nothing is in flight then, so order, values, errors and
  * saved positions are those of either mode.
  *
@@ -253,6 +261,9 @@ typedef struct CvStage {
     int64_t spin_ns;      /* how long to spin before sleeping, fitted to recent waits */
     bool inline_on;       /* the task is paused: next() runs the units (see Inline) */
     int inline_countdown; /* units to the next timed one (1 while probing: every one) */
+    int inline_every;     /* the distance between timed units (see Inline) */
+    int fast_left;        /* direct units granted before the next timed one (cv_stage_inline_fast) */
+    int64_t sample_ns;    /* the timed units' running mean */
     const CvIterator *self; /* the stage's iterator (its statistics node); NULL: no probe */
     CvStageProbe probe;     /* the start probe (see Inline; core/stage_probe.h) */
 
@@ -297,30 +308,38 @@ void cv_stage_set_chunk(CvStage *st, int max_chunk, bool window_follows_chunk);
  * for another element's call); input: the stage's input dataset (its
  * may_block). */
 void cv_stage_allow_inline(CvStage *st, const CvIterator *self, const CvDataset *input);
-#define CV_STAGE_INLINE_SAMPLE 64
 #define CV_STAGE_SETTLE_WAIT_NS 200000L /* going inline while a turn ends: look again this soon */
 
 /* Consumer, inline (see Inline): whether this next()/try_next() may run
  * its unit with the kernel's own sequential code instead of the stage's
- * (a few calls less per element): inline and still wanted, the input not
- * ended, no marks to take (not armed), and not the unit the stage times
- * (one in CV_STAGE_INLINE_SAMPLE, which also runs the autotuner's tick).
- * True counts the unit; the kernel then calls cv_stage_inline_end() if
- * its input ended, or cv_stage_inline_undo() if it took nothing (a
- * try_next that would block). */
+ * (a few calls less per element). The stage's own inline unit grants
+ * fast_left units when it is inline and still wanted, the input not ended,
+ * no marks to take (not armed), no probe running, up to the next timed
+ * unit; anything that needs the stage's path (a save, a restore, arming,
+ * the end, leaving inline) takes the grant back. The limit is the
+ * autotuner's (another thread): read here, relaxed, for every unit. True
+ * counts the unit; the kernel then calls cv_stage_inline_end() if its
+ * input ended, or cv_stage_inline_undo() if it took nothing (a try_next
+ * that would block). */
 static inline bool cv_stage_inline_fast(CvStage *st)
 {
-    if (!st->inline_on || st->armed || st->input_done || st->inline_countdown <= 1 ||
-        atomic_load_explicit(&st->task.limit, memory_order_relaxed) != 0)
+    if (st->fast_left <= 0 || atomic_load_explicit(&st->task.limit, memory_order_relaxed) != 0)
         return false;
-    st->inline_countdown--;
-    st->has_base = false; /* as a unit the stage ran inline (inline_mark) */
-    st->last_marked = false;
+    st->fast_left--;
     return true;
 }
 static inline void cv_stage_inline_undo(CvStage *st)
 {
-    st->inline_countdown++;
+    st->fast_left++;
+}
+/* Consumer, inline: hand the direct units granted to the kernel's consumer
+ * (CvKernel.pass_through); they hold while the limit (*gate) is 0. */
+static inline int64_t cv_stage_give_grant(CvStage *st, const _Atomic int **gate)
+{
+    int64_t n = st->fast_left;
+    st->fast_left = 0;
+    *gate = &st->task.limit;
+    return n;
 }
 void cv_stage_inline_end(CvStage *st);
 

@@ -45,6 +45,16 @@ void cv_stage_probe_begin(CvProbeUnit *u)
     overhead_ns += u->wall - t;
 }
 
+int cv_stage_sample_pace(int every, int64_t *mean_ns, int64_t took)
+{
+    if (*mean_ns > 0 && took > 2 * *mean_ns)
+        every = CV_STAGE_INLINE_SAMPLE;
+    else if (every < CV_STAGE_INLINE_SAMPLE_MAX)
+        every *= 2;
+    *mean_ns = *mean_ns ? (3 * *mean_ns + took) / 4 : took;
+    return every;
+}
+
 void cv_stage_probe_tick(CvPool *pool)
 {
     int64_t t = cv_now_ns();

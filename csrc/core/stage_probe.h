@@ -14,6 +14,8 @@
 #include "core/pool.h"
 
 #define CV_STAGE_PROBE_UNITS 64
+#define CV_STAGE_INLINE_SAMPLE 64
+#define CV_STAGE_INLINE_SAMPLE_MAX 256
 #define CV_STAGE_PROBE_NS 200000LL       /* 200 us of work: a slow unit says enough */
 #define CV_STAGE_PROBE_WAIT_NS 2000000LL /* no verdict in 2 ms: the stage decides */
 #define CV_STAGE_PROBE_INLINE_NS 2000.0  /* its rule then (autotune.c's INLINE_NS) */
@@ -53,6 +55,11 @@ void cv_stage_probe_begin(CvProbeUnit *u);
  * probe is over (DONE). */
 bool cv_stage_probe_end(CvStageProbe *p, const CvProbeUnit *u, int64_t blocked, const CvIterator *self,
                         CvPool *pool, _Atomic int *limit, int max_workers);
+/* An inline stage's distance between timed units (core/stage.h, Inline),
+ * after a timed unit that took `took` ns: doubled up to
+ * CV_STAGE_INLINE_SAMPLE_MAX while it costs no more than twice the running
+ * mean (*mean_ns, updated), back to CV_STAGE_INLINE_SAMPLE otherwise. */
+int cv_stage_sample_pace(int every, int64_t *mean_ns, int64_t took);
 /* The pool's tick from an inline stage, its time counted as bookkeeping. */
 void cv_stage_probe_tick(CvPool *pool);
 

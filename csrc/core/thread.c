@@ -219,6 +219,21 @@ int cv_cpu_count(void)
     return n > 0 ? n : 1;
 }
 
+void cv_spin_fit(int64_t *spin_ns, bool progressed)
+{
+    if (!progressed)
+        *spin_ns = *spin_ns / 2 < 1000 ? 0 : *spin_ns / 2;
+}
+
+void cv_spin_fit_wait(int64_t *spin_ns, int64_t waited_ns)
+{
+    if (waited_ns < CV_SPIN_NS) {
+        int64_t fit = 2 * waited_ns + 1000;
+        if (fit > *spin_ns)
+            *spin_ns = fit > CV_SPIN_NS ? CV_SPIN_NS : fit;
+    }
+}
+
 bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen, int64_t limit_ns)
 {
     struct timespec start, now;

@@ -77,6 +77,12 @@ CvStatus cv_wait(pthread_cond_t *cond, pthread_mutex_t *mu);
  * counter moved. CV_SPIN_NS is the longest spin worth its CPU. */
 #define CV_SPIN_NS 30000
 bool cv_spin_for_progress(const uint64_t *counter, uint64_t seen, int64_t limit_ns);
+/* Fit a consumer's spin (*spin_ns, its own) to the production interval of
+ * recent waits: a spin that fails halves the next one (to none below 1 us),
+ * so a slow producer costs no CPU; a wait that ends within CV_SPIN_NS
+ * (spinning or asleep) sets it to twice that wait. */
+void cv_spin_fit(int64_t *spin_ns, bool progressed);
+void cv_spin_fit_wait(int64_t *spin_ns, int64_t waited_ns);
 
 /* Condition variables use CLOCK_MONOTONIC. */
 void cv_cond_init(pthread_cond_t *cond);

@@ -138,6 +138,19 @@ static CvStatus prefetch_try_next(CvIterator *base, CvElement *out, bool *end, b
     return cv_stage_try_next(&it->stage, out, end, would_block);
 }
 
+/* Inline over its input, a pass-through: the direct units go to the
+ * consumer (CvKernel.pass_through), which then calls the input itself. */
+static bool prefetch_pass_through(CvIterator *base, CvPassThrough *grant)
+{
+    PrefetchIterator *it = (PrefetchIterator *)base;
+    if (!it->stage.slots)
+        return false;
+    grant->units = cv_stage_give_grant(&it->stage, &grant->gate);
+    grant->input = it->input;
+    grant->may_block = it->stage.input_may_block;
+    return grant->units > 0;
+}
+
 /* [elements in flight][input]; both empty without a stage. */
 static CvStatus prefetch_save(CvIterator *base, CvStateWriter *w)
 {
@@ -177,6 +190,7 @@ const CvKernel cv_kernel_prefetch = {
     .try_next = prefetch_try_next,
     .save = prefetch_save,
     .restore = prefetch_restore,
+    .pass_through = prefetch_pass_through,
     .build_outputs_in = prefetch_build_outputs_in,
 };
 
