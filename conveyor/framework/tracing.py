@@ -278,12 +278,15 @@ def is_symbolic(x):
     return isinstance(x, Tensor)
 
 
-# The ops that take bfloat16 inputs: casts, and those that only move values.
-# The others (arithmetic, image ops) would read its bits as another type.
+# The ops that take bfloat16 inputs: casts, and those that only move values
+# (ImageColor: grayscale_to_rgb; rgb_to_grayscale casts to float32 first).
+# Arithmetic, reductions and image ops cast bfloat16 to float32 in Python
+# and round the result back, as TensorFlow does; any other op would read its
+# bits as another type, so it is refused.
 _BFLOAT16_OPS = frozenset({"Cast", "ConvertImageDtype", "Reshape", "ConcatV2", "GatherV2",
                            "ReverseV2", "CropOrPad", "Squeeze", "Shape", "EnsureShape",
                            "BroadcastTo", "SplitV", "SelectV2", "StridedSlice", "Transpose",
-                           "Tile"})
+                           "Tile", "Pad", "ResizeNearestNeighbor", "Rot90", "ImageColor"})
 _BFLOAT16_NP = None if _dtypes._ml_dtypes is None else np.dtype(_dtypes._ml_dtypes.bfloat16)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.ops.math_ops import cast
 
 __all__ = ["ResizeMethod", "resize"]
 
@@ -133,4 +134,6 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
     attrs = {"height": h, "width": w, "preserve_aspect_ratio": int(bool(preserve_aspect_ratio))}
     if op == "ScaleAndTranslate":
         attrs["antialias"] = int(bool(antialias))
+    if dtype == _dtypes.bfloat16 and op != "ResizeNearestNeighbor":
+        images = cast(images, _dtypes.float32)  # exact, and what TensorFlow's kernel reads
     return apply(op, [images], [(out_shape, out_dtype)], attrs=attrs, string=kernel)

@@ -113,6 +113,17 @@ def _float_for(dtype):
     return _dtypes.float32 if dtype.size <= 2 else _dtypes.float64
 
 
+# float16 and bfloat16 are computed in float32 and rounded back to their
+# dtype after each step of TensorFlow's functor: one step for most functions;
+# these take two, rounding in between (the difference, the quotient).
+_HALF = (_dtypes.float16, _dtypes.bfloat16)
+_HALF_STEPS = {
+    "squared_difference": lambda x, y: (lambda d: _binary("multiply", d, d))(
+        _binary("subtract", x, y)),
+    "floordiv": lambda x, y: _unary("floor", _binary("truediv", x, y)),
+}
+
+
 def _binary(fname, x, y, operator=False):
     """x `fname` y. Called for a Python operator (``operator``) on a traced
     tensor, operands TensorFlow would refuse (mixed dtypes, strings) make
@@ -159,13 +170,15 @@ def _binary(fname, x, y, operator=False):
         fname = "realdiv"
     if fname in _FLOAT_ONLY and not dx.is_floating:
         raise op_error(TypeError, f"{fname} is not defined for {dx.name} tensors")
-    half = dx == _dtypes.float16
+    half = dx in _HALF
+    if half and fname in _HALF_STEPS:  # Eigen's functor rounds between its steps
+        return _HALF_STEPS[fname](x, y)
     if half:  # computed in float32 and rounded back, as TensorFlow (Eigen) does
         x, y = cast(x, _dtypes.float32), cast(y, _dtypes.float32)
     out_dtype = _dtypes.bool if fname in _COMPARISONS else (_dtypes.float32 if half else dx)
     result = apply("Elementwise", [x, y], [(shape, out_dtype)], attrs={"kind": _KINDS[fname]})
     if half and fname not in _COMPARISONS:
-        result = cast(result, _dtypes.float16)
+        result = cast(result, dx)
     return result
 
 
@@ -180,14 +193,34 @@ def _unary(fname, x):
             (fname == "sign" and not dx.is_floating and dx.name not in _SIGNED_INTS):
         raise _error(_traced(x), TypeError, f"{fname}: Value for attr 'T' of {dx.name} is not "
                                             f"in the list of allowed values")
-    half = dx == _dtypes.float16
+    half = dx in _HALF
+    if half and fname == "sigmoid":  # exp(x) / (1 + exp(x)), each step rounded (Eigen's),
+        e = _unary("exp", x)           # and 1 where exp(x) is infinite
+        q = _binary("truediv", e, _binary("add", e, 1))
+        return apply("SelectV2", [_unary("is_inf", e), np.ones((), dx.as_numpy_dtype), q],
+                     [(static_shape(x), dx)])
+    if dx == _dtypes.bfloat16 and fname == "softplus":
+        return _half_softplus(x, dx)
     if half:
         x = cast(x, _dtypes.float32)
     predicate = fname in _PREDICATES
     result = apply("Elementwise", [x], [(static_shape(x),
                                          _dtypes.bool if predicate else dtype_of(x))],
                    attrs={"kind": _KINDS[fname]})
-    return cast(result, _dtypes.float16) if half and not predicate else result
+    return cast(result, dx) if half and not predicate else result
+
+
+def _half_softplus(x, dx):
+    """Eigen's softplus in bfloat16, each step rounded: x where x is large,
+    exp(x) where it is very negative, else log1p(exp(x)); the threshold is
+    log(epsilon) + 2 in that dtype."""
+    npdt = dx.as_numpy_dtype
+    th = npdt(np.float32(npdt(np.log(np.float32(np.finfo(npdt).eps)))) + np.float32(2))
+    e = _unary("exp", x)
+    shape = static_shape(x)
+    small = apply("SelectV2", [_binary("less", x, th), e,
+                               _unary("log1p", e)], [(shape, dx)])
+    return apply("SelectV2", [_binary("greater", x, -th), x, small], [(shape, dx)])
 
 
 def _named(op, fname, doc):
@@ -575,6 +608,12 @@ def _reduce(kind, input_tensor, axis, keepdims):
              "num_axes": -1 if axes is None else len(axes), "axes": list(axes or [])}
     if 3 + len(attrs["axes"]) > 64:
         raise op_error(ValueError, f"reduce_{kind}: at most 61 axes")
+    if dt == _dtypes.bfloat16 and kind != "prod":
+        # TensorFlow reduces bfloat16 in float32 and rounds the result once;
+        # its product rounds after every factor, which stays refused.
+        result = apply("Reduce", [cast(x, _dtypes.float32)], [(out, _dtypes.float32)],
+                       attrs=attrs)
+        return cast(result, dt)
     return apply("Reduce", [x], [(out, dt)], attrs=attrs)
 
 
@@ -644,6 +683,8 @@ def _arg(is_min, input, axis, output_type):  # noqa: A002
             raise _error(traced, ValueError, f"Expected dimension in the range [{-rank}, {rank}), "
                                              f"but got {axis}")
         out = shape[:axis % rank] + shape[axis % rank + 1:]
+    if dtype_of(x) == _dtypes.bfloat16:  # widened exactly: the same order
+        x = cast(x, _dtypes.float32)
     return apply("ArgMinMax", [x], [(out, output_type)],
                  attrs={"is_min": int(is_min), "axis": axis, "dtype": output_type._code})
 
