@@ -78,6 +78,20 @@ class Tensor:
     def get_shape(self):
         return self.shape
 
+    def set_shape(self, shape):
+        """Merge `shape` into the static shape (``Tensor.set_shape`` in a
+        graph): it fills in unknown dims and, as in TensorFlow, is not
+        checked per element; a known dim that differs is a ValueError."""
+        shape = TensorShape(shape)
+        if not self.shape.is_compatible_with(shape):
+            raise ValueError(f"Tensor's shape {self.shape} is not compatible with supplied "
+                             f"shape {shape}.")
+        if self.shape.rank is None:
+            self.shape = shape
+        elif shape.rank is not None:
+            self.shape = TensorShape([a if a is not None else b
+                                      for a, b in zip(self.shape.dims, shape.dims)])
+
     def __repr__(self):
         return f"<conveyor.Tensor '{self._name}' shape={self.shape} dtype={self.dtype.name}>"
 

@@ -28,8 +28,8 @@ from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
                                         static_shape)
 from conveyor.ops.math_ops import (_broadcast_shape, _error, _getitem, _hinted, _static_ints,
-                                   _traced, cast, less, range as _range, reduce_max,
-                                   reduce_prod)
+                                   _traced, cast, equal, less, logical_and, logical_not,
+                                   not_equal, range as _range, reduce_max, reduce_prod)
 from conveyor.tensor_spec import TensorShape
 
 __all__ = ["constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "reshape", "shape",
@@ -569,13 +569,24 @@ def ones(shape, dtype=_dtypes.float32, name=None):
 
 
 def _like(fname, input, dtype, make):  # noqa: A002
-    if isinstance(input, Tensor):  # traced: the shape must be static
+    if isinstance(input, Tensor):
         shape = static_shape(input)
         if shape is None or any(d is None for d in shape):
-            raise input._trace.fail(f"{fname} of a tensor whose shape is not static")
+            return _like_traced(fname, input, _dtypes.as_dtype(dtype or dtype_of(input)))
         return make(list(shape), dtype or dtype_of(input))
     arr = to_array(input)
     return make(list(arr.shape), dtype or _dtypes.as_dtype(arr.dtype))
+
+
+def _like_traced(fname, x, dtype):
+    """zeros_like / ones_like of a traced tensor whose shape is known only per
+    element: (x == x) AND (x != x) is False everywhere (NaN too), cast to
+    `dtype`; ones_like negates it."""
+    if dtype == _dtypes.string or dtype_of(x) == _dtypes.string:
+        raise x._trace.fail(f"{fname} of a string tensor whose shape is not static")
+    false = logical_and(equal(x, x), not_equal(x, x))
+    value = logical_not(false) if fname == "ones_like" else false
+    return value if dtype == _dtypes.bool else cast(value, dtype)
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002
