@@ -29,7 +29,7 @@ from conveyor.framework import random_seed as _seed
 from conveyor import dtypes as _dtypes
 from conveyor import nest
 from conveyor.framework.convert import to_array
-from conveyor.framework.eager import as_eager, eager_result
+from conveyor.framework.eager import EagerTensor, as_eager, eager_result
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
 __all__ = ["Tensor", "UntraceableError", "apply", "convert", "op_error", "static_shape", "dtype_of"]
@@ -493,7 +493,9 @@ def numpy_function(func=None, inp=None, Tout=None, stateful=True, name=None):
     if trace is not None:
         raise trace.fail(f"it calls {getattr(func, '__name__', 'a function')} through "
                          f"numpy_function", quiet=True)
-    return _call_numpy(func, [x if isinstance(x, np.ndarray) else to_array(x) for x in inp], Tout)
+    # Plain NumPy values, as TensorFlow's: a map's Python path hands eager tensors.
+    return _call_numpy(func, [x.numpy() if isinstance(x, EagerTensor) else
+                              x if isinstance(x, np.ndarray) else to_array(x) for x in inp], Tout)
 
 
 def py_function(func=None, inp=None, Tout=None, name=None):

@@ -46,9 +46,8 @@ _OPS = {
 
 def _static_size(size):
     """`size` as two Python ints, with tf.image.resize's checks."""
-    if isinstance(size, Tensor):
-        raise op_error(TypeError, "resize: `size` must be static in conveyor (a list or tuple "
-                                  f"of 2 ints), got the traced tensor {size!r}")
+    if isinstance(size, Tensor):  # known per element: the function runs in Python
+        raise size._trace.fail("resize to a size computed per element is not supported natively")
     try:
         arr = np.asarray(size)
     except (TypeError, ValueError):
