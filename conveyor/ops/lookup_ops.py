@@ -87,8 +87,8 @@ class TextFileInitializer(KeyValueTensorInitializer):
     (``tf.lookup.TextFileInitializer``): each of key and value is the whole
     line, its number, or a column of the line split on `delimiter`,
     converted to its dtype. Read once, here, as TensorFlow 2 initializes a
-    table when it is made; lines end at ``\n`` (a ``\r`` before it is
-    dropped); an empty line, a missing column or fewer than `vocab_size`
+    table when it is made; lines end at a newline (a carriage return
+    before it is dropped); an empty line, a missing column or fewer than `vocab_size`
     lines is an ``InvalidArgumentError``."""
 
     def __init__(self, filename, key_dtype, key_index, value_dtype, value_index,
