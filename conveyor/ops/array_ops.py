@@ -28,8 +28,9 @@ from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
                                         static_shape)
 from conveyor.ops.math_ops import (_broadcast_shape, _error, _getitem, _hinted, _static_ints,
-                                   _traced, cast, equal, less, logical_and, logical_not,
-                                   not_equal, range as _range, reduce_max, reduce_prod)
+                                   _traced, add, cast, equal, greater_equal, less, logical_and,
+                                   logical_not, logical_or, multiply, not_equal, range as _range,
+                                   reduce_max, reduce_prod)
 from conveyor.tensor_spec import TensorShape
 
 __all__ = ["constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "reshape", "shape",
@@ -111,6 +112,9 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         raise ValueError(f"Value of argument `mode` expected to be one of \"CONSTANT\", "
                          f"\"REFLECT\", or \"SYMMETRIC\". Received `mode` = {mode}")
     kind = _PAD_MODES[key]
+    if kind == 0 and traced and _is_dynamic(paddings if isinstance(paddings, Tensor) else
+                                            [v for row in paddings for v in row]):
+        return _pad_traced(x, paddings, constant_values)
     p = _static_array(paddings, "pad", "paddings")
     shape = static_shape(x)
     dt = dtype_of(x)
@@ -505,6 +509,110 @@ def _eager(arr):
     return as_eager(arr)
 
 
+# -- shapes known per element (traced): fill, zeros, ones, pad -----------------
+# A dim known only per element (a traced scalar) becomes range(d) * 0 laid
+# along its axis; the dims' vectors add up, by broadcasting, to zeros of the
+# whole shape; the value is added last. All element ops: the map stays native.
+
+
+def _unknown(v):
+    """A traced value with no value known when traced (h-28b's Trace.known
+    holds tf.shape of a fully known shape)."""
+    return isinstance(v, Tensor) and getattr(v._trace, "known", {}).get(v._key) is None
+
+
+def _is_dynamic(dims):
+    if isinstance(dims, (list, tuple)):
+        return any(_unknown(d) for d in dims)
+    return _unknown(dims)
+
+
+def _dims_list(dims, fname):
+    """Each dim of a traced shape: an int or a traced scalar."""
+    if isinstance(dims, Tensor):
+        ds = static_shape(dims)
+        if ds is None or len(ds) != 1 or ds[0] is None:
+            raise dims._trace.fail(f"{fname} with a shape of unknown length is not supported "
+                                   f"natively")
+        return [_getitem(dims, i) for i in range(ds[0])]
+    out = []
+    for d in dims:
+        if isinstance(d, Tensor):
+            if static_shape(d) not in (None, ()) or not dtype_of(d).is_integer:
+                raise op_error(TypeError, f"{fname}: each dim must be an integer scalar, got {d!r}")
+            out.append(d)
+        else:
+            n = int(d)
+            if n < 0:
+                raise op_error(ValueError, f"{fname}: dimensions must be >= 0, got {n}")
+            out.append(n)
+    return out
+
+
+def _fill_traced(dims, value, dtype, fname):
+    """`value` repeated to `dims`, some of which are traced scalars."""
+    if dtype == _dtypes.string:
+        raise next(d for d in (dims if isinstance(dims, (list, tuple)) else [dims])
+                   if isinstance(d, Tensor))._trace.fail(
+            f"{fname} of strings with a shape known per element is not supported natively")
+    dims = _dims_list(dims, fname)
+    rank = len(dims)
+    join = logical_or if dtype == _dtypes.bool else add
+    total = None
+    for i, d in enumerate(dims):
+        lay = [1] * i + [-1] + [1] * (rank - 1 - i)
+        if isinstance(d, Tensor):
+            ok = greater_equal(d, np.zeros((), dtype_of(d).as_numpy_dtype))
+            apply("Assert", [ok], [((), _dtypes.bool)],  # tf.Assert's op (functional_ops)
+                  string=f"{fname}: dimensions must be >= 0")
+            z = cast(multiply(_range(d), 0), dtype)
+            part = reshape(z, lay)
+        else:
+            part = np.zeros([1] * i + [d] + [1] * (rank - 1 - i), dtype.as_numpy_dtype)
+        total = part if total is None else join(total, part)
+    if total is None:  # rank 0
+        total = np.zeros((), dtype.as_numpy_dtype)
+    v = value if isinstance(value, Tensor) else np.asarray(value).astype(dtype.as_numpy_dtype)
+    return join(total, v)
+
+
+def _pad_traced(x, paddings, constant_values):
+    """tf.pad (CONSTANT) with paddings known per element: the constant blocks
+    before and after each dim made by _fill_traced, joined with concat."""
+    if isinstance(paddings, Tensor):
+        ps = static_shape(paddings)
+        if ps is None or len(ps) != 2 or ps[0] is None or ps[1] != 2:
+            raise paddings._trace.fail("pad with paddings of unknown shape is not supported "
+                                       "natively")
+        pads = [[_getitem(paddings, (i, j)) for j in range(2)] for i in range(ps[0])]
+    else:
+        pads = [list(p) for p in paddings]
+    have = static_shape(x)
+    if have is None or len(pads) != len(have) or any(len(p) != 2 for p in pads):
+        raise op_error(ValueError, f"The first dimension of paddings must be the rank of "
+                                   f"inputs[{'?' if have is None else len(have)},2]")
+    dt = dtype_of(x)
+    c = constant_values if isinstance(constant_values, Tensor) else np.asarray(
+        constant_values).astype(dt.as_numpy_dtype)
+    for i, (before, after) in enumerate(pads):
+        parts = []
+        for amount in (before, after):
+            if not isinstance(amount, Tensor) and int(amount) == 0:
+                parts.append(None)
+                continue
+            if not isinstance(amount, Tensor) and int(amount) < 0:
+                raise op_error(ValueError, f"Paddings must be non-negative: {amount}")
+            cur = static_shape(x)
+            dims = [amount if j == i else (cur[j] if cur[j] is not None else
+                                           _getitem(shape(x), j))
+                    for j in range(len(cur))]
+            parts.append(_fill_traced(dims, c, dt, "pad"))
+        if parts[0] is None and parts[1] is None:
+            continue
+        x = concat([p for p in (parts[0], x, parts[1]) if p is not None], i)
+    return x
+
+
 def _static_dims(shape, fname):
     if isinstance(shape, (int, np.integer)):
         shape = [shape]
@@ -542,7 +650,14 @@ def constant(value, dtype=None, shape=None, name=None):
 
 
 def fill(dims, value, name=None):  # noqa: A002 - TensorFlow's argument names
-    """A tensor of shape `dims` filled with `value` (``tf.fill``), of value's dtype."""
+    """A tensor of shape `dims` filled with `value` (``tf.fill``), of value's dtype.
+    Traced, `dims` may hold sizes known per element (``tf.shape(x)[0] - n``)."""
+    if _is_dynamic(dims) or isinstance(value, Tensor):
+        v = convert(value, name="value")
+        if static_shape(v) not in (None, ()):
+            raise op_error(ValueError, f"Fill: value must be a scalar, got shape "
+                                       f"{list(static_shape(v))}")
+        return _fill_traced(dims, v, dtype_of(v), "fill")
     _needs_python("fill", dims, value)
     arr = to_array(value)
     if arr.ndim != 0:
@@ -552,6 +667,8 @@ def fill(dims, value, name=None):  # noqa: A002 - TensorFlow's argument names
 
 def zeros(shape, dtype=_dtypes.float32, name=None):
     """A tensor of zeros (``tf.zeros``); strings are empty."""
+    if _is_dynamic(shape):
+        return _fill_traced(shape, 0, _dtypes.as_dtype(dtype), "zeros")
     _needs_python("zeros", shape)
     dtype = _dtypes.as_dtype(dtype)
     if dtype == _dtypes.string:
@@ -561,6 +678,8 @@ def zeros(shape, dtype=_dtypes.float32, name=None):
 
 def ones(shape, dtype=_dtypes.float32, name=None):
     """A tensor of ones (``tf.ones``)."""
+    if _is_dynamic(shape):
+        return _fill_traced(shape, 1, _dtypes.as_dtype(dtype), "ones")
     _needs_python("ones", shape)
     dtype = _dtypes.as_dtype(dtype)
     if dtype == _dtypes.string:
