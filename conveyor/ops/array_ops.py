@@ -112,8 +112,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         raise ValueError(f"Value of argument `mode` expected to be one of \"CONSTANT\", "
                          f"\"REFLECT\", or \"SYMMETRIC\". Received `mode` = {mode}")
     kind = _PAD_MODES[key]
-    if kind == 0 and traced and _is_dynamic(paddings if isinstance(paddings, Tensor) else
-                                            [v for row in paddings for v in row]):
+    if kind == 0 and traced and _is_dynamic(paddings if isinstance(paddings, Tensor) else [
+            v for row in paddings for v in ([row] if isinstance(row, Tensor) else row)]):
         return _pad_traced(x, paddings, constant_values)
     p = _static_array(paddings, "pad", "paddings")
     shape = static_shape(x)
@@ -515,10 +515,18 @@ def _eager(arr):
 # whole shape; the value is added last. All element ops: the map stays native.
 
 
+def _known_value(v):
+    """The NumPy value of a traced tensor known when traced: a constant of the
+    program (tf.constant inside the function), or what h-28b's Trace.known
+    holds (tf.shape of a fully known shape); else None."""
+    if v._key[0] == "const":
+        return np.asarray(v._trace.constants[v._key[1]])
+    return getattr(v._trace, "known", {}).get(v._key)
+
+
 def _unknown(v):
-    """A traced value with no value known when traced (h-28b's Trace.known
-    holds tf.shape of a fully known shape)."""
-    return isinstance(v, Tensor) and getattr(v._trace, "known", {}).get(v._key) is None
+    """A traced value with no value known when traced."""
+    return isinstance(v, Tensor) and _known_value(v) is None
 
 
 def _is_dynamic(dims):
@@ -537,6 +545,8 @@ def _dims_list(dims, fname):
         return [_getitem(dims, i) for i in range(ds[0])]
     out = []
     for d in dims:
+        if isinstance(d, Tensor) and not _unknown(d):
+            d = int(_known_value(d))
         if isinstance(d, Tensor):
             if static_shape(d) not in (None, ()) or not dtype_of(d).is_integer:
                 raise op_error(TypeError, f"{fname}: each dim must be an integer scalar, got {d!r}")
@@ -586,7 +596,11 @@ def _pad_traced(x, paddings, constant_values):
                                        "natively")
         pads = [[_getitem(paddings, (i, j)) for j in range(2)] for i in range(ps[0])]
     else:
-        pads = [list(p) for p in paddings]
+        pads = [list(p) if not isinstance(p, Tensor) else
+                [int(v) for v in _known_value(p)] if not _unknown(p) else
+                [_getitem(p, j) for j in range(2)] for p in paddings]
+        pads = [[int(_known_value(v)) if isinstance(v, Tensor) and not _unknown(v) else v
+                 for v in p] for p in pads]
     have = static_shape(x)
     if have is None or len(pads) != len(have) or any(len(p) != 2 for p in pads):
         raise op_error(ValueError, f"The first dimension of paddings must be the rank of "

@@ -18,7 +18,8 @@ from conveyor.ops.array_ops import gather, reshape, shape, zeros
 from conveyor.ops.functional_ops import Assert
 from conveyor.ops.manip_ops import _ints as _static
 from conveyor.ops.math_ops import (_getitem, add, cast, equal, greater_equal, less, logical_and,
-                                   multiply, reduce_all, reduce_sum)
+                                   multiply, range as _range, reduce_all, reduce_prod,
+                                   reduce_sum)
 
 __all__ = ["strided_slice", "gather_nd", "searchsorted", "scatter_nd", "tensor_scatter_nd_update",
            "unique"]
@@ -98,7 +99,11 @@ def gather_nd(params, indices, batch_dims=0, name=None):
                        f"gather_nd: index innermost dimension length must be <= params rank; "
                        f"saw: {k} vs. {len(ps) - b}")
     batch, dims = ps[:b], ps[b:b + k]
-    if any(d is None for d in batch + dims):
+    rest = list(ps[b + k:])
+    # One batch dim may be known only per element (a batch not dropping its
+    # remainder) when the rest are static: its size is then read per element.
+    if any(d is None for d in dims) or builtins.sum(d is None for d in batch) > 1 or (
+            None in batch and None in rest):
         raise (p if isinstance(p, Tensor) else idx)._trace.fail(
             "gather_nd into dims of unknown size is not supported natively")
     for j, (db, di) in enumerate(zip(batch, ishape[:b])):
@@ -107,9 +112,11 @@ def gather_nd(params, indices, batch_dims=0, name=None):
                            f"gather_nd: batch dimension {j} of params ({db}) and indices ({di}) "
                            f"must match")
     idx = cast(idx, _dtypes.int64)
-    if any(d is None for d in ishape[:b]):  # checked per element
+    if any(d is None for d in ishape[:b] + batch):  # checked per element
+        want = (np.array(batch, np.int64) if None not in batch else
+                _getitem(shape(p, out_type=_dtypes.int64), builtins.slice(0, b)))
         Assert(reduce_all(equal(_getitem(shape(idx, out_type=_dtypes.int64), builtins.slice(0, b)),
-                                np.array(batch, np.int64))),
+                                want)),
                ["gather_nd: the batch dims of params and indices must match"])
     bounds = np.array(dims, np.int64)
     inside = logical_and(greater_equal(idx, np.int64(0)), less(idx, bounds))
@@ -119,12 +126,16 @@ def gather_nd(params, indices, batch_dims=0, name=None):
                        np.int64)
     flat = reduce_sum(multiply(idx, strides), axis=-1)
     block = int(np.prod(dims, dtype=np.int64))
-    if b:  # batch entry i1..ib starts at block * (its row-major number) in the flat table
+    lay = [-1 if d is None else d for d in batch] + [1] * (len(ishape) - 1 - b)
+    if b and None in batch:  # range(number of batch entries) * block, laid out as the batch
+        count = reduce_prod(_getitem(shape(p, out_type=_dtypes.int64), builtins.slice(0, b)))
+        flat = add(flat, reshape(multiply(_range(count, dtype=_dtypes.int64), np.int64(block)),
+                                 lay))
+    elif b:  # batch entry i1..ib starts at block * (its row-major number) in the flat table
         offsets = np.arange(int(np.prod(batch, dtype=np.int64)), dtype=np.int64) * block
-        flat = add(flat, offsets.reshape(list(batch) + [1] * (len(ishape) - 1 - b)))
-    rest = list(ps[b + k:])
-    table = reshape(p, [int(np.prod(batch, dtype=np.int64)) * block] + [-1 if d is None else d
-                                                                         for d in rest])
+        flat = add(flat, offsets.reshape(lay))
+    lead = -1 if None in batch else int(np.prod(batch, dtype=np.int64)) * block
+    table = reshape(p, [lead] + [-1 if d is None else d for d in rest])
     return gather(table, flat)
 
 

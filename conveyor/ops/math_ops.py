@@ -24,6 +24,7 @@ from conveyor import errors
 from conveyor.framework.convert import to_array
 from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
                                         static_shape)
+from conveyor.tensor_spec import TensorShape
 
 __all__ = ["cast", "clip_by_value", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
            "floormod", "pow", "maximum", "minimum", "less", "less_equal", "greater",
@@ -318,6 +319,8 @@ def _getitem(x, key):
     if not isinstance(key, tuple):
         key = (key,)
     shape = static_shape(x)
+    if shape is not None and any(_dynamic_slice(k) for k in key):
+        return _getitem_dynamic(x, key, shape)
     if shape is None or any(
             isinstance(k, (Tensor, list, np.ndarray)) or
             (isinstance(k, slice) and any(isinstance(v, Tensor)
@@ -361,6 +364,62 @@ def _getitem(x, key):
         raise trace.fail("an index with more than 10 parts")
     return apply("StridedSlice", [x], [(tuple(out), dtype_of(x))],
                  attrs={"num_dims": len(items), "dims": dims})
+
+
+def _dynamic_slice(k):
+    """A slice whose start or stop is a traced scalar, with step 1 (x[:n])."""
+    return (isinstance(k, slice) and k.step in (None, 1) and
+            any(isinstance(v, Tensor) for v in (k.start, k.stop)))
+
+
+def _getitem_dynamic(x, key, shape):
+    """x[key] where some slices have bounds known per element: the static
+    part first (those slices as ``:``), then each of them as a gather of
+    range(start, stop) along its axis, the bounds wrapped and clamped to
+    [0, dim] as Python's (and TensorFlow's) slicing does."""
+    plain, dynamic, loose, axis = [], [], [], 0
+    used = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    for k in key:
+        if k is Ellipsis:
+            axis += len(shape) - used
+            plain.append(k)
+        elif _dynamic_slice(k):
+            dynamic.append((axis, k))
+            plain.append(slice(None))
+            axis += 1
+        else:
+            if isinstance(k, Tensor) or isinstance(k, slice) and any(
+                    isinstance(v, Tensor) for v in (k.start, k.stop, k.step)):
+                raise x._trace.fail("indexing with tensors, or a slice with a step and "
+                                    "tensor bounds, is not supported natively")
+            plain.append(k)
+            if isinstance(k, slice):
+                loose.append(axis)
+            axis += 0 if isinstance(k, (int, np.integer)) else 1
+    y = _getitem(x, tuple(plain))
+    for axis, k in dynamic:
+        y_shape = static_shape(y)
+        dim = y_shape[axis]
+        if dim is None:
+            dim = _getitem(apply("Shape", [y], [((len(y_shape),), _dtypes.int32)]), axis)
+        dim = cast(dim, _dtypes.int64) if isinstance(dim, Tensor) else np.int64(dim)
+        zero = np.int64(0)
+
+        def bound(v, default):
+            if v is None:
+                return default
+            v = cast(v, _dtypes.int64) if isinstance(v, Tensor) else np.int64(int(v))
+            wrapped = apply("SelectV2", [less(v, zero), add(v, dim), v], [((), _dtypes.int64)]) \
+                if isinstance(v, Tensor) or isinstance(dim, Tensor) else (v + dim if v < 0 else v)
+            return minimum(maximum(wrapped, zero), dim)
+        start, stop = bound(k.start, zero), bound(k.stop, dim)
+        indices = range(start, maximum(start, stop), dtype=_dtypes.int64)
+        out = list(y_shape)
+        out[axis] = None
+        y = apply("GatherV2", [y, indices], [(tuple(out), dtype_of(y))], attrs={"axis": axis})
+    if loose:  # TensorFlow's begin/end are then not constant: no sliced dim is static
+        y.shape = TensorShape([None if d in loose else n for d, n in enumerate(y.shape.as_list())])
+    return y
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
