@@ -104,3 +104,21 @@ def test_gather_nd_batch_dims_on_a_batch_of_unknown_size():
             want = [v.numpy() for v in ds.map(lambda *p: fn(lib, p))]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_gather_nd_rows_of_unknown_count_picked_by_where():
+    """The detection parsers' crowd filter: gather_nd(boxes, tf.where(keep))."""
+    def fn(t, x):
+        keep = t.where(t.greater(x[:, 0], 0.0))
+        return t.gather_nd(x, keep), t.gather_nd(x[:, 1], keep)
+    _same(fn)
+
+
+def test_gather_nd_out_of_range_row_of_unknown_count():
+    def fn(t, x):
+        return t.gather_nd(x, [[2]])
+    rows = [np.ones((2, 4), np.float32)]
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        _run(tf, fn, rows=rows)
+    with pytest.raises(cv.errors.InvalidArgumentError, match="do not index into param shape"):
+        _run(cv, fn, rows=rows)

@@ -102,8 +102,11 @@ def gather_nd(params, indices, batch_dims=0, name=None):
     rest = list(ps[b + k:])
     # One batch dim may be known only per element (a batch not dropping its
     # remainder) when the rest are static: its size is then read per element.
-    if any(d is None for d in dims) or builtins.sum(d is None for d in batch) > 1 or (
-            None in batch and None in rest):
+    # The first indexed dim may be unknown too (rows picked by tf.where) when
+    # nothing else is: strides do not depend on it, the bounds are read per element.
+    lead_unknown = bool(dims) and dims[0] is None
+    if any(d is None for d in dims[1:]) or builtins.sum(d is None for d in batch) > 1 or (
+            None in batch and None in rest) or (lead_unknown and (b or None in rest)):
         raise (p if isinstance(p, Tensor) else idx)._trace.fail(
             "gather_nd into dims of unknown size is not supported natively")
     for j, (db, di) in enumerate(zip(batch, ishape[:b])):
@@ -118,14 +121,18 @@ def gather_nd(params, indices, batch_dims=0, name=None):
         Assert(reduce_all(equal(_getitem(shape(idx, out_type=_dtypes.int64), builtins.slice(0, b)),
                                 want)),
                ["gather_nd: the batch dims of params and indices must match"])
-    bounds = np.array(dims, np.int64)
+    bounds = np.array(dims if not lead_unknown else [0] + list(dims[1:]), np.int64)
+    if lead_unknown:  # dims[0] as it is per element
+        bounds = add(bounds, multiply(_getitem(shape(p, out_type=_dtypes.int64),
+                                               builtins.slice(0, k)),
+                                      np.array([1] + [0] * (k - 1), np.int64)))
     inside = logical_and(greater_equal(idx, np.int64(0)), less(idx, bounds))
     Assert(reduce_all(inside), [f"gather_nd: indices do not index into param shape "
                                 f"{list(ps)}"])
     strides = np.array([int(np.prod(dims[j + 1:], dtype=np.int64)) for j in builtins.range(k)],
                        np.int64)
     flat = reduce_sum(multiply(idx, strides), axis=-1)
-    block = int(np.prod(dims, dtype=np.int64))
+    block = -1 if lead_unknown else int(np.prod(dims, dtype=np.int64))
     lay = [-1 if d is None else d for d in batch] + [1] * (len(ishape) - 1 - b)
     if b and None in batch:  # range(number of batch entries) * block, laid out as the batch
         count = reduce_prod(_getitem(shape(p, out_type=_dtypes.int64), builtins.slice(0, b)))
@@ -134,7 +141,7 @@ def gather_nd(params, indices, batch_dims=0, name=None):
     elif b:  # batch entry i1..ib starts at block * (its row-major number) in the flat table
         offsets = np.arange(int(np.prod(batch, dtype=np.int64)), dtype=np.int64) * block
         flat = add(flat, offsets.reshape(lay))
-    lead = -1 if None in batch else int(np.prod(batch, dtype=np.int64)) * block
+    lead = -1 if None in batch or lead_unknown else int(np.prod(batch, dtype=np.int64)) * block
     table = reshape(p, [lead] + [-1 if d is None else d for d in rest])
     return gather(table, flat)
 

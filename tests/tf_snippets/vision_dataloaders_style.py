@@ -211,3 +211,45 @@ def snippet_get_structure_of_iterator(tf, tmp_path):
     spec = tf.data.experimental.get_structure(it)
     first = next(it)
     return str(spec), to_numpy(first["groundtruth_boxes"])
+
+
+def snippet_skip_crowd_and_small_boxes(tf, tmp_path):
+    path = str(tmp_path / "det.tfrecord")
+    _detection_records(tf, path, n=6)
+
+    def parse(data):
+        is_crowd = data["groundtruth_is_crowd"]
+        indices = tf.where(tf.logical_not(is_crowd))
+        classes = tf.gather_nd(data["groundtruth_classes"], indices)
+        boxes = tf.gather_nd(data["groundtruth_boxes"], indices)
+        height = boxes[:, 2] - boxes[:, 0]
+        width = boxes[:, 3] - boxes[:, 1]
+        keep = tf.greater(height * width, 0.05)
+        boxes = tf.boolean_mask(boxes, keep)
+        classes = tf.boolean_mask(classes, keep)
+        num = tf.shape(classes)[0]
+        return {"boxes": boxes, "classes": classes, "num_detections": num}
+
+    ds = tf.data.TFRecordDataset(path).map(_decoder(tf)).map(parse)
+    return to_numpy(list(ds)), str(ds.element_spec)
+
+
+def snippet_normalize_boxes_and_denormalize(tf, tmp_path):
+    path = str(tmp_path / "det.tfrecord")
+    _detection_records(tf, path)
+
+    def parse(data):
+        image = tf.image.convert_image_dtype(data["image"], tf.float32)
+        image_shape = tf.cast(tf.shape(image)[0:2], tf.float32)
+        boxes = data["groundtruth_boxes"]
+        denormalized = boxes * tf.concat([image_shape, image_shape], axis=-1)
+        renormalized = denormalized / tf.tile(image_shape[tf.newaxis, :], [1, 2])
+        offset = tf.constant([0.5, 0.5, 0.5, 0.5]) * tf.cast(
+            tf.reduce_any(tf.greater(boxes, 0.9), axis=-1, keepdims=True), tf.float32)
+        mean = tf.constant([0.485, 0.456, 0.406])
+        std = tf.constant([0.229, 0.224, 0.225])
+        image = (image - mean) / std
+        return image, denormalized, renormalized + offset, tf.size(boxes)
+
+    ds = tf.data.TFRecordDataset(path).map(_decoder(tf), num_parallel_calls=2).map(parse)
+    return to_numpy(list(ds))
