@@ -122,3 +122,27 @@ def test_gather_nd_out_of_range_row_of_unknown_count():
         _run(tf, fn, rows=rows)
     with pytest.raises(cv.errors.InvalidArgumentError, match="do not index into param shape"):
         _run(cv, fn, rows=rows)
+
+
+def test_python_path_hands_eager_tensors_when_an_op_stopped_the_trace():
+    """Stopped by an op (resize to a computed size): TensorFlow-style code,
+    so eager tensors; stopped by NumPy use of a value (len): NumPy arrays."""
+    seen = []
+
+    def tf_style(image, size):
+        seen.append((image.get_shape().as_list(), image.dtype))
+        return cv.image.resize(image, size)
+
+    image = np.zeros((4, 6, 3), np.uint8)
+    with pytest.warns(TracingWarning, match="size computed per element"):
+        ds = cv.data.Dataset.from_tensors((image, np.array([2, 3], np.int32))).map(tf_style)
+    assert next(iter(ds)).shape == (2, 3, 3)
+    assert seen[-1] == ([4, 6, 3], cv.uint8)
+
+    def numpy_style(s):
+        seen.append(type(s))
+        return len(s) > 1
+    with pytest.warns(TracingWarning, match="len"):
+        kept = list(cv.data.Dataset.from_tensor_slices([b"a", b"bbb"]).filter(numpy_style)
+                    .as_numpy_iterator())
+    assert kept == [b"bbb"] and seen[-1] is bytes

@@ -39,6 +39,10 @@ class UntraceableError(Exception):
     """The traced function did something that only Python can run."""
 
     quiet = False  # a deliberate choice of Python (no warning)
+    # True when a conveyor op stopped the trace (not a NumPy use of a value:
+    # len(), if, np.* on a tensor): the function is written for TensorFlow,
+    # so its Python path hands it eager tensors.
+    eager_args = False
 
 
 class _PlainPython(UntraceableError):
@@ -97,10 +101,10 @@ class Tensor:
 
     def _refuse(self, what):
         raise self._trace.fail(f"{what} needs the value of a tensor, which a traced "
-                               f"function does not have")
+                               f"function does not have", numpy_use=True)
 
     def __bool__(self):
-        raise self._trace.fail(BRANCH_REASON)
+        raise self._trace.fail(BRANCH_REASON, numpy_use=True)
 
     def __array__(self, dtype=None, copy=None):
         self._refuse("a NumPy function")
@@ -144,10 +148,14 @@ class _Trace:
         self.random_ops = 0   # random ops recorded so far (their ordinal keys them)
         self.made_constants = False  # tf.constant / fill / zeros ... ran inside it
 
-    def fail(self, reason, quiet=False):
+    def fail(self, reason, quiet=False, numpy_use=False):
+        """The error that stops the trace; `numpy_use`: the function used a
+        value as NumPy code does (len, if, a NumPy function)."""
         if self.failure is None:
             self.failure, self.quiet = reason, quiet
-        return (_PlainPython if quiet else UntraceableError)(reason)
+        error = (_PlainPython if quiet else UntraceableError)(reason)
+        error.eager_args = not quiet and not numpy_use
+        return error
 
     def placeholder(self, spec, label):
         key = ("arg", self.num_args)
