@@ -36,20 +36,21 @@ __all__ = ["Dataset", "DatasetSpec", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOW
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 
-# iter(dataset) -> dataset, for tf.data.experimental.get_structure(iterator):
-# the binding's iterator type has no element_spec of its own. Weak keys, so
-# an entry goes with its iterator; the iterator already holds its dataset.
-_ITERATOR_DATASETS = weakref.WeakKeyDictionary()
+# iter(dataset) -> its element spec, for tf.data.experimental.get_structure(
+# iterator): the binding's iterator type has no element_spec of its own. Weak
+# keys, so an entry goes with its iterator; the value is the spec, never the
+# dataset (which may reach the iterator through a map function: a cycle
+# through this global table would never be collected).
+_ITERATOR_SPECS = weakref.WeakKeyDictionary()
 
 
 def iterator_element_spec(iterator):
     """The element spec of the dataset ``iterator`` came from (``iter(dataset)``),
     or None for an iterator this module did not make."""
     try:
-        dataset = _ITERATOR_DATASETS.get(iterator)
+        return _ITERATOR_SPECS.get(iterator)
     except TypeError:  # not weakly referenceable: none of ours
         return None
-    return None if dataset is None else dataset.element_spec
 
 
 class Cardinality(int):
@@ -317,7 +318,7 @@ class Dataset:
         0-d ones for scalars and scalar strings), as TensorFlow's eager tensors."""
         it = self._make_iterator()
         it.eager = True
-        _ITERATOR_DATASETS[it] = self
+        _ITERATOR_SPECS[it] = self.element_spec
         return it
 
     def _make_iterator(self, statistics=True):
