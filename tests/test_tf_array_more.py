@@ -142,6 +142,59 @@ def test_gather_nd_out_of_range_is_invalid_argument():
         list(cv.data.Dataset.from_tensors(X).map(lambda x: cv.gather_nd(x, bad)))
 
 
+
+P4 = np.arange(2 * 2 * 3 * 4, dtype=np.int32).reshape(2, 2, 3, 4)
+# (params, indices, batch_dims): tensorflow/models' detection code gathers per
+# image (batch_dims=1) boxes or scores picked by per-image indices.
+GATHER_ND_BATCH = {
+    "b1_k1": (X, [[[1], [0]], [[2], [1]]], 1),
+    "b1_k2_scalar_rows": (X, [[1, 2], [0, 3]], 1),
+    "b1_k2": (X, [[[1, 2]], [[0, 3]]], 1),
+    "b1_k1_rows": (X, [[1], [2]], 1),
+    "b2_k1": (P4, [[[2], [1]], [[0], [1]]], 2),
+    "b2_k2": (P4, [[[2, 1], [1, 0]], [[0, 0], [1, 3]]], 2),
+    "b1_k0_whole_rows": (X, np.zeros((2, 3, 0), np.int64), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATHER_ND_BATCH))
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gather_nd_batch_dims(name, index_dtype):
+    params, indices, batch_dims = GATHER_ND_BATCH[name]
+    indices = np.array(indices, index_dtype)
+    _both(lambda t, x: t.gather_nd(x, indices, batch_dims=batch_dims), params)
+    _both(lambda t, x: t.gather_nd(x, indices, batch_dims=batch_dims), params.astype(np.float32))
+
+
+def test_gather_nd_batch_dims_with_indices_of_unknown_batch_size():
+    """Indices whose batch dim is only known per element: traced, checked per element."""
+    sig = (cv.TensorSpec(X.shape, cv.int32), cv.TensorSpec([None, 1], cv.int64))
+
+    def run(indices):
+        ds = cv.data.Dataset.from_generator(lambda: iter([(X, indices)]), output_signature=sig)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TracingWarning)
+            ds = ds.map(lambda x, i: cv.gather_nd(x, i, batch_dims=1))
+            assert "mode=native" in repr(ds)
+        return list(ds)[0]
+    good = np.array([[1], [2]], np.int64)
+    _same(run(good), tf.gather_nd(X, good, batch_dims=1))
+    with pytest.raises(cv.errors.InvalidArgumentError, match="batch dims"):
+        run(np.array([[1], [2], [0]], np.int64))
+
+
+def test_gather_nd_batch_dims_errors():
+    two = np.array([[1, 2], [0, 3]], np.int64)
+    for t in (tf, cv):
+        with pytest.raises(ValueError, match="negative batch_dims"):
+            t.gather_nd(X, two, batch_dims=-1)
+        with pytest.raises(ValueError, match="must be less than rank"):
+            t.gather_nd(X, two, batch_dims=2)
+        with pytest.raises(t.errors.InvalidArgumentError):
+            t.gather_nd(X, np.array([[5], [0]], np.int64), batch_dims=1)
+        with pytest.raises(t.errors.InvalidArgumentError):
+            t.gather_nd(X, np.array([[1], [2], [0]], np.int64), batch_dims=1)
+
 SORTABLE = {
     "int32": np.array([[3, 1, 2, 1, -7], [0, -5, 7, 7, 2147483647]], np.int32),
     "uint8": np.array([[3, 1, 200, 1, 0], [9, 9, 9, 0, 255]], np.uint8),

@@ -1,4 +1,6 @@
 """tf.bfloat16 against TensorFlow: tf.cast both ways, convert_image_dtype,
+arithmetic, reductions and the image ops that take it (bit for bit: float32,
+rounded to nearest even after each step of TensorFlow's functor),
 element_spec, and arrays out as ml_dtypes.bfloat16 (what TensorFlow's
 numpy() returns), eagerly and traced in Dataset.map; without ml_dtypes,
 conveyor imports and a bfloat16 tensor raises ImportError naming it."""
@@ -140,15 +142,126 @@ def test_without_ml_dtypes_import_error_names_it(run_python):
 
 def test_ops_that_would_misread_bfloat16_refuse_it():
     x = cv.cast(np.ones([4, 4, 3], np.float32), cv.bfloat16)
-    for fn in (lambda: cv.add(x, x), lambda: cv.image.resize(x, [2, 2]),
-               lambda: cv.reduce_sum(x), lambda: cv.image.adjust_brightness(x, 0.1)):
+    for fn in (lambda: cv.reduce_prod(x), lambda: cv.cumsum(x),
+               lambda: cv.image.crop_and_resize(x[None], [[0, 0, 1, 1]], [0], [2, 2])):
         with pytest.raises(TypeError, match="bfloat16"):
             fn()
     # moving values is fine
     same(cv.image.flip_left_right(x), tf.image.flip_left_right(tf.constant(x)).numpy())
     same(cv.reshape(x, [-1]), tf.reshape(tf.constant(x), [-1]).numpy())
     with pytest.raises(TypeError, match="bfloat16"):
-        cv.data.Dataset.from_tensors(x).map(lambda v: cv.image.resize(v, [2, 2]))
+        cv.data.Dataset.from_tensors(x).map(lambda v: cv.math.cumsum(v))
+
+
+def _bf16_pair(seed=4, n=3000):
+    rs = np.random.RandomState(seed)
+    a = (rs.standard_normal(n) * 100).astype(np.float32)
+    b = (rs.standard_normal(n) * 3).astype(np.float32)
+    # Ties of float32 -> bfloat16, infinities, NaN, zeros and huge values; no
+    # subnormals (TensorFlow flushes them, conveyor's arithmetic keeps them:
+    # docs/differences.md).
+    ties = ((np.arange(0, 56, dtype=np.uint32) + 0x3f00) << 16 | 0x8000).view(np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, -3.3e38, 1.00390625,
+                        1.01171875, 2.0], np.float32)
+    a[-66:] = np.concatenate([ties, special])
+    b[:66] = np.concatenate([special, ties])
+    return a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)
+
+
+BINARY = ["add", "subtract", "multiply", "divide", "truediv", "maximum", "minimum",
+          "squared_difference", "floordiv", "floormod", "pow", "less", "equal", "greater_equal",
+          "divide_no_nan", "atan2"]
+UNARY = ["negative", "abs", "sqrt", "log", "floor", "ceil", "round", "square", "tanh", "sigmoid",
+         "rsqrt", "reciprocal", "sign", "is_nan", "is_finite", "softplus", "sin", "log1p"]
+
+
+def _tf_np(v):
+    return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("fname", BINARY)
+def test_binary_math_matches_tensorflow_bit_for_bit(fname, dtype):
+    """float32 then round to nearest even per step of TensorFlow's functor
+    (squared_difference rounds the difference, floordiv the quotient)."""
+    a, b = _bf16_pair()
+    if dtype == "float16":
+        with np.errstate(over="ignore"):  # the huge values become infinities
+            a, b = a.astype(np.float16), b.astype(np.float16)
+    if fname == "pow":
+        a = np.abs(a)
+    with np.errstate(all="ignore"):
+        want = _tf_np(getattr(tf.math, fname)(a, b))
+    same(getattr(cv.math, fname)(a, b), want)
+
+
+@pytest.mark.parametrize("fname", UNARY)
+def test_unary_math_matches_tensorflow_bit_for_bit(fname):
+    a, b = _bf16_pair()
+    x = np.abs(a) if fname in ("sqrt", "log", "rsqrt") else b
+    if fname == "reciprocal":  # no subnormal results (see _bf16_pair)
+        x = np.where(np.abs(x.astype(np.float32)) > 1e30, x.dtype.type(1e30), x)
+    same(getattr(cv.math, fname)(x), _tf_np(getattr(tf.math, fname)(x)))
+
+
+@pytest.mark.parametrize("fname", ["sigmoid", "squared_difference", "floordiv"])
+def test_float16_steps_match_tensorflow(fname):
+    """The float16 functions whose TensorFlow functor rounds between steps."""
+    with np.errstate(over="ignore"):  # the huge values become infinities
+        a, b = (v.astype(np.float16) for v in _bf16_pair(5))
+    args = (b,) if fname == "sigmoid" else (a, b)
+    same(getattr(cv.math, fname)(*args), _tf_np(getattr(tf.math, fname)(*args)))
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("axis", [None, 0, 1, [0, 1]])
+def test_reductions_match_tensorflow(kind, axis):
+    """Reduced in float32, rounded once (reduce_prod rounds per factor: refused)."""
+    a, _ = _bf16_pair(6)
+    m = a.reshape(30, 100)
+    fn = "reduce_" + kind
+    same(getattr(cv, fn)(m, axis), _tf_np(getattr(tf, fn)(m, axis)))
+    same(getattr(cv, fn)(m, axis, keepdims=True), _tf_np(getattr(tf, fn)(m, axis, keepdims=True)))
+
+
+def test_recipe_style_bfloat16_map_is_traced_and_matches_tensorflow():
+    """tensorflow/models' ImageNet preprocessing ends in bfloat16: normalize,
+    scale and resize around it, as a traced map."""
+    images = np.random.RandomState(7).randint(0, 256, [4, 10, 12, 3]).astype(np.uint8)
+
+    def fn(t):
+        def f(image):
+            x = t.cast(image, t.bfloat16)
+            x = (x - t.constant([123.675, 116.28, 103.53], t.bfloat16)) / 58.0
+            y = t.image.resize(x, [5, 6])
+            z = t.image.per_image_standardization(x)
+            k = t.argmax(t.reshape(x, [-1]), output_type=t.int32)
+            return (x * 2.0 + 1, y, z, t.reduce_mean(x, [0, 1]), t.math.squared_difference(x, x / 3),
+                    t.sigmoid(x), t.one_hot(k, 4, dtype=t.bfloat16), t.image.rgb_to_grayscale(x),
+                    t.image.adjust_brightness(x, 0.25), t.pad(x, [[1, 1], [0, 0], [0, 0]]),
+                    t.image.rot90(x), x > 0.5, t.maximum(x, 0.0))
+        return f
+
+    want = list(tf.data.Dataset.from_tensor_slices(images).map(fn(tf)).as_numpy_iterator())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TracingWarning)
+        ds = cv.data.Dataset.from_tensor_slices(images).map(fn(cv))
+        assert "mode=native" in repr(ds)
+        got = list(ds.as_numpy_iterator())
+    for g, w in zip(got, want):
+        for i, (a, b) in enumerate(zip(g, w)):
+            if i == 2:  # per_image_standardization is float32: as close as for float32 images
+                np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+            else:
+                same(a, b)
+
+
+def test_one_hot_bfloat16_writes_bfloat16():
+    """OneHot stores bfloat16 as bfloat16 (it wrote doubles before: past the end)."""
+    for on, off in ((None, None), (2.7, -1.0)):
+        kw = {} if on is None else {"on_value": on, "off_value": off}
+        same(cv.one_hot([1, 2, 5, 0], 3, dtype=cv.bfloat16, **kw),
+             tf.one_hot([1, 2, 5, 0], 3, dtype=tf.bfloat16, **kw).numpy())
 
 
 @pytest.mark.parametrize("little_endian", [True, False])

@@ -75,11 +75,13 @@ def test_a_map_of_constants_captures_the_loop_variable_at_map():
     assert [[int(e[1]) for e in p.as_numpy_iterator()] for p in parts] == [[0, 0], [1, 1], [2, 2]]
 
 
-def test_a_traced_shape_makes_the_function_python():
+def test_a_traced_shape_stays_native():
+    """fill of tf.shape(x): the sizes are read per element (tests/test_tf_dynamic_shapes.py)."""
     ds = cv.data.Dataset.from_tensor_slices(np.arange(6).reshape(3, 2)).map(
         lambda x: cv.fill(cv.shape(x), 7))
-    assert ds._function.mode == "python"
+    assert ds._function.mode == "native"
     assert [e.tolist() for e in ds.as_numpy_iterator()] == [[7, 7]] * 3
+    assert ds.element_spec.dtype == cv.int32
 
 
 def test_constant_copies_its_value():

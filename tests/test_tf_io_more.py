@@ -46,10 +46,31 @@ def test_unbatch_and_get_structure():
         [v.tolist() for v in theirs.as_numpy_iterator()]
     assert repr(cv.data.experimental.get_structure(ours)) == \
         repr(tf.data.experimental.get_structure(theirs))
-    # conveyor's iterators (the binding's type) carry no element_spec yet: a
-    # TypeError that says what get_structure takes.
-    with pytest.raises(TypeError):
+    # An iterator's structure is its dataset's, for iter(dataset) and TF1's iterators.
+    for ds_ours, ds_theirs in ((ours, theirs), (ours.batch(2), theirs.batch(2))):
+        assert repr(cv.data.experimental.get_structure(iter(ds_ours))) == \
+            repr(tf.data.experimental.get_structure(iter(ds_theirs)))
+    it = cv.compat.v1.data.make_one_shot_iterator(ours)
+    assert repr(cv.data.experimental.get_structure(it)) == repr(ours.element_spec)
+    with pytest.raises(TypeError, match="dataset_or_iterator"):
         cv.data.experimental.get_structure(3)
+    with pytest.raises(TypeError, match="dataset_or_iterator"):
+        cv.data.experimental.get_structure(iter([1, 2]))
+
+
+def test_get_structure_does_not_keep_iterators_alive():
+    """The iterator -> dataset entry goes with the iterator (weak keys)."""
+    import gc
+    import weakref
+    spec = (cv.TensorSpec([], cv.int64), {"s": cv.TensorSpec([], cv.string)})
+    ds = cv.data.Dataset.range(3).map(lambda i: (i, {"s": cv.strings.as_string(i)}))
+    it = iter(ds)
+    assert cv.data.experimental.get_structure(it) == spec
+    assert next(it)[0] == 0
+    ref = weakref.ref(it)
+    del it
+    gc.collect()
+    assert ref() is None
 
 
 TEXTS = np.array([b"hello", b"", b"\xff\x00ab", b"abcd", b"x" * 100], object)

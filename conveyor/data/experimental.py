@@ -9,6 +9,7 @@ from conveyor.data.dataset import Dataset as _Dataset
 from conveyor.data.doctor import Diagnosis, diagnose
 from conveyor.data.monitor import Monitor, monitor
 from conveyor.data.ops import cache_op
+from conveyor.data.ops.dataset_base import iterator_element_spec as _iterator_element_spec
 from conveyor.data.ops.cache_op import CacheWarning
 from conveyor.errors import DataLossWarning
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions
@@ -340,10 +341,13 @@ def unbatch():
 
 
 def get_structure(dataset_or_iterator):
-    """The element spec of a dataset (``tf.data.experimental.get_structure``):
-    its ``element_spec``; an object with an ``element_spec`` (a TF1-style
-    ``compat.v1`` iterator) gives its own. conveyor's plain iterators carry
-    no element spec: they are a TypeError here."""
+    """The element spec of a dataset or iterator (``tf.data.experimental.get_structure``):
+    a dataset's ``element_spec``; for ``iter(dataset)``, that dataset's; an
+    object with an ``element_spec`` (a TF1-style ``compat.v1`` iterator)
+    gives its own. Anything else is a TypeError."""
+    spec = _iterator_element_spec(dataset_or_iterator)
+    if spec is not None:
+        return spec
     try:
         return dataset_or_iterator.element_spec
     except AttributeError:

@@ -29,7 +29,7 @@ from conveyor.framework import random_seed as _seed
 from conveyor import dtypes as _dtypes
 from conveyor import nest
 from conveyor.framework.convert import to_array
-from conveyor.framework.eager import as_eager, eager_result
+from conveyor.framework.eager import EagerTensor, as_eager, eager_result
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
 __all__ = ["Tensor", "UntraceableError", "apply", "convert", "op_error", "static_shape", "dtype_of"]
@@ -39,6 +39,10 @@ class UntraceableError(Exception):
     """The traced function did something that only Python can run."""
 
     quiet = False  # a deliberate choice of Python (no warning)
+    # True when a conveyor op stopped the trace (not a NumPy use of a value:
+    # len(), if, np.* on a tensor): the function is written for TensorFlow,
+    # so its Python path hands it eager tensors.
+    eager_args = False
 
 
 class _PlainPython(UntraceableError):
@@ -97,10 +101,10 @@ class Tensor:
 
     def _refuse(self, what):
         raise self._trace.fail(f"{what} needs the value of a tensor, which a traced "
-                               f"function does not have")
+                               f"function does not have", numpy_use=True)
 
     def __bool__(self):
-        raise self._trace.fail(BRANCH_REASON)
+        raise self._trace.fail(BRANCH_REASON, numpy_use=True)
 
     def __array__(self, dtype=None, copy=None):
         self._refuse("a NumPy function")
@@ -153,10 +157,14 @@ class _Trace:
         # is then left out of the program, see compile).
         self.broadcast_inputs = {}
 
-    def fail(self, reason, quiet=False):
+    def fail(self, reason, quiet=False, numpy_use=False):
+        """The error that stops the trace; `numpy_use`: the function used a
+        value as NumPy code does (len, if, a NumPy function)."""
         if self.failure is None:
             self.failure, self.quiet = reason, quiet
-        return (_PlainPython if quiet else UntraceableError)(reason)
+        error = (_PlainPython if quiet else UntraceableError)(reason)
+        error.eager_args = not quiet and not numpy_use
+        return error
 
     def placeholder(self, spec, label):
         key = ("arg", self.num_args)
@@ -323,12 +331,15 @@ def is_symbolic(x):
     return isinstance(x, Tensor)
 
 
-# The ops that take bfloat16 inputs: casts, and those that only move values.
-# The others (arithmetic, image ops) would read its bits as another type.
+# The ops that take bfloat16 inputs: casts, and those that only move values
+# (ImageColor: grayscale_to_rgb; rgb_to_grayscale casts to float32 first).
+# Arithmetic, reductions and image ops cast bfloat16 to float32 in Python
+# and round the result back, as TensorFlow does; any other op would read its
+# bits as another type, so it is refused.
 _BFLOAT16_OPS = frozenset({"Cast", "ConvertImageDtype", "Reshape", "ConcatV2", "GatherV2",
                            "ReverseV2", "CropOrPad", "Squeeze", "Shape", "EnsureShape",
                            "BroadcastTo", "SplitV", "SelectV2", "StridedSlice", "Transpose",
-                           "Tile"})
+                           "Tile", "Pad", "ResizeNearestNeighbor", "Rot90", "ImageColor"})
 _BFLOAT16_NP = None if _dtypes._ml_dtypes is None else np.dtype(_dtypes._ml_dtypes.bfloat16)
 
 
@@ -521,7 +532,9 @@ def numpy_function(func=None, inp=None, Tout=None, stateful=True, name=None):
     if trace is not None:
         raise trace.fail(f"it calls {getattr(func, '__name__', 'a function')} through "
                          f"numpy_function", quiet=True)
-    return _call_numpy(func, [x if isinstance(x, np.ndarray) else to_array(x) for x in inp], Tout)
+    # Plain NumPy values, as TensorFlow's: a map's Python path hands eager tensors.
+    return _call_numpy(func, [x.numpy() if isinstance(x, EagerTensor) else
+                              x if isinstance(x, np.ndarray) else to_array(x) for x in inp], Tout)
 
 
 def py_function(func=None, inp=None, Tout=None, name=None):

@@ -10,6 +10,7 @@ import numpy as np
 
 from conveyor import dtypes as _dtypes
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.ops.math_ops import cast
 
 __all__ = ["ResizeMethod", "resize"]
 
@@ -45,9 +46,8 @@ _OPS = {
 
 def _static_size(size):
     """`size` as two Python ints, with tf.image.resize's checks."""
-    if isinstance(size, Tensor):
-        raise op_error(TypeError, "resize: `size` must be static in conveyor (a list or tuple "
-                                  f"of 2 ints), got the traced tensor {size!r}")
+    if isinstance(size, Tensor):  # known per element: the function runs in Python
+        raise size._trace.fail("resize to a size computed per element is not supported natively")
     try:
         arr = np.asarray(size)
     except (TypeError, ValueError):
@@ -133,4 +133,6 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
     attrs = {"height": h, "width": w, "preserve_aspect_ratio": int(bool(preserve_aspect_ratio))}
     if op == "ScaleAndTranslate":
         attrs["antialias"] = int(bool(antialias))
+    if dtype == _dtypes.bfloat16 and op != "ResizeNearestNeighbor":
+        images = cast(images, _dtypes.float32)  # exact, and what TensorFlow's kernel reads
     return apply(op, [images], [(out_shape, out_dtype)], attrs=attrs, string=kernel)

@@ -20,6 +20,7 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor.ops.image_ops import _as, _saturate_limits, convert_image_dtype
+from conveyor.ops.math_ops import cast
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["convert_image_dtype", "central_crop", "crop_to_bounding_box", "pad_to_bounding_box",
@@ -412,6 +413,8 @@ def rgb_to_grayscale(images, name=None):
     in the input's dtype."""
     x, shape = _image(images, "images")
     src = _float_dtype_check(x)
+    if src == _dtypes.bfloat16:  # TensorFlow computes it in float32 and casts back
+        return cast(rgb_to_grayscale(cast(x, _dtypes.float32)), src)
     if shape is not None and (len(shape) == 0 or shape[-1] not in (None, 3)):
         raise op_error(_errors.InvalidArgumentError,
                        f"the last dimension of an RGB image must be 3, got shape "
@@ -447,6 +450,8 @@ def adjust_brightness(image, delta):
     """
     x, shape = _image(image)
     src = _float_dtype_check(x)
+    if src == _dtypes.bfloat16:  # TensorFlow shifts it as float32 and casts back
+        return cast(adjust_brightness(cast(x, _dtypes.float32), delta), src)
     inputs = [x]
     if isinstance(delta, Tensor):
         if delta.shape.rank not in (None, 0) or not dtype_of(delta).is_floating:
@@ -486,4 +491,6 @@ def per_image_standardization(image):
             raise op_error(ValueError, f"'image' (shape {_shape_str(shape)}) must be at least "
                                        f"three-dimensional.")
         _check_inner_dims(shape)
+    if dtype_of(x) == _dtypes.bfloat16:  # TensorFlow standardizes it as float32
+        x = cast(x, _dtypes.float32)
     return apply("PerImageStandardization", [x], [(shape, _dtypes.float32)])

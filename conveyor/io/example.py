@@ -104,10 +104,15 @@ class SparseTensor(collections.namedtuple("SparseTensor", ["indices", "values", 
 
     @property
     def shape(self):
+        if isinstance(self.dense_shape, _tracing.Tensor):  # traced: its rank, sizes unknown
+            rank = self.dense_shape.shape.as_list()[0] if self.dense_shape.shape.rank else None
+            return TensorShape(None if rank is None else [None] * rank)
         return TensorShape([int(d) for d in np.asarray(self.dense_shape)])
 
     @property
     def dtype(self):
+        if isinstance(self.values, _tracing.Tensor):  # traced
+            return self.values.dtype
         return _dtypes.as_dtype(np.asarray(self.values).dtype)
 
     def to_dense(self, default_value=None):

@@ -28,8 +28,9 @@ from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
                                         static_shape)
 from conveyor.ops.math_ops import (_broadcast_shape, _error, _getitem, _hinted, _static_ints,
-                                   _traced, cast, less, range as _range, reduce_max,
-                                   reduce_prod)
+                                   _traced, add, cast, equal, greater_equal, less, logical_and,
+                                   logical_not, logical_or, multiply, not_equal, range as _range,
+                                   reduce_max, reduce_prod)
 from conveyor.tensor_spec import TensorShape
 
 __all__ = ["constant", "fill", "zeros", "ones", "zeros_like", "ones_like", "reshape", "shape",
@@ -114,6 +115,9 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         raise ValueError(f"Value of argument `mode` expected to be one of \"CONSTANT\", "
                          f"\"REFLECT\", or \"SYMMETRIC\". Received `mode` = {mode}")
     kind = _PAD_MODES[key]
+    if kind == 0 and traced and _is_dynamic(paddings if isinstance(paddings, Tensor) else [
+            v for row in paddings for v in ([row] if isinstance(row, Tensor) else row)]):
+        return _pad_traced(x, paddings, constant_values)
     p = _static_array(paddings, "pad", "paddings")
     shape = static_shape(x)
     dt = dtype_of(x)
@@ -513,6 +517,124 @@ def _eager(arr):
     return as_eager(arr)
 
 
+# -- shapes known per element (traced): fill, zeros, ones, pad -----------------
+# A dim known only per element (a traced scalar) becomes range(d) * 0 laid
+# along its axis; the dims' vectors add up, by broadcasting, to zeros of the
+# whole shape; the value is added last. All element ops: the map stays native.
+
+
+def _known_value(v):
+    """The NumPy value of a traced tensor known when traced: a constant of the
+    program (tf.constant inside the function), or what h-28b's Trace.known
+    holds (tf.shape of a fully known shape); else None."""
+    if v._key[0] == "const":
+        return np.asarray(v._trace.constants[v._key[1]])
+    return getattr(v._trace, "known", {}).get(v._key)
+
+
+def _unknown(v):
+    """A traced value with no value known when traced."""
+    return isinstance(v, Tensor) and _known_value(v) is None
+
+
+def _is_dynamic(dims):
+    if isinstance(dims, (list, tuple)):
+        return any(_unknown(d) for d in dims)
+    return _unknown(dims)
+
+
+def _dims_list(dims, fname):
+    """Each dim of a traced shape: an int or a traced scalar."""
+    if isinstance(dims, Tensor):
+        ds = static_shape(dims)
+        if ds is None or len(ds) != 1 or ds[0] is None:
+            raise dims._trace.fail(f"{fname} with a shape of unknown length is not supported "
+                                   f"natively")
+        return [_getitem(dims, i) for i in range(ds[0])]
+    out = []
+    for d in dims:
+        if isinstance(d, Tensor) and not _unknown(d):
+            d = int(_known_value(d))
+        if isinstance(d, Tensor):
+            if static_shape(d) not in (None, ()) or not dtype_of(d).is_integer:
+                raise op_error(TypeError, f"{fname}: each dim must be an integer scalar, got {d!r}")
+            out.append(d)
+        else:
+            n = int(d)
+            if n < 0:
+                raise op_error(ValueError, f"{fname}: dimensions must be >= 0, got {n}")
+            out.append(n)
+    return out
+
+
+def _fill_traced(dims, value, dtype, fname):
+    """`value` repeated to `dims`, some of which are traced scalars."""
+    if dtype == _dtypes.string:
+        raise next(d for d in (dims if isinstance(dims, (list, tuple)) else [dims])
+                   if isinstance(d, Tensor))._trace.fail(
+            f"{fname} of strings with a shape known per element is not supported natively")
+    dims = _dims_list(dims, fname)
+    rank = len(dims)
+    join = logical_or if dtype == _dtypes.bool else add
+    total = None
+    for i, d in enumerate(dims):
+        lay = [1] * i + [-1] + [1] * (rank - 1 - i)
+        if isinstance(d, Tensor):
+            ok = greater_equal(d, np.zeros((), dtype_of(d).as_numpy_dtype))
+            apply("Assert", [ok], [((), _dtypes.bool)],  # tf.Assert's op (functional_ops)
+                  string=f"{fname}: dimensions must be >= 0")
+            z = cast(multiply(_range(d), 0), dtype)
+            part = reshape(z, lay)
+        else:
+            part = np.zeros([1] * i + [d] + [1] * (rank - 1 - i), dtype.as_numpy_dtype)
+        total = part if total is None else join(total, part)
+    if total is None:  # rank 0
+        total = np.zeros((), dtype.as_numpy_dtype)
+    v = value if isinstance(value, Tensor) else np.asarray(value).astype(dtype.as_numpy_dtype)
+    return join(total, v)
+
+
+def _pad_traced(x, paddings, constant_values):
+    """tf.pad (CONSTANT) with paddings known per element: the constant blocks
+    before and after each dim made by _fill_traced, joined with concat."""
+    if isinstance(paddings, Tensor):
+        ps = static_shape(paddings)
+        if ps is None or len(ps) != 2 or ps[0] is None or ps[1] != 2:
+            raise paddings._trace.fail("pad with paddings of unknown shape is not supported "
+                                       "natively")
+        pads = [[_getitem(paddings, (i, j)) for j in range(2)] for i in range(ps[0])]
+    else:
+        pads = [list(p) if not isinstance(p, Tensor) else
+                [int(v) for v in _known_value(p)] if not _unknown(p) else
+                [_getitem(p, j) for j in range(2)] for p in paddings]
+        pads = [[int(_known_value(v)) if isinstance(v, Tensor) and not _unknown(v) else v
+                 for v in p] for p in pads]
+    have = static_shape(x)
+    if have is None or len(pads) != len(have) or any(len(p) != 2 for p in pads):
+        raise op_error(ValueError, f"The first dimension of paddings must be the rank of "
+                                   f"inputs[{'?' if have is None else len(have)},2]")
+    dt = dtype_of(x)
+    c = constant_values if isinstance(constant_values, Tensor) else np.asarray(
+        constant_values).astype(dt.as_numpy_dtype)
+    for i, (before, after) in enumerate(pads):
+        parts = []
+        for amount in (before, after):
+            if not isinstance(amount, Tensor) and int(amount) == 0:
+                parts.append(None)
+                continue
+            if not isinstance(amount, Tensor) and int(amount) < 0:
+                raise op_error(ValueError, f"Paddings must be non-negative: {amount}")
+            cur = static_shape(x)
+            dims = [amount if j == i else (cur[j] if cur[j] is not None else
+                                           _getitem(shape(x), j))
+                    for j in range(len(cur))]
+            parts.append(_fill_traced(dims, c, dt, "pad"))
+        if parts[0] is None and parts[1] is None:
+            continue
+        x = concat([p for p in (parts[0], x, parts[1]) if p is not None], i)
+    return x
+
+
 def _static_dims(shape, fname):
     if isinstance(shape, (int, np.integer)):
         shape = [shape]
@@ -550,7 +672,14 @@ def constant(value, dtype=None, shape=None, name=None):
 
 
 def fill(dims, value, name=None):  # noqa: A002 - TensorFlow's argument names
-    """A tensor of shape `dims` filled with `value` (``tf.fill``), of value's dtype."""
+    """A tensor of shape `dims` filled with `value` (``tf.fill``), of value's dtype.
+    Traced, `dims` may hold sizes known per element (``tf.shape(x)[0] - n``)."""
+    if _is_dynamic(dims) or isinstance(value, Tensor):
+        v = convert(value, name="value")
+        if static_shape(v) not in (None, ()):
+            raise op_error(ValueError, f"Fill: value must be a scalar, got shape "
+                                       f"{list(static_shape(v))}")
+        return _fill_traced(dims, v, dtype_of(v), "fill")
     _needs_python("fill", dims, value)
     arr = to_array(value)
     if arr.ndim != 0:
@@ -560,6 +689,8 @@ def fill(dims, value, name=None):  # noqa: A002 - TensorFlow's argument names
 
 def zeros(shape, dtype=_dtypes.float32, name=None):
     """A tensor of zeros (``tf.zeros``); strings are empty."""
+    if _is_dynamic(shape):
+        return _fill_traced(shape, 0, _dtypes.as_dtype(dtype), "zeros")
     _needs_python("zeros", shape)
     dtype = _dtypes.as_dtype(dtype)
     if dtype == _dtypes.string:
@@ -569,6 +700,8 @@ def zeros(shape, dtype=_dtypes.float32, name=None):
 
 def ones(shape, dtype=_dtypes.float32, name=None):
     """A tensor of ones (``tf.ones``)."""
+    if _is_dynamic(shape):
+        return _fill_traced(shape, 1, _dtypes.as_dtype(dtype), "ones")
     _needs_python("ones", shape)
     dtype = _dtypes.as_dtype(dtype)
     if dtype == _dtypes.string:
@@ -577,13 +710,24 @@ def ones(shape, dtype=_dtypes.float32, name=None):
 
 
 def _like(fname, input, dtype, make):  # noqa: A002
-    if isinstance(input, Tensor):  # traced: the shape must be static
+    if isinstance(input, Tensor):
         shape = static_shape(input)
         if shape is None or any(d is None for d in shape):
-            raise input._trace.fail(f"{fname} of a tensor whose shape is not static")
+            return _like_traced(fname, input, _dtypes.as_dtype(dtype or dtype_of(input)))
         return make(list(shape), dtype or dtype_of(input))
     arr = to_array(input)
     return make(list(arr.shape), dtype or _dtypes.as_dtype(arr.dtype))
+
+
+def _like_traced(fname, x, dtype):
+    """zeros_like / ones_like of a traced tensor whose shape is known only per
+    element: (x == x) AND (x != x) is False everywhere (NaN too), cast to
+    `dtype`; ones_like negates it."""
+    if dtype == _dtypes.string or dtype_of(x) == _dtypes.string:
+        raise x._trace.fail(f"{fname} of a string tensor whose shape is not static")
+    false = logical_and(equal(x, x), not_equal(x, x))
+    value = logical_not(false) if fname == "ones_like" else false
+    return value if dtype == _dtypes.bool else cast(value, dtype)
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002

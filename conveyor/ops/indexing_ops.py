@@ -14,11 +14,12 @@ from conveyor import dtypes as _dtypes
 from conveyor import errors
 from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
-from conveyor.ops.array_ops import gather, reshape, zeros
+from conveyor.ops.array_ops import gather, reshape, shape, zeros
 from conveyor.ops.functional_ops import Assert
 from conveyor.ops.manip_ops import _ints as _static
-from conveyor.ops.math_ops import (_getitem, cast, greater_equal, less, logical_and, multiply,
-                                   reduce_all, reduce_sum)
+from conveyor.ops.math_ops import (_getitem, add, cast, equal, greater_equal, less, logical_and,
+                                   multiply, range as _range, reduce_all, reduce_prod,
+                                   reduce_sum)
 
 __all__ = ["strided_slice", "gather_nd", "searchsorted", "scatter_nd", "tensor_scatter_nd_update",
            "unique"]
@@ -64,15 +65,21 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
 
 def gather_nd(params, indices, batch_dims=0, name=None):
     """``tf.gather_nd``: the slices of `params` at `indices`, whose last dim
-    K indexes params' first K dims; the result's shape is indices.shape[:-1]
-    + params.shape[K:]. An index outside params' shape is an
-    InvalidArgumentError. The first K dims of params must be static;
-    ``batch_dims`` other than 0 is not supported."""
+    K indexes params' dims after the first `batch_dims`; the result's shape
+    is indices.shape[:-1] + params.shape[batch_dims + K:]. With `batch_dims`
+    b, the first b dims of params and indices are batch dims that must
+    match: entry [i1..ib, ...] of indices indexes params[i1..ib]. An index
+    outside params' shape is an InvalidArgumentError. params' batch dims and
+    the K dims it indexes must be static."""
     p = convert(params, name="params")
     idx = convert(indices, name="indices")
     traced = isinstance(p, Tensor) or isinstance(idx, Tensor)
-    if batch_dims != 0:
-        raise op_error(ValueError, "conveyor's gather_nd supports batch_dims=0 only")
+    b = _static(batch_dims, "gather_nd", "batch_dims")
+    if len(b) != 1:
+        raise op_error(ValueError, "gather_nd: `batch_dims` must be a single int")
+    b = int(b[0])
+    if b < 0:
+        raise op_error(ValueError, "tf.gather_nd does not allow negative batch_dims.")
     if dtype_of(idx) not in (_dtypes.int16, _dtypes.int32, _dtypes.int64):
         raise op_error(TypeError, f"gather_nd: indices must be int16, int32 or int64, got "
                                   f"{dtype_of(idx).name}")
@@ -80,26 +87,62 @@ def gather_nd(params, indices, batch_dims=0, name=None):
     if ps is None or ishape is None or not ishape or ishape[-1] is None:
         raise next(v for v in (p, idx) if isinstance(v, Tensor))._trace.fail(
             "gather_nd with an unknown rank or index depth is not supported natively")
+    if b and b >= len(ishape):
+        raise op_error(ValueError, f"Argument `batch_dims` = {b} must be less than "
+                                   f"rank(`indices`) = {len(ishape)}")
+    if b and b >= len(ps):
+        raise op_error(ValueError, f"Argument `batch_dims` = {b} must be less than "
+                                   f"rank(`params`) = {len(ps)}")
     k = ishape[-1]
-    if k > len(ps):
+    if k > len(ps) - b:
         raise op_error(ValueError if traced else errors.InvalidArgumentError,
                        f"gather_nd: index innermost dimension length must be <= params rank; "
-                       f"saw: {k} vs. {len(ps)}")
-    dims = ps[:k]
-    if any(d is None for d in dims):
+                       f"saw: {k} vs. {len(ps) - b}")
+    batch, dims = ps[:b], ps[b:b + k]
+    rest = list(ps[b + k:])
+    # One batch dim may be known only per element (a batch not dropping its
+    # remainder) when the rest are static: its size is then read per element.
+    # The first indexed dim may be unknown too (rows picked by tf.where) when
+    # nothing else is: strides do not depend on it, the bounds are read per element.
+    lead_unknown = bool(dims) and dims[0] is None
+    if any(d is None for d in dims[1:]) or builtins.sum(d is None for d in batch) > 1 or (
+            None in batch and None in rest) or (lead_unknown and (b or None in rest)):
         raise (p if isinstance(p, Tensor) else idx)._trace.fail(
             "gather_nd into dims of unknown size is not supported natively")
+    for j, (db, di) in enumerate(zip(batch, ishape[:b])):
+        if di is not None and di != db:
+            raise op_error(ValueError if traced else errors.InvalidArgumentError,
+                           f"gather_nd: batch dimension {j} of params ({db}) and indices ({di}) "
+                           f"must match")
     idx = cast(idx, _dtypes.int64)
-    bounds = np.array(dims, np.int64)
+    if any(d is None for d in ishape[:b] + batch):  # checked per element
+        want = (np.array(batch, np.int64) if None not in batch else
+                _getitem(shape(p, out_type=_dtypes.int64), builtins.slice(0, b)))
+        Assert(reduce_all(equal(_getitem(shape(idx, out_type=_dtypes.int64), builtins.slice(0, b)),
+                                want)),
+               ["gather_nd: the batch dims of params and indices must match"])
+    bounds = np.array(dims if not lead_unknown else [0] + list(dims[1:]), np.int64)
+    if lead_unknown:  # dims[0] as it is per element
+        bounds = add(bounds, multiply(_getitem(shape(p, out_type=_dtypes.int64),
+                                               builtins.slice(0, k)),
+                                      np.array([1] + [0] * (k - 1), np.int64)))
     inside = logical_and(greater_equal(idx, np.int64(0)), less(idx, bounds))
     Assert(reduce_all(inside), [f"gather_nd: indices do not index into param shape "
                                 f"{list(ps)}"])
     strides = np.array([int(np.prod(dims[j + 1:], dtype=np.int64)) for j in builtins.range(k)],
                        np.int64)
     flat = reduce_sum(multiply(idx, strides), axis=-1)
-    rest = list(ps[k:])
-    table = reshape(p, [int(np.prod(dims, dtype=np.int64))] + [-1 if d is None else d
-                                                               for d in rest])
+    block = -1 if lead_unknown else int(np.prod(dims, dtype=np.int64))
+    lay = [-1 if d is None else d for d in batch] + [1] * (len(ishape) - 1 - b)
+    if b and None in batch:  # range(number of batch entries) * block, laid out as the batch
+        count = reduce_prod(_getitem(shape(p, out_type=_dtypes.int64), builtins.slice(0, b)))
+        flat = add(flat, reshape(multiply(_range(count, dtype=_dtypes.int64), np.int64(block)),
+                                 lay))
+    elif b:  # batch entry i1..ib starts at block * (its row-major number) in the flat table
+        offsets = np.arange(int(np.prod(batch, dtype=np.int64)), dtype=np.int64) * block
+        flat = add(flat, offsets.reshape(lay))
+    lead = -1 if None in batch or lead_unknown else int(np.prod(batch, dtype=np.int64)) * block
+    table = reshape(p, [lead] + [-1 if d is None else d for d in rest])
     return gather(table, flat)
 
 

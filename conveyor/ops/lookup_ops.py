@@ -18,8 +18,8 @@ from conveyor import dtypes as _dtypes
 from conveyor.framework.eager import as_eager
 from conveyor.framework.tracing import Tensor, convert, dtype_of, op_error, static_shape
 
-__all__ = ["KeyValueTensorInitializer", "DatasetInitializer", "StaticHashTable",
-           "StaticVocabularyTable"]
+__all__ = ["KeyValueTensorInitializer", "DatasetInitializer", "TextFileIndex",
+           "TextFileInitializer", "StaticHashTable", "StaticVocabularyTable"]
 
 
 class KeyValueTensorInitializer:
@@ -73,6 +73,85 @@ class DatasetInitializer(KeyValueTensorInitializer):
         self._keys = np.array(keys, dtype=spec[0].dtype.as_numpy_dtype)
         self._values = np.array(values, dtype=spec[1].dtype.as_numpy_dtype)
         self.key_dtype, self.value_dtype = spec[0].dtype, spec[1].dtype
+
+
+class TextFileIndex:
+    """Which part of a line is a key or value (``tf.lookup.TextFileIndex``):
+    the whole line, its number, or a column index (0, 1, ...)."""
+    WHOLE_LINE = -2
+    LINE_NUMBER = -1
+
+
+class TextFileInitializer(KeyValueTensorInitializer):
+    """The keys and values of a table from a text file, one entry per line
+    (``tf.lookup.TextFileInitializer``): each of key and value is the whole
+    line, its number, or a column of the line split on `delimiter`,
+    converted to its dtype. Read once, here, as TensorFlow 2 initializes a
+    table when it is made; lines end at a newline (a carriage return
+    before it is dropped); an empty line, a missing column or fewer than `vocab_size`
+    lines is an ``InvalidArgumentError``."""
+
+    def __init__(self, filename, key_dtype, key_index, value_dtype, value_index,
+                 vocab_size=None, delimiter="\t", name=None, value_index_offset=0):
+        from conveyor import errors
+        from conveyor.io import gfile
+        self.key_dtype, self.value_dtype = _dtypes.as_dtype(key_dtype), _dtypes.as_dtype(value_dtype)
+        for index, dtype, what in ((key_index, self.key_dtype, "key"),
+                                   (value_index, self.value_dtype, "value")):
+            if index < TextFileIndex.WHOLE_LINE:
+                raise ValueError(f"Invalid {what} index {index}.")
+            if index == TextFileIndex.LINE_NUMBER and dtype != _dtypes.int64:
+                raise ValueError(f"LINE_NUMBER {what} requires int64 dtype, got {dtype.name}")
+            if index == TextFileIndex.WHOLE_LINE and dtype not in (_dtypes.string, _dtypes.int64):
+                raise ValueError(f"WHOLE_LINE {what} requires string or int64 dtype, got "
+                                 f"{dtype.name}")
+        if vocab_size is not None and vocab_size <= 0:
+            raise ValueError(f"Invalid vocab_size {vocab_size}.")
+        path = filename.decode() if isinstance(filename, bytes) else str(filename)
+        with gfile.GFile(path, "rb") as f:
+            lines = f.read().split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        if vocab_size is not None:
+            if len(lines) < vocab_size:
+                raise errors.InvalidArgumentError(f"Invalid vocab_size in {path}: expected "
+                                                  f"{vocab_size} but got {len(lines)}")
+            lines = lines[:vocab_size]
+        sep = delimiter.encode() if isinstance(delimiter, str) else delimiter
+        keys, values = [], []
+        for n, line in enumerate(lines):
+            line = line[:-1] if line.endswith(b"\r") else line
+            if not line:
+                raise errors.InvalidArgumentError(f"Invalid content in {path}: empty line found "
+                                                  f"at position {n}.")
+            cols = line.split(sep)
+            for index, dtype, out in ((key_index, self.key_dtype, keys),
+                                      (value_index, self.value_dtype, values)):
+                if index >= len(cols):
+                    raise errors.InvalidArgumentError(
+                        f"Invalid number of columns in {path} line {n} ({line.decode(errors='replace')}) : "
+                        f"expected at least {index + 1} got {len(cols)}")
+                out.append(_text_field(line, cols, n + value_index_offset * (out is values),
+                                       index, dtype, path))
+        self._keys = np.array(keys, dtype=object if self.key_dtype == _dtypes.string
+                              else self.key_dtype.as_numpy_dtype).reshape(-1)
+        self._values = np.array(values, dtype=object if self.value_dtype == _dtypes.string
+                                else self.value_dtype.as_numpy_dtype).reshape(-1)
+
+
+def _text_field(line, cols, number, index, dtype, path):
+    """One key or value of a TextFileInitializer line."""
+    from conveyor import errors
+    if index == TextFileIndex.LINE_NUMBER:
+        return number
+    text = line if index == TextFileIndex.WHOLE_LINE else cols[index]
+    if dtype == _dtypes.string:
+        return text
+    try:
+        return int(text) if dtype.is_integer else float(text)
+    except ValueError:
+        raise errors.InvalidArgumentError(f"Field {text.decode(errors='replace')} in {path} is "
+                                          f"not a valid {dtype.name}") from None
 
 
 class StaticHashTable:

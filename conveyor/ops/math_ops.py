@@ -24,6 +24,7 @@ from conveyor import errors
 from conveyor.framework.convert import to_array
 from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
                                         static_shape)
+from conveyor.tensor_spec import TensorShape
 
 __all__ = ["cast", "clip_by_value", "add", "subtract", "multiply", "divide", "truediv", "floordiv",
            "floormod", "pow", "maximum", "minimum", "less", "less_equal", "greater",
@@ -113,6 +114,17 @@ def _float_for(dtype):
     return _dtypes.float32 if dtype.size <= 2 else _dtypes.float64
 
 
+# float16 and bfloat16 are computed in float32 and rounded back to their
+# dtype after each step of TensorFlow's functor: one step for most functions;
+# these take two, rounding in between (the difference, the quotient).
+_HALF = (_dtypes.float16, _dtypes.bfloat16)
+_HALF_STEPS = {
+    "squared_difference": lambda x, y: (lambda d: _binary("multiply", d, d))(
+        _binary("subtract", x, y)),
+    "floordiv": lambda x, y: _unary("floor", _binary("truediv", x, y)),
+}
+
+
 def _binary(fname, x, y, operator=False):
     """x `fname` y. Called for a Python operator (``operator``) on a traced
     tensor, operands TensorFlow would refuse (mixed dtypes, strings) make
@@ -159,7 +171,9 @@ def _binary(fname, x, y, operator=False):
         fname = "realdiv"
     if fname in _FLOAT_ONLY and not dx.is_floating:
         raise op_error(TypeError, f"{fname} is not defined for {dx.name} tensors")
-    half = dx == _dtypes.float16
+    half = dx in _HALF
+    if half and fname in _HALF_STEPS:  # Eigen's functor rounds between its steps
+        return _HALF_STEPS[fname](x, y)
     if half:  # computed in float32 and rounded back, as TensorFlow (Eigen) does
         x, y = cast(x, _dtypes.float32), cast(y, _dtypes.float32)
     out_dtype = _dtypes.bool if fname in _COMPARISONS else (_dtypes.float32 if half else dx)
@@ -170,7 +184,7 @@ def _binary(fname, x, y, operator=False):
         attrs["per_channel"] = 1  # y runs along x's last dim: the result is x's shape
     result = apply("Elementwise", [x, y], [(shape, out_dtype)], attrs=attrs)
     if half and fname not in _COMPARISONS:
-        result = cast(result, _dtypes.float16)
+        result = cast(result, dx)
     return result
 
 
@@ -201,14 +215,34 @@ def _unary(fname, x):
             (fname == "sign" and not dx.is_floating and dx.name not in _SIGNED_INTS):
         raise _error(_traced(x), TypeError, f"{fname}: Value for attr 'T' of {dx.name} is not "
                                             f"in the list of allowed values")
-    half = dx == _dtypes.float16
+    half = dx in _HALF
+    if half and fname == "sigmoid":  # exp(x) / (1 + exp(x)), each step rounded (Eigen's),
+        e = _unary("exp", x)           # and 1 where exp(x) is infinite
+        q = _binary("truediv", e, _binary("add", e, 1))
+        return apply("SelectV2", [_unary("is_inf", e), np.ones((), dx.as_numpy_dtype), q],
+                     [(static_shape(x), dx)])
+    if dx == _dtypes.bfloat16 and fname == "softplus":
+        return _half_softplus(x, dx)
     if half:
         x = cast(x, _dtypes.float32)
     predicate = fname in _PREDICATES
     result = apply("Elementwise", [x], [(static_shape(x),
                                          _dtypes.bool if predicate else dtype_of(x))],
                    attrs={"kind": _KINDS[fname]})
-    return cast(result, _dtypes.float16) if half and not predicate else result
+    return cast(result, dx) if half and not predicate else result
+
+
+def _half_softplus(x, dx):
+    """Eigen's softplus in bfloat16, each step rounded: x where x is large,
+    exp(x) where it is very negative, else log1p(exp(x)); the threshold is
+    log(epsilon) + 2 in that dtype."""
+    npdt = dx.as_numpy_dtype
+    th = npdt(np.float32(npdt(np.log(np.float32(np.finfo(npdt).eps)))) + np.float32(2))
+    e = _unary("exp", x)
+    shape = static_shape(x)
+    small = apply("SelectV2", [_binary("less", x, th), e,
+                               _unary("log1p", e)], [(shape, dx)])
+    return apply("SelectV2", [_binary("greater", x, -th), x, small], [(shape, dx)])
 
 
 def _named(op, fname, doc):
@@ -306,6 +340,8 @@ def _getitem(x, key):
     if not isinstance(key, tuple):
         key = (key,)
     shape = static_shape(x)
+    if shape is not None and any(_dynamic_slice(k) for k in key):
+        return _getitem_dynamic(x, key, shape)
     if shape is None or any(
             isinstance(k, (Tensor, list, np.ndarray)) or
             (isinstance(k, slice) and any(isinstance(v, Tensor)
@@ -349,6 +385,62 @@ def _getitem(x, key):
         raise trace.fail("an index with more than 10 parts")
     return apply("StridedSlice", [x], [(tuple(out), dtype_of(x))],
                  attrs={"num_dims": len(items), "dims": dims})
+
+
+def _dynamic_slice(k):
+    """A slice whose start or stop is a traced scalar, with step 1 (x[:n])."""
+    return (isinstance(k, slice) and k.step in (None, 1) and
+            any(isinstance(v, Tensor) for v in (k.start, k.stop)))
+
+
+def _getitem_dynamic(x, key, shape):
+    """x[key] where some slices have bounds known per element: the static
+    part first (those slices as ``:``), then each of them as a gather of
+    range(start, stop) along its axis, the bounds wrapped and clamped to
+    [0, dim] as Python's (and TensorFlow's) slicing does."""
+    plain, dynamic, loose, axis = [], [], [], 0
+    used = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    for k in key:
+        if k is Ellipsis:
+            axis += len(shape) - used
+            plain.append(k)
+        elif _dynamic_slice(k):
+            dynamic.append((axis, k))
+            plain.append(slice(None))
+            axis += 1
+        else:
+            if isinstance(k, Tensor) or isinstance(k, slice) and any(
+                    isinstance(v, Tensor) for v in (k.start, k.stop, k.step)):
+                raise x._trace.fail("indexing with tensors, or a slice with a step and "
+                                    "tensor bounds, is not supported natively")
+            plain.append(k)
+            if isinstance(k, slice):
+                loose.append(axis)
+            axis += 0 if isinstance(k, (int, np.integer)) else 1
+    y = _getitem(x, tuple(plain))
+    for axis, k in dynamic:
+        y_shape = static_shape(y)
+        dim = y_shape[axis]
+        if dim is None:
+            dim = _getitem(apply("Shape", [y], [((len(y_shape),), _dtypes.int32)]), axis)
+        dim = cast(dim, _dtypes.int64) if isinstance(dim, Tensor) else np.int64(dim)
+        zero = np.int64(0)
+
+        def bound(v, default):
+            if v is None:
+                return default
+            v = cast(v, _dtypes.int64) if isinstance(v, Tensor) else np.int64(int(v))
+            wrapped = apply("SelectV2", [less(v, zero), add(v, dim), v], [((), _dtypes.int64)]) \
+                if isinstance(v, Tensor) or isinstance(dim, Tensor) else (v + dim if v < 0 else v)
+            return minimum(maximum(wrapped, zero), dim)
+        start, stop = bound(k.start, zero), bound(k.stop, dim)
+        indices = range(start, maximum(start, stop), dtype=_dtypes.int64)
+        out = list(y_shape)
+        out[axis] = None
+        y = apply("GatherV2", [y, indices], [(tuple(out), dtype_of(y))], attrs={"axis": axis})
+    if loose:  # TensorFlow's begin/end are then not constant: no sliced dim is static
+        y.shape = TensorShape([None if d in loose else n for d, n in enumerate(y.shape.as_list())])
+    return y
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
@@ -596,6 +688,12 @@ def _reduce(kind, input_tensor, axis, keepdims):
              "num_axes": -1 if axes is None else len(axes), "axes": list(axes or [])}
     if 3 + len(attrs["axes"]) > 64:
         raise op_error(ValueError, f"reduce_{kind}: at most 61 axes")
+    if dt == _dtypes.bfloat16 and kind != "prod":
+        # TensorFlow reduces bfloat16 in float32 and rounds the result once;
+        # its product rounds after every factor, which stays refused.
+        result = apply("Reduce", [cast(x, _dtypes.float32)], [(out, _dtypes.float32)],
+                       attrs=attrs)
+        return cast(result, dt)
     return apply("Reduce", [x], [(out, dt)], attrs=attrs)
 
 
@@ -665,6 +763,8 @@ def _arg(is_min, input, axis, output_type):  # noqa: A002
             raise _error(traced, ValueError, f"Expected dimension in the range [{-rank}, {rank}), "
                                              f"but got {axis}")
         out = shape[:axis % rank] + shape[axis % rank + 1:]
+    if dtype_of(x) == _dtypes.bfloat16:  # widened exactly: the same order
+        x = cast(x, _dtypes.float32)
     return apply("ArgMinMax", [x], [(out, output_type)],
                  attrs={"is_min": int(is_min), "axis": axis, "dtype": output_type._code})
 

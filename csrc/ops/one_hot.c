@@ -41,6 +41,7 @@ static void store(CvDtype dtype, char *p, int64_t i, int64_t iv, double fv)
     case CV_UINT32: ((uint32_t *)p)[i] = (uint32_t)iv; break;
     case CV_UINT64: ((uint64_t *)p)[i] = (uint64_t)iv; break;
     case CV_FLOAT16: ((cv_half *)p)[i] = cv_float_to_half((float)fv); break;
+    case CV_BFLOAT16: ((cv_bfloat16 *)p)[i] = cv_float_to_bfloat16((float)fv); break;
     case CV_FLOAT32: ((float *)p)[i] = (float)fv; break;
     default: ((double *)p)[i] = fv; break;
     }

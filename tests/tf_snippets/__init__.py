@@ -9,4 +9,5 @@ identical; ``report.py`` prints the counts.
 MODULES = ["guide_basics", "guide_transform", "perf_guide", "csv_tutorial", "images_tutorial",
            "tfrecord_tutorial", "text_tutorial", "docstrings_dataset", "docstrings_experimental",
            "imagenet_recipes", "keras_io_style", "tf1_style", "detection_audio_style",
-           "augment_style"]
+           "augment_style", "vision_dataloaders_style", "seqio_packing_style",
+           "keras_loaders_style", "data_guide_more"]

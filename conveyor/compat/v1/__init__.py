@@ -15,6 +15,7 @@ from conveyor.framework.tracing import numpy_function as py_func
 from conveyor.io.csv_ops import decode_csv
 from conveyor.io.example import (FixedLenFeature, FixedLenSequenceFeature, VarLenFeature,
                                  parse_example, parse_single_example)
+from conveyor.io.image_ops import decode_raw as _decode_raw
 from conveyor.io.image_ops import read_file
 from conveyor.ops.math_ops import cast as _cast
 from conveyor.ops.random_ops import uniform as _uniform
@@ -23,7 +24,16 @@ from conveyor.ops.stateless_random_ops import stateless_normal as _stateless_nor
 __all__ = ["data", "gfile", "image", "logging", "set_random_seed", "py_func", "decode_csv",
            "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
            "parse_single_example", "read_file", "to_float", "to_double", "to_int32",
-           "to_int64", "to_bfloat16", "random_uniform", "random_normal"]
+           "to_int64", "to_bfloat16", "random_uniform", "random_normal", "decode_raw"]
+
+
+def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002
+    """``tf.compat.v1.decode_raw``: ``tf.io.decode_raw``, with TensorFlow 1's
+    `bytes` as another name for `input_bytes` (give one of them)."""
+    if (input_bytes is None) == (bytes is None):
+        raise ValueError("decode_raw: give exactly one of `input_bytes` and `bytes`")
+    return _decode_raw(input_bytes if bytes is None else bytes, out_type,
+                       little_endian=little_endian)
 
 
 def to_float(x, name="ToFloat"):

@@ -4,14 +4,19 @@ functions, traced into native programs when they can be) and
 is unpacked into positional arguments)."""
 import threading
 
+import numpy as np
+
 from conveyor.framework import tracing as _tracing
 from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor import nest
 from conveyor.framework.convert import to_array
+from conveyor.framework.eager import as_eager
 from conveyor.data.ops.dataset_base import has_datasets, pack_element, structure_kind
 from conveyor.data.rewrites import scaled_decode
 from conveyor.tensor_spec import TensorSpec
+
+_ARRAYS = (np.ndarray, np.generic, bytes)  # the components eager_args wraps
 
 __all__ = ["MapFunction", "calling_convention"]
 
@@ -37,6 +42,7 @@ class MapFunction:
         self.flat_specs = None
         self.mode = None      # "native" or "python", once resolved
         self.reason = None    # why a function runs in Python
+        self.eager_args = False  # Python mode: hand it eager tensors (UntraceableError.eager_args)
         self.program = None
         self.base_seed = None
         self._recorded = None  # (trace, result keys): to compile with program passes
@@ -73,6 +79,7 @@ class MapFunction:
                 self.map_func, nest.flatten(spec), self._pack(spec), self.name)
         except _tracing.UntraceableError as e:
             self.mode, self.reason = "python", str(e)
+            self.eager_args = e.eager_args
             self.base_seed = _tracing.new_base_seed()
             if not e.quiet:
                 _tracing.warn_untraceable(self.map_func, self.name, self.reason)
@@ -101,6 +108,14 @@ class MapFunction:
             return program, False
         map_func, pack = self.map_func, self._pack(self.input_dataset.element_spec)
         base_seed = self.base_seed
+        if self.eager_args:
+            # Stopped by an op it cannot trace: written for TensorFlow, it gets
+            # eager tensors (.shape.as_list(), get_shape(), tf dtypes), no copy.
+            def call(epoch, index, *flat):
+                flat = [as_eager(v) if isinstance(v, _ARRAYS) else v for v in flat]
+                with _tracing.element_scope(base_seed, epoch, index):
+                    return map_func(*pack(flat))
+            return call, True
 
         def call(epoch, index, *flat):
             with _tracing.element_scope(base_seed, epoch, index):
