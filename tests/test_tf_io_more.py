@@ -50,6 +50,11 @@ def test_unbatch_and_get_structure():
     for ds_ours, ds_theirs in ((ours, theirs), (ours.batch(2), theirs.batch(2))):
         assert repr(cv.data.experimental.get_structure(iter(ds_ours))) == \
             repr(tf.data.experimental.get_structure(iter(ds_theirs)))
+        # ...and its own element_spec, while it runs and after its end.
+        it_ours, it_theirs = iter(ds_ours), iter(ds_theirs)
+        assert repr(it_ours.element_spec) == repr(it_theirs.element_spec)
+        list(it_ours)
+        assert repr(it_ours.element_spec) == repr(it_theirs.element_spec)
     it = cv.compat.v1.data.make_one_shot_iterator(ours)
     assert repr(cv.data.experimental.get_structure(it)) == repr(ours.element_spec)
     with pytest.raises(TypeError, match="dataset_or_iterator"):

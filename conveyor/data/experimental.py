@@ -9,7 +9,7 @@ from conveyor.data.dataset import Dataset as _Dataset
 from conveyor.data.doctor import Diagnosis, diagnose
 from conveyor.data.monitor import Monitor, monitor
 from conveyor.data.ops import cache_op
-from conveyor.data.ops.dataset_base import iterator_element_spec as _iterator_element_spec
+from conveyor.data.iterator_ops import element_spec_of as _iterator_element_spec
 from conveyor.data.ops.cache_op import CacheWarning
 from conveyor.errors import DataLossWarning
 from conveyor.data.options import AutoShardPolicy, OptimizationOptions, ThreadingOptions

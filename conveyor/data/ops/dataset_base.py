@@ -17,7 +17,6 @@ the op modules import only this module, so no import goes in a circle.
 import copy
 import functools
 import threading
-import weakref
 
 import numpy as np
 
@@ -36,27 +35,6 @@ __all__ = ["Dataset", "DatasetSpec", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOW
 
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
-
-# iter(dataset) -> a weak reference to the dataset, for
-# tf.data.experimental.get_structure(iterator): the binding's iterator type
-# has no element_spec of its own. Weak keys, so an entry goes with its
-# iterator; a weak value, as a dataset may reach its iterator through a map
-# function (a strong one in this global table would keep that cycle alive),
-# and the spec is derived only when asked (deriving it may run a Python map
-# function on a first element). The iterator holds its dataset while it runs.
-_ITERATOR_DATASETS = weakref.WeakKeyDictionary()
-
-
-def iterator_element_spec(iterator):
-    """The element spec of the dataset ``iterator`` came from (``iter(dataset)``),
-    or None for an iterator this module did not make (or whose dataset is gone)."""
-    try:
-        ref = _ITERATOR_DATASETS.get(iterator)
-    except TypeError:  # not weakly referenceable: none of ours
-        return None
-    dataset = None if ref is None else ref()
-    return None if dataset is None else dataset.element_spec
-
 
 class Cardinality(int):
     """An int that also answers ``.numpy()``, as the tensor TensorFlow returns does."""
@@ -323,7 +301,7 @@ class Dataset:
         0-d ones for scalars and scalar strings), as TensorFlow's eager tensors."""
         it = self._make_iterator()
         it.eager = True
-        _ITERATOR_DATASETS[it] = weakref.ref(self)
+        iterator_ops.remember_dataset(it, self)
         return it
 
     def _make_iterator(self, statistics=True):
