@@ -89,3 +89,14 @@ def test_constant_copies_its_value():
     c = cv.constant(a)
     a[0] = 99
     assert c.numpy().tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("value", [(1.0, 2.0), ((1, 2), (3, 4)), (1, 2 ** 40), ("a", b"b"),
+                                   (True, False), ([1, 2], (3, 4))])
+def test_a_tuple_is_a_sequence_as_in_tensorflow(tf, value):
+    """tf.constant and broadcast_to take a tuple as TensorFlow does: a sequence, not a structure."""
+    ours, theirs = cv.constant(value), tf.constant(value)
+    assert ours.dtype.name == theirs.dtype.name and ours.shape == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    np.testing.assert_array_equal(cv.broadcast_to((1, 2), [3, 2]).numpy(),
+                                  tf.broadcast_to((1, 2), [3, 2]).numpy())

@@ -98,7 +98,7 @@ def to_array(value, dtype=None):
         return np.asarray(value, dtype=np.float32)
     elif isinstance(value, (str, bytes)):
         return _strings(np.asarray(value, dtype=object))
-    elif isinstance(value, list):
+    elif isinstance(value, (list, tuple)):  # a tuple as a leaf is a sequence (tf.constant((1, 2)))
         kind = _python_leaves_kind(value)
         try:
             arr = np.array(value, dtype=object if kind in ("str", "int") else None)

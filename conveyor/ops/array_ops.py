@@ -525,8 +525,8 @@ def _eager(arr):
 
 def _known_value(v):
     """The NumPy value of a traced tensor known when traced: a constant of the
-    program (tf.constant inside the function), or what h-28b's Trace.known
-    holds (tf.shape of a fully known shape); else None."""
+    program (tf.constant inside the function), or what the trace knows
+    (``Trace.known``: tf.shape of a fully known shape); else None."""
     if v._key[0] == "const":
         return np.asarray(v._trace.constants[v._key[1]])
     return getattr(v._trace, "known", {}).get(v._key)
@@ -535,6 +535,17 @@ def _known_value(v):
 def _unknown(v):
     """A traced value with no value known when traced."""
     return isinstance(v, Tensor) and _known_value(v) is None
+
+
+def _known_to_values(dims):
+    """`dims` with every traced value known when traced replaced by that value
+    (tf.fill(tf.shape(x), v) of a fully known shape builds a constant)."""
+    if isinstance(dims, Tensor):
+        known = _known_value(dims)
+        return dims if known is None else known
+    if isinstance(dims, (list, tuple)):
+        return [_known_to_values(d) for d in dims]
+    return dims
 
 
 def _is_dynamic(dims):
@@ -680,6 +691,7 @@ def fill(dims, value, name=None):  # noqa: A002 - TensorFlow's argument names
             raise op_error(ValueError, f"Fill: value must be a scalar, got shape "
                                        f"{list(static_shape(v))}")
         return _fill_traced(dims, v, dtype_of(v), "fill")
+    dims = _known_to_values(dims)
     _needs_python("fill", dims, value)
     arr = to_array(value)
     if arr.ndim != 0:
@@ -691,6 +703,7 @@ def zeros(shape, dtype=_dtypes.float32, name=None):
     """A tensor of zeros (``tf.zeros``); strings are empty."""
     if _is_dynamic(shape):
         return _fill_traced(shape, 0, _dtypes.as_dtype(dtype), "zeros")
+    shape = _known_to_values(shape)
     _needs_python("zeros", shape)
     dtype = _dtypes.as_dtype(dtype)
     if dtype == _dtypes.string:
@@ -702,6 +715,7 @@ def ones(shape, dtype=_dtypes.float32, name=None):
     """A tensor of ones (``tf.ones``)."""
     if _is_dynamic(shape):
         return _fill_traced(shape, 1, _dtypes.as_dtype(dtype), "ones")
+    shape = _known_to_values(shape)
     _needs_python("ones", shape)
     dtype = _dtypes.as_dtype(dtype)
     if dtype == _dtypes.string:
