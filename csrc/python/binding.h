@@ -61,7 +61,8 @@ typedef struct CvModuleState {
     PyTypeObject *dataset_type;
     PyTypeObject *iterator_type;
     PyTypeObject *holder_type;
-    PyTypeObject *device_array_type;
+    PyTypeObject *device_array_type;  /* DeviceArrayBase */
+    PyTypeObject *device_array_class; /* its Python subclass (conveyor/device.py) or NULL */
     PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
     PyTypeObject *iterator_class; /* iterator_type's Python subclass (iterator_ops.py) or NULL */
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */

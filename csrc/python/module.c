@@ -47,6 +47,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->device_array_type);
     Py_VISIT(st->eager_type);
     Py_VISIT(st->iterator_class);
+    Py_VISIT(st->device_array_class);
     Py_VISIT(st->error_classes);
     return 0;
 }
@@ -60,6 +61,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->device_array_type);
     Py_CLEAR(st->eager_type);
     Py_CLEAR(st->iterator_class);
+    Py_CLEAR(st->device_array_class);
     Py_CLEAR(st->error_classes);
     return 0;
 }
