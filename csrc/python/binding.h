@@ -208,16 +208,13 @@ CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out
 CvStatus cv_element_from_sequence(CvModuleState *st, PyObject *seq, CvElement *out);
 /* Tensor -> numpy array (rank >= 1) or numpy scalar / bytes (rank 0).
  * Zero-copy for numeric arrays: the array's base holds the buffer. A tensor
- * in device memory becomes a DeviceArray (device.c), whatever its rank. */
-PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t);
-/* The same, as st->eager_type (the ndarray subclass with numpy()) when eager
- * and the type is set: 0-d instances for scalars and scalar strings (a 0-d
- * numeric is copied, as a scalar is; arrays still view the buffer). */
-PyObject *cv_tensor_to_python_as(CvModuleState *st, const CvTensor *t, bool eager);
-/* Element -> tuple of components, as cv_tensor_to_python_as. */
-PyObject *cv_element_to_tuple_as(CvModuleState *st, const CvElement *e, bool eager);
-/* Element -> tuple of components. */
-PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e);
+ * in device memory becomes a DeviceArray (device.c), whatever its rank.
+ * eager (and st->eager_type set): as that ndarray subclass with numpy(),
+ * 0-d instances for scalars and scalar strings (a 0-d numeric is copied,
+ * as a scalar is; arrays still view the buffer). */
+PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t, bool eager);
+/* Element -> tuple of components, as cv_tensor_to_python. */
+PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e, bool eager);
 int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out);
 /* The NumPy descr of engine dtype `dtype`, a new reference; NULL with an
  * exception set for bfloat16 before set_bfloat16_dtype gave its descr

@@ -4,7 +4,7 @@
  * DeviceArrayBase is the C half: it owns one reference to a device buffer
  * (shared by the element's components) and describes one tensor in it. Its
  * Python subclass (conveyor.device.DeviceArray, given by
- * set_device_array_type and made for every array) checks the arguments of
+ * set_device_array_type (module.c) and made for every array) checks the arguments of
  * the protocols (__dlpack__, __array__, __cuda_array_interface__ v3) and
  * derives the plain attributes; this file keeps what touches the buffer:
  * the DLPack export, the stream sync and the copy to the host.
@@ -237,21 +237,6 @@ int cv_device_init(PyObject *module, CvModuleState *st)
 
 /* ------------------------------------------------------------ functions */
 
-/* set_device_array_type(cls): the subclass (__slots__ = ()) made for every
- * device array, also module attribute DeviceArray. */
-static PyObject *device_set_device_array_type(PyObject *module, PyObject *type)
-{
-    CvModuleState *st = cv_get_state(module);
-    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, st->device_array_type) ||
-        ((PyTypeObject *)type)->tp_basicsize != st->device_array_type->tp_basicsize)
-        return PyErr_Format(PyExc_TypeError, "expected a subclass of %s with __slots__ = ()",
-                            st->device_array_type->tp_name);
-    Py_XSETREF(st->device_array_class, (PyTypeObject *)Py_NewRef(type));
-    if (PyModule_AddObjectRef(module, "DeviceArray", type) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
 /* cuda_load(candidates) -> None: load the CUDA runtime (the first call's
  * candidates are the ones tried), or raise UnavailableError. */
 static PyObject *device_cuda_load(PyObject *module, PyObject *arg)
@@ -328,9 +313,6 @@ static PyObject *device_staging_cache_empty(PyObject *module, PyObject *unused)
 PyMethodDef cv_device_functions[] = {
     {"staging_cache_info", device_staging_cache_info, METH_NOARGS, "staging_cache_info() -> dict"},
     {"staging_cache_empty", device_staging_cache_empty, METH_NOARGS, "staging_cache_empty() -> int"},
-    {"set_device_array_type", device_set_device_array_type, METH_O,
-     "set_device_array_type(cls): the DeviceArrayBase subclass made for device arrays "
-     "(conveyor.device.DeviceArray)."},
     {"cuda_load", device_cuda_load, METH_O, "cuda_load(candidates) -> None"},
     {"cuda_info", device_cuda_info, METH_NOARGS, "cuda_info() -> dict"},
     {"copy_rate", device_copy_rate, METH_VARARGS, "copy_rate(kind, index, nbytes, repeats) -> float"},

@@ -185,7 +185,7 @@ static PyObject *ops_run_op(PyObject *module, PyObject *args)
     if (s)
         cv_raise_status(st, s);
     else
-        result = cv_element_to_tuple_as(st, &out, true); /* EagerTensors, as TF's eager ops */
+        result = cv_element_to_tuple(st, &out, true); /* EagerTensors, as TF's eager ops */
     cv_element_clear(&in);
     cv_element_clear(&out);
     cv_op_attrs_clear(&attrs); /* the capsule's reference: GIL held, fine */
@@ -320,7 +320,7 @@ static PyObject *ops_run_program(PyObject *module, PyObject *args)
     if (s)
         cv_raise_status(st, s);
     else
-        result = cv_element_to_tuple(st, &out);
+        result = cv_element_to_tuple(st, &out, false);
     cv_element_clear(&in);
     cv_element_clear(&out);
     return result;

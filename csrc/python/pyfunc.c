@@ -107,29 +107,16 @@ static void learn_fast_form(CvPyElementFunction *f, PyObject *result)
     f->fast_n = PyTuple_GET_SIZE(result);
 }
 
-/* One call, GIL held. */
-/* (epoch, index, *components) */
+/* (epoch, index, *components), GIL held. */
 static PyObject *args_with_id(CvModuleState *st, const CvElement *in, const CvElementId *id)
 {
-    PyObject *args = PyTuple_New((Py_ssize_t)in->n + 2);
-    if (!args)
-        return NULL;
-    PyObject *epoch = PyLong_FromUnsignedLongLong(id->epoch);
-    PyObject *index = PyLong_FromUnsignedLongLong(id->index);
-    PyTuple_SET_ITEM(args, 0, epoch);
-    PyTuple_SET_ITEM(args, 1, index);
-    if (!epoch || !index)
-        goto fail;
-    for (uint32_t i = 0; i < in->n; i++) {
-        PyObject *item = cv_tensor_to_python(st, &in->t[i]);
-        if (!item)
-            goto fail;
-        PyTuple_SET_ITEM(args, (Py_ssize_t)i + 2, item);
-    }
+    PyObject *head = Py_BuildValue("(KK)", (unsigned long long)id->epoch,
+                                   (unsigned long long)id->index);
+    PyObject *rest = head ? cv_element_to_tuple(st, in, false) : NULL;
+    PyObject *args = rest ? PySequence_Concat(head, rest) : NULL;
+    Py_XDECREF(head);
+    Py_XDECREF(rest);
     return args;
-fail:
-    Py_DECREF(args);
-    return NULL;
 }
 
 /* One call, GIL held. */
@@ -138,7 +125,7 @@ static CvStatus call_locked(CvPyElementFunction *f, CvModuleState *st, const CvE
 {
     CvStatus s = CV_STATUS_OK;
     PyObject *args = NULL, *result = NULL, *converted = NULL;
-    args = f->with_id ? args_with_id(st, in, id) : cv_element_to_tuple(st, in);
+    args = f->with_id ? args_with_id(st, in, id) : cv_element_to_tuple(st, in, false);
     if (!args)
         goto pyerror;
     result = PyObject_Call(f->base.fn, args, NULL);
@@ -290,7 +277,7 @@ static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset 
     CvPythonCall call;
     if (cv_python_begin(&call) < 0)
         return python_gone(f->name);
-    PyObject *args = cv_element_to_tuple(cv_get_state(f->module), in);
+    PyObject *args = cv_element_to_tuple(cv_get_state(f->module), in, false);
     PyObject *result = args ? PyObject_Call(f->fn, args, NULL) : NULL;
     CvDataset *ds = result ? cv_dataset_arg(f->module, result) : NULL;
     if (ds)
