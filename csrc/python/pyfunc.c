@@ -43,51 +43,43 @@ static CvStatus python_gone(const char *name)
     return cv_error(CV_CANCELLED, "%s: the Python interpreter is shutting down", name);
 }
 
-static int is_array_like(PyObject *o)
-{
-    return PyArray_Check(o) || PyArray_IsScalar(o, Generic);
-}
-
+/* The engine dtype of an array or NumPy scalar: CV_NUM_DTYPES for any
+ * other object or a dtype the engine lacks. */
 static CvDtype dtype_of(PyObject *o)
 {
     CvDtype d = CV_NUM_DTYPES;
-    PyArray_Descr *descr = PyArray_Check(o) ? PyArray_DESCR((PyArrayObject *)o) : NULL;
-    if (descr) {
-        if (cv_dtype_from_descr(descr, &d) < 0)
-            d = CV_NUM_DTYPES;
-        return d;
-    }
-    descr = PyArray_DescrFromScalar(o);
-    if (descr) {
-        if (cv_dtype_from_descr(descr, &d) < 0)
-            d = CV_NUM_DTYPES;
-        Py_DECREF(descr);
-    } else {
+    bool scalar = !PyArray_Check(o) && PyArray_IsScalar(o, Generic);
+    PyArray_Descr *descr = scalar ? PyArray_DescrFromScalar(o)
+                           : PyArray_Check(o) ? PyArray_DESCR((PyArrayObject *)o)
+                                              : NULL;
+    if (scalar && !descr)
         PyErr_Clear();
-    }
+    if (descr && cv_dtype_from_descr(descr, &d) < 0)
+        d = CV_NUM_DTYPES;
+    if (scalar)
+        Py_XDECREF(descr); /* a new reference; an array's is borrowed */
     return d;
 }
 
-/* Does `result` match the learned fast form? Only numeric dtypes qualify. */
+/* Does `result` match the learned fast form? Only numeric dtypes qualify
+ * (a learned dtype is never CV_NUM_DTYPES). */
 static int fast_match(CvPyElementFunction *f, PyObject *result)
 {
     if (f->fast == FAST_SINGLE)
-        return is_array_like(result) && dtype_of(result) == f->fast_dtypes[0];
+        return dtype_of(result) == f->fast_dtypes[0];
     if (f->fast != FAST_TUPLE || !PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != f->fast_n)
         return 0;
-    for (Py_ssize_t i = 0; i < f->fast_n; i++) {
-        PyObject *o = PyTuple_GET_ITEM(result, i);
-        if (!is_array_like(o) || dtype_of(o) != f->fast_dtypes[i])
+    for (Py_ssize_t i = 0; i < f->fast_n; i++)
+        if (dtype_of(PyTuple_GET_ITEM(result, i)) != f->fast_dtypes[i])
             return 0;
-    }
     return 1;
 }
 
 static void learn_fast_form(CvPyElementFunction *f, PyObject *result)
 {
+    CvDtype d = dtype_of(result);
     f->fast = FAST_NONE;
-    if (is_array_like(result)) {
-        CvDtype d = dtype_of(result);
+    if (PyArray_Check(result) || PyArray_IsScalar(result, Generic)) {
         if (d != CV_STRING && d != CV_NUM_DTYPES) {
             f->fast = FAST_SINGLE;
             f->fast_dtypes[0] = d;
@@ -97,8 +89,7 @@ static void learn_fast_form(CvPyElementFunction *f, PyObject *result)
     if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) > 64)
         return;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result); i++) {
-        PyObject *o = PyTuple_GET_ITEM(result, i);
-        CvDtype d = is_array_like(o) ? dtype_of(o) : CV_NUM_DTYPES;
+        d = dtype_of(PyTuple_GET_ITEM(result, i));
         if (d == CV_STRING || d == CV_NUM_DTYPES)
             return;
         f->fast_dtypes[i] = d;
