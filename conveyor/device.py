@@ -58,7 +58,7 @@ class DeviceArray(_engine.DeviceArrayBase):
 
     @property
     def device(self):
-        """Where the memory is: ``'cuda:N'`` or ``'cpu:0'``."""
+        """Where the memory is, ``'cuda:N'`` or ``'cpu:0'``."""
         kind, index = self._meta[:2]
         return f"{'cuda' if kind == _DLPACK_CUDA else 'cpu'}:{index}"
 

@@ -5,7 +5,8 @@
  *   binding.h        this header; module state and Dataset unwrapping (inline)
  *   gil.c            the GIL bridge: entering Python from engine threads
  *   errors.c         status -> exception, exception -> status, reports -> values
- *   device.c         device arrays (DLPack, CUDA array interface), the CUDA loader
+ *   device.c         DeviceArrayBase (DLPack export, stream sync, copy to the host;
+ *                    its Python half: conveyor/device.py), the CUDA loader
  *   convert.c        tensors and elements <-> NumPy
  *   memory.c         RAM budgets, process limits (argument converter)
  *   example.c        tf.train.Example configs (argument converter)
@@ -14,13 +15,15 @@
  *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
  *                    the live list, shutdown
  *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
- *   fs.c             the file-system layer: fs_* functions, FsReader/FsWriter
+ *   fs.c             the file-system layer: fs_* functions, the file handles of
+ *                    conveyor.io.gfile's FsReader/FsWriter
  *   fs_fsspec.c      the fsspec fallback table (scheme "*")
  *   constructors.c   the dataset constructors: one function walks the builder
  *                    tables (core/builder.h)
  *   records.c, cache.c
  *                    module functions that build record files and caches
- *   module.c         module init: exec slot, state, the method table
+ *   module.c         module init: exec slot, state, the method table, the
+ *                    Python classes the engine makes (set_*_type)
  *
  * Naming: functions shared between files start with cv_ and are declared
  * here; a file's static functions that implement a Python-visible function,
@@ -131,7 +134,7 @@ extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, process
 extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown, live_iterators */
 extern PyMethodDef cv_error_functions[];       /* errors.c: set_error_classes */
 extern PyMethodDef cv_fs_functions[];         /* fs.c: the file-system layer (fs_*) */
-extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, cuda_info, copy_rate */
+extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, cuda_info, copy_rate, staging cache */
 
 /* ---------------------------------------------------------------- gil.c */
 
@@ -185,15 +188,16 @@ PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s);
 
 /* ----------------------------------------------------------------- fs.c */
 
-/* Adds the FsReader and FsWriter types to the module. */
+/* Registers the fsspec fallback (fs_fsspec.c) as scheme "*". */
 int cv_fs_init(PyObject *module);
 
 /* ------------------------------------------------------------- device.c */
 
-/* Creates the DeviceArray type into st (and the module attribute). */
+/* Creates the DeviceArrayBase type into st (and the module attribute). */
 int cv_device_init(PyObject *module, CvModuleState *st);
 /* A DeviceArray over t, a tensor in a device buffer (csrc/device/device.h;
- * a new reference to the buffer). */
+ * a new reference to the buffer): st->device_array_class once the Python
+ * layer set it, DeviceArrayBase before. */
 PyObject *cv_device_array_new(CvModuleState *st, const CvTensor *t);
 
 /* ------------------------------------------------------------ convert.c */
