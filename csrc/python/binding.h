@@ -156,6 +156,10 @@ typedef struct CvPythonCall {
 } CvPythonCall;
 int cv_python_begin(CvPythonCall *call);
 void cv_python_end(CvPythonCall *call);
+/* Drop a reference to a Python object from any thread (a release hook of
+ * the engine's: a status payload, an op's capsule), or leak it once Python
+ * is unavailable. */
+void cv_python_decref(void *object);
 /* Call the hook in *slot (read with the GIL; NULL: none) with the
  * arguments Py_BuildValue makes of fmt, from any thread: an exception on
  * its way is set aside around the call, and one the hook raises is

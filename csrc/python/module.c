@@ -90,31 +90,25 @@ static int module_exec(PyObject *module)
     return 0;
 }
 
+/* The module state's references (binding.h), for traverse and clear. */
+#define REF(field) offsetof(CvModuleState, field)
+static const size_t module_refs[] = {
+    REF(dataset_type),  REF(iterator_type),  REF(holder_type),        REF(device_array_type),
+    REF(eager_type),    REF(iterator_class), REF(device_array_class), REF(error_classes),
+};
+#define NUM_REFS (sizeof(module_refs) / sizeof(module_refs[0]))
+
 static int module_traverse(PyObject *module, visitproc visit, void *arg)
 {
-    CvModuleState *st = cv_get_state(module);
-    Py_VISIT(st->dataset_type);
-    Py_VISIT(st->iterator_type);
-    Py_VISIT(st->holder_type);
-    Py_VISIT(st->device_array_type);
-    Py_VISIT(st->eager_type);
-    Py_VISIT(st->iterator_class);
-    Py_VISIT(st->device_array_class);
-    Py_VISIT(st->error_classes);
+    for (size_t i = 0; i < NUM_REFS; i++)
+        Py_VISIT(*(PyObject **)((char *)cv_get_state(module) + module_refs[i]));
     return 0;
 }
 
 static int module_clear(PyObject *module)
 {
-    CvModuleState *st = cv_get_state(module);
-    Py_CLEAR(st->dataset_type);
-    Py_CLEAR(st->iterator_type);
-    Py_CLEAR(st->holder_type);
-    Py_CLEAR(st->device_array_type);
-    Py_CLEAR(st->eager_type);
-    Py_CLEAR(st->iterator_class);
-    Py_CLEAR(st->device_array_class);
-    Py_CLEAR(st->error_classes);
+    for (size_t i = 0; i < NUM_REFS; i++)
+        Py_CLEAR(*(PyObject **)((char *)cv_get_state(module) + module_refs[i]));
     return 0;
 }
 

@@ -23,17 +23,6 @@
 
 #define PROGRAM_CAPSULE "conveyor._engine.Program"
 
-/* obj attributes: the program keeps the Python capsule alive; releasing it
- * may happen on any thread, so it goes through the GIL like every wrapper. */
-static void release_capsule(void *owner)
-{
-    CvPythonCall call;
-    if (cv_python_begin(&call) < 0)
-        return; /* interpreter exit: leak the reference */
-    Py_DECREF((PyObject *)owner);
-    cv_python_end(&call);
-}
-
 /* Put `value` (one number, or a sequence when `list`) into attrs' ints or
  * floats from `slot` on, at most `room` values: the count put, or -1 with an
  * exception set. */
@@ -126,7 +115,7 @@ static int attrs_from_python(const CvOp *op, PyObject *ints, PyObject *floats, P
         PyErr_Format(PyExc_TypeError, "op object must be a capsule, got %s", Py_TYPE(obj)->tp_name);
     if (attrs->object) {
         attrs->owner = Py_NewRef(obj);
-        attrs->release_owner = release_capsule;
+        attrs->release_owner = cv_python_decref; /* any thread */
     }
     if (!PyErr_Occurred())
         return 0;
