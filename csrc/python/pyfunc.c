@@ -98,16 +98,27 @@ static void learn_fast_form(CvPyElementFunction *f, PyObject *result)
     f->fast_n = PyTuple_GET_SIZE(result);
 }
 
-/* (epoch, index, *components), GIL held. */
+/* (epoch, index, *components), GIL held: one tuple, every Python map
+ * function's arguments. */
 static PyObject *args_with_id(CvModuleState *st, const CvElement *in, const CvElementId *id)
 {
-    PyObject *head = Py_BuildValue("(KK)", (unsigned long long)id->epoch,
-                                   (unsigned long long)id->index);
-    PyObject *rest = head ? cv_element_to_tuple(st, in, false) : NULL;
-    PyObject *args = rest ? PySequence_Concat(head, rest) : NULL;
-    Py_XDECREF(head);
-    Py_XDECREF(rest);
-    return args;
+    PyObject *args = PyTuple_New((Py_ssize_t)in->n + 2);
+    if (!args)
+        return NULL;
+    PyObject *epoch = PyLong_FromUnsignedLongLong(id->epoch);
+    PyObject *index = PyLong_FromUnsignedLongLong(id->index);
+    PyTuple_SET_ITEM(args, 0, epoch);
+    PyTuple_SET_ITEM(args, 1, index);
+    bool ok = epoch && index;
+    for (uint32_t i = 0; ok && i < in->n; i++) {
+        PyObject *item = cv_tensor_to_python(st, &in->t[i], false);
+        if ((ok = item != NULL))
+            PyTuple_SET_ITEM(args, (Py_ssize_t)i + 2, item);
+    }
+    if (ok)
+        return args;
+    Py_DECREF(args); /* a tuple's empty slots are NULL: fine */
+    return NULL;
 }
 
 /* One call, GIL held. */
