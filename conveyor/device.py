@@ -16,9 +16,13 @@ does: ``"/gpu:0"``, ``"/device:GPU:1"``, ``"gpu"``, ``"cuda"``, ``"cuda:1"``;
 ring, device buffers, DLPack) on host memory, to test it without a GPU.
 """
 import glob
+import math
+import operator
 import os
 import re
 import sys
+
+import numpy as np
 
 from conveyor import _engine
 from conveyor import errors
@@ -27,11 +31,116 @@ __all__ = ["DeviceArray", "parse_device", "cuda_available", "cuda_device_count",
            "load_cuda", "copy_bandwidth", "staging_cache_info", "empty_cache", "CPU", "CUDA",
            "HOST"]
 
-DeviceArray = _engine.DeviceArray
-
 CPU, CUDA, HOST = "cpu", "cuda", "host"
 _KIND_CODE = {HOST: 0, CUDA: 1}  # csrc/device/device.h: CvDeviceKind
 _NAMES = ["libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"]
+
+_DLPACK_CPU, _DLPACK_CUDA = 1, 2  # DLPack's device types (csrc/device/device.h)
+_DLPACK_MAJOR = 1  # the versioned capsule's DLPack major version (csrc/device/dlpack.h)
+
+
+class DeviceArray(_engine.DeviceArrayBase):
+    """An array in device memory, from prefetch_to_device / copy_to_device.
+
+    Hand it to a framework without a copy: ``torch.from_dlpack(x)``,
+    ``jax.dlpack.from_dlpack(x)``, ``cupy.asarray(x)`` (or ``cupy.from_dlpack``);
+    ``numpy()`` copies it to the host. The engine makes it (csrc/python/device.c:
+    the buffer, the DLPack export, the stream sync and the copy to the host);
+    the protocols' argument checks and the plain attributes are here."""
+    __slots__ = ()
+
+    shape = property(lambda self: self._meta[2], doc="The shape, a tuple of ints.")
+    ndim = property(lambda self: len(self._meta[2]), doc="The rank.")
+    size = property(lambda self: math.prod(self._meta[2]), doc="The number of values.")
+    nbytes = property(lambda self: self._meta[4], doc="Bytes of the values.")
+    data_ptr = property(lambda self: self._meta[5],
+                        doc="The address of the first value (device memory).")
+
+    @property
+    def device(self):
+        """Where the memory is, ``'cuda:N'`` or ``'cpu:0'``."""
+        kind, index = self._meta[:2]
+        return f"{'cuda' if kind == _DLPACK_CUDA else 'cpu'}:{index}"
+
+    def __len__(self):
+        shape = self._meta[2]
+        if not shape:
+            raise TypeError("len() of a 0-d device array")
+        return shape[0]
+
+    def __repr__(self):
+        _, _, shape, dtype, _, _ = self._meta
+        return f"<conveyor.DeviceArray shape=[{','.join(map(str, shape))}] dtype={dtype} device={self.device}>"
+
+    def __dlpack_device__(self):
+        """``(device_type, device_id)``: ``(2, N)`` for cuda:N, ``(1, 0)`` for the host."""
+        return self._meta[:2]
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule over the array's memory (no copy). For CUDA, `stream` is the
+        consumer's stream (None or 1: legacy default, 2: per-thread default, a handle, -1:
+        no sync): it waits on the copy's event. max_version >= (1, 0) gives a versioned
+        capsule."""
+        kind, index = self._meta[:2]
+        if kind != _DLPACK_CUDA:
+            if stream is not None:
+                raise ValueError("__dlpack__: stream must be None for a CPU array")
+            handle = 0
+        else:
+            handle = 1 if stream is None else operator.index(stream)
+            if handle == 0 or handle < -1:
+                raise ValueError(
+                    f"__dlpack__: stream {handle} is not valid for CUDA (None or 1: the legacy "
+                    f"default stream, 2: the per-thread default stream, -1: no synchronization, "
+                    f"or a stream handle)")
+        if dl_device is not None:
+            if not isinstance(dl_device, tuple) or len(dl_device) != 2:
+                raise TypeError("__dlpack__: dl_device must be a (device_type, device_id) tuple")
+            want = (operator.index(dl_device[0]), operator.index(dl_device[1]))
+            if want != (kind, index):
+                raise BufferError(
+                    f"__dlpack__: the array is on device ({kind}, {index}), not ({want[0]}, "
+                    f"{want[1]}); conveyor exports device arrays only where they are (numpy() "
+                    f"copies to the host)")
+        copy = copy is not None and bool(copy)
+        if copy and kind != _DLPACK_CPU:
+            raise BufferError("__dlpack__(copy=True) is not supported for CUDA arrays; the "
+                              "consumer gets the array itself (every element has memory of its own)")
+        versioned = False
+        if max_version is not None:
+            if not isinstance(max_version, tuple) or len(max_version) < 1:
+                raise TypeError("__dlpack__: max_version must be a (major, minor) tuple")
+            versioned = operator.index(max_version[0]) >= _DLPACK_MAJOR
+        return self._dlpack(handle, versioned, copy)
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface v3 (CUDA arrays only)."""
+        if self._meta[0] != _DLPACK_CUDA:
+            raise AttributeError("__cuda_array_interface__: the array is on the host (cpu), "
+                                 "not on a CUDA device")
+        typestr, stream = self._cuda_sync()
+        return {"shape": self.shape, "typestr": typestr, "data": (self.data_ptr, False),
+                "version": 3, "strides": None, "stream": stream}
+
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(array)``: as numpy(). NumPy 2's protocol: copy=True always gives
+        memory of its own (np.array's default), False never copies (ValueError where one
+        is needed: a CUDA array, a cast), None copies only where needed (a view on the
+        host)."""
+        host = self._meta[0] == _DLPACK_CPU
+        cast = dtype is not None and np.dtype(dtype) != self.dtype
+        if copy is not None and not copy and (cast or not host):
+            raise ValueError("__array__(copy=False): a cast to another dtype needs a copy" if host
+                             else "__array__(copy=False): a CUDA array cannot be read from the "
+                                  "host without a copy (numpy() copies it)")
+        array = self.numpy()  # host: a view; CUDA: a copy
+        if cast:
+            return array.astype(dtype)
+        return array.copy() if copy and host else array
+
+
+_engine.set_device_array_type(DeviceArray)
 
 _DEVICE = re.compile(
     r"^(?:/job:[^/]+)?(?:/replica:\d+)?(?:/task:\d+)?/?(?:device:)?"
@@ -126,6 +235,8 @@ def copy_bandwidth(device="cuda:0", nbytes=256 << 20, repeats=10):
         kind = HOST
     if kind == CUDA:
         load_cuda()
+    if int(nbytes) <= 0 or int(repeats) <= 0:
+        raise ValueError("copy_rate: nbytes and repeats must be > 0")
     return _engine.copy_rate(_KIND_CODE[kind], index, int(nbytes), int(repeats))
 
 

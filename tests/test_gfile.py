@@ -166,12 +166,12 @@ def test_engine_functions(tmp_path):
         ".hidden", "a.txt", "b.csv", "sub/c.txt", "sub/deeper/x.bin"]
     assert _engine.fs_read(os.path.join(root, "d/a.txt"), 4, 3) == b"two"
     assert _engine.fs_read("file://" + os.path.join(root, "d/a.txt"), 8) == b"three"
-    r = _engine.FsReader(os.path.join(root, "d/a.txt"))
+    r = gfile.FsReader(os.path.join(root, "d/a.txt"))
     assert (r.size(), r.read(3), r.tell()) == (13, b"one", 3)
     r.close()
     with pytest.raises(ValueError):
         r.read()
-    w = _engine.FsWriter(os.path.join(root, "gone"))
+    w = gfile.FsWriter(os.path.join(root, "gone"))
     w.write(b"abc")
     w.abort()
     assert not os.path.exists(os.path.join(root, "gone"))

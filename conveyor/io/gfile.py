@@ -11,6 +11,7 @@ Differences from TensorFlow, all deliberate: a file written through
 locally too (it is written to a temporary name and renamed), so ``flush()``
 does not make it visible early; ``listdir`` and ``glob`` return sorted lists.
 """
+import operator as _operator
 import os as _os
 
 from conveyor import _engine
@@ -27,6 +28,93 @@ def _path(p):
 
 def _is_url(path):
     return "://" in path[1:]
+
+
+class _EngineFile:
+    """An open file of the engine's file-system layer (csrc/python/fs.c: its
+    handle). Used by one thread at a time: a second thread calling while a
+    call is in flight gets RuntimeError (the engine checks too)."""
+    __slots__ = ("_handle", "_closed", "_busy")
+
+    def _open(self, url, mode):
+        """Open `url` ('r', 'w' or 'a'); returns its size (-1: unknown or writing)."""
+        self._handle, size = _engine.fs_open(url, mode)
+        self._closed = self._busy = False
+        return size
+
+    def _check(self, busy=True):
+        if self._closed:
+            raise ValueError("I/O operation on a closed file")
+        if busy and self._busy:
+            raise RuntimeError("the file is in use by another thread")
+
+    def _call(self, function, *args):
+        self._check()
+        self._busy = True
+        try:
+            return function(self._handle, *args)
+        finally:
+            self._busy = False
+
+    def _finish(self, commit):
+        self._check(busy=not self._closed)
+        self._closed = True
+        _engine.fs_close(self._handle, commit)
+
+    def close(self):
+        """Close; a writer commits: its file appears, complete."""
+        self._finish(True)
+
+
+class FsReader(_EngineFile):
+    """A file read at a position of its own; GFile reads through one."""
+    __slots__ = ("_size", "_url", "_position")
+
+    def __init__(self, url):
+        self._size = self._open(url, "r")
+        self._url, self._position = url, 0
+
+    def read(self, n=-1):
+        """Up to `n` bytes from the position (-1: to the end)."""
+        data = self._call(_engine.fs_read_at, self._position, n)
+        self._position += len(data)
+        return data
+
+    def seek(self, position):
+        """Move to `position` (GFile resolves whence); returns it."""
+        position = _operator.index(position)
+        self._check()
+        if position < 0:
+            raise ValueError(f"seek to {position} is not possible in {self._url}")
+        self._position = position
+        return position
+
+    def tell(self):
+        """The read position."""
+        self._check(busy=False)
+        return self._position
+
+    def size(self):
+        """Bytes, or None when unknown."""
+        self._check(busy=False)
+        return None if self._size < 0 else self._size
+
+
+class FsWriter(_EngineFile):
+    """A file written whole: it appears, complete, at close() and never when
+    aborted or dropped unclosed."""
+    __slots__ = ()
+
+    def __init__(self, url, append=False):
+        self._open(url, "a" if append else "w")
+
+    def write(self, data):
+        """Append a bytes-like object."""
+        self._call(_engine.fs_write, data)
+
+    def abort(self):
+        """Nothing appears."""
+        self._finish(False)
 
 
 class GFile:
@@ -65,7 +153,7 @@ class GFile:
         if not self._reading:
             raise _errors.PermissionDeniedError(None, None, "File isn't open for reading")
         if self._reader is None:
-            self._reader = _engine.FsReader(self._name)
+            self._reader = FsReader(self._name)
         return self._reader
 
     def _open_writer(self):
@@ -74,7 +162,7 @@ class GFile:
         if self._reading:
             raise _errors.PermissionDeniedError(None, None, "File isn't open for writing")
         if self._writer is None:
-            self._writer = _engine.FsWriter(self._name, self._mode[0] == "a")
+            self._writer = FsWriter(self._name, self._mode[0] == "a")
         return self._writer
 
     def size(self):

@@ -94,7 +94,12 @@ static void put_field(CvReport *r, const void *base, const CvField *f)
     case CV_FIELD_I64: put(r, "%" PRId64, *(const int64_t *)p); break;
     case CV_FIELD_INT: put(r, "%d", *(const int *)p); break;
     case CV_FIELD_BOOL: put(r, *(const bool *)p ? "true" : "false"); break;
-    case CV_FIELD_STRING: put_string(r, *(const char *const *)p); break;
+    case CV_FIELD_STRING: /* NULL: null */
+        if (*(const char *const *)p)
+            put_string(r, *(const char *const *)p);
+        else
+            put(r, "null");
+        break;
     case CV_FIELD_DOUBLE: put_double(r, *(const double *)p); break;
     case CV_FIELD_SIZE: put(r, "%zu", *(const size_t *)p); break;
     case CV_FIELD_ADDRESS: {

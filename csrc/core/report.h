@@ -6,7 +6,7 @@
  *
  * Numbers are written exactly (integers in full, doubles with 17 digits,
  * NaN and infinities as Python's json writes them), strings escaped, a NULL
- * address as null. Thread-safety: that of what is read (the statistics
+ * address or string as null. Thread-safety: that of what is read (the statistics
  * accessors of core/pipeline.h may run beside the pipeline's threads). */
 #ifndef CV_REPORT_H
 #define CV_REPORT_H

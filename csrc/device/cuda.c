@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/report.h"
+
 #define MAX_CANDIDATES 16
 
 static const char *const default_candidates[] = {"libcudart.so", "libcudart.so.13",
@@ -167,6 +169,30 @@ int cv_cuda_device_count(void)
 const char *cv_cuda_library(void)
 {
     return library;
+}
+
+/* cuda_info's fields (a report, core/report.h). */
+typedef struct {
+    const char *library;
+    int device_count, runtime_version, driver_version;
+} CudaInfo;
+
+#define INFO_FIELD(name, kind) {#name, kind, offsetof(CudaInfo, name)}
+static const CvField cuda_info_fields[] = {
+    INFO_FIELD(library, CV_FIELD_STRING),      INFO_FIELD(device_count, CV_FIELD_INT),
+    INFO_FIELD(runtime_version, CV_FIELD_INT), INFO_FIELD(driver_version, CV_FIELD_INT),
+    {NULL, CV_FIELD_INT, 0},
+};
+
+CvStatus cv_cuda_report(CvReport *r)
+{
+    CudaInfo info = {cv_cuda_library(), cv_cuda_device_count(), 0, 0};
+    if (info.device_count > 0) {
+        cv_cuda()->RuntimeGetVersion(&info.runtime_version);
+        cv_cuda()->DriverGetVersion(&info.driver_version);
+    }
+    cv_report_fields(r, &info, cuda_info_fields);
+    return r->failed ? cv_error_nomem() : CV_STATUS_OK;
 }
 
 CvStatus cv_cuda_check_device(int index)

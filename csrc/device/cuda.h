@@ -83,6 +83,10 @@ const CvCudaApi *cv_cuda(void);
 /* Devices found by the load (0 when it failed), and what was loaded. */
 int cv_cuda_device_count(void);
 const char *cv_cuda_library(void);
+/* {library (null before a load), device_count, runtime_version,
+ * driver_version} as a report (core/report.h). */
+struct CvReport;
+CvStatus cv_cuda_report(struct CvReport *r);
 /* UNAVAILABLE/INVALID_ARGUMENT unless device `index` exists (loading first). */
 CvStatus cv_cuda_check_device(int index);
 /* A failed call as a status: "<what>: cudaErrorX: <text> (on cuda:<index>)". */

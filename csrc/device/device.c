@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/iterator_state.h"
+#include "core/report.h"
 #include "core/thread.h"
 #include "device/cuda.h"
 
@@ -626,6 +627,20 @@ CvStagingStats cv_device_staging_stats(void)
         st.cached_blocks++;
     pthread_mutex_unlock(&staging_mu);
     return st;
+}
+
+#define STAGING_FIELD(name, kind) {#name, kind, offsetof(CvStagingStats, name)}
+static const CvField staging_fields[] = {
+    STAGING_FIELD(hits, CV_FIELD_U64),           STAGING_FIELD(misses, CV_FIELD_U64),
+    STAGING_FIELD(cached_bytes, CV_FIELD_SIZE),  STAGING_FIELD(cached_blocks, CV_FIELD_SIZE),
+    {NULL, CV_FIELD_INT, 0},
+};
+
+CvStatus cv_device_staging_report(CvReport *r)
+{
+    CvStagingStats stats = cv_device_staging_stats();
+    cv_report_fields(r, &stats, staging_fields);
+    return r->failed ? cv_error_nomem() : CV_STATUS_OK;
 }
 
 /* ------------------------------------------------------------ bandwidth */

@@ -176,6 +176,9 @@ typedef struct CvStagingStats {
     size_t cached_bytes, cached_blocks;
 } CvStagingStats;
 CvStagingStats cv_device_staging_stats(void);
+/* The same as a report (core/report.h): {hits, misses, cached_bytes, cached_blocks}. */
+struct CvReport;
+CvStatus cv_device_staging_report(struct CvReport *r);
 
 /* Host-to-device bandwidth from page-locked memory, as the device's own
  * copies would see it: `repeats` copies of n bytes on the copy stream, timed

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/report.h"
+
 #include "io/http_retry.h"
 #include "io/http_xfer.h"
 
@@ -23,6 +25,23 @@ void cv_io_stats(CvIoStats *out)
     out->budget_bytes = atomic_load(&cv_io_budget_bytes);
     out->budget_requests = atomic_load(&cv_io_budget_requests);
     cv_xfer_averages(&out->first_byte_ms, &out->mb_per_s);
+}
+
+#define IO_FIELD(name, kind) {#name, kind, offsetof(CvIoStats, name)}
+static const CvField io_fields[] = {
+    IO_FIELD(requests, CV_FIELD_U64),          IO_FIELD(retries, CV_FIELD_U64),
+    IO_FIELD(bytes_received, CV_FIELD_U64),    IO_FIELD(requests_in_flight, CV_FIELD_I64),
+    IO_FIELD(bytes_in_flight, CV_FIELD_I64),   IO_FIELD(budget_bytes, CV_FIELD_I64),
+    IO_FIELD(budget_requests, CV_FIELD_I64),   IO_FIELD(first_byte_ms, CV_FIELD_DOUBLE),
+    IO_FIELD(mb_per_s, CV_FIELD_DOUBLE),       {NULL, CV_FIELD_INT, 0},
+};
+
+CvStatus cv_io_report(CvReport *r)
+{
+    CvIoStats stats;
+    cv_io_stats(&stats);
+    cv_report_fields(r, &stats, io_fields);
+    return r->failed ? cv_error_nomem() : CV_STATUS_OK;
 }
 
 void cv_io_set_budget(int64_t bytes, int64_t requests)

@@ -146,6 +146,9 @@ typedef struct CvIoStats {
 } CvIoStats;
 
 void cv_io_stats(CvIoStats *out);
+/* The same as a report (core/report.h), the fields by their names. */
+struct CvReport;
+CvStatus cv_io_report(struct CvReport *r);
 /* Set the I/O budget (0 keeps a value): the bytes every stream together may
  * hold ahead of its reader, and the requests in flight at once. */
 void cv_io_set_budget(int64_t bytes, int64_t requests);

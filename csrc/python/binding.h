@@ -5,7 +5,8 @@
  *   binding.h        this header; module state and Dataset unwrapping (inline)
  *   gil.c            the GIL bridge: entering Python from engine threads
  *   errors.c         status -> exception, exception -> status, reports -> values
- *   device.c         device arrays (DLPack, CUDA array interface), the CUDA loader
+ *   device.c         DeviceArrayBase (DLPack export, stream sync, copy to the host;
+ *                    its Python half: conveyor/device.py), the CUDA loader
  *   convert.c        tensors and elements <-> NumPy
  *   memory.c         RAM budgets, process limits (argument converter)
  *   example.c        tf.train.Example configs (argument converter)
@@ -14,13 +15,15 @@
  *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
  *                    the live list, shutdown
  *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
- *   fs.c             the file-system layer: fs_* functions, FsReader/FsWriter
+ *   fs.c             the file-system layer: fs_* functions, the file handles of
+ *                    conveyor.io.gfile's FsReader/FsWriter
  *   fs_fsspec.c      the fsspec fallback table (scheme "*")
  *   constructors.c   the dataset constructors: one function walks the builder
  *                    tables (core/builder.h)
  *   records.c, cache.c
  *                    module functions that build record files and caches
- *   module.c         module init: exec slot, state, the method table
+ *   module.c         module init: exec slot, state, the method table, the
+ *                    Python classes the engine makes (set_*_type)
  *
  * Naming: functions shared between files start with cv_ and are declared
  * here; a file's static functions that implement a Python-visible function,
@@ -61,7 +64,8 @@ typedef struct CvModuleState {
     PyTypeObject *dataset_type;
     PyTypeObject *iterator_type;
     PyTypeObject *holder_type;
-    PyTypeObject *device_array_type;
+    PyTypeObject *device_array_type;  /* DeviceArrayBase */
+    PyTypeObject *device_array_class; /* its Python subclass (conveyor/device.py) or NULL */
     PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
     PyTypeObject *iterator_class; /* iterator_type's Python subclass (iterator_ops.py) or NULL */
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */
@@ -130,7 +134,7 @@ extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, process
 extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown, live_iterators */
 extern PyMethodDef cv_error_functions[];       /* errors.c: set_error_classes */
 extern PyMethodDef cv_fs_functions[];         /* fs.c: the file-system layer (fs_*) */
-extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, cuda_info, copy_rate */
+extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, cuda_info, copy_rate, staging cache */
 
 /* ---------------------------------------------------------------- gil.c */
 
@@ -152,6 +156,10 @@ typedef struct CvPythonCall {
 } CvPythonCall;
 int cv_python_begin(CvPythonCall *call);
 void cv_python_end(CvPythonCall *call);
+/* Drop a reference to a Python object from any thread (a release hook of
+ * the engine's: a status payload, an op's capsule), or leak it once Python
+ * is unavailable. */
+void cv_python_decref(void *object);
 /* Call the hook in *slot (read with the GIL; NULL: none) with the
  * arguments Py_BuildValue makes of fmt, from any thread: an exception on
  * its way is set aside around the call, and one the hook raises is
@@ -184,15 +192,16 @@ PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s);
 
 /* ----------------------------------------------------------------- fs.c */
 
-/* Adds the FsReader and FsWriter types to the module. */
+/* Registers the fsspec fallback (fs_fsspec.c) as scheme "*". */
 int cv_fs_init(PyObject *module);
 
 /* ------------------------------------------------------------- device.c */
 
-/* Creates the DeviceArray type into st (and the module attribute). */
+/* Creates the DeviceArrayBase type into st (and the module attribute). */
 int cv_device_init(PyObject *module, CvModuleState *st);
 /* A DeviceArray over t, a tensor in a device buffer (csrc/device/device.h;
- * a new reference to the buffer). */
+ * a new reference to the buffer): st->device_array_class once the Python
+ * layer set it, DeviceArrayBase before. */
 PyObject *cv_device_array_new(CvModuleState *st, const CvTensor *t);
 
 /* ------------------------------------------------------------ convert.c */
@@ -207,16 +216,13 @@ CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out
 CvStatus cv_element_from_sequence(CvModuleState *st, PyObject *seq, CvElement *out);
 /* Tensor -> numpy array (rank >= 1) or numpy scalar / bytes (rank 0).
  * Zero-copy for numeric arrays: the array's base holds the buffer. A tensor
- * in device memory becomes a DeviceArray (device.c), whatever its rank. */
-PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t);
-/* The same, as st->eager_type (the ndarray subclass with numpy()) when eager
- * and the type is set: 0-d instances for scalars and scalar strings (a 0-d
- * numeric is copied, as a scalar is; arrays still view the buffer). */
-PyObject *cv_tensor_to_python_as(CvModuleState *st, const CvTensor *t, bool eager);
-/* Element -> tuple of components, as cv_tensor_to_python_as. */
-PyObject *cv_element_to_tuple_as(CvModuleState *st, const CvElement *e, bool eager);
-/* Element -> tuple of components. */
-PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e);
+ * in device memory becomes a DeviceArray (device.c), whatever its rank.
+ * eager (and st->eager_type set): as that ndarray subclass with numpy(),
+ * 0-d instances for scalars and scalar strings (a 0-d numeric is copied,
+ * as a scalar is; arrays still view the buffer). */
+PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t, bool eager);
+/* Element -> tuple of components, as cv_tensor_to_python. */
+PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e, bool eager);
 int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out);
 /* The NumPy descr of engine dtype `dtype`, a new reference; NULL with an
  * exception set for bfloat16 before set_bfloat16_dtype gave its descr

@@ -255,12 +255,7 @@ static PyObject *string_scalar(const CvTensor *t, const CvStringRef *ref)
     return PyBytes_FromStringAndSize(cv_string_data(t, ref), (Py_ssize_t)ref->length);
 }
 
-PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t)
-{
-    return cv_tensor_to_python_as(st, t, false);
-}
-
-PyObject *cv_tensor_to_python_as(CvModuleState *st, const CvTensor *t, bool eager)
+PyObject *cv_tensor_to_python(CvModuleState *st, const CvTensor *t, bool eager)
 {
     PyTypeObject *subtype = eager && st->eager_type ? st->eager_type : NULL;
     if (t->dtype != CV_STRING && cv_device_buffer_of(t->buf))
@@ -323,18 +318,13 @@ PyObject *cv_tensor_to_python_as(CvModuleState *st, const CvTensor *t, bool eage
     return arr;
 }
 
-PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e)
-{
-    return cv_element_to_tuple_as(st, e, false);
-}
-
-PyObject *cv_element_to_tuple_as(CvModuleState *st, const CvElement *e, bool eager)
+PyObject *cv_element_to_tuple(CvModuleState *st, const CvElement *e, bool eager)
 {
     PyObject *tuple = PyTuple_New(e->n);
     if (!tuple)
         return NULL;
     for (uint32_t i = 0; i < e->n; i++) {
-        PyObject *v = cv_tensor_to_python_as(st, &e->t[i], eager);
+        PyObject *v = cv_tensor_to_python(st, &e->t[i], eager);
         if (!v) {
             Py_DECREF(tuple);
             return NULL;

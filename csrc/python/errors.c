@@ -49,16 +49,8 @@ PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s)
     return s ? cv_raise_status(st, s) : value;
 }
 
-/* Payload hooks: statuses travel between engine threads. */
-static void payload_free(void *payload)
-{
-    CvPythonCall call;
-    if (cv_python_begin(&call) < 0)
-        return; /* leak rather than touch a finalizing interpreter */
-    Py_DECREF((PyObject *)payload);
-    cv_python_end(&call);
-}
-
+/* Payload hooks (the free one: cv_python_decref, gil.c): statuses travel
+ * between engine threads. */
 static int payload_ref(void *payload)
 {
     CvPythonCall call;
@@ -109,7 +101,7 @@ CvStatus cv_status_from_pyerr(const char *where)
         return s;
     }
     s->payload = value;
-    s->payload_free = payload_free;
+    s->payload_free = cv_python_decref;
     s->payload_ref = payload_ref;
     return s;
 }

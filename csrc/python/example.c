@@ -106,7 +106,7 @@ static PyObject *example_parse(PyObject *module, PyObject *args)
         s = cv_parse_example_tensor(cfg, &data, names != Py_None ? &name_data : NULL, out.t);
         Py_END_ALLOW_THREADS
     }
-    result = s ? cv_raise_status(st, s) : cv_element_to_tuple(st, &out);
+    result = s ? cv_raise_status(st, s) : cv_element_to_tuple(st, &out, false);
     cv_tensor_clear(&data);
     cv_tensor_clear(&name_data);
     cv_element_clear(&out);

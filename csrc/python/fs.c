@@ -1,11 +1,12 @@
-/* The file-system layer for Python (io/fs.h): _engine.fs_* functions and the
- * FsReader/FsWriter pair that conveyor.io.gfile is built on.
+/* The file-system layer for Python (io/fs.h): _engine.fs_* functions, and
+ * the file handles that conveyor.io.gfile's FsReader and FsWriter (Python:
+ * positions, argument checks) are built on.
  *
  * Every engine call runs without the GIL (it may wait on the network); its
  * results are copied into Python objects after the GIL is back. Paths are
  * str, bytes or os.PathLike (PyUnicode_FSConverter). Errors go through the
- * one status -> exception path (errors.c). A reader or writer belongs to one
- * thread at a time: a second thread using it while a call is in flight gets
+ * one status -> exception path (errors.c). A handle belongs to one thread at
+ * a time: a second thread using it while a call is in flight gets
  * RuntimeError rather than a data race.
  */
 #include "python/binding.h"
@@ -177,31 +178,26 @@ static PyObject *fs_read(PyObject *module, PyObject *args, PyObject *kwargs)
     return out;
 }
 
-/* ---- FsReader and FsWriter --------------------------------------------- */
+/* ---- files: the handles of conveyor.io.gfile's FsReader and FsWriter ---- */
 
-/* One layout for both types; each uses its own file. */
+/* A capsule's open file: a reader's or a writer's, NULL once finished.
+ * Changed under the GIL only. */
+#define FILE_CAPSULE "conveyor._engine.FsFile"
 typedef struct {
-    PyObject_HEAD
-    CvReadFile *reader;  /* FsReader's; NULL once closed */
-    CvWriteFile *writer; /* FsWriter's; NULL once committed or aborted */
-    uint64_t position;   /* FsReader's read position */
-    bool busy;           /* a call without the GIL is in flight */
+    CvReadFile *reader;
+    CvWriteFile *writer;
+    bool busy; /* a call without the GIL is in flight */
 } FsFile;
-
-static int check_usable(void *file, bool busy)
-{
-    if (!file)
-        PyErr_SetString(PyExc_ValueError, "I/O operation on a closed file");
-    else if (busy)
-        PyErr_SetString(PyExc_RuntimeError, "the file is in use by another thread");
-    return file && !busy;
-}
 
 /* Close a reader; commit (the file appears, complete) or abort (nothing
  * appears; an aborted upload is a request) a writer. Without the GIL: a
  * close may wait for reads in flight. */
-static CvStatus finish(CvReadFile *r, CvWriteFile *w, bool commit)
+static CvStatus finish(FsFile *f, bool commit)
 {
+    CvReadFile *r = f->reader;
+    CvWriteFile *w = f->writer;
+    f->reader = NULL;
+    f->writer = NULL;
     if (r)
         r->methods->close(r);
     if (w && commit)
@@ -211,190 +207,123 @@ static CvStatus finish(CvReadFile *r, CvWriteFile *w, bool commit)
     return CV_STATUS_OK;
 }
 
-static PyObject *file_new(PyTypeObject *type, PyObject *args, bool writing)
+static void file_capsule_free(PyObject *capsule)
 {
-    PyObject *path = NULL;
-    int append = 0;
-    CvReadFile *r = NULL;
-    CvWriteFile *w = NULL;
-    CvStatus s;
-    if (!PyArg_ParseTuple(args, writing ? "O&|p:FsWriter" : "O&:FsReader", PyUnicode_FSConverter,
-                          &path, &append))
+    FsFile *f = PyCapsule_GetPointer(capsule, FILE_CAPSULE);
+    if (f->reader || f->writer) /* never closed: a writer's file does not appear */
+        UNLOCKED(finish(f, false));
+    PyMem_Free(f);
+}
+
+/* fs_open(url, mode) -> (handle, size or -1): mode "r" reads, "w" writes,
+ * "a" appends. */
+static PyObject *fs_open(PyObject *module, PyObject *args)
+{
+    PyObject *path = NULL, *capsule = NULL;
+    const char *mode;
+    CvStatus s = CV_STATUS_OK;
+    if (!PyArg_ParseTuple(args, "O&s:fs_open", PyUnicode_FSConverter, &path, &mode))
         return NULL;
     const char *url = PyBytes_AS_STRING(path);
-    UNLOCKED(s = writing ? cv_fs_open_write(url, append, &w) : cv_fs_open_read_sized(url, &r));
+    FsFile *f = PyMem_Calloc(1, sizeof(*f));
+    if (f && *mode == 'r')
+        UNLOCKED(s = cv_fs_open_read_sized(url, &f->reader));
+    else if (f)
+        UNLOCKED(s = cv_fs_open_write(url, *mode == 'a', &f->writer));
     Py_DECREF(path);
-    FsFile *self = s ? NULL : (FsFile *)type->tp_alloc(type, 0);
-    if (self) {
-        self->reader = r;
-        self->writer = w;
-    } else if (!s) {
-        finish(r, w, false);
-    }
-    return s ? raise(PyType_GetModule(type), s) : (PyObject *)self;
+    if (f && !s && !(capsule = PyCapsule_New(f, FILE_CAPSULE, file_capsule_free)))
+        UNLOCKED(finish(f, false));
+    if (!capsule)
+        PyMem_Free(f);
+    if (!f || s)
+        return f ? raise(module, s) : PyErr_NoMemory();
+    uint64_t size = f->reader ? f->reader->info.size : UINT64_MAX;
+    return capsule ? Py_BuildValue("(NL)", capsule, size == UINT64_MAX ? -1LL : (long long)size)
+                   : NULL;
 }
 
-static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+/* The file of a handle, open (unless `closed_ok`) and not in use, or NULL
+ * with an exception set. */
+static FsFile *file_arg(PyObject *handle, bool closed_ok)
 {
-    (void)kwargs;
-    return file_new(type, args, false);
+    FsFile *f = PyCapsule_GetPointer(handle, FILE_CAPSULE);
+    if (f && !closed_ok && !f->reader && !f->writer)
+        PyErr_SetString(PyExc_ValueError, "I/O operation on a closed file");
+    else if (f && f->busy)
+        PyErr_SetString(PyExc_RuntimeError, "the file is in use by another thread");
+    return PyErr_Occurred() ? NULL : f;
 }
 
-static PyObject *writer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+/* fs_read_at(handle, offset, n) -> up to n bytes (-1: to the end). */
+static PyObject *fs_read_at(PyObject *module, PyObject *args)
 {
-    (void)kwargs;
-    return file_new(type, args, true);
-}
-
-/* close() of both, abort() of FsWriter. */
-static PyObject *file_finish(FsFile *self, bool commit)
-{
-    CvStatus s;
-    if (self->busy) {
-        check_usable(self, true);
+    PyObject *handle;
+    unsigned long long offset;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OKn:fs_read_at", &handle, &offset, &n))
         return NULL;
-    }
-    CvReadFile *r = self->reader;
-    CvWriteFile *w = self->writer;
-    self->reader = NULL;
-    self->writer = NULL;
-    UNLOCKED(s = finish(r, w, commit));
-    if (s)
-        return raise(PyType_GetModule(Py_TYPE(self)), s);
-    Py_RETURN_NONE;
-}
-
-static PyObject *file_close(FsFile *self, PyObject *unused)
-{
-    (void)unused;
-    return file_finish(self, true);
-}
-
-static PyObject *writer_abort(FsFile *self, PyObject *unused)
-{
-    (void)unused;
-    return file_finish(self, false);
-}
-
-static void file_dealloc(FsFile *self)
-{
-    PyTypeObject *type = Py_TYPE(self);
-    if (self->reader || self->writer) /* never closed: a writer's file does not appear */
-        UNLOCKED(finish(self->reader, self->writer, false));
-    type->tp_free(self);
-    Py_DECREF(type);
-}
-
-static PyObject *reader_read(FsFile *self, PyObject *args)
-{
-    Py_ssize_t n = -1;
-    if (!PyArg_ParseTuple(args, "|n:read", &n) || !check_usable(self->reader, self->busy))
+    FsFile *f = file_arg(handle, false);
+    if (f && !f->reader)
+        PyErr_SetString(PyExc_ValueError, "fs_read_at: a file open for writing");
+    if (!f || !f->reader)
         return NULL;
-    self->busy = true;
-    PyObject *out = read_bytes(PyType_GetModule(Py_TYPE(self)), self->reader, self->position, n);
-    self->busy = false;
-    if (out)
-        self->position += (uint64_t)PyBytes_GET_SIZE(out);
+    f->busy = true;
+    PyObject *out = read_bytes(module, f->reader, offset, n);
+    f->busy = false;
     return out;
 }
 
-/* seek(position): gfile resolves whence (conveyor/io/gfile.py). */
-static PyObject *reader_seek(FsFile *self, PyObject *arg)
+/* fs_write(handle, bytes-like) */
+static PyObject *fs_write(PyObject *module, PyObject *args)
 {
-    long long position = PyLong_AsLongLong(arg);
-    if ((position == -1 && PyErr_Occurred()) || !check_usable(self->reader, self->busy))
-        return NULL;
-    if (position < 0)
-        return PyErr_Format(PyExc_ValueError, "seek to %lld is not possible in %s", position,
-                            self->reader->url);
-    self->position = (uint64_t)position;
-    return PyLong_FromUnsignedLongLong(self->position);
-}
-
-static PyObject *reader_tell(FsFile *self, PyObject *unused)
-{
-    (void)unused;
-    return check_usable(self->reader, false) ? PyLong_FromUnsignedLongLong(self->position) : NULL;
-}
-
-static PyObject *reader_size(FsFile *self, PyObject *unused)
-{
-    (void)unused;
-    if (!check_usable(self->reader, false))
-        return NULL;
-    if (self->reader->info.size == UINT64_MAX)
-        Py_RETURN_NONE;
-    return PyLong_FromUnsignedLongLong(self->reader->info.size);
-}
-
-static PyObject *writer_write(FsFile *self, PyObject *arg)
-{
+    PyObject *handle;
     Py_buffer view;
-    CvStatus s;
-    if (!check_usable(self->writer, self->busy) || PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    CvStatus s = CV_STATUS_OK;
+    if (!PyArg_ParseTuple(args, "Oy*:fs_write", &handle, &view))
         return NULL;
-    self->busy = true;
-    UNLOCKED(s = self->writer->methods->append(self->writer, view.buf, (size_t)view.len));
-    self->busy = false;
+    FsFile *f = file_arg(handle, false);
+    if (f && !f->writer)
+        PyErr_SetString(PyExc_ValueError, "fs_write: a file open for reading");
+    if (f && f->writer) {
+        f->busy = true;
+        UNLOCKED(s = f->writer->methods->append(f->writer, view.buf, (size_t)view.len));
+        f->busy = false;
+    }
     PyBuffer_Release(&view);
+    if (!f || !f->writer)
+        return NULL;
     if (s)
-        return raise(PyType_GetModule(Py_TYPE(self)), s);
+        return raise(module, s);
     Py_RETURN_NONE;
 }
 
-static PyMethodDef reader_methods[] = {
-    {"read", (PyCFunction)reader_read, METH_VARARGS, "read(n=-1) -> bytes"},
-    {"seek", (PyCFunction)reader_seek, METH_O, "seek(position) -> position"},
-    {"tell", (PyCFunction)reader_tell, METH_NOARGS, "tell() -> position"},
-    {"size", (PyCFunction)reader_size, METH_NOARGS, "size() -> bytes, or None when unknown"},
-    {"close", (PyCFunction)file_close, METH_NOARGS, "close()"},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyMethodDef writer_methods[] = {
-    {"write", (PyCFunction)writer_write, METH_O, "write(bytes-like)"},
-    {"close", (PyCFunction)file_close, METH_NOARGS, "close(): commit; the file appears"},
-    {"abort", (PyCFunction)writer_abort, METH_NOARGS, "abort(): nothing appears"},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyType_Slot reader_slots[] = {
-    {Py_tp_new, reader_new},
-    {Py_tp_dealloc, file_dealloc},
-    {Py_tp_methods, reader_methods},
-    {Py_tp_doc, "FsReader(url): a file read through the engine's file-system layer"},
-    {0, NULL},
-};
-
-static PyType_Slot writer_slots[] = {
-    {Py_tp_new, writer_new},
-    {Py_tp_dealloc, file_dealloc},
-    {Py_tp_methods, writer_methods},
-    {Py_tp_doc, "FsWriter(url, append=False): a file written through the file-system layer"},
-    {0, NULL},
-};
-
-static PyType_Spec file_specs[] = {
-    {"conveyor._engine.FsReader", sizeof(FsFile), 0, Py_TPFLAGS_DEFAULT, reader_slots},
-    {"conveyor._engine.FsWriter", sizeof(FsFile), 0, Py_TPFLAGS_DEFAULT, writer_slots},
-};
+/* fs_close(handle, commit): close a reader, commit or abort a writer; a
+ * closed handle is left as it is. */
+static PyObject *fs_close(PyObject *module, PyObject *args)
+{
+    PyObject *handle;
+    int commit;
+    CvStatus s;
+    if (!PyArg_ParseTuple(args, "Op:fs_close", &handle, &commit))
+        return NULL;
+    FsFile *f = file_arg(handle, true);
+    if (!f)
+        return NULL;
+    UNLOCKED(s = finish(f, commit)); /* the fields are cleared before the GIL goes */
+    if (s)
+        return raise(module, s);
+    Py_RETURN_NONE;
+}
 
 extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
 
 /* The process's I/O budget and what the HTTP client measured (io/http.h). */
 static PyObject *io_stats(PyObject *module, PyObject *unused)
 {
-    (void)module;
     (void)unused;
-    CvIoStats s;
-    cv_io_stats(&s);
-    return Py_BuildValue("{s:K,s:K,s:K,s:L,s:L,s:L,s:L,s:d,s:d}", "requests",
-                         (unsigned long long)s.requests, "retries", (unsigned long long)s.retries,
-                         "bytes_received", (unsigned long long)s.bytes_received,
-                         "requests_in_flight", (long long)s.requests_in_flight, "bytes_in_flight",
-                         (long long)s.bytes_in_flight, "budget_bytes", (long long)s.budget_bytes,
-                         "budget_requests", (long long)s.budget_requests, "first_byte_ms",
-                         s.first_byte_ms, "mb_per_s", s.mb_per_s);
+    CvReport r;
+    cv_report_init(&r);
+    return cv_report_to_python(cv_get_state(module), &r, cv_io_report(&r));
 }
 
 static PyObject *set_io_budget(PyObject *module, PyObject *args)
@@ -409,14 +338,8 @@ static PyObject *set_io_budget(PyObject *module, PyObject *args)
 
 int cv_fs_init(PyObject *module)
 {
+    (void)module;
     cv_fs_register(&cv_fs_fsspec); /* every scheme without a table of its own */
-    for (int i = 0; i < 2; i++) {
-        PyObject *type = PyType_FromModuleAndSpec(module, &file_specs[i], NULL);
-        int rc = type ? PyModule_AddType(module, (PyTypeObject *)type) : -1;
-        Py_XDECREF(type);
-        if (rc < 0)
-            return -1;
-    }
     return 0;
 }
 
@@ -431,6 +354,10 @@ PyMethodDef cv_fs_functions[] = {
     {"fs_remove_dir", fs_remove_dir, METH_O, "fs_remove_dir(url): an empty directory"},
     {"fs_rename", fs_rename, METH_VARARGS, "fs_rename(from, to, overwrite=False)"},
     {"fs_copy", fs_copy, METH_VARARGS, "fs_copy(from, to, overwrite=False)"},
+    {"fs_open", fs_open, METH_VARARGS, "fs_open(url, mode 'r', 'w' or 'a') -> (handle, size or -1)"},
+    {"fs_read_at", fs_read_at, METH_VARARGS, "fs_read_at(handle, offset, n) -> bytes (n -1: to the end)"},
+    {"fs_write", fs_write, METH_VARARGS, "fs_write(handle, bytes-like)"},
+    {"fs_close", fs_close, METH_VARARGS, "fs_close(handle, commit): a writer's file appears if commit"},
     {"io_stats", io_stats, METH_NOARGS, "io_stats() -> dict: the process's remote I/O"},
     {"set_io_budget", set_io_budget, METH_VARARGS,
      "set_io_budget(bytes, requests): 0 keeps a value"},

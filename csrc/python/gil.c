@@ -91,6 +91,15 @@ void cv_python_end(CvPythonCall *call)
     atomic_fetch_sub(&cv_python_calls, 1);
 }
 
+void cv_python_decref(void *object)
+{
+    CvPythonCall call;
+    if (cv_python_begin(&call) < 0)
+        return; /* leak rather than touch a finalizing interpreter */
+    Py_DECREF((PyObject *)object);
+    cv_python_end(&call);
+}
+
 int cv_python_hook(PyObject *const *slot, void (*take)(PyObject *result, void *ctx), void *ctx,
                    const char *fmt, ...)
 {

@@ -215,9 +215,9 @@ static PyObject *element_to_python(CvIteratorObject *self, CvModuleState *st, Cv
             PyErr_Format(PyExc_RuntimeError, "conveyor: expected one component, got %u", e->n);
             return NULL;
         }
-        return cv_tensor_to_python_as(st, &e->t[0], self->eager);
+        return cv_tensor_to_python(st, &e->t[0], self->eager);
     }
-    PyObject *tuple = cv_element_to_tuple_as(st, e, self->eager);
+    PyObject *tuple = cv_element_to_tuple(st, e, self->eager);
     if (!tuple || self->kind == 1)
         return tuple;
     PyObject *packed = PyObject_CallOneArg(self->pack, tuple);
@@ -689,33 +689,6 @@ static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
     return PyLong_FromLong(n);
 }
 
-/* set_eager_type(cls), set_iterator_type(cls): the classes the Python layer
- * gives (a new reference kept in the module state). */
-static PyObject *set_type(PyObject *module, PyObject *type, bool eager)
-{
-    CvModuleState *st = cv_get_state(module);
-    PyTypeObject *base = eager ? &PyArray_Type : st->iterator_type;
-    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, base) ||
-        (!eager && ((PyTypeObject *)type)->tp_basicsize != base->tp_basicsize)) {
-        PyErr_Format(PyExc_TypeError, "expected a subclass of %s%s", base->tp_name,
-                     eager ? "" : " with __slots__ = ()");
-        return NULL;
-    }
-    PyTypeObject **slot = eager ? &st->eager_type : &st->iterator_class;
-    Py_XSETREF(*slot, (PyTypeObject *)Py_NewRef(type));
-    Py_RETURN_NONE;
-}
-
-static PyObject *iterator_set_eager_type(PyObject *module, PyObject *type)
-{
-    return set_type(module, type, true);
-}
-
-static PyObject *iterator_set_iterator_type(PyObject *module, PyObject *type)
-{
-    return set_type(module, type, false);
-}
-
 /* The budgets, resolved in one place (core/pipeline.h) for the Python layer
  * too: AUTOTUNE's worker count is fixed when a dataset is built. */
 static PyObject *iterator_cpu_budget(PyObject *module, PyObject *requested)
@@ -742,12 +715,6 @@ PyMethodDef cv_iterator_functions[] = {
      "process may use."},
     {"autotune_ceiling", iterator_autotune_ceiling, METH_O,
      "autotune_ceiling(budget) -> the most turns an AUTOTUNE stage runs at once on budget CPUs."},
-    {"set_eager_type", iterator_set_eager_type, METH_O,
-     "set_eager_type(cls): the ndarray subclass an iterator with eager=True yields "
-     "(conveyor.EagerTensor)."},
-    {"set_iterator_type", iterator_set_iterator_type, METH_O,
-     "set_iterator_type(cls): the subclass of Iterator (with __slots__ = ()) that make_iterator "
-     "makes: its methods in Python (conveyor/data/iterator_ops.py)."},
     {"set_bfloat16_dtype", cv_set_bfloat16_dtype, METH_O,
      "set_bfloat16_dtype(dtype): the NumPy dtype of bfloat16 tensors (ml_dtypes.bfloat16)."},
     {"shutdown", iterator_shutdown, METH_VARARGS,

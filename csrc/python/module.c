@@ -6,12 +6,64 @@
 #define CV_IMPORT_ARRAY_HERE
 #include "python/binding.h"
 
+/* set_eager_type(cls), set_iterator_type(cls), set_device_array_type(cls):
+ * the Python classes the engine makes, kept in the module state (a new
+ * reference): an ndarray subclass, or one of our types' with __slots__ = (). */
+enum { EAGER, ITERATOR, DEVICE_ARRAY };
+
+static PyObject *module_set_class(PyObject *module, PyObject *type, int which)
+{
+    CvModuleState *st = cv_get_state(module);
+    PyTypeObject *base = which == EAGER      ? &PyArray_Type
+                         : which == ITERATOR ? st->iterator_type
+                                             : st->device_array_type;
+    PyTypeObject **slot = which == EAGER      ? &st->eager_type
+                          : which == ITERATOR ? &st->iterator_class
+                                              : &st->device_array_class;
+    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, base) ||
+        (which != EAGER && ((PyTypeObject *)type)->tp_basicsize != base->tp_basicsize))
+        return PyErr_Format(PyExc_TypeError, "expected a subclass of %s%s", base->tp_name,
+                            which == EAGER ? "" : " with __slots__ = ()");
+    Py_XSETREF(*slot, (PyTypeObject *)Py_NewRef(type));
+    if (which == DEVICE_ARRAY && PyModule_AddObjectRef(module, "DeviceArray", type) < 0)
+        return NULL; /* the class is conveyor.device.DeviceArray and _engine.DeviceArray */
+    Py_RETURN_NONE;
+}
+
+static PyObject *module_set_eager_type(PyObject *module, PyObject *type)
+{
+    return module_set_class(module, type, EAGER);
+}
+
+static PyObject *module_set_iterator_type(PyObject *module, PyObject *type)
+{
+    return module_set_class(module, type, ITERATOR);
+}
+
+static PyObject *module_set_device_array_type(PyObject *module, PyObject *type)
+{
+    return module_set_class(module, type, DEVICE_ARRAY);
+}
+
+static PyMethodDef module_functions[] = {
+    {"set_eager_type", module_set_eager_type, METH_O,
+     "set_eager_type(cls): the ndarray subclass an iterator with eager=True yields "
+     "(conveyor.EagerTensor)."},
+    {"set_iterator_type", module_set_iterator_type, METH_O,
+     "set_iterator_type(cls): the subclass of Iterator (with __slots__ = ()) that make_iterator "
+     "makes: its methods in Python (conveyor/data/iterator_ops.py)."},
+    {"set_device_array_type", module_set_device_array_type, METH_O,
+     "set_device_array_type(cls): the subclass of DeviceArrayBase (with __slots__ = ()) made "
+     "for device arrays: conveyor.device.DeviceArray."},
+    {NULL, NULL, 0, NULL},
+};
+
 /* The module functions, file by file. */
 static PyMethodDef *const module_function_tables[] = {
     cv_constructor_functions, cv_io_functions,     cv_cache_functions,
     cv_example_functions,     cv_op_functions,     cv_memory_functions,
     cv_iterator_functions,    cv_error_functions,  cv_device_functions,
-    cv_fs_functions,
+    cv_fs_functions,          module_functions,
 };
 
 static int module_exec(PyObject *module)
@@ -38,29 +90,25 @@ static int module_exec(PyObject *module)
     return 0;
 }
 
+/* The module state's references (binding.h), for traverse and clear. */
+#define REF(field) offsetof(CvModuleState, field)
+static const size_t module_refs[] = {
+    REF(dataset_type),  REF(iterator_type),  REF(holder_type),        REF(device_array_type),
+    REF(eager_type),    REF(iterator_class), REF(device_array_class), REF(error_classes),
+};
+#define NUM_REFS (sizeof(module_refs) / sizeof(module_refs[0]))
+
 static int module_traverse(PyObject *module, visitproc visit, void *arg)
 {
-    CvModuleState *st = cv_get_state(module);
-    Py_VISIT(st->dataset_type);
-    Py_VISIT(st->iterator_type);
-    Py_VISIT(st->holder_type);
-    Py_VISIT(st->device_array_type);
-    Py_VISIT(st->eager_type);
-    Py_VISIT(st->iterator_class);
-    Py_VISIT(st->error_classes);
+    for (size_t i = 0; i < NUM_REFS; i++)
+        Py_VISIT(*(PyObject **)((char *)cv_get_state(module) + module_refs[i]));
     return 0;
 }
 
 static int module_clear(PyObject *module)
 {
-    CvModuleState *st = cv_get_state(module);
-    Py_CLEAR(st->dataset_type);
-    Py_CLEAR(st->iterator_type);
-    Py_CLEAR(st->holder_type);
-    Py_CLEAR(st->device_array_type);
-    Py_CLEAR(st->eager_type);
-    Py_CLEAR(st->iterator_class);
-    Py_CLEAR(st->error_classes);
+    for (size_t i = 0; i < NUM_REFS; i++)
+        Py_CLEAR(*(PyObject **)((char *)cv_get_state(module) + module_refs[i]));
     return 0;
 }
 

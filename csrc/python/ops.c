@@ -23,17 +23,6 @@
 
 #define PROGRAM_CAPSULE "conveyor._engine.Program"
 
-/* obj attributes: the program keeps the Python capsule alive; releasing it
- * may happen on any thread, so it goes through the GIL like every wrapper. */
-static void release_capsule(void *owner)
-{
-    CvPythonCall call;
-    if (cv_python_begin(&call) < 0)
-        return; /* interpreter exit: leak the reference */
-    Py_DECREF((PyObject *)owner);
-    cv_python_end(&call);
-}
-
 /* Put `value` (one number, or a sequence when `list`) into attrs' ints or
  * floats from `slot` on, at most `room` values: the count put, or -1 with an
  * exception set. */
@@ -126,7 +115,7 @@ static int attrs_from_python(const CvOp *op, PyObject *ints, PyObject *floats, P
         PyErr_Format(PyExc_TypeError, "op object must be a capsule, got %s", Py_TYPE(obj)->tp_name);
     if (attrs->object) {
         attrs->owner = Py_NewRef(obj);
-        attrs->release_owner = release_capsule;
+        attrs->release_owner = cv_python_decref; /* any thread */
     }
     if (!PyErr_Occurred())
         return 0;
@@ -185,7 +174,7 @@ static PyObject *ops_run_op(PyObject *module, PyObject *args)
     if (s)
         cv_raise_status(st, s);
     else
-        result = cv_element_to_tuple_as(st, &out, true); /* EagerTensors, as TF's eager ops */
+        result = cv_element_to_tuple(st, &out, true); /* EagerTensors, as TF's eager ops */
     cv_element_clear(&in);
     cv_element_clear(&out);
     cv_op_attrs_clear(&attrs); /* the capsule's reference: GIL held, fine */
@@ -320,7 +309,7 @@ static PyObject *ops_run_program(PyObject *module, PyObject *args)
     if (s)
         cv_raise_status(st, s);
     else
-        result = cv_element_to_tuple(st, &out);
+        result = cv_element_to_tuple(st, &out, false);
     cv_element_clear(&in);
     cv_element_clear(&out);
     return result;

@@ -43,51 +43,43 @@ static CvStatus python_gone(const char *name)
     return cv_error(CV_CANCELLED, "%s: the Python interpreter is shutting down", name);
 }
 
-static int is_array_like(PyObject *o)
-{
-    return PyArray_Check(o) || PyArray_IsScalar(o, Generic);
-}
-
+/* The engine dtype of an array or NumPy scalar: CV_NUM_DTYPES for any
+ * other object or a dtype the engine lacks. */
 static CvDtype dtype_of(PyObject *o)
 {
     CvDtype d = CV_NUM_DTYPES;
-    PyArray_Descr *descr = PyArray_Check(o) ? PyArray_DESCR((PyArrayObject *)o) : NULL;
-    if (descr) {
-        if (cv_dtype_from_descr(descr, &d) < 0)
-            d = CV_NUM_DTYPES;
-        return d;
-    }
-    descr = PyArray_DescrFromScalar(o);
-    if (descr) {
-        if (cv_dtype_from_descr(descr, &d) < 0)
-            d = CV_NUM_DTYPES;
-        Py_DECREF(descr);
-    } else {
+    bool scalar = !PyArray_Check(o) && PyArray_IsScalar(o, Generic);
+    PyArray_Descr *descr = scalar ? PyArray_DescrFromScalar(o)
+                           : PyArray_Check(o) ? PyArray_DESCR((PyArrayObject *)o)
+                                              : NULL;
+    if (scalar && !descr)
         PyErr_Clear();
-    }
+    if (descr && cv_dtype_from_descr(descr, &d) < 0)
+        d = CV_NUM_DTYPES;
+    if (scalar)
+        Py_XDECREF(descr); /* a new reference; an array's is borrowed */
     return d;
 }
 
-/* Does `result` match the learned fast form? Only numeric dtypes qualify. */
+/* Does `result` match the learned fast form? Only numeric dtypes qualify
+ * (a learned dtype is never CV_NUM_DTYPES). */
 static int fast_match(CvPyElementFunction *f, PyObject *result)
 {
     if (f->fast == FAST_SINGLE)
-        return is_array_like(result) && dtype_of(result) == f->fast_dtypes[0];
+        return dtype_of(result) == f->fast_dtypes[0];
     if (f->fast != FAST_TUPLE || !PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != f->fast_n)
         return 0;
-    for (Py_ssize_t i = 0; i < f->fast_n; i++) {
-        PyObject *o = PyTuple_GET_ITEM(result, i);
-        if (!is_array_like(o) || dtype_of(o) != f->fast_dtypes[i])
+    for (Py_ssize_t i = 0; i < f->fast_n; i++)
+        if (dtype_of(PyTuple_GET_ITEM(result, i)) != f->fast_dtypes[i])
             return 0;
-    }
     return 1;
 }
 
 static void learn_fast_form(CvPyElementFunction *f, PyObject *result)
 {
+    CvDtype d = dtype_of(result);
     f->fast = FAST_NONE;
-    if (is_array_like(result)) {
-        CvDtype d = dtype_of(result);
+    if (PyArray_Check(result) || PyArray_IsScalar(result, Generic)) {
         if (d != CV_STRING && d != CV_NUM_DTYPES) {
             f->fast = FAST_SINGLE;
             f->fast_dtypes[0] = d;
@@ -97,8 +89,7 @@ static void learn_fast_form(CvPyElementFunction *f, PyObject *result)
     if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) > 64)
         return;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result); i++) {
-        PyObject *o = PyTuple_GET_ITEM(result, i);
-        CvDtype d = is_array_like(o) ? dtype_of(o) : CV_NUM_DTYPES;
+        d = dtype_of(PyTuple_GET_ITEM(result, i));
         if (d == CV_STRING || d == CV_NUM_DTYPES)
             return;
         f->fast_dtypes[i] = d;
@@ -107,8 +98,8 @@ static void learn_fast_form(CvPyElementFunction *f, PyObject *result)
     f->fast_n = PyTuple_GET_SIZE(result);
 }
 
-/* One call, GIL held. */
-/* (epoch, index, *components) */
+/* (epoch, index, *components), GIL held: one tuple, every Python map
+ * function's arguments. */
 static PyObject *args_with_id(CvModuleState *st, const CvElement *in, const CvElementId *id)
 {
     PyObject *args = PyTuple_New((Py_ssize_t)in->n + 2);
@@ -118,17 +109,15 @@ static PyObject *args_with_id(CvModuleState *st, const CvElement *in, const CvEl
     PyObject *index = PyLong_FromUnsignedLongLong(id->index);
     PyTuple_SET_ITEM(args, 0, epoch);
     PyTuple_SET_ITEM(args, 1, index);
-    if (!epoch || !index)
-        goto fail;
-    for (uint32_t i = 0; i < in->n; i++) {
-        PyObject *item = cv_tensor_to_python(st, &in->t[i]);
-        if (!item)
-            goto fail;
-        PyTuple_SET_ITEM(args, (Py_ssize_t)i + 2, item);
+    bool ok = epoch && index;
+    for (uint32_t i = 0; ok && i < in->n; i++) {
+        PyObject *item = cv_tensor_to_python(st, &in->t[i], false);
+        if ((ok = item != NULL))
+            PyTuple_SET_ITEM(args, (Py_ssize_t)i + 2, item);
     }
-    return args;
-fail:
-    Py_DECREF(args);
+    if (ok)
+        return args;
+    Py_DECREF(args); /* a tuple's empty slots are NULL: fine */
     return NULL;
 }
 
@@ -138,7 +127,7 @@ static CvStatus call_locked(CvPyElementFunction *f, CvModuleState *st, const CvE
 {
     CvStatus s = CV_STATUS_OK;
     PyObject *args = NULL, *result = NULL, *converted = NULL;
-    args = f->with_id ? args_with_id(st, in, id) : cv_element_to_tuple(st, in);
+    args = f->with_id ? args_with_id(st, in, id) : cv_element_to_tuple(st, in, false);
     if (!args)
         goto pyerror;
     result = PyObject_Call(f->base.fn, args, NULL);
@@ -290,7 +279,7 @@ static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset 
     CvPythonCall call;
     if (cv_python_begin(&call) < 0)
         return python_gone(f->name);
-    PyObject *args = cv_element_to_tuple(cv_get_state(f->module), in);
+    PyObject *args = cv_element_to_tuple(cv_get_state(f->module), in, false);
     PyObject *result = args ? PyObject_Call(f->fn, args, NULL) : NULL;
     CvDataset *ds = result ? cv_dataset_arg(f->module, result) : NULL;
     if (ds)
