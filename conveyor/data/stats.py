@@ -67,7 +67,7 @@ class StageStats:
     of ``staged_bytes`` (a transformation between the batch and the device
     stage, strings or ragged parts, or a batch the RAM budget kept out of
     page-locked memory); ``pinned_bytes``, the page-locked batches out now
-    (charged to the RAM budget). ``bus_rate`` is ``copy_rate``.
+    (charged to the RAM budget once: by the stages that keep them). ``bus_rate`` is ``copy_rate``.
     """
     name: str
     kernel: str

@@ -81,7 +81,7 @@ typedef struct CvGauges {
     int ring_busy;
     int64_t staging_bytes;
     int64_t device_bytes;
-    int64_t pinned_bytes; /* page-locked batches its input built, out now (charged) */
+    int64_t pinned_bytes; /* page-locked batches its input built, out now (device/pinned.h: budget) */
     /* The stage's parallelism as a shared parameter (tf.data's model
      * parameter): the autotuner publishes a value, the pool reads it before
      * each turn. The stage's own; valid under mu only. NULL: not a parallel

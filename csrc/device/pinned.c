@@ -16,6 +16,7 @@ struct CvPinnedPool {
 typedef struct PinnedBuffer {
     CvBuffer base;
     CvPinnedPool *pool; /* one reference */
+    size_t slack;       /* capacity - the bytes asked for: what the pool keeps charged */
 } PinnedBuffer;
 
 /* Blocks come in steps, so batches of one size (an epoch's, the next
@@ -37,7 +38,7 @@ static void pool_unref(CvPinnedPool *p)
 }
 
 /* The last reference dropped (any thread): the block goes back to the
- * staging cache, the charge to the budget. */
+ * staging cache, its slack's charge to the budget. */
 static void pinned_release(CvBuffer *base)
 {
     PinnedBuffer *b = (PinnedBuffer *)base;
@@ -47,7 +48,7 @@ static void pinned_release(CvBuffer *base)
     free(base->parts);
     cv_origin_unref(base->origin);
     cv_device_staging_give(p->device, base->data, base->capacity);
-    cv_memory_release(p->memory, base->capacity);
+    cv_memory_release(p->memory, b->slack);
     atomic_fetch_sub_explicit(&p->bytes_out, (long long)base->capacity, memory_order_relaxed);
     atomic_fetch_sub_explicit(&p->buffers_out, 1, memory_order_relaxed);
     free(b);
@@ -55,7 +56,10 @@ static void pinned_release(CvBuffer *base)
 }
 
 /* CvBufferAllocator.alloc: NULL (the caller allocates as usual) when the
- * budget or the runtime says no. */
+ * budget or the runtime says no. The whole block must fit in the budget
+ * now; then the n bytes the batch element will carry are given back at
+ * once (each stage that keeps the batch charges them, pinned.h "Budget"),
+ * and the slack stays charged until the block goes back. */
 static CvBuffer *pinned_alloc(void *ctx, size_t n)
 {
     CvPinnedPool *p = ctx;
@@ -72,7 +76,8 @@ static CvBuffer *pinned_alloc(void *ctx, size_t n)
         cv_memory_release(p->memory, capacity);
         goto refused;
     }
-    *b = (PinnedBuffer){.pool = p};
+    cv_memory_release(p->memory, n); /* the element's: charged by the stages that keep it */
+    *b = (PinnedBuffer){.pool = p, .slack = capacity - n};
     atomic_init(&b->base.refcount, 1);
     b->base.data = host;
     b->base.size = n;

@@ -13,10 +13,23 @@
  * with no memcpy into a staging slot, and holds the buffer until that copy
  * has completed.
  *
- * Budget: a pinned buffer's capacity is charged to the pipeline's RAM budget
- * while it is out (allocated until released). When the charge does not fit,
- * or cudaHostAlloc fails, the allocator says no and the kernel allocates as
- * usual: that batch takes the staging path, and the device stage counts it.
+ * Budget: each byte is charged once. A pinned batch is an element like
+ * any other: every stage that keeps it (prefetch's buffer, a parallel
+ * batch's results, map+batch's rows) charges its bytes (cv_element_bytes),
+ * as it would charge an ordinary batch. The pool charges only what no
+ * element accounts for: the slack between a block's capacity (4 KiB or
+ * 1 MiB steps) and the bytes asked for, while the block is out. Why this
+ * way round: core/ram_budget.h keeps its one rule (a stage charges the
+ * elements it keeps; no buffer is special), so a pipeline that fits its
+ * budget with ordinary batches fits it with pinned ones, plus the slack
+ * (none for batches of whole steps). A block is handed out only when the
+ * budget has room for all of it at that moment (its bytes are about to be
+ * charged by the stage that keeps the batch); when it has not, or
+ * cudaHostAlloc fails, the allocator says no and the kernel allocates as
+ * usual: that batch takes the staging path, and the device stage counts it
+ * (staged_copies). A batch in transit (being built, being copied from a
+ * slot of the device stage: at most workers + 1 of them) is charged by no
+ * stage, as a batch the consumer holds is not.
  *
  * Lifetimes: the pool is reference counted; its owner (the device
  * iterator) holds one and every buffer out holds one, so a buffer freed
@@ -50,7 +63,7 @@ const CvBufferAllocator *cv_pinned_pool_allocator(CvPinnedPool *p);
 bool cv_pinned_buffer_in(const CvBuffer *b, const CvPinnedPool *p);
 
 typedef struct CvPinnedStats {
-    int64_t bytes_out;   /* capacity of the buffers out now (charged) */
+    int64_t bytes_out;   /* capacity of the buffers out now (their slack charged here) */
     int64_t buffers_out;
     uint64_t allocs;     /* buffers handed out */
     uint64_t refused;    /* requests refused (budget, cudaHostAlloc): built elsewhere */
