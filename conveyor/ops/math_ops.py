@@ -133,7 +133,7 @@ def _binary(fname, x, y, operator=False):
     def refuse(exc_type, message):
         traced = next((v for v in (x, y) if isinstance(v, Tensor)), None)
         if operator and traced is not None:
-            return traced._trace.fail(f"{message} (NumPy's rules apply in Python)")
+            return traced._trace.fail(f"{message} (NumPy's rules apply in Python)", numpy_use=True)
         return op_error(exc_type, message)
     try:
         if isinstance(y, Tensor) and not isinstance(x, Tensor) and isinstance(x, _PYTHON_VALUES):
