@@ -4,7 +4,7 @@ import numpy as np
 from conveyor import dtypes as _dtypes
 from conveyor.framework.convert import to_array
 from conveyor.framework.eager import EagerTensor, as_eager
-from conveyor.framework.tracing import Tensor, current_trace
+from conveyor.framework.tracing import Tensor, current_trace, known_value
 
 __all__ = ["convert_to_tensor", "is_tensor", "executing_eagerly", "get_static_value"]
 
@@ -56,10 +56,7 @@ def get_static_value(tensor, partial=False):
     a constant of a traced function, ``tf.shape`` of a fully known shape),
     else None; a value that is not a tensor comes back unchanged."""
     if isinstance(tensor, Tensor):
-        key = tensor._key
-        if key[0] == "const":
-            return np.asarray(tensor._trace.constants[key[1]])
-        known = tensor._trace.known.get(key)
+        known = known_value(tensor)
         return None if known is None else known.copy()
     if isinstance(tensor, EagerTensor):
         return tensor.numpy()

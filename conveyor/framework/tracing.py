@@ -305,6 +305,15 @@ def op_error(exc_type, message):
     return e
 
 
+def known_value(tensor):
+    """The NumPy value a traced tensor has whatever the element, known when
+    traced: a constant of the program (tf.constant inside the function) or
+    ``Trace.known`` (tf.shape of a fully known shape); else None. Not a copy."""
+    if tensor._key[0] == "const":
+        return np.asarray(tensor._trace.constants[tensor._key[1]])
+    return tensor._trace.known.get(tensor._key)
+
+
 def static_shape(x):
     """The shape of a converted value as a tuple (None for unknown dims)."""
     if isinstance(x, Tensor):

@@ -25,8 +25,8 @@ from conveyor import dtypes as _dtypes
 from conveyor import errors
 from conveyor.framework.convert import to_array
 from conveyor.framework.eager import as_eager
-from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of, op_error,
-                                        static_shape)
+from conveyor.framework.tracing import (Tensor, apply, convert, current_trace, dtype_of,
+                                        known_value, op_error, static_shape)
 from conveyor.ops.math_ops import (_broadcast_shape, _error, _getitem, _hinted, _static_ints,
                                    _traced, add, cast, equal, greater_equal, less, logical_and,
                                    logical_not, logical_or, multiply, not_equal, range as _range,
@@ -523,25 +523,16 @@ def _eager(arr):
 # whole shape; the value is added last. All element ops: the map stays native.
 
 
-def _known_value(v):
-    """The NumPy value of a traced tensor known when traced: a constant of the
-    program (tf.constant inside the function), or what the trace knows
-    (``Trace.known``: tf.shape of a fully known shape); else None."""
-    if v._key[0] == "const":
-        return np.asarray(v._trace.constants[v._key[1]])
-    return getattr(v._trace, "known", {}).get(v._key)
-
-
 def _unknown(v):
     """A traced value with no value known when traced."""
-    return isinstance(v, Tensor) and _known_value(v) is None
+    return isinstance(v, Tensor) and known_value(v) is None
 
 
 def _known_to_values(dims):
     """`dims` with every traced value known when traced replaced by that value
     (tf.fill(tf.shape(x), v) of a fully known shape builds a constant)."""
     if isinstance(dims, Tensor):
-        known = _known_value(dims)
+        known = known_value(dims)
         return dims if known is None else known
     if isinstance(dims, (list, tuple)):
         return [_known_to_values(d) for d in dims]
@@ -565,7 +556,7 @@ def _dims_list(dims, fname):
     out = []
     for d in dims:
         if isinstance(d, Tensor) and not _unknown(d):
-            d = int(_known_value(d))
+            d = int(known_value(d))
         if isinstance(d, Tensor):
             if static_shape(d) not in (None, ()) or not dtype_of(d).is_integer:
                 raise op_error(TypeError, f"{fname}: each dim must be an integer scalar, got {d!r}")
@@ -616,9 +607,9 @@ def _pad_traced(x, paddings, constant_values):
         pads = [[_getitem(paddings, (i, j)) for j in range(2)] for i in range(ps[0])]
     else:
         pads = [list(p) if not isinstance(p, Tensor) else
-                [int(v) for v in _known_value(p)] if not _unknown(p) else
+                [int(v) for v in known_value(p)] if not _unknown(p) else
                 [_getitem(p, j) for j in range(2)] for p in paddings]
-        pads = [[int(_known_value(v)) if isinstance(v, Tensor) and not _unknown(v) else v
+        pads = [[int(known_value(v)) if isinstance(v, Tensor) and not _unknown(v) else v
                  for v in p] for p in pads]
     have = static_shape(x)
     if have is None or len(pads) != len(have) or any(len(p) != 2 for p in pads):
