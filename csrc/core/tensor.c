@@ -70,7 +70,7 @@ static bool is_block(size_t capacity)
 
 /* Header and memory in one allocation; the memory starts on a 64-byte
  * boundary so NumPy and SIMD code see aligned data. */
-static void buffer_release(CvBuffer *b)
+void cv_buffer_drop_links(CvBuffer *b)
 {
     for (uint32_t i = 0; i < b->nparts; i++)
         cv_buffer_unref(b->parts[i]); /* leaves: a part never has parts of its own */
@@ -79,6 +79,11 @@ static void buffer_release(CvBuffer *b)
     b->nparts = 0;
     cv_origin_unref(b->origin);
     b->origin = NULL;
+}
+
+static void buffer_release(CvBuffer *b)
+{
+    cv_buffer_drop_links(b);
     CvBuffer *evicted[CV_POOL_SLOTS];
     int nevicted = 0;
     if (b->capacity >= CV_POOL_MIN_BYTES && b->capacity <= CV_POOL_MAX_BYTES) {

@@ -141,6 +141,9 @@ static inline CvBuffer *cv_buffer_ref(CvBuffer *b)
     return b;
 }
 void cv_buffer_unref(CvBuffer *b);
+/* For a buffer's release function: drop what any buffer may hold besides
+ * its memory (the parts it references, its origin). */
+void cv_buffer_drop_links(CvBuffer *b);
 /* True when the caller holds the only reference (so the memory may be
  * handed out as writable). */
 static inline bool cv_buffer_is_unique(CvBuffer *b)

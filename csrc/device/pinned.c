@@ -43,10 +43,7 @@ static void pinned_release(CvBuffer *base)
 {
     PinnedBuffer *b = (PinnedBuffer *)base;
     CvPinnedPool *p = b->pool;
-    for (uint32_t i = 0; i < base->nparts; i++) /* none: numeric tensors only; kept general */
-        cv_buffer_unref(base->parts[i]);
-    free(base->parts);
-    cv_origin_unref(base->origin);
+    cv_buffer_drop_links(base);
     cv_device_staging_give(p->device, base->data, base->capacity);
     cv_memory_release(p->memory, b->slack);
     atomic_fetch_sub_explicit(&p->bytes_out, (long long)base->capacity, memory_order_relaxed);
