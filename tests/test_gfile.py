@@ -280,3 +280,16 @@ def test_an_unknown_scheme_without_fsspec_says_to_install_it(run_python):
     """)
     assert r.returncode == 0, r.stderr
     assert "OK" in r.stdout and "weird://" in r.stdout and "fsspec" in r.stdout
+
+
+def test_a_bad_seek_names_the_file_without_its_credentials(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"abc")
+    reader = gfile.FsReader(str(path))
+    with pytest.raises(ValueError, match="seek to -1 is not possible in .*f$"):
+        reader.seek(-1)
+    reader.close()
+    # A URL's user:password@ and query (a signed URL's signature) never reach a message.
+    assert gfile._shown("https://user:secret@host/a/b?X-Amz-Signature=abc") == "https://host/a/b?..."
+    assert gfile._shown("https://host?token=abc") == "https://host?..."
+    assert gfile._shown("gs://bucket/key") == "gs://bucket/key"

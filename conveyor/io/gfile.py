@@ -66,6 +66,17 @@ class _EngineFile:
         self._finish(True)
 
 
+def _shown(url):
+    """`url` as an error may show it: no user:password@, no query (a signed
+    URL's query carries its signature), as the engine's messages do."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    rest, query, _ = rest.partition("?")
+    host, slash, path = rest.partition("/")
+    return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}{'?...' if query else ''}"
+
+
 class FsReader(_EngineFile):
     """A file read at a position of its own; GFile reads through one."""
     __slots__ = ("_size", "_url", "_position")
@@ -85,7 +96,7 @@ class FsReader(_EngineFile):
         position = _operator.index(position)
         self._check()
         if position < 0:
-            raise ValueError(f"seek to {position} is not possible in {self._url}")
+            raise ValueError(f"seek to {position} is not possible in {_shown(self._url)}")
         self._position = position
         return position
 
