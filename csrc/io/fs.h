@@ -71,6 +71,10 @@ struct CvReadFile {
     /* Reads may wait without end (a pipe, a character device): the readers
      * then read in slices (local files only). */
     bool waits;
+    /* The scheme keeps what it read ahead in memory (remote: the stream's
+     * buffer): a reader takes bytes from it with one copy and need not
+     * buffer them again (io/input_stream.c then refills little). */
+    bool buffered;
 };
 
 /* ---- writing ----------------------------------------------------------- */

@@ -329,6 +329,7 @@ static CvStatus gcs_open_read(const char *url, CvReadFile **out) {
         goto done;
     }
     f->base.methods = &gcs_read_methods;
+    f->base.buffered = true; /* reads come from the stream's buffer */
     f->base.info.size = UINT64_MAX;
     f->ctx = ctx;
     f->base.url = strdup(url);

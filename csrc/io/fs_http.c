@@ -185,6 +185,7 @@ static CvStatus http_open_read(const char *url, CvReadFile **out)
     }
     memcpy(copy, url, n);
     hf->base.methods = &http_file_methods;
+    hf->base.buffered = true; /* reads come from the stream's buffer */
     hf->base.url = copy;
     hf->base.info.size = UINT64_MAX;
     copy = NULL;

@@ -240,6 +240,7 @@ static CvStatus s3_open_read(const char *url, CvReadFile **out)
         goto done;
     }
     r->base.methods = &read_methods;
+    r->base.buffered = true; /* reads come from the stream's buffer */
     r->base.info.size = UINT64_MAX;
     if (!(r->base.url = strdup(url)) ||
         !(r->endpoint = cv_s3_endpoint_url(&r->s3, l.bucket, l.key, NULL))) {

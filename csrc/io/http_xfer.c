@@ -337,9 +337,11 @@ static void enqueue(CvXfer *x)
 /* Body buffers of finished streams, kept for the next ones: a stream's
  * buffer grows to its window (1 MiB and up), and a fresh one costs a page
  * fault per 4 KiB on the I/O thread and an munmap when freed (a third of the
- * CPU of reading 1 MiB objects, issue 27). At most SPARE_BODIES, each at
- * least SPARE_MIN bytes; any thread (spare_mu). */
-#define SPARE_BODIES 16
+ * CPU of reading 1 MiB objects, issue 27). At most SPARE_BODIES (as many as
+ * an interleave keeps in flight: its cycle and its futures) and SPARE_BYTES
+ * in all, each at least SPARE_MIN bytes; any thread (spare_mu). */
+#define SPARE_BODIES 64
+#define SPARE_BYTES ((size_t)64 << 20)
 #define SPARE_MIN ((size_t)256 << 10)
 static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -347,6 +349,7 @@ static struct {
     size_t cap;
 } spare[SPARE_BODIES];
 static int nspare;
+static size_t spare_bytes;
 
 static void spare_take(CvXBuf *b)
 {
@@ -355,6 +358,7 @@ static void spare_take(CvXBuf *b)
         nspare--;
         b->data = spare[nspare].data;
         b->cap = spare[nspare].cap;
+        spare_bytes -= b->cap;
     }
     pthread_mutex_unlock(&spare_mu);
 }
@@ -363,9 +367,10 @@ static void spare_give(CvXBuf *b)
 {
     if (b->cap >= SPARE_MIN) {
         pthread_mutex_lock(&spare_mu);
-        if (nspare < SPARE_BODIES) {
+        if (nspare < SPARE_BODIES && spare_bytes + b->cap <= SPARE_BYTES) {
             spare[nspare].data = b->data;
             spare[nspare].cap = b->cap;
+            spare_bytes += b->cap;
             nspare++;
             b->data = NULL;
         }
@@ -377,8 +382,6 @@ static void spare_give(CvXBuf *b)
 
 static bool xbuf_append(CvXBuf *b, const void *p, size_t n)
 {
-    if (!b->data && n > 0)
-        spare_take(b);
     if (b->end + n > b->cap) {
         if (b->start) {
             memmove(b->data, b->data + b->start, b->end - b->start);
@@ -445,6 +448,8 @@ static size_t write_cb(char *p, size_t size, size_t n, void *arg)
         pthread_mutex_unlock(&x->mu);
         return CURL_WRITEFUNC_PAUSE;
     }
+    if (x->stream && !x->body.data)
+        spare_take(&x->body); /* a body's buffer only: header lines are freed, not kept */
     if (!xbuf_append(&x->body, p, len)) {
         pthread_mutex_unlock(&x->mu);
         return 0;
@@ -545,7 +550,11 @@ CvStatus cv_xfer_start(const CvXferRequest *req, bool stream, size_t window, lon
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
+    /* libcurl allocates a transfer's receive buffer for each transfer: under
+     * malloc's mmap threshold (128 KiB) it is recycled from the heap, where
+     * 256 KiB was a fresh mapping per GET, faulted in by recv() page by page
+     * (issue 27). */
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 64L << 10);
     /* A transfer that moves no byte for timeout_s is a failed attempt (a
      * paused one is not checked). */
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);

@@ -215,15 +215,22 @@ static CvStatus fill(CvInputStream *s, bool *eof)
 }
 
 /* Reads of at least this many bytes (uncompressed) shrink the refills to
- * CV_SMALL_FILL, so that large records are read mostly unbuffered. */
+ * CV_SMALL_FILL, so that large records are read mostly unbuffered. A file
+ * whose scheme buffers (CvReadFile.buffered) refills CV_BUFFERED_FILL. */
 #define CV_LARGE_READ ((size_t)64 << 10)
 #define CV_SMALL_FILL ((size_t)4 << 10)
+#define CV_BUFFERED_FILL ((size_t)1 << 10)
 
 CvStatus cv_input_stream_read(CvInputStream *s, void *dst, size_t n, size_t *got)
 {
     size_t done = 0;
     CvStatus st = CV_STATUS_OK;
-    if (s->compression == CV_COMPRESSION_NONE) {
+    if (s->compression == CV_COMPRESSION_NONE && s->file->buffered) {
+        /* The scheme buffers (a remote stream): a read takes its bytes from
+         * there, and refills (small reads: a record's header) stay small, so
+         * a record's payload is copied once, not twice. */
+        s->fill_size = CV_BUFFERED_FILL;
+    } else if (s->compression == CV_COMPRESSION_NONE) {
         if (n >= CV_LARGE_READ)
             s->fill_size = CV_SMALL_FILL < s->cap ? CV_SMALL_FILL : s->cap;
         else if (s->pos + n > s->len && s->fill_size < s->cap) /* small reads that refill */
