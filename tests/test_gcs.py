@@ -547,6 +547,35 @@ def test_record_readers_over_gs_match_the_local_read(gs_py, tmp_path):
     assert lines == text.splitlines()
 
 
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_records_around_the_refill_size_match_the_local_read(gs_py, tmp_path, compression):
+    """A remote stream buffers what it reads ahead, so the record reader takes
+    a payload straight from it and refills only 1 KiB for headers: records
+    of every size around that (and larger than the stream's 64 KiB reads,
+    and than a 1 MiB window) come out as the local read gives them; a
+    compressed file takes the buffered path."""
+    gfile, server, b = gs_py
+    import conveyor as cv
+    sizes = [0, 1, 1007, 1008, 1019, 1020, 1024, 1025, 4096, 70000, 3, 1 << 20, 1500000, 12]
+    local = tmp_path / "mixed.tfrecord"
+    opts = cv.io.TFRecordOptions(compression_type=compression or None)
+    with cv.io.TFRecordWriter(str(local), opts) as w:
+        for i, n in enumerate(sizes * 3):
+            w.write(bytes((i + k) % 251 for k in range(n)))
+    server.put(b, "mixed.tfrecord", local.read_bytes())
+    want = [bytes(x) for x in cv.data.TFRecordDataset(str(local), compression).as_numpy_iterator()]
+    assert [len(x) for x in want] == sizes * 3
+    url = f"gs://{b}/mixed.tfrecord"
+    got = [bytes(x) for x in cv.data.TFRecordDataset(url, compression).as_numpy_iterator()]
+    assert got == want
+    # Read ahead by an interleave (its futures receive the whole object).
+    ds = cv.data.Dataset.from_tensor_slices([url, url]).interleave(
+        lambda f: cv.data.TFRecordDataset(f, compression), cycle_length=1,
+        num_parallel_calls=cv.data.AUTOTUNE, deterministic=True)
+    assert [bytes(x) for x in ds.as_numpy_iterator()] == want * 2
+    assert cv.data.experimental.IoStats.now().bytes_in_flight == 0
+
+
 def test_pipeline_statistics_show_the_remote_io(gs_py):
     """it.stats().io counts the requests and bytes the pipeline's reads made
     (process-wide counters: compared before and after) and the budget."""
