@@ -30,6 +30,14 @@ import urllib.request
 
 import pytest
 
+
+def _server_env():
+    """The environment for a server process: without a sanitizer's
+    LD_PRELOAD (.ci/tsan, .ci/sanitize), which is for the engine in this
+    process and crashes a server's interpreter or shim."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
 READY_TIMEOUT_S = 20.0
 
 
@@ -142,7 +150,7 @@ class FakeGcs(_Emulator):
             [binary, "-backend", "memory", "-scheme", "http", "-host", "127.0.0.1",
              "-port", str(self.port), "-public-host", self.host, "-external-url", self.url,
              "-log-level", "error"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_server_env())
         _wait_ready(f"{self.url}/storage/v1/b", self.proc)
         return self
 
@@ -157,7 +165,8 @@ class GcpEmulator(_Emulator):
     def start(self):
         self.proc = subprocess.Popen(
             [self.binary(), "start", "--host", "127.0.0.1", "--port", str(self.port),
-             "--in-memory", "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--in-memory", "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=_server_env())
         _wait_ready(f"{self.url}/storage/v1/b", self.proc)
         return self
 

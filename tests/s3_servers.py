@@ -22,6 +22,14 @@ import urllib.request
 
 import pytest
 
+
+def _server_env():
+    """The environment for a server process: without a sanitizer's
+    LD_PRELOAD (.ci/tsan, .ci/sanitize), which is for the engine in this
+    process and crashes a server's interpreter or shim."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
 ACCESS_KEY = "AKIACONVEYORTEST"
 SECRET_KEY = "conveyor-test-secret-key-0123456789"
 PUBLIC_BUCKET = "public"  # SeaweedFS lets anonymous clients read and list it
@@ -140,7 +148,7 @@ def start_seaweedfs():
     args += [f"-{flag}={port}" for flag, port in ports.items()]
     with open(log, "w") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=folder,
-                                start_new_session=True)
+                                start_new_session=True, env=_server_env())
     server = Server("seaweedfs", f"http://127.0.0.1:{ports['s3.port']}", proc, folder, True)
     try:
         _wait_http(server.endpoint + "/", proc, log)
@@ -173,7 +181,8 @@ def start_moto():
     log = os.path.join(folder, "moto.log")
     with open(log, "w") as out:
         proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=out,
-                                stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
+                                stderr=subprocess.STDOUT, cwd=folder, start_new_session=True,
+                                env=_server_env())
     server = Server("moto", f"http://127.0.0.1:{port}", proc, folder, False)
     try:
         _wait_http(server.endpoint + "/moto-api/", proc, log)
