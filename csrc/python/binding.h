@@ -58,8 +58,6 @@
 #include "core/thread.h"
 #include "core/wrapper.h"
 
-typedef struct CvIteratorObject CvIteratorObject;
-
 typedef struct CvModuleState {
     PyTypeObject *dataset_type;
     PyTypeObject *iterator_type;
@@ -69,7 +67,6 @@ typedef struct CvModuleState {
     PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
     PyTypeObject *iterator_class; /* iterator_type's Python subclass (iterator_ops.py) or NULL */
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */
-    CvIteratorObject *live;  /* intrusive list of open iterators (GIL-guarded) */
 } CvModuleState;
 
 static inline CvModuleState *cv_get_state(PyObject *module)
