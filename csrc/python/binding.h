@@ -5,6 +5,7 @@
  *   binding.h        this header; module state and Dataset unwrapping (inline)
  *   gil.c            the GIL bridge: entering Python from engine threads
  *   errors.c         status -> exception, exception -> status, reports -> values
+ *   handles.c        engine objects as Python handles (capsules): one table of kinds
  *   device.c         DeviceArrayBase (DLPack export, stream sync, copy to the host;
  *                    its Python half: conveyor/device.py), the CUDA loader
  *   convert.c        tensors and elements <-> NumPy
@@ -192,6 +193,24 @@ PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s);
 /* Registers the fsspec fallback (fs_fsspec.c) as scheme "*". */
 int cv_fs_init(PyObject *module);
 
+/* ------------------------------------------------------------ handles.c */
+
+/* Engine objects as Python handles (capsules), by kind. */
+typedef enum CvHandleKind {
+    CV_HANDLE_MEMORY,         /* CvMemory (a reference) */
+    CV_HANDLE_EXAMPLE_CONFIG, /* CvExampleConfig */
+    CV_HANDLE_RECORD_WRITER,  /* CvTFRecordWriter (freed without the GIL) */
+    CV_HANDLE_CACHE_STORE,    /* CvCacheStore (a reference) */
+    CV_HANDLE_PROGRAM,        /* CvProgram (a reference) */
+    CV_HANDLE_REGEX,          /* CvRegex */
+    CV_NUM_HANDLES
+} CvHandleKind;
+/* A handle owning object (freed here when no handle can be made). */
+PyObject *cv_handle_new(CvHandleKind kind, void *object);
+/* The object of a handle of this kind (borrowed), or NULL with TypeError. */
+void *cv_handle_arg(PyObject *obj, CvHandleKind kind);
+bool cv_handle_is(PyObject *obj, CvHandleKind kind);
+
 /* ------------------------------------------------------------- device.c */
 
 /* Creates the DeviceArrayBase type into st (and the module attribute). */
@@ -237,10 +256,7 @@ int cv_memory_arg(PyObject *obj, CvMemory **out);
 
 /* ------------------------------------------------------------ example.c */
 
-/* The CvExampleConfig inside a capsule from _engine.example_config
- * (borrowed), or NULL with TypeError set. */
-struct CvExampleConfig;
-struct CvExampleConfig *cv_example_config_arg(PyObject *obj);
+/* (a config is cv_handle_arg(obj, CV_HANDLE_EXAMPLE_CONFIG)) */
 
 /* ------------------------------------------------------------- pyfunc.c */
 
