@@ -14,7 +14,7 @@
  *   pyfunc.c         Python callables as engine functions and sources
  *   ops.c            element ops, traced programs, map/filter function args
  *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
- *                    the live list, shutdown
+ *                    shutdown's settling of each (the live registry: core/pipeline.h)
  *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
  *   fs.c             the file-system layer: fs_* functions, the file handles of
  *                    conveyor.io.gfile's FsReader/FsWriter
