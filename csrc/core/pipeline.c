@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <time.h>
+
 #include "core/pool.h"
 #include "core/thread.h"
 
@@ -29,6 +31,11 @@ struct CvPipeline {
     /* Owned; freed with the last reference (stats() after the end). */
     CvStats *stats;
     CvAutotuner *tuner;
+    /* The live registry's (under the front end's lock): the front end's
+     * object while registered, else NULL; the fork generation it was made in. */
+    void *owner;
+    CvPipeline *live_prev, *live_next;
+    unsigned long fork_generation;
 };
 
 static atomic_uint pipelines_made;
@@ -77,6 +84,7 @@ CvStatus cv_pipeline_new(const CvDataset *ds, const CvPipelineOptions *options, 
     atomic_init(&p->refs, 1);
     pthread_mutex_init(&p->mu, NULL);
     p->id = atomic_fetch_add(&pipelines_made, 1) + 1;
+    p->fork_generation = cv_fork_generation();
     p->cpu_budget = cv_cpu_budget(options->cpu_budget);
     p->may_block = ds->may_block;
     p->root = cv_dataset_ref((CvDataset *)ds);
@@ -429,4 +437,67 @@ int64_t cv_pipeline_elapsed_ns(CvPipeline *p)
 unsigned cv_pipeline_id(const CvPipeline *p)
 {
     return p->id;
+}
+
+/* ---- the live registry (see pipeline.h: the front end's lock guards it) */
+
+static CvPipeline *live_head;
+
+void cv_pipeline_register(CvPipeline *p, void *owner)
+{
+    p->owner = owner;
+    p->live_prev = NULL;
+    p->live_next = live_head;
+    if (live_head)
+        live_head->live_prev = p;
+    live_head = p;
+}
+
+void cv_pipeline_unregister(CvPipeline *p)
+{
+    if (!p || !p->owner)
+        return;
+    if (p->live_prev)
+        p->live_prev->live_next = p->live_next;
+    else
+        live_head = p->live_next;
+    if (p->live_next)
+        p->live_next->live_prev = p->live_prev;
+    p->live_prev = p->live_next = NULL;
+    p->owner = NULL;
+}
+
+long cv_pipeline_live_count(void)
+{
+    long n = 0;
+    for (CvPipeline *p = live_head; p; p = p->live_next)
+        n++;
+    return n;
+}
+
+void cv_pipeline_shutdown_all(int64_t timeout_ns, int (*in_flight)(void),
+                              void (*settle)(void *owner, bool drained))
+{
+    /* A snapshot with references: settle() and the wait let go of the
+     * front end's lock, and other threads may unregister pipelines then;
+     * one is settled only while still registered. */
+    long n = 0, cap = cv_pipeline_live_count();
+    CvPipeline **live = calloc(cap ? (size_t)cap : 1, sizeof(*live));
+    for (CvPipeline *p = live_head; live && p; p = p->live_next)
+        if (p->fork_generation == cv_fork_generation()) {
+            cv_pipeline_cancel(p);
+            live[n++] = cv_pipeline_ref(p);
+        }
+    void *token = cv_wait_outside_begin();
+    struct timespec nap = {0, 1000000};
+    for (int64_t waited = 0; in_flight() > 0 && waited < timeout_ns; waited += nap.tv_nsec)
+        nanosleep(&nap, NULL);
+    bool drained = in_flight() == 0;
+    cv_wait_outside_end(token);
+    for (long i = 0; i < n; i++) {
+        if (live[i]->owner)
+            settle(live[i]->owner, drained);
+        cv_pipeline_unref(live[i]);
+    }
+    free(live); /* NULL (no memory): nothing was cancelled or settled */
 }

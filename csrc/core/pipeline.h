@@ -97,6 +97,26 @@ void cv_pipeline_stop(CvPipeline *p);
  * drop the running part without touching it (a leak, never a join). */
 void cv_pipeline_abandon(CvPipeline *p);
 
+/* The front end's registry of live pipelines, for the exit: a front end
+ * registers each pipeline it runs for an object of its own (owner) and
+ * unregisters it (idempotent, NULL-safe) when it stops it or drops it.
+ * Threads: these run under the front end's one lock (the binding: the
+ * GIL), as core/wrapper.h's functions do; shutdown_all lets go of it
+ * (cv_wait_outside_begin) only while it waits. */
+void cv_pipeline_register(CvPipeline *p, void *owner);
+void cv_pipeline_unregister(CvPipeline *p);
+/* The registered pipelines (the binding's live iterators). */
+long cv_pipeline_live_count(void);
+/* At exit: cancel every registered pipeline made in this process (not
+ * before a fork()), which wakes all waits; give the calls into the front
+ * end's code in flight (in_flight(), e.g. a Python map function mid-call)
+ * up to timeout_ns to return; then settle(owner, drained) for each
+ * pipeline still registered, which stops it (drained) or abandons it (its
+ * threads die with the process: joining one stuck in user code would hang
+ * the exit). */
+void cv_pipeline_shutdown_all(int64_t timeout_ns, int (*in_flight)(void),
+                              void (*settle)(void *owner, bool drained));
+
 /* Exact resume (core/iterator_state.h): the frames of the root iterator as of the
  * last element next() returned. */
 CvStatus cv_pipeline_save(CvPipeline *p, CvStateWriter *w);

@@ -5,6 +5,7 @@
  *   binding.h        this header; module state and Dataset unwrapping (inline)
  *   gil.c            the GIL bridge: entering Python from engine threads
  *   errors.c         status -> exception, exception -> status, reports -> values
+ *   handles.c        engine objects as Python handles (capsules): one table of kinds
  *   device.c         DeviceArrayBase (DLPack export, stream sync, copy to the host;
  *                    its Python half: conveyor/device.py), the CUDA loader
  *   convert.c        tensors and elements <-> NumPy
@@ -13,7 +14,7 @@
  *   pyfunc.c         Python callables as engine functions and sources
  *   ops.c            element ops, traced programs, map/filter function args
  *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
- *                    the live list, shutdown
+ *                    shutdown's settling of each (the live registry: core/pipeline.h)
  *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
  *   fs.c             the file-system layer: fs_* functions, the file handles of
  *                    conveyor.io.gfile's FsReader/FsWriter
@@ -58,8 +59,6 @@
 #include "core/thread.h"
 #include "core/wrapper.h"
 
-typedef struct CvIteratorObject CvIteratorObject;
-
 typedef struct CvModuleState {
     PyTypeObject *dataset_type;
     PyTypeObject *iterator_type;
@@ -69,7 +68,6 @@ typedef struct CvModuleState {
     PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
     PyTypeObject *iterator_class; /* iterator_type's Python subclass (iterator_ops.py) or NULL */
     PyObject *error_classes; /* dict: CvCode (int) -> exception class */
-    CvIteratorObject *live;  /* intrusive list of open iterators (GIL-guarded) */
 } CvModuleState;
 
 static inline CvModuleState *cv_get_state(PyObject *module)
@@ -195,6 +193,24 @@ PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s);
 /* Registers the fsspec fallback (fs_fsspec.c) as scheme "*". */
 int cv_fs_init(PyObject *module);
 
+/* ------------------------------------------------------------ handles.c */
+
+/* Engine objects as Python handles (capsules), by kind. */
+typedef enum CvHandleKind {
+    CV_HANDLE_MEMORY,         /* CvMemory (a reference) */
+    CV_HANDLE_EXAMPLE_CONFIG, /* CvExampleConfig */
+    CV_HANDLE_RECORD_WRITER,  /* CvTFRecordWriter (freed without the GIL) */
+    CV_HANDLE_CACHE_STORE,    /* CvCacheStore (a reference) */
+    CV_HANDLE_PROGRAM,        /* CvProgram (a reference) */
+    CV_HANDLE_REGEX,          /* CvRegex */
+    CV_NUM_HANDLES
+} CvHandleKind;
+/* A handle owning object (freed here when no handle can be made). */
+PyObject *cv_handle_new(CvHandleKind kind, void *object);
+/* The object of a handle of this kind (borrowed), or NULL with TypeError. */
+void *cv_handle_arg(PyObject *obj, CvHandleKind kind);
+bool cv_handle_is(PyObject *obj, CvHandleKind kind);
+
 /* ------------------------------------------------------------- device.c */
 
 /* Creates the DeviceArrayBase type into st (and the module attribute). */
@@ -240,10 +256,7 @@ int cv_memory_arg(PyObject *obj, CvMemory **out);
 
 /* ------------------------------------------------------------ example.c */
 
-/* The CvExampleConfig inside a capsule from _engine.example_config
- * (borrowed), or NULL with TypeError set. */
-struct CvExampleConfig;
-struct CvExampleConfig *cv_example_config_arg(PyObject *obj);
+/* (a config is cv_handle_arg(obj, CV_HANDLE_EXAMPLE_CONFIG)) */
 
 /* ------------------------------------------------------------- pyfunc.c */
 

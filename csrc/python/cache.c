@@ -8,8 +8,6 @@
 #include "io/record_reader.h"
 #include "kernels/kernels.h"
 
-#define STORE_CAPSULE "conveyor._engine.CacheStore"
-
 /* The Python side of a store's hooks; each callable may be NULL. They may
  * be called from any thread, and never when Python is unavailable. */
 typedef struct {
@@ -83,23 +81,9 @@ static int hooks_traverse(void *ctx, CvVisit visit, void *arg)
     return 0;
 }
 
-static void store_capsule_free(PyObject *capsule)
-{
-    CvCacheStore *st = PyCapsule_GetPointer(capsule, STORE_CAPSULE);
-    if (!st) {
-        PyErr_Clear();
-        return;
-    }
-    cv_cache_store_unref(st);
-}
-
 static CvCacheStore *store_arg(PyObject *obj)
 {
-    if (!PyCapsule_IsValid(obj, STORE_CAPSULE)) {
-        PyErr_SetString(PyExc_TypeError, "expected a cache store");
-        return NULL;
-    }
-    return PyCapsule_GetPointer(obj, STORE_CAPSULE);
+    return cv_handle_arg(obj, CV_HANDLE_CACHE_STORE);
 }
 
 static PyObject *none_to_null(PyObject *o)
@@ -142,10 +126,7 @@ static PyObject *cache_store_new(PyObject *module, PyObject *args, PyObject *kwa
     if (s)
         return cv_raise_status(cv_get_state(module), s);
     cv_cache_store_set_truncation(st, truncation);
-    PyObject *cap = PyCapsule_New(st, STORE_CAPSULE, store_capsule_free);
-    if (!cap)
-        cv_cache_store_unref(st);
-    return cap;
+    return cv_handle_new(CV_HANDLE_CACHE_STORE, st);
 }
 
 /* cache(input, store, expected or None, memory=None) -> Dataset; expected:

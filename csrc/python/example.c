@@ -15,23 +15,6 @@
 #include "python/binding.h"
 #include "ops/example.h"
 
-#define CONFIG_CAPSULE "conveyor._engine.ExampleConfig"
-
-static void config_capsule_free(PyObject *cap)
-{
-    cv_example_config_free(PyCapsule_GetPointer(cap, CONFIG_CAPSULE));
-}
-
-CvExampleConfig *cv_example_config_arg(PyObject *obj)
-{
-    if (!PyCapsule_IsValid(obj, CONFIG_CAPSULE)) {
-        PyErr_Format(PyExc_TypeError, "expected an Example configuration from "
-                     "example_config(), got %s", Py_TYPE(obj)->tp_name);
-        return NULL;
-    }
-    return PyCapsule_GetPointer(obj, CONFIG_CAPSULE);
-}
-
 /* The tensors of spec j: its shape (an int64 vector) and default into t[0]
  * and t[1]. */
 static CvStatus spec_tensors(CvModuleState *st, PyObject *shape, PyObject *dflt,
@@ -75,8 +58,8 @@ static PyObject *example_config(PyObject *module, PyObject *arg)
         s = cv_example_config_new(specs, (int)n, &cfg);
     if (s)
         cv_raise_status(st, s);
-    else if (parsed && !(result = PyCapsule_New(cfg, CONFIG_CAPSULE, config_capsule_free)))
-        cv_example_config_free(cfg);
+    else if (parsed)
+        result = cv_handle_new(CV_HANDLE_EXAMPLE_CONFIG, cfg);
     for (Py_ssize_t j = 0; tensors && j < 2 * n; j++)
         cv_tensor_clear(&tensors[j]);
     PyMem_Free(specs);
@@ -91,7 +74,7 @@ static PyObject *example_parse(PyObject *module, PyObject *args)
     PyObject *config, *serialized, *names, *result = NULL;
     if (!PyArg_ParseTuple(args, "OOO:parse_example", &config, &serialized, &names))
         return NULL;
-    CvExampleConfig *cfg = cv_example_config_arg(config);
+    CvExampleConfig *cfg = cv_handle_arg(config, CV_HANDLE_EXAMPLE_CONFIG);
     if (!cfg)
         return NULL;
     CvTensor data = {0}, name_data = {0};

@@ -1,5 +1,6 @@
-/* conveyor._engine.Iterator: one pass over an engine dataset, the list of
- * live iterators, and the atexit hook that stops them.
+/* conveyor._engine.Iterator: one pass over an engine dataset, and the
+ * atexit hook that stops the live ones (their registry and the shutdown's
+ * steps are core/pipeline.h's).
  *
  * The pass itself is a CvPipeline (core/pipeline.h: the root iterator, the
  * pool, the statistics, the autotuner and the teardown); this file keeps
@@ -34,9 +35,8 @@
 
 #include <stddef.h>
 #include <structmember.h> /* T_PYSSIZET, READONLY: __weaklistoffset__ (Python >= 3.10) */
-#include <time.h>
 
-struct CvIteratorObject {
+typedef struct CvIteratorObject {
     PyObject_HEAD
     CvPipeline *pipeline; /* owned reference (core/pipeline.h): kept after the end for stats() */
     PyObject *source;     /* strong until released: the engine Dataset the pipeline runs */
@@ -57,30 +57,9 @@ struct CvIteratorObject {
     bool close_requested; /* close() arrived while busy */
     bool exhausted;       /* the end was reached (not closed): saves as "finished" */
     unsigned long fork_generation;
-    CvIteratorObject *prev, *next; /* live list in module state */
-    PyObject *module;              /* strong */
-    PyObject *weakrefs;            /* weakref.ref(iterator): a monitor never keeps it alive */
-};
-
-static void live_link(CvModuleState *st, CvIteratorObject *self)
-{
-    self->prev = NULL;
-    self->next = st->live;
-    if (st->live)
-        st->live->prev = self;
-    st->live = self;
-}
-
-static void live_unlink(CvModuleState *st, CvIteratorObject *self)
-{
-    if (self->prev)
-        self->prev->next = self->next;
-    else if (st->live == self)
-        st->live = self->next;
-    if (self->next)
-        self->next->prev = self->prev;
-    self->prev = self->next = NULL;
-}
+    PyObject *module;    /* strong */
+    PyObject *weakrefs;  /* weakref.ref(iterator): a monitor never keeps it alive */
+} CvIteratorObject;
 
 static bool forked_away(CvIteratorObject *self)
 {
@@ -121,6 +100,7 @@ static void iterator_release(CvIteratorObject *self)
     bool was_live = self->live;
     self->live = false;
     unaccount(self);
+    cv_pipeline_unregister(self->pipeline);
     /* after fork(), its threads and locks belong to the parent: leak, never join */
     if (was_live && self->pipeline && !forked_away(self)) {
         CvPipeline *pipeline = self->pipeline;
@@ -172,7 +152,6 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
     self->fork_generation = cv_fork_generation();
     self->module = Py_NewRef(module);
     self->weakrefs = NULL;
-    live_link(st, self);
     PyObject_GC_Track(self);
     CvPipelineOptions options = {cpu_budget, (CvAutotuneAlgorithm)algorithm, statistics};
     CvStatus s = cv_pipeline_new(ds, &options, &self->pipeline);
@@ -181,6 +160,7 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
         return cv_raise_status(st, s);
     }
     self->live = true;
+    cv_pipeline_register(self->pipeline, self);
     self->may_block = cv_pipeline_may_block(self->pipeline);
     account(self);
     return (PyObject *)self;
@@ -417,8 +397,6 @@ static void iterator_dealloc(PyObject *op)
         cv_pipeline_unref(self->pipeline);
     self->pipeline = NULL;
     cv_element_clear(&self->pending);
-    if (self->module)
-        live_unlink(cv_get_state(self->module), self);
     iterator_clear(op);
     Py_CLEAR(self->module);
     tp->tp_free(op);
@@ -624,69 +602,53 @@ static PyType_Spec iterator_spec = {
 
 /* ------------------------------------------------------- module functions */
 
-/* The atexit hook, run before finalization:
- * 1. From now on no engine thread may enter Python (cv_shutting_down).
- * 2. Cancel every live iterator, which wakes all waits.
- * 3. With the GIL released, give Python calls already running on workers
- *    (a map function mid-call) up to `timeout` seconds to return.
- * 4. Join and free every iterator if they did; otherwise abandon them: their
- *    threads die with the process, and joining a thread stuck in a user
- *    function would hang the exit. */
+/* The atexit hook, run before finalization: from now on no engine thread
+ * may enter Python (cv_shutting_down); then core/pipeline.h's shutdown_all
+ * cancels the live pipelines, waits up to `timeout` seconds (GIL released)
+ * for Python calls in flight, and settles each (settle_at_exit). */
+static int python_calls_in_flight(void)
+{
+    return atomic_load(&cv_python_calls);
+}
+
+/* An iterator inside next() on another thread: its next() returns
+ * CANCELLED and frees it. Else stopped when the calls drained, or
+ * abandoned: its threads die with the process, never joined. */
+static void settle_at_exit(void *owner, bool drained)
+{
+    CvIteratorObject *self = owner;
+    Py_INCREF(self); /* release lets go of the GIL: another thread may drop it */
+    if (self->busy)
+        self->close_requested = true;
+    else if (drained)
+        iterator_release(self);
+    else {
+        self->live = false;
+        unaccount(self);
+        cv_pipeline_unregister(self->pipeline);
+        cv_pipeline_abandon(self->pipeline);
+        self->pipeline = NULL;
+    }
+    Py_DECREF(self);
+}
+
 static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
 {
+    (void)module;
     double timeout = 0.5;
     if (!PyArg_ParseTuple(args, "|d:shutdown", &timeout))
         return NULL;
-    CvModuleState *st = cv_get_state(module);
     atomic_store(&cv_shutting_down, 1);
-    /* A snapshot with strong references: releasing drops the GIL, and other
-     * threads may unlink iterators from the live list meanwhile. */
-    PyObject *live = PyList_New(0);
-    if (!live)
-        return NULL;
-    for (CvIteratorObject *self = st->live; self; self = self->next) {
-        if (self->live && !forked_away(self) && PyList_Append(live, (PyObject *)self) < 0) {
-            Py_DECREF(live);
-            return NULL;
-        }
-    }
-    Py_ssize_t n = PyList_GET_SIZE(live);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        CvIteratorObject *self = (CvIteratorObject *)PyList_GET_ITEM(live, i);
-        if (self->live)
-            cv_pipeline_cancel(self->pipeline); /* GIL held: see iterator_close */
-    }
-    bool drained;
-    Py_BEGIN_ALLOW_THREADS
-    struct timespec nap = {0, 1000000};
-    for (double waited = 0; atomic_load(&cv_python_calls) > 0 && waited < timeout; waited += 1e-3)
-        nanosleep(&nap, NULL);
-    drained = atomic_load(&cv_python_calls) == 0;
-    Py_END_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        CvIteratorObject *self = (CvIteratorObject *)PyList_GET_ITEM(live, i);
-        if (self->busy)
-            self->close_requested = true; /* its next() returns CANCELLED and frees it */
-        else if (drained)
-            iterator_release(self);
-        else {
-            self->live = false; /* abandoned: its threads die with the process, never joined */
-            unaccount(self);
-            cv_pipeline_abandon(self->pipeline);
-            self->pipeline = NULL;
-        }
-    }
-    Py_DECREF(live);
+    CvOutsideHooks outer = cv_set_outside_hooks((CvOutsideHooks){gil_leave, gil_enter});
+    cv_pipeline_shutdown_all((int64_t)(timeout * 1e9), python_calls_in_flight, settle_at_exit);
+    cv_set_outside_hooks(outer);
     Py_RETURN_NONE;
 }
 
 static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
 {
-    (void)unused;
-    long n = 0;
-    for (CvIteratorObject *self = cv_get_state(module)->live; self; self = self->next)
-        n += self->live;
-    return PyLong_FromLong(n);
+    (void)module, (void)unused;
+    return PyLong_FromLong(cv_pipeline_live_count());
 }
 
 /* The budgets, resolved in one place (core/pipeline.h) for the Python layer

@@ -1,8 +1,7 @@
 /* Binding of RAM budgets (core/ram_budget.h) and of the process's limits
  * (memory, cgroup, CPU count).
  *
- * A budget reaches Python as a capsule (MEMORY_CAPSULE) owning one
- * reference; conveyor/data/ops/options_op.py creates one per with_options() call
+ * A budget reaches Python as a handle (handles.c) owning one reference; conveyor/data/ops/options_op.py creates one per with_options() call
  * that sets options.autotune.ram_budget and passes it to the constructors of
  * the stages that buffer, which record it in their engine dataset. */
 #include "python/binding.h"
@@ -12,27 +11,10 @@
 #include "core/ram_budget.h"
 #include "core/tensor.h"
 
-#define MEMORY_CAPSULE "conveyor._engine.MemoryBudget"
-
-static void memory_capsule_free(PyObject *capsule)
-{
-    cv_memory_unref(PyCapsule_GetPointer(capsule, MEMORY_CAPSULE));
-}
-
 int cv_memory_arg(PyObject *obj, CvMemory **out)
 {
-    if (obj == Py_None) {
-        *out = NULL;
-        return 1;
-    }
-    CvMemory *m = PyCapsule_GetPointer(obj, MEMORY_CAPSULE);
-    if (!m) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "expected a memory budget or None, got %s", Py_TYPE(obj)->tp_name);
-        return 0;
-    }
-    *out = m;
-    return 1;
+    *out = obj == Py_None ? NULL : cv_handle_arg(obj, CV_HANDLE_MEMORY);
+    return obj == Py_None || *out;
 }
 
 static PyObject *memory_budget(PyObject *module, PyObject *arg)
@@ -46,12 +28,7 @@ static PyObject *memory_budget(PyObject *module, PyObject *arg)
         return NULL;
     }
     CvMemory *m = cv_memory_new(limit);
-    if (!m)
-        return PyErr_NoMemory();
-    PyObject *capsule = PyCapsule_New(m, MEMORY_CAPSULE, memory_capsule_free);
-    if (!capsule)
-        cv_memory_unref(m);
-    return capsule;
+    return m ? cv_handle_new(CV_HANDLE_MEMORY, m) : PyErr_NoMemory();
 }
 
 static PyObject *memory_budget_usage(PyObject *module, PyObject *arg)

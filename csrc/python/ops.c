@@ -21,8 +21,6 @@
 #include "ops/program.h"
 #include "ops/regex.h"
 
-#define PROGRAM_CAPSULE "conveyor._engine.Program"
-
 /* Put `value` (one number, or a sequence when `list`) into attrs' ints or
  * floats from `slot` on, at most `room` values: the count put, or -1 with an
  * exception set. */
@@ -181,11 +179,6 @@ static PyObject *ops_run_op(PyObject *module, PyObject *args)
     return result;
 }
 
-static void program_capsule_free(PyObject *capsule)
-{
-    cv_program_unref(PyCapsule_GetPointer(capsule, PROGRAM_CAPSULE));
-}
-
 static int int_list(PyObject *seq, int **out, int *n)
 {
     PyObject *fast = PySequence_Fast(seq, "value ids must be a sequence");
@@ -261,10 +254,7 @@ static PyObject *ops_program(PyObject *module, PyObject *args)
     PyMem_Free(ids);
     Py_DECREF(fc);
     Py_DECREF(fn);
-    PyObject *capsule = PyCapsule_New(p, PROGRAM_CAPSULE, program_capsule_free);
-    if (!capsule)
-        cv_program_unref(p);
-    return capsule;
+    return cv_handle_new(CV_HANDLE_PROGRAM, p);
 status:
     cv_raise_status(st, s);
 error:
@@ -278,8 +268,8 @@ error:
 CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_convert,
                               PyObject *name, int with_id, CvFunction *out)
 {
-    if (PyCapsule_IsValid(fn, PROGRAM_CAPSULE)) {
-        *out = cv_program_function(PyCapsule_GetPointer(fn, PROGRAM_CAPSULE));
+    if (cv_handle_is(fn, CV_HANDLE_PROGRAM)) {
+        *out = cv_program_function(cv_handle_arg(fn, CV_HANDLE_PROGRAM));
         return CV_STATUS_OK;
     }
     return cv_function_from_python(module, fn, out_convert, name, with_id, out);
@@ -293,7 +283,7 @@ static PyObject *ops_run_program(PyObject *module, PyObject *args)
     unsigned long long epoch, index;
     if (!PyArg_ParseTuple(args, "OOKK:run_program", &capsule, &components, &epoch, &index))
         return NULL;
-    CvProgram *p = PyCapsule_GetPointer(capsule, PROGRAM_CAPSULE);
+    CvProgram *p = cv_handle_arg(capsule, CV_HANDLE_PROGRAM);
     if (!p)
         return NULL;
     CvModuleState *st = cv_get_state(module);
@@ -318,13 +308,6 @@ static PyObject *ops_run_program(PyObject *module, PyObject *args)
 /* regex_compile(pattern): a compiled regex (ops/regex.h) for the regex ops'
  * obj attribute, so a program compiles its pattern once; an invalid one
  * raises InvalidArgumentError. */
-#define REGEX_CAPSULE "conveyor._engine.Regex"
-
-static void regex_capsule_free(PyObject *capsule)
-{
-    cv_regex_free(PyCapsule_GetPointer(capsule, REGEX_CAPSULE));
-}
-
 static PyObject *ops_regex_compile(PyObject *module, PyObject *args)
 {
     const char *pattern;
@@ -333,14 +316,7 @@ static PyObject *ops_regex_compile(PyObject *module, PyObject *args)
         return NULL;
     CvRegex *re = NULL;
     CvStatus s = cv_regex_compile(pattern, (size_t)n, &re);
-    if (s) {
-        cv_raise_status(cv_get_state(module), s);
-        return NULL;
-    }
-    PyObject *capsule = PyCapsule_New(re, REGEX_CAPSULE, regex_capsule_free);
-    if (!capsule)
-        cv_regex_free(re);
-    return capsule;
+    return s ? cv_raise_status(cv_get_state(module), s) : cv_handle_new(CV_HANDLE_REGEX, re);
 }
 
 PyMethodDef cv_op_functions[] = {

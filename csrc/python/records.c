@@ -8,29 +8,11 @@
 #include "io/record_index.h"
 #include "io/record_writer.h"
 
-#define WRITER_CAPSULE "conveyor._engine.TFRecordWriter"
-
 /* ------------------------------------------------------------------ writer */
-
-static void writer_capsule_free(PyObject *capsule)
-{
-    CvTFRecordWriter *w = PyCapsule_GetPointer(capsule, WRITER_CAPSULE);
-    if (!w) {
-        PyErr_Clear();
-        return;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    cv_tfrecord_writer_free(w);
-    Py_END_ALLOW_THREADS
-}
 
 static CvTFRecordWriter *writer_arg(PyObject *obj)
 {
-    if (!PyCapsule_IsValid(obj, WRITER_CAPSULE)) {
-        PyErr_SetString(PyExc_TypeError, "expected a TFRecordWriter handle");
-        return NULL;
-    }
-    return PyCapsule_GetPointer(obj, WRITER_CAPSULE);
+    return cv_handle_arg(obj, CV_HANDLE_RECORD_WRITER);
 }
 
 static PyObject *io_writer_open(PyObject *module, PyObject *args)
@@ -51,10 +33,7 @@ static PyObject *io_writer_open(PyObject *module, PyObject *args)
     Py_DECREF(path);
     if (s)
         return cv_raise_status(cv_get_state(module), s);
-    PyObject *cap = PyCapsule_New(w, WRITER_CAPSULE, writer_capsule_free);
-    if (!cap)
-        cv_tfrecord_writer_free(w);
-    return cap;
+    return cv_handle_new(CV_HANDLE_RECORD_WRITER, w);
 }
 
 static PyObject *io_writer_write(PyObject *module, PyObject *args)

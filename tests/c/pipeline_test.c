@@ -201,12 +201,53 @@ static void test_budgets(void)
     CHECK(!cv_parallelism(0, &workers, &tuned) && !tuned && workers == 0);
 }
 
+/* The exit: shutdown_all cancels the registered pipelines, waits for the
+ * calls in flight (none here) and settles each still registered. */
+static int none_in_flight(void)
+{
+    return 0;
+}
+
+static int settled;
+
+static void settle(void *owner, bool drained)
+{
+    CvPipeline *p = owner;
+    settled += drained;
+    cv_pipeline_unregister(p);
+    cv_pipeline_stop(p);
+}
+
+static void test_shutdown_all(void)
+{
+    CvDataset *ds[2];
+    CvPipelineOptions options = {.cpu_budget = 2, .algorithm = CV_AUTOTUNE_MODEL, .statistics = false};
+    CvPipeline *p[2] = {start(1000000, 64, &options, &ds[0]), start(1000, 8, &options, &ds[1])};
+    if (!p[0] || !p[1])
+        return;
+    long before = cv_pipeline_live_count();
+    cv_pipeline_register(p[0], p[0]);
+    cv_pipeline_register(p[1], p[1]);
+    CHECK(cv_pipeline_live_count() == before + 2);
+    cv_pipeline_unregister(p[1]);
+    cv_pipeline_unregister(p[1]); /* idempotent */
+    CHECK(cv_pipeline_live_count() == before + 1);
+    cv_pipeline_shutdown_all(1000000000LL, none_in_flight, settle);
+    CHECK(settled == 1 && cv_pipeline_live_count() == before);
+    CHECK(!cv_pipeline_running(p[0]) && cv_pipeline_running(p[1]));
+    for (int i = 0; i < 2; i++) {
+        cv_pipeline_unref(p[i]);
+        cv_dataset_unref(ds[i]);
+    }
+}
+
 int main(void)
 {
     test_budgets();
     test_a_whole_epoch();
     test_save_and_restore();
     test_stopped_mid_epoch();
+    test_shutdown_all();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
