@@ -21,6 +21,5 @@ KNOWN_DIFFERENCES = {
     'tfrecord_tutorial.example_serialized_bytes': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tf_serialize_example_py_function': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tfrecord_writer_read_raw': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
-    'vision_dataloaders_style.resize_and_crop_pad_instances': "tf.image.resize to a size computed per element: the map runs in Python (on eager tensors: the values are identical), so its element_spec dims are unknown where TensorFlow's are static",
     'imagenet_recipes.train_crop_random_flip': "tf.image.random_flip_left_right: conveyor's stateful random ops (RandomUniform) draw per-element streams, not TensorFlow's kernel stream (sample_distorted_bounding_box does match it)",
 }
