@@ -280,6 +280,27 @@ def test_scatter_nd_adds_repeated_indices(dtype):
     _both(lambda t, u: t.scatter_nd([[1], [1]], u, [3, 3]), rows)
 
 
+@pytest.mark.parametrize("op", ["add", "sub", "max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int64, np.uint8, np.int8])
+def test_tensor_scatter_nd_combining_forms(op, dtype):
+    # repeated indices combine in order; integers wrap as TensorFlow's
+    tensor = (np.arange(12).reshape(4, 3) * 37 % 200 - (0 if dtype == np.uint8 else 100))
+    tensor = tensor.astype(dtype)
+    indices = np.array([[1], [3], [1], [0]], np.int32)
+    updates = (np.arange(12).reshape(4, 3) * 53 % 250).astype(dtype)
+    name = f"tensor_scatter_nd_{op}"
+    _both(lambda t, x: getattr(t, name)(x, indices, updates), tensor)
+    elements = np.array([[2, 1], [2, 1], [0, 0]], np.int64)
+    _both(lambda t, x: getattr(t, name)(x, elements, updates[0]), tensor)
+
+
+def test_tensor_scatter_nd_max_min_nan():
+    x = np.float32([1.0, np.nan, 3.0, -np.inf])
+    u = np.float32([np.nan, 2.0, np.inf, 0.0])
+    for name in ("tensor_scatter_nd_max", "tensor_scatter_nd_min"):
+        _both(lambda t, v: getattr(t, name)(v, [[0], [1], [2], [3]], u), x)
+
+
 def test_scatter_out_of_range_is_invalid_argument():
     x = np.zeros((3, 2), np.int32)
     for bad in ([[3]], [[-1]]):

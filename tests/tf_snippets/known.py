@@ -22,4 +22,6 @@ KNOWN_DIFFERENCES = {
     'tfrecord_tutorial.tf_serialize_example_py_function': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'tfrecord_tutorial.tfrecord_writer_read_raw': 'Example map order: TF (upb) serializes a Features map in hash order, which changes between processes; conveyor writes insertion order (deterministic=True matches TF byte for byte)',
     'imagenet_recipes.train_crop_random_flip': "tf.image.random_flip_left_right: conveyor's stateful random ops (RandomUniform) draw per-element streams, not TensorFlow's kernel stream (sample_distorted_bounding_box does match it)",
+    'vision_parsers_style.random_color_ops_with_seeds': "tf.image.random_brightness: conveyor's stateful random ops (random_brightness/contrast/saturation/hue) draw per-element streams, not TensorFlow's kernel stream (docs/differences.md; the stateless_random_* ops match)",
+    'vision_parsers_style.random_crop_with_seed': "tf.image.random_crop: conveyor's stateful random ops draw per-element streams, not TensorFlow's kernel stream (docs/differences.md; stateless_random_crop matches)",
 }
