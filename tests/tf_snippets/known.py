@@ -24,4 +24,7 @@ KNOWN_DIFFERENCES = {
     'imagenet_recipes.train_crop_random_flip': "tf.image.random_flip_left_right: conveyor's stateful random ops (RandomUniform) draw per-element streams, not TensorFlow's kernel stream (sample_distorted_bounding_box does match it)",
     'vision_parsers_style.random_color_ops_with_seeds': "tf.image.random_brightness: conveyor's stateful random ops (random_brightness/contrast/saturation/hue) draw per-element streams, not TensorFlow's kernel stream (docs/differences.md; the stateless_random_* ops match)",
     'vision_parsers_style.random_crop_with_seed': "tf.image.random_crop: conveyor's stateful random ops draw per-element streams, not TensorFlow's kernel stream (docs/differences.md; stateless_random_crop matches)",
+    'tf1_parsing_style.initializable_iterator_under_eager': "tf.compat.v1.data.make_initializable_iterator: TensorFlow refuses it eagerly (RuntimeError); conveyor's works at once, its initializer restarting it (docs/differences.md)",
+    'tf1_parsing_style.parse_single_sequence_example': "tf.io.parse_single_sequence_example: AttributeError: module 'conveyor.io' has no attribute 'parse_single_sequence_example'",
+    'tf1_parsing_style.parse_sequence_example_batched': "tf.io.parse_sequence_example: AttributeError: module 'conveyor.io' has no attribute 'parse_sequence_example'",
 }
