@@ -27,4 +27,5 @@ KNOWN_DIFFERENCES = {
     'tf1_parsing_style.initializable_iterator_under_eager': "tf.compat.v1.data.make_initializable_iterator: TensorFlow refuses it eagerly (RuntimeError); conveyor's works at once, its initializer restarting it (docs/differences.md)",
     'tf1_parsing_style.parse_single_sequence_example': "tf.io.parse_single_sequence_example: AttributeError: module 'conveyor.io' has no attribute 'parse_single_sequence_example'",
     'tf1_parsing_style.parse_sequence_example_batched': "tf.io.parse_sequence_example: AttributeError: module 'conveyor.io' has no attribute 'parse_sequence_example'",
+    'text_lookup_style.batched_split_reduce_join_axis': "tf.strings.split of a batch of lines (a RaggedTensor in a traced map): NotImplementedError: tf.strings.split of a rank-1 string tensor (shape [None]) returns a RaggedTensor in TensorFlow, and conveyor has no ragged tensors yet",
 }
