@@ -25,7 +25,6 @@ KNOWN_DIFFERENCES = {
     'vision_parsers_style.random_color_ops_with_seeds': "tf.image.random_brightness: conveyor's stateful random ops (random_brightness/contrast/saturation/hue) draw per-element streams, not TensorFlow's kernel stream (docs/differences.md; the stateless_random_* ops match)",
     'vision_parsers_style.random_crop_with_seed': "tf.image.random_crop: conveyor's stateful random ops draw per-element streams, not TensorFlow's kernel stream (docs/differences.md; stateless_random_crop matches)",
     'tf1_parsing_style.initializable_iterator_under_eager': "tf.compat.v1.data.make_initializable_iterator: TensorFlow refuses it eagerly (RuntimeError); conveyor's works at once, its initializer restarting it (docs/differences.md)",
-    'tf1_parsing_style.parse_single_sequence_example': "tf.io.parse_single_sequence_example: AttributeError: module 'conveyor.io' has no attribute 'parse_single_sequence_example'",
-    'tf1_parsing_style.parse_sequence_example_batched': "tf.io.parse_sequence_example: AttributeError: module 'conveyor.io' has no attribute 'parse_sequence_example'",
+    'tf1_parsing_style.parse_single_sequence_example': "tf.io.parse_single_sequence_example in a map runs in Python (feature lists decoded in Python): values identical, element_spec dims unknown where TensorFlow's are static (docs/differences.md)",
     'text_lookup_style.batched_split_reduce_join_axis': "tf.strings.split of a batch of lines (a RaggedTensor in a traced map): NotImplementedError: tf.strings.split of a rank-1 string tensor (shape [None]) returns a RaggedTensor in TensorFlow, and conveyor has no ragged tensors yet",
 }
