@@ -12,4 +12,4 @@ MODULES = ["guide_basics", "guide_transform", "perf_guide", "csv_tutorial", "ima
            "augment_style", "vision_dataloaders_style", "seqio_packing_style",
            "keras_loaders_style", "data_guide_more", "vision_parsers_style",
            "data_guide_extra", "tf1_parsing_style", "text_lookup_style",
-           "keras_utils_by_hand"]
+           "keras_utils_by_hand", "augment_ops_style"]
