@@ -362,3 +362,64 @@ def test_stack_converts_python_values_to_the_tensors_dtype(make):
     _same(cv.stack(make(cv)), tf.stack(make(tf)))
     _same(_in_map(cv, lambda x: cv.stack([x, 7]), np.int64(3)),
           _in_map(tf, lambda x: tf.stack([x, 7]), np.int64(3)))
+
+
+TOP_K = {
+    "ties_int32": (np.array([[3, 1, 3, 2, 5], [0, 0, 0, 1, -1]], np.int32), 3),
+    "float_1d": (np.array([0.5, -1.0, 2.5, 2.5, 0.0, 7.0], np.float32), 4),
+    "uint8_3d": (np.random.default_rng(3).integers(0, 9, (2, 3, 6)).astype(np.uint8), 2),
+    "k_zero": (np.arange(5, dtype=np.int64), 0),
+    "k_all": (np.array([2.0, 1.0, 2.0], np.float64), 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOP_K))
+def test_top_k(name):
+    x, k = TOP_K[name]
+    _both(lambda t, v: tuple(t.math.top_k(v, k=k)), x)
+    _both(lambda t, v: t.math.top_k(v, k, index_type=t.int64).indices, x)
+
+
+def test_top_k_errors_match_tf():
+    x = np.arange(4, dtype=np.float32)
+    for k in (5, -1):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.math.top_k(x, k)
+        with pytest.raises(cv.errors.InvalidArgumentError):
+            cv.math.top_k(x, k)
+    with pytest.raises(ValueError):
+        cv.data.Dataset.from_tensors(x).map(lambda v: cv.math.top_k(v, 5))
+
+
+BITWISE_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                  np.uint64]
+
+
+@pytest.mark.parametrize("dtype", BITWISE_DTYPES)
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+                                  "right_shift"])
+def test_bitwise_binary(name, dtype):
+    # shift counts past the width or negative are clamped, as TensorFlow's kernels do
+    info = np.iinfo(dtype)
+    x = np.array([info.min, -7 if info.min else 7, 0, 5, info.max, 3], dtype)
+    y = np.array([1, 2, 70, 0, 3, info.bits - 1], dtype)
+    if info.min:
+        y[2] = -1
+    _both(lambda t, v: getattr(t.bitwise, name)(v, y), x)
+    _both(lambda t, v: getattr(t.bitwise, name)(v, dtype(2)), x)  # broadcast a scalar
+
+
+@pytest.mark.parametrize("dtype", BITWISE_DTYPES)
+def test_bitwise_invert(dtype):
+    info = np.iinfo(dtype)
+    _both(lambda t, v: t.bitwise.invert(v), np.array([info.min, 0, 1, info.max], dtype))
+
+
+def test_bitwise_refuses_floats_and_bool():
+    for x in (np.float32([1.0]), np.array([True])):
+        for m in (tf, cv):
+            with pytest.raises((TypeError, tf.errors.InvalidArgumentError,
+                                cv.errors.InvalidArgumentError)):
+                m.bitwise.bitwise_and(x, x)
+        with pytest.raises(TypeError):
+            cv.data.Dataset.from_tensors(x).map(lambda v: cv.bitwise.left_shift(v, v))
