@@ -423,3 +423,24 @@ def test_bitwise_refuses_floats_and_bool():
                 m.bitwise.bitwise_and(x, x)
         with pytest.raises(TypeError):
             cv.data.Dataset.from_tensors(x).map(lambda v: cv.bitwise.left_shift(v, v))
+
+
+@pytest.mark.parametrize("shape,dtype", [((5, 6, 3), np.float32), ((2, 5, 6, 3), np.float32),
+                                         ((4, 4, 1), np.int32), ((9, 4, 2), np.int8),
+                                         ((1, 1, 3), np.float64)])
+def test_total_variation(shape, dtype):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(shape) * 50).astype(dtype)
+    _both(lambda t, v: t.image.total_variation(v), x, rtol=1e-6 if x.dtype.kind == "f" else 0)
+
+
+def test_abs_and_total_variation_refuse_unsigned_as_tf():
+    x = np.array([[[1], [2]]], np.uint8)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.abs(x)
+    with pytest.raises(cv.errors.InvalidArgumentError, match="uint8"):
+        cv.abs(x)
+    with pytest.raises(cv.errors.InvalidArgumentError, match="uint8"):
+        cv.image.total_variation(x)
+    with pytest.raises(TypeError):
+        cv.data.Dataset.from_tensors(x).map(cv.image.total_variation)

@@ -11,3 +11,4 @@ from conveyor.io.image_ops import decode_and_crop_jpeg, extract_jpeg_shape  # no
 from conveyor.image._bounding_box import *  # noqa: F401,F403
 from conveyor.image._pad import resize_with_pad  # noqa: F401
 from conveyor.image._boxes import crop_and_resize, draw_bounding_boxes  # noqa: F401
+from conveyor.image._variation import total_variation  # noqa: F401

@@ -222,7 +222,7 @@ def _unary(fname, x):
         raise op_error(TypeError, f"{fname}: Value for attr 'T' of {dx.name} is not in the list "
                                   f"of allowed values (integers)")
     if (fname in _FLOAT_ONLY_TF and not dx.is_floating) or \
-            (fname == "sign" and not dx.is_floating and dx.name not in _SIGNED_INTS):
+            (fname in ("sign", "abs") and not dx.is_floating and dx.name not in _SIGNED_INTS):
         raise _error(_traced(x), TypeError, f"{fname}: Value for attr 'T' of {dx.name} is not "
                                             f"in the list of allowed values")
     half = dx in _HALF

@@ -31,5 +31,4 @@ KNOWN_DIFFERENCES = {
     'augment_ops_style.extract_patches': "tf.image.extract_patches: AttributeError: module 'conveyor.image' has no attribute 'extract_patches'",
     'augment_ops_style.non_max_suppression_padded_outputs': "tf.image.non_max_suppression: AttributeError: module 'conveyor.image' has no attribute 'non_max_suppression'",
     'augment_ops_style.stateless_random_crop_and_jpeg_quality': "tf.image.stateless_random_jpeg_quality: AttributeError: module 'conveyor.image' has no attribute 'stateless_random_jpeg_quality'",
-    'augment_ops_style.per_image_standardization_and_total_variation': "tf.image.total_variation: AttributeError: module 'conveyor.image' has no attribute 'total_variation'",
 }
