@@ -50,6 +50,7 @@ from conveyor.framework.tensor_conversion import executing_eagerly, get_static_v
 from conveyor import config
 from conveyor import linalg
 from conveyor import bitwise
+from conveyor import nn
 from conveyor.ops.linalg_ops import linspace, matmul
 from conveyor.ops.indexing_ops import (gather_nd, scatter_nd, searchsorted, strided_slice,
                                       tensor_scatter_nd_add, tensor_scatter_nd_max,
@@ -93,7 +94,7 @@ __all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repea
            "acos", "asin", "atan", "atan2", "cos", "cosh", "reduce_logsumexp", "sigmoid", "sign",
            "sin", "sinh", "tan", "tanh", "config", "version", "executing_eagerly", "no_op",
            "group", "identity_n", "get_static_value", "get_logger", "switch_case",
-           "histogram_fixed_width", "linalg", "bitwise", "linspace", "matmul", "gather_nd",
+           "histogram_fixed_width", "linalg", "bitwise", "nn", "linspace", "matmul", "gather_nd",
            "strided_slice", "argsort", "sort", "searchsorted", "scatter_nd",
            "tensor_scatter_nd_update", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
            "tensor_scatter_nd_max", "tensor_scatter_nd_min", "unique"]

@@ -444,3 +444,19 @@ def test_abs_and_total_variation_refuse_unsigned_as_tf():
         cv.image.total_variation(x)
     with pytest.raises(TypeError):
         cv.data.Dataset.from_tensors(x).map(cv.image.total_variation)
+
+
+@pytest.mark.parametrize("name", ["relu", "relu6", "sigmoid", "tanh", "softmax", "log_softmax",
+                                  "l2_normalize"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nn_functions(name, dtype):
+    x = (np.random.default_rng(6).standard_normal((3, 5)) * 4).astype(dtype)
+    x[1, 2] = 80.0  # softmax shifts by the maximum: no overflow
+    _both(lambda t, v: getattr(t.nn, name)(v), x, rtol=1e-6)
+    if name in ("softmax", "log_softmax"):
+        _both(lambda t, v: getattr(t.nn, name)(v, axis=0), x, rtol=1e-6)
+
+
+def test_nn_relu_of_integers_and_top_k():
+    _both(lambda t, v: t.nn.relu6(v), np.array([-3, 4, 9], np.int32))
+    _both(lambda t, v: tuple(t.nn.top_k(v, 2)), np.array([1.0, 3.0, 2.0], np.float32))
