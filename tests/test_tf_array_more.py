@@ -460,3 +460,16 @@ def test_nn_functions(name, dtype):
 def test_nn_relu_of_integers_and_top_k():
     _both(lambda t, v: t.nn.relu6(v), np.array([-3, 4, 9], np.int32))
     _both(lambda t, v: tuple(t.nn.top_k(v, 2)), np.array([1.0, 3.0, 2.0], np.float32))
+
+
+@pytest.mark.parametrize("name", ["rgb_to_yuv", "yuv_to_rgb", "rgb_to_yiq", "yiq_to_rgb"])
+@pytest.mark.parametrize("shape", [(4, 5, 3), (2, 4, 5, 3)])
+def test_image_yuv_yiq(name, shape):
+    x = np.random.default_rng(7).uniform(0, 1, shape).astype(np.float32)
+    _both(lambda t, v: getattr(t.image, name)(v), x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8])
+def test_image_gradients(dtype):
+    x = (np.random.default_rng(8).uniform(0, 1, (2, 4, 5, 3)) * 100).astype(dtype)
+    _both(lambda t, v: tuple(t.image.image_gradients(v)), x)
