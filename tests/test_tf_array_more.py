@@ -473,3 +473,17 @@ def test_image_yuv_yiq(name, shape):
 def test_image_gradients(dtype):
     x = (np.random.default_rng(8).uniform(0, 1, (2, 4, 5, 3)) * 100).astype(dtype)
     _both(lambda t, v: tuple(t.image.image_gradients(v)), x)
+
+
+PATCHES = [([1, 3, 3, 1], [1, 2, 2, 1], [1, 1, 1, 1], "VALID"),
+           ([1, 3, 2, 1], [1, 2, 3, 1], [1, 2, 1, 1], "SAME"),
+           ([1, 4, 4, 1], [1, 4, 4, 1], [1, 1, 1, 1], "VALID"),  # ViT-style patchify
+           ([1, 2, 2, 1], [1, 1, 1, 1], [1, 3, 2, 1], "SAME"),
+           ([1, 8, 2, 1], [1, 1, 1, 1], [1, 1, 1, 1], "VALID")]  # no patch fits
+
+
+@pytest.mark.parametrize("args", PATCHES, ids=[str(a) for a in PATCHES])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_extract_patches(args, dtype):
+    x = np.arange(2 * 7 * 6 * 2).reshape(2, 7, 6, 2).astype(dtype)
+    _both(lambda t, v: t.image.extract_patches(v, *args), x)
