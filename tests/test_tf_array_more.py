@@ -487,3 +487,11 @@ PATCHES = [([1, 3, 3, 1], [1, 2, 2, 1], [1, 1, 1, 1], "VALID"),
 def test_extract_patches(args, dtype):
     x = np.arange(2 * 7 * 6 * 2).reshape(2, 7, 6, 2).astype(dtype)
     _both(lambda t, v: t.image.extract_patches(v, *args), x)
+
+
+@pytest.mark.parametrize("quality", [10, 40, 95])
+@pytest.mark.parametrize("shape,dtype", [((16, 13, 3), np.uint8), ((9, 20, 1), np.float32)])
+def test_adjust_jpeg_quality_is_tensorflows_pixels(quality, shape, dtype):
+    rng = np.random.default_rng(quality)
+    x = (rng.uniform(0, 1, shape) * (255 if dtype == np.uint8 else 1)).astype(dtype)
+    _both(lambda t, v: t.image.adjust_jpeg_quality(v, quality), x)
