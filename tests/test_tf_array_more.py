@@ -495,3 +495,23 @@ def test_adjust_jpeg_quality_is_tensorflows_pixels(quality, shape, dtype):
     rng = np.random.default_rng(quality)
     x = (rng.uniform(0, 1, shape) * (255 if dtype == np.uint8 else 1)).astype(dtype)
     _both(lambda t, v: t.image.adjust_jpeg_quality(v, quality), x)
+
+
+def test_stateless_random_jpeg_quality_per_element_matches_tf():
+    # the quality is drawn per element (a traced scalar): EncodeJpeg's second input
+    images = np.random.default_rng(2).integers(0, 256, (4, 16, 13, 3)).astype(np.uint8)
+
+    def run(t):
+        ds = t.data.Dataset.from_tensor_slices(images).enumerate()
+        return ds.map(lambda i, v: t.image.stateless_random_jpeg_quality(
+            v, 5, 95, seed=t.stack([i, t.constant(7, t.int64)])))
+
+    got = run(cv)
+    assert "mode=native" in repr(got)
+    for g, w in zip(got, run(tf)):
+        _same(g, w)
+    assert "mode=native" in repr(cv.data.Dataset.from_tensor_slices(images).map(
+        lambda v: cv.image.random_jpeg_quality(v, 30, 60)))
+    for m in (tf, cv):
+        with pytest.raises(ValueError, match="less than"):
+            m.image.stateless_random_jpeg_quality(images[0], 50, 50, (1, 2))

@@ -15,4 +15,5 @@ from conveyor.image._variation import total_variation  # noqa: F401
 from conveyor.image._variation import image_gradients  # noqa: F401
 from conveyor.image._color import rgb_to_yiq, rgb_to_yuv, yiq_to_rgb, yuv_to_rgb  # noqa: F401
 from conveyor.image._patches import extract_patches  # noqa: F401
-from conveyor.image._jpeg_quality import adjust_jpeg_quality  # noqa: F401
+from conveyor.image._jpeg_quality import (adjust_jpeg_quality, random_jpeg_quality,  # noqa: F401
+                                          stateless_random_jpeg_quality)
