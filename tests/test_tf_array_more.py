@@ -515,3 +515,32 @@ def test_stateless_random_jpeg_quality_per_element_matches_tf():
     for m in (tf, cv):
         with pytest.raises(ValueError, match="less than"):
             m.image.stateless_random_jpeg_quality(images[0], 50, 50, (1, 2))
+
+
+def _nms_case(rng):
+    n = int(rng.integers(0, 30))
+    y, x = rng.uniform(0, 0.7, n), rng.uniform(0, 0.7, n)
+    boxes = np.stack([y, x, y + rng.uniform(-0.1, 0.4, n), x + rng.uniform(0.0, 0.4, n)], 1)
+    kw = dict(max_output_size=int(rng.integers(0, 12)), iou_threshold=float(rng.uniform(0, 1)),
+              score_threshold=float(rng.uniform(-0.1, 0.5)))
+    return boxes.astype(np.float32), rng.uniform(0, 1, n).astype(np.float32), kw
+
+
+def test_non_max_suppression_matches_tf():
+    # flipped corners and empty boxes included; distinct scores (ties: differences.md)
+    rng = np.random.default_rng(9)
+    for _ in range(100):
+        boxes, scores, kw = _nms_case(rng)
+        _same(cv.image.non_max_suppression(boxes, scores, **kw),
+              tf.image.non_max_suppression(boxes, scores, **kw))
+    boxes, scores, kw = _nms_case(np.random.default_rng(3))
+    _both(lambda t, b: t.image.non_max_suppression(b, scores, **kw), boxes)
+
+
+def test_non_max_suppression_errors():
+    boxes, scores = np.zeros((2, 4), np.float32), np.zeros(2, np.float32)
+    for kw in (dict(max_output_size=-1), dict(max_output_size=2, iou_threshold=1.5)):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.image.non_max_suppression(boxes, scores, **kw)
+        with pytest.raises(cv.errors.InvalidArgumentError):
+            cv.image.non_max_suppression(boxes, scores, **kw)

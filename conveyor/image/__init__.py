@@ -10,7 +10,8 @@ from conveyor.io.image_ops import decode_image, decode_jpeg, decode_png  # noqa:
 from conveyor.io.image_ops import decode_and_crop_jpeg, extract_jpeg_shape  # noqa: F401
 from conveyor.image._bounding_box import *  # noqa: F401,F403
 from conveyor.image._pad import resize_with_pad  # noqa: F401
-from conveyor.image._boxes import crop_and_resize, draw_bounding_boxes  # noqa: F401
+from conveyor.image._boxes import (crop_and_resize, draw_bounding_boxes,  # noqa: F401
+                                   non_max_suppression)
 from conveyor.image._variation import total_variation  # noqa: F401
 from conveyor.image._variation import image_gradients  # noqa: F401
 from conveyor.image._color import rgb_to_yiq, rgb_to_yuv, yiq_to_rgb, yuv_to_rgb  # noqa: F401

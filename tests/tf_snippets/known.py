@@ -27,5 +27,4 @@ KNOWN_DIFFERENCES = {
     'tf1_parsing_style.initializable_iterator_under_eager': "tf.compat.v1.data.make_initializable_iterator: TensorFlow refuses it eagerly (RuntimeError); conveyor's works at once, its initializer restarting it (docs/differences.md)",
     'tf1_parsing_style.parse_single_sequence_example': "tf.io.parse_single_sequence_example in a map runs in Python (feature lists decoded in Python): values identical, element_spec dims unknown where TensorFlow's are static (docs/differences.md)",
     'text_lookup_style.batched_split_reduce_join_axis': "tf.strings.split of a batch of lines (a RaggedTensor in a traced map): NotImplementedError: tf.strings.split of a rank-1 string tensor (shape [None]) returns a RaggedTensor in TensorFlow, and conveyor has no ragged tensors yet",
-    'augment_ops_style.non_max_suppression_padded_outputs': "tf.image.non_max_suppression: AttributeError: module 'conveyor.image' has no attribute 'non_max_suppression'",
 }
