@@ -49,8 +49,12 @@ from conveyor.ops.logging_ops import get_logger
 from conveyor.framework.tensor_conversion import executing_eagerly, get_static_value
 from conveyor import config
 from conveyor import linalg
+from conveyor import bitwise
+from conveyor import nn
 from conveyor.ops.linalg_ops import linspace, matmul
 from conveyor.ops.indexing_ops import (gather_nd, scatter_nd, searchsorted, strided_slice,
+                                      tensor_scatter_nd_add, tensor_scatter_nd_max,
+                                      tensor_scatter_nd_min, tensor_scatter_nd_sub,
                                       tensor_scatter_nd_update, unique)
 from conveyor.ops.sort_ops import argsort, sort
 from conveyor import version
@@ -90,9 +94,10 @@ __all__ = ["data", "audio", "keras", "compat", "lookup", "slice", "roll", "repea
            "acos", "asin", "atan", "atan2", "cos", "cosh", "reduce_logsumexp", "sigmoid", "sign",
            "sin", "sinh", "tan", "tanh", "config", "version", "executing_eagerly", "no_op",
            "group", "identity_n", "get_static_value", "get_logger", "switch_case",
-           "histogram_fixed_width", "linalg", "linspace", "matmul", "gather_nd",
+           "histogram_fixed_width", "linalg", "bitwise", "nn", "linspace", "matmul", "gather_nd",
            "strided_slice", "argsort", "sort", "searchsorted", "scatter_nd",
-           "tensor_scatter_nd_update", "unique"]
+           "tensor_scatter_nd_update", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
+           "tensor_scatter_nd_max", "tensor_scatter_nd_min", "unique"]
 
 # tf.compat.v2 is TensorFlow 2's API: conveyor itself; tf.compat.v1 has
 # TensorFlow 1's spellings, on top of conveyor's top-level names.

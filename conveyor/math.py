@@ -16,6 +16,8 @@ from conveyor.ops.math_ops import (acos, asin, atan, atan2, cos, cosh, count_non
                                    reduce_variance, rsqrt, sigmoid, sign, sin, sinh, softplus,
                                    squared_difference, tan, tanh)
 
+from conveyor.ops.sort_ops import top_k  # noqa: F401
+
 mod = floormod
 
 __all__ = ["abs", "add", "ceil", "divide", "equal", "exp", "floor", "floordiv", "floormod", "mod",
@@ -27,4 +29,5 @@ __all__ = ["abs", "add", "ceil", "divide", "equal", "exp", "floor", "floordiv", 
            "acos", "asin", "atan", "atan2", "cos", "cosh", "count_nonzero", "cumprod",
            "divide_no_nan", "erf", "expm1", "is_finite", "is_inf", "is_nan", "l2_normalize",
            "log1p", "reciprocal", "reduce_logsumexp", "reduce_std", "reduce_variance", "rsqrt",
-           "sigmoid", "sign", "sin", "sinh", "softplus", "squared_difference", "tan", "tanh"]
+           "sigmoid", "sign", "sin", "sinh", "softplus", "squared_difference", "tan", "tanh",
+           "top_k"]

@@ -2,7 +2,8 @@
 
 A ``SparseTensor`` is three tensors: int64 ``indices`` ``[N, rank]``,
 ``values`` ``[N]`` and int64 ``dense_shape`` ``[rank]``. ``to_dense`` runs as
-a native op inside a map function (csrc/ops/sparse_to_dense.c) and eagerly.
+a native op inside a map function (csrc/ops/sparse_to_dense.c) and eagerly;
+``from_dense`` is composed from where, gather_nd and shape (native too).
 """
 import numpy as np
 
@@ -10,7 +11,7 @@ from conveyor import dtypes as _dtypes
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 from conveyor.io.example import SparseTensor
 
-__all__ = ["SparseTensor", "to_dense"]
+__all__ = ["SparseTensor", "to_dense", "from_dense"]
 
 
 def _static_dims(dense_shape, rank):
@@ -46,3 +47,17 @@ def to_dense(sp_input, default_value=None, validate_indices=True, name=None):
         raise op_error(ValueError, "to_dense: dense_shape needs a known length")
     dims = _static_dims(sp_input.dense_shape, shape[0])
     return apply("SparseToDense", [indices, values, dense_shape, default], [(dims, dtype)])
+
+
+def from_dense(tensor, name=None):
+    """The SparseTensor of `tensor`'s non-zero entries (non-empty strings),
+    in row-major order (``tf.sparse.from_dense``)."""
+    from conveyor.ops.array_ops import shape, where
+    from conveyor.ops.indexing_ops import gather_nd
+    from conveyor.ops.math_ops import not_equal
+    x = convert(tensor, name="tensor")
+    dt = dtype_of(x)
+    zero = b"" if dt == _dtypes.string else (False if dt.is_bool else
+                                             np.zeros((), dt.as_numpy_dtype))
+    indices = where(not_equal(x, zero))
+    return SparseTensor(indices, gather_nd(x, indices), shape(x, out_type=_dtypes.int64))

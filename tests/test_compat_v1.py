@@ -143,6 +143,14 @@ def test_one_shot_and_initializable_iterators():
     assert it.output_shapes == cv.TensorShape([])
 
 
+def test_get_output_classes_names_tensor():
+    value = {"a": np.zeros((4, 3), np.float32), "b": np.array([b"x", b"y", b"z", b"w"])}
+    want = tf.compat.v1.data.get_output_classes(tf.data.Dataset.from_tensor_slices(value))
+    got = v1.data.get_output_classes(cv.data.Dataset.from_tensor_slices(value))
+    assert {k: c.__name__ for k, c in got.items()} == {k: c.__name__ for k, c in want.items()}
+    assert got["a"] is cv.Tensor
+
+
 def test_experimental_transformations():
     def run(t):
         ds = t.data.Dataset.range(6).apply(t.compat.v1.data.experimental.map_and_batch(

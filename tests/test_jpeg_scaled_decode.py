@@ -255,6 +255,8 @@ def test_the_pass_hints_only_a_decode_that_feeds_one_resize():
     assert hinted(lambda f: (lambda x: (r(x, [4, 4]), x))(d(f))) == []
     assert hinted(lambda f: (lambda x: (r(x, [4, 4]), r(x, [4, 4])))(d(f))) == []
     assert hinted(lambda f: r(cv.cast(d(f), cv.float32), [4, 4])) == []
+    # a size read per element (the resize's second input) is no hint
+    assert hinted(lambda f: r(d(f), cv.stack([cv.strings.length(f) // 64] * 2))) == []
 
 
 # -- errors: the exact path's ---------------------------------------------------------

@@ -130,10 +130,24 @@ def test_map_element_spec_without_full_iteration():
 
 
 def test_map_element_spec_of_empty_input_raises_clearly():
-    ds = Dataset.range(0).map(lambda x: x)
+    ds = Dataset.range(0).map(lambda x: int(x) * 2)  # Python: its output is known once run
     with pytest.raises(ValueError, match="element_spec"):
         ds.element_spec  # noqa: B018
     assert list(ds) == []
+
+
+def test_a_function_rearranging_its_inputs_has_their_exact_specs():
+    # no op: it runs in Python (side effects happen per element), but its
+    # results are its inputs, so their specs are known as TensorFlow knows them
+    value = {"image": np.zeros((4, 8, 3), np.uint8), "label": np.arange(4),
+             "name": np.array([b"a", b"b", b"c", b"d"])}
+    ds = Dataset.from_tensor_slices(value)
+    pairs = ds.map(lambda d: (d["image"], d["label"]))
+    assert pairs.element_spec == (tf.TensorSpec([8, 3], tf.uint8), tf.TensorSpec([], tf.int64))
+    assert ds.batch(3).map(lambda d: [d["name"], d["image"]]).element_spec == (
+        tf.TensorSpec([None], tf.string), tf.TensorSpec([None, 8, 3], tf.uint8))
+    assert Dataset.range(0).map(lambda x: x).element_spec == tf.TensorSpec([], tf.int64)
+    assert [int(b) for _, b in pairs] == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("npc", [2, 4, AUTOTUNE])

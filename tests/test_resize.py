@@ -326,15 +326,14 @@ def test_bad_size():
         cv.image.resize(x, [2 ** 31, 3])
     # numpy integer sizes are fine
     assert cv.image.resize(x, np.array([3, 3], np.int64)).shape == (3, 3, 3)
-    # a traced size stops the trace: the map runs in Python (its size known per element)
-    with pytest.raises(_tracing.UntraceableError, match="size computed per element"):
-        _tracing.trace(lambda img, s: cv.image.resize(img, s),
-                       [TensorSpec((4, 5, 3), cv.uint8), TensorSpec((2,), cv.int32)],
-                       lambda flat: flat, "f")
-    with pytest.warns(_tracing.TracingWarning, match="size computed per element"):
-        ds = cv.data.Dataset.from_tensors((x, np.array([2, 3], np.int32))).map(
-            lambda img, s: cv.image.resize(img, s))
-    assert ds._function.mode == "python"
+    # a traced size is the op's second input, read per element: the map stays native
+    prog, _, specs, _ = _tracing.trace(lambda img, s: cv.image.resize(img, s),
+                                       [TensorSpec((4, 5, 3), cv.uint8), TensorSpec((2,), cv.int32)],
+                                       lambda flat: flat, "f")
+    assert specs[0].shape.as_list() == [None, None, 3]
+    ds = cv.data.Dataset.from_tensors((x, np.array([2, 3], np.int32))).map(
+        lambda img, s: cv.image.resize(img, s))
+    assert ds._function.mode == "native"
     assert next(iter(ds)).shape == (2, 3, 3)
 
 

@@ -101,3 +101,20 @@ def test_sparse_batch_row_too_large():
         list(ds)
     with pytest.raises(ValueError, match="rank"):
         cv.data.Dataset.range(3).sparse_batch(2, [3])
+
+
+@pytest.mark.parametrize("value", [np.array([[0, 3], [5, 0]], np.int32),
+                                   np.array([0.0, 1.5, 0.0, -2.0], np.float32),
+                                   np.array([[b"", b"a"], [b"b", b""]], dtype=object),
+                                   np.array([True, False]), np.zeros((2, 0, 3), np.int64)],
+                         ids=["int32", "float32", "string", "bool", "empty"])
+def test_from_dense_matches_tensorflow(tf, value):
+    want = tf.sparse.from_dense(value)
+    want = [want.indices.numpy(), want.values.numpy(), want.dense_shape.numpy()]
+    ds = cv.data.Dataset.from_tensors(value).map(cv.sparse.from_dense)
+    assert "mode=native" in repr(ds)
+    for got in (cv.sparse.from_dense(value), next(iter(ds))):
+        for g, w in zip(got, want):
+            g = np.asarray(g)
+            assert g.shape == w.shape and (g.dtype == w.dtype or w.dtype == object)
+            assert g.tolist() == w.tolist()

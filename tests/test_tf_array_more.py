@@ -280,6 +280,27 @@ def test_scatter_nd_adds_repeated_indices(dtype):
     _both(lambda t, u: t.scatter_nd([[1], [1]], u, [3, 3]), rows)
 
 
+@pytest.mark.parametrize("op", ["add", "sub", "max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int64, np.uint8, np.int8])
+def test_tensor_scatter_nd_combining_forms(op, dtype):
+    # repeated indices combine in order; integers wrap as TensorFlow's
+    tensor = (np.arange(12).reshape(4, 3) * 37 % 200 - (0 if dtype == np.uint8 else 100))
+    tensor = tensor.astype(dtype)
+    indices = np.array([[1], [3], [1], [0]], np.int32)
+    updates = (np.arange(12).reshape(4, 3) * 53 % 250).astype(dtype)
+    name = f"tensor_scatter_nd_{op}"
+    _both(lambda t, x: getattr(t, name)(x, indices, updates), tensor)
+    elements = np.array([[2, 1], [2, 1], [0, 0]], np.int64)
+    _both(lambda t, x: getattr(t, name)(x, elements, updates[0]), tensor)
+
+
+def test_tensor_scatter_nd_max_min_nan():
+    x = np.float32([1.0, np.nan, 3.0, -np.inf])
+    u = np.float32([np.nan, 2.0, np.inf, 0.0])
+    for name in ("tensor_scatter_nd_max", "tensor_scatter_nd_min"):
+        _both(lambda t, v: getattr(t, name)(v, [[0], [1], [2], [3]], u), x)
+
+
 def test_scatter_out_of_range_is_invalid_argument():
     x = np.zeros((3, 2), np.int32)
     for bad in ([[3]], [[-1]]):
@@ -341,3 +362,185 @@ def test_stack_converts_python_values_to_the_tensors_dtype(make):
     _same(cv.stack(make(cv)), tf.stack(make(tf)))
     _same(_in_map(cv, lambda x: cv.stack([x, 7]), np.int64(3)),
           _in_map(tf, lambda x: tf.stack([x, 7]), np.int64(3)))
+
+
+TOP_K = {
+    "ties_int32": (np.array([[3, 1, 3, 2, 5], [0, 0, 0, 1, -1]], np.int32), 3),
+    "float_1d": (np.array([0.5, -1.0, 2.5, 2.5, 0.0, 7.0], np.float32), 4),
+    "uint8_3d": (np.random.default_rng(3).integers(0, 9, (2, 3, 6)).astype(np.uint8), 2),
+    "k_zero": (np.arange(5, dtype=np.int64), 0),
+    "k_all": (np.array([2.0, 1.0, 2.0], np.float64), 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOP_K))
+def test_top_k(name):
+    x, k = TOP_K[name]
+    _both(lambda t, v: tuple(t.math.top_k(v, k=k)), x)
+    _both(lambda t, v: t.math.top_k(v, k, index_type=t.int64).indices, x)
+
+
+def test_top_k_errors_match_tf():
+    x = np.arange(4, dtype=np.float32)
+    for k in (5, -1):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.math.top_k(x, k)
+        with pytest.raises(cv.errors.InvalidArgumentError):
+            cv.math.top_k(x, k)
+    with pytest.raises(ValueError):
+        cv.data.Dataset.from_tensors(x).map(lambda v: cv.math.top_k(v, 5))
+
+
+BITWISE_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                  np.uint64]
+
+
+@pytest.mark.parametrize("dtype", BITWISE_DTYPES)
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+                                  "right_shift"])
+def test_bitwise_binary(name, dtype):
+    # shift counts past the width or negative are clamped, as TensorFlow's kernels do
+    info = np.iinfo(dtype)
+    x = np.array([info.min, -7 if info.min else 7, 0, 5, info.max, 3], dtype)
+    y = np.array([1, 2, 70, 0, 3, info.bits - 1], dtype)
+    if info.min:
+        y[2] = -1
+    _both(lambda t, v: getattr(t.bitwise, name)(v, y), x)
+    _both(lambda t, v: getattr(t.bitwise, name)(v, dtype(2)), x)  # broadcast a scalar
+
+
+@pytest.mark.parametrize("dtype", BITWISE_DTYPES)
+def test_bitwise_invert(dtype):
+    info = np.iinfo(dtype)
+    _both(lambda t, v: t.bitwise.invert(v), np.array([info.min, 0, 1, info.max], dtype))
+
+
+def test_bitwise_refuses_floats_and_bool():
+    for x in (np.float32([1.0]), np.array([True])):
+        for m in (tf, cv):
+            with pytest.raises((TypeError, tf.errors.InvalidArgumentError,
+                                cv.errors.InvalidArgumentError)):
+                m.bitwise.bitwise_and(x, x)
+        with pytest.raises(TypeError):
+            cv.data.Dataset.from_tensors(x).map(lambda v: cv.bitwise.left_shift(v, v))
+
+
+@pytest.mark.parametrize("shape,dtype", [((5, 6, 3), np.float32), ((2, 5, 6, 3), np.float32),
+                                         ((4, 4, 1), np.int32), ((9, 4, 2), np.int8),
+                                         ((1, 1, 3), np.float64)])
+def test_total_variation(shape, dtype):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(shape) * 50).astype(dtype)
+    _both(lambda t, v: t.image.total_variation(v), x, rtol=1e-6 if x.dtype.kind == "f" else 0)
+
+
+def test_abs_and_total_variation_refuse_unsigned_as_tf():
+    x = np.array([[[1], [2]]], np.uint8)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.abs(x)
+    with pytest.raises(cv.errors.InvalidArgumentError, match="uint8"):
+        cv.abs(x)
+    with pytest.raises(cv.errors.InvalidArgumentError, match="uint8"):
+        cv.image.total_variation(x)
+    with pytest.raises(TypeError):
+        cv.data.Dataset.from_tensors(x).map(cv.image.total_variation)
+
+
+@pytest.mark.parametrize("name", ["relu", "relu6", "sigmoid", "tanh", "softmax", "log_softmax",
+                                  "l2_normalize"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nn_functions(name, dtype):
+    x = (np.random.default_rng(6).standard_normal((3, 5)) * 4).astype(dtype)
+    x[1, 2] = 80.0  # softmax shifts by the maximum: no overflow
+    _both(lambda t, v: getattr(t.nn, name)(v), x, rtol=1e-6)
+    if name in ("softmax", "log_softmax"):
+        _both(lambda t, v: getattr(t.nn, name)(v, axis=0), x, rtol=1e-6)
+
+
+def test_nn_relu_of_integers_and_top_k():
+    _both(lambda t, v: t.nn.relu6(v), np.array([-3, 4, 9], np.int32))
+    _both(lambda t, v: tuple(t.nn.top_k(v, 2)), np.array([1.0, 3.0, 2.0], np.float32))
+
+
+@pytest.mark.parametrize("name", ["rgb_to_yuv", "yuv_to_rgb", "rgb_to_yiq", "yiq_to_rgb"])
+@pytest.mark.parametrize("shape", [(4, 5, 3), (2, 4, 5, 3)])
+def test_image_yuv_yiq(name, shape):
+    x = np.random.default_rng(7).uniform(0, 1, shape).astype(np.float32)
+    _both(lambda t, v: getattr(t.image, name)(v), x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8])
+def test_image_gradients(dtype):
+    x = (np.random.default_rng(8).uniform(0, 1, (2, 4, 5, 3)) * 100).astype(dtype)
+    _both(lambda t, v: tuple(t.image.image_gradients(v)), x)
+
+
+PATCHES = [([1, 3, 3, 1], [1, 2, 2, 1], [1, 1, 1, 1], "VALID"),
+           ([1, 3, 2, 1], [1, 2, 3, 1], [1, 2, 1, 1], "SAME"),
+           ([1, 4, 4, 1], [1, 4, 4, 1], [1, 1, 1, 1], "VALID"),  # ViT-style patchify
+           ([1, 2, 2, 1], [1, 1, 1, 1], [1, 3, 2, 1], "SAME"),
+           ([1, 8, 2, 1], [1, 1, 1, 1], [1, 1, 1, 1], "VALID")]  # no patch fits
+
+
+@pytest.mark.parametrize("args", PATCHES, ids=[str(a) for a in PATCHES])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_extract_patches(args, dtype):
+    x = np.arange(2 * 7 * 6 * 2).reshape(2, 7, 6, 2).astype(dtype)
+    _both(lambda t, v: t.image.extract_patches(v, *args), x)
+
+
+@pytest.mark.parametrize("quality", [10, 40, 95])
+@pytest.mark.parametrize("shape,dtype", [((16, 13, 3), np.uint8), ((9, 20, 1), np.float32)])
+def test_adjust_jpeg_quality_is_tensorflows_pixels(quality, shape, dtype):
+    rng = np.random.default_rng(quality)
+    x = (rng.uniform(0, 1, shape) * (255 if dtype == np.uint8 else 1)).astype(dtype)
+    _both(lambda t, v: t.image.adjust_jpeg_quality(v, quality), x)
+
+
+def test_stateless_random_jpeg_quality_per_element_matches_tf():
+    # the quality is drawn per element (a traced scalar): EncodeJpeg's second input
+    images = np.random.default_rng(2).integers(0, 256, (4, 16, 13, 3)).astype(np.uint8)
+
+    def run(t):
+        ds = t.data.Dataset.from_tensor_slices(images).enumerate()
+        return ds.map(lambda i, v: t.image.stateless_random_jpeg_quality(
+            v, 5, 95, seed=t.stack([i, t.constant(7, t.int64)])))
+
+    got = run(cv)
+    assert "mode=native" in repr(got)
+    for g, w in zip(got, run(tf)):
+        _same(g, w)
+    assert "mode=native" in repr(cv.data.Dataset.from_tensor_slices(images).map(
+        lambda v: cv.image.random_jpeg_quality(v, 30, 60)))
+    for m in (tf, cv):
+        with pytest.raises(ValueError, match="less than"):
+            m.image.stateless_random_jpeg_quality(images[0], 50, 50, (1, 2))
+
+
+def _nms_case(rng):
+    n = int(rng.integers(0, 30))
+    y, x = rng.uniform(0, 0.7, n), rng.uniform(0, 0.7, n)
+    boxes = np.stack([y, x, y + rng.uniform(-0.1, 0.4, n), x + rng.uniform(0.0, 0.4, n)], 1)
+    kw = dict(max_output_size=int(rng.integers(0, 12)), iou_threshold=float(rng.uniform(0, 1)),
+              score_threshold=float(rng.uniform(-0.1, 0.5)))
+    return boxes.astype(np.float32), rng.uniform(0, 1, n).astype(np.float32), kw
+
+
+def test_non_max_suppression_matches_tf():
+    # flipped corners and empty boxes included; distinct scores (ties: differences.md)
+    rng = np.random.default_rng(9)
+    for _ in range(100):
+        boxes, scores, kw = _nms_case(rng)
+        _same(cv.image.non_max_suppression(boxes, scores, **kw),
+              tf.image.non_max_suppression(boxes, scores, **kw))
+    boxes, scores, kw = _nms_case(np.random.default_rng(3))
+    _both(lambda t, b: t.image.non_max_suppression(b, scores, **kw), boxes)
+
+
+def test_non_max_suppression_errors():
+    boxes, scores = np.zeros((2, 4), np.float32), np.zeros(2, np.float32)
+    for kw in (dict(max_output_size=-1), dict(max_output_size=2, iou_threshold=1.5)):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.image.non_max_suppression(boxes, scores, **kw)
+        with pytest.raises(cv.errors.InvalidArgumentError):
+            cv.image.non_max_suppression(boxes, scores, **kw)

@@ -125,18 +125,18 @@ def test_gather_nd_out_of_range_row_of_unknown_count():
 
 
 def test_python_path_hands_eager_tensors_when_an_op_stopped_the_trace():
-    """Stopped by an op (resize to a computed size): TensorFlow-style code,
+    """Stopped by an op (tile by traced multiples): TensorFlow-style code,
     so eager tensors; stopped by NumPy use of a value (len): NumPy arrays."""
     seen = []
 
-    def tf_style(image, size):
+    def tf_style(image, multiples):
         seen.append((image.get_shape().as_list(), image.dtype))
-        return cv.image.resize(image, size)
+        return cv.tile(image, multiples)
 
     image = np.zeros((4, 6, 3), np.uint8)
-    with pytest.warns(TracingWarning, match="size computed per element"):
-        ds = cv.data.Dataset.from_tensors((image, np.array([2, 3], np.int32))).map(tf_style)
-    assert next(iter(ds)).shape == (2, 3, 3)
+    with pytest.warns(TracingWarning, match="traced `multiples`"):
+        ds = cv.data.Dataset.from_tensors((image, np.array([1, 2, 1], np.int32))).map(tf_style)
+    assert next(iter(ds)).shape == (4, 12, 3)
     assert seen[-1] == ([4, 6, 3], cv.uint8)
 
     def numpy_style(s):

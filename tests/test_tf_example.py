@@ -300,3 +300,24 @@ def test_fuzz_against_tensorflow(rec, spec, batch, flips, cut):
     if cut is not None:
         data = data[:cut % (len(data) + 1)]
     compare(bytes(data), MAL_SPECS[spec], batch)
+
+
+def test_result_keys_in_tensorflow_order():
+    # sparse features sorted, then dense ones sorted, whatever the dict's order
+    record = tf_example(b=[1], z=[2])
+    spec = {"z": ("fixed", [], "int64", 0), "b": ("var", None, "int64", None),
+            "a": ("seq", [], "int64", None), "y": ("var", None, "int64", None)}
+    spec_tf, spec_cv = {}, {}
+    for k, (kind, shape, dt, dflt) in spec.items():
+        for m, out in ((tf, spec_tf), (conveyor, spec_cv)):
+            dtype = getattr(m, dt)
+            out[k] = (m.io.FixedLenFeature(shape, dtype, default_value=dflt) if kind == "fixed"
+                      else m.io.VarLenFeature(dtype) if kind == "var"
+                      else m.io.FixedLenSequenceFeature(shape, dtype, allow_missing=True))
+    want = list(tf.io.parse_single_example(record, spec_tf))
+    assert want == ["b", "y", "a", "z"]
+    assert list(cio.parse_single_example(record, spec_cv)) == want
+    assert list(cio.parse_example([record], spec_cv)) == want
+    ds = conveyor.data.Dataset.from_tensors(record).map(
+        lambda s: cio.parse_single_example(s, spec_cv))
+    assert list(ds.element_spec) == want

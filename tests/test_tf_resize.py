@@ -152,3 +152,79 @@ def test_error_types_match_tf():
         with pytest.raises(cv.errors.InvalidArgumentError) as cv_err:
             cv.image.resize(images, size)
         assert tf_err.value.message.split(" [Op:")[0].split("} ")[-1] in cv_err.value.message
+
+
+# A size computed from each element (tensorflow/models' scale jitter:
+# tf.cast(tf.shape(image)[:2] * scale, tf.int32)) is the op's second input,
+# read per element: the map stays native (no TracingWarning, mode=native).
+PER_ELEMENT_SHAPES = [(10, 13, 3), (17, 16, 3), (31, 9, 3), (2, 40, 3), (64, 48, 3)]
+
+
+def _per_element_pipeline(m, images, method, scale, preserve_aspect_ratio, batched=False):
+    def fn(img):
+        hw = m.shape(img)[-3:-1]
+        size = m.cast(m.cast(hw, m.float32) * scale, m.int32)
+        return m.image.resize(img, size, method=method,
+                              preserve_aspect_ratio=preserve_aspect_ratio)
+
+    spec = m.TensorSpec([None] * (4 if batched else 3), m.uint8)
+    ds = m.data.Dataset.from_generator(lambda: iter(images), output_signature=spec)
+    return ds.map(fn, num_parallel_calls=2)
+
+
+@pytest.mark.parametrize("method", ["bilinear", "nearest", "area", "bicubic"])
+@pytest.mark.parametrize("preserve_aspect_ratio", [False, True])
+@pytest.mark.parametrize("scale", [0.6, 1.7])
+def test_per_element_size_is_native_and_matches_tf(method, preserve_aspect_ratio, scale):
+    import warnings
+
+    from conveyor.framework.tracing import TracingWarning
+
+    rng = np.random.default_rng(11)
+    images = [rng.integers(0, 256, s, dtype=np.uint8) for s in PER_ELEMENT_SHAPES]
+    want_ds = _per_element_pipeline(tf, images, method, scale, preserve_aspect_ratio)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TracingWarning)
+        got_ds = _per_element_pipeline(cv, images, method, scale, preserve_aspect_ratio)
+    assert "mode=native" in repr(got_ds)
+    assert str(got_ds.element_spec) == str(want_ds.element_spec)
+    want = [x.numpy() for x in want_ds]
+    got = [x.numpy() for x in got_ds]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=0, atol=0 if method == "nearest" else ATOL)
+
+
+def test_per_element_size_batched_and_photo():
+    images = [np.random.default_rng(2).integers(0, 256, (2, 9, 14, 3), dtype=np.uint8)]
+    for path in JPEGS[:2]:
+        photo = tf.io.decode_jpeg(open(path, "rb").read()).numpy()
+        images.append(photo[None])
+    for method in ("bilinear", "area"):
+        want = [x.numpy() for x in _per_element_pipeline(tf, images, method, 0.3, False, True)]
+        got = [x.numpy() for x in _per_element_pipeline(cv, images, method, 0.3, False, True)]
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=0, atol=ATOL)
+
+
+def test_per_element_size_errors_match_tf():
+    images = [np.zeros((3, 4, 3), np.uint8)]
+    # A size that rounds to 0 fails when the element runs, naming the element.
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        list(_per_element_pipeline(tf, images, "bilinear", 0.1, False))
+    with pytest.raises(cv.errors.InvalidArgumentError, match="output dimensions must be positive"):
+        list(_per_element_pipeline(cv, images, "bilinear", 0.1, False))
+
+    # A traced size that is not int32, or not 2 elements, fails when traced.
+    def bad(m, size_fn):
+        ds = m.data.Dataset.from_tensors(np.zeros((3, 4, 3), np.uint8))
+        return ds.map(lambda img: m.image.resize(img, size_fn(m, img)))
+
+    for size_fn in (lambda m, img: m.shape(img, out_type=m.int64)[:2],
+                    lambda m, img: m.shape(img)):
+        with pytest.raises(ValueError):
+            bad(tf, size_fn)
+        with pytest.raises(ValueError):
+            bad(cv, size_fn)

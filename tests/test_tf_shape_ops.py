@@ -372,6 +372,30 @@ def test_resize_with_pad_matches_tf(size):
                 RNG.integers(0, 256, (2, 9, 5, 3)).astype(np.uint8))
 
 
+@pytest.mark.parametrize("method", ["bilinear", "nearest", "area"])
+@pytest.mark.parametrize("antialias", [False, True])
+def test_resize_with_pad_of_unknown_size_is_native(method, antialias):
+    import warnings
+
+    from conveyor.framework.tracing import TracingWarning
+
+    images = [RNG.integers(0, 256, (5 + 9 * i, 30 - 6 * i, 3)).astype(np.uint8) for i in range(5)]
+
+    def run(t):
+        ds = t.data.Dataset.from_generator(lambda: iter(images),
+                                           output_signature=t.TensorSpec([None, None, 3], t.uint8))
+        return ds.map(lambda v: t.image.resize_with_pad(v, 16, 12, method=method,
+                                                        antialias=antialias))
+
+    want = run(tf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TracingWarning)
+        got = run(cv)
+    assert "mode=native" in repr(got) and str(got.element_spec) == str(want.element_spec)
+    for g, w in zip(got, want):
+        check(g, w)
+
+
 # -- unknown dims, strings and hostile sizes -----------------------------------------
 
 def test_unknown_dims_traced_match_tf():

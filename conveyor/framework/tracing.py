@@ -47,6 +47,9 @@ class UntraceableError(Exception):
 
 class _PlainPython(UntraceableError):
     quiet = True
+    # (result structure, flat specs) when the function only returns its
+    # inputs rearranged (no op, no constant): its element spec is exact.
+    rearranged = None
 
 
 _local = threading.local()  # .trace: the _Trace being recorded; .scope: an _ElementScope
@@ -434,7 +437,14 @@ def record(fn, flat_specs, pack, name):
         # No conveyor op ran: the function only rearranges its inputs or works
         # through side effects (a counter, a sleep, I/O), which must happen per
         # element, so it stays plain Python.
-        raise _PlainPython("it calls no conveyor op")
+        plain = _PlainPython("it calls no conveyor op")
+        flat = nest.flatten(tuple(result) if type(result) is list else result)
+        if flat and all(isinstance(v, Tensor) and v._trace is tr for v in flat):
+            # It only rearranges its inputs: each result is an input, whose
+            # spec is exact (TensorFlow's, from its trace).
+            plain.rearranged = (tuple(result) if type(result) is list else result,
+                                [TensorSpec(v.shape, v.dtype) for v in flat])
+        raise plain
     if type(result) is list:
         result = tuple(result)
     flat = nest.flatten(result)

@@ -1,7 +1,8 @@
 """Boxes on images: ``tf.image.crop_and_resize`` (crops of boxes sampled to
 one size, op CropAndResize, csrc/ops/crop_and_resize.c) and
 ``tf.image.draw_bounding_boxes`` (op DrawBoundingBoxesV2,
-csrc/ops/draw_bounding_boxes.c), eagerly and traced in ``Dataset.map``."""
+csrc/ops/draw_bounding_boxes.c) and ``tf.image.non_max_suppression`` (op
+NonMaxSuppression), eagerly and traced in ``Dataset.map``."""
 import numpy as np
 
 from conveyor import dtypes as _dtypes
@@ -9,7 +10,7 @@ from conveyor import errors as _errors
 from conveyor.framework.eager import EagerTensor
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
-__all__ = ["crop_and_resize", "draw_bounding_boxes"]
+__all__ = ["crop_and_resize", "draw_bounding_boxes", "non_max_suppression"]
 
 _REAL = (_dtypes.uint8, _dtypes.uint16, _dtypes.int8, _dtypes.int16, _dtypes.int32,
          _dtypes.int64, _dtypes.float16, _dtypes.float32, _dtypes.float64)
@@ -112,3 +113,40 @@ def draw_bounding_boxes(images, boxes, colors, name=None):
     if cshape is not None and len(cshape) != 2:
         raise _invalid(f"colors must be a 2-D matrix{list(cshape)}")
     return apply("DrawBoundingBoxesV2", [x, b, c], [(shape, dtype_of(x))])
+
+
+def non_max_suppression(boxes, scores, max_output_size, iou_threshold=0.5,
+                        score_threshold=float("-inf"), name=None):
+    """The int32 indices of up to `max_output_size` boxes, highest score
+    first, none overlapping an earlier choice by an IoU above
+    `iou_threshold`, none scoring `score_threshold` or less
+    (``tf.image.non_max_suppression``). `boxes` [N, 4] float32 (y1, x1, y2,
+    x2), `scores` [N]; `max_output_size` a static int. Equal scores are taken
+    lower index first."""
+    del name
+    b = convert(boxes, name="boxes")
+    sc = convert(scores, name="scores")
+    traced = isinstance(b, Tensor) or isinstance(sc, Tensor)
+    for v, what in ((b, "boxes"), (sc, "scores")):
+        if dtype_of(v) != _dtypes.float32:
+            raise op_error(TypeError, f"non_max_suppression: {what} must be float32, got "
+                                      f"{dtype_of(v).name}")
+    bs, ss = static_shape(b), static_shape(sc)
+    if bs is not None and (len(bs) != 2 or bs[1] not in (None, 4)):
+        raise op_error(ValueError if traced else _errors.InvalidArgumentError,
+                       f"boxes must be 2-D [num_boxes, 4], got shape {list(bs)}")
+    if ss is not None and len(ss) != 1:
+        raise op_error(ValueError if traced else _errors.InvalidArgumentError,
+                       f"scores must be 1-D, got shape {list(ss)}")
+    if isinstance(max_output_size, Tensor):
+        raise max_output_size._trace.fail("non_max_suppression with a traced max_output_size "
+                                          "is not supported natively")
+    limit = int(np.asarray(max_output_size))
+    if limit < 0:
+        raise _invalid("max_output_size must be non-negative")
+    iou = float(np.float32(iou_threshold))
+    if not 0.0 <= iou <= 1.0:
+        raise _invalid("iou_threshold must be in [0, 1]")
+    return apply("NonMaxSuppression", [b, sc], [((None,), _dtypes.int32)],
+                 attrs={"max_output_size": limit, "iou_threshold": iou,
+                        "score_threshold": float(np.float32(score_threshold))})

@@ -9,7 +9,8 @@ arithmetic (half-pixel centers): ``bilinear`` is ResizeBilinear,
 import numpy as np
 
 from conveyor import dtypes as _dtypes
-from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
+from conveyor.framework.tracing import (Tensor, apply, convert, dtype_of, known_value, op_error,
+                                        static_shape)
 from conveyor.ops.math_ops import cast
 
 __all__ = ["ResizeMethod", "resize"]
@@ -44,10 +45,20 @@ _OPS = {
 }
 
 
+def _traced_size(size):
+    """A traced `size` known only per element, checked as TensorFlow checks it
+    when the function is traced (an int32 tensor compatible with shape [2])."""
+    if size.dtype != _dtypes.int32:
+        raise op_error(ValueError, f"'size' must be a 1-D int32 Tensor, got {size.dtype.name}")
+    shape = static_shape(size)
+    if shape is not None and (len(shape) != 1 or shape[0] not in (None, 2)):
+        raise op_error(ValueError, "'size' must be a 1-D Tensor of 2 elements: "
+                                   "new_height, new_width")
+    return size
+
+
 def _static_size(size):
     """`size` as two Python ints, with tf.image.resize's checks."""
-    if isinstance(size, Tensor):  # known per element: the function runs in Python
-        raise size._trace.fail("resize to a size computed per element is not supported natively")
     try:
         arr = np.asarray(size)
     except (TypeError, ValueError):
@@ -79,8 +90,9 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
       images: 4-D tensor of shape `[batch, height, width, channels]` or 3-D
         tensor of shape `[height, width, channels]`, of any integer or
         floating dtype.
-      size: 2 ints `[new_height, new_width]` (static: a traced tensor is
-        refused).
+      size: 2 ints `[new_height, new_width]`, or a 1-D int32 tensor of 2
+        elements, which may be computed from each element (its shape times a
+        scale): the op then reads it per element, natively.
       method: a :class:`ResizeMethod` value or its string: ``"bilinear"``,
         ``"nearest"``, ``"bicubic"``, ``"area"``, ``"lanczos3"``,
         ``"lanczos5"``, ``"gaussian"`` or ``"mitchellcubic"``.
@@ -97,7 +109,7 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
     Raises:
       ValueError: `images` is not 3-D or 4-D, `size` is not 2 int32 values,
         or `method` is unknown.
-      TypeError: `images` is not numeric, or `size` is a traced tensor.
+      TypeError: `images` is not numeric.
       InvalidArgumentError: (when the op runs) a size is not positive, or
         the image is empty or has no channels.
     """
@@ -112,15 +124,22 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
     if not (dtype.is_integer or dtype.is_floating):
         raise op_error(TypeError, f"resize: images must be an integer or floating tensor, got "
                                   f"{dtype.name}")
-    h, w = _static_size(size)
+    size_input = None  # a size known per element: the op's second input
+    if isinstance(size, Tensor):
+        known = known_value(size)
+        if known is None:
+            size_input = _traced_size(size)
+        else:
+            size = known
+    h, w = (0, 0) if size_input is not None else _static_size(size)
     try:
         ops = _OPS[method]
     except (KeyError, TypeError):
         raise op_error(ValueError, f"Resize method is not implemented: {method}") from None
     op, kernel = ops[1 if antialias else 0]
     in_h, in_w = shape[-3], shape[-2]
-    out_h, out_w = h, w
-    if preserve_aspect_ratio:
+    out_h, out_w = (None, None) if size_input is not None else (h, w)
+    if preserve_aspect_ratio and size_input is None:
         if in_h is None or in_w is None:
             out_h = out_w = None
         elif in_h > 0 and in_w > 0:
@@ -135,4 +154,5 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
         attrs["antialias"] = int(bool(antialias))
     if dtype == _dtypes.bfloat16 and op != "ResizeNearestNeighbor":
         images = cast(images, _dtypes.float32)  # exact, and what TensorFlow's kernel reads
-    return apply(op, [images], [(out_shape, out_dtype)], attrs=attrs, string=kernel)
+    inputs = [images] if size_input is None else [images, size_input]
+    return apply(op, inputs, [(out_shape, out_dtype)], attrs=attrs, string=kernel)

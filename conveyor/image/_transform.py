@@ -394,10 +394,15 @@ def rot90(image, k=1, name=None):
     if arr.ndim != 0:
         raise op_error(ValueError, f"Shape {_shape_str(arr.shape)} must have rank 0")
     k = _int_param(k, "k") % 4
-    if k == 0:
+    out = shape if k == 2 else _swap_hw(shape)
+    if isinstance(x, Tensor) and shape is not None:
+        # TensorFlow picks the turn with a switch over every k: a traced
+        # result's height and width are known only when they are equal.
+        hw = shape[-3] if shape[-3] == shape[-2] else None
+        out = tuple(shape[:-3]) + (hw, hw, shape[-1])
+    if k == 0 and out == shape:
         return x
-    return apply("Rot90", [x], [(shape if k == 2 else _swap_hw(shape), dtype_of(x))],
-                 attrs={"k": k})
+    return apply("Rot90", [x], [(out, dtype_of(x))], attrs={"k": k})
 
 
 def _float_dtype_check(x):

@@ -1,6 +1,7 @@
 """``conveyor.io``: the ``tf.io`` namespace (record files, tf.train.Example, files and images)."""
 from conveyor.io import gfile
 from conveyor.io.example import *  # noqa: F401,F403
+from conveyor.io.sequence_example import *  # noqa: F401,F403
 from conveyor.io.tfrecord import *  # noqa: F401,F403
 from conveyor.io.image_ops import *  # noqa: F401,F403
 from conveyor.io._encode import encode_jpeg, encode_png  # noqa: F401

@@ -306,7 +306,10 @@ def _pack(compiled, outs):
             result[user_key] = SparseTensor(next(it), next(it), next(it))
         else:
             result[user_key] = next(it)
-    return result
+    # TensorFlow's key order: the sparse features sorted, then the dense ones sorted.
+    sparse = sorted(k for k, kind in zip(user_keys, kinds) if kind == _VAR_LEN)
+    dense = sorted(k for k, kind in zip(user_keys, kinds) if kind != _VAR_LEN)
+    return {k: result[k] for k in sparse + dense}
 
 
 def parse_single_example(serialized, features, example_names=None, name=None):

@@ -5,6 +5,7 @@ import numpy as np
 
 from conveyor.data.dataset import AUTOTUNE, Dataset
 from conveyor.ops.array_ops import gather
+from conveyor.ops.math_ops import range as _range
 
 __all__ = ["timeseries_dataset_from_array"]
 
@@ -67,14 +68,17 @@ def timeseries_dataset_from_array(data, targets, sequence_length, sequence_strid
             seed = np.random.randint(1e6)
         np.random.RandomState(seed).shuffle(starts)
     steps = np.asarray(data)[start_index:end_index]
-    offsets = (np.arange(sequence_length) * sampling_rate).astype(index_dtype)
+    span = sequence_length * sampling_rate
     positions = Dataset.from_tensor_slices(starts)
+
+    def window(p):  # a range of traced bounds, as Keras: the window's length is not static
+        return gather(steps, _range(p, p + span, sampling_rate))
+
     if targets is None:
-        ds = positions.map(lambda p: gather(steps, p + offsets), num_parallel_calls=AUTOTUNE)
+        ds = positions.map(window, num_parallel_calls=AUTOTUNE)
     else:
         goals = np.asarray(targets)[start_index:end_index]
-        ds = positions.map(lambda p: (gather(steps, p + offsets), gather(goals, p)),
-                           num_parallel_calls=AUTOTUNE)
+        ds = positions.map(lambda p: (window(p), gather(goals, p)), num_parallel_calls=AUTOTUNE)
     ds = ds.prefetch(AUTOTUNE)
     if batch_size is not None:
         if shuffle:

@@ -1,10 +1,11 @@
 """``tf.strided_slice`` and ``tf.gather_nd``, built on the element ops
 conveyor has (StridedSlice, gather, Assert), and ``tf.searchsorted``,
-``tf.scatter_nd`` and ``tf.tensor_scatter_nd_update`` (ops SearchSorted and
-ScatterNd), eagerly and traced into a map's native program. Their
-begin/end/strides, scatter_nd's shape and the leading dims that `gather_nd`
-indexes must be static; a traced call that needs a value only known per
-element stops the trace (the map then runs in Python)."""
+``tf.scatter_nd`` and ``tf.tensor_scatter_nd_update`` with its add, sub,
+max and min forms (ops SearchSorted and ScatterNd), eagerly and traced into
+a map's native program. Their begin/end/strides, scatter_nd's shape and the
+leading dims that `gather_nd` indexes must be static; a traced call that
+needs a value only known per element stops the trace (the map then runs in
+Python)."""
 import builtins
 import collections
 
@@ -22,7 +23,8 @@ from conveyor.ops.math_ops import (_getitem, add, cast, equal, greater_equal, le
                                    reduce_sum)
 
 __all__ = ["strided_slice", "gather_nd", "searchsorted", "scatter_nd", "tensor_scatter_nd_update",
-           "unique"]
+           "tensor_scatter_nd_add", "tensor_scatter_nd_sub", "tensor_scatter_nd_max",
+           "tensor_scatter_nd_min", "unique"]
 
 
 def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
@@ -172,18 +174,23 @@ def searchsorted(sorted_sequence, values, side="left", out_type=_dtypes.int32, n
                  attrs={"right": int(side == "right"), "dtype": out_type._code})
 
 
-def _scatter(tensor, indices, updates, add, fname):
+# ScatterNd's mode attribute (csrc/ops/scatter_nd.c).
+_MODES = {"update": 0, "add": 1, "sub": 2, "max": 3, "min": 4}
+
+
+def _scatter(tensor, indices, updates, mode, fname):
     t = convert(tensor, name="tensor")
     idx = convert(indices, name="indices")
     u = convert(updates, name="updates")
     if dtype_of(idx) not in (_dtypes.int32, _dtypes.int64):
         raise op_error(TypeError, f"{fname}: indices must be int32 or int64, got "
                                   f"{dtype_of(idx).name}")
-    if dtype_of(t) != dtype_of(u) or dtype_of(t) == _dtypes.string:
+    if (dtype_of(t) != dtype_of(u) or dtype_of(t) == _dtypes.string
+            or (mode != "update" and dtype_of(t) == _dtypes.bool)):
         raise op_error(TypeError, f"{fname}: updates must be numbers of the tensor's dtype, got "
                                   f"{dtype_of(u).name} for {dtype_of(t).name}")
     return apply("ScatterNd", [t, idx, u], [(static_shape(t), dtype_of(t))],
-                 attrs={"add": int(add)})
+                 attrs={"mode": _MODES[mode]})
 
 
 def scatter_nd(indices, updates, shape, name=None):
@@ -196,14 +203,38 @@ def scatter_nd(indices, updates, shape, name=None):
     dims = [int(d) for d in np.asarray(shape).reshape(-1)]
     if dtype_of(u) == _dtypes.string:
         raise op_error(TypeError, "scatter_nd: string updates are not supported natively")
-    return _scatter(zeros(dims, dtype_of(u)), indices, u, True, "scatter_nd")
+    return _scatter(zeros(dims, dtype_of(u)), indices, u, "add", "scatter_nd")
 
 
 def tensor_scatter_nd_update(tensor, indices, updates, name=None):
     """A copy of `tensor` with the slices at `indices` replaced by `updates`
     (``tf.tensor_scatter_nd_update``); of updates to one index the last
     wins. An index outside tensor's shape is an InvalidArgumentError."""
-    return _scatter(tensor, indices, updates, False, "tensor_scatter_nd_update")
+    return _scatter(tensor, indices, updates, "update", "tensor_scatter_nd_update")
+
+
+def tensor_scatter_nd_add(tensor, indices, updates, name=None):
+    """A copy of `tensor` with `updates` added to the slices at `indices`
+    (``tf.tensor_scatter_nd_add``); updates to one index are all added."""
+    return _scatter(tensor, indices, updates, "add", "tensor_scatter_nd_add")
+
+
+def tensor_scatter_nd_sub(tensor, indices, updates, name=None):
+    """A copy of `tensor` with `updates` subtracted from the slices at
+    `indices` (``tf.tensor_scatter_nd_sub``)."""
+    return _scatter(tensor, indices, updates, "sub", "tensor_scatter_nd_sub")
+
+
+def tensor_scatter_nd_max(tensor, indices, updates, name=None):
+    """A copy of `tensor` where each slice at `indices` is the elementwise
+    maximum of itself and `updates` (``tf.tensor_scatter_nd_max``)."""
+    return _scatter(tensor, indices, updates, "max", "tensor_scatter_nd_max")
+
+
+def tensor_scatter_nd_min(tensor, indices, updates, name=None):
+    """A copy of `tensor` where each slice at `indices` is the elementwise
+    minimum of itself and `updates` (``tf.tensor_scatter_nd_min``)."""
+    return _scatter(tensor, indices, updates, "min", "tensor_scatter_nd_min")
 
 
 Unique = collections.namedtuple("Unique", ["y", "idx"])

@@ -36,7 +36,8 @@ __all__ = ["cast", "clip_by_value", "add", "subtract", "multiply", "divide", "tr
            "sigmoid", "sign", "log1p", "expm1", "rsqrt", "reciprocal", "is_nan", "is_inf",
            "is_finite", "erf", "squared_difference", "divide_no_nan", "softplus", "cumprod",
            "reduce_variance", "reduce_std", "reduce_logsumexp", "count_nonzero", "l2_normalize",
-           "histogram_fixed_width"]
+           "histogram_fixed_width", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+           "right_shift", "invert"]
 
 
 def cast(x, dtype, name=None):
@@ -55,10 +56,11 @@ _KINDS = {name: i for i, name in enumerate([
     "add", "subtract", "multiply", "realdiv", "floordiv", "floormod", "pow", "maximum",
     "minimum", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
     "logical_and", "logical_or", "logical_xor", "atan2", "squared_difference", "divide_no_nan",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
     "negative", "abs", "logical_not", "sqrt", "exp", "log", "floor", "ceil", "round", "square",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "sign",
     "log1p", "expm1", "rsqrt", "reciprocal", "is_nan", "is_inf", "is_finite", "erf",
-    "softplus"])}
+    "softplus", "invert"])}
 _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
 _PREDICATES = {"is_nan", "is_inf", "is_finite"}  # unary, bool result
 # Defined for floats only; TensorFlow refuses other dtypes with
@@ -70,6 +72,8 @@ _SIGNED_INTS = {"int8", "int16", "int32", "int64"}
 _SQDIFF_INTS = {"int32", "int64"}
 _LOGICAL = {"logical_and", "logical_or", "logical_xor", "logical_not"}
 _FLOAT_ONLY = {"realdiv", "sqrt", "exp", "log", "floor", "ceil"}
+# tf.bitwise: integers only (TypeError otherwise, eagerly too).
+_INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"}
 _PYTHON_VALUES = (bool, int, float, list, tuple)
 
 
@@ -157,6 +161,9 @@ def _binary(fname, x, y, operator=False):
     if (fname in _LOGICAL) != dx.is_bool and fname not in ("equal", "not_equal"):
         raise refuse(TypeError, f"{fname} is not defined for {dx.name} tensors")
     shape = _broadcast_shape(static_shape(x), static_shape(y), fname)
+    if fname in _INT_ONLY and not dx.is_integer:
+        raise refuse(TypeError, f"{fname}: Value for attr 'T' of {dx.name} is not in the list "
+                                f"of allowed values (integers)")
     if fname in _FLOAT_ONLY_TF and not dx.is_floating:
         raise _error(_traced(x, y), TypeError, f"{fname}: Value for attr 'T' of {dx.name} is "
                                                f"not in the list of allowed values (floats)")
@@ -211,8 +218,11 @@ def _unary(fname, x):
         raise op_error(TypeError, f"{fname} is not defined for {dx.name} tensors")
     if fname in _FLOAT_ONLY and not dx.is_floating:
         raise op_error(TypeError, f"{fname} is not defined for {dx.name} tensors")
+    if fname in _INT_ONLY and not dx.is_integer:
+        raise op_error(TypeError, f"{fname}: Value for attr 'T' of {dx.name} is not in the list "
+                                  f"of allowed values (integers)")
     if (fname in _FLOAT_ONLY_TF and not dx.is_floating) or \
-            (fname == "sign" and not dx.is_floating and dx.name not in _SIGNED_INTS):
+            (fname in ("sign", "abs") and not dx.is_floating and dx.name not in _SIGNED_INTS):
         raise _error(_traced(x), TypeError, f"{fname}: Value for attr 'T' of {dx.name} is not "
                                             f"in the list of allowed values")
     half = dx in _HALF
@@ -331,6 +341,17 @@ squared_difference = _make_binary("squared_difference", "(x - y) * (x - y) eleme
 divide_no_nan = _make_binary("divide_no_nan", "x / y, or 0 where y is 0 "
                                               "(``tf.math.divide_no_nan``); integers are "
                                               "divided in floating point as by truediv.")
+
+# tf.bitwise (integers): shifts by a count clamped to [0, bits - 1], as TensorFlow.
+bitwise_and = _make_binary("bitwise_and", "x & y bitwise (``tf.bitwise.bitwise_and``).")
+bitwise_or = _make_binary("bitwise_or", "x | y bitwise (``tf.bitwise.bitwise_or``).")
+bitwise_xor = _make_binary("bitwise_xor", "x ^ y bitwise (``tf.bitwise.bitwise_xor``).")
+left_shift = _make_binary("left_shift", "x << y (``tf.bitwise.left_shift``); y clamped to "
+                                        "[0, bits - 1].")
+right_shift = _make_binary("right_shift", "x >> y, arithmetic for signed x "
+                                          "(``tf.bitwise.right_shift``); y clamped to "
+                                          "[0, bits - 1].")
+invert = _make_unary("invert", "~x bitwise (``tf.bitwise.invert``).")
 
 
 def _getitem(x, key):

@@ -1,13 +1,14 @@
-"""``tf.sort`` and ``tf.argsort`` (op Sort, csrc/ops/sort.c), eagerly and
-traced into a map's native program."""
+"""``tf.sort``, ``tf.argsort`` and ``tf.math.top_k`` (op Sort,
+csrc/ops/sort.c), eagerly and traced into a map's native program."""
 import builtins
+import collections
 
 from conveyor import dtypes as _dtypes
 from conveyor import errors
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 from conveyor.ops.array_ops import transpose
 
-__all__ = ["sort", "argsort"]
+__all__ = ["sort", "argsort", "top_k"]
 
 
 def _sort(values, axis, direction, indices):
@@ -57,3 +58,38 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
     The order is always stable (equal values keep their order), which is
     what TensorFlow gives with or without `stable`."""
     return _sort(values, axis, direction, True)
+
+
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
+def top_k(input, k=1, sorted=True, index_type=_dtypes.int32, name=None):  # noqa: A002
+    """The `k` largest entries of the last axis and their positions
+    (``tf.math.top_k``): a (values, indices) named tuple, largest first, of
+    equal values the lower position first (a stable descending sort, cut at
+    `k`; `sorted=False` gives the same order). `k` is a static int."""
+    x = convert(input, name="input")
+    traced = isinstance(x, Tensor)
+    if isinstance(k, Tensor):
+        raise k._trace.fail("top_k with a traced `k` is not supported natively")
+    k = int(k)
+    index_type = _dtypes.as_dtype(index_type)
+    if index_type not in (_dtypes.int16, _dtypes.int32, _dtypes.int64):
+        raise op_error(TypeError, f"top_k: index_type must be int16, int32 or int64, got "
+                                  f"{index_type.name}")
+    shape = static_shape(x)
+    error = ValueError if traced else errors.InvalidArgumentError
+    if k < 0:
+        raise op_error(error, f"Need k >= 0, got {k}")
+    if shape is not None and not shape:
+        raise op_error(error, "input must be >= 1-D, got shape []")
+    if shape is not None and shape[-1] is not None and shape[-1] < k:
+        raise op_error(error, f"input must have at least k columns. Had {shape[-1]}, needed {k}"
+                       if not traced else f"input must have last dimension >= k = {k} but is "
+                                          f"{shape[-1]}")
+    values = _sort(x, -1, "DESCENDING", False)[..., :k]
+    indices = _sort(x, -1, "DESCENDING", True)[..., :k]
+    if index_type != _dtypes.int32:
+        from conveyor.ops.math_ops import cast
+        indices = cast(indices, index_type)
+    return TopKV2(values, indices)

@@ -2,7 +2,7 @@
  * tf.math's binary and unary functions.
  *
  * The attribute "kind" (ELEMENTWISE_KIND): the function (CvElementwise
- * below). Binary functions take two inputs of one dtype and broadcast them as NumPy does; unary ones take one.
+ * below; conveyor/ops/math_ops.py's _KINDS lists them in the same order). Binary functions take two inputs of one dtype and broadcast them as NumPy does; unary ones take one.
  * The Python layer settles dtypes (TensorFlow's rules: no implicit
  * promotion; float16 is computed in float32 and rounded back, as Eigen
  * does) and refuses combinations TensorFlow does not define, so the C side
@@ -27,10 +27,11 @@ typedef enum {
     EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_FLOORDIV, EW_FLOORMOD, EW_POW, EW_MAX, EW_MIN,
     EW_LESS, EW_LESS_EQUAL, EW_GREATER, EW_GREATER_EQUAL, EW_EQUAL, EW_NOT_EQUAL,
     EW_AND, EW_OR, EW_XOR, EW_ATAN2, EW_SQUARED_DIFFERENCE, EW_DIVIDE_NO_NAN,
+    EW_BITAND, EW_BITOR, EW_BITXOR, EW_LSHIFT, EW_RSHIFT,
     EW_NEGATIVE, EW_ABS, EW_NOT, EW_SQRT, EW_EXP, EW_LOG, EW_FLOOR, EW_CEIL, EW_ROUND, EW_SQUARE,
     EW_SIN, EW_COS, EW_TAN, EW_ASIN, EW_ACOS, EW_ATAN, EW_SINH, EW_COSH, EW_TANH, EW_SIGMOID,
     EW_SIGN, EW_LOG1P, EW_EXPM1, EW_RSQRT, EW_RECIPROCAL, EW_IS_NAN, EW_IS_INF, EW_IS_FINITE,
-    EW_ERF, EW_SOFTPLUS,
+    EW_ERF, EW_SOFTPLUS, EW_INVERT,
     EW_COUNT
 } CvElementwise;
 
@@ -219,8 +220,14 @@ static CvStatus check_integer_operands(int kind, const CvTensor *a, const CvTens
     return CV_STATUS_OK;
 }
 
+/* tf.bitwise's shift count: y clamped to [0, bits - 1], as TensorFlow's
+ * kernels do (so no shift is undefined behaviour). */
+#define SHIFT_COUNT(T, y) ((y) < 0 ? 0 : (uint64_t)(y) > sizeof(T) * 8 - 1 ? sizeof(T) * 8 - 1 \
+                                                                             : (unsigned)(y))
+
 /* Integer kernels: T signed or unsigned, U its unsigned twin, MIN its
- * minimum (0 for unsigned). Comparison results go to the bool output. */
+ * minimum (0 for unsigned). Comparison results go to the bool output.
+ * Shifts: left in unsigned arithmetic; right arithmetic for signed T. */
 #define INT_BINARY(T, U, MIN)                                                                      \
     static bool binary_##T(int kind, const Plan *plan, const void *a_data, const void *b_data,    \
                            void *out_data)                                                         \
@@ -248,6 +255,11 @@ static CvStatus check_integer_operands(int kind, const CvTensor *a, const CvTens
         case EW_SQUARED_DIFFERENCE:                                                                \
             RUNS(T, T, WRAP(T, U, *, WRAP(T, U, -, x, y), WRAP(T, U, -, x, y)));                   \
             return true;                                                                           \
+        case EW_BITAND: RUNS(T, T, x & y); return true;                                            \
+        case EW_BITOR: RUNS(T, T, x | y); return true;                                             \
+        case EW_BITXOR: RUNS(T, T, x ^ y); return true;                                            \
+        case EW_LSHIFT: RUNS(T, T, (T)((U)x << SHIFT_COUNT(T, y))); return true;                   \
+        case EW_RSHIFT: RUNS(T, T, (T)(x >> SHIFT_COUNT(T, y))); return true;                      \
         default: return false;                                                                     \
         }                                                                                          \
     }
@@ -355,6 +367,7 @@ static BinaryKernel binary_kernel(CvDtype dtype)
         case EW_SQUARE: RUNS(T, T, WRAP(T, U, *, x, x)); return true;                              \
         case EW_ROUND: RUNS(T, T, x); return true;                                                 \
         case EW_SIGN: RUNS(T, T, (T)((x > 0) - (x < 0))); return true;                             \
+        case EW_INVERT: RUNS(T, T, (T)~(U)x); return true;                                         \
         default: return false;                                                                     \
         }                                                                                          \
     }

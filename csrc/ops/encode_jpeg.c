@@ -1,7 +1,9 @@
-/* EncodeJpeg: a uint8 image [h, w, c] (c = 1 or 3) to JPEG bytes with
- * libjpeg-turbo (tf.io.encode_jpeg).
+/* EncodeJpeg(image[, quality]): a uint8 image [h, w, c] (c = 1 or 3) to
+ * JPEG bytes with libjpeg-turbo (tf.io.encode_jpeg).
  *
  * ints: [quality (0..100), progressive, optimize_size, chroma_downsampling].
+ * The optional second input, a scalar int32 in 0..100, is the quality per
+ * call instead (tf.image's EncodeJpegVariableQuality: a random quality).
  * libjpeg reports errors by calling error_exit, which must not return: ours
  * longjmps back to encode(), which frees everything. */
 #include <setjmp.h>
@@ -44,12 +46,19 @@ static void on_message(j_common_ptr cinfo)
 static CvStatus encode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                            int num_out, CvOpContext *ctx)
 {
-    (void)num_in;
     (void)num_out;
     (void)ctx;
     const CvTensor *img = &in[0];
     if (attrs->num_ints != ENCODE_JPEG_NUM_INTS)
         return cv_error(CV_INVALID_ARGUMENT, "EncodeJpeg: malformed attributes");
+    int64_t quality = attrs->ints[ENCODE_JPEG_QUALITY];
+    if (num_in > 1) {
+        if (in[1].dtype != CV_INT32 || in[1].rank != 0)
+            return cv_error(CV_INVALID_ARGUMENT, "quality must be a scalar int32");
+        quality = *(const int32_t *)in[1].data;
+        if (quality < 0 || quality > 100)
+            return cv_error(CV_INVALID_ARGUMENT, "quality must be in [0,100]");
+    }
     if (img->dtype != CV_UINT8 || img->rank != 3 || (img->shape[2] != 1 && img->shape[2] != 3))
         return cv_error(CV_INVALID_ARGUMENT, "image must be 3-dimensional uint8 with 1 or 3 "
                                              "channels");
@@ -75,7 +84,7 @@ static CvStatus encode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
     cinfo.input_components = (int)img->shape[2];
     cinfo.in_color_space = img->shape[2] == 3 ? JCS_RGB : JCS_GRAYSCALE;
     jpeg_set_defaults(&cinfo);
-    jpeg_set_quality(&cinfo, (int)attrs->ints[ENCODE_JPEG_QUALITY], TRUE);
+    jpeg_set_quality(&cinfo, (int)quality, TRUE);
     cinfo.optimize_coding = attrs->ints[ENCODE_JPEG_OPTIMIZE_SIZE] ? TRUE : FALSE;
     if (img->shape[2] == 3 && !attrs->ints[ENCODE_JPEG_CHROMA_DOWNSAMPLING]) { /* 4:4:4 */
         cinfo.comp_info[0].h_samp_factor = cinfo.comp_info[0].v_samp_factor = 1;
@@ -99,5 +108,5 @@ static CvStatus encode_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
 }
 
 const CvOp cv_op_encode_jpeg = {
-    .name = "EncodeJpeg", .min_inputs = 1, .max_inputs = 1, .run = encode_run,
+    .name = "EncodeJpeg", .min_inputs = 1, .max_inputs = 2, .run = encode_run,
     .int_attrs = encode_jpeg_int_attrs};

@@ -81,6 +81,7 @@ extern const CvOp cv_op_sort;
 extern const CvOp cv_op_base64;
 extern const CvOp cv_op_search_sorted;
 extern const CvOp cv_op_scatter_nd;
+extern const CvOp cv_op_non_max_suppression;
 extern const CvOp cv_op_unique;
 extern const CvOp cv_op_adjust_hsv;
 extern const CvOp cv_op_adjust_contrast;
@@ -169,6 +170,7 @@ static const CvOp *const all_ops[] = {
     &cv_op_base64,
     &cv_op_search_sorted,
     &cv_op_scatter_nd,
+    &cv_op_non_max_suppression,
     &cv_op_unique,
     &cv_op_adjust_hsv,
     &cv_op_adjust_contrast,

@@ -1,4 +1,4 @@
-/* ResizeArea(images): tf.image.resize(method='area'), TensorFlow's ResizeArea
+/* ResizeArea(images[, size]): tf.image.resize(method='area'), TensorFlow's ResizeArea
  * (align_corners=False). Attributes: the common resize layout
  * (ops/resize_common.h). Output float32.
  *
@@ -81,10 +81,9 @@ static void sum_row(const float *restrict src, const Cover *xs, int64_t out_w, i
 static CvStatus area_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                          int num_out, CvOpContext *ctx)
 {
-    (void)num_in;
     (void)num_out;
     CvResizeGeom g;
-    CvStatus s = cv_resize_setup(attrs, &in[0], &g);
+    CvStatus s = cv_resize_setup(attrs, in, num_in, &g);
     if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0], ctx)) || g.batch == 0)
         return s;
     int64_t c = g.channels, in_row = g.in_w * c, out_row = g.out_w * c;
@@ -133,5 +132,5 @@ static CvStatus area_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
 }
 
 const CvOp cv_op_resize_area = {
-    .name = "ResizeArea", .min_inputs = 1, .max_inputs = 1, .run = area_run,
+    .name = "ResizeArea", .min_inputs = 1, .max_inputs = 2, .run = area_run,
     .int_attrs = cv_resize_int_attrs};

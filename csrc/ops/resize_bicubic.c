@@ -1,4 +1,4 @@
-/* ResizeBicubic(images): tf.image.resize(method='bicubic', antialias=False),
+/* ResizeBicubic(images[, size]): tf.image.resize(method='bicubic', antialias=False),
  * TensorFlow's ResizeBicubic with half_pixel_centers=True. Attributes: the
  * common resize layout (ops/resize_common.h). Output float32.
  *
@@ -91,10 +91,9 @@ static void cubic_row(const float *restrict src, const Taps *xs, int64_t out_w, 
 static CvStatus bicubic_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                             int num_out, CvOpContext *ctx)
 {
-    (void)num_in;
     (void)num_out;
     CvResizeGeom g;
-    CvStatus s = cv_resize_setup(attrs, &in[0], &g);
+    CvStatus s = cv_resize_setup(attrs, in, num_in, &g);
     if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0], ctx)) || g.batch == 0)
         return s;
     int64_t c = g.channels, in_row = g.in_w * c, out_row = g.out_w * c;
@@ -127,5 +126,5 @@ static CvStatus bicubic_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
 }
 
 const CvOp cv_op_resize_bicubic = {
-    .name = "ResizeBicubic", .min_inputs = 1, .max_inputs = 1, .run = bicubic_run,
+    .name = "ResizeBicubic", .min_inputs = 1, .max_inputs = 2, .run = bicubic_run,
     .int_attrs = cv_resize_int_attrs};

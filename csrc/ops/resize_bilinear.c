@@ -1,4 +1,4 @@
-/* ResizeBilinear(images): tf.image.resize(method='bilinear', antialias=False),
+/* ResizeBilinear(images[, size]): tf.image.resize(method='bilinear', antialias=False),
  * i.e. TensorFlow's ResizeBilinear with half_pixel_centers=True. Attributes:
  * the common resize layout (ops/resize_common.h). Output float32.
  *
@@ -163,11 +163,11 @@ static float bilinear_scale(int64_t in_size, int64_t out_size, bool align)
                                  : cv_resize_scale(in_size, out_size);
 }
 
-CvStatus cv_resize_bilinear(const CvOpAttrs *attrs, const CvTensor *in, CvTensor *out,
+CvStatus cv_resize_bilinear(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                             const CvOpContext *ctx, bool align_corners, bool half_pixel_centers)
 {
     CvResizeGeom g;
-    CvStatus s = cv_resize_setup(attrs, &in[0], &g);
+    CvStatus s = cv_resize_setup(attrs, in, num_in, &g);
     if (!s && ctx->epilogue && !cv_epilogue_fits(ctx->epilogue, ctx->num_epilogues, g.channels))
         s = cv_error(CV_INTERNAL, "ResizeBilinear: a per-channel epilogue does not fit %lld "
                      "channels", (long long)g.channels);
@@ -246,12 +246,11 @@ CvStatus cv_resize_bilinear(const CvOpAttrs *attrs, const CvTensor *in, CvTensor
 static CvStatus bilinear_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                              int num_out, CvOpContext *ctx)
 {
-    (void)num_in;
     (void)num_out;
-    return cv_resize_bilinear(attrs, in, out, ctx, false, true);
+    return cv_resize_bilinear(attrs, in, num_in, out, ctx, false, true);
 }
 
 const CvOp cv_op_resize_bilinear = {
-    .name = "ResizeBilinear", .min_inputs = 1, .max_inputs = 1, .run = bilinear_run,
+    .name = "ResizeBilinear", .min_inputs = 1, .max_inputs = 2, .run = bilinear_run,
     .takes_epilogue = true,
     .int_attrs = cv_resize_int_attrs};

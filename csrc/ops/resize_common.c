@@ -33,8 +33,30 @@ static int64_t preserved_size(int64_t requested_h, int64_t requested_w, int64_t 
     return (int64_t)v;
 }
 
-CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *image, CvResizeGeom *g)
+/* The optional size input: [new_height, new_width], int32 or int64. */
+static CvStatus size_input(const CvTensor *size, int64_t *h, int64_t *w)
 {
+    if (size->rank != 1 || size->shape[0] != 2 ||
+        (size->dtype != CV_INT32 && size->dtype != CV_INT64))
+        return cv_error(CV_INVALID_ARGUMENT,
+                        "size must be a 1-D int32 tensor of 2 elements: new_height, new_width");
+    if (size->dtype == CV_INT32) {
+        int32_t v[2];
+        memcpy(v, size->data, sizeof(v));
+        *h = v[0];
+        *w = v[1];
+    } else {
+        int64_t v[2];
+        memcpy(v, size->data, sizeof(v));
+        *h = v[0];
+        *w = v[1];
+    }
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvResizeGeom *g)
+{
+    const CvTensor *image = &in[0];
     if (attrs->num_ints <= RESIZE_PRESERVE_ASPECT_RATIO)
         return cv_error(CV_INVALID_ARGUMENT,
                         "resize needs size and preserve_aspect_ratio attributes");
@@ -58,6 +80,8 @@ CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *image, CvResize
     if (g->in_h > INT32_MAX || g->in_w > INT32_MAX)
         return cv_error(CV_INVALID_ARGUMENT, "input sizes must be between 0 and max int32");
     int64_t h = attrs->ints[RESIZE_HEIGHT], w = attrs->ints[RESIZE_WIDTH];
+    if (num_in > 1 && (s = size_input(&in[1], &h, &w)))
+        return s;
     if (attrs->ints[RESIZE_PRESERVE_ASPECT_RATIO] && h >= INT32_MIN && h <= INT32_MAX &&
         w >= INT32_MIN && w <= INT32_MAX) {
         int64_t ph = preserved_size(h, w, g->in_h, g->in_w, true);

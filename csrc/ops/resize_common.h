@@ -2,7 +2,8 @@
  * ResizeNearestNeighbor, ResizeArea, ResizeBicubic and ScaleAndTranslate.
  *
  * Attribute layout common to these ops: ints[0], ints[1] the requested
- * height and width (tf.image.resize's `size`, any int64: checked here),
+ * height and width (tf.image.resize's `size`, any int64: checked here;
+ * unused when the op has its optional second input, the size per call),
  * ints[2] preserve_aspect_ratio (0 or 1). Ops with more attributes document
  * them after these. Images are [height, width, channels] or [batch, height,
  * width, channels] of any numeric dtype; the output has the input's rank.
@@ -34,11 +35,14 @@ typedef struct CvResizeGeom {
     size_t in_item; /* bytes per input value */
 } CvResizeGeom;
 
-/* Checks the image (rank, dtype, non-empty height/width, at least one
- * channel) and the size attributes, and computes the output size, with
+/* Checks the image in[0] (rank, dtype, non-empty height/width, at least one
+ * channel) and the size, and computes the output size, with
  * tf.image.resize's preserve_aspect_ratio rule (float32 scale, rounded half
- * to even). Error messages are TensorFlow's. */
-CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *image, CvResizeGeom *g);
+ * to even). Error messages are TensorFlow's. The size is the attributes
+ * height and width, or, when num_in is 2, the input in[1]: an int32 or
+ * int64 tensor [new_height, new_width] read per call (a size computed from
+ * each element's shape), the attributes then unused. */
+CvStatus cv_resize_setup(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvResizeGeom *g);
 
 /* Allocates the [batch,] out_h, out_w, channels output of `dtype` (or
  * takes ctx->dest: see cv_op_output). */
@@ -57,7 +61,7 @@ static inline float cv_resize_scale(int64_t in_size, int64_t out_size)
  * without align_corners (not both). One kernel for ResizeBilinear and
  * ResizeLegacy's bilinear method, as TensorFlow has one op for them
  * (ops/resize_bilinear.c). Reentrant. */
-CvStatus cv_resize_bilinear(const CvOpAttrs *attrs, const CvTensor *in, CvTensor *out,
+CvStatus cv_resize_bilinear(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                             const CvOpContext *ctx, bool align_corners, bool half_pixel_centers);
 
 /* dst[i] = (float)src[i] for n values of a numeric dtype. */

@@ -143,7 +143,6 @@ static void run_bicubic(const CvResizeGeom *g, const CvTensor *in, bool align, f
 static CvStatus legacy_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                            int num_out, CvOpContext *ctx)
 {
-    (void)num_in;
     (void)num_out;
     CvResizeGeom g;
     void *scratch = NULL;
@@ -167,10 +166,10 @@ static CvStatus legacy_run(const CvOpAttrs *attrs, const CvTensor *in, int num_i
         goto done;
     }
     if (method == METHOD_BILINEAR) { /* TensorFlow's one ResizeBilinear kernel */
-        s = cv_resize_bilinear(attrs, in, out, ctx, align, half);
+        s = cv_resize_bilinear(attrs, in, num_in, out, ctx, align, half);
         goto done;
     }
-    if ((s = cv_resize_setup(attrs, &in[0], &g)))
+    if ((s = cv_resize_setup(attrs, in, num_in, &g)))
         goto done;
     if (ctx->epilogue && !cv_epilogue_fits(ctx->epilogue, ctx->num_epilogues, g.channels)) {
         s = cv_error(CV_INTERNAL, "ResizeLegacy: a per-channel epilogue does not fit %lld channels",

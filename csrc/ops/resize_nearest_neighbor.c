@@ -1,4 +1,4 @@
-/* ResizeNearestNeighbor(images): tf.image.resize(method='nearest'), i.e.
+/* ResizeNearestNeighbor(images[, size]): tf.image.resize(method='nearest'), i.e.
  * TensorFlow's ResizeNearestNeighbor with half_pixel_centers=True.
  * Attributes: the common resize layout (ops/resize_common.h). The output
  * keeps the input's dtype: pixels are copied, never converted.
@@ -59,10 +59,9 @@ static void gather_row(const char *restrict src, const int64_t *xs, int64_t out_
 static CvStatus nearest_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, CvTensor *out,
                             int num_out, CvOpContext *ctx)
 {
-    (void)num_in;
     (void)num_out;
     CvResizeGeom g;
-    CvStatus s = cv_resize_setup(attrs, &in[0], &g);
+    CvStatus s = cv_resize_setup(attrs, in, num_in, &g);
     if (s)
         return s;
     if (g.in_h >= (1 << 24) || g.in_w >= (1 << 24))
@@ -95,5 +94,5 @@ static CvStatus nearest_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
 }
 
 const CvOp cv_op_resize_nearest_neighbor = {
-    .name = "ResizeNearestNeighbor", .min_inputs = 1, .max_inputs = 1, .run = nearest_run,
+    .name = "ResizeNearestNeighbor", .min_inputs = 1, .max_inputs = 2, .run = nearest_run,
     .int_attrs = cv_resize_int_attrs};

@@ -1,4 +1,4 @@
-/* ScaleAndTranslate(images): the filtered resize behind tf.image.resize with
+/* ScaleAndTranslate(images[, size]): the filtered resize behind tf.image.resize with
  * antialias=True and the lanczos3/lanczos5/gaussian/mitchellcubic methods
  * (TensorFlow's ScaleAndTranslate with scale = out / in, translation 0).
  * Attributes: the common resize layout (ops/resize_common.h), then ints[3]
@@ -160,7 +160,6 @@ static void gather_columns(const float *restrict src, const Spans *sp, int64_t o
 static CvStatus scale_and_translate_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in,
                                         CvTensor *out, int num_out, CvOpContext *ctx)
 {
-    (void)num_in;
     (void)num_out;
     const Kernel *k = NULL;
     for (size_t i = 0; attrs->string && i < sizeof(kernels) / sizeof(kernels[0]); i++)
@@ -171,7 +170,7 @@ static CvStatus scale_and_translate_run(const CvOpAttrs *attrs, const CvTensor *
                         attrs->string ? attrs->string : "(none)");
     bool antialias = attrs->ints[RESIZE_ANTIALIAS] != 0;
     CvResizeGeom g;
-    CvStatus s = cv_resize_setup(attrs, &in[0], &g);
+    CvStatus s = cv_resize_setup(attrs, in, num_in, &g);
     if (s || (s = cv_resize_alloc(&g, CV_FLOAT32, &out[0], ctx)) || g.batch == 0)
         return s;
     int64_t c = g.channels, in_row = g.in_w * c, out_row = g.out_w * c;
@@ -215,5 +214,5 @@ static CvStatus scale_and_translate_run(const CvOpAttrs *attrs, const CvTensor *
 }
 
 const CvOp cv_op_scale_and_translate = {
-    .name = "ScaleAndTranslate", .min_inputs = 1, .max_inputs = 1, .run = scale_and_translate_run,
+    .name = "ScaleAndTranslate", .min_inputs = 1, .max_inputs = 2, .run = scale_and_translate_run,
     .int_attrs = cv_resize_antialias_int_attrs};

@@ -1,46 +1,54 @@
-/* ScatterNd(tensor, indices, updates): tf.tensor_scatter_nd_update (and,
- * adding, tf.scatter_nd into zeros): a copy of `tensor` with the slices at
- * `indices` replaced by (or, with ints[0] add, increased by) `updates`.
+/* ScatterNd(tensor, indices, updates): tf.tensor_scatter_nd_update (and its
+ * add, sub, max and min forms; tf.scatter_nd adds into zeros): a copy of
+ * `tensor` with the slices at `indices` replaced by, or combined with,
+ * `updates`. ints[0] mode: 0 replace, 1 add, 2 subtract, 3 max, 4 min.
  * indices [..., K] (int32/int64) index tensor's first K dims; updates has
  * shape indices.shape[:-1] + tensor.shape[K:]. Repeated indices: the last
- * update wins, or all are added. An index outside tensor's shape is
- * InvalidArgument naming it. Numbers and bool (add: numbers). */
+ * update wins, or all are combined in order. An index outside tensor's
+ * shape is InvalidArgument naming it. Numbers and bool (combining: numbers;
+ * integers wrap as TensorFlow's, max/min of NaN as std::max/min: the first
+ * operand unless the comparison holds). */
 #include <string.h>
 
 #include "ops/numeric.h"
 #include "ops/op.h"
 
 /* Attribute slots, named in this order (CvOp.int_attrs). */
-enum { SCATTER_ADD, SCATTER_NUM_INTS };
-static const char *const scatter_int_attrs[] = {"add", NULL};
+enum { SCATTER_MODE, SCATTER_NUM_INTS };
+static const char *const scatter_int_attrs[] = {"mode", NULL};
 CV_ATTR_NAMES_MATCH(scatter_int_attrs, SCATTER_NUM_INTS);
 
-#define ADD_RUN(T)                                                                                 \
-    do {                                                                                           \
-        T *d = (T *)dst;                                                                           \
-        const T *u = (const T *)src;                                                               \
-        for (int64_t e = 0; e < slice; e++)                                                        \
-            d[e] = (T)(d[e] + u[e]);                                                               \
-    } while (0)
+enum { MODE_REPLACE, MODE_ADD, MODE_SUB, MODE_MAX, MODE_MIN, NUM_MODES };
 
-static void add_slice(CvDtype dtype, void *dst, const void *src, int64_t slice)
+/* d = d <mode> u elementwise over one slice; W: the type integers wrap in
+ * (unsigned for add and subtract), T: the values' type for max and min. */
+#define COMBINE_RUN(T, W)                                                                              do {                                                                                                   T *d = (T *)dst;                                                                                   const T *u = (const T *)src;                                                                       for (int64_t e = 0; e < slice; e++) {                                                                  switch (mode) {                                                                                    case MODE_ADD: d[e] = (T)(W)((W)d[e] + (W)u[e]); break;                                            case MODE_SUB: d[e] = (T)(W)((W)d[e] - (W)u[e]); break;                                            case MODE_MAX: d[e] = d[e] < u[e] ? u[e] : d[e]; break;                                            default: d[e] = u[e] < d[e] ? u[e] : d[e]; break;                                                  }                                                                                              }                                                                                              } while (0)
+
+static void combine_slice(CvDtype dtype, int mode, void *dst, const void *src, int64_t slice)
 {
     switch (dtype) {
-    case CV_INT8: ADD_RUN(uint8_t); break; /* integers wrap: added unsigned */
-    case CV_UINT8: ADD_RUN(uint8_t); break;
-    case CV_INT16: ADD_RUN(uint16_t); break;
-    case CV_UINT16: ADD_RUN(uint16_t); break;
-    case CV_INT32: ADD_RUN(uint32_t); break;
-    case CV_UINT32: ADD_RUN(uint32_t); break;
-    case CV_INT64: ADD_RUN(uint64_t); break;
-    case CV_UINT64: ADD_RUN(uint64_t); break;
-    case CV_FLOAT32: ADD_RUN(float); break;
-    case CV_FLOAT64: ADD_RUN(double); break;
+    case CV_INT8: COMBINE_RUN(int8_t, uint8_t); break;
+    case CV_UINT8: COMBINE_RUN(uint8_t, uint8_t); break;
+    case CV_INT16: COMBINE_RUN(int16_t, uint16_t); break;
+    case CV_UINT16: COMBINE_RUN(uint16_t, uint16_t); break;
+    case CV_INT32: COMBINE_RUN(int32_t, uint32_t); break;
+    case CV_UINT32: COMBINE_RUN(uint32_t, uint32_t); break;
+    case CV_INT64: COMBINE_RUN(int64_t, uint64_t); break;
+    case CV_UINT64: COMBINE_RUN(uint64_t, uint64_t); break;
+    case CV_FLOAT32: COMBINE_RUN(float, float); break;
+    case CV_FLOAT64: COMBINE_RUN(double, double); break;
     case CV_FLOAT16: {
         cv_half *d = (cv_half *)dst;
         const cv_half *u = (const cv_half *)src;
-        for (int64_t e = 0; e < slice; e++)
-            d[e] = cv_float_to_half(cv_half_to_float(d[e]) + cv_half_to_float(u[e]));
+        for (int64_t e = 0; e < slice; e++) {
+            float a = cv_half_to_float(d[e]), b = cv_half_to_float(u[e]);
+            switch (mode) {
+            case MODE_ADD: d[e] = cv_float_to_half(a + b); break;
+            case MODE_SUB: d[e] = cv_float_to_half(a - b); break;
+            case MODE_MAX: d[e] = a < b ? u[e] : d[e]; break;
+            default: d[e] = b < a ? u[e] : d[e]; break;
+            }
+        }
         break;
     }
     default: break;
@@ -56,8 +64,11 @@ static CvStatus scatter_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
     const CvTensor *t = &in[0], *idx = &in[1], *upd = &in[2];
     if (attrs->num_ints != SCATTER_NUM_INTS)
         return cv_error(CV_INVALID_ARGUMENT, "ScatterNd: malformed attributes");
-    bool add = attrs->ints[SCATTER_ADD] != 0;
-    if (t->dtype == CV_STRING || t->dtype != upd->dtype || (add && t->dtype == CV_BOOL))
+    int mode = (int)attrs->ints[SCATTER_MODE];
+    if (mode < 0 || mode >= NUM_MODES)
+        return cv_error(CV_INVALID_ARGUMENT, "ScatterNd: unknown mode %d", mode);
+    bool combine = mode != MODE_REPLACE;
+    if (t->dtype == CV_STRING || t->dtype != upd->dtype || (combine && t->dtype == CV_BOOL))
         return cv_error(CV_INVALID_ARGUMENT, "ScatterNd: tensor and updates must share a "
                         "numeric dtype, got %s and %s", cv_dtype_name(t->dtype),
                         cv_dtype_name(upd->dtype));
@@ -106,8 +117,8 @@ static CvStatus scatter_run(const CvOpAttrs *attrs, const CvTensor *in, int num_
         }
         char *dst = (char *)out[0].data + (size_t)(flat * slice) * item;
         const char *src = (const char *)upd->data + (size_t)(i * slice) * item;
-        if (add)
-            add_slice(t->dtype, dst, src, slice);
+        if (combine)
+            combine_slice(t->dtype, mode, dst, src, slice);
         else
             memcpy(dst, src, (size_t)slice * item);
     }

@@ -10,4 +10,6 @@ MODULES = ["guide_basics", "guide_transform", "perf_guide", "csv_tutorial", "ima
            "tfrecord_tutorial", "text_tutorial", "docstrings_dataset", "docstrings_experimental",
            "imagenet_recipes", "keras_io_style", "tf1_style", "detection_audio_style",
            "augment_style", "vision_dataloaders_style", "seqio_packing_style",
-           "keras_loaders_style", "data_guide_more"]
+           "keras_loaders_style", "data_guide_more", "vision_parsers_style",
+           "data_guide_extra", "tf1_parsing_style", "text_lookup_style",
+           "keras_utils_by_hand", "augment_ops_style"]

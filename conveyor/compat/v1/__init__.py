@@ -15,6 +15,7 @@ from conveyor.framework.tracing import numpy_function as py_func
 from conveyor.io.csv_ops import decode_csv
 from conveyor.io.example import (FixedLenFeature, FixedLenSequenceFeature, VarLenFeature,
                                  parse_example, parse_single_example)
+from conveyor.io.sequence_example import parse_sequence_example, parse_single_sequence_example
 from conveyor.io.image_ops import decode_raw as _decode_raw
 from conveyor.io.image_ops import read_file
 from conveyor.ops.math_ops import cast as _cast
@@ -23,7 +24,8 @@ from conveyor.ops.stateless_random_ops import stateless_normal as _stateless_nor
 
 __all__ = ["data", "gfile", "image", "logging", "set_random_seed", "py_func", "decode_csv",
            "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
-           "parse_single_example", "read_file", "to_float", "to_double", "to_int32",
+           "parse_single_example", "parse_sequence_example", "parse_single_sequence_example",
+           "read_file", "to_float", "to_double", "to_int32",
            "to_int64", "to_bfloat16", "random_uniform", "random_normal", "decode_raw"]
 
 

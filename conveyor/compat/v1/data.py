@@ -87,7 +87,11 @@ def get_output_shapes(dataset):
 
 
 def get_output_classes(dataset):
-    return _map_spec(dataset, lambda s: type(s).__name__)
+    """TensorFlow 1's classes of the components: ``tf.Tensor`` for each
+    tensor (a ragged component keeps its spec, as in TensorFlow)."""
+    from conveyor.framework.tracing import Tensor
+    from conveyor.tensor_spec import TensorSpec
+    return _map_spec(dataset, lambda s: Tensor if isinstance(s, TensorSpec) else s)
 
 
 experimental = _types.SimpleNamespace(**{n: getattr(_experimental, n) for n in

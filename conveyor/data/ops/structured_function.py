@@ -81,6 +81,12 @@ class MapFunction:
             self.mode, self.reason = "python", str(e)
             self.eager_args = e.eager_args
             self.base_seed = _tracing.new_base_seed()
+            if getattr(e, "rearranged", None) is not None:  # inputs rearranged: exact specs
+                structure, self.flat_specs = e.rearranged
+                self._np_dtypes = [None if s.dtype == _dtypes.string else
+                                   np.dtype(s.dtype.as_numpy_dtype) for s in self.flat_specs]
+                self._structure_key = nest.structure_key(structure)
+                self.spec = nest.pack_sequence_as(structure, self.flat_specs)
             if not e.quiet:
                 _tracing.warn_untraceable(self.map_func, self.name, self.reason)
             return

@@ -41,8 +41,8 @@ def rewrite(nodes, result_keys):
     uses.update(result_keys)
     out = list(nodes)
     for op, keys, attrs, *_ in nodes:
-        if op not in _RESIZES or attrs["preserve_aspect_ratio"]:
-            continue
+        if op not in _RESIZES or attrs["preserve_aspect_ratio"] or len(keys) != 1:
+            continue  # a size that follows the image, or one read per element
         height, width = attrs["height"], attrs["width"]
         if height <= 0 or width <= 0:
             continue
