@@ -48,6 +48,18 @@
 #define CV_AUTOTUNE_RETRY_NS 20000000LL
 #define CV_AUTOTUNE_RETRY_MAX_NS 2000000000LL
 
+/* The gain rule (autotune.h): a window says the root's interval after
+ * GAIN_NS and GAIN_ROOTS root elements at one parallelism; a stage is
+ * tried at one turn when its turns spent half their time in blocking
+ * sections and GAIN_CONTENDED of it waiting for the GIL. The next try
+ * comes after GAIN_RETRY_NS, doubled at each refusal up to
+ * GAIN_RETRY_MAX_NS. */
+#define CV_AUTOTUNE_GAIN_NS 5000000LL
+#define CV_AUTOTUNE_GAIN_ROOTS 16
+#define CV_AUTOTUNE_GAIN_CONTENDED 0.02
+#define CV_AUTOTUNE_GAIN_RETRY_NS 50000000LL
+#define CV_AUTOTUNE_GAIN_RETRY_MAX_NS 10000000000LL
+
 struct CvAutotuner {
     CvStats *stats; /* borrowed: the pool owns both */
     int cpu_budget;
@@ -347,6 +359,93 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
     return changed;
 }
 
+/* The window since node->gain_at, at one parallelism: the root's ns per
+ * element, or 0 while it holds too little to say. */
+static double gain_interval(const Run *run, const CvNode *node)
+{
+    double elapsed = (double)(run->now - node->gain_at);
+    double roots = run->root_total > node->gain_root ? (double)(run->root_total - node->gain_root) : 0;
+    return elapsed >= CV_AUTOTUNE_GAIN_NS && roots >= CV_AUTOTUNE_GAIN_ROOTS ? elapsed / roots : 0;
+}
+
+/* Whether a stage's turns in the window since node->gain_seen spent most of
+ * their time in blocking sections and some of it waiting for the GIL:
+ * workers that may gain nothing (autotune.h, "The gain rule"). */
+static bool gain_hint(const CvNodeTotals *t, const CvNodeTotals *seen)
+{
+    double turns = delta(t->busy_ns, seen->busy_ns) + delta(t->input_ns, seen->input_ns);
+    return turns >= CV_AUTOTUNE_GAIN_NS && delta(t->blocked_ns, seen->blocked_ns) >= 0.5 * turns &&
+           delta(t->contended_ns, seen->contended_ns) >= CV_AUTOTUNE_GAIN_CONTENDED * turns;
+}
+
+/* The next try's time: RETRY_NS doubled at each refusal. */
+static int64_t gain_retry(const Run *run, int refusals)
+{
+    int64_t wait = CV_AUTOTUNE_GAIN_RETRY_NS << (refusals < 10 ? refusals : 10);
+    return run->now + (wait < CV_AUTOTUNE_GAIN_RETRY_MAX_NS ? wait : CV_AUTOTUNE_GAIN_RETRY_MAX_NS);
+}
+
+/* history_mu held: the gain rule (autotune.h), every look, on a parallel
+ * AUTOTUNE stage: a trial at one turn against the root's interval at p,
+ * and later at its most against the interval at the cap. par[i] updated;
+ * returns whether a stage changed. */
+static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n, int *par)
+{
+    CvAutotuner *tuner = run->tuner;
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        const CvGauges *g = &now[i].gauges;
+        CvNode *node = nodes[i];
+        if (!g->limit || !g->tuned_parallelism || now[i].live != 1 || now[i].inner || g->max_parallelism < 2)
+            continue;
+        const CvNodeTotals *t = &now[i].totals;
+        if (par[i] <= 0 || par[i] != node->gain_p || t->units < node->gain_seen.units) {
+            if (node->gain_trial) /* another rule moved it: the trial says nothing */
+                node->retry_gain_at = gain_retry(run, node->gain_refusals);
+            node->gain_trial = 0;
+            node->gain_p = par[i]; /* a new window, at this parallelism */
+            node->gain_at = run->now;
+            node->gain_root = run->root_total;
+            node->gain_seen = *t;
+            continue;
+        }
+        double interval = gain_interval(run, node);
+        int to = par[i];
+        if (node->gain_trial && interval > 0) {
+            bool fewer = node->gain_trial < 0;
+            /* Fewer: kept when no slower; more: kept when faster (by the slack). */
+            bool kept = fewer ? interval <= CV_AUTOTUNE_TRIAL_SLACK * node->gain_before
+                              : interval * CV_AUTOTUNE_TRIAL_SLACK < node->gain_before;
+            if (kept && fewer)
+                node->gain_cap = par[i];
+            else if (kept)
+                node->gain_cap = 0, node->gain_refusals = 0; /* the climb decides again */
+            else
+                to = node->gain_from, node->gain_refusals++;
+            node->gain_trial = 0;
+            node->retry_gain_at = gain_retry(run, node->gain_refusals);
+        } else if (!node->gain_trial && interval > 0 && run->now >= node->retry_gain_at) {
+            if (node->gain_cap == 0 && par[i] > 1 && gain_hint(t, &node->gain_seen))
+                node->gain_trial = -1, to = 1;
+            else if (node->gain_cap > 0 && par[i] == node->gain_cap)
+                node->gain_trial = 1, to = g->max_parallelism;
+            node->gain_before = interval;
+            node->gain_from = par[i];
+        }
+        if (to == par[i])
+            continue;
+        node->fewer_votes = 0;
+        node->gain_p = to;
+        node->gain_at = run->now;
+        node->gain_root = run->root_total;
+        node->gain_seen = *t;
+        publish(tuner, run, g->limit, i, par[i], to, tuner->bottleneck, interval, 0);
+        par[i] = to;
+        changed = true;
+    }
+    return changed;
+}
+
 /* mu of the statistics held (a CvStatsVisit): the model, and the changes. */
 static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, int n)
 {
@@ -395,6 +494,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     run->root_total = now[0].totals.elements;
     pthread_mutex_lock(&tuner->history_mu);
     changed = decide_inline(run, nodes, now, n, work, measured, ratio, par);
+    changed |= decide_gain(run, nodes, now, n, par);
     pthread_mutex_unlock(&tuner->history_mu);
     /* While a stage runs inline, look every first period: work that grows
      * gets its threads back within two looks. */
@@ -407,6 +507,8 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
         if (work[i] < 0 || !now[i].gauges.tuned_parallelism || par[i] == 0)
             continue; /* inline stages take no part in the climb */
         int most = now[i].gauges.max_parallelism;
+        if (nodes[i]->gain_cap > 0 && nodes[i]->gain_cap < most)
+            most = nodes[i]->gain_cap; /* more turns gained nothing (the gain rule) */
         int least = most < CV_AUTOTUNE_MIN_PARALLELISM ? most : CV_AUTOTUNE_MIN_PARALLELISM;
         stages[m++] = (Stage){i, now[i].gauges.limit, least, most, ratio[i], work[i]};
     }
