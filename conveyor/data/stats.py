@@ -127,7 +127,10 @@ class AutotuneChoice:
     ``before`` to ``after`` at ``at`` seconds into the run, when ``bottleneck``
     was the slowest stage in its model. ``from_start``: the verdict on a
     stage that started inline (parallelism 0) and timed its first elements:
-    ``after`` 0, it stays inline from the start; above 0, it went parallel."""
+    ``after`` 0, it stays inline from the start; above 0, it went parallel.
+    ``gain``: the gain rule's (docs/performance.md): a trial of one worker
+    or of the most (kept unless a later choice takes it back), or the way
+    back from a trial that lost."""
     at: float
     stage: str
     before: int
@@ -136,6 +139,7 @@ class AutotuneChoice:
     target_interval: float
     modelled_interval: float
     from_start: bool = False
+    gain: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -388,7 +392,7 @@ def describe(owner, raw):
                               after=c["to"], bottleneck=name(c["bottleneck"]),
                               target_interval=c["target_ns"] / 1e9,
                               modelled_interval=c["interval_ns"] / 1e9,
-                              from_start=c.get("probe", False))
+                              from_start=c.get("probe", False), gain=c.get("gain", False))
                for c in tune["history"]]
     return PipelineStats(stages=stages, cpu_budget=raw["cpu_budget"], threads=raw["threads"],
                          elapsed=raw["elapsed_ns"] / 1e9,

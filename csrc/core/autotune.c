@@ -51,12 +51,11 @@
 /* The gain rule (autotune.h): a window says the root's interval after
  * GAIN_NS and GAIN_ROOTS root elements at one parallelism; a stage is
  * tried at one turn when its turns spent half their time in blocking
- * sections and GAIN_CONTENDED of it waiting for the GIL. The next try
+ * sections and some of it waiting for the GIL. The next try
  * comes after GAIN_RETRY_NS, doubled at each refusal up to
  * GAIN_RETRY_MAX_NS. */
 #define CV_AUTOTUNE_GAIN_NS 5000000LL
 #define CV_AUTOTUNE_GAIN_ROOTS 16
-#define CV_AUTOTUNE_GAIN_CONTENDED 0.02
 #define CV_AUTOTUNE_GAIN_RETRY_NS 50000000LL
 #define CV_AUTOTUNE_GAIN_RETRY_MAX_NS 10000000000LL
 
@@ -370,12 +369,14 @@ static double gain_interval(const Run *run, const CvNode *node)
 
 /* Whether a stage's turns in the window since node->gain_seen spent most of
  * their time in blocking sections and some of it waiting for the GIL:
- * workers that may gain nothing (autotune.h, "The gain rule"). */
+ * workers that may gain nothing (autotune.h, "The gain rule"). How much
+ * they waited says little: a thread the interpreter makes drop the GIL
+ * waits for it again inside the function, where no engine clock sees it. */
 static bool gain_hint(const CvNodeTotals *t, const CvNodeTotals *seen)
 {
     double turns = delta(t->busy_ns, seen->busy_ns) + delta(t->input_ns, seen->input_ns);
     return turns >= CV_AUTOTUNE_GAIN_NS && delta(t->blocked_ns, seen->blocked_ns) >= 0.5 * turns &&
-           delta(t->contended_ns, seen->contended_ns) >= CV_AUTOTUNE_GAIN_CONTENDED * turns;
+           t->contended_ns > seen->contended_ns;
 }
 
 /* The next try's time: RETRY_NS doubled at each refusal. */
@@ -389,7 +390,8 @@ static int64_t gain_retry(const Run *run, int refusals)
  * AUTOTUNE stage: a trial at one turn against the root's interval at p,
  * and later at its most against the interval at the cap. par[i] updated;
  * returns whether a stage changed. */
-static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n, int *par)
+static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n, int *par,
+                        bool *trials)
 {
     CvAutotuner *tuner = run->tuner;
     bool changed = false;
@@ -411,6 +413,11 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         }
         double interval = gain_interval(run, node);
         int to = par[i];
+        double elapsed = (double)(run->now - node->gain_at);
+        double roots = run->root_total > node->gain_root ? (double)(run->root_total - node->gain_root) : 0;
+        if (node->gain_trial < 0 && elapsed >= CV_AUTOTUNE_GAIN_NS &&
+            elapsed > CV_AUTOTUNE_TRIAL_SLACK * node->gain_before * (roots + 1))
+            interval = elapsed / (roots + 1); /* slower already: a slow stage at one turn costs most */
         if (node->gain_trial && interval > 0) {
             bool fewer = node->gain_trial < 0;
             /* Fewer: kept when no slower; more: kept when faster (by the slack). */
@@ -432,6 +439,7 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
             node->gain_before = interval;
             node->gain_from = par[i];
         }
+        *trials |= node->gain_trial != 0;
         if (to == par[i])
             continue;
         node->fewer_votes = 0;
@@ -440,6 +448,7 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         node->gain_root = run->root_total;
         node->gain_seen = *t;
         publish(tuner, run, g->limit, i, par[i], to, tuner->bottleneck, interval, 0);
+        tuner->history[(tuner->changes - 1) % CV_AUTOTUNE_HISTORY].gain = true;
         par[i] = to;
         changed = true;
     }
@@ -456,7 +465,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     double *work = calloc(count, sizeof(double)), *measured = calloc(count, sizeof(double));
     double *ratio = calloc(count, sizeof(double));
     int *par = calloc(count, sizeof(int));
-    bool changed = false, inline_now = false;
+    bool changed = false, inline_now = false, trials = false;
     if (!stages || !work || !measured || !ratio || !par || n == 0)
         goto done;
     /* The root's elements: its totals so far (for the ratios) and in the window. */
@@ -494,7 +503,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     run->root_total = now[0].totals.elements;
     pthread_mutex_lock(&tuner->history_mu);
     changed = decide_inline(run, nodes, now, n, work, measured, ratio, par);
-    changed |= decide_gain(run, nodes, now, n, par);
+    changed |= decide_gain(run, nodes, now, n, par, &trials);
     pthread_mutex_unlock(&tuner->history_mu);
     /* While a stage runs inline, look every first period: work that grows
      * gets its threads back within two looks. */
@@ -504,8 +513,8 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
         goto done;
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if (work[i] < 0 || !now[i].gauges.tuned_parallelism || par[i] == 0)
-            continue; /* inline stages take no part in the climb */
+        if (work[i] < 0 || !now[i].gauges.tuned_parallelism || par[i] == 0 || nodes[i]->gain_trial)
+            continue; /* inline stages and the gain rule's trials take no part in the climb */
         int most = now[i].gauges.max_parallelism;
         if (nodes[i]->gain_cap > 0 && nodes[i]->gain_cap < most)
             most = nodes[i]->gain_cap; /* more turns gained nothing (the gain rule) */
@@ -551,6 +560,8 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
 done:
     if (changed || inline_now)
         tuner->period = CV_AUTOTUNE_FIRST_NS;
+    if (trials) /* a trial's verdict as soon as its window says enough */
+        tuner->period = CV_AUTOTUNE_GAIN_NS;
     for (int i = 0; i < n && !run->quick; i++)
         nodes[i]->seen = now[i].totals;
     free(stages);
@@ -644,5 +655,6 @@ const CvField cv_autotune_choice_fields[] = {
     CHOICE(target_ns, CV_FIELD_DOUBLE),
     CHOICE(interval_ns, CV_FIELD_DOUBLE),
     CHOICE(probe, CV_FIELD_BOOL),
+    CHOICE(gain, CV_FIELD_BOOL),
     {NULL, CV_FIELD_INT, 0},
 };

@@ -115,6 +115,7 @@ typedef struct CvAutotuneChoice {
     double target_ns;   /* the target interval per root element */
     double interval_ns; /* the modelled interval of the stage after the change */
     bool probe;         /* the verdict on the stage's start probe (from 0: it started inline) */
+    bool gain;          /* the gain rule's: a trial of other parallelism, or the way back from one */
 } CvAutotuneChoice;
 /* Its fields by name (core/stats.h), ending with a NULL name. */
 extern const CvField cv_autotune_choice_fields[];
