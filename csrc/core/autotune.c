@@ -56,6 +56,12 @@
  * GAIN_RETRY_MAX_NS. */
 #define CV_AUTOTUNE_GAIN_NS 5000000LL
 #define CV_AUTOTUNE_GAIN_ROOTS 16
+/* Fewer workers are kept unless the pipeline is slower by this factor, more
+ * only when it is faster by it: windows of 5 ms on a shared machine differ
+ * by 10-20% at one parallelism, and within that the fewer threads cost less
+ * CPU. */
+#define CV_AUTOTUNE_GAIN_SLACK 1.25
+#define CV_AUTOTUNE_GAIN_SPAN 8 /* a window with no trial starts again after this many GAIN_NS */
 #define CV_AUTOTUNE_GAIN_RETRY_NS 50000000LL
 #define CV_AUTOTUNE_GAIN_RETRY_MAX_NS 10000000000LL
 
@@ -416,13 +422,13 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         double elapsed = (double)(run->now - node->gain_at);
         double roots = run->root_total > node->gain_root ? (double)(run->root_total - node->gain_root) : 0;
         if (node->gain_trial < 0 && elapsed >= CV_AUTOTUNE_GAIN_NS &&
-            elapsed > CV_AUTOTUNE_TRIAL_SLACK * node->gain_before * (roots + 1))
+            elapsed > CV_AUTOTUNE_GAIN_SLACK * node->gain_before * (roots + 1))
             interval = elapsed / (roots + 1); /* slower already: a slow stage at one turn costs most */
         if (node->gain_trial && interval > 0) {
             bool fewer = node->gain_trial < 0;
-            /* Fewer: kept when no slower; more: kept when faster (by the slack). */
-            bool kept = fewer ? interval <= CV_AUTOTUNE_TRIAL_SLACK * node->gain_before
-                              : interval * CV_AUTOTUNE_TRIAL_SLACK < node->gain_before;
+            /* Fewer: kept unless slower by the slack; more: kept when faster by it. */
+            bool kept = fewer ? interval <= CV_AUTOTUNE_GAIN_SLACK * node->gain_before
+                              : interval * CV_AUTOTUNE_GAIN_SLACK < node->gain_before;
             if (kept && fewer)
                 node->gain_cap = par[i];
             else if (kept)
@@ -440,6 +446,11 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
             node->gain_from = par[i];
         }
         *trials |= node->gain_trial != 0;
+        if (to == par[i] && !node->gain_trial && elapsed >= CV_AUTOTUNE_GAIN_SPAN * CV_AUTOTUNE_GAIN_NS) {
+            node->gain_at = run->now; /* the window slides: a trial compares with the recent past */
+            node->gain_root = run->root_total;
+            node->gain_seen = *t;
+        }
         if (to == par[i])
             continue;
         node->fewer_votes = 0;

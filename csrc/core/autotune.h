@@ -89,12 +89,14 @@
  * (CvNodeTotals.contended_ns, timed where the binding takes it) is tried at
  * one turn: after at least 5 ms and 16 root elements at one parallelism,
  * the root's interval then is compared with the interval at one turn over
- * the next such window; no more than 5% slower, the stage keeps one turn
- * and the climb may give it no more (its cap); slower, or already slower
- * than the old interval allows for the root elements so far (a sleeping
- * Python map, I/O: refused within 5 ms), it goes back. A capped stage is
- * tried at its most after a back-off (50 ms, doubled at each refusal, up
- * to 10 s): more than 5% faster lifts the cap (a function that started
+ * the next such window; no more than 25% slower (5 ms windows on a shared
+ * machine differ by 10-20%; within that, fewer threads cost less CPU), the
+ * stage keeps one turn and the climb may give it no more (its cap);
+ * slower, or already slower than the old interval allows for the root
+ * elements so far (a sleeping Python map, I/O: refused within 5 ms), it
+ * goes back. A capped stage is tried at its most after a back-off (50 ms,
+ * doubled at each refusal, up to 10 s): more than 25% faster lifts the cap
+ * (a function that started
  * releasing the GIL, NumPy on large arrays), otherwise it goes back to
  * one. Trials take no part in the climb, and the tuner looks every 5 ms
  * while one runs. The amount of contention is no measure of the loss: a
