@@ -10,6 +10,7 @@ that sleeps (releases the GIL, as I/O does) and a slow native map stay
 parallel. Asserted on the autotuner's recorded choices and the stages'
 parallelism, never on time; every pipeline gives what the sequential one
 gives."""
+import os
 import time
 
 import numpy as np
@@ -82,7 +83,8 @@ def test_a_gil_bound_python_map_settles_at_one_worker_or_inline(batched):
     # Tries of the most come and go back (and on a loaded machine a trial at
     # one may lose once); most of the time after the first trial it ran with
     # one worker.
-    assert _share_at_one(stats, stage, first[0].at) >= 0.5, stats.choices
+    if not os.environ.get("CV_SANITIZED"):  # a sanitizer slows the native half: windows say less
+        assert _share_at_one(stats, stage, first[0].at) >= 0.5, stats.choices
     assert all(c.before <= 1 or c.after <= 1 for c in gain), stats.choices
     assert stage.parallelism <= 1 or mine[-1].gain, stats.choices  # at the end, or a trial
 
