@@ -396,8 +396,8 @@ static int64_t gain_retry(const Run *run, int refusals)
  * AUTOTUNE stage: a trial at one turn against the root's interval at p,
  * and later at its most against the interval at the cap. par[i] updated;
  * returns whether a stage changed. */
-static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n, int *par,
-                        bool *trials)
+static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n, const double *work,
+                        int *par, bool *trials)
 {
     CvAutotuner *tuner = run->tuner;
     bool changed = false;
@@ -407,9 +407,13 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         if (!g->limit || !g->tuned_parallelism || now[i].live != 1 || now[i].inner || g->max_parallelism < 2)
             continue;
         const CvNodeTotals *t = &now[i].totals;
-        if (par[i] <= 0 || par[i] != node->gain_p || t->units < node->gain_seen.units) {
+        bool gain_inline = par[i] == 0 && (node->gain_inline || node->gain_trial == -2);
+        if ((par[i] <= 0 && !gain_inline) || par[i] != node->gain_p || t->units < node->gain_seen.units) {
             if (node->gain_trial) /* another rule moved it: the trial says nothing */
                 node->retry_gain_at = gain_retry(run, node->gain_refusals);
+            if (par[i] != node->gain_p && (par[i] > node->gain_cap || node->gain_inline))
+                node->gain_cap = 0; /* another rule gave it more (its work grew): start over */
+            node->gain_inline = false;
             node->gain_trial = 0;
             node->gain_p = par[i]; /* a new window, at this parallelism */
             node->gain_at = run->now;
@@ -429,18 +433,30 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
             /* Fewer: kept unless slower by the slack; more: kept when faster by it. */
             bool kept = fewer ? interval <= CV_AUTOTUNE_GAIN_SLACK * node->gain_before
                               : interval * CV_AUTOTUNE_GAIN_SLACK < node->gain_before;
-            if (kept && fewer)
-                node->gain_cap = par[i];
-            else if (kept)
-                node->gain_cap = 0, node->gain_refusals = 0; /* the climb decides again */
-            else
-                to = node->gain_from, node->gain_refusals++;
+            int trial = node->gain_trial;
             node->gain_trial = 0;
+            if (kept && trial == -1 && g->may_inline) { /* one turn: now inline against it */
+                node->gain_cap = 1;
+                node->gain_trial = -2, to = 0;
+                node->gain_before = interval;
+                node->gain_from = 1;
+                node->inline_work = work[i] > 0 ? work[i] : node->inline_work; /* decide_inline's way back */
+                node->trial_interval = 0;
+            } else if (kept && fewer) {
+                node->gain_cap = 1;
+                node->gain_inline = par[i] == 0;
+            } else if (kept) {
+                node->gain_cap = 0, node->gain_refusals = 0, node->gain_inline = false; /* the climb decides */
+            } else if (trial == -2) {
+                to = 1; /* inline lost to one turn: keep that */
+            } else {
+                to = node->gain_from, node->gain_refusals++;
+            }
             node->retry_gain_at = gain_retry(run, node->gain_refusals);
         } else if (!node->gain_trial && interval > 0 && run->now >= node->retry_gain_at) {
             if (node->gain_cap == 0 && par[i] > 1 && gain_hint(t, &node->gain_seen))
                 node->gain_trial = -1, to = 1;
-            else if (node->gain_cap > 0 && par[i] == node->gain_cap)
+            else if (node->gain_cap > 0 && (par[i] == node->gain_cap || gain_inline))
                 node->gain_trial = 1, to = g->max_parallelism;
             node->gain_before = interval;
             node->gain_from = par[i];
@@ -514,7 +530,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     run->root_total = now[0].totals.elements;
     pthread_mutex_lock(&tuner->history_mu);
     changed = decide_inline(run, nodes, now, n, work, measured, ratio, par);
-    changed |= decide_gain(run, nodes, now, n, par, &trials);
+    changed |= decide_gain(run, nodes, now, n, work, par, &trials);
     pthread_mutex_unlock(&tuner->history_mu);
     /* While a stage runs inline, look every first period: work that grows
      * gets its threads back within two looks. */

@@ -139,7 +139,8 @@ typedef struct CvNode {
      * the window at parallelism gain_p: since gain_at, the root's elements
      * then, the stage's totals then. */
     int gain_cap;
-    int gain_trial;
+    bool gain_inline; /* the rule made it inline (one turn was no faster) */
+    int gain_trial; /* -2: inline against one turn */
     int gain_from;
     double gain_before;
     int gain_refusals;
