@@ -153,6 +153,7 @@ def main(argv=None):
         stats = it.stats()
         chosen = ", ".join(f"{c.stage} {c.before}->{c.after}"
                            f"{' (start probe)' if getattr(c, 'from_start', False) else ''}"
+                           f"{' (gain)' if getattr(c, 'gain', False) else ''}"
                            f" at {c.at * 1e3:.1f} ms"
                            for c in stats.choices[:6]) or "none"
         final = ", ".join(f"{s.name}={s.parallelism}" for s in stats.stages

@@ -46,7 +46,10 @@ class StageStats:
     pulling from its input (the input's work on this thread, and waiting
     for it); ``consumer_wait``: idle with a full buffer, waiting for its
     consumer to take elements; ``starved``: its consumer waiting for this
-    stage's results. Only parallel stages (``parallelism > 0``) measure
+    stage's results; ``blocked``: its threads inside blocking sections
+    (the GIL, Python code, I/O), of which ``contended`` waiting for the GIL
+    (the autotuner's measure of the parallelism lost to it). Only parallel
+    stages (``parallelism > 0``) measure
     times; every stage counts ``elements``. Gauges, now: ``pulling`` and
     ``processing``, the stage's turns inside its input and inside its own
     work (its function); ``buffered``, its elements in flight or ready;
@@ -105,6 +108,7 @@ class StageStats:
     staged_copies: int = 0
     staged_bytes: int = 0
     pinned_bytes: int = 0
+    contended: float = 0.0
 
     @property
     def copy_rate(self):
@@ -123,7 +127,10 @@ class AutotuneChoice:
     ``before`` to ``after`` at ``at`` seconds into the run, when ``bottleneck``
     was the slowest stage in its model. ``from_start``: the verdict on a
     stage that started inline (parallelism 0) and timed its first elements:
-    ``after`` 0, it stays inline from the start; above 0, it went parallel."""
+    ``after`` 0, it stays inline from the start; above 0, it went parallel.
+    ``gain``: the gain rule's (docs/performance.md): a trial of one worker
+    or of the most (kept unless a later choice takes it back), or the way
+    back from a trial that lost."""
     at: float
     stage: str
     before: int
@@ -132,6 +139,7 @@ class AutotuneChoice:
     target_interval: float
     modelled_interval: float
     from_start: bool = False
+    gain: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -373,7 +381,7 @@ def describe(owner, raw):
         staging_bytes=n.get("staging_bytes", 0), device_bytes=n.get("device_bytes", 0),
         inplace_batches=n.get("inplace_batches", 0), inplace_bytes=n.get("inplace_bytes", 0),
         staged_copies=n.get("staged_copies", 0), staged_bytes=n.get("staged_bytes", 0),
-        pinned_bytes=n.get("pinned_bytes", 0),
+        pinned_bytes=n.get("pinned_bytes", 0), contended=n.get("contended_ns", 0) / 1e9,
         function=owner.get(n["dataset"], ("", ""))[1] if n["dataset"] is not None else "")
         for i, n in enumerate(nodes)]
     tune = raw["autotune"]
@@ -384,7 +392,7 @@ def describe(owner, raw):
                               after=c["to"], bottleneck=name(c["bottleneck"]),
                               target_interval=c["target_ns"] / 1e9,
                               modelled_interval=c["interval_ns"] / 1e9,
-                              from_start=c.get("probe", False))
+                              from_start=c.get("probe", False), gain=c.get("gain", False))
                for c in tune["history"]]
     return PipelineStats(stages=stages, cpu_budget=raw["cpu_budget"], threads=raw["threads"],
                          elapsed=raw["elapsed_ns"] / 1e9,

@@ -48,6 +48,23 @@
 #define CV_AUTOTUNE_RETRY_NS 20000000LL
 #define CV_AUTOTUNE_RETRY_MAX_NS 2000000000LL
 
+/* The gain rule (autotune.h): a window says the root's interval after
+ * GAIN_NS and GAIN_ROOTS root elements at one parallelism; a stage is
+ * tried at one turn when its turns spent half their time in blocking
+ * sections and some of it waiting for the GIL. The next try
+ * comes after GAIN_RETRY_NS, doubled at each refusal up to
+ * GAIN_RETRY_MAX_NS. */
+#define CV_AUTOTUNE_GAIN_NS 5000000LL
+#define CV_AUTOTUNE_GAIN_ROOTS 16
+/* Fewer workers are kept unless the pipeline is slower by this factor, more
+ * only when it is faster by it: windows of 5 ms on a shared machine differ
+ * by 10-20% at one parallelism, and within that the fewer threads cost less
+ * CPU. */
+#define CV_AUTOTUNE_GAIN_SLACK 1.25
+#define CV_AUTOTUNE_GAIN_SPAN 8 /* a window with no trial starts again after this many GAIN_NS */
+#define CV_AUTOTUNE_GAIN_RETRY_NS 50000000LL
+#define CV_AUTOTUNE_GAIN_RETRY_MAX_NS 10000000000LL
+
 struct CvAutotuner {
     CvStats *stats; /* borrowed: the pool owns both */
     int cpu_budget;
@@ -347,6 +364,124 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
     return changed;
 }
 
+/* The window since node->gain_at, at one parallelism: the root's ns per
+ * element, or 0 while it holds too little to say. */
+static double gain_interval(const Run *run, const CvNode *node)
+{
+    double elapsed = (double)(run->now - node->gain_at);
+    double roots = run->root_total > node->gain_root ? (double)(run->root_total - node->gain_root) : 0;
+    return elapsed >= CV_AUTOTUNE_GAIN_NS && roots >= CV_AUTOTUNE_GAIN_ROOTS ? elapsed / roots : 0;
+}
+
+/* Whether a stage's turns in the window since node->gain_seen spent most of
+ * their time in blocking sections and some of it waiting for the GIL:
+ * workers that may gain nothing (autotune.h, "The gain rule"). How much
+ * they waited says little: a thread the interpreter makes drop the GIL
+ * waits for it again inside the function, where no engine clock sees it. */
+static bool gain_hint(const CvNodeTotals *t, const CvNodeTotals *seen)
+{
+    double turns = delta(t->busy_ns, seen->busy_ns) + delta(t->input_ns, seen->input_ns);
+    return turns >= CV_AUTOTUNE_GAIN_NS && delta(t->blocked_ns, seen->blocked_ns) >= 0.5 * turns &&
+           t->contended_ns > seen->contended_ns;
+}
+
+/* The next try's time: RETRY_NS doubled at each refusal. */
+static int64_t gain_retry(const Run *run, int refusals)
+{
+    int64_t wait = CV_AUTOTUNE_GAIN_RETRY_NS << (refusals < 10 ? refusals : 10);
+    return run->now + (wait < CV_AUTOTUNE_GAIN_RETRY_MAX_NS ? wait : CV_AUTOTUNE_GAIN_RETRY_MAX_NS);
+}
+
+/* history_mu held: the gain rule (autotune.h), every look, on a parallel
+ * AUTOTUNE stage: a trial at one turn against the root's interval at p,
+ * and later at its most against the interval at the cap. par[i] updated;
+ * returns whether a stage changed. */
+static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n, const double *work,
+                        int *par, bool *trials)
+{
+    CvAutotuner *tuner = run->tuner;
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+        const CvGauges *g = &now[i].gauges;
+        CvNode *node = nodes[i];
+        if (!g->limit || !g->tuned_parallelism || now[i].live != 1 || now[i].inner || g->max_parallelism < 2)
+            continue;
+        const CvNodeTotals *t = &now[i].totals;
+        bool gain_inline = par[i] == 0 && (node->gain_inline || node->gain_trial == -2);
+        if ((par[i] <= 0 && !gain_inline) || par[i] != node->gain_p || t->units < node->gain_seen.units) {
+            if (node->gain_trial) /* another rule moved it: the trial says nothing */
+                node->retry_gain_at = gain_retry(run, node->gain_refusals);
+            if (par[i] != node->gain_p && (par[i] > node->gain_cap || node->gain_inline))
+                node->gain_cap = 0; /* another rule gave it more (its work grew): start over */
+            node->gain_inline = false;
+            node->gain_trial = 0;
+            node->gain_p = par[i]; /* a new window, at this parallelism */
+            node->gain_at = run->now;
+            node->gain_root = run->root_total;
+            node->gain_seen = *t;
+            continue;
+        }
+        double interval = gain_interval(run, node);
+        int to = par[i];
+        double elapsed = (double)(run->now - node->gain_at);
+        double roots = run->root_total > node->gain_root ? (double)(run->root_total - node->gain_root) : 0;
+        if (node->gain_trial < 0 && elapsed >= CV_AUTOTUNE_GAIN_NS &&
+            elapsed > CV_AUTOTUNE_GAIN_SLACK * node->gain_before * (roots + 1))
+            interval = elapsed / (roots + 1); /* slower already: a slow stage at one turn costs most */
+        if (node->gain_trial && interval > 0) {
+            bool fewer = node->gain_trial < 0;
+            /* Fewer: kept unless slower by the slack; more: kept when faster by it. */
+            bool kept = fewer ? interval <= CV_AUTOTUNE_GAIN_SLACK * node->gain_before
+                              : interval * CV_AUTOTUNE_GAIN_SLACK < node->gain_before;
+            int trial = node->gain_trial;
+            node->gain_trial = 0;
+            if (kept && trial == -1 && g->may_inline) { /* one turn: now inline against it */
+                node->gain_cap = 1;
+                node->gain_trial = -2, to = 0;
+                node->gain_before = interval;
+                node->gain_from = 1;
+                node->inline_work = work[i] > 0 ? work[i] : node->inline_work; /* decide_inline's way back */
+                node->trial_interval = 0;
+            } else if (kept && fewer) {
+                node->gain_cap = 1;
+                node->gain_inline = par[i] == 0;
+            } else if (kept) {
+                node->gain_cap = 0, node->gain_refusals = 0, node->gain_inline = false; /* the climb decides */
+            } else if (trial == -2) {
+                to = 1; /* inline lost to one turn: keep that */
+            } else {
+                to = node->gain_from, node->gain_refusals++;
+            }
+            node->retry_gain_at = gain_retry(run, node->gain_refusals);
+        } else if (!node->gain_trial && interval > 0 && run->now >= node->retry_gain_at) {
+            if (node->gain_cap == 0 && par[i] > 1 && gain_hint(t, &node->gain_seen))
+                node->gain_trial = -1, to = 1;
+            else if (node->gain_cap > 0 && (par[i] == node->gain_cap || gain_inline))
+                node->gain_trial = 1, to = g->max_parallelism;
+            node->gain_before = interval;
+            node->gain_from = par[i];
+        }
+        *trials |= node->gain_trial != 0;
+        if (to == par[i] && !node->gain_trial && elapsed >= CV_AUTOTUNE_GAIN_SPAN * CV_AUTOTUNE_GAIN_NS) {
+            node->gain_at = run->now; /* the window slides: a trial compares with the recent past */
+            node->gain_root = run->root_total;
+            node->gain_seen = *t;
+        }
+        if (to == par[i])
+            continue;
+        node->fewer_votes = 0;
+        node->gain_p = to;
+        node->gain_at = run->now;
+        node->gain_root = run->root_total;
+        node->gain_seen = *t;
+        publish(tuner, run, g->limit, i, par[i], to, tuner->bottleneck, interval, 0);
+        tuner->history[(tuner->changes - 1) % CV_AUTOTUNE_HISTORY].gain = true;
+        par[i] = to;
+        changed = true;
+    }
+    return changed;
+}
+
 /* mu of the statistics held (a CvStatsVisit): the model, and the changes. */
 static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, int n)
 {
@@ -357,7 +492,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     double *work = calloc(count, sizeof(double)), *measured = calloc(count, sizeof(double));
     double *ratio = calloc(count, sizeof(double));
     int *par = calloc(count, sizeof(int));
-    bool changed = false, inline_now = false;
+    bool changed = false, inline_now = false, trials = false;
     if (!stages || !work || !measured || !ratio || !par || n == 0)
         goto done;
     /* The root's elements: its totals so far (for the ratios) and in the window. */
@@ -395,6 +530,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
     run->root_total = now[0].totals.elements;
     pthread_mutex_lock(&tuner->history_mu);
     changed = decide_inline(run, nodes, now, n, work, measured, ratio, par);
+    changed |= decide_gain(run, nodes, now, n, work, par, &trials);
     pthread_mutex_unlock(&tuner->history_mu);
     /* While a stage runs inline, look every first period: work that grows
      * gets its threads back within two looks. */
@@ -404,9 +540,11 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
         goto done;
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if (work[i] < 0 || !now[i].gauges.tuned_parallelism || par[i] == 0)
-            continue; /* inline stages take no part in the climb */
+        if (work[i] < 0 || !now[i].gauges.tuned_parallelism || par[i] == 0 || nodes[i]->gain_trial)
+            continue; /* inline stages and the gain rule's trials take no part in the climb */
         int most = now[i].gauges.max_parallelism;
+        if (nodes[i]->gain_cap > 0 && nodes[i]->gain_cap < most)
+            most = nodes[i]->gain_cap; /* more turns gained nothing (the gain rule) */
         int least = most < CV_AUTOTUNE_MIN_PARALLELISM ? most : CV_AUTOTUNE_MIN_PARALLELISM;
         stages[m++] = (Stage){i, now[i].gauges.limit, least, most, ratio[i], work[i]};
     }
@@ -449,6 +587,8 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
 done:
     if (changed || inline_now)
         tuner->period = CV_AUTOTUNE_FIRST_NS;
+    if (trials) /* a trial's verdict as soon as its window says enough */
+        tuner->period = CV_AUTOTUNE_GAIN_NS;
     for (int i = 0; i < n && !run->quick; i++)
         nodes[i]->seen = now[i].totals;
     free(stages);
@@ -542,5 +682,6 @@ const CvField cv_autotune_choice_fields[] = {
     CHOICE(target_ns, CV_FIELD_DOUBLE),
     CHOICE(interval_ns, CV_FIELD_DOUBLE),
     CHOICE(probe, CV_FIELD_BOOL),
+    CHOICE(gain, CV_FIELD_BOOL),
     {NULL, CV_FIELD_INT, 0},
 };

@@ -79,6 +79,35 @@
  * it, everything is as above (the 4x rule from the probe's work, the
  * trial).
  *
+ * The gain rule (issue 26): more workers may buy nothing: a Python map
+ * that computes under the GIL runs one call at a time however many turns
+ * it has, and the turns only take the GIL from each other (and from the
+ * consumer). Its work per unit grows with its parallelism, so the model
+ * above, which sees work, never finds it. So the tuner measures what the
+ * workers gain. A parallel AUTOTUNE stage whose turns spent at least half
+ * their time in blocking sections and waited for the GIL at all
+ * (CvNodeTotals.contended_ns, timed where the binding takes it) is tried at
+ * one turn: after at least 5 ms and 16 root elements at one parallelism,
+ * the root's interval then is compared with the interval at one turn over
+ * the next such window; no more than 25% slower (5 ms windows on a shared
+ * machine differ by 10-20%; within that, fewer threads cost less CPU), the
+ * stage keeps one turn and the climb may give it no more (its cap), and
+ * is tried inline against one turn the same way (one worker still passes
+ * the GIL back and forth with the consumer: 0.78x the sequential pipeline
+ * on a quiet 2-core machine, inline ~1.0x);
+ * slower, or already slower than the old interval allows for the root
+ * elements so far (a sleeping Python map, I/O: refused within 5 ms), it
+ * goes back. A capped stage is tried at its most after a back-off (50 ms,
+ * doubled at each refusal, up to 10 s): more than 25% faster lifts the cap
+ * (a function that started
+ * releasing the GIL, NumPy on large arrays), otherwise it goes back to
+ * one. Trials take no part in the climb, and the tuner looks every 5 ms
+ * while one runs. The amount of contention is no measure of the loss: a
+ * thread the interpreter makes drop the GIL waits for it again inside the
+ * function, unseen; the throughput is the measure. The hand-off rule may
+ * then take a stage at one turn inline. Choices made by this rule have
+ * `gain` set.
+ *
  * The period starts at CV_AUTOTUNE_FIRST_NS, doubles up to
  * CV_AUTOTUNE_MAX_NS, and drops back after a change. Every change is
  * recorded (cv_autotuner_history) for the statistics API.
@@ -115,6 +144,7 @@ typedef struct CvAutotuneChoice {
     double target_ns;   /* the target interval per root element */
     double interval_ns; /* the modelled interval of the stage after the change */
     bool probe;         /* the verdict on the stage's start probe (from 0: it started inline) */
+    bool gain;          /* the gain rule's: a trial of other parallelism, or the way back from one */
 } CvAutotuneChoice;
 /* Its fields by name (core/stats.h), ending with a NULL name. */
 extern const CvField cv_autotune_choice_fields[];

@@ -4,7 +4,7 @@
 
 static _Thread_local CvBlockingHooks hooks;
 static _Thread_local int depth;
-static _Thread_local int64_t since, total;
+static _Thread_local int64_t since, total, contended;
 
 void cv_blocking_set_hooks(CvBlockingHooks h)
 {
@@ -40,4 +40,15 @@ void cv_blocking_end(void)
 int64_t cv_blocking_ns(void)
 {
     return total;
+}
+
+void cv_blocking_contended(int64_t ns)
+{
+    if (ns > 0)
+        contended += ns;
+}
+
+int64_t cv_blocking_contended_ns(void)
+{
+    return contended;
 }

@@ -42,4 +42,12 @@ void cv_blocking_end(void);
  * across it. */
 int64_t cv_blocking_ns(void);
 
+/* Contention (issue 26): time this thread waited to enter a section that
+ * admits one thread of the process at a time (the GIL). The caller times
+ * its wait and reports it; counted on every thread. A stage's turns add up
+ * theirs (CvStageCounters.contended_ns): the autotuner's measure of the
+ * parallelism its workers lose to that section (core/autotune.h). */
+void cv_blocking_contended(int64_t ns);
+int64_t cv_blocking_contended_ns(void);
+
 #endif

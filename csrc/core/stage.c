@@ -217,7 +217,7 @@ static CvTurn stage_turn(void *arg)
     CvStageUnit units[CV_STAGE_MAX_CHUNK];
     bool end = false;
     int64_t turn_started = cv_now_ns();
-    int64_t blocked_before = cv_blocking_ns();
+    int64_t blocked_before = cv_blocking_ns(), contended_before = cv_blocking_contended_ns();
     if (!lock_input(st))
         return CV_TURN_IDLE; /* another turn is pulling: it resubmits the task */
     pthread_mutex_lock(&st->mu);
@@ -292,6 +292,7 @@ static CvTurn stage_turn(void *arg)
     count(&st->counters.busy_ns, (uint64_t)elapsed);
     count(&st->counters.units, (uint64_t)n);
     count(&st->counters.blocked_ns, (uint64_t)(cv_blocking_ns() - blocked_before));
+    count(&st->counters.contended_ns, (uint64_t)(cv_blocking_contended_ns() - contended_before));
 
     size_t bytes[CV_STAGE_MAX_CHUNK], total = 0;
     for (int i = 0; i < n; i++)

@@ -207,6 +207,7 @@ typedef struct CvStageCounters {
     _Atomic uint64_t wait_ns;  /* the consumer waiting in next() for a result */
     _Atomic uint64_t waits;
     _Atomic uint64_t blocked_ns; /* turns inside blocking sections (core/pool.h) */
+    _Atomic uint64_t contended_ns; /* turns waiting to enter a one-thread section (the GIL; core/blocking.h) */
     /* Gauges: turns pulling from the input / processing now (a stall
      * watchdog names the stage and what it waits on). */
     _Atomic int pulling;

@@ -64,6 +64,7 @@ void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *
     totals->wait_ns += counted(&st->counters.wait_ns);
     totals->waits += counted(&st->counters.waits);
     totals->blocked_ns += counted(&st->counters.blocked_ns);
+    totals->contended_ns += counted(&st->counters.contended_ns);
     pthread_mutex_lock(&st->mu);
     gauges->buffer += st->capacity;
     gauges->buffered += (int64_t)(st->issued - st->consumed);

@@ -266,6 +266,7 @@ const CvField cv_node_fields[] = {
     TOTAL(wait_ns),
     TOTAL(waits),
     TOTAL(blocked_ns),
+    TOTAL(contended_ns),
     GAUGE(parallelism, CV_FIELD_INT),
     GAUGE(max_parallelism, CV_FIELD_INT),
     GAUGE(tuned_parallelism, CV_FIELD_BOOL),

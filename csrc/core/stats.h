@@ -48,6 +48,7 @@ typedef struct CvNodeTotals {
     uint64_t wait_ns;  /* the stage's consumer waiting for a result */
     uint64_t waits;
     uint64_t blocked_ns; /* turns inside blocking sections (GIL, Python code, I/O, waits) */
+    uint64_t contended_ns; /* of which waiting to enter a one-thread section (the GIL) */
     /* A device stage (csrc/device/): host-to-device copies, their bytes,
      * and the time the device spent on them. */
     uint64_t copies;
@@ -131,6 +132,23 @@ typedef struct CvNode {
     double inline_work;
     int refusals;
     int64_t retry_at;
+    /* The gain rule (core/autotune.c), under mu: the most turns the climb
+     * may give the stage (0: no cap); a trial running (-1: at one turn, 1:
+     * at its most; 0: none), the parallelism before it and the root's
+     * interval then; refusals so far and when the next trial may start;
+     * the window at parallelism gain_p: since gain_at, the root's elements
+     * then, the stage's totals then. */
+    int gain_cap;
+    bool gain_inline; /* the rule made it inline (one turn was no faster) */
+    int gain_trial; /* -2: inline against one turn */
+    int gain_from;
+    double gain_before;
+    int gain_refusals;
+    int64_t retry_gain_at;
+    int gain_p;
+    int64_t gain_at;
+    uint64_t gain_root;
+    CvNodeTotals gain_seen;
 } CvNode;
 
 typedef struct CvStats CvStats;

@@ -80,7 +80,9 @@ int cv_python_begin(CvPythonCall *call)
         return -1;
     }
     cv_blocking_begin();
+    int64_t asked = cv_now_ns(); /* the wait for the GIL: the tuner's contention (core/blocking.h) */
     call->gil = gil_acquire();
+    cv_blocking_contended(cv_now_ns() - asked);
     return 0;
 }
 
