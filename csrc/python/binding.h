@@ -121,15 +121,24 @@ static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
  * (fn(module, args, kwargs)): dataset constructors are called by name. */
 #define CV_METHOD_KEYWORDS(fn) (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS
 
-/* constructors.c: one per builder (core/builder.h), filled by cv_constructors_init */
+/* Row tables: module functions that share one C function and tell their
+ * row apart (a PyMethodDef has no closure): module.c makes each row a
+ * builtin whose self is (module, row index), read back by cv_row_of. */
+static inline int cv_row_of(PyObject *self, PyObject **module)
+{
+    *module = PyTuple_GET_ITEM(self, 0); /* borrowed */
+    return (int)PyLong_AsLong(PyTuple_GET_ITEM(self, 1));
+}
+/* constructors.c: rows, one per builder (core/builder.h), filled by cv_constructors_init */
 extern PyMethodDef cv_constructor_functions[];
 int cv_constructors_init(void);
+extern PyMethodDef cv_value_functions[]; /* memory.c: rows, the engine's counters and limits */
 extern PyMethodDef cv_io_functions[];          /* records.c: TFRecord writer, record indexes, CRC-32C */
 extern PyMethodDef cv_cache_functions[];       /* cache.c: Dataset.cache */
 extern PyMethodDef cv_example_functions[];     /* example.c: tf.train.Example */
 extern PyMethodDef cv_op_functions[];          /* ops.c: element ops and traced programs */
-extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, process limits */
-extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown, live_iterators */
+extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, hash_buffer */
+extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown */
 extern PyMethodDef cv_error_functions[];       /* errors.c: set_error_classes */
 extern PyMethodDef cv_fs_functions[];         /* fs.c: the file-system layer (fs_*) */
 extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, cuda_info, copy_rate, staging cache */

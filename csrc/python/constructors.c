@@ -8,7 +8,7 @@
 #include "device/prefetch_to_device.h"
 #include "kernels/common/builders.h"
 
-/* The builders, in the order of the trampolines below. */
+/* The builders, in the order of the rows of cv_constructor_functions. */
 static const CvBuilder *builder_at(int index)
 {
     for (int i = 0; cv_kernel_builders[i].name; i++)
@@ -153,11 +153,13 @@ static void call_clear(Call *c)
     cv_build_args_release(c->b, c->a, c->taken);
 }
 
-static PyObject *construct(PyObject *module, PyObject *args, PyObject *kwargs, int index)
+/* Every row's function: the row is the builder's index (cv_row_of). */
+static PyObject *construct(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    PyObject *module;
     Call c;
     memset(&c, 0, sizeof(c));
-    c.b = builder_at(index);
+    c.b = builder_at(cv_row_of(self, &module));
     char *keywords[CV_BUILDER_MAX_ARGS + 1] = {0}, format[CV_BUILDER_MAX_ARGS + 80];
     int k = 0;
     bool buffering = false;
@@ -188,19 +190,7 @@ static PyObject *construct(PyObject *module, PyObject *args, PyObject *kwargs, i
     return result;
 }
 
-/* One C function per table entry (a PyMethodDef has no closure). */
-#define CONSTRUCTOR(i)                                                                    \
-    static PyObject *construct_##i(PyObject *module, PyObject *args, PyObject *kwargs) \
-    {                                                                                     \
-        return construct(module, args, kwargs, i);                                        \
-    }
-#define CONSTRUCTORS(a) CONSTRUCTOR(a##0) CONSTRUCTOR(a##1) CONSTRUCTOR(a##2) CONSTRUCTOR(a##3) \
-    CONSTRUCTOR(a##4) CONSTRUCTOR(a##5) CONSTRUCTOR(a##6) CONSTRUCTOR(a##7) CONSTRUCTOR(a##8) CONSTRUCTOR(a##9)
-CONSTRUCTORS() CONSTRUCTORS(1) CONSTRUCTORS(2) CONSTRUCTORS(3)
-#define REF(a) construct_##a##0, construct_##a##1, construct_##a##2, construct_##a##3, construct_##a##4, \
-    construct_##a##5, construct_##a##6, construct_##a##7, construct_##a##8, construct_##a##9
-static PyObject *(*const trampolines[])(PyObject *, PyObject *, PyObject *) = {REF(), REF(1), REF(2), REF(3)};
-#define MAX_CONSTRUCTORS ((int)(sizeof(trampolines) / sizeof(trampolines[0])))
+#define MAX_CONSTRUCTORS 64
 
 PyMethodDef cv_constructor_functions[MAX_CONSTRUCTORS + 1];
 static char docs[MAX_CONSTRUCTORS][320];
@@ -211,13 +201,13 @@ int cv_constructors_init(void)
     while (cv_kernel_builders[n].name)
         n++;
     if (n + 1 > MAX_CONSTRUCTORS) {
-        PyErr_SetString(PyExc_SystemError, "conveyor: more dataset builders than trampolines");
+        PyErr_SetString(PyExc_SystemError, "conveyor: more dataset builders than MAX_CONSTRUCTORS");
         return -1;
     }
     for (int i = 0; i <= n; i++) {
         cv_builder_signature(builder_at(i), docs[i], sizeof(docs[i]));
         cv_constructor_functions[i] =
-            (PyMethodDef){builder_at(i)->name, CV_METHOD_KEYWORDS(trampolines[i]), docs[i]};
+            (PyMethodDef){builder_at(i)->name, CV_METHOD_KEYWORDS(construct), docs[i]};
     }
     cv_constructor_functions[n + 1] = (PyMethodDef){NULL, NULL, 0, NULL};
     return 0;

@@ -594,43 +594,11 @@ static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
-{
-    (void)module, (void)unused;
-    return PyLong_FromLong(cv_pipeline_live_count());
-}
-
-/* The budgets, resolved in one place (core/pipeline.h) for the Python layer
- * too: AUTOTUNE's worker count is fixed when a dataset is built. */
-static PyObject *iterator_cpu_budget(PyObject *module, PyObject *requested)
-{
-    (void)module;
-    long n = PyLong_AsLong(requested);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    return PyLong_FromLong(cv_cpu_budget(n < 0 || n > 65536 ? 0 : (int)n));
-}
-
-static PyObject *iterator_autotune_ceiling(PyObject *module, PyObject *budget)
-{
-    (void)module;
-    long n = PyLong_AsLong(budget);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    return PyLong_FromLong(cv_autotune_ceiling(n < 1 || n > 65536 ? 1 : (int)n));
-}
-
 PyMethodDef cv_iterator_functions[] = {
-    {"cpu_budget", iterator_cpu_budget, METH_O,
-     "cpu_budget(requested) -> the CPUs a pipeline runs on: requested, or (0) the CPUs this "
-     "process may use."},
-    {"autotune_ceiling", iterator_autotune_ceiling, METH_O,
-     "autotune_ceiling(budget) -> the most turns an AUTOTUNE stage runs at once on budget CPUs."},
     {"set_bfloat16_dtype", cv_set_bfloat16_dtype, METH_O,
      "set_bfloat16_dtype(dtype): the NumPy dtype of bfloat16 tensors (ml_dtypes.bfloat16)."},
     {"shutdown", iterator_shutdown, METH_VARARGS,
      "shutdown(timeout=0.5): stop all live iterators (run at interpreter exit)."},
-    {"live_iterators", iterator_live_iterators, METH_NOARGS, "Number of open iterators."},
     {NULL, NULL, 0, NULL},
 };
 
