@@ -66,6 +66,22 @@ CvConsumerAnswer cv_consumer_check(const CvConsumer *c, CvConsumerUse use, const
     return CV_CONSUMER_BAD_STATE;
 }
 
+void cv_consumer_count(CvConsumer *c, CvWrapper *root)
+{
+    if (c->counted || !root || !c->live || cv_consumer_forked_away(c) ||
+        !cv_pipeline_running(c->pipeline))
+        return;
+    root->pipelines++;
+    c->counted = root;
+}
+
+void cv_consumer_uncount(CvConsumer *c)
+{
+    if (c->counted)
+        c->counted->pipelines--;
+    c->counted = NULL;
+}
+
 bool cv_consumer_finish(CvConsumer *c)
 {
     bool was_live = c->live;

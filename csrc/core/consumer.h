@@ -15,6 +15,7 @@
 #include <stdbool.h>
 
 #include "core/pipeline.h"
+#include "core/wrapper.h"
 
 typedef enum CvConsumerUse {
     CV_USE_NEXT,    /* next() */
@@ -38,6 +39,7 @@ typedef struct CvConsumer {
     bool close_requested; /* close() arrived while busy */
     bool exhausted;       /* the end was reached (not closed): saves as "finished" */
     unsigned long fork_generation;
+    CvWrapper *counted; /* the root's wrapper while this pass is one of its pipelines, else NULL */
 } CvConsumer;
 
 /* Make ds's pipeline and register it for owner (core/pipeline.h's live
@@ -56,6 +58,18 @@ bool cv_consumer_finish(CvConsumer *c);
 /* At exit, with calls into the front end's code still in flight: drop the
  * running part without joining it (cv_pipeline_abandon). */
 void cv_consumer_abandon(CvConsumer *c);
+/* Garbage collection (core/wrapper.h, rule 2). A running pipeline holds a
+ * structural reference to its root dataset until its last engine iterator
+ * is freed; the root's wrapper counts it as its own (`pipelines`) while the
+ * pass is counted, which lets the wrapper report the callables the
+ * pipeline runs, and the front end's iterator reports the root's object:
+ * if the collector finds the callables unreachable, the iterator is too,
+ * and its clear stops the pipeline. Counted only while the pipeline runs,
+ * and taken off before anything that may stop it, so the count never
+ * exceeds the pipelines holding the root; one too low only makes the
+ * wrapper a non-owner (nothing reported). root NULL: none (released). */
+void cv_consumer_count(CvConsumer *c, CvWrapper *root);
+void cv_consumer_uncount(CvConsumer *c);
 /* Drop the pipeline reference (leaked after fork(): the parent's). */
 void cv_consumer_clear(CvConsumer *c);
 

@@ -42,7 +42,6 @@ typedef struct CvIteratorObject {
     PyObject_HEAD
     CvConsumer c;         /* the pipeline and the consumer's state (core/consumer.h) */
     PyObject *source;     /* strong until released: the engine Dataset the pipeline runs */
-    bool accounted;       /* counted in source's `iterators` (see account()) */
     PyObject *describe;  /* strong or NULL: describe(raw) -> what stats() returns */
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
     PyObject *pack;      /* strong, for kind 2 */
@@ -70,38 +69,18 @@ static int refused(CvIteratorObject *self, CvConsumerUse use)
     return message ? -1 : answer == CV_CONSUMER_END;
 }
 
-/* Garbage collection (core/wrapper.h). A running pipeline holds a
- * structural reference to its root dataset (core/pipeline.h) until its last
- * engine iterator is freed; the source wrapper counts it as its own
- * (`w.pipelines`) while this object is accounted, which lets the wrapper
- * report the callables the pipeline runs, and this object reports the
- * source: if the gc finds the callables unreachable, this iterator is too,
- * and iterator_clear stops the pipeline. Accounted only while the pipeline
- * runs, and taken off (GIL held) before anything that may stop it, so the
- * count never exceeds the pipelines holding the root; one too low only
- * makes the wrapper a non-owner (nothing reported). GIL held. */
+/* Garbage collection: the running pipeline counts for the source's wrapper
+ * (core/consumer.h), and this object reports the source. GIL held. */
 static void account(CvIteratorObject *self)
 {
-    if (self->accounted || !self->source || !self->c.live || cv_consumer_forked_away(&self->c) ||
-        !cv_pipeline_running(self->c.pipeline))
-        return;
-    ((CvDatasetObject *)self->source)->w.pipelines++;
-    self->accounted = true;
-}
-
-static void unaccount(CvIteratorObject *self)
-{
-    if (!self->accounted)
-        return;
-    ((CvDatasetObject *)self->source)->w.pipelines--;
-    self->accounted = false;
+    cv_consumer_count(&self->c, self->source ? &((CvDatasetObject *)self->source)->w : NULL);
 }
 
 /* Stop the pipeline with the GIL released: a worker may be waiting for the
  * GIL to finish a Python map function (core/pipeline.h bounds the wait). */
 static void iterator_release(CvIteratorObject *self)
 {
-    unaccount(self);
+    cv_consumer_uncount(&self->c);
     if (cv_consumer_finish(&self->c)) { /* after fork(): the parent's, never joined */
         CvPipeline *pipeline = self->c.pipeline;
         Py_BEGIN_ALLOW_THREADS
@@ -132,21 +111,15 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
                                                                                   : st->iterator_type);
     if (!self)
         return NULL;
-    self->c = (CvConsumer){.fork_generation = cv_fork_generation()};
+    /* Every field past the header zero (NULL, false) but those set here. */
+    memset((char *)self + sizeof(PyObject), 0, sizeof(*self) - sizeof(PyObject));
+    self->c.fork_generation = cv_fork_generation();
     self->source = Py_NewRef(source);
-    self->accounted = false;
     self->describe = describe == Py_None ? NULL : Py_XNewRef(describe);
     self->structure = Py_NewRef(structure);
-    self->pack = NULL;
-    self->held = NULL;
     self->owner = owner == Py_None ? NULL : Py_XNewRef(owner);
-    self->pending = (CvElement){0};
-    self->has_pending = false;
     self->kind = -1;
-    self->eager = false;
-    self->may_block = false;
     self->module = Py_NewRef(module);
-    self->weakrefs = NULL;
     PyObject_GC_Track(self);
     CvPipelineOptions options = {cpu_budget, (CvAutotuneAlgorithm)algorithm, statistics};
     CvStatus s = cv_consumer_start(&self->c, ds, &options, self);
@@ -460,7 +433,7 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     CvStatus s;
     self->c.busy = true;
     CvPipeline *pipeline = self->c.pipeline;
-    unaccount(self); /* a failed restore may stop it */
+    cv_consumer_uncount(&self->c); /* a failed restore may stop it */
     Py_BEGIN_ALLOW_THREADS
     s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator or stopped */
     Py_END_ALLOW_THREADS
@@ -575,7 +548,7 @@ static void settle_at_exit(void *owner, bool drained)
     else if (drained)
         iterator_release(self);
     else {
-        unaccount(self);
+        cv_consumer_uncount(&self->c);
         cv_consumer_abandon(&self->c);
     }
     Py_DECREF(self);
