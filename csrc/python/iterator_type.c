@@ -457,16 +457,10 @@ static PyObject *iterator_held(PyObject *op, PyObject *unused)
         CvElement e = {0};
         cv_element_move(&e, &self->pending);
         self->has_pending = false;
-        PyObject *value = element_to_python(self, cv_get_state(self->module), &e);
-        if (!value) {
-            if (!PyErr_ExceptionMatches(PyExc_Exception)) { /* interrupted again: keep it */
-                cv_element_move(&self->pending, &e);
-                self->has_pending = true;
-            }
-            cv_element_clear(&e);
+        /* interrupted again: convert keeps it, pending or held */
+        PyObject *value = convert(self, cv_get_state(self->module), &e);
+        if (!value)
             return NULL;
-        }
-        cv_element_clear(&e);
         self->held = value;
     }
     return Py_NewRef(self->held ? self->held : Py_None);
