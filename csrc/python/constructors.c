@@ -25,7 +25,7 @@ typedef struct Call {
     PyObject *given[CV_BUILDER_MAX_ARGS];
     CvBuildArg a[CV_BUILDER_MAX_ARGS];
     bool taken[CV_BUILDER_MAX_ARGS]; /* converted, for build to take */
-    void *list[CV_BUILDER_MAX_ARGS]; /* PyMem: DATASETS, INTS, BOOLS */
+    void *list[CV_BUILDER_MAX_ARGS]; /* malloc'd: DATASETS, INTS, BOOLS */
     CvTensor tensor[CV_BUILDER_MAX_ARGS];
     CvMemory *memory;
 } Call;
@@ -37,17 +37,14 @@ static PyObject *given_for(const Call *c, const char *keyword)
     return i < 0 ? NULL : c->given[i];
 }
 
-/* A list of datasets, int64s or bools into a PyMem array. */
+/* A list of datasets, int64s or bools (core/builder.h's array). */
 static int list_arg(PyObject *module, Call *c, int i, CvArgKind kind)
 {
     PyObject *seq = PySequence_Fast(c->given[i], "expected a list");
     if (!seq)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    size_t size = kind == CV_ARG_DATASETS ? sizeof(CvDataset *)
-                  : kind == CV_ARG_INTS   ? sizeof(int64_t)
-                                          : sizeof(bool);
-    char *v = n <= INT32_MAX ? PyMem_Calloc(n ? (size_t)n : 1, size) : NULL;
+    char *v = c->list[i] = cv_build_arg_list(&c->a[i], kind, (size_t)n);
     int rc = v ? 0 : -1;
     if (!v)
         PyErr_NoMemory();
@@ -65,13 +62,6 @@ static int list_arg(PyObject *module, Call *c, int i, CvArgKind kind)
         }
     }
     Py_DECREF(seq);
-    c->list[i] = v;
-    if (kind == CV_ARG_DATASETS)
-        c->a[i].datasets.v = (CvDataset *const *)v, c->a[i].datasets.n = (int)n;
-    else if (kind == CV_ARG_INTS)
-        c->a[i].ints.v = (const int64_t *)v, c->a[i].ints.n = n;
-    else
-        c->a[i].bools.v = (const bool *)v, c->a[i].bools.n = (uint32_t)n;
     return rc;
 }
 
@@ -147,7 +137,7 @@ static int convert_arg(PyObject *module, Call *c, int i)
 static void call_clear(Call *c)
 {
     for (int i = 0; i < c->n; i++) {
-        PyMem_Free(c->list[i]);
+        free(c->list[i]);
         cv_tensor_clear(&c->tensor[i]);
     }
     cv_build_args_release(c->b, c->a, c->taken);
