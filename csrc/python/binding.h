@@ -9,22 +9,26 @@
  *   device.c         DeviceArrayBase (DLPack export, stream sync, copy to the host;
  *                    its Python half: conveyor/device.py), the CUDA loader
  *   convert.c        tensors and elements <-> NumPy
- *   memory.c         RAM budgets, process limits (argument converter)
+ *   memory.c         RAM budgets (argument converter); the engine's counters and
+ *                    limits as rows of one table
  *   example.c        tf.train.Example configs (argument converter)
- *   pyfunc.c         Python callables as engine functions and sources
+ *   pyfunc.c         Python callables as engine functions and sources (their
+ *                    results' learned form: core/result_form.h)
  *   ops.c            element ops, traced programs, map/filter function args
  *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
- *                    shutdown's settling of each (the live registry: core/pipeline.h)
+ *                    shutdown's settling of each (the live registry: core/pipeline.h;
+ *                    the consumer's state and refusals: core/consumer.h)
  *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
  *   fs.c             the file-system layer: fs_* functions, the file handles of
  *                    conveyor.io.gfile's FsReader/FsWriter
  *   fs_fsspec.c      the fsspec fallback table (scheme "*")
  *   constructors.c   the dataset constructors: one function walks the builder
- *                    tables (core/builder.h)
+ *                    tables (core/builder.h), one row each
  *   records.c, cache.c
  *                    module functions that build record files and caches
- *   module.c         module init: exec slot, state, the method table, the
- *                    Python classes the engine makes (set_*_type)
+ *   module.c         module init: exec slot, state, the method tables, the row
+ *                    tables' builtins (cv_row_of), the Python classes the
+ *                    engine makes (set_*_type)
  *
  * Naming: functions shared between files start with cv_ and are declared
  * here; a file's static functions that implement a Python-visible function,
