@@ -2,6 +2,7 @@
 #include "core/builder.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int cv_builder_num_args(const CvBuilder *b)
@@ -47,4 +48,19 @@ void cv_builder_signature(const CvBuilder *b, char *buf, size_t size)
     if (at < size)
         snprintf(buf + at, size - at, "%s) -> Dataset%s%s", b->required < n ? "]" : "",
                  *b->doc ? ": " : "", b->doc);
+}
+
+void *cv_build_arg_list(CvBuildArg *a, CvArgKind kind, size_t n)
+{
+    size_t size = kind == CV_ARG_DATASETS ? sizeof(CvDataset *)
+                  : kind == CV_ARG_INTS   ? sizeof(int64_t)
+                                          : sizeof(bool);
+    void *v = n <= INT32_MAX ? calloc(n ? n : 1, size) : NULL;
+    if (kind == CV_ARG_DATASETS)
+        a->datasets.v = v, a->datasets.n = (int)n;
+    else if (kind == CV_ARG_INTS)
+        a->ints.v = v, a->ints.n = (int64_t)n;
+    else
+        a->bools.v = v, a->bools.n = (uint32_t)n;
+    return v;
 }

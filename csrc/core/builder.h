@@ -81,6 +81,10 @@ typedef struct CvBuilder {
 int cv_builder_num_args(const CvBuilder *b);
 int cv_builder_arg_index(const CvBuilder *b, const char *keyword);
 void cv_builder_signature(const CvBuilder *b, char *buf, size_t size);
+/* For front ends: the zeroed array of a list argument of n items (kind
+ * CV_ARG_DATASETS, CV_ARG_INTS or CV_ARG_BOOLS), set into *a; the caller
+ * fills it and frees it with free() after build. NULL: out of memory. */
+void *cv_build_arg_list(CvBuildArg *a, CvArgKind kind, size_t n);
 /* Release the arguments of the taken kinds that taken[i] marks: what a
  * front end converted when it fails before build took them. */
 void cv_build_args_release(const CvBuilder *b, CvBuildArg *a, const bool *taken);

@@ -9,22 +9,26 @@
  *   device.c         DeviceArrayBase (DLPack export, stream sync, copy to the host;
  *                    its Python half: conveyor/device.py), the CUDA loader
  *   convert.c        tensors and elements <-> NumPy
- *   memory.c         RAM budgets, process limits (argument converter)
+ *   memory.c         RAM budgets (argument converter); the engine's counters and
+ *                    limits as rows of one table
  *   example.c        tf.train.Example configs (argument converter)
- *   pyfunc.c         Python callables as engine functions and sources
+ *   pyfunc.c         Python callables as engine functions and sources (their
+ *                    results' learned form: core/result_form.h)
  *   ops.c            element ops, traced programs, map/filter function args
  *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
- *                    shutdown's settling of each (the live registry: core/pipeline.h)
+ *                    shutdown's settling of each (the live registry: core/pipeline.h;
+ *                    the consumer's state and refusals: core/consumer.h)
  *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
  *   fs.c             the file-system layer: fs_* functions, the file handles of
  *                    conveyor.io.gfile's FsReader/FsWriter
  *   fs_fsspec.c      the fsspec fallback table (scheme "*")
  *   constructors.c   the dataset constructors: one function walks the builder
- *                    tables (core/builder.h)
+ *                    tables (core/builder.h), one row each
  *   records.c, cache.c
  *                    module functions that build record files and caches
- *   module.c         module init: exec slot, state, the method table, the
- *                    Python classes the engine makes (set_*_type)
+ *   module.c         module init: exec slot, state, the method tables, the row
+ *                    tables' builtins (cv_row_of), the Python classes the
+ *                    engine makes (set_*_type)
  *
  * Naming: functions shared between files start with cv_ and are declared
  * here; a file's static functions that implement a Python-visible function,
@@ -121,15 +125,24 @@ static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
  * (fn(module, args, kwargs)): dataset constructors are called by name. */
 #define CV_METHOD_KEYWORDS(fn) (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS
 
-/* constructors.c: one per builder (core/builder.h), filled by cv_constructors_init */
+/* Row tables: module functions that share one C function and tell their
+ * row apart (a PyMethodDef has no closure): module.c makes each row a
+ * builtin whose self is (module, row index), read back by cv_row_of. */
+static inline int cv_row_of(PyObject *self, PyObject **module)
+{
+    *module = PyTuple_GET_ITEM(self, 0); /* borrowed */
+    return (int)PyLong_AsLong(PyTuple_GET_ITEM(self, 1));
+}
+/* constructors.c: rows, one per builder (core/builder.h), filled by cv_constructors_init */
 extern PyMethodDef cv_constructor_functions[];
 int cv_constructors_init(void);
+extern PyMethodDef cv_value_functions[]; /* memory.c: rows, the engine's counters and limits */
 extern PyMethodDef cv_io_functions[];          /* records.c: TFRecord writer, record indexes, CRC-32C */
 extern PyMethodDef cv_cache_functions[];       /* cache.c: Dataset.cache */
 extern PyMethodDef cv_example_functions[];     /* example.c: tf.train.Example */
 extern PyMethodDef cv_op_functions[];          /* ops.c: element ops and traced programs */
-extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, process limits */
-extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown, live_iterators */
+extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, hash_buffer */
+extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown */
 extern PyMethodDef cv_error_functions[];       /* errors.c: set_error_classes */
 extern PyMethodDef cv_fs_functions[];         /* fs.c: the file-system layer (fs_*) */
 extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, cuda_info, copy_rate, staging cache */

@@ -8,7 +8,7 @@
 #include "device/prefetch_to_device.h"
 #include "kernels/common/builders.h"
 
-/* The builders, in the order of the trampolines below. */
+/* The builders, in the order of the rows of cv_constructor_functions. */
 static const CvBuilder *builder_at(int index)
 {
     for (int i = 0; cv_kernel_builders[i].name; i++)
@@ -25,7 +25,7 @@ typedef struct Call {
     PyObject *given[CV_BUILDER_MAX_ARGS];
     CvBuildArg a[CV_BUILDER_MAX_ARGS];
     bool taken[CV_BUILDER_MAX_ARGS]; /* converted, for build to take */
-    void *list[CV_BUILDER_MAX_ARGS]; /* PyMem: DATASETS, INTS, BOOLS */
+    void *list[CV_BUILDER_MAX_ARGS]; /* malloc'd: DATASETS, INTS, BOOLS */
     CvTensor tensor[CV_BUILDER_MAX_ARGS];
     CvMemory *memory;
 } Call;
@@ -37,17 +37,14 @@ static PyObject *given_for(const Call *c, const char *keyword)
     return i < 0 ? NULL : c->given[i];
 }
 
-/* A list of datasets, int64s or bools into a PyMem array. */
+/* A list of datasets, int64s or bools (core/builder.h's array). */
 static int list_arg(PyObject *module, Call *c, int i, CvArgKind kind)
 {
     PyObject *seq = PySequence_Fast(c->given[i], "expected a list");
     if (!seq)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    size_t size = kind == CV_ARG_DATASETS ? sizeof(CvDataset *)
-                  : kind == CV_ARG_INTS   ? sizeof(int64_t)
-                                          : sizeof(bool);
-    char *v = n <= INT32_MAX ? PyMem_Calloc(n ? (size_t)n : 1, size) : NULL;
+    char *v = c->list[i] = cv_build_arg_list(&c->a[i], kind, (size_t)n);
     int rc = v ? 0 : -1;
     if (!v)
         PyErr_NoMemory();
@@ -65,13 +62,6 @@ static int list_arg(PyObject *module, Call *c, int i, CvArgKind kind)
         }
     }
     Py_DECREF(seq);
-    c->list[i] = v;
-    if (kind == CV_ARG_DATASETS)
-        c->a[i].datasets.v = (CvDataset *const *)v, c->a[i].datasets.n = (int)n;
-    else if (kind == CV_ARG_INTS)
-        c->a[i].ints.v = (const int64_t *)v, c->a[i].ints.n = n;
-    else
-        c->a[i].bools.v = (const bool *)v, c->a[i].bools.n = (uint32_t)n;
     return rc;
 }
 
@@ -147,17 +137,19 @@ static int convert_arg(PyObject *module, Call *c, int i)
 static void call_clear(Call *c)
 {
     for (int i = 0; i < c->n; i++) {
-        PyMem_Free(c->list[i]);
+        free(c->list[i]);
         cv_tensor_clear(&c->tensor[i]);
     }
     cv_build_args_release(c->b, c->a, c->taken);
 }
 
-static PyObject *construct(PyObject *module, PyObject *args, PyObject *kwargs, int index)
+/* Every row's function: the row is the builder's index (cv_row_of). */
+static PyObject *construct(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    PyObject *module;
     Call c;
     memset(&c, 0, sizeof(c));
-    c.b = builder_at(index);
+    c.b = builder_at(cv_row_of(self, &module));
     char *keywords[CV_BUILDER_MAX_ARGS + 1] = {0}, format[CV_BUILDER_MAX_ARGS + 80];
     int k = 0;
     bool buffering = false;
@@ -188,19 +180,7 @@ static PyObject *construct(PyObject *module, PyObject *args, PyObject *kwargs, i
     return result;
 }
 
-/* One C function per table entry (a PyMethodDef has no closure). */
-#define CONSTRUCTOR(i)                                                                    \
-    static PyObject *construct_##i(PyObject *module, PyObject *args, PyObject *kwargs) \
-    {                                                                                     \
-        return construct(module, args, kwargs, i);                                        \
-    }
-#define CONSTRUCTORS(a) CONSTRUCTOR(a##0) CONSTRUCTOR(a##1) CONSTRUCTOR(a##2) CONSTRUCTOR(a##3) \
-    CONSTRUCTOR(a##4) CONSTRUCTOR(a##5) CONSTRUCTOR(a##6) CONSTRUCTOR(a##7) CONSTRUCTOR(a##8) CONSTRUCTOR(a##9)
-CONSTRUCTORS() CONSTRUCTORS(1) CONSTRUCTORS(2) CONSTRUCTORS(3)
-#define REF(a) construct_##a##0, construct_##a##1, construct_##a##2, construct_##a##3, construct_##a##4, \
-    construct_##a##5, construct_##a##6, construct_##a##7, construct_##a##8, construct_##a##9
-static PyObject *(*const trampolines[])(PyObject *, PyObject *, PyObject *) = {REF(), REF(1), REF(2), REF(3)};
-#define MAX_CONSTRUCTORS ((int)(sizeof(trampolines) / sizeof(trampolines[0])))
+#define MAX_CONSTRUCTORS 64
 
 PyMethodDef cv_constructor_functions[MAX_CONSTRUCTORS + 1];
 static char docs[MAX_CONSTRUCTORS][320];
@@ -211,13 +191,13 @@ int cv_constructors_init(void)
     while (cv_kernel_builders[n].name)
         n++;
     if (n + 1 > MAX_CONSTRUCTORS) {
-        PyErr_SetString(PyExc_SystemError, "conveyor: more dataset builders than trampolines");
+        PyErr_SetString(PyExc_SystemError, "conveyor: more dataset builders than MAX_CONSTRUCTORS");
         return -1;
     }
     for (int i = 0; i <= n; i++) {
         cv_builder_signature(builder_at(i), docs[i], sizeof(docs[i]));
         cv_constructor_functions[i] =
-            (PyMethodDef){builder_at(i)->name, CV_METHOD_KEYWORDS(trampolines[i]), docs[i]};
+            (PyMethodDef){builder_at(i)->name, CV_METHOD_KEYWORDS(construct), docs[i]};
     }
     cv_constructor_functions[n + 1] = (PyMethodDef){NULL, NULL, 0, NULL};
     return 0;

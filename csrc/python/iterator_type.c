@@ -33,15 +33,15 @@
  */
 #include "python/binding.h"
 
+#include "core/consumer.h"
+
 #include <stddef.h>
 #include <structmember.h> /* T_PYSSIZET, READONLY: __weaklistoffset__ (Python >= 3.10) */
 
 typedef struct CvIteratorObject {
     PyObject_HEAD
-    CvPipeline *pipeline; /* owned reference (core/pipeline.h): kept after the end for stats() */
+    CvConsumer c;         /* the pipeline and the consumer's state (core/consumer.h) */
     PyObject *source;     /* strong until released: the engine Dataset the pipeline runs */
-    bool accounted;       /* counted in source's `iterators` (see account()) */
-    bool live;           /* the pipeline runs: not closed, exhausted or abandoned */
     PyObject *describe;  /* strong or NULL: describe(raw) -> what stats() returns */
     PyObject *structure; /* strong until resolved; see make_iterator's doc */
     PyObject *pack;      /* strong, for kind 2 */
@@ -53,57 +53,36 @@ typedef struct CvIteratorObject {
     int kind;            /* -1 unresolved, 0 single, 1 tuple, 2 pack */
     bool eager;          /* leaves as the module's EagerTensor (plain iteration), else NumPy */
     bool may_block;
-    bool busy;            /* inside next() */
-    bool close_requested; /* close() arrived while busy */
-    bool exhausted;       /* the end was reached (not closed): saves as "finished" */
-    unsigned long fork_generation;
     PyObject *module;    /* strong */
     PyObject *weakrefs;  /* weakref.ref(iterator): a monitor never keeps it alive */
 } CvIteratorObject;
 
-static bool forked_away(CvIteratorObject *self)
+/* 0: `use` is allowed now; 1: save at the end (nothing to save); -1: refused,
+ * raised as the Python error of its kind (core/consumer.h). */
+static int refused(CvIteratorObject *self, CvConsumerUse use)
 {
-    return self->fork_generation != cv_fork_generation();
+    const char *message;
+    CvConsumerAnswer answer = cv_consumer_check(&self->c, use, &message);
+    if (message)
+        PyErr_SetString(answer == CV_CONSUMER_BAD_STATE ? PyExc_ValueError : PyExc_RuntimeError,
+                        message);
+    return message ? -1 : answer == CV_CONSUMER_END;
 }
 
-/* Garbage collection (core/wrapper.h). A running pipeline holds a
- * structural reference to its root dataset (core/pipeline.h) until its last
- * engine iterator is freed; the source wrapper counts it as its own
- * (`w.pipelines`) while this object is accounted, which lets the wrapper
- * report the callables the pipeline runs, and this object reports the
- * source: if the gc finds the callables unreachable, this iterator is too,
- * and iterator_clear stops the pipeline. Accounted only while the pipeline
- * runs, and taken off (GIL held) before anything that may stop it, so the
- * count never exceeds the pipelines holding the root; one too low only
- * makes the wrapper a non-owner (nothing reported). GIL held. */
+/* Garbage collection: the running pipeline counts for the source's wrapper
+ * (core/consumer.h), and this object reports the source. GIL held. */
 static void account(CvIteratorObject *self)
 {
-    if (self->accounted || !self->source || !self->live || forked_away(self) ||
-        !cv_pipeline_running(self->pipeline))
-        return;
-    ((CvDatasetObject *)self->source)->w.pipelines++;
-    self->accounted = true;
-}
-
-static void unaccount(CvIteratorObject *self)
-{
-    if (!self->accounted)
-        return;
-    ((CvDatasetObject *)self->source)->w.pipelines--;
-    self->accounted = false;
+    cv_consumer_count(&self->c, self->source ? &((CvDatasetObject *)self->source)->w : NULL);
 }
 
 /* Stop the pipeline with the GIL released: a worker may be waiting for the
  * GIL to finish a Python map function (core/pipeline.h bounds the wait). */
 static void iterator_release(CvIteratorObject *self)
 {
-    bool was_live = self->live;
-    self->live = false;
-    unaccount(self);
-    cv_pipeline_unregister(self->pipeline);
-    /* after fork(), its threads and locks belong to the parent: leak, never join */
-    if (was_live && self->pipeline && !forked_away(self)) {
-        CvPipeline *pipeline = self->pipeline;
+    cv_consumer_uncount(&self->c);
+    if (cv_consumer_finish(&self->c)) { /* after fork(): the parent's, never joined */
+        CvPipeline *pipeline = self->c.pipeline;
         Py_BEGIN_ALLOW_THREADS
         cv_pipeline_stop(pipeline);
         Py_END_ALLOW_THREADS
@@ -132,36 +111,23 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
                                                                                   : st->iterator_type);
     if (!self)
         return NULL;
-    self->pipeline = NULL;
+    /* Every field past the header zero (NULL, false) but those set here. */
+    memset((char *)self + sizeof(PyObject), 0, sizeof(*self) - sizeof(PyObject));
+    self->c.fork_generation = cv_fork_generation();
     self->source = Py_NewRef(source);
-    self->accounted = false;
-    self->live = false;
     self->describe = describe == Py_None ? NULL : Py_XNewRef(describe);
     self->structure = Py_NewRef(structure);
-    self->pack = NULL;
-    self->held = NULL;
     self->owner = owner == Py_None ? NULL : Py_XNewRef(owner);
-    self->exhausted = false;
-    self->pending = (CvElement){0};
-    self->has_pending = false;
     self->kind = -1;
-    self->eager = false;
-    self->may_block = false;
-    self->busy = false;
-    self->close_requested = false;
-    self->fork_generation = cv_fork_generation();
     self->module = Py_NewRef(module);
-    self->weakrefs = NULL;
     PyObject_GC_Track(self);
     CvPipelineOptions options = {cpu_budget, (CvAutotuneAlgorithm)algorithm, statistics};
-    CvStatus s = cv_pipeline_new(ds, &options, &self->pipeline);
+    CvStatus s = cv_consumer_start(&self->c, ds, &options, self);
     if (s) {
         Py_DECREF(self);
         return cv_raise_status(st, s);
     }
-    self->live = true;
-    cv_pipeline_register(self->pipeline, self);
-    self->may_block = cv_pipeline_may_block(self->pipeline);
+    self->may_block = cv_pipeline_may_block(self->c.pipeline);
     account(self);
     return (PyObject *)self;
 }
@@ -247,7 +213,7 @@ static void settle_owner(CvIteratorObject *self)
     if (!self->owner || PyBytes_Check(self->owner))
         return;
     PyObject *print = NULL;
-    if (self->exhausted) {
+    if (self->c.exhausted) {
         PyObject *mod = PyImport_ImportModule("conveyor.data.checkpoint");
         print = mod ? PyObject_CallMethod(mod, "finished_print", "O", self->owner) : NULL;
         Py_XDECREF(mod);
@@ -261,17 +227,8 @@ static PyObject *iterator_next(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
     CvModuleState *st = cv_get_state(self->module);
-    if (forked_away(self)) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "conveyor: this iterator was created before fork() and cannot be used in "
-                        "the child process; create a new iterator (iter(dataset)) in the child");
+    if (refused(self, CV_USE_NEXT) < 0)
         return NULL;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "conveyor: next() called on an iterator that another thread is using");
-        return NULL;
-    }
     if (self->held) { /* held back by an interrupt: it comes first */
         PyObject *held = self->held;
         self->held = NULL;
@@ -283,12 +240,12 @@ static PyObject *iterator_next(PyObject *op)
         self->has_pending = false;
         return convert(self, st, &e);
     }
-    if (!self->live)
+    if (!self->c.live)
         return NULL; /* exhausted or closed: StopIteration, sticky */
     bool end = false;
     CvStatus s;
-    CvPipeline *pipeline = self->pipeline;
-    self->busy = true;
+    CvPipeline *pipeline = self->c.pipeline;
+    self->c.busy = true;
     /* With the GIL held, only a read waiting on a pipe lets go of it and
      * checks for signals, in slices (io/file.c); so does an AUTOTUNE stage
      * run inline, which answers try_next by running its input. The check
@@ -306,10 +263,10 @@ static PyObject *iterator_next(PyObject *op)
         Py_END_ALLOW_THREADS
     }
     cv_set_interrupt_check(outer.fn, outer.arg);
-    self->busy = false;
-    if (self->close_requested || (!s && end)) {
+    self->c.busy = false;
+    if (self->c.close_requested || (!s && end)) {
         cv_element_clear(&e);
-        self->exhausted = !self->close_requested;
+        self->c.exhausted = !self->c.close_requested;
         iterator_release(self);
         settle_owner(self);
         if (s)
@@ -325,20 +282,20 @@ static PyObject *iterator_close(PyObject *op, PyObject *unused)
 {
     (void)unused;
     CvIteratorObject *self = (CvIteratorObject *)op;
-    if (self->busy) {
+    if (self->c.busy) {
         /* Another thread is inside next(): wake it; it frees the engine
          * iterator when it returns. Cancel keeps the GIL: the thread in next()
          * may free the tree as soon as it gets the GIL back, so the tree must
          * not be walked without it. Cancel only takes short engine mutexes,
          * and no engine thread waits for the GIL while holding one. */
-        self->close_requested = true;
-        if (!forked_away(self))
-            cv_pipeline_cancel(self->pipeline);
+        self->c.close_requested = true;
+        if (!cv_consumer_forked_away(&self->c))
+            cv_pipeline_cancel(self->c.pipeline);
     } else {
         iterator_release(self);
     }
     Py_CLEAR(self->held); /* closed: nothing more comes out */
-    if (!self->busy)
+    if (!self->c.busy)
         Py_CLEAR(self->owner);
     cv_element_clear(&self->pending);
     self->has_pending = false;
@@ -375,7 +332,7 @@ static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
 static int iterator_clear(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
-    if (!self->busy)
+    if (!self->c.busy)
         iterator_release(self);
     Py_CLEAR(self->structure);
     Py_CLEAR(self->pack);
@@ -393,9 +350,7 @@ static void iterator_dealloc(PyObject *op)
     if (self->weakrefs)
         PyObject_ClearWeakRefs(op);
     iterator_release(self);
-    if (!forked_away(self)) /* after fork(), the parent's: leak */
-        cv_pipeline_unref(self->pipeline);
-    self->pipeline = NULL;
+    cv_consumer_clear(&self->c);
     cv_element_clear(&self->pending);
     iterator_clear(op);
     Py_CLEAR(self->module);
@@ -412,16 +367,12 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
 {
     (void)unused;
     CvIteratorObject *self = (CvIteratorObject *)op;
-    if (!self->pipeline || !cv_pipeline_stats(self->pipeline) || forked_away(self)) {
-        PyErr_SetString(PyExc_RuntimeError, forked_away(self)
-                                                ? "conveyor: this iterator has no statistics (created before fork())"
-                                                : "conveyor: this iterator was made with statistics off");
+    if (refused(self, CV_USE_STATS) < 0)
         return NULL;
-    }
     CvReport r;
     cv_report_init(&r);
     PyObject *raw = cv_report_to_python(cv_get_state(self->module), &r,
-                                        cv_pipeline_report(self->pipeline, !self->live, &r));
+                                        cv_pipeline_report(self->c.pipeline, !self->c.live, &r));
     if (!raw || !self->describe)
         return raw;
     PyObject *described = PyObject_CallOneArg(self->describe, raw);
@@ -431,20 +382,6 @@ static PyObject *iterator_stats(PyObject *op, PyObject *unused)
 
 /* ---- exact resume: the engine's part (conveyor/data/checkpoint.py does the rest) */
 
-static int check_usable(CvIteratorObject *self, const char *what)
-{
-    if (forked_away(self)) {
-        PyErr_Format(PyExc_RuntimeError, "conveyor: cannot %s an iterator created before fork()", what);
-        return -1;
-    }
-    if (self->busy) {
-        PyErr_Format(PyExc_RuntimeError, "conveyor: cannot %s an iterator while another thread is "
-                     "inside its next()", what);
-        return -1;
-    }
-    return 0;
-}
-
 /* _save_engine() -> bytes: the engine iterator's frames, as of the last
  * element next() returned; None once the end was reached. Kernels may wait
  * for work in flight (a Python function), so the GIL is let go. */
@@ -452,23 +389,18 @@ static PyObject *iterator_save_engine(PyObject *op, PyObject *unused)
 {
     (void)unused;
     CvIteratorObject *self = (CvIteratorObject *)op;
-    if (check_usable(self, "save") < 0)
-        return NULL;
-    if (!self->live) {
-        if (self->exhausted)
-            Py_RETURN_NONE;
-        PyErr_SetString(PyExc_ValueError, "conveyor: cannot save a closed iterator");
-        return NULL;
-    }
+    int answer = refused(self, CV_USE_SAVE);
+    if (answer)
+        return answer < 0 ? NULL : Py_NewRef(Py_None); /* at the end: None */
     CvStateWriter w;
     cv_state_writer_init(&w);
     CvStatus s;
-    self->busy = true;
-    CvPipeline *pipeline = self->pipeline;
+    self->c.busy = true;
+    CvPipeline *pipeline = self->c.pipeline;
     Py_BEGIN_ALLOW_THREADS
     s = cv_pipeline_save(pipeline, &w);
     Py_END_ALLOW_THREADS
-    self->busy = false;
+    self->c.busy = false;
     PyObject *result = s ? NULL : PyBytes_FromStringAndSize(w.data, (Py_ssize_t)w.len);
     cv_state_writer_clear(&w);
     return s ? cv_raise_status(cv_get_state(self->module), s) : result;
@@ -481,22 +413,15 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
     CvModuleState *st = cv_get_state(self->module);
-    if (check_usable(self, "restore") < 0)
+    if (refused(self, CV_USE_RESTORE) < 0)
         return NULL;
-    if (!self->live) {
-        PyErr_SetString(PyExc_ValueError,
-                        self->exhausted ? "conveyor: cannot restore an iterator that reached its "
-                                          "end; restore into a new one (iter(dataset))"
-                                        : "conveyor: cannot restore a closed iterator");
-        return NULL;
-    }
     /* Restoring a used iterator (tf.train.Checkpoint.restore mid-epoch):
      * what it holds is dropped; the pipeline restarts its root first. */
     Py_CLEAR(self->held);
     cv_element_clear(&self->pending);
     self->has_pending = false;
     if (state == Py_None) { /* a finished iterator's state */
-        self->exhausted = true;
+        self->c.exhausted = true;
         iterator_release(self);
         Py_RETURN_NONE;
     }
@@ -506,13 +431,13 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     CvStateReader r;
     cv_state_reader_init(&r, view.buf, (size_t)view.len);
     CvStatus s;
-    self->busy = true;
-    CvPipeline *pipeline = self->pipeline;
-    unaccount(self); /* a failed restore may stop it */
+    self->c.busy = true;
+    CvPipeline *pipeline = self->c.pipeline;
+    cv_consumer_uncount(&self->c); /* a failed restore may stop it */
     Py_BEGIN_ALLOW_THREADS
     s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator or stopped */
     Py_END_ALLOW_THREADS
-    self->busy = false;
+    self->c.busy = false;
     account(self);
     if (s && !cv_pipeline_running(pipeline))
         iterator_release(self); /* no fresh one could be made */
@@ -532,16 +457,10 @@ static PyObject *iterator_held(PyObject *op, PyObject *unused)
         CvElement e = {0};
         cv_element_move(&e, &self->pending);
         self->has_pending = false;
-        PyObject *value = element_to_python(self, cv_get_state(self->module), &e);
-        if (!value) {
-            if (!PyErr_ExceptionMatches(PyExc_Exception)) { /* interrupted again: keep it */
-                cv_element_move(&self->pending, &e);
-                self->has_pending = true;
-            }
-            cv_element_clear(&e);
+        /* interrupted again: convert keeps it, pending or held */
+        PyObject *value = convert(self, cv_get_state(self->module), &e);
+        if (!value)
             return NULL;
-        }
-        cv_element_clear(&e);
         self->held = value;
     }
     return Py_NewRef(self->held ? self->held : Py_None);
@@ -550,7 +469,7 @@ static PyObject *iterator_held(PyObject *op, PyObject *unused)
 static PyObject *iterator_hold(PyObject *op, PyObject *element)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
-    if (check_usable(self, "restore") < 0)
+    if (refused(self, CV_USE_HOLD) < 0)
         return NULL;
     Py_XSETREF(self->held, Py_NewRef(element));
     Py_RETURN_NONE;
@@ -618,16 +537,13 @@ static void settle_at_exit(void *owner, bool drained)
 {
     CvIteratorObject *self = owner;
     Py_INCREF(self); /* release lets go of the GIL: another thread may drop it */
-    if (self->busy)
-        self->close_requested = true;
+    if (self->c.busy)
+        self->c.close_requested = true;
     else if (drained)
         iterator_release(self);
     else {
-        self->live = false;
-        unaccount(self);
-        cv_pipeline_unregister(self->pipeline);
-        cv_pipeline_abandon(self->pipeline);
-        self->pipeline = NULL;
+        cv_consumer_uncount(&self->c);
+        cv_consumer_abandon(&self->c);
     }
     Py_DECREF(self);
 }
@@ -645,43 +561,11 @@ static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static PyObject *iterator_live_iterators(PyObject *module, PyObject *unused)
-{
-    (void)module, (void)unused;
-    return PyLong_FromLong(cv_pipeline_live_count());
-}
-
-/* The budgets, resolved in one place (core/pipeline.h) for the Python layer
- * too: AUTOTUNE's worker count is fixed when a dataset is built. */
-static PyObject *iterator_cpu_budget(PyObject *module, PyObject *requested)
-{
-    (void)module;
-    long n = PyLong_AsLong(requested);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    return PyLong_FromLong(cv_cpu_budget(n < 0 || n > 65536 ? 0 : (int)n));
-}
-
-static PyObject *iterator_autotune_ceiling(PyObject *module, PyObject *budget)
-{
-    (void)module;
-    long n = PyLong_AsLong(budget);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    return PyLong_FromLong(cv_autotune_ceiling(n < 1 || n > 65536 ? 1 : (int)n));
-}
-
 PyMethodDef cv_iterator_functions[] = {
-    {"cpu_budget", iterator_cpu_budget, METH_O,
-     "cpu_budget(requested) -> the CPUs a pipeline runs on: requested, or (0) the CPUs this "
-     "process may use."},
-    {"autotune_ceiling", iterator_autotune_ceiling, METH_O,
-     "autotune_ceiling(budget) -> the most turns an AUTOTUNE stage runs at once on budget CPUs."},
     {"set_bfloat16_dtype", cv_set_bfloat16_dtype, METH_O,
      "set_bfloat16_dtype(dtype): the NumPy dtype of bfloat16 tensors (ml_dtypes.bfloat16)."},
     {"shutdown", iterator_shutdown, METH_VARARGS,
      "shutdown(timeout=0.5): stop all live iterators (run at interpreter exit)."},
-    {"live_iterators", iterator_live_iterators, METH_NOARGS, "Number of open iterators."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,5 +1,6 @@
-/* Binding of RAM budgets (core/ram_budget.h) and of the process's limits
- * (memory, cgroup, CPU count).
+/* Binding of RAM budgets (core/ram_budget.h), of the process's limits
+ * (memory, cgroup, CPU count) and of the engine's counters (buffers in use,
+ * the buffer pool, live iterators, the CPU budget).
  *
  * A budget reaches Python as a handle (handles.c) owning one reference; conveyor/data/ops/options_op.py creates one per with_options() call
  * that sets options.autotune.ram_budget and passes it to the constructors of
@@ -31,68 +32,74 @@ static PyObject *memory_budget(PyObject *module, PyObject *arg)
     return m ? cv_handle_new(CV_HANDLE_MEMORY, m) : PyErr_NoMemory();
 }
 
-static PyObject *memory_budget_usage(PyObject *module, PyObject *arg)
+/* The engine's counters and limits, one row each of cv_value_functions
+ * (cv_row_of); the argument is a budget (None: the process default) or an
+ * int where the row takes one. */
+enum { USAGE, PEAK, IN_USE, POOL, PROCESS_LIMIT, CGROUP, CPU_COUNT, CPU_BUDGET, CEILING, LIVE };
+
+static PyObject *memory_value(PyObject *self, PyObject *arg)
 {
-    (void)module;
-    CvMemory *m;
-    if (!cv_memory_arg(arg, &m))
+    PyObject *module;
+    int row = cv_row_of(self, &module);
+    CvMemory *m = NULL;
+    long n = 0;
+    if ((row == USAGE || row == PEAK) && !cv_memory_arg(arg, &m))
         return NULL;
-    return Py_BuildValue("LL", (long long)cv_memory_used(m), (long long)cv_memory_limit(m));
-}
-
-static PyObject *memory_budget_peak(PyObject *module, PyObject *arg)
-{
-    (void)module;
-    CvMemory *m;
-    if (!cv_memory_arg(arg, &m))
+    if ((row == CPU_BUDGET || row == CEILING) && (n = PyLong_AsLong(arg)) == -1 && PyErr_Occurred())
         return NULL;
-    return PyLong_FromLongLong((long long)cv_memory_peak(m));
-}
-
-static PyObject *memory_in_use(PyObject *module, PyObject *unused)
-{
-    (void)module;
-    (void)unused;
-    return PyLong_FromLongLong(cv_memory_in_use());
-}
-
-static PyObject *buffer_pool_stats(PyObject *module, PyObject *unused)
-{
-    (void)unused;
+    int64_t bytes = row == CGROUP ? cv_cgroup_memory_limit() : 0;
+    double cpus = row == CGROUP ? cv_cgroup_cpu_limit() : 0;
     CvReport r;
-    cv_report_init(&r);
-    return cv_report_to_python(cv_get_state(module), &r, cv_buffer_pool_report(&r));
-}
-
-static PyObject *memory_process_limit(PyObject *module, PyObject *unused)
-{
-    (void)module;
-    (void)unused;
-    return PyLong_FromLongLong(cv_memory_process_limit());
-}
-
-static PyObject *memory_cgroup_limits(PyObject *module, PyObject *unused)
-{
-    (void)module;
-    (void)unused;
-    int64_t bytes = cv_cgroup_memory_limit();
-    double cpus = cv_cgroup_cpu_limit();
-    PyObject *b = bytes < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(bytes);
-    PyObject *c = cpus < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(cpus);
-    if (!b || !c) {
-        Py_XDECREF(b);
-        Py_XDECREF(c);
-        return NULL;
+    switch (row) {
+    case USAGE:
+        return Py_BuildValue("LL", (long long)cv_memory_used(m), (long long)cv_memory_limit(m));
+    case PEAK:
+        return PyLong_FromLongLong((long long)cv_memory_peak(m));
+    case IN_USE:
+        return PyLong_FromLongLong(cv_memory_in_use());
+    case POOL:
+        cv_report_init(&r);
+        return cv_report_to_python(cv_get_state(module), &r, cv_buffer_pool_report(&r));
+    case PROCESS_LIMIT:
+        return PyLong_FromLongLong(cv_memory_process_limit());
+    case CGROUP: /* N steals each value; a NULL one fails the call */
+        return Py_BuildValue("NN", bytes < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(bytes),
+                             cpus < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(cpus));
+    case CPU_COUNT:
+        return PyLong_FromLong(cv_cpu_count());
+    /* The budgets, resolved in one place (core/pipeline.h) for the Python
+     * layer too: AUTOTUNE's worker count is fixed when a dataset is built. */
+    case CPU_BUDGET:
+        return PyLong_FromLong(cv_cpu_budget(n < 0 || n > 65536 ? 0 : (int)n));
+    case CEILING:
+        return PyLong_FromLong(cv_autotune_ceiling(n < 1 || n > 65536 ? 1 : (int)n));
+    default:
+        return PyLong_FromLong(cv_pipeline_live_count());
     }
-    return Py_BuildValue("NN", b, c);
 }
 
-static PyObject *memory_cpu_count(PyObject *module, PyObject *unused)
-{
-    (void)module;
-    (void)unused;
-    return PyLong_FromLong(cv_cpu_count());
-}
+PyMethodDef cv_value_functions[] = {
+    [USAGE] = {"memory_budget_usage", memory_value, METH_O,
+               "memory_budget_usage(budget or None) -> (bytes charged, limit); None: the process default"},
+    [PEAK] = {"memory_budget_peak", memory_value, METH_O,
+              "memory_budget_peak(budget or None) -> the most bytes ever charged to it at once"},
+    [IN_USE] = {"memory_in_use", memory_value, METH_NOARGS,
+                "Bytes that the buffers of all pipelines hold (charged to any budget)."},
+    [POOL] = {"buffer_pool_stats", memory_value, METH_NOARGS,
+              "{hits, misses, missed_bytes, pooled_buffers, pooled_bytes} of the pool that recycles large buffers."},
+    [PROCESS_LIMIT] = {"process_memory_limit", memory_value, METH_NOARGS,
+                       "Bytes this process may use: min(physical RAM, cgroup limit, RLIMIT_AS)."},
+    [CGROUP] = {"cgroup_limits", memory_value, METH_NOARGS,
+                "(memory bytes or None, CPUs or None) from this process's cgroup, read afresh (tests)."},
+    [CPU_COUNT] = {"cpu_count", memory_value, METH_NOARGS, "CPUs this process may use."},
+    [CPU_BUDGET] = {"cpu_budget", memory_value, METH_O,
+                    "cpu_budget(requested) -> the CPUs a pipeline runs on: requested, or (0) the CPUs "
+                    "this process may use."},
+    [CEILING] = {"autotune_ceiling", memory_value, METH_O,
+                 "autotune_ceiling(budget) -> the most turns an AUTOTUNE stage runs at once on budget CPUs."},
+    [LIVE] = {"live_iterators", memory_value, METH_NOARGS, "Number of open iterators."},
+    {NULL, NULL, 0, NULL},
+};
 
 /* hash_buffer(obj) -> 16 bytes: cv_hash128 of a C-contiguous buffer, without
  * the GIL for large ones (the pipeline fingerprint's arrays). */
@@ -121,18 +128,5 @@ PyMethodDef cv_memory_functions[] = {
      "same on every machine (not cryptographic)."},
     {"memory_budget", memory_budget, METH_O,
      "memory_budget(limit_bytes) -> a RAM budget for the stages of one pipeline"},
-    {"memory_budget_usage", memory_budget_usage, METH_O,
-     "memory_budget_usage(budget or None) -> (bytes charged, limit); None: the process default"},
-    {"memory_budget_peak", memory_budget_peak, METH_O,
-     "memory_budget_peak(budget or None) -> the most bytes ever charged to it at once"},
-    {"memory_in_use", memory_in_use, METH_NOARGS,
-     "Bytes that the buffers of all pipelines hold (charged to any budget)."},
-    {"buffer_pool_stats", buffer_pool_stats, METH_NOARGS,
-     "{hits, misses, missed_bytes, pooled_buffers, pooled_bytes} of the pool that recycles large buffers."},
-    {"process_memory_limit", memory_process_limit, METH_NOARGS,
-     "Bytes this process may use: min(physical RAM, cgroup limit, RLIMIT_AS)."},
-    {"cgroup_limits", memory_cgroup_limits, METH_NOARGS,
-     "(memory bytes or None, CPUs or None) from this process's cgroup, read afresh (tests)."},
-    {"cpu_count", memory_cpu_count, METH_NOARGS, "CPUs this process may use."},
     {NULL, NULL, 0, NULL},
 };

@@ -11,8 +11,10 @@
  * reference): an ndarray subclass, or one of our types' with __slots__ = (). */
 enum { EAGER, ITERATOR, DEVICE_ARRAY };
 
-static PyObject *module_set_class(PyObject *module, PyObject *type, int which)
+static PyObject *module_set_class(PyObject *self, PyObject *type)
 {
+    PyObject *module;
+    int which = cv_row_of(self, &module);
     CvModuleState *st = cv_get_state(module);
     PyTypeObject *base = which == EAGER      ? &PyArray_Type
                          : which == ITERATOR ? st->iterator_type
@@ -30,41 +32,44 @@ static PyObject *module_set_class(PyObject *module, PyObject *type, int which)
     Py_RETURN_NONE;
 }
 
-static PyObject *module_set_eager_type(PyObject *module, PyObject *type)
-{
-    return module_set_class(module, type, EAGER);
-}
-
-static PyObject *module_set_iterator_type(PyObject *module, PyObject *type)
-{
-    return module_set_class(module, type, ITERATOR);
-}
-
-static PyObject *module_set_device_array_type(PyObject *module, PyObject *type)
-{
-    return module_set_class(module, type, DEVICE_ARRAY);
-}
-
 static PyMethodDef module_functions[] = {
-    {"set_eager_type", module_set_eager_type, METH_O,
+    [EAGER] = {"set_eager_type", module_set_class, METH_O,
      "set_eager_type(cls): the ndarray subclass an iterator with eager=True yields "
      "(conveyor.EagerTensor)."},
-    {"set_iterator_type", module_set_iterator_type, METH_O,
+    [ITERATOR] = {"set_iterator_type", module_set_class, METH_O,
      "set_iterator_type(cls): the subclass of Iterator (with __slots__ = ()) that make_iterator "
      "makes: its methods in Python (conveyor/data/iterator_ops.py)."},
-    {"set_device_array_type", module_set_device_array_type, METH_O,
+    [DEVICE_ARRAY] = {"set_device_array_type", module_set_class, METH_O,
      "set_device_array_type(cls): the subclass of DeviceArrayBase (with __slots__ = ()) made "
      "for device arrays: conveyor.device.DeviceArray."},
     {NULL, NULL, 0, NULL},
 };
 
-/* The module functions, file by file. */
+/* The module functions, file by file; then the row tables (binding.h). */
 static PyMethodDef *const module_function_tables[] = {
-    cv_constructor_functions, cv_io_functions,     cv_cache_functions,
-    cv_example_functions,     cv_op_functions,     cv_memory_functions,
-    cv_iterator_functions,    cv_error_functions,  cv_device_functions,
-    cv_fs_functions,          module_functions,
+    cv_io_functions,       cv_cache_functions, cv_example_functions, cv_op_functions,
+    cv_memory_functions,   cv_iterator_functions, cv_error_functions, cv_device_functions,
+    cv_fs_functions,
 };
+static PyMethodDef *const module_row_tables[] = {
+    cv_constructor_functions, cv_value_functions, module_functions,
+};
+
+/* Each row a builtin whose self is (module, row index), as cv_row_of reads it. */
+static int add_rows(PyObject *module, PyMethodDef *rows)
+{
+    PyObject *name = PyModule_GetNameObject(module);
+    int rc = name ? 0 : -1;
+    for (int i = 0; rc == 0 && rows[i].ml_name; i++) {
+        PyObject *self = Py_BuildValue("(Oi)", module, i);
+        PyObject *fn = self ? PyCFunction_NewEx(&rows[i], self, name) : NULL;
+        rc = fn ? PyModule_AddObjectRef(module, rows[i].ml_name, fn) : -1;
+        Py_XDECREF(self);
+        Py_XDECREF(fn);
+    }
+    Py_XDECREF(name);
+    return rc;
+}
 
 static int module_exec(PyObject *module)
 {
@@ -77,6 +82,9 @@ static int module_exec(PyObject *module)
         return -1;
     for (size_t i = 0; i < sizeof(module_function_tables) / sizeof(module_function_tables[0]); i++)
         if (PyModule_AddFunctions(module, module_function_tables[i]) < 0)
+            return -1;
+    for (size_t i = 0; i < sizeof(module_row_tables) / sizeof(module_row_tables[0]); i++)
+        if (add_rows(module, module_row_tables[i]) < 0)
             return -1;
     (void)cv_fork_generation(); /* installs the pthread_atfork handler */
     cv_set_thread_exit_hook(cv_gil_thread_exit);

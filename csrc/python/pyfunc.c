@@ -12,10 +12,7 @@
  */
 #include "python/binding.h"
 
-/* How results can skip the Python-level converter once the first result has
- * shown their form: a single array, or a plain tuple of arrays, of the same
- * dtypes as the first. */
-enum { FAST_UNKNOWN, FAST_SINGLE, FAST_TUPLE, FAST_NONE };
+#include "core/result_form.h"
 
 /* The head of every wrapper of Python callables. */
 typedef struct {
@@ -32,10 +29,9 @@ typedef struct {
 typedef struct {
     CvPyCallable base;
     int with_id; /* pass the element's CvElementId first */
-    /* Written under the GIL on the first call only. */
-    int fast;
-    Py_ssize_t fast_n;
-    CvDtype fast_dtypes[64];
+    /* Results of the first result's form skip base.aux (core/result_form.h);
+     * learned under the GIL on the first call only. */
+    CvResultForm form;
 } CvPyElementFunction;
 
 static CvStatus python_gone(const char *name)
@@ -61,41 +57,22 @@ static CvDtype dtype_of(PyObject *o)
     return d;
 }
 
-/* Does `result` match the learned fast form? Only numeric dtypes qualify
- * (a learned dtype is never CV_NUM_DTYPES). */
-static int fast_match(CvPyElementFunction *f, PyObject *result)
+/* The kind and dtypes of a result as core/result_form.h compares them: one
+ * array or NumPy scalar, or a plain tuple; the number of dtypes, or -1 for
+ * anything else. */
+static int result_kind(PyObject *result, CvResultFormKind *kind, CvDtype *dtypes)
 {
-    if (f->fast == FAST_SINGLE)
-        return dtype_of(result) == f->fast_dtypes[0];
-    if (f->fast != FAST_TUPLE || !PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != f->fast_n)
-        return 0;
-    for (Py_ssize_t i = 0; i < f->fast_n; i++)
-        if (dtype_of(PyTuple_GET_ITEM(result, i)) != f->fast_dtypes[i])
-            return 0;
-    return 1;
-}
-
-static void learn_fast_form(CvPyElementFunction *f, PyObject *result)
-{
-    CvDtype d = dtype_of(result);
-    f->fast = FAST_NONE;
     if (PyArray_Check(result) || PyArray_IsScalar(result, Generic)) {
-        if (d != CV_STRING && d != CV_NUM_DTYPES) {
-            f->fast = FAST_SINGLE;
-            f->fast_dtypes[0] = d;
-        }
-        return;
+        *kind = CV_FORM_SINGLE;
+        dtypes[0] = dtype_of(result);
+        return 1;
     }
-    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) > 64)
-        return;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result); i++) {
-        d = dtype_of(PyTuple_GET_ITEM(result, i));
-        if (d == CV_STRING || d == CV_NUM_DTYPES)
-            return;
-        f->fast_dtypes[i] = d;
-    }
-    f->fast = FAST_TUPLE;
-    f->fast_n = PyTuple_GET_SIZE(result);
+    *kind = CV_FORM_TUPLE;
+    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) > CV_RESULT_FORM_MAX)
+        return -1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result); i++)
+        dtypes[i] = dtype_of(PyTuple_GET_ITEM(result, i));
+    return (int)PyTuple_GET_SIZE(result);
 }
 
 /* (epoch, index, *components), GIL held: one tuple, every Python map
@@ -133,21 +110,24 @@ static CvStatus call_locked(CvPyElementFunction *f, CvModuleState *st, const CvE
     result = PyObject_Call(f->base.fn, args, NULL);
     if (!result)
         goto pyerror;
-    if (fast_match(f, result)) {
-        if (f->fast == FAST_SINGLE) {
+    CvResultFormKind kind = CV_FORM_NONE;
+    CvDtype dtypes[CV_RESULT_FORM_MAX];
+    int n = f->form.kind == CV_FORM_NONE ? -1 : result_kind(result, &kind, dtypes);
+    if (cv_result_form_matches(&f->form, kind, dtypes, n)) {
+        if (kind == CV_FORM_SINGLE) {
             if (!(s = cv_element_init(out, 1)))
                 s = cv_tensor_from_pyobject(st, result, &out->t[0]);
         } else {
             s = cv_element_from_sequence(st, result, out);
         }
     } else {
-        int first = f->fast == FAST_UNKNOWN;
+        int first = f->form.kind == CV_FORM_UNKNOWN;
         converted = PyObject_CallOneArg(f->base.aux, result);
         if (!converted)
             goto pyerror;
         s = cv_element_from_sequence(st, converted, out);
         if (!s && first)
-            learn_fast_form(f, result);
+            cv_result_form_learn(&f->form, kind, dtypes, n);
     }
     if (s) {
         cv_element_clear(out);
