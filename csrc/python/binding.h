@@ -203,6 +203,7 @@ typedef enum CvHandleKind {
     CV_HANDLE_CACHE_STORE,    /* CvCacheStore (a reference) */
     CV_HANDLE_PROGRAM,        /* CvProgram (a reference) */
     CV_HANDLE_REGEX,          /* CvRegex */
+    CV_HANDLE_FS_FILE,        /* CvFsFile, gfile's open file (freed without the GIL) */
     CV_NUM_HANDLES
 } CvHandleKind;
 /* A handle owning object (freed here when no handle can be made). */
