@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 from conveyor import _engine
+from conveyor import dtypes as _dtypes
 from conveyor import errors
 
 __all__ = ["DeviceArray", "parse_device", "cuda_available", "cuda_device_count", "cuda_info",
@@ -53,6 +54,8 @@ class DeviceArray(_engine.DeviceArrayBase):
     ndim = property(lambda self: len(self._meta[2]), doc="The rank.")
     size = property(lambda self: math.prod(self._meta[2]), doc="The number of values.")
     nbytes = property(lambda self: self._meta[4], doc="Bytes of the values.")
+    dtype = property(lambda self: np.dtype(_dtypes.as_dtype(self._meta[3]).as_numpy_dtype),
+                     doc="The NumPy dtype.")
     data_ptr = property(lambda self: self._meta[5],
                         doc="The address of the first value (device memory).")
 

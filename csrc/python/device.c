@@ -6,7 +6,7 @@
  * Python subclass (conveyor.device.DeviceArray, given by
  * set_device_array_type (module.c) and made for every array) checks the arguments of
  * the protocols (__dlpack__, __array__, __cuda_array_interface__ v3) and
- * derives the plain attributes; this file keeps what touches the buffer:
+ * derives the plain attributes (the dtype from _meta's name); this file keeps what touches the buffer:
  * the DLPack export, the stream sync and the copy to the host.
  *
  * Lifetimes: a capsule's DLManagedTensor owns its own buffer reference, so
@@ -168,12 +168,6 @@ static PyObject *device_array_numpy(PyObject *op, PyObject *unused)
     return arr;
 }
 
-static PyObject *device_array_dtype(PyObject *op, void *closure)
-{
-    (void)closure;
-    return (PyObject *)cv_descr_for(((CvDeviceArrayObject *)op)->t.dtype);
-}
-
 /* _meta: (DLPack device type, index, shape, dtype name, nbytes, address),
  * what DeviceArray's attributes are derived from. */
 static PyObject *device_array_meta(PyObject *op, void *closure)
@@ -205,7 +199,6 @@ static PyMethodDef device_array_methods[] = {
 };
 
 static PyGetSetDef device_array_getset[] = {
-    {"dtype", device_array_dtype, NULL, "The NumPy dtype.", NULL},
     {"_meta", device_array_meta, NULL, "(device type, index, shape, dtype name, nbytes, address)",
      NULL},
     {NULL, NULL, NULL, NULL, NULL},
