@@ -23,10 +23,13 @@ def attr_text(attrs):
     reads them (csrc/ops/op.h: cv_op_attrs_parse): "name=v;name=v1,v2", ints
     in decimal, floats as ``repr`` writes them (read back exactly)."""
     items = attrs.items() if isinstance(attrs, dict) else attrs
-    return ";".join(f"{name}={_attr_value(value)}" for name, value in items)
+    return ";".join([f"{name}={value if type(value) is int else _attr_value(value)}"
+                     for name, value in items])
 
 
 def _attr_value(value):
+    if type(value) is int:  # the common case, first
+        return str(value)
     if isinstance(value, (list, tuple, np.ndarray)):
         return ",".join(_attr_value(v) for v in value)
     if isinstance(value, (float, np.floating)):
