@@ -15,6 +15,7 @@ does: ``"/gpu:0"``, ``"/device:GPU:1"``, ``"gpu"``, ``"cuda"``, ``"cuda:1"``;
 ``"/cpu:0"``, ``"cpu"``; and conveyor's ``"host"``: the device path (staging
 ring, device buffers, DLPack) on host memory, to test it without a GPU.
 """
+import array as _array
 import glob
 import math
 import operator
@@ -25,6 +26,7 @@ import sys
 import numpy as np
 
 from conveyor import _engine
+from conveyor import dtypes as _dtypes
 from conveyor import errors
 
 __all__ = ["DeviceArray", "parse_device", "cuda_available", "cuda_device_count", "cuda_info",
@@ -49,10 +51,13 @@ class DeviceArray(_engine.DeviceArrayBase):
     the protocols' argument checks and the plain attributes are here."""
     __slots__ = ()
 
-    shape = property(lambda self: self._meta[2], doc="The shape, a tuple of ints.")
-    ndim = property(lambda self: len(self._meta[2]), doc="The rank.")
-    size = property(lambda self: math.prod(self._meta[2]), doc="The number of values.")
+    shape = property(lambda self: tuple(_array.array("q", self._meta[2])),
+                     doc="The shape, a tuple of ints.")
+    ndim = property(lambda self: len(self._meta[2]) // 8, doc="The rank.")
+    size = property(lambda self: math.prod(self.shape), doc="The number of values.")
     nbytes = property(lambda self: self._meta[4], doc="Bytes of the values.")
+    dtype = property(lambda self: np.dtype(_dtypes.as_dtype(self._meta[3]).as_numpy_dtype),
+                     doc="The NumPy dtype.")
     data_ptr = property(lambda self: self._meta[5],
                         doc="The address of the first value (device memory).")
 
@@ -63,13 +68,13 @@ class DeviceArray(_engine.DeviceArrayBase):
         return f"{'cuda' if kind == _DLPACK_CUDA else 'cpu'}:{index}"
 
     def __len__(self):
-        shape = self._meta[2]
+        shape = self.shape
         if not shape:
             raise TypeError("len() of a 0-d device array")
         return shape[0]
 
     def __repr__(self):
-        _, _, shape, dtype, _, _ = self._meta
+        shape, dtype = self.shape, self._meta[3]
         return f"<conveyor.DeviceArray shape=[{','.join(map(str, shape))}] dtype={dtype} device={self.device}>"
 
     def __dlpack_device__(self):

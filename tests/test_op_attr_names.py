@@ -16,9 +16,10 @@ The rules, checked on the sources (as tests/test_csource_lint.py does):
 - Python: no call of ``tracing.apply`` in conveyor/ passes ``ints=`` or
   ``floats=`` or more than three positional arguments (op, inputs, outputs):
   attributes go in ``attrs=`` (a dict by name). ``_engine.run_op`` in conveyor/
-  gets its attributes as a dict display or a name bound to the dict
-  ``apply`` built, never a list or tuple display, and ``_engine.program``
-  nodes carry the dict (the binding refuses positional ints there).
+  gets its attributes as ``attr_text`` of a dict display or of a name bound
+  to the dict ``apply`` built (the text csrc/ops/op.c parses by name), never
+  a list or tuple display, and ``_engine.program`` nodes carry that text (the
+  binding refuses positional ints there).
 
 - Dataset constructors: every function of the engine module (and the
   engine Dataset's make_iterator) that takes keywords (``CV_METHOD_KEYWORDS``
@@ -29,6 +30,7 @@ The rules, checked on the sources (as tests/test_csource_lint.py does):
 Tests may still call ``_engine.run_op`` with positional ints: that raw form
 probes the C ops' own checks on malformed attributes.
 """
+import array
 import ast
 import pathlib
 import re
@@ -37,6 +39,7 @@ import numpy as np
 import pytest
 
 import conveyor as cv
+from conveyor.framework.eager import attr_text
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPS = ROOT / "csrc" / "ops"
@@ -123,7 +126,9 @@ def test_conveyor_passes_op_attributes_by_name():
                 offenders.append(f"{where}:{call.lineno} apply")
         for call in _calls(tree, "run_op"):
             attrs = call.args[2] if len(call.args) > 2 else None
-            if not isinstance(attrs, (ast.Dict, ast.Name)):
+            named = (isinstance(attrs, ast.Call) and getattr(attrs.func, "id", None) == "attr_text"
+                     and len(attrs.args) == 1 and isinstance(attrs.args[0], (ast.Dict, ast.Name)))
+            if not named:
                 offenders.append(f"{where}:{call.lineno} run_op")
     assert not offenders, f"op attributes passed by position: {offenders}"
 
@@ -175,8 +180,8 @@ RNG = (0, 0, 0, 0, 0, 0)
 
 def _resize(attrs):
     from conveyor import _engine
-    return _engine.run_op("ResizeBilinear", [np.zeros((4, 4, 3), np.uint8)], attrs, [], None,
-                          None, 1, RNG)[0]
+    return _engine.run_op("ResizeBilinear", [np.zeros((4, 4, 3), np.uint8)], attr_text(attrs),
+                          [], None, None, 1, RNG)[0]
 
 
 def test_named_attributes_fill_their_slots():
@@ -202,16 +207,18 @@ def test_an_optional_attribute_needs_the_optional_ones_before_it():
              "dct_method": 0, "max_pixels": 0, "min_width": 8, "acceptable_fraction": 1.0}
     with pytest.raises(TypeError, match="DecodeJpeg: attribute 'min_width' needs the optional "
                                         "'min_height'"):
-        _engine.run_op("DecodeJpeg", [np.array(b"", object)], attrs, [], None, None, 1, RNG)
+        _engine.run_op("DecodeJpeg", [np.array(b"", object)], attr_text(attrs), [], None, None,
+                       1, RNG)
 
 
 def test_program_nodes_take_named_attributes_only():
     from conveyor import _engine
     code = cv.float32._code
-    node = ("Cast", [0], [code], None, None, 1, 0)  # positional ints: refused
+    ids = array.array("i", [0]), array.array("i", [1])  # a node's inputs, the results
+    node = ("Cast", ids[0], [code], None, None, 1, 0)  # positional ints: refused
     with pytest.raises(TypeError, match="Cast: attributes must be named"):
-        _engine.program("f", 1, [], [node], [1], 0, 0)
-    named = ("Cast", [0], {"dtype": code}, None, None, 1, 0)
-    program = _engine.program("f", 1, [], [named], [1], 0, 0)
+        _engine.program("f", 1, [], [node], ids[1], 0, 0)
+    named = ("Cast", ids[0], attr_text({"dtype": code}), None, None, 1, 0)
+    program = _engine.program("f", 1, [], [named], ids[1], 0, 0)
     (out,) = _engine.run_program(program, [np.array([1.5, 2.5], np.float64)], 0, 0)
     assert out.dtype == np.float32

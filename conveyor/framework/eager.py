@@ -8,12 +8,33 @@ gives the plain NumPy value: an ndarray view (no copy) for arrays, a NumPy
 scalar for a 0-d number, ``bytes`` for a 0-d string, which is what
 ``as_numpy_iterator()`` yields. docs/differences.md gives the measured cost.
 """
+import operator
+
 import numpy as np
 
 from conveyor import _engine
 from conveyor import dtypes as _dtypes
 
 __all__ = ["EagerTensor"]
+
+
+def attr_text(attrs):
+    """An op's named attributes (a dict, or (name, value) pairs) as the engine
+    reads them (csrc/ops/op.h: cv_op_attrs_parse): "name=v;name=v1,v2", ints
+    in decimal, floats as ``repr`` writes them (read back exactly)."""
+    items = attrs.items() if isinstance(attrs, dict) else attrs
+    return ";".join([f"{name}={value if type(value) is int else _attr_value(value)}"
+                     for name, value in items])
+
+
+def _attr_value(value):
+    if type(value) is int:  # the common case, first
+        return str(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return ",".join(_attr_value(v) for v in value)
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return str(operator.index(value))
 
 
 class _Shape(tuple):
@@ -66,7 +87,7 @@ def _string_equal(a, b):
     """Elementwise a == b of string arrays with broadcasting: the native
     StringEqual op (csrc/ops/string_equal.c), as ``tf.equal`` runs it."""
     inputs = [_as_bytes_array(a.view(np.ndarray)), _as_bytes_array(b)]
-    (result,) = _engine.run_op("StringEqual", inputs, {"negate": 0}, [], None, None, 1,
+    (result,) = _engine.run_op("StringEqual", inputs, attr_text({"negate": 0}), [], None, None, 1,
                                (0, 0, 0, 0, 0, 0))
     return result
 

@@ -17,6 +17,7 @@ Random ops draw from a stream keyed by (seed, op seed, position of the op in
 the function, element id), so a traced program, its Python twin and any
 thread count give the same values (see ``element_scope``).
 """
+import array
 import os
 import sys
 import threading
@@ -29,7 +30,7 @@ from conveyor.framework import random_seed as _seed
 from conveyor import dtypes as _dtypes
 from conveyor import nest
 from conveyor.framework.convert import to_array
-from conveyor.framework.eager import EagerTensor, as_eager, eager_result
+from conveyor.framework.eager import EagerTensor, as_eager, attr_text, eager_result
 from conveyor.tensor_spec import TensorShape, TensorSpec
 
 __all__ = ["Tensor", "UntraceableError", "apply", "convert", "op_error", "static_shape", "dtype_of"]
@@ -216,12 +217,13 @@ class _Trace:
         for n, (op, keys, attrs, string, obj, num_out, op_seed) in enumerate(recorded):
             if n in dead:
                 continue
-            nodes.append((op, [ids[k] for k in keys], attrs, string, obj, num_out, op_seed))
+            nodes.append((op, array.array("i", [ids[k] for k in keys]), attr_text(attrs), string,
+                          obj, num_out, op_seed))
             for j in range(num_out):
                 ids[("node", n, j)] = next_id
                 next_id += 1
         return _engine.program(self.name, self.num_args, self.constants, nodes,
-                               [ids[k] for k in result_keys], 0, 0)
+                               array.array("i", [ids[k] for k in result_keys]), 0, 0)
 
 
 # Ops without effects or errors once traced (their arguments were checked
@@ -399,7 +401,7 @@ def apply(op, inputs, outputs, attrs=None, string=None, obj=None, random=False,
                 _eager_counter[0] += 1
                 key, index = _op_seed(op_seed, new_base_seed(), 0), _eager_counter[0]
         results = [eager_result(r) for r in _engine.run_op(
-            op, list(inputs), attrs, (), string, obj, len(outputs), (0, 0, key, 0, epoch, index))]
+            op, list(inputs), attr_text(attrs), (), string, obj, len(outputs), (0, 0, key, 0, epoch, index))]
     return results[0] if len(outputs) == 1 else list(results)
 
 

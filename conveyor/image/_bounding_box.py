@@ -19,7 +19,7 @@ from conveyor import dtypes as _dtypes
 from conveyor import errors as _errors
 from conveyor.framework import random_seed as _seed
 from conveyor.framework import tracing as _tracing
-from conveyor.framework.eager import eager_result
+from conveyor.framework.eager import attr_text, eager_result
 from conveyor.framework.tracing import Tensor, apply, convert, dtype_of, op_error, static_shape
 
 __all__ = ["sample_distorted_bounding_box", "stateless_sample_distorted_bounding_box"]
@@ -126,7 +126,7 @@ def sample_distorted_bounding_box(image_size, bounding_boxes, seed=0, min_object
     _eager_calls[key] = n + 1
     # The n-th call of TensorFlow's kernel: the n-th element's window.
     return tuple(eager_result(r) for r in _engine.run_op(
-        "SampleDistortedBoundingBoxV2", list(inputs), attrs, (), None, None, len(outputs),
+        "SampleDistortedBoundingBoxV2", list(inputs), attr_text(attrs), (), None, None, len(outputs),
         (0, 0, 0, 0, 0, n)))
 
 

@@ -4,8 +4,8 @@ in plain values the table takes.
 
 Called by the engine with the GIL held, from any thread, with the URL (each
 function finds the file system object with ``fsspec.core.url_to_fs``);
-an exception goes back to the engine, which asks ``status`` for the error
-code and message naming the URL.
+the engine calls them through ``call``, which gives an exception back as the
+engine's error code and a message naming the URL.
 """
 from conveyor import errors as _errors
 
@@ -37,6 +37,20 @@ def status(exc, url, what):
         text = None
     detail = f"{type(exc).__name__}: {text}" if text is not None else type(exc).__name__
     return code, f"{url}; {detail} (fsspec, {what})"
+
+
+def call(fn, url, what, args):
+    """(0, fn(*args)) for the function named `fn`, or (code, message) of what it
+    raised doing `what` for `url`."""
+    try:
+        return 0, globals()[fn](*args)
+    except Exception as e:  # noqa: BLE001 - every error goes back as a status
+        return status(e, url, what)
+
+
+def close(f):
+    """Close an open file (the engine ignores an error)."""
+    f.close()
 
 
 def _resolve(url):

@@ -366,17 +366,17 @@ def makedirs(path):
     parent = path.rsplit("/", 1)[0] if "/" in path else ""
     if parent and not parent.endswith(":/") and not parent.endswith(":"):
         makedirs(parent)
-    _engine.fs_make_dir(path)
+    _engine.fs_path_op("make_dir", path)
 
 
 def mkdir(path):
     """Create the directory `path` (its parent must exist); no error if it exists."""
-    _engine.fs_make_dir(_path(path))
+    _engine.fs_path_op("make_dir", _path(path))
 
 
 def remove(path):
     """Delete the file `path`."""
-    _engine.fs_remove(_path(path))
+    _engine.fs_path_op("remove", _path(path))
 
 
 def rmtree(path):
@@ -386,18 +386,18 @@ def rmtree(path):
         raise _errors.NotFoundError(None, None, f"{path}; No such file or directory")
     for top, subdirs, files in walk(path, topdown=False):
         for name in files:
-            _engine.fs_remove(join(top, name))
-        _engine.fs_remove_dir(top)
+            _engine.fs_path_op("remove", join(top, name))
+        _engine.fs_path_op("remove_dir", top)
 
 
 def rename(src, dst, overwrite=False):
     """Rename `src` to `dst`; AlreadyExistsError when `dst` exists and not `overwrite`."""
-    _engine.fs_rename(_path(src), _path(dst), bool(overwrite))
+    _engine.fs_path_op("rename", _path(src), _path(dst), bool(overwrite))
 
 
 def copy(src, dst, overwrite=False):
     """Copy the file `src` to `dst`; AlreadyExistsError when `dst` exists and not `overwrite`."""
-    _engine.fs_copy(_path(src), _path(dst), bool(overwrite))
+    _engine.fs_path_op("copy", _path(src), _path(dst), bool(overwrite))
 
 
 class FileStatistics:

@@ -52,7 +52,10 @@ def write_index(path, buffer_size=0):
     changes while it is read. A file that ends in a torn record is indexed up
     to that record (the reader handles the torn tail as usual).
     """
-    return _engine.tfrecord_index(os.fspath(path), int(buffer_size))
+    buffer_size = int(buffer_size)
+    if buffer_size < 0:
+        raise ValueError("buffer_size must be >= 0")
+    return _engine.tfrecord_index(os.fspath(path), buffer_size)
 
 
 def main(argv=None):

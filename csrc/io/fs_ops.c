@@ -130,3 +130,37 @@ CvStatus cv_read_file_range(CvReadFile *f, uint64_t offset, int64_t size, char *
     *data = buf;
     return s;
 }
+
+CvStatus cv_fs_file_open(const char *url, char mode, CvFsFile **out)
+{
+    CvFsFile *f = calloc(1, sizeof(*f));
+    CvStatus s = !f                ? cv_error_nomem()
+                 : mode == 'r'     ? cv_fs_open_read_sized(url, &f->reader)
+                                   : cv_fs_open_write(url, mode == 'a', &f->writer);
+    if (s)
+        free(f);
+    *out = s ? NULL : f;
+    return s;
+}
+
+CvStatus cv_fs_file_finish(CvFsFile *f, bool commit)
+{
+    CvReadFile *r = f->reader;
+    CvWriteFile *w = f->writer;
+    f->reader = NULL;
+    f->writer = NULL;
+    if (r)
+        r->methods->close(r);
+    if (w && commit)
+        return w->methods->commit(w);
+    if (w)
+        w->methods->abort(w);
+    return CV_STATUS_OK;
+}
+
+void cv_fs_file_free(CvFsFile *f)
+{
+    if (f)
+        cv_fs_file_finish(f, false); /* nothing to commit: never fails */
+    free(f);
+}

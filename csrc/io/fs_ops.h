@@ -1,6 +1,7 @@
 /* Whole operations over the file-system tables (io/fs.h), as gfile calls
  * them: a listing or glob gathered into a list of names, a byte range read
- * into one buffer, and the one-URL methods.
+ * into one buffer, the one-URL methods, and an open file of either
+ * direction (gfile's FsReader and FsWriter hold one).
  *
  * Nothing here needs the GIL: the binding runs each call with it released
  * and converts the results after. Ownership: a CvNameList and a range's
@@ -40,5 +41,22 @@ CvStatus cv_fs_open_read_sized(const char *url, CvReadFile **out);
  * new malloc'd buffer (*data, *len; *data may be NULL when *len is 0). */
 CvStatus cv_read_file_range(CvReadFile *f, uint64_t offset, int64_t size, char **data,
                             size_t *len);
+
+/* An open file: a reader's or a writer's, both NULL once finished. `busy`
+ * is the holder's (the binding marks a call in flight with it). */
+typedef struct CvFsFile {
+    CvReadFile *reader;
+    CvWriteFile *writer;
+    bool busy;
+} CvFsFile;
+
+/* mode 'r' reads (cv_fs_open_read_sized), 'w' writes, 'a' appends. */
+CvStatus cv_fs_file_open(const char *url, char mode, CvFsFile **out);
+/* Close a reader; commit (the file appears, complete) or abort (nothing
+ * appears; an aborted upload is a request) a writer. The file stays,
+ * finished; may wait (reads in flight, an upload). */
+CvStatus cv_fs_file_finish(CvFsFile *f, bool commit);
+/* Aborts what is still open (a writer's file does not appear), frees. */
+void cv_fs_file_free(CvFsFile *f);
 
 #endif

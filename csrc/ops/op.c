@@ -1,5 +1,7 @@
 /* The op contract's helpers (ops/op.h): what every op may call, whether it
  * runs in a traced program (ops/program.c) or eagerly. Knows no op. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,21 +38,30 @@ static AttrDecl attr_decl(const char *text)
     return d;
 }
 
-CvOpAttrSlot cv_op_attr_slot(const CvOp *op, const char *name)
+/* Where the attribute `name` of op goes; slot -1: op has none of that name. */
+typedef struct AttrSlot {
+    int slot;
+    bool is_float;
+    bool list; /* "name[]": a list of ints from slot on */
+    int room;  /* the values it may take: 1, or the slots left for a list */
+} AttrSlot;
+
+static AttrSlot attr_slot(const CvOp *op, const char *name)
 {
     for (int f = 0; f < 2; f++) {
         const char *const *names = f ? op->float_attrs : op->int_attrs;
         for (int i = 0; names && names[i]; i++) {
             AttrDecl d = attr_decl(names[i]);
             if ((int)strlen(name) == d.length && strncmp(names[i], name, (size_t)d.length) == 0)
-                return (CvOpAttrSlot){i, f == 1, d.list,
-                                      d.list ? (f ? CV_OP_MAX_FLOATS : CV_OP_MAX_INTS) - i : 1};
+                return (AttrSlot){i, f == 1, d.list,
+                                  d.list ? (f ? CV_OP_MAX_FLOATS : CV_OP_MAX_INTS) - i : 1};
         }
     }
-    return (CvOpAttrSlot){-1, false, false, 0};
+    return (AttrSlot){-1, false, false, 0};
 }
 
-/* The checks of cv_op_attrs_given for one list of names. */
+/* The checks for one list of names once the values are in their slots:
+ * given[i] is how many were put from slot i on (-1: left out). */
 static CvStatus attrs_given(const CvOp *op, const char *const *names, const int *given, int *count)
 {
     const char *left_out = NULL; /* the first optional name not given */
@@ -73,11 +84,62 @@ static CvStatus attrs_given(const CvOp *op, const char *const *names, const int 
     return CV_STATUS_OK;
 }
 
-CvStatus cv_op_attrs_given(const CvOp *op, const int *given_ints, const int *given_floats,
-                           CvOpAttrs *attrs)
+/* The values of attribute `name` from *pos up to ';' or the end into its
+ * slots; *count: how many; *pos moves past them. */
+static CvStatus parse_values(const CvOp *op, const char *name, AttrSlot at, const char **pos,
+                             CvOpAttrs *attrs, int *count)
 {
-    CvStatus s = attrs_given(op, op->int_attrs, given_ints, &attrs->num_ints);
-    return s ? s : attrs_given(op, op->float_attrs, given_floats, &attrs->num_floats);
+    const char *p = *pos;
+    int n = 0;
+    while (*p && *p != ';') {
+        char *end;
+        errno = 0;
+        if (n == at.room)
+            return cv_error(CV_INVALID_ARGUMENT, "%s: too many values for attribute '%s'",
+                            op->name, name);
+        if (at.is_float)
+            attrs->floats[at.slot + n] = strtod(p, &end);
+        else
+            attrs->ints[at.slot + n] = strtoll(p, &end, 10);
+        if (end == p || (!at.is_float && errno == ERANGE) || (*end && *end != ',' && *end != ';'))
+            return cv_error(CV_INVALID_ARGUMENT, "%s: attribute '%s' takes %s, not '%.*s'",
+                            op->name, name, at.is_float ? "floats" : "ints",
+                            (int)strcspn(p, ",;"), p);
+        n++;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (!at.list && n != 1)
+        return cv_error(CV_INVALID_ARGUMENT, "%s: attribute '%s' takes one value", op->name, name);
+    *pos = *p ? p + 1 : p;
+    *count = n;
+    return CV_STATUS_OK;
+}
+
+CvStatus cv_op_attrs_parse(const CvOp *op, const char *text, CvOpAttrs *attrs)
+{
+    int given[2][CV_OP_MAX_INTS > CV_OP_MAX_FLOATS ? CV_OP_MAX_INTS : CV_OP_MAX_FLOATS];
+    memset(given, 0xff, sizeof(given)); /* -1: left out */
+    CvStatus s = CV_STATUS_OK;
+    for (const char *p = text; !s && *p;) {
+        char name[64];
+        size_t len = strcspn(p, "=;");
+        if (p[len] != '=' || len >= sizeof(name)) {
+            s = cv_error(CV_INVALID_ARGUMENT, "%s: malformed attributes '%s'", op->name, text);
+            break;
+        }
+        snprintf(name, sizeof(name), "%.*s", (int)len, p);
+        AttrSlot at = attr_slot(op, name);
+        p += len + 1;
+        if (at.slot < 0 || given[at.is_float][at.slot] >= 0)
+            s = cv_error(CV_INVALID_ARGUMENT, at.slot < 0 ? "%s: unknown attribute '%s'"
+                                                          : "%s: attribute '%s' given twice",
+                         op->name, name);
+        else
+            s = parse_values(op, name, at, &p, attrs, &given[at.is_float][at.slot]);
+    }
+    if (!s)
+        s = attrs_given(op, op->int_attrs, given[0], &attrs->num_ints);
+    return s ? s : attrs_given(op, op->float_attrs, given[1], &attrs->num_floats);
 }
 
 /* -- random stream ------------------------------------------------------ */

@@ -178,21 +178,15 @@ typedef struct CvOp {
 /* The op named `name`, or NULL. */
 const CvOp *cv_op_find(const char *name);
 
-/* Named attributes, for a front end that takes them by name (the binding):
- * where the attribute `name` of op goes. slot -1: op has none of that name. */
-typedef struct CvOpAttrSlot {
-    int slot;
-    bool is_float;
-    bool list; /* "name[]": a list of ints from slot on */
-    int room;  /* the values it may take: 1, or the slots left for a list */
-} CvOpAttrSlot;
-CvOpAttrSlot cv_op_attr_slot(const CvOp *op, const char *name);
-/* Once the front end put the values given into their slots of attrs:
- * given_ints[i] (given_floats[i]) is how many it put from slot i on (-1:
- * left out). Refuses a required one left out, or an optional one given
- * after one left out (INVALID_ARGUMENT naming op and attribute), and sets
- * num_ints and num_floats. */
-CvStatus cv_op_attrs_given(const CvOp *op, const int *given_ints, const int *given_floats,
-                           CvOpAttrs *attrs);
+/* Named attributes, as a front end passes them (the Python layer's
+ * tracing.attr_text writes this text): "name=v;name=v1,v2", each name one
+ * the op declares (CvOp.int_attrs, .float_attrs), ints in decimal, floats
+ * as strtod reads them, a list ("name[]") comma-separated, possibly empty.
+ * Puts the values into their slots of attrs (its ints and floats zeroed
+ * before) and sets num_ints and num_floats. INVALID_ARGUMENT naming op and
+ * attribute for a name it does not declare or given twice, a value that is
+ * not a number of the slot's kind, too many values, a required attribute
+ * left out, or an optional one given after one left out. */
+CvStatus cv_op_attrs_parse(const CvOp *op, const char *text, CvOpAttrs *attrs);
 
 #endif

@@ -15,13 +15,16 @@
  *   pyfunc.c         Python callables as engine functions and sources (their
  *                    results' learned form: core/result_form.h)
  *   ops.c            element ops, traced programs, map/filter function args
+ *                    (attributes: text ops/op.c parses; value ids: int buffers)
  *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
  *                    shutdown's settling of each (the live registry: core/pipeline.h;
  *                    the consumer's state and refusals: core/consumer.h)
  *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
- *   fs.c             the file-system layer: fs_* functions, the file handles of
+ *   fs.c             the file-system layer: fs_* functions (path operations from
+ *                    one table), the handles (io/fs_ops.h: CvFsFile) of
  *                    conveyor.io.gfile's FsReader/FsWriter
- *   fs_fsspec.c      the fsspec fallback table (scheme "*")
+ *   fs_fsspec.c      the fsspec fallback table (scheme "*"); its Python half's
+ *                    call() gives errors back as (code, message)
  *   constructors.c   the dataset constructors: one function walks the builder
  *                    tables (core/builder.h), one row each
  *   records.c, cache.c
@@ -216,6 +219,7 @@ typedef enum CvHandleKind {
     CV_HANDLE_CACHE_STORE,    /* CvCacheStore (a reference) */
     CV_HANDLE_PROGRAM,        /* CvProgram (a reference) */
     CV_HANDLE_REGEX,          /* CvRegex */
+    CV_HANDLE_FS_FILE,        /* CvFsFile, gfile's open file (freed without the GIL) */
     CV_NUM_HANDLES
 } CvHandleKind;
 /* A handle owning object (freed here when no handle can be made). */

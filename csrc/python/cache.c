@@ -8,25 +8,27 @@
 #include "io/record_reader.h"
 #include "kernels/kernels.h"
 
-/* The Python side of a store's hooks; each callable may be NULL. They may
- * be called from any thread, and never when Python is unavailable. */
+/* The Python side of a store's hooks, in cache_store's argument order;
+ * each callable may be NULL. They may be called from any thread, and never
+ * when Python is unavailable. */
+enum { HOOK_WARN, HOOK_PROGRESS, HOOK_DESCRIBE, NUM_HOOKS };
 typedef struct {
-    PyObject *warn;     /* warn(message) */
-    PyObject *progress; /* progress(token, elements, bytes, total, state) */
-    PyObject *describe; /* describe() -> bytes or None */
+    /* warn(message); progress(token, elements, bytes, total, state);
+     * describe() -> bytes or None */
+    PyObject *fn[NUM_HOOKS];
 } CvPyCacheHooks;
 
 /* Hooks run on any thread through cv_python_hook (gil.c): an exception a
  * hook raises is reported without disturbing the pipeline. */
 static void hooks_warn(void *ctx, const char *message)
 {
-    cv_python_hook(&((CvPyCacheHooks *)ctx)->warn, NULL, NULL, "(s)", message);
+    cv_python_hook(&((CvPyCacheHooks *)ctx)->fn[HOOK_WARN], NULL, NULL, "(s)", message);
 }
 
 static void hooks_progress(void *ctx, uint64_t token, int64_t elements, uint64_t bytes,
                            int64_t total, int state)
 {
-    cv_python_hook(&((CvPyCacheHooks *)ctx)->progress, NULL, NULL, "(KLKLi)",
+    cv_python_hook(&((CvPyCacheHooks *)ctx)->fn[HOOK_PROGRESS], NULL, NULL, "(KLKLi)",
                    (unsigned long long)token, (long long)elements, (unsigned long long)bytes,
                    (long long)total, state);
 }
@@ -49,7 +51,7 @@ static void take_description(PyObject *r, void *ctx)
 static void hooks_describe(void *ctx, char **blob, size_t *len)
 {
     Description d = {NULL, 0};
-    cv_python_hook(&((CvPyCacheHooks *)ctx)->describe, take_description, &d, "()");
+    cv_python_hook(&((CvPyCacheHooks *)ctx)->fn[HOOK_DESCRIBE], take_description, &d, "()");
     *blob = d.blob;
     *len = d.len;
 }
@@ -59,9 +61,8 @@ static void hooks_release(void *ctx)
     CvPyCacheHooks *h = ctx;
     CvPythonCall call;
     if (cv_python_begin(&call) == 0) { /* else: interpreter exit, leak */
-        Py_XDECREF(h->warn);
-        Py_XDECREF(h->progress);
-        Py_XDECREF(h->describe);
+        for (int i = 0; i < NUM_HOOKS; i++)
+            Py_XDECREF(h->fn[i]);
         cv_python_end(&call);
     }
     PyMem_RawFree(h);
@@ -72,9 +73,8 @@ static void hooks_release(void *ctx)
 static int hooks_traverse(void *ctx, CvVisit visit, void *arg)
 {
     CvPyCacheHooks *h = ctx;
-    PyObject *refs[] = {h->warn, h->progress, h->describe};
-    for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
-        int rc = refs[i] ? visit(refs[i], arg) : 0;
+    for (int i = 0; i < NUM_HOOKS; i++) {
+        int rc = h->fn[i] ? visit(h->fn[i], arg) : 0;
         if (rc)
             return rc;
     }
@@ -86,27 +86,19 @@ static CvCacheStore *store_arg(PyObject *obj)
     return cv_handle_arg(obj, CV_HANDLE_CACHE_STORE);
 }
 
-static PyObject *none_to_null(PyObject *o)
-{
-    return o == Py_None ? NULL : Py_NewRef(o);
-}
-
 /* cache_store(filename or None, warn, progress, describe, progress_delay_s[, on_truncation])
- * -> store */
+ * -> store; on_truncation a CvTruncation (cache_op.py maps its names). */
 static PyObject *cache_store_new(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    PyObject *filename, *warn, *progress, *describe, *path = NULL;
+    PyObject *filename, *hooks_in[NUM_HOOKS], *path = NULL;
     double delay;
     int truncation = CV_TRUNCATION_WARN;
     static char *keywords[] = {"filename", "warn", "progress", "describe", "progress_delay_s",
                                "on_truncation", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOd|i:cache_store", keywords, &filename,
-                                     &warn, &progress, &describe, &delay, &truncation))
+                                     &hooks_in[HOOK_WARN], &hooks_in[HOOK_PROGRESS],
+                                     &hooks_in[HOOK_DESCRIBE], &delay, &truncation))
         return NULL;
-    if (!cv_truncation_valid(truncation)) {
-        PyErr_Format(PyExc_ValueError, "unknown truncation mode %d", truncation);
-        return NULL;
-    }
     if (filename != Py_None && !PyUnicode_FSConverter(filename, &path))
         return NULL;
     CvPyCacheHooks *h = PyMem_RawCalloc(1, sizeof(*h));
@@ -114,11 +106,11 @@ static PyObject *cache_store_new(PyObject *module, PyObject *args, PyObject *kwa
         Py_XDECREF(path);
         return PyErr_NoMemory();
     }
-    h->warn = none_to_null(warn);
-    h->progress = none_to_null(progress);
-    h->describe = none_to_null(describe);
-    CvCacheHooks hooks = {h->warn ? hooks_warn : NULL, h->progress ? hooks_progress : NULL,
-                          h->describe ? hooks_describe : NULL, hooks_release, h,
+    for (int i = 0; i < NUM_HOOKS; i++)
+        h->fn[i] = hooks_in[i] == Py_None ? NULL : Py_NewRef(hooks_in[i]);
+    CvCacheHooks hooks = {h->fn[HOOK_WARN] ? hooks_warn : NULL,
+                          h->fn[HOOK_PROGRESS] ? hooks_progress : NULL,
+                          h->fn[HOOK_DESCRIBE] ? hooks_describe : NULL, hooks_release, h,
                           delay < 0 ? -1 : (int64_t)(delay * 1e9), hooks_traverse};
     CvCacheStore *st = NULL;
     CvStatus s = cv_cache_store_new(path ? PyBytes_AS_STRING(path) : NULL, hooks, &st);

@@ -6,7 +6,7 @@
  * Python subclass (conveyor.device.DeviceArray, given by
  * set_device_array_type (module.c) and made for every array) checks the arguments of
  * the protocols (__dlpack__, __array__, __cuda_array_interface__ v3) and
- * derives the plain attributes; this file keeps what touches the buffer:
+ * derives the plain attributes (the dtype from _meta's name); this file keeps what touches the buffer:
  * the DLPack export, the stream sync and the copy to the host.
  *
  * Lifetimes: a capsule's DLManagedTensor owns its own buffer reference, so
@@ -168,29 +168,14 @@ static PyObject *device_array_numpy(PyObject *op, PyObject *unused)
     return arr;
 }
 
-static PyObject *device_array_dtype(PyObject *op, void *closure)
-{
-    (void)closure;
-    return (PyObject *)cv_descr_for(((CvDeviceArrayObject *)op)->t.dtype);
-}
-
-/* _meta: (DLPack device type, index, shape, dtype name, nbytes, address),
- * what DeviceArray's attributes are derived from. */
+/* _meta: (DLPack device type, index, shape as native int64s (bytes), dtype
+ * name, nbytes, address), what DeviceArray's attributes are derived from. */
 static PyObject *device_array_meta(PyObject *op, void *closure)
 {
     (void)closure;
     CvDeviceArrayObject *self = (CvDeviceArrayObject *)op;
-    PyObject *shape = PyTuple_New(self->t.rank);
-    for (int k = 0; shape && k < self->t.rank; k++) {
-        PyObject *dim = PyLong_FromLongLong(self->t.shape[k]);
-        if (!dim)
-            Py_CLEAR(shape);
-        else
-            PyTuple_SET_ITEM(shape, k, dim);
-    }
-    if (!shape)
-        return NULL;
-    return Py_BuildValue("(iiNsnN)", self->dlpack_type, self->index, shape,
+    return Py_BuildValue("(iiy#snN)", self->dlpack_type, self->index, (const char *)self->t.shape,
+                         (Py_ssize_t)self->t.rank * (Py_ssize_t)sizeof(int64_t),
                          cv_dtype_name(self->t.dtype), (Py_ssize_t)cv_tensor_nbytes(&self->t),
                          PyLong_FromVoidPtr(self->t.data));
 }
@@ -205,9 +190,8 @@ static PyMethodDef device_array_methods[] = {
 };
 
 static PyGetSetDef device_array_getset[] = {
-    {"dtype", device_array_dtype, NULL, "The NumPy dtype.", NULL},
-    {"_meta", device_array_meta, NULL, "(device type, index, shape, dtype name, nbytes, address)",
-     NULL},
+    {"_meta", device_array_meta, NULL,
+     "(device type, index, shape as int64 bytes, dtype name, nbytes, address)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -87,62 +87,41 @@ static PyObject *fs_glob(PyObject *module, PyObject *arg)
     return names_to_list(module, &names, s);
 }
 
-/* fs_remove, fs_make_dir, fs_remove_dir: one URL, one call of fs_ops.h. */
-static PyObject *one_url(PyObject *module, PyObject *arg, CvStatus (*op)(const char *url))
-{
-    PyObject *path = NULL;
-    CvStatus s;
-    if (!PyUnicode_FSConverter(arg, &path))
-        return NULL;
-    UNLOCKED(s = op(PyBytes_AS_STRING(path)));
-    Py_DECREF(path);
-    if (s)
-        return raise(module, s);
-    Py_RETURN_NONE;
-}
+/* The path operations of io/fs_ops.h by name: one URL (remove, make_dir,
+ * remove_dir) or two (rename, copy: from, to, overwrite). */
+static const struct PathOp {
+    const char *name;
+    CvStatus (*one)(const char *url);
+    CvStatus (*two)(const char *from, const char *to, bool overwrite);
+} path_ops[] = {
+    {"remove", cv_fs_remove, NULL},         {"make_dir", cv_fs_make_dir, NULL},
+    {"remove_dir", cv_fs_remove_dir, NULL}, {"rename", NULL, cv_fs_rename},
+    {"copy", NULL, cv_fs_copy},
+};
 
-static PyObject *fs_remove(PyObject *module, PyObject *arg)
+static PyObject *fs_path_op(PyObject *module, PyObject *args)
 {
-    return one_url(module, arg, cv_fs_remove);
-}
-
-static PyObject *fs_make_dir(PyObject *module, PyObject *arg)
-{
-    return one_url(module, arg, cv_fs_make_dir);
-}
-
-static PyObject *fs_remove_dir(PyObject *module, PyObject *arg)
-{
-    return one_url(module, arg, cv_fs_remove_dir);
-}
-
-static PyObject *two_urls(PyObject *module, PyObject *args, bool rename)
-{
+    const char *name;
     PyObject *a = NULL, *b = NULL;
     int overwrite = 0;
-    CvStatus s;
-    if (!PyArg_ParseTuple(args, "O&O&|p", PyUnicode_FSConverter, &a, PyUnicode_FSConverter, &b,
-                          &overwrite)) {
-        Py_XDECREF(a);
-        return NULL;
-    }
-    const char *from = PyBytes_AS_STRING(a), *to = PyBytes_AS_STRING(b);
-    UNLOCKED(s = rename ? cv_fs_rename(from, to, overwrite) : cv_fs_copy(from, to, overwrite));
+    CvStatus s = CV_STATUS_OK;
+    const struct PathOp *op = NULL;
+    if (!PyArg_ParseTuple(args, "sO&|O&p:fs_path_op", &name, PyUnicode_FSConverter, &a,
+                          PyUnicode_FSConverter, &b, &overwrite))
+        return NULL; /* the converter drops what it made */
+    for (size_t i = 0; i < sizeof(path_ops) / sizeof(path_ops[0]); i++)
+        op = strcmp(name, path_ops[i].name) ? op : &path_ops[i];
+    if (!op || !op->two != !b)
+        PyErr_Format(PyExc_ValueError, "fs_path_op: no operation %s of %d URLs", name, 1 + !!b);
+    else if (op->one)
+        UNLOCKED(s = op->one(PyBytes_AS_STRING(a)));
+    else
+        UNLOCKED(s = op->two(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), overwrite));
     Py_DECREF(a);
-    Py_DECREF(b);
+    Py_XDECREF(b);
     if (s)
         return raise(module, s);
-    Py_RETURN_NONE;
-}
-
-static PyObject *fs_rename(PyObject *module, PyObject *args)
-{
-    return two_urls(module, args, true);
-}
-
-static PyObject *fs_copy(PyObject *module, PyObject *args)
-{
-    return two_urls(module, args, false);
+    return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
 }
 
 /* Up to `size` bytes (-1: to the end) at `offset` of an open file, as a new
@@ -158,95 +137,32 @@ static PyObject *read_bytes(PyObject *module, CvReadFile *f, uint64_t offset, Py
     return out;
 }
 
-static PyObject *fs_read(PyObject *module, PyObject *args, PyObject *kwargs)
+/* ---- files: the handles of conveyor.io.gfile's FsReader and FsWriter ---- */
+
+/* fs_open(url, mode) -> (handle, size or -1): mode "r" reads, "w" writes,
+ * "a" appends (io/fs_ops.h: CvFsFile). */
+static PyObject *fs_open(PyObject *module, PyObject *args)
 {
-    static char *keywords[] = {"url", "offset", "size", NULL};
-    PyObject *path = NULL, *out = NULL;
-    unsigned long long offset = 0;
-    Py_ssize_t size = -1;
-    CvReadFile *f = NULL;
+    PyObject *path = NULL;
+    const char *mode;
+    CvFsFile *f = NULL;
     CvStatus s;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Kn:fs_read", keywords,
-                                     PyUnicode_FSConverter, &path, &offset, &size))
+    if (!PyArg_ParseTuple(args, "O&s:fs_open", PyUnicode_FSConverter, &path, &mode))
         return NULL;
-    UNLOCKED(s = cv_fs_open_read_sized(PyBytes_AS_STRING(path), &f));
+    UNLOCKED(s = cv_fs_file_open(PyBytes_AS_STRING(path), *mode, &f));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
-    out = read_bytes(module, f, offset, size);
-    UNLOCKED(f->methods->close(f));
-    return out;
-}
-
-/* ---- files: the handles of conveyor.io.gfile's FsReader and FsWriter ---- */
-
-/* A capsule's open file: a reader's or a writer's, NULL once finished.
- * Changed under the GIL only. */
-#define FILE_CAPSULE "conveyor._engine.FsFile"
-typedef struct {
-    CvReadFile *reader;
-    CvWriteFile *writer;
-    bool busy; /* a call without the GIL is in flight */
-} FsFile;
-
-/* Close a reader; commit (the file appears, complete) or abort (nothing
- * appears; an aborted upload is a request) a writer. Without the GIL: a
- * close may wait for reads in flight. */
-static CvStatus finish(FsFile *f, bool commit)
-{
-    CvReadFile *r = f->reader;
-    CvWriteFile *w = f->writer;
-    f->reader = NULL;
-    f->writer = NULL;
-    if (r)
-        r->methods->close(r);
-    if (w && commit)
-        return w->methods->commit(w);
-    if (w)
-        w->methods->abort(w);
-    return CV_STATUS_OK;
-}
-
-static void file_capsule_free(PyObject *capsule)
-{
-    FsFile *f = PyCapsule_GetPointer(capsule, FILE_CAPSULE);
-    if (f->reader || f->writer) /* never closed: a writer's file does not appear */
-        UNLOCKED(finish(f, false));
-    PyMem_Free(f);
-}
-
-/* fs_open(url, mode) -> (handle, size or -1): mode "r" reads, "w" writes,
- * "a" appends. */
-static PyObject *fs_open(PyObject *module, PyObject *args)
-{
-    PyObject *path = NULL, *capsule = NULL;
-    const char *mode;
-    CvStatus s = CV_STATUS_OK;
-    if (!PyArg_ParseTuple(args, "O&s:fs_open", PyUnicode_FSConverter, &path, &mode))
-        return NULL;
-    const char *url = PyBytes_AS_STRING(path);
-    FsFile *f = PyMem_Calloc(1, sizeof(*f));
-    if (f && *mode == 'r')
-        UNLOCKED(s = cv_fs_open_read_sized(url, &f->reader));
-    else if (f)
-        UNLOCKED(s = cv_fs_open_write(url, *mode == 'a', &f->writer));
-    Py_DECREF(path);
-    if (f && !s && !(capsule = PyCapsule_New(f, FILE_CAPSULE, file_capsule_free)))
-        UNLOCKED(finish(f, false));
-    if (!capsule)
-        PyMem_Free(f);
-    if (!f || s)
-        return f ? raise(module, s) : PyErr_NoMemory();
     uint64_t size = f->reader ? f->reader->info.size : UINT64_MAX;
-    return capsule ? Py_BuildValue("(NL)", capsule, size == UINT64_MAX ? -1LL : (long long)size)
-                   : NULL;
+    return Py_BuildValue("(NL)", cv_handle_new(CV_HANDLE_FS_FILE, f),
+                         size == UINT64_MAX ? -1LL : (long long)size);
 }
 
 /* The file of a handle, open (unless `closed_ok`) and not in use, or NULL
  * with an exception set. */
-static FsFile *file_arg(PyObject *handle, bool closed_ok)
+static CvFsFile *file_arg(PyObject *handle, bool closed_ok)
 {
-    FsFile *f = PyCapsule_GetPointer(handle, FILE_CAPSULE);
+    CvFsFile *f = cv_handle_arg(handle, CV_HANDLE_FS_FILE);
     if (f && !closed_ok && !f->reader && !f->writer)
         PyErr_SetString(PyExc_ValueError, "I/O operation on a closed file");
     else if (f && f->busy)
@@ -262,7 +178,7 @@ static PyObject *fs_read_at(PyObject *module, PyObject *args)
     Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "OKn:fs_read_at", &handle, &offset, &n))
         return NULL;
-    FsFile *f = file_arg(handle, false);
+    CvFsFile *f = file_arg(handle, false);
     if (f && !f->reader)
         PyErr_SetString(PyExc_ValueError, "fs_read_at: a file open for writing");
     if (!f || !f->reader)
@@ -281,7 +197,7 @@ static PyObject *fs_write(PyObject *module, PyObject *args)
     CvStatus s = CV_STATUS_OK;
     if (!PyArg_ParseTuple(args, "Oy*:fs_write", &handle, &view))
         return NULL;
-    FsFile *f = file_arg(handle, false);
+    CvFsFile *f = file_arg(handle, false);
     if (f && !f->writer)
         PyErr_SetString(PyExc_ValueError, "fs_write: a file open for reading");
     if (f && f->writer) {
@@ -306,10 +222,10 @@ static PyObject *fs_close(PyObject *module, PyObject *args)
     CvStatus s;
     if (!PyArg_ParseTuple(args, "Op:fs_close", &handle, &commit))
         return NULL;
-    FsFile *f = file_arg(handle, true);
+    CvFsFile *f = file_arg(handle, true);
     if (!f)
         return NULL;
-    UNLOCKED(s = finish(f, commit)); /* the fields are cleared before the GIL goes */
+    UNLOCKED(s = cv_fs_file_finish(f, commit)); /* the fields are cleared before the GIL goes */
     if (s)
         return raise(module, s);
     Py_RETURN_NONE;
@@ -347,13 +263,9 @@ PyMethodDef cv_fs_functions[] = {
     {"fs_stat", fs_stat, METH_O, "fs_stat(url) -> (size or -1, mtime_ns, is_dir, version)"},
     {"fs_list", fs_list, METH_VARARGS, "fs_list(url, recursive=False) -> [names], sorted"},
     {"fs_glob", fs_glob, METH_O, "fs_glob(pattern) -> [urls], sorted"},
-    {"fs_read", (PyCFunction)(void (*)(void))fs_read, METH_VARARGS | METH_KEYWORDS,
-     "fs_read(url, offset=0, size=-1) -> bytes"},
-    {"fs_remove", fs_remove, METH_O, "fs_remove(url)"},
-    {"fs_make_dir", fs_make_dir, METH_O, "fs_make_dir(url): one level"},
-    {"fs_remove_dir", fs_remove_dir, METH_O, "fs_remove_dir(url): an empty directory"},
-    {"fs_rename", fs_rename, METH_VARARGS, "fs_rename(from, to, overwrite=False)"},
-    {"fs_copy", fs_copy, METH_VARARGS, "fs_copy(from, to, overwrite=False)"},
+    {"fs_path_op", fs_path_op, METH_VARARGS,
+     "fs_path_op(op, url[, to, overwrite]): remove, make_dir (one level), remove_dir (an empty "
+     "directory), rename or copy"},
     {"fs_open", fs_open, METH_VARARGS, "fs_open(url, mode 'r', 'w' or 'a') -> (handle, size or -1)"},
     {"fs_read_at", fs_read_at, METH_VARARGS, "fs_read_at(handle, offset, n) -> bytes (n -1: to the end)"},
     {"fs_write", fs_write, METH_VARARGS, "fs_write(handle, bytes-like)"},

@@ -5,8 +5,8 @@
  * Each method takes the GIL (cv_python_begin, gil.c) and calls the Python
  * half, conveyor/io/_fsspec.py, which finds fsspec's file system for the
  * URL, calls it and gives fsspec's answers as plain tuples converted here.
- * An exception becomes the status the half's status() names (code and
- * message naming the URL). Writes are staged in a local temporary file
+ * The half's call() turns an exception into the status code and message
+ * naming the URL. Writes are staged in a local temporary file
  * (io/fs_staged.h) that commit uploads whole. Thread-safety: as fs.h (the
  * GIL orders the Python).
  */
@@ -20,35 +20,13 @@
 #include "io/fs.h"
 #include "io/fs_staged.h"
 
-/* The status for the Python exception set now (cleared): the half's
- * status(exc, url, what) gives its code and message. With the GIL held. */
-static CvStatus error_from_python(PyObject *half, const char *url, const char *what)
-{
-    PyObject *type, *value, *tb, *r = NULL;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (half && value)
-        r = PyObject_CallMethod(half, "status", "Oss", value, url, what);
-    int code = CV_UNKNOWN;
-    const char *message = NULL;
-    if (!r || !PyArg_ParseTuple(r, "is", &code, &message))
-        message = NULL;
-    CvStatus s = message ? cv_error((CvCode)code, "%s", message)
-                         : cv_error(CV_UNKNOWN, "%s: the fsspec fallback failed (%s)", url, what);
-    PyErr_Clear();
-    Py_XDECREF(r);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-    return s;
-}
-
 /* Reads a half's result with the GIL held (ctx: what to fill). */
 typedef CvStatus (*TakeFn)(PyObject *result, const char *url, void *ctx);
 
-/* conveyor.io._fsspec.<fn>(*args), args built by Py_BuildValue from fmt (a
- * tuple), with the GIL; take(result, url, ctx) reads the result when take
- * is not NULL. Errors name `url` and `what`. */
+/* conveyor.io._fsspec.call(fn, url, what, args), args built by
+ * Py_BuildValue from fmt (a tuple), with the GIL: (0, fn's result), read by
+ * take(result, url, ctx) when take is not NULL, or the (code, message
+ * naming `url` and `what`) of what it raised. */
 static CvStatus half_call(const char *url, const char *what, const char *fn, TakeFn take,
                           void *ctx, const char *fmt, ...)
 {
@@ -57,15 +35,22 @@ static CvStatus half_call(const char *url, const char *what, const char *fn, Tak
         return cv_error(CV_CANCELLED, "%s: Python is shutting down", url);
     va_list ap;
     va_start(ap, fmt);
-    PyObject *args = Py_VaBuildValue(fmt, ap);
+    PyObject *args = Py_VaBuildValue(fmt, ap), *value = NULL;
     va_end(ap);
     PyObject *half = PyImport_ImportModule("conveyor.io._fsspec");
-    PyObject *f = half ? PyObject_GetAttrString(half, fn) : NULL;
-    PyObject *r = f && args ? PyObject_CallObject(f, args) : NULL;
-    CvStatus s = !r ? error_from_python(half, url, what) : take ? take(r, url, ctx) : CV_STATUS_OK;
-    PyErr_Clear(); /* take's statuses say what went wrong */
+    PyObject *r = half && args ? PyObject_CallMethod(half, "call", "sssO", fn, url, what, args)
+                               : NULL;
+    int code = CV_UNKNOWN;
+    const char *message = NULL;
+    CvStatus s;
+    if (r && PyArg_ParseTuple(r, "iO", &code, &value) && code == CV_OK)
+        s = take ? take(value, url, ctx) : CV_STATUS_OK;
+    else if (value && (message = PyUnicode_AsUTF8(value)))
+        s = cv_error((CvCode)code, "%s", message);
+    else
+        s = cv_error(CV_UNKNOWN, "%s: the fsspec fallback failed (%s)", url, what);
+    PyErr_Clear(); /* the statuses say what went wrong */
     Py_XDECREF(r);
-    Py_XDECREF(f);
     Py_XDECREF(half);
     Py_XDECREF(args);
     cv_python_end(&gil);
@@ -145,15 +130,8 @@ static CvStatus fsspec_read(CvReadFile *base, uint64_t offset, void *dst, size_t
 static void fsspec_read_close(CvReadFile *base)
 {
     FsspecRead *f = (FsspecRead *)base;
-    CvPythonCall gil;
-    if (f->file && cv_python_begin(&gil) == 0) {
-        PyObject *r = PyObject_CallMethod(f->file, "close", NULL);
-        if (!r)
-            PyErr_Clear();
-        Py_XDECREF(r);
-        Py_DECREF(f->file);
-        cv_python_end(&gil);
-    }
+    if (f->file) /* the call takes the reference; an error closing is ignored */
+        cv_status_free(half_call(base->url, "close", "close", NULL, NULL, "(N)", f->file));
     free(base->url);
     free(f);
 }

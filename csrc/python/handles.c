@@ -7,6 +7,7 @@
 #include "python/binding.h"
 
 #include "core/ram_budget.h"
+#include "io/fs_ops.h"
 #include "io/record_writer.h"
 #include "kernels/cache.h"
 #include "ops/example.h"
@@ -26,6 +27,7 @@ static void free_record_writer(void *w) { cv_tfrecord_writer_free(w); }
 static void free_cache_store(void *s) { cv_cache_store_unref(s); }
 static void free_program(void *p) { cv_program_unref(p); }
 static void free_regex(void *re) { cv_regex_free(re); }
+static void free_fs_file(void *f) { cv_fs_file_free(f); }
 
 static const HandleKind kinds[CV_NUM_HANDLES] = {
     [CV_HANDLE_MEMORY] = {"conveyor._engine.MemoryBudget", "a memory budget", free_memory, false},
@@ -37,6 +39,8 @@ static const HandleKind kinds[CV_NUM_HANDLES] = {
     [CV_HANDLE_CACHE_STORE] = {"conveyor._engine.CacheStore", "a cache store", free_cache_store, false},
     [CV_HANDLE_PROGRAM] = {"conveyor._engine.Program", "a Program", free_program, false},
     [CV_HANDLE_REGEX] = {"conveyor._engine.Regex", "a compiled regex", free_regex, false},
+    [CV_HANDLE_FS_FILE] = {"conveyor._engine.FsFile", "a file handle from fs_open()", free_fs_file,
+                           true}, /* a writer's abort may be a request */
 };
 
 /* The capsule's context is its kind's row. */

@@ -7,12 +7,14 @@
  *   program(name, num_args, constants, nodes, results, seed0, seed1)
  *     compiles a traced function into a capsule that map() accepts.
  * A node is (op name, input value ids, attrs, string, obj, num_outputs,
- * op_seed); rng is (seed0, seed1, op_seed, node, epoch, index).
+ * op_seed), value ids (inputs, results) an array.array("i"); rng is
+ * (seed0, seed1, op_seed, node, epoch, index).
  * attrs: the op's attributes by the names it declares (CvOp.int_attrs,
- * .float_attrs), a dict {name: int, float or list of ints}; run_op's
- * `floats` is then empty. run_op also takes the raw form, attrs a sequence
- * of ints and floats a sequence of floats placed slot by slot, which tests
- * use to probe the ops' own checks on malformed attributes.
+ * .float_attrs), as the text tracing.attr_text writes from a dict and
+ * ops/op.c parses (cv_op_attrs_parse); run_op's `floats` is then empty.
+ * run_op also takes the raw form, attrs a sequence of ints and floats a
+ * sequence of floats placed slot by slot, which tests use to probe the
+ * ops' own checks on malformed attributes.
  * `obj` is an op-specific capsule (an Example parser config) or None: the
  * op gets the capsule's pointer.
  */
@@ -21,87 +23,48 @@
 #include "ops/program.h"
 #include "ops/regex.h"
 
-/* Put `value` (one number, or a sequence when `list`) into attrs' ints or
- * floats from `slot` on, at most `room` values: the count put, or -1 with an
- * exception set. */
-static int put_values(PyObject *value, bool list, bool is_float, int slot, int room,
-                      CvOpAttrs *attrs)
+/* Put the ints or floats of the raw form (a sequence) into attrs from slot
+ * 0 on: the count put, or -1 with an exception set. */
+static int put_values(PyObject *values, bool is_float, int room, CvOpAttrs *attrs)
 {
-    PyObject *fast = list ? PySequence_Fast(value, "a list attribute must be a sequence") : NULL;
-    Py_ssize_t n = !list ? 1 : fast ? PySequence_Fast_GET_SIZE(fast) : 0;
-    if (fast && n > room)
+    PyObject *fast = PySequence_Fast(values, "raw attributes must be a sequence");
+    Py_ssize_t n = fast ? PySequence_Fast_GET_SIZE(fast) : 0;
+    if (n > room)
         PyErr_SetString(PyExc_ValueError, "too many values for an op attribute");
     for (Py_ssize_t k = 0; !PyErr_Occurred() && k < n; k++) {
-        PyObject *v = list ? PySequence_Fast_GET_ITEM(fast, k) : value;
+        PyObject *v = PySequence_Fast_GET_ITEM(fast, k);
         if (is_float)
-            attrs->floats[slot + k] = PyFloat_AsDouble(v);
+            attrs->floats[k] = PyFloat_AsDouble(v);
         else
-            attrs->ints[slot + k] = PyLong_AsLongLong(v);
+            attrs->ints[k] = PyLong_AsLongLong(v);
     }
     Py_XDECREF(fast);
     return PyErr_Occurred() ? -1 : (int)n;
 }
 
-/* Fill attrs from `named`, a dict (or a list of (name, value) pairs) of
- * the attributes op declares (ops/op.h: cv_op_attr_slot); the engine checks
- * what is missing (raised as TypeError, as an argument). */
-static int named_attrs_from_python(const CvOp *op, PyObject *named, CvOpAttrs *attrs)
-{
-    PyObject *items = PyDict_Check(named) ? PyDict_Items(named) : PySequence_List(named);
-    int given[2][CV_OP_MAX_INTS];
-    memset(given, 0xff, sizeof(given)); /* -1: left out */
-    for (Py_ssize_t j = 0; items && !PyErr_Occurred() && j < PyList_GET_SIZE(items); j++) {
-        PyObject *key, *value;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(items, j), "UO;an attribute is a (name, value) pair",
-                              &key, &value))
-            break;
-        const char *text = PyUnicode_AsUTF8(key);
-        CvOpAttrSlot at = text ? cv_op_attr_slot(op, text) : (CvOpAttrSlot){-1, false, false, 0};
-        if (text && (at.slot < 0 || given[at.is_float][at.slot] >= 0))
-            PyErr_Format(PyExc_TypeError, at.slot < 0 ? "%s: unknown attribute %R"
-                                                      : "%s: attribute %R given twice", op->name, key);
-        else if (text)
-            given[at.is_float][at.slot] = put_values(value, at.list, at.is_float, at.slot, at.room,
-                                                     attrs);
-    }
-    CvStatus s = items && !PyErr_Occurred() ? cv_op_attrs_given(op, given[0], given[1], attrs)
-                                            : CV_STATUS_OK;
-    if (s) {
-        PyErr_SetString(PyExc_TypeError, s->message);
-        cv_status_free(s);
-    }
-    Py_XDECREF(items);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-/* Named attributes: a dict, or a list of (name, value) pairs. */
-static bool are_named(PyObject *attrs)
-{
-    return PyDict_Check(attrs) || (PyList_Check(attrs) && PyList_GET_SIZE(attrs) > 0 &&
-                                   PyTuple_Check(PyList_GET_ITEM(attrs, 0)));
-}
-
-/* Fill attrs from Python values: `ints` the named attributes (then `floats`
- * is empty or NULL) or, with `floats` not NULL, the raw form (positional
- * ints and floats, slot by slot); -1 with an exception set on failure. */
-static int attrs_from_python(const CvOp *op, PyObject *ints, PyObject *floats, PyObject *string,
+/* Fill attrs from Python values: `named` the named attributes as text
+ * (ops/op.h: cv_op_attrs_parse; `floats` then empty or NULL) or, with
+ * `floats` not NULL, the raw form (positional ints and floats, slot by
+ * slot); -1 with an exception set on failure. */
+static int attrs_from_python(const CvOp *op, PyObject *named, PyObject *floats, PyObject *string,
                              PyObject *obj, CvOpAttrs *attrs)
 {
     memset(attrs, 0, sizeof(*attrs));
-    bool named = are_named(ints);
-    Py_ssize_t stray = named && floats ? PyObject_Length(floats) : 0; /* -1: an error set */
+    bool is_text = PyUnicode_Check(named);
+    Py_ssize_t stray = is_text && floats ? PyObject_Length(floats) : 0; /* -1: an error set */
+    const char *text = is_text && stray == 0 ? PyUnicode_AsUTF8(named) : NULL;
+    CvStatus s = CV_STATUS_OK;
     if (stray > 0)
         PyErr_Format(PyExc_TypeError, "%s: floats are named attributes too", op->name);
-    else if (!named && !floats)
+    else if (!is_text && !floats)
         PyErr_Format(PyExc_TypeError, "%s: attributes must be named (a dict)", op->name);
-    else if (named && stray == 0)
-        named_attrs_from_python(op, ints, attrs);
-    else if (!named && (attrs->num_ints = put_values(ints, true, false, 0, CV_OP_MAX_INTS,
-                                                      attrs)) >= 0)
-        attrs->num_floats = put_values(floats, true, true, 0, CV_OP_MAX_FLOATS, attrs);
+    else if (text && (s = cv_op_attrs_parse(op, text, attrs))) /* raised as an argument's */
+        PyErr_SetString(PyExc_TypeError, s->message);
+    else if (!is_text && (attrs->num_ints = put_values(named, false, CV_OP_MAX_INTS, attrs)) >= 0)
+        attrs->num_floats = put_values(floats, true, CV_OP_MAX_FLOATS, attrs);
+    cv_status_free(s);
     Py_ssize_t n = 0; /* the string may hold NULs (a pattern and its rewrite) */
-    const char *text = PyErr_Occurred() || string == Py_None ? NULL
-                                                             : PyUnicode_AsUTF8AndSize(string, &n);
+    text = PyErr_Occurred() || string == Py_None ? NULL : PyUnicode_AsUTF8AndSize(string, &n);
     if (text && !(attrs->string = malloc((size_t)n + 1)))
         PyErr_NoMemory();
     else if (text)
@@ -179,87 +142,62 @@ static PyObject *ops_run_op(PyObject *module, PyObject *args)
     return result;
 }
 
-static int int_list(PyObject *seq, int **out, int *n)
-{
-    PyObject *fast = PySequence_Fast(seq, "value ids must be a sequence");
-    if (!fast)
-        return -1;
-    *n = (int)PySequence_Fast_GET_SIZE(fast);
-    *out = PyMem_Malloc((size_t)(*n > 0 ? *n : 1) * sizeof(int));
-    int rc = *out ? 0 : -1;
-    if (!*out)
-        PyErr_NoMemory();
-    for (int i = 0; rc == 0 && i < *n; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
-        if (v == -1 && PyErr_Occurred())
-            rc = -1;
-        (*out)[i] = (int)v;
-    }
-    Py_DECREF(fast);
-    if (rc < 0) {
-        PyMem_Free(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
+/* program(...): value ids (a node's inputs, the results) come as buffers of
+ * C ints (array.array("i"), tracing.py), one node after another. */
 static PyObject *ops_program(PyObject *module, PyObject *args)
 {
     const char *name;
     int num_args;
-    PyObject *constants, *nodes, *results;
+    PyObject *constants, *nodes;
+    Py_buffer ids = {0};
     unsigned long long seed0, seed1;
-    if (!PyArg_ParseTuple(args, "siOOOKK:program", &name, &num_args, &constants, &nodes, &results,
+    if (!PyArg_ParseTuple(args, "siOOy*KK:program", &name, &num_args, &constants, &nodes, &ids,
                           &seed0, &seed1))
         return NULL;
     CvModuleState *st = cv_get_state(module);
     uint64_t seed[2] = {seed0, seed1};
     CvProgram *p = NULL;
+    CvElement consts = {0}; /* each tensor passes to the program */
     CvStatus s = cv_program_new(name, num_args, seed, &p);
-    PyObject *fc = NULL, *fn = NULL;
-    int *ids = NULL, n = 0;
-    if (s)
+    PyObject *fn = NULL;
+    if (s || (s = cv_element_from_sequence(st, constants, &consts)))
         goto status;
-    if (!(fc = PySequence_Fast(constants, "constants must be a sequence")) ||
-        !(fn = PySequence_Fast(nodes, "nodes must be a sequence")))
-        goto error;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fc); i++) {
-        CvTensor t;
-        if ((s = cv_tensor_from_pyobject(st, PySequence_Fast_GET_ITEM(fc, i), &t)) ||
-            (s = cv_program_add_constant(p, &t)))
+    for (uint32_t i = 0; i < consts.n; i++)
+        if ((s = cv_program_add_constant(p, &consts.t[i])))
             goto status;
-    }
+    if (!(fn = PySequence_Fast(nodes, "nodes must be a sequence")))
+        goto error;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fn); i++) {
-        PyObject *opname, *inputs, *named, *string, *obj;
+        PyObject *opname, *named, *string, *obj;
+        Py_buffer in;
         int num_out;
         long long op_seed;
         CvOpAttrs attrs;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fn, i), "UOOOOiL:program node", &opname,
-                              &inputs, &named, &string, &obj, &num_out, &op_seed))
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fn, i), "Uy*OOOiL:program node", &opname,
+                              &in, &named, &string, &obj, &num_out, &op_seed))
             goto error;
         const CvOp *op = op_arg(opname);
-        if (!op || int_list(inputs, &ids, &n) < 0 ||
-            attrs_from_python(op, named, NULL, string, obj, &attrs) < 0)
+        if (!op || attrs_from_python(op, named, NULL, string, obj, &attrs) < 0) {
+            PyBuffer_Release(&in);
             goto error;
-        s = cv_program_add_node(p, op, &attrs, ids, n, num_out, op_seed);
-        PyMem_Free(ids);
-        ids = NULL;
+        }
+        s = cv_program_add_node(p, op, &attrs, in.buf, (int)(in.len / (Py_ssize_t)sizeof(int)),
+                                num_out, op_seed);
+        PyBuffer_Release(&in);
         if (s)
             goto status;
     }
-    if (int_list(results, &ids, &n) < 0)
-        goto error;
-    if ((s = cv_program_finish(p, ids, n)))
+    if ((s = cv_program_finish(p, ids.buf, (int)(ids.len / (Py_ssize_t)sizeof(int)))))
         goto status;
-    PyMem_Free(ids);
-    Py_DECREF(fc);
+    PyBuffer_Release(&ids);
+    cv_element_clear(&consts);
     Py_DECREF(fn);
     return cv_handle_new(CV_HANDLE_PROGRAM, p);
 status:
     cv_raise_status(st, s);
 error:
-    PyMem_Free(ids);
-    Py_XDECREF(fc);
+    PyBuffer_Release(&ids);
+    cv_element_clear(&consts);
     Py_XDECREF(fn);
     cv_program_unref(p);
     return NULL;
