@@ -74,7 +74,7 @@ typedef struct CvModuleState {
     PyTypeObject *device_array_class; /* its Python subclass (conveyor/device.py) or NULL */
     PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
     PyTypeObject *iterator_class; /* iterator_type's Python subclass (iterator_ops.py) or NULL */
-    PyObject *error_classes; /* dict: CvCode (int) -> exception class */
+    PyObject *error_classes; /* tuple: the exception class of each CvCode */
 } CvModuleState;
 
 static inline CvModuleState *cv_get_state(PyObject *module)
@@ -306,7 +306,7 @@ CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_conv
 
 int cv_iterator_type_init(PyObject *module, CvModuleState *st);
 /* A new Iterator over source, an engine Dataset (a new reference is taken);
- * structure() is resolved at the first element (see Dataset.make_iterator).
+ * structure() is resolved at the first element (see Dataset._make_iterator).
  * statistics false: no statistics and no autotuner (AUTOTUNE stages stay at
  * their most), to measure what they cost. owner: the Python dataset (or
  * None), handed to conveyor.data.checkpoint by save/restore. */
