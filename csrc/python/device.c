@@ -22,7 +22,6 @@
 
 #include "python/binding.h"
 
-#include "core/report.h"
 #include "device/cuda.h"
 #include "device/device.h"
 #include "device/dlpack.h"
@@ -247,15 +246,6 @@ static PyObject *device_cuda_load(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-/* cuda_info() -> dict: what was loaded (device/cuda.h). */
-static PyObject *device_cuda_info(PyObject *module, PyObject *unused)
-{
-    (void)unused;
-    CvReport r;
-    cv_report_init(&r);
-    return cv_report_to_python(cv_get_state(module), &r, cv_cuda_report(&r));
-}
-
 /* copy_rate(kind, index, nbytes, repeats) -> bytes/s from page-locked memory. */
 static PyObject *device_copy_rate(PyObject *module, PyObject *args)
 {
@@ -274,31 +264,8 @@ static PyObject *device_copy_rate(PyObject *module, PyObject *args)
     return PyFloat_FromDouble(rate);
 }
 
-/* staging_cache_info() -> dict: the page-locked staging cache (device.h). */
-static PyObject *device_staging_cache_info(PyObject *module, PyObject *unused)
-{
-    (void)unused;
-    CvReport r;
-    cv_report_init(&r);
-    return cv_report_to_python(cv_get_state(module), &r, cv_device_staging_report(&r));
-}
-
-/* staging_cache_empty() -> bytes freed. */
-static PyObject *device_staging_cache_empty(PyObject *module, PyObject *unused)
-{
-    (void)module, (void)unused;
-    size_t freed;
-    Py_BEGIN_ALLOW_THREADS /* cudaFreeHost waits for the device */
-    freed = cv_device_staging_trim();
-    Py_END_ALLOW_THREADS
-    return PyLong_FromSize_t(freed);
-}
-
 PyMethodDef cv_device_functions[] = {
-    {"staging_cache_info", device_staging_cache_info, METH_NOARGS, "staging_cache_info() -> dict"},
-    {"staging_cache_empty", device_staging_cache_empty, METH_NOARGS, "staging_cache_empty() -> int"},
     {"cuda_load", device_cuda_load, METH_O, "cuda_load(candidates) -> None"},
-    {"cuda_info", device_cuda_info, METH_NOARGS, "cuda_info() -> dict"},
     {"copy_rate", device_copy_rate, METH_VARARGS, "copy_rate(kind, index, nbytes, repeats) -> float"},
     {NULL, NULL, 0, NULL},
 };

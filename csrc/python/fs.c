@@ -233,15 +233,7 @@ static PyObject *fs_close(PyObject *module, PyObject *args)
 
 extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
 
-/* The process's I/O budget and what the HTTP client measured (io/http.h). */
-static PyObject *io_stats(PyObject *module, PyObject *unused)
-{
-    (void)unused;
-    CvReport r;
-    cv_report_init(&r);
-    return cv_report_to_python(cv_get_state(module), &r, cv_io_report(&r));
-}
-
+/* The process's I/O budget (io/http.h; what it measured: memory.c's io_stats). */
 static PyObject *set_io_budget(PyObject *module, PyObject *args)
 {
     (void)module;
@@ -270,7 +262,6 @@ PyMethodDef cv_fs_functions[] = {
     {"fs_read_at", fs_read_at, METH_VARARGS, "fs_read_at(handle, offset, n) -> bytes (n -1: to the end)"},
     {"fs_write", fs_write, METH_VARARGS, "fs_write(handle, bytes-like)"},
     {"fs_close", fs_close, METH_VARARGS, "fs_close(handle, commit): a writer's file appears if commit"},
-    {"io_stats", io_stats, METH_NOARGS, "io_stats() -> dict: the process's remote I/O"},
     {"set_io_budget", set_io_budget, METH_VARARGS,
      "set_io_budget(bytes, requests): 0 keeps a value"},
     {NULL, NULL, 0, NULL},

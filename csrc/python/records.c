@@ -126,23 +126,6 @@ static PyObject *io_crc32c(PyObject *module, PyObject *args)
     return PyLong_FromUnsignedLong(c);
 }
 
-static PyObject *io_crc32c_hardware(PyObject *module, PyObject *unused)
-{
-    (void)module;
-    (void)unused;
-    return PyBool_FromLong(cv_crc32c_hardware());
-}
-
-static PyObject *io_crc32c_force_software(PyObject *module, PyObject *arg)
-{
-    (void)module;
-    int on = PyObject_IsTrue(arg);
-    if (on < 0)
-        return NULL;
-    cv_crc32c_force_software(on);
-    Py_RETURN_NONE;
-}
-
 PyMethodDef cv_io_functions[] = {
     {"tfrecord_writer_open", io_writer_open, METH_VARARGS,
      "tfrecord_writer_open(path, compression, level, mem_level, strategy) -> handle"},
@@ -153,8 +136,5 @@ PyMethodDef cv_io_functions[] = {
      "tfrecord_index(path, buffer_size >= 0) -> records: write <path>.cvindex (io/record_index.h)"},
     {"crc32c", io_crc32c, METH_VARARGS,
      "crc32c(data, software=False, crc=0) -> int: CRC-32C (unmasked), extending crc"},
-    {"crc32c_hardware", io_crc32c_hardware, METH_NOARGS, "True when CRC-32C uses SSE4.2"},
-    {"crc32c_force_software", io_crc32c_force_software, METH_O,
-     "crc32c_force_software(on): make every CRC-32C in the process use the table (tests)"},
     {NULL, NULL, 0, NULL},
 };
