@@ -221,29 +221,17 @@ int cv_device_init(PyObject *module, CvModuleState *st)
 /* ------------------------------------------------------------ functions */
 
 /* cuda_load(candidates) -> None: load the CUDA runtime (the first call's
- * candidates are the ones tried), or raise UnavailableError. */
+ * candidates, one a line, are the ones tried), or raise UnavailableError. */
 static PyObject *device_cuda_load(PyObject *module, PyObject *arg)
 {
-    PyObject *seq = PySequence_Fast(arg, "cuda_load: expected a list of library paths");
-    if (!seq)
-        return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    const char *names[16];
-    if (n > 16)
-        n = 16;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (!(names[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) {
-            Py_DECREF(seq);
-            return NULL;
-        }
+    const char *names = PyUnicode_AsUTF8(arg); /* conveyor.device joins the paths */
     CvStatus s;
+    if (!names)
+        return NULL;
     Py_BEGIN_ALLOW_THREADS
-    s = cv_cuda_load(names, (int)n);
+    s = cv_cuda_load(names);
     Py_END_ALLOW_THREADS
-    Py_DECREF(seq);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    Py_RETURN_NONE;
+    return s ? cv_raise_status(cv_get_state(module), s) : Py_NewRef(Py_None);
 }
 
 /* copy_rate(kind, index, nbytes, repeats) -> bytes/s from page-locked memory. */
