@@ -23,16 +23,13 @@ int cv_memory_arg(PyObject *obj, CvMemory **out)
     return obj == Py_None || *out;
 }
 
+/* memory_budget(limit > 0, checked by options_op.py) -> a budget handle */
 static PyObject *memory_budget(PyObject *module, PyObject *arg)
 {
     (void)module;
     long long limit = PyLong_AsLongLong(arg);
     if (limit == -1 && PyErr_Occurred())
         return NULL;
-    if (limit <= 0) {
-        PyErr_Format(PyExc_ValueError, "a RAM budget must be positive, got %lld", limit);
-        return NULL;
-    }
     CvMemory *m = cv_memory_new(limit);
     return m ? cv_handle_new(CV_HANDLE_MEMORY, m) : PyErr_NoMemory();
 }
