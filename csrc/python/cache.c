@@ -5,7 +5,6 @@
 #include "python/binding.h"
 
 #include "kernels/cache.h"
-#include "io/record_reader.h"
 #include "kernels/kernels.h"
 
 /* A store's hooks: a tuple (warn, progress, describe) of callables
@@ -117,31 +116,22 @@ static PyObject *cache_dataset(PyObject *module, PyObject *args, PyObject *kwarg
 }
 
 /* cache_file_structure(store) -> the element structure a committed cache
- * file records (bytes), or None (a memory store, or no committed file).
- * Raises DataLossError & co. for a damaged file. */
+ * file records (bytes; empty: a memory store, no committed file). Raises
+ * DataLossError & co. for a damaged file. */
 static PyObject *cache_file_structure(PyObject *module, PyObject *store)
 {
     CvCacheStore *st = store_arg(store);
+    char *blob = NULL;
+    size_t len = 0;
+    CvStatus s;
     if (!st)
         return NULL;
-    const char *path = cv_cache_store_path(st);
-    if (!path)
-        Py_RETURN_NONE;
-    CvCacheReader *r = NULL;
-    CvStatus s;
     Py_BEGIN_ALLOW_THREADS
-    s = cv_cache_reader_open(path, &r);
+    s = cv_cache_store_file_structure(st, &blob, &len);
     Py_END_ALLOW_THREADS
-    if (s && s->code == CV_NOT_FOUND) {
-        cv_status_free(s);
-        Py_RETURN_NONE;
-    }
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    const CvCacheFileInfo *info = cv_cache_reader_info(r);
-    PyObject *result = PyBytes_FromStringAndSize(info->structure ? info->structure : "",
-                                                 (Py_ssize_t)info->structure_len);
-    cv_cache_reader_close(r);
+    PyObject *result = s ? cv_raise_status(cv_get_state(module), s)
+                         : PyBytes_FromStringAndSize(blob ? blob : "", (Py_ssize_t)len);
+    free(blob);
     return result;
 }
 
@@ -152,6 +142,6 @@ PyMethodDef cv_cache_functions[] = {
     {"cache", CV_METHOD_KEYWORDS(cache_dataset),
      "cache(input, store, expected or None, memory=None) -> Dataset"},
     {"cache_file_structure", cache_file_structure, METH_O,
-     "cache_file_structure(store) -> the structure bytes of the committed cache file, or None"},
+     "cache_file_structure(store) -> the structure bytes of the committed cache file, or b''"},
     {NULL, NULL, 0, NULL},
 };
