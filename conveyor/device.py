@@ -194,7 +194,7 @@ def _candidates():
 def load_cuda():
     """Load the CUDA runtime now (once per process; later calls repeat the first
     outcome). Raises ``UnavailableError`` naming what is missing."""
-    _engine.cuda_load(_candidates())
+    _engine.cuda_load("\n".join(_candidates()))
 
 
 def check_cuda_device(index):

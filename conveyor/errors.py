@@ -94,11 +94,14 @@ DataLossError = _make("DataLossError", DATA_LOSS, OSError,
 UnauthenticatedError = _make("UnauthenticatedError", UNAUTHENTICATED, PermissionError,
                              "The request has no valid credentials.")
 
-_BY_CODE = {cls.error_code: cls for cls in (
-    CancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError,
-    AlreadyExistsError, PermissionDeniedError, ResourceExhaustedError, FailedPreconditionError,
-    AbortedError, OutOfRangeError, UnimplementedError, InternalError, UnavailableError,
-    DataLossError, UnauthenticatedError)}
+# The class of each code, indexed by code (the engine raises _BY_CODE[code];
+# OK is never raised).
+_BY_CODE = (RuntimeError, CancelledError, UnknownError, InvalidArgumentError,
+            DeadlineExceededError, NotFoundError, AlreadyExistsError, PermissionDeniedError,
+            ResourceExhaustedError, FailedPreconditionError, AbortedError, OutOfRangeError,
+            UnimplementedError, InternalError, UnavailableError, DataLossError,
+            UnauthenticatedError)
+assert all(cls.error_code == code for code, cls in enumerate(_BY_CODE) if code)
 
 
 class DataLossWarning(UserWarning):

@@ -146,7 +146,7 @@ def test_fake_runtime_with_no_device(fake_cudart):
 
 CANDIDATES_CHILD = """
 try:
-    cv._engine.cuda_load(json.loads(sys.argv[1]) if len(sys.argv) > 1 else CANDIDATES)
+    cv._engine.cuda_load(chr(10).join(json.loads(sys.argv[1]) if len(sys.argv) > 1 else CANDIDATES))
     print(json.dumps(["ok", cvdevice.cuda_info()]))
 except errors.UnavailableError as e:
     print(json.dumps(["UnavailableError", str(e)]))

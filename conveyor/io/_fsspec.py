@@ -116,7 +116,7 @@ def info(url):
 
 
 def listing(url, recursive):
-    """[(name, size, mtime_ns, is_dir, version)] of fs.find (recursive) or
+    """[(size, mtime_ns, is_dir, version, name)] of fs.find (recursive) or
     fs.ls, names relative to the path without a trailing '/', sorted by name;
     the directory itself is left out."""
     fs, path = _resolve(url)
@@ -132,8 +132,8 @@ def listing(url, recursive):
             full = full[len(base) + 1:]
         elif full == base:
             continue  # the directory itself, or a file listed as itself
-        out.append((full.rstrip("/"),) + entry(d))
-    out.sort(key=lambda e: e[0].encode("utf-8", "surrogatepass"))
+        out.append(entry(d) + (full.rstrip("/"),))
+    out.sort(key=lambda e: e[4].encode("utf-8", "surrogatepass"))
     return out
 
 

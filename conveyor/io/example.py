@@ -260,8 +260,14 @@ def _compile_uncached(features):
     if hit is not None:
         return hit
     specs = [_spec_of(k, f) for k, f in features.items()]
-    config = _engine.example_config([(k, kind, code, np.array(shape, np.int64), default)
-                                     for k, kind, code, shape, default in specs])
+    # Packed for the engine (csrc/python/example.c): per feature (kind, dtype
+    # code, rank, index of its default or -1), then every shape's dims.
+    ints, defaults = [], []
+    for _, kind, code, shape, default in specs:
+        ints += [kind, code, len(shape), -1 if default is None else len(defaults)]
+        defaults += [] if default is None else [default]
+    config = _engine.example_config(tuple(s[0] for s in specs), np.array(ints, np.intc),
+                                    np.array([d for s in specs for d in s[3]], np.int64), defaults)
     compiled = ([s[0] for s in specs], [s[1] for s in specs], config,
                 list(features.keys()), specs)
     if cache_key is not None:

@@ -292,7 +292,7 @@ def glob(pattern):
     if isinstance(pattern, (list, tuple)):
         return [m for p in pattern for m in glob(p)]
     pattern = _path(pattern)
-    matches = _engine.fs_glob(pattern)
+    matches = _engine.fs_list(pattern, False, True)
     if not _is_url(pattern) and "/" not in pattern and any(c in pattern for c in "*?["):
         matches = ["./" + m for m in matches]  # as TensorFlow writes a bare pattern's matches
     return matches

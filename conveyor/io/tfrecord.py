@@ -118,7 +118,7 @@ class TFRecordWriter:
 
     def close(self):
         """Finish the file. Idempotent; later writes raise ``FailedPreconditionError``."""
-        _engine.tfrecord_writer_close(self._handle)
+        _engine.tfrecord_writer_flush(self._handle, True)
 
     def __enter__(self):
         return self

@@ -141,14 +141,16 @@ static void load(void)
                                       tried, first_error[0] ? first_error : "not found");
 }
 
-CvStatus cv_cuda_load(const char *const *names, int n)
+CvStatus cv_cuda_load(const char *names)
 {
     pthread_mutex_lock(&candidates_mu);
-    if (ncandidates < 0 && names) {
+    if (ncandidates < 0 && names) { /* one a line */
         int kept = 0;
-        for (int i = 0; i < n && kept < MAX_CANDIDATES; i++)
-            if (names[i] && (candidates[kept] = strdup(names[i])))
+        for (const char *p = names, *end; *p && kept < MAX_CANDIDATES; p = *end ? end + 1 : end) {
+            end = p + strcspn(p, "\n");
+            if (end > p && (candidates[kept] = strndup(p, (size_t)(end - p))))
                 kept++;
+        }
         ncandidates = kept;
     }
     pthread_mutex_unlock(&candidates_mu);
@@ -197,7 +199,7 @@ CvStatus cv_cuda_report(CvReport *r)
 
 CvStatus cv_cuda_check_device(int index)
 {
-    CvStatus s = cv_cuda_load(NULL, 0);
+    CvStatus s = cv_cuda_load(NULL);
     if (s)
         return s;
     if (index < 0 || index >= device_count)

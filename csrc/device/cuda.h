@@ -71,13 +71,13 @@ typedef struct CvCudaApi {
 } CvCudaApi;
 
 /* Load the runtime (first call only; later calls return the first one's
- * outcome). `candidates`: library paths or sonames to try in order, NULL
- * for the default list (libcudart.so, .so.13, .so.12, .so.11.0); the
+ * outcome). `candidates`: library paths or sonames to try in order, one
+ * a line, NULL for the default list (libcudart.so, .so.13, .so.12, .so.11.0); the
  * first call copies them. Then count the devices. UNAVAILABLE, naming what
  * is missing: no library ("could not load the CUDA runtime: tried ..."),
  * a symbol ("<library> has no cudaMemcpyAsync"), no usable device (the
  * runtime's own error, e.g. no driver). Thread-safe. */
-CvStatus cv_cuda_load(const char *const *candidates, int n);
+CvStatus cv_cuda_load(const char *candidates);
 /* The table; only after cv_cuda_load returned OK. */
 const CvCudaApi *cv_cuda(void);
 /* Devices found by the load (0 when it failed), and what was loaded. */

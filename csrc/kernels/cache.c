@@ -133,6 +133,27 @@ const char *cv_cache_store_path(const CvCacheStore *st)
     return st->path;
 }
 
+CvStatus cv_cache_store_file_structure(const CvCacheStore *st, char **blob, size_t *len)
+{
+    CvCacheReader *r = NULL;
+    CvStatus s = st->path ? cv_cache_reader_open(st->path, &r) : CV_STATUS_OK;
+    *blob = NULL;
+    *len = 0;
+    if (s && s->code == CV_NOT_FOUND) { /* nothing committed yet */
+        cv_status_free(s);
+        return CV_STATUS_OK;
+    }
+    if (s || !r)
+        return s;
+    const CvCacheFileInfo *info = cv_cache_reader_info(r);
+    if (info->structure_len && !(*blob = malloc(info->structure_len)))
+        s = cv_error_nomem();
+    else if (info->structure_len)
+        memcpy(*blob, info->structure, (*len = info->structure_len));
+    cv_cache_reader_close(r);
+    return s;
+}
+
 static void warn_once(CvCacheStore *st, atomic_bool *flag, const char *fmt, ...) CV_PRINTF(3, 4);
 
 static void warn_once(CvCacheStore *st, atomic_bool *flag, const char *fmt, ...)

@@ -51,6 +51,10 @@ CvCacheStore *cv_cache_store_ref(CvCacheStore *store);
 void cv_cache_store_unref(CvCacheStore *store); /* NULL-safe */
 /* The cache file's path ("<filename>.cvcache"), or NULL for a memory store. */
 const char *cv_cache_store_path(const CvCacheStore *store);
+/* The element structure the committed cache file records (*blob malloc'd,
+ * or NULL with *len 0: a memory store, no committed file, none recorded).
+ * DATA_LOSS & co. for a damaged file. Reads the file's trailer. */
+CvStatus cv_cache_store_file_structure(const CvCacheStore *store, char **blob, size_t *len);
 /* File store, before it is shared: what a torn cache file (one cut short
  * after it was written: io/cache_file.h, cv_cache_file_torn) does, a
  * CvTruncation (io/record_reader.h). WARN (the default): a DataLossWarning

@@ -7,11 +7,13 @@
  *   errors.c         status -> exception, exception -> status, reports -> values
  *   handles.c        engine objects as Python handles (capsules): one table of kinds
  *   device.c         DeviceArrayBase (DLPack export, stream sync, copy to the host;
- *                    its Python half: conveyor/device.py), the CUDA loader
+ *                    its Python half: conveyor/device.py), the CUDA loader (its
+ *                    candidates one a line: device/cuda.c splits them)
  *   convert.c        tensors and elements <-> NumPy
- *   memory.c         RAM budgets (argument converter); the engine's counters and
- *                    limits as rows of one table
- *   example.c        tf.train.Example configs (argument converter)
+ *   memory.c         RAM budgets (argument converter); the engine's counters,
+ *                    limits and reports (pool, I/O, CUDA, staging cache) and
+ *                    CRC-32C's switches as rows of one table
+ *   example.c        tf.train.Example configs (packed by conveyor/io/example.py)
  *   pyfunc.c         Python callables as engine functions and sources (their
  *                    results' learned form: core/result_form.h)
  *   ops.c            element ops, traced programs, map/filter function args
@@ -28,7 +30,8 @@
  *   constructors.c   the dataset constructors: one function walks the builder
  *                    tables (core/builder.h), one row each
  *   records.c, cache.c
- *                    module functions that build record files and caches
+ *                    module functions that build record files and caches (a
+ *                    store's hooks: one tuple, cache_op.py's)
  *   module.c         module init: exec slot, state, the method tables, the row
  *                    tables' builtins (cv_row_of), the Python classes the
  *                    engine makes (set_*_type)
@@ -74,7 +77,7 @@ typedef struct CvModuleState {
     PyTypeObject *device_array_class; /* its Python subclass (conveyor/device.py) or NULL */
     PyTypeObject *eager_type; /* conveyor.EagerTensor (an ndarray subclass) or NULL until set */
     PyTypeObject *iterator_class; /* iterator_type's Python subclass (iterator_ops.py) or NULL */
-    PyObject *error_classes; /* dict: CvCode (int) -> exception class */
+    PyObject *error_classes; /* tuple: the exception class of each CvCode */
 } CvModuleState;
 
 static inline CvModuleState *cv_get_state(PyObject *module)
@@ -139,7 +142,7 @@ static inline int cv_row_of(PyObject *self, PyObject **module)
 /* constructors.c: rows, one per builder (core/builder.h), filled by cv_constructors_init */
 extern PyMethodDef cv_constructor_functions[];
 int cv_constructors_init(void);
-extern PyMethodDef cv_value_functions[]; /* memory.c: rows, the engine's counters and limits */
+extern PyMethodDef cv_value_functions[]; /* memory.c: rows, the engine's counters, limits, reports */
 extern PyMethodDef cv_io_functions[];          /* records.c: TFRecord writer, record indexes, CRC-32C */
 extern PyMethodDef cv_cache_functions[];       /* cache.c: Dataset.cache */
 extern PyMethodDef cv_example_functions[];     /* example.c: tf.train.Example */
@@ -148,7 +151,7 @@ extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, hash_bu
 extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown */
 extern PyMethodDef cv_error_functions[];       /* errors.c: set_error_classes */
 extern PyMethodDef cv_fs_functions[];         /* fs.c: the file-system layer (fs_*) */
-extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, cuda_info, copy_rate, staging cache */
+extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, copy_rate */
 
 /* ---------------------------------------------------------------- gil.c */
 
@@ -306,7 +309,7 @@ CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_conv
 
 int cv_iterator_type_init(PyObject *module, CvModuleState *st);
 /* A new Iterator over source, an engine Dataset (a new reference is taken);
- * structure() is resolved at the first element (see Dataset.make_iterator).
+ * structure() is resolved at the first element (see Dataset._make_iterator).
  * statistics false: no statistics and no autotuner (AUTOTUNE stages stay at
  * their most), to measure what they cost. owner: the Python dataset (or
  * None), handed to conveyor.data.checkpoint by save/restore. */

@@ -5,32 +5,29 @@
 #include "python/binding.h"
 
 #include "kernels/cache.h"
-#include "io/record_reader.h"
 #include "kernels/kernels.h"
 
-/* The Python side of a store's hooks, in cache_store's argument order;
- * each callable may be NULL. They may be called from any thread, and never
- * when Python is unavailable. */
-enum { HOOK_WARN, HOOK_PROGRESS, HOOK_DESCRIBE, NUM_HOOKS };
-typedef struct {
-    /* warn(message); progress(token, elements, bytes, total, state);
-     * describe() -> bytes or None */
-    PyObject *fn[NUM_HOOKS];
-} CvPyCacheHooks;
+/* A store's hooks: a tuple (warn, progress, describe) of callables
+ * (cache_op.py): warn(message); progress(token, elements, bytes, total,
+ * state); describe() -> bytes or None. The store owns one reference to the
+ * tuple, dropped with cv_python_decref (any thread). The hooks run on any
+ * thread through cv_python_hook (gil.c), never when Python is unavailable:
+ * an exception a hook raises is reported without disturbing the pipeline. */
+static PyObject *const *hook(void *ctx, int i)
+{
+    return &PySequence_Fast_ITEMS((PyObject *)ctx)[i];
+}
 
-/* Hooks run on any thread through cv_python_hook (gil.c): an exception a
- * hook raises is reported without disturbing the pipeline. */
 static void hooks_warn(void *ctx, const char *message)
 {
-    cv_python_hook(&((CvPyCacheHooks *)ctx)->fn[HOOK_WARN], NULL, NULL, "(s)", message);
+    cv_python_hook(hook(ctx, 0), NULL, NULL, "(s)", message);
 }
 
 static void hooks_progress(void *ctx, uint64_t token, int64_t elements, uint64_t bytes,
                            int64_t total, int state)
 {
-    cv_python_hook(&((CvPyCacheHooks *)ctx)->fn[HOOK_PROGRESS], NULL, NULL, "(KLKLi)",
-                   (unsigned long long)token, (long long)elements, (unsigned long long)bytes,
-                   (long long)total, state);
+    cv_python_hook(hook(ctx, 1), NULL, NULL, "(KLKLi)", (unsigned long long)token,
+                   (long long)elements, (unsigned long long)bytes, (long long)total, state);
 }
 
 typedef struct {
@@ -51,34 +48,16 @@ static void take_description(PyObject *r, void *ctx)
 static void hooks_describe(void *ctx, char **blob, size_t *len)
 {
     Description d = {NULL, 0};
-    cv_python_hook(&((CvPyCacheHooks *)ctx)->fn[HOOK_DESCRIBE], take_description, &d, "()");
+    cv_python_hook(hook(ctx, 2), take_description, &d, "()");
     *blob = d.blob;
     *len = d.len;
-}
-
-static void hooks_release(void *ctx)
-{
-    CvPyCacheHooks *h = ctx;
-    CvPythonCall call;
-    if (cv_python_begin(&call) == 0) { /* else: interpreter exit, leak */
-        for (int i = 0; i < NUM_HOOKS; i++)
-            Py_XDECREF(h->fn[i]);
-        cv_python_end(&call);
-    }
-    PyMem_RawFree(h);
 }
 
 /* GIL held, by the gc (see core/wrapper.h; the cache kernel calls this only
  * while one dataset holds the store). */
 static int hooks_traverse(void *ctx, CvVisit visit, void *arg)
 {
-    CvPyCacheHooks *h = ctx;
-    for (int i = 0; i < NUM_HOOKS; i++) {
-        int rc = h->fn[i] ? visit(h->fn[i], arg) : 0;
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return visit(ctx, arg);
 }
 
 static CvCacheStore *store_arg(PyObject *obj)
@@ -86,32 +65,23 @@ static CvCacheStore *store_arg(PyObject *obj)
     return cv_handle_arg(obj, CV_HANDLE_CACHE_STORE);
 }
 
-/* cache_store(filename or None, warn, progress, describe, progress_delay_s[, on_truncation])
- * -> store; on_truncation a CvTruncation (cache_op.py maps its names). */
-static PyObject *cache_store_new(PyObject *module, PyObject *args, PyObject *kwargs)
+/* cache_store(filename or None, (warn, progress, describe), progress_delay_s,
+ * on_truncation) -> store; on_truncation a CvTruncation (cache_op.py maps
+ * its names and checks the rest). */
+static PyObject *cache_store_new(PyObject *module, PyObject *args)
 {
-    PyObject *filename, *hooks_in[NUM_HOOKS], *path = NULL;
+    PyObject *filename, *fns, *path = NULL;
     double delay;
-    int truncation = CV_TRUNCATION_WARN;
-    static char *keywords[] = {"filename", "warn", "progress", "describe", "progress_delay_s",
-                               "on_truncation", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOd|i:cache_store", keywords, &filename,
-                                     &hooks_in[HOOK_WARN], &hooks_in[HOOK_PROGRESS],
-                                     &hooks_in[HOOK_DESCRIBE], &delay, &truncation))
+    int truncation;
+    if (!PyArg_ParseTuple(args, "OO!di:cache_store", &filename, &PyTuple_Type, &fns, &delay,
+                          &truncation))
         return NULL;
+    if (PyTuple_GET_SIZE(fns) != 3)
+        return PyErr_Format(PyExc_ValueError, "cache_store: the hooks are (warn, progress, describe)");
     if (filename != Py_None && !PyUnicode_FSConverter(filename, &path))
         return NULL;
-    CvPyCacheHooks *h = PyMem_RawCalloc(1, sizeof(*h));
-    if (!h) {
-        Py_XDECREF(path);
-        return PyErr_NoMemory();
-    }
-    for (int i = 0; i < NUM_HOOKS; i++)
-        h->fn[i] = hooks_in[i] == Py_None ? NULL : Py_NewRef(hooks_in[i]);
-    CvCacheHooks hooks = {h->fn[HOOK_WARN] ? hooks_warn : NULL,
-                          h->fn[HOOK_PROGRESS] ? hooks_progress : NULL,
-                          h->fn[HOOK_DESCRIBE] ? hooks_describe : NULL, hooks_release, h,
-                          delay < 0 ? -1 : (int64_t)(delay * 1e9), hooks_traverse};
+    CvCacheHooks hooks = {hooks_warn, hooks_progress, hooks_describe, cv_python_decref,
+                          Py_NewRef(fns), delay < 0 ? -1 : (int64_t)(delay * 1e9), hooks_traverse};
     CvCacheStore *st = NULL;
     CvStatus s = cv_cache_store_new(path ? PyBytes_AS_STRING(path) : NULL, hooks, &st);
     Py_XDECREF(path);
@@ -146,41 +116,32 @@ static PyObject *cache_dataset(PyObject *module, PyObject *args, PyObject *kwarg
 }
 
 /* cache_file_structure(store) -> the element structure a committed cache
- * file records (bytes), or None (a memory store, or no committed file).
- * Raises DataLossError & co. for a damaged file. */
+ * file records (bytes; empty: a memory store, no committed file). Raises
+ * DataLossError & co. for a damaged file. */
 static PyObject *cache_file_structure(PyObject *module, PyObject *store)
 {
     CvCacheStore *st = store_arg(store);
+    char *blob = NULL;
+    size_t len = 0;
+    CvStatus s;
     if (!st)
         return NULL;
-    const char *path = cv_cache_store_path(st);
-    if (!path)
-        Py_RETURN_NONE;
-    CvCacheReader *r = NULL;
-    CvStatus s;
     Py_BEGIN_ALLOW_THREADS
-    s = cv_cache_reader_open(path, &r);
+    s = cv_cache_store_file_structure(st, &blob, &len);
     Py_END_ALLOW_THREADS
-    if (s && s->code == CV_NOT_FOUND) {
-        cv_status_free(s);
-        Py_RETURN_NONE;
-    }
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    const CvCacheFileInfo *info = cv_cache_reader_info(r);
-    PyObject *result = PyBytes_FromStringAndSize(info->structure ? info->structure : "",
-                                                 (Py_ssize_t)info->structure_len);
-    cv_cache_reader_close(r);
+    PyObject *result = s ? cv_raise_status(cv_get_state(module), s)
+                         : PyBytes_FromStringAndSize(blob ? blob : "", (Py_ssize_t)len);
+    free(blob);
     return result;
 }
 
 PyMethodDef cv_cache_functions[] = {
-    {"cache_store", CV_METHOD_KEYWORDS(cache_store_new),
-     "cache_store(filename or None, warn, progress, describe, progress_delay_s[, on_truncation])"
+    {"cache_store", cache_store_new, METH_VARARGS,
+     "cache_store(filename or None, (warn, progress, describe), progress_delay_s, on_truncation)"
      " -> store"},
     {"cache", CV_METHOD_KEYWORDS(cache_dataset),
      "cache(input, store, expected or None, memory=None) -> Dataset"},
     {"cache_file_structure", cache_file_structure, METH_O,
-     "cache_file_structure(store) -> the structure bytes of the committed cache file, or None"},
+     "cache_file_structure(store) -> the structure bytes of the committed cache file, or b''"},
     {NULL, NULL, 0, NULL},
 };

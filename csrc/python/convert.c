@@ -176,15 +176,9 @@ CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out
         goto done;
     }
     if (dtype == CV_STRING) {
-        if (!PyArray_IS_C_CONTIGUOUS(arr)) {
-            Py_SETREF(arr, (PyArrayObject *)PyArray_NewCopy(arr, NPY_CORDER));
-            if (!arr) {
-                PyErr_Clear();
-                s = cv_error_nomem();
-                goto done;
-            }
-        }
-        s = strings_from_array(arr, out);
+        Py_SETREF(arr, PyArray_GETCONTIGUOUS(arr)); /* item i at data + i * itemsize */
+        s = arr ? strings_from_array(arr, out) : cv_error_nomem();
+        PyErr_Clear();
         goto done;
     }
     out->dtype = dtype;

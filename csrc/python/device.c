@@ -22,7 +22,6 @@
 
 #include "python/binding.h"
 
-#include "core/report.h"
 #include "device/cuda.h"
 #include "device/device.h"
 #include "device/dlpack.h"
@@ -222,38 +221,17 @@ int cv_device_init(PyObject *module, CvModuleState *st)
 /* ------------------------------------------------------------ functions */
 
 /* cuda_load(candidates) -> None: load the CUDA runtime (the first call's
- * candidates are the ones tried), or raise UnavailableError. */
+ * candidates, one a line, are the ones tried), or raise UnavailableError. */
 static PyObject *device_cuda_load(PyObject *module, PyObject *arg)
 {
-    PyObject *seq = PySequence_Fast(arg, "cuda_load: expected a list of library paths");
-    if (!seq)
-        return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    const char *names[16];
-    if (n > 16)
-        n = 16;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (!(names[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) {
-            Py_DECREF(seq);
-            return NULL;
-        }
+    const char *names = PyUnicode_AsUTF8(arg); /* conveyor.device joins the paths */
     CvStatus s;
+    if (!names)
+        return NULL;
     Py_BEGIN_ALLOW_THREADS
-    s = cv_cuda_load(names, (int)n);
+    s = cv_cuda_load(names);
     Py_END_ALLOW_THREADS
-    Py_DECREF(seq);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    Py_RETURN_NONE;
-}
-
-/* cuda_info() -> dict: what was loaded (device/cuda.h). */
-static PyObject *device_cuda_info(PyObject *module, PyObject *unused)
-{
-    (void)unused;
-    CvReport r;
-    cv_report_init(&r);
-    return cv_report_to_python(cv_get_state(module), &r, cv_cuda_report(&r));
+    return s ? cv_raise_status(cv_get_state(module), s) : Py_NewRef(Py_None);
 }
 
 /* copy_rate(kind, index, nbytes, repeats) -> bytes/s from page-locked memory. */
@@ -274,31 +252,8 @@ static PyObject *device_copy_rate(PyObject *module, PyObject *args)
     return PyFloat_FromDouble(rate);
 }
 
-/* staging_cache_info() -> dict: the page-locked staging cache (device.h). */
-static PyObject *device_staging_cache_info(PyObject *module, PyObject *unused)
-{
-    (void)unused;
-    CvReport r;
-    cv_report_init(&r);
-    return cv_report_to_python(cv_get_state(module), &r, cv_device_staging_report(&r));
-}
-
-/* staging_cache_empty() -> bytes freed. */
-static PyObject *device_staging_cache_empty(PyObject *module, PyObject *unused)
-{
-    (void)module, (void)unused;
-    size_t freed;
-    Py_BEGIN_ALLOW_THREADS /* cudaFreeHost waits for the device */
-    freed = cv_device_staging_trim();
-    Py_END_ALLOW_THREADS
-    return PyLong_FromSize_t(freed);
-}
-
 PyMethodDef cv_device_functions[] = {
-    {"staging_cache_info", device_staging_cache_info, METH_NOARGS, "staging_cache_info() -> dict"},
-    {"staging_cache_empty", device_staging_cache_empty, METH_NOARGS, "staging_cache_empty() -> int"},
     {"cuda_load", device_cuda_load, METH_O, "cuda_load(candidates) -> None"},
-    {"cuda_info", device_cuda_info, METH_NOARGS, "cuda_info() -> dict"},
     {"copy_rate", device_copy_rate, METH_VARARGS, "copy_rate(kind, index, nbytes, repeats) -> float"},
     {NULL, NULL, 0, NULL},
 };

@@ -17,23 +17,14 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s)
         Py_DECREF(exc);
         return NULL;
     }
-    PyObject *cls = NULL;
-    if (st->error_classes) {
-        PyObject *key = PyLong_FromLong((long)s->code);
-        if (key) {
-            cls = PyDict_GetItemWithError(st->error_classes, key); /* borrowed */
-            Py_DECREF(key);
-        }
-        if (!cls && PyErr_Occurred()) {
-            cv_status_free(s);
-            return NULL;
-        }
-    }
+    PyObject *cls = PyExc_RuntimeError; /* borrowed: a code errors.py does not know */
+    if (st->error_classes && (Py_ssize_t)s->code < PyTuple_GET_SIZE(st->error_classes))
+        cls = PyTuple_GET_ITEM(st->error_classes, (Py_ssize_t)s->code);
     /* A message may quote bytes that are not UTF-8 (a record, a damaged
      * iterator state): replace them rather than raise UnicodeDecodeError. */
     PyObject *message = PyUnicode_DecodeUTF8(s->message, (Py_ssize_t)strlen(s->message), "replace");
     if (message) {
-        PyErr_SetObject(cls ? cls : PyExc_RuntimeError, message);
+        PyErr_SetObject(cls, message);
         Py_DECREF(message);
     }
     cv_status_free(s);
@@ -108,8 +99,8 @@ CvStatus cv_status_from_pyerr(const char *where)
 
 static PyObject *errors_set_error_classes(PyObject *module, PyObject *mapping)
 {
-    if (!PyDict_Check(mapping)) {
-        PyErr_SetString(PyExc_TypeError, "expected a dict of code -> exception class");
+    if (!PyTuple_Check(mapping)) {
+        PyErr_SetString(PyExc_TypeError, "expected a tuple of exception classes indexed by code");
         return NULL;
     }
     Py_XSETREF(cv_get_state(module)->error_classes, Py_NewRef(mapping));
@@ -131,13 +122,11 @@ static void python_warning(CvWarningKind kind, const char *message)
         fprintf(stderr, "conveyor: warning: %s\n", message);
 }
 
+/* handler: conveyor.errors._engine_warning (conveyor/__init__.py) or None;
+ * a handler that cannot be called is reported as unraisable, as above. */
 static PyObject *errors_set_warning_handler(PyObject *module, PyObject *handler)
 {
     (void)module;
-    if (handler != Py_None && !PyCallable_Check(handler)) {
-        PyErr_SetString(PyExc_TypeError, "expected a callable handler(kind, message) or None");
-        return NULL;
-    }
     Py_XSETREF(warning_handler, handler == Py_None ? NULL : Py_NewRef(handler));
     cv_set_warning_handler(python_warning);
     Py_RETURN_NONE;

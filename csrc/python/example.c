@@ -1,10 +1,12 @@
 /* Binding of the tf.train.Example parser (csrc/ops/example.c).
  *
- *   example_config(specs) -> capsule
- *       specs: a sequence of (key: str, kind: int, dtype: int, shape: int64
- *       array, default: array or None), kind a CvFeatureKind and dtype a
- *       CvDtype code. Compiles a CvExampleConfig (immutable; shareable);
- *       the engine checks kinds, dtypes, shapes and defaults.
+ *   example_config(keys, ints, dims, defaults) -> handle
+ *       The features, packed by conveyor/io/example.py: keys a tuple of
+ *       str; ints 4 C ints a feature (kind a CvFeatureKind, dtype a CvDtype
+ *       code, rank, the index of its default in defaults or -1); dims the
+ *       shapes' int64 dims, feature after feature; defaults a list of
+ *       arrays. Compiles a CvExampleConfig (immutable; shareable); the
+ *       engine checks kinds, dtypes, shapes and defaults.
  *   parse_example(config, serialized, names) -> tuple of arrays
  *       serialized: bytes (one Example, as parse_single_example) or an
  *       object array of bytes; names: None or an object array of bytes as
@@ -15,56 +17,45 @@
 #include "python/binding.h"
 #include "ops/example.h"
 
-/* The tensors of spec j: its shape (an int64 vector) and default into t[0]
- * and t[1]. */
-static CvStatus spec_tensors(CvModuleState *st, PyObject *shape, PyObject *dflt,
-                             CvFeatureSpec *spec, CvTensor *t)
-{
-    CvStatus s = cv_tensor_from_pyobject(st, shape, &t[0]);
-    if (!s && t[0].dtype != CV_INT64)
-        s = cv_error(CV_INVALID_ARGUMENT, "feature %s: a shape is an int64 vector", spec->key);
-    spec->rank = s ? 0 : (int)cv_tensor_num_elements(&t[0]);
-    spec->shape = s ? NULL : (const int64_t *)t[0].data;
-    if (!s && dflt != Py_None && !(s = cv_tensor_from_pyobject(st, dflt, &t[1])))
-        spec->default_value = &t[1];
-    return s;
-}
-
-static PyObject *example_config(PyObject *module, PyObject *arg)
+static PyObject *example_config(PyObject *module, PyObject *args)
 {
     CvModuleState *st = cv_get_state(module);
-    PyObject *seq = PySequence_Fast(arg, "example_config expects a sequence of feature specs");
-    if (!seq)
+    PyObject *keys, *defaults, *result = NULL;
+    Py_buffer ints, dims;
+    if (!PyArg_ParseTuple(args, "O!y*y*O:example_config", &PyTuple_Type, &keys, &ints, &dims,
+                          &defaults))
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(keys), ndims = dims.len / (Py_ssize_t)sizeof(int64_t), at = 0;
+    const int *v = ints.buf;
     CvFeatureSpec *specs = PyMem_Calloc(n ? (size_t)n : 1, sizeof(CvFeatureSpec));
-    CvTensor *tensors = PyMem_Calloc(n ? 2 * (size_t)n : 2, sizeof(CvTensor)); /* shape, default */
+    CvElement dflt = {0};
     CvExampleConfig *cfg = NULL;
-    PyObject *result = NULL, *shape, *dflt;
-    CvStatus s = specs && tensors ? CV_STATUS_OK : cv_error_nomem();
-    int parsed = 1, kind, dtype;
-    for (Py_ssize_t j = 0; !s && parsed && j < n; j++) {
-        Py_ssize_t key_len;
-        parsed = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, j), "s#iiOO;a feature spec is "
-                                  "(key, kind, dtype, shape, default)", &specs[j].key, &key_len,
-                                  &kind, &dtype, &shape, &dflt);
-        specs[j].key_len = (size_t)key_len;
-        specs[j].kind = (CvFeatureKind)kind;
-        specs[j].dtype = (CvDtype)dtype;
-        if (parsed)
-            s = spec_tensors(st, shape, dflt, &specs[j], &tensors[2 * j]);
+    CvStatus s = !specs ? cv_error_nomem()
+                 : ints.len != n * 4 * (Py_ssize_t)sizeof(int)
+                     ? cv_error(CV_INTERNAL, "example_config: not 4 ints a feature")
+                     : cv_element_from_sequence(st, defaults, &dflt);
+    for (Py_ssize_t j = 0; !s && j < n; j++, v += 4) {
+        Py_ssize_t key_len = 0;
+        CvFeatureSpec *f = &specs[j];
+        f->key = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(keys, j), &key_len);
+        f->key_len = (size_t)key_len;
+        f->kind = (CvFeatureKind)v[0];
+        f->dtype = (CvDtype)v[1];
+        f->rank = v[2];
+        f->shape = (const int64_t *)dims.buf + at;
+        f->default_value = v[3] >= 0 && v[3] < (int)dflt.n ? &dflt.t[v[3]] : NULL;
+        if (!f->key || v[2] < 0 || (at += v[2]) > ndims) {
+            PyErr_Clear(); /* a key that is no str: the status says so */
+            s = cv_error(CV_INTERNAL, "example_config: feature %zd is not packed right", j);
+        }
     }
-    if (!s && parsed)
+    if (!s)
         s = cv_example_config_new(specs, (int)n, &cfg);
-    if (s)
-        cv_raise_status(st, s);
-    else if (parsed)
-        result = cv_handle_new(CV_HANDLE_EXAMPLE_CONFIG, cfg);
-    for (Py_ssize_t j = 0; tensors && j < 2 * n; j++)
-        cv_tensor_clear(&tensors[j]);
+    result = s ? cv_raise_status(st, s) : cv_handle_new(CV_HANDLE_EXAMPLE_CONFIG, cfg);
+    cv_element_clear(&dflt);
     PyMem_Free(specs);
-    PyMem_Free(tensors);
-    Py_DECREF(seq);
+    PyBuffer_Release(&ints);
+    PyBuffer_Release(&dims);
     return result;
 }
 
@@ -97,8 +88,9 @@ static PyObject *example_parse(PyObject *module, PyObject *args)
 }
 
 PyMethodDef cv_example_functions[] = {
-    {"example_config", example_config, METH_O,
-     "example_config(specs) -> a compiled tf.train.Example feature configuration."},
+    {"example_config", example_config, METH_VARARGS,
+     "example_config(keys, ints, dims, defaults) -> a compiled tf.train.Example feature "
+     "configuration."},
     {"parse_example", example_parse, METH_VARARGS,
      "parse_example(config, serialized, names) -> tuple of arrays (feature order)."},
     {NULL, NULL, 0, NULL},

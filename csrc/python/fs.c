@@ -43,48 +43,32 @@ static PyObject *fs_stat(PyObject *module, PyObject *arg)
                          (long long)info.mtime_ns, info.is_dir ? Py_True : Py_False, info.version);
 }
 
-/* A list of str from names gathered without the GIL (freed here). */
-static PyObject *names_to_list(PyObject *module, CvNameList *n, CvStatus s)
+/* fs_list(url, recursive, glob): the sorted names under url, or (glob) the
+ * URLs matching the pattern url, gathered without the GIL. */
+static PyObject *fs_list(PyObject *module, PyObject *args)
 {
-    PyObject *list = NULL;
+    PyObject *path = NULL, *list = NULL;
+    int recursive = 0, glob = 0;
+    CvNameList n;
+    CvStatus s;
+    if (!PyArg_ParseTuple(args, "O&|pp:fs_list", PyUnicode_FSConverter, &path, &recursive, &glob))
+        return NULL;
+    UNLOCKED(s = glob ? cv_fs_glob_names(PyBytes_AS_STRING(path), &n)
+                      : cv_fs_list_names(PyBytes_AS_STRING(path), recursive, &n));
+    Py_DECREF(path);
     if (s)
         return raise(module, s);
-    if ((list = PyList_New((Py_ssize_t)n->len)))
-        for (size_t i = 0; i < n->len; i++) {
-            PyObject *item = PyUnicode_DecodeFSDefault(n->v[i]);
+    if ((list = PyList_New((Py_ssize_t)n.len)))
+        for (size_t i = 0; i < n.len; i++) {
+            PyObject *item = PyUnicode_DecodeFSDefault(n.v[i]);
             if (!item) {
                 Py_CLEAR(list);
                 break;
             }
             PyList_SET_ITEM(list, (Py_ssize_t)i, item);
         }
-    cv_name_list_free(n);
+    cv_name_list_free(&n);
     return list;
-}
-
-static PyObject *fs_list(PyObject *module, PyObject *args)
-{
-    PyObject *path = NULL;
-    int recursive = 0;
-    CvNameList names;
-    CvStatus s;
-    if (!PyArg_ParseTuple(args, "O&|p:fs_list", PyUnicode_FSConverter, &path, &recursive))
-        return NULL;
-    UNLOCKED(s = cv_fs_list_names(PyBytes_AS_STRING(path), recursive, &names));
-    Py_DECREF(path);
-    return names_to_list(module, &names, s);
-}
-
-static PyObject *fs_glob(PyObject *module, PyObject *arg)
-{
-    PyObject *path = NULL;
-    CvNameList names;
-    CvStatus s;
-    if (!PyUnicode_FSConverter(arg, &path))
-        return NULL;
-    UNLOCKED(s = cv_fs_glob_names(PyBytes_AS_STRING(path), &names));
-    Py_DECREF(path);
-    return names_to_list(module, &names, s);
 }
 
 /* The path operations of io/fs_ops.h by name: one URL (remove, make_dir,
@@ -233,15 +217,7 @@ static PyObject *fs_close(PyObject *module, PyObject *args)
 
 extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
 
-/* The process's I/O budget and what the HTTP client measured (io/http.h). */
-static PyObject *io_stats(PyObject *module, PyObject *unused)
-{
-    (void)unused;
-    CvReport r;
-    cv_report_init(&r);
-    return cv_report_to_python(cv_get_state(module), &r, cv_io_report(&r));
-}
-
+/* The process's I/O budget (io/http.h; what it measured: memory.c's io_stats). */
 static PyObject *set_io_budget(PyObject *module, PyObject *args)
 {
     (void)module;
@@ -261,8 +237,8 @@ int cv_fs_init(PyObject *module)
 
 PyMethodDef cv_fs_functions[] = {
     {"fs_stat", fs_stat, METH_O, "fs_stat(url) -> (size or -1, mtime_ns, is_dir, version)"},
-    {"fs_list", fs_list, METH_VARARGS, "fs_list(url, recursive=False) -> [names], sorted"},
-    {"fs_glob", fs_glob, METH_O, "fs_glob(pattern) -> [urls], sorted"},
+    {"fs_list", fs_list, METH_VARARGS,
+     "fs_list(url, recursive=False, glob=False) -> [names], sorted; glob: [urls] matching url"},
     {"fs_path_op", fs_path_op, METH_VARARGS,
      "fs_path_op(op, url[, to, overwrite]): remove, make_dir (one level), remove_dir (an empty "
      "directory), rename or copy"},
@@ -270,7 +246,6 @@ PyMethodDef cv_fs_functions[] = {
     {"fs_read_at", fs_read_at, METH_VARARGS, "fs_read_at(handle, offset, n) -> bytes (n -1: to the end)"},
     {"fs_write", fs_write, METH_VARARGS, "fs_write(handle, bytes-like)"},
     {"fs_close", fs_close, METH_VARARGS, "fs_close(handle, commit): a writer's file appears if commit"},
-    {"io_stats", io_stats, METH_NOARGS, "io_stats() -> dict: the process's remote I/O"},
     {"set_io_budget", set_io_budget, METH_VARARGS,
      "set_io_budget(bytes, requests): 0 keeps a value"},
     {NULL, NULL, 0, NULL},

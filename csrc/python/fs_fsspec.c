@@ -57,17 +57,15 @@ static CvStatus half_call(const char *url, const char *what, const char *fn, Tak
     return s;
 }
 
-/* An entry (size or -1, mtime_ns, is_dir, version) of the Python half from
- * index `first` of tuple e -> CvFileInfo. With the GIL held. */
-static int info_from_entry(PyObject *e, Py_ssize_t first, CvFileInfo *out)
+/* An entry (size or -1, mtime_ns, is_dir, version[, name]) of the Python
+ * half -> CvFileInfo, and the name (borrowed) where the entry has one.
+ * With the GIL held; -1 with an exception set. */
+static int info_from_entry(PyObject *e, CvFileInfo *out, const char **name)
 {
     long long size, mtime;
     int is_dir;
     const char *version;
-    PyObject *rest = PyTuple_Check(e) ? PyTuple_GetSlice(e, first, first + 4) : NULL;
-    int ok = rest && PyArg_ParseTuple(rest, "LLps", &size, &mtime, &is_dir, &version);
-    Py_XDECREF(rest);
-    if (!ok)
+    if (!PyTuple_Check(e) || !PyArg_ParseTuple(e, "LLps|s", &size, &mtime, &is_dir, &version, name))
         return -1;
     memset(out, 0, sizeof(*out));
     out->size = size < 0 ? UINT64_MAX : (uint64_t)size;
@@ -79,8 +77,9 @@ static int info_from_entry(PyObject *e, Py_ssize_t first, CvFileInfo *out)
 
 static CvStatus take_info(PyObject *r, const char *url, void *out)
 {
-    return info_from_entry(r, 0, out) < 0 ? cv_error(CV_INTERNAL, "%s: no file info", url)
-                                          : CV_STATUS_OK;
+    const char *no_name = NULL;
+    return info_from_entry(r, out, &no_name) < 0 ? cv_error(CV_INTERNAL, "%s: no file info", url)
+                                                 : CV_STATUS_OK;
 }
 
 static CvStatus fsspec_stat(const char *url, CvFileInfo *out)
@@ -195,12 +194,10 @@ static CvStatus take_listing(PyObject *entries, const char *url, void *ctx)
     if (!l->names || !l->infos)
         s = cv_error_nomem();
     for (Py_ssize_t i = 0; !s && i < l->n; i++) {
-        PyObject *e = PyList_GET_ITEM(entries, i);
-        const char *name = PyTuple_Check(e) && PyTuple_GET_SIZE(e) == 5
-                               ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(e, 0)) : NULL;
-        if (!name || info_from_entry(e, 1, &l->infos[i]) < 0)
-            s = cv_error(CV_INTERNAL, "%s: a listing entry is not (name, size, mtime, dir, "
-                         "version)", url);
+        const char *name = NULL;
+        if (info_from_entry(PyList_GET_ITEM(entries, i), &l->infos[i], &name) < 0 || !name)
+            s = cv_error(CV_INTERNAL, "%s: a listing entry is not (size, mtime, dir, version, "
+                         "name)", url);
         else if (!(l->names[i] = strdup(name)))
             s = cv_error_nomem();
     }

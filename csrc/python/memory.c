@@ -1,6 +1,7 @@
 /* Binding of RAM budgets (core/ram_budget.h), of the process's limits
- * (memory, cgroup, CPU count) and of the engine's counters (buffers in use,
- * the buffer pool, live iterators, the CPU budget).
+ * (memory, cgroup, CPU count) and of the engine's counters and reports
+ * (buffers in use, the buffer pool, remote I/O, CUDA, the staging cache,
+ * live iterators, the CPU budget, the CRC-32C implementation).
  *
  * A budget reaches Python as a handle (handles.c) owning one reference; conveyor/data/ops/options_op.py creates one per with_options() call
  * that sets options.autotune.ram_budget and passes it to the constructors of
@@ -11,6 +12,10 @@
 #include "core/hash128.h"
 #include "core/ram_budget.h"
 #include "core/tensor.h"
+#include "device/cuda.h"
+#include "device/device.h"
+#include "io/crc32c.h"
+#include "io/http.h"
 
 int cv_memory_arg(PyObject *obj, CvMemory **out)
 {
@@ -18,24 +23,29 @@ int cv_memory_arg(PyObject *obj, CvMemory **out)
     return obj == Py_None || *out;
 }
 
+/* memory_budget(limit > 0, checked by options_op.py) -> a budget handle */
 static PyObject *memory_budget(PyObject *module, PyObject *arg)
 {
     (void)module;
     long long limit = PyLong_AsLongLong(arg);
     if (limit == -1 && PyErr_Occurred())
         return NULL;
-    if (limit <= 0) {
-        PyErr_Format(PyExc_ValueError, "a RAM budget must be positive, got %lld", limit);
-        return NULL;
-    }
     CvMemory *m = cv_memory_new(limit);
     return m ? cv_handle_new(CV_HANDLE_MEMORY, m) : PyErr_NoMemory();
 }
 
 /* The engine's counters and limits, one row each of cv_value_functions
- * (cv_row_of); the argument is a budget (None: the process default) or an
- * int where the row takes one. */
-enum { USAGE, PEAK, IN_USE, POOL, PROCESS_LIMIT, CGROUP, CPU_COUNT, CPU_BUDGET, CEILING, LIVE };
+ * (cv_row_of); the argument is a budget (None: the process default), an
+ * int or a flag where the row takes one. The reports (core/report.h) come
+ * first, their makers by row in `reports`. */
+enum { POOL, IO_STATS, CUDA_INFO, STAGING_INFO, NUM_REPORTS, USAGE = NUM_REPORTS, PEAK, IN_USE,
+       PROCESS_LIMIT, CGROUP, CPU_COUNT, CPU_BUDGET, CEILING, STAGING_EMPTY, CRC_HARDWARE,
+       CRC_SOFTWARE, LIVE };
+
+static CvStatus (*const reports[NUM_REPORTS])(CvReport *r) = {
+    [POOL] = cv_buffer_pool_report, [IO_STATS] = cv_io_report, /* io/http.h */
+    [CUDA_INFO] = cv_cuda_report, [STAGING_INFO] = cv_device_staging_report, /* csrc/device/ */
+};
 
 static PyObject *memory_value(PyObject *self, PyObject *arg)
 {
@@ -47,9 +57,16 @@ static PyObject *memory_value(PyObject *self, PyObject *arg)
         return NULL;
     if ((row == CPU_BUDGET || row == CEILING) && (n = PyLong_AsLong(arg)) == -1 && PyErr_Occurred())
         return NULL;
+    if (row == CRC_SOFTWARE && (n = PyObject_IsTrue(arg)) < 0)
+        return NULL;
     int64_t bytes = row == CGROUP ? cv_cgroup_memory_limit() : 0;
     double cpus = row == CGROUP ? cv_cgroup_cpu_limit() : 0;
     CvReport r;
+    size_t freed;
+    if (row < NUM_REPORTS) {
+        cv_report_init(&r);
+        return cv_report_to_python(cv_get_state(module), &r, reports[row](&r));
+    }
     switch (row) {
     case USAGE:
         return Py_BuildValue("LL", (long long)cv_memory_used(m), (long long)cv_memory_limit(m));
@@ -57,9 +74,6 @@ static PyObject *memory_value(PyObject *self, PyObject *arg)
         return PyLong_FromLongLong((long long)cv_memory_peak(m));
     case IN_USE:
         return PyLong_FromLongLong(cv_memory_in_use());
-    case POOL:
-        cv_report_init(&r);
-        return cv_report_to_python(cv_get_state(module), &r, cv_buffer_pool_report(&r));
     case PROCESS_LIMIT:
         return PyLong_FromLongLong(cv_memory_process_limit());
     case CGROUP: /* N steals each value; a NULL one fails the call */
@@ -73,6 +87,16 @@ static PyObject *memory_value(PyObject *self, PyObject *arg)
         return PyLong_FromLong(cv_cpu_budget(n < 0 || n > 65536 ? 0 : (int)n));
     case CEILING:
         return PyLong_FromLong(cv_autotune_ceiling(n < 1 || n > 65536 ? 1 : (int)n));
+    case STAGING_EMPTY:
+        Py_BEGIN_ALLOW_THREADS /* cudaFreeHost waits for the device */
+        freed = cv_device_staging_trim();
+        Py_END_ALLOW_THREADS
+        return PyLong_FromSize_t(freed);
+    case CRC_HARDWARE:
+        return PyBool_FromLong(cv_crc32c_hardware());
+    case CRC_SOFTWARE: /* every CRC-32C in the process uses the table (tests) */
+        cv_crc32c_force_software((bool)n);
+        Py_RETURN_NONE;
     default:
         return PyLong_FromLong(cv_pipeline_live_count());
     }
@@ -87,6 +111,10 @@ PyMethodDef cv_value_functions[] = {
                 "Bytes that the buffers of all pipelines hold (charged to any budget)."},
     [POOL] = {"buffer_pool_stats", memory_value, METH_NOARGS,
               "{hits, misses, missed_bytes, pooled_buffers, pooled_bytes} of the pool that recycles large buffers."},
+    [IO_STATS] = {"io_stats", memory_value, METH_NOARGS, "io_stats() -> dict: the process's remote I/O"},
+    [CUDA_INFO] = {"cuda_info", memory_value, METH_NOARGS, "cuda_info() -> dict: what was loaded"},
+    [STAGING_INFO] = {"staging_cache_info", memory_value, METH_NOARGS,
+                      "staging_cache_info() -> dict: the page-locked staging cache"},
     [PROCESS_LIMIT] = {"process_memory_limit", memory_value, METH_NOARGS,
                        "Bytes this process may use: min(physical RAM, cgroup limit, RLIMIT_AS)."},
     [CGROUP] = {"cgroup_limits", memory_value, METH_NOARGS,
@@ -97,6 +125,11 @@ PyMethodDef cv_value_functions[] = {
                     "this process may use."},
     [CEILING] = {"autotune_ceiling", memory_value, METH_O,
                  "autotune_ceiling(budget) -> the most turns an AUTOTUNE stage runs at once on budget CPUs."},
+    [STAGING_EMPTY] = {"staging_cache_empty", memory_value, METH_NOARGS,
+                       "staging_cache_empty() -> bytes freed"},
+    [CRC_HARDWARE] = {"crc32c_hardware", memory_value, METH_NOARGS, "True when CRC-32C uses SSE4.2"},
+    [CRC_SOFTWARE] = {"crc32c_force_software", memory_value, METH_O,
+                      "crc32c_force_software(on): make every CRC-32C in the process use the table (tests)"},
     [LIVE] = {"live_iterators", memory_value, METH_NOARGS, "Number of open iterators."},
     {NULL, NULL, 0, NULL},
 };

@@ -17,7 +17,7 @@
 /* The head of every wrapper of Python callables. */
 typedef struct {
     PyObject *module; /* strong: keeps the module state alive */
-    char *name;       /* stage name for messages, owned */
+    char *name;       /* stage name for messages, owned (malloc) */
     PyObject *fn;     /* strong: the function, or a source's factory */
     PyObject *aux;    /* strong or NULL: an element function's out_convert */
 } CvPyCallable;
@@ -44,16 +44,13 @@ static CvStatus python_gone(const char *name)
 static CvDtype dtype_of(PyObject *o)
 {
     CvDtype d = CV_NUM_DTYPES;
-    bool scalar = !PyArray_Check(o) && PyArray_IsScalar(o, Generic);
-    PyArray_Descr *descr = scalar ? PyArray_DescrFromScalar(o)
-                           : PyArray_Check(o) ? PyArray_DESCR((PyArrayObject *)o)
-                                              : NULL;
-    if (scalar && !descr)
-        PyErr_Clear();
+    PyArray_Descr *descr = PyArray_Check(o) ? PyArray_DESCR((PyArrayObject *)o) : NULL;
+    Py_XINCREF(descr); /* one new reference, as a scalar's is */
+    if (!descr && PyArray_IsScalar(o, Generic) && !(descr = PyArray_DescrFromScalar(o)))
+        PyErr_Clear(); /* a scalar without a descr: not an engine dtype */
     if (descr && cv_dtype_from_descr(descr, &d) < 0)
         d = CV_NUM_DTYPES;
-    if (scalar)
-        Py_XDECREF(descr); /* a new reference; an array's is borrowed */
+    Py_XDECREF(descr);
     return d;
 }
 
@@ -79,23 +76,13 @@ static int result_kind(PyObject *result, CvResultFormKind *kind, CvDtype *dtypes
  * function's arguments. */
 static PyObject *args_with_id(CvModuleState *st, const CvElement *in, const CvElementId *id)
 {
-    PyObject *args = PyTuple_New((Py_ssize_t)in->n + 2);
-    if (!args)
-        return NULL;
-    PyObject *epoch = PyLong_FromUnsignedLongLong(id->epoch);
-    PyObject *index = PyLong_FromUnsignedLongLong(id->index);
-    PyTuple_SET_ITEM(args, 0, epoch);
-    PyTuple_SET_ITEM(args, 1, index);
-    bool ok = epoch && index;
-    for (uint32_t i = 0; ok && i < in->n; i++) {
-        PyObject *item = cv_tensor_to_python(st, &in->t[i], false);
-        if ((ok = item != NULL))
-            PyTuple_SET_ITEM(args, (Py_ssize_t)i + 2, item);
-    }
-    if (ok)
-        return args;
-    Py_DECREF(args); /* a tuple's empty slots are NULL: fine */
-    return NULL;
+    PyObject *head = Py_BuildValue("(KK)", (unsigned long long)id->epoch,
+                                   (unsigned long long)id->index);
+    PyObject *components = head ? cv_element_to_tuple(st, in, false) : NULL;
+    PyObject *args = components ? PySequence_Concat(head, components) : NULL;
+    Py_XDECREF(head);
+    Py_XDECREF(components);
+    return args;
 }
 
 /* One call, GIL held. */
@@ -186,7 +173,7 @@ static void wrapper_release(void *ctx)
         Py_XDECREF(w->module);
         cv_python_end(&call);
     }
-    PyMem_RawFree(w->name);
+    free(w->name);
     PyMem_RawFree(w);
 }
 
@@ -220,16 +207,14 @@ static void *wrapper_new(size_t size, PyObject *module, PyObject *name, PyObject
         *error = cv_error(CV_INVALID_ARGUMENT, "stage name must be a str");
         return NULL;
     }
-    size_t n = strlen(text) + 1;
     CvPyCallable *w = PyMem_RawCalloc(1, size);
-    char *copy = PyMem_RawMalloc(n);
+    char *copy = strdup(text);
     if (!w || !copy) {
         PyMem_RawFree(w);
-        PyMem_RawFree(copy);
+        free(copy);
         *error = cv_error_nomem();
         return NULL;
     }
-    memcpy(copy, text, n);
     w->name = copy;
     w->module = Py_NewRef(module);
     w->fn = Py_NewRef(fn);

@@ -61,30 +61,23 @@ static PyObject *io_writer_write(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
-typedef CvStatus (*CvWriterOp)(CvTFRecordWriter *);
-
-static PyObject *writer_op(PyObject *module, PyObject *handle, CvWriterOp op)
+/* tfrecord_writer_flush(handle, close=False): flush, or close the file. */
+static PyObject *io_writer_flush(PyObject *module, PyObject *args)
 {
+    PyObject *handle;
+    int close = 0;
+    if (!PyArg_ParseTuple(args, "O|p:tfrecord_writer_flush", &handle, &close))
+        return NULL;
     CvTFRecordWriter *w = writer_arg(handle);
     if (!w)
         return NULL;
     CvStatus s;
     Py_BEGIN_ALLOW_THREADS
-    s = op(w);
+    s = close ? cv_tfrecord_writer_close(w) : cv_tfrecord_writer_flush(w);
     Py_END_ALLOW_THREADS
     if (s)
         return cv_raise_status(cv_get_state(module), s);
     Py_RETURN_NONE;
-}
-
-static PyObject *io_writer_flush(PyObject *module, PyObject *handle)
-{
-    return writer_op(module, handle, cv_tfrecord_writer_flush);
-}
-
-static PyObject *io_writer_close(PyObject *module, PyObject *handle)
-{
-    return writer_op(module, handle, cv_tfrecord_writer_close);
 }
 
 /* -------------------------------------------------------------- record index */
@@ -126,35 +119,15 @@ static PyObject *io_crc32c(PyObject *module, PyObject *args)
     return PyLong_FromUnsignedLong(c);
 }
 
-static PyObject *io_crc32c_hardware(PyObject *module, PyObject *unused)
-{
-    (void)module;
-    (void)unused;
-    return PyBool_FromLong(cv_crc32c_hardware());
-}
-
-static PyObject *io_crc32c_force_software(PyObject *module, PyObject *arg)
-{
-    (void)module;
-    int on = PyObject_IsTrue(arg);
-    if (on < 0)
-        return NULL;
-    cv_crc32c_force_software(on);
-    Py_RETURN_NONE;
-}
-
 PyMethodDef cv_io_functions[] = {
     {"tfrecord_writer_open", io_writer_open, METH_VARARGS,
      "tfrecord_writer_open(path, compression, level, mem_level, strategy) -> handle"},
     {"tfrecord_writer_write", io_writer_write, METH_VARARGS, "tfrecord_writer_write(handle, bytes)"},
-    {"tfrecord_writer_flush", io_writer_flush, METH_O, "tfrecord_writer_flush(handle)"},
-    {"tfrecord_writer_close", io_writer_close, METH_O, "tfrecord_writer_close(handle)"},
+    {"tfrecord_writer_flush", io_writer_flush, METH_VARARGS,
+     "tfrecord_writer_flush(handle, close=False): flush, or close the file"},
     {"tfrecord_index", io_tfrecord_index, METH_VARARGS,
      "tfrecord_index(path, buffer_size >= 0) -> records: write <path>.cvindex (io/record_index.h)"},
     {"crc32c", io_crc32c, METH_VARARGS,
      "crc32c(data, software=False, crc=0) -> int: CRC-32C (unmasked), extending crc"},
-    {"crc32c_hardware", io_crc32c_hardware, METH_NOARGS, "True when CRC-32C uses SSE4.2"},
-    {"crc32c_force_software", io_crc32c_force_software, METH_O,
-     "crc32c_force_software(on): make every CRC-32C in the process use the table (tests)"},
     {NULL, NULL, 0, NULL},
 };

@@ -150,10 +150,9 @@ class CacheDataset(UnaryUnchangedStructureDataset):
             return None if spec is None else _encode_structure(spec)
 
         label = f"cache {filename}" if filename else "cache (memory)"
-        self._store = _engine.cache_store(filename=filename or None, warn=_cache_warn,
-                                          progress=_cache_progress_hook(label), describe=describe,
-                                          progress_delay_s=_CACHE_PROGRESS_DELAY,
-                                          on_truncation=_TRUNCATION[on_truncation])
+        self._store = _engine.cache_store(filename or None,
+                                          (_cache_warn, _cache_progress_hook(label), describe),
+                                          _CACHE_PROGRESS_DELAY, _TRUNCATION[on_truncation])
 
     def _build(self, ctx, engine_inputs):
         spec = self._inputs[0]._known_spec()
