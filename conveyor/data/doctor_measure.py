@@ -32,7 +32,7 @@ class _Build:
         cache() inside sees a preview when it stops there, and neither warns
         nor spends its one warning on the doctor."""
         return _engine.take(self.dataset._engine(self.ctx), count=count).make_iterator(
-            self.dataset._packing if packed else _FLAT, self.ctx.cpu_budget)
+            self.dataset._packing if packed else _FLAT, cpu_budget=self.ctx.cpu_budget)
 
 
 @dataclasses.dataclass

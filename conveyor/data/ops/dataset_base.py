@@ -308,20 +308,13 @@ class Dataset:
         """``iter(self)``; ``statistics=False`` makes one without per-stage
         statistics and without the autotuner (AUTOTUNE stages stay at their
         most; ``stats()`` raises), to measure what they cost
-        (benchmarks/stats_overhead.py). Not for users: tf.data has no such switch.
-
-        The engine's ``make_iterator`` takes its arguments by position:
-        ``structure`` (called once, at the first element; returns ``(kind,
-        pack)``: kind 0 = one component, 1 = a plain tuple, 2 = ``pack(tuple)``),
-        ``cpu_budget`` (the pool's running threads; 0: the CPUs this process
-        may use), ``algorithm`` (the autotuner's: 0 model, 1 fixed),
-        ``describe`` (``describe(raw)`` is what ``Iterator.stats()`` returns),
-        ``statistics`` and ``owner`` (this dataset, for the iterator's save and
-        restore: conveyor.data.checkpoint)."""
+        (benchmarks/stats_overhead.py). Not for users: tf.data has no such switch."""
         ctx = self._context()
         it = self._engine(ctx).make_iterator(
-            self._packing, ctx.cpu_budget, _stats.algorithm_code(self.options()),
-            functools.partial(_stats.describe, _stats.dataset_names(self, ctx)), statistics, self)
+            self._packing, cpu_budget=ctx.cpu_budget,
+            algorithm=_stats.algorithm_code(self.options()),
+            describe=functools.partial(_stats.describe, _stats.dataset_names(self, ctx)),
+            statistics=statistics, owner=self)
         if statistics:
             _monitor.from_environment(it)  # CONVEYOR_LOG_STATS_EVERY, CONVEYOR_STALL_AFTER
         return it

@@ -111,7 +111,7 @@ class InterleaveDataset(Dataset):
             # first input element (as tracing would run it once).
             probe = _engine.take(self._inputs[0]._probe_engine(self._context()), count=1)
             # A pool of one: the probe wants one element.
-            for components in probe.make_iterator(lambda: (1, None), 1):
+            for components in probe.make_iterator(lambda: (1, None), cpu_budget=1):
                 self._inner_dataset(calling_convention(self._map_func, self._inputs[0])(*components))
             if self._first_inner is None:
                 raise ValueError("Cannot infer the element_spec of this Dataset.interleave: its "

@@ -22,14 +22,14 @@ def probe_function_spec(dataset, stage):
         probe = dataset._probe_engine(dataset._context())
         # A pool of one: the probe wants one element, not the machine.
         try:
-            for _ in _engine.take(probe, count=1).make_iterator(lambda: (1, None), 1):
+            for _ in _engine.take(probe, count=1).make_iterator(lambda: (1, None), cpu_budget=1):
                 pass
         except errors.OpError:
             # The function fails on the first element: its structure shows on a
             # later one (a restored iterator converts those before any call).
             quiet = _engine.ignore_errors(probe, log_warning=False)
             for _ in _engine.take(quiet, count=1).make_iterator(
-                    lambda: (1, None), 1):
+                    lambda: (1, None), cpu_budget=1):
                 pass
             if function.spec is None:
                 raise
