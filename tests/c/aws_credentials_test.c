@@ -212,7 +212,11 @@ static void test_threads_and_fork(void)
     int bad[8] = {0};
     for (int i = 0; i < 8; i++)
         pthread_create(&t[i], NULL, hammer, &bad[i]);
-    /* A fork while the others run: the child resolves on its own. */
+    /* A fork while the others run: the child resolves on its own. Not under
+     * AddressSanitizer: its allocator (GCC 12's) is not fork-safe, so a child
+     * forked while another thread held the allocator's lock waits in malloc
+     * for ever (1 run in 30 here); the normal and TSan builds run it. */
+#ifndef __SANITIZE_ADDRESS__
     pid_t pid = fork();
     if (pid == 0) {
         int child_bad = 0;
@@ -222,6 +226,7 @@ static void test_threads_and_fork(void)
     int status = -1;
     CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
           WEXITSTATUS(status) == 0);
+#endif
     for (int i = 0; i < 8; i++) {
         pthread_join(t[i], NULL);
         CHECK(bad[i] == 0);
