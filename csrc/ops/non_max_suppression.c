@@ -63,16 +63,24 @@ static CvStatus nms_run(const CvOpAttrs *attrs, const CvTensor *in, int num_in, 
     Candidate *cand = NULL;
     int64_t *chosen = NULL;
     if (attrs->num_ints != NMS_NUM_INTS || attrs->num_floats != NMS_NUM_FLOATS) {
-        s = cv_error(CV_INVALID_ARGUMENT, "NonMaxSuppression: malformed attributes");
+        s = cv_error(CV_INVALID_ARGUMENT, "malformed attributes");
         goto done;
     }
     if (boxes->dtype != CV_FLOAT32 || boxes->rank != 2 || boxes->shape[1] != 4) {
-        s = cv_error(CV_INVALID_ARGUMENT, "boxes must be float32 of shape [num_boxes, 4]");
+        s = cv_error(CV_INVALID_ARGUMENT,
+                     "boxes must be float32 of shape [num_boxes, 4], got %s of rank %d%s",
+                     cv_dtype_name(boxes->dtype), boxes->rank,
+                     boxes->rank == 2 ? " with a last dimension other than 4" : "");
         goto done;
     }
     int64_t n = boxes->shape[0];
     if (scores->dtype != CV_FLOAT32 || scores->rank != 1 || scores->shape[0] != n) {
-        s = cv_error(CV_INVALID_ARGUMENT, "scores has incompatible shape");
+        if (scores->rank == 1)
+            s = cv_error(CV_INVALID_ARGUMENT, "scores must be float32 of shape [%lld] (one per box), got %s [%lld]",
+                         (long long)n, cv_dtype_name(scores->dtype), (long long)scores->shape[0]);
+        else
+            s = cv_error(CV_INVALID_ARGUMENT, "scores must be float32 of shape [%lld] (one per box), got %s of rank %d",
+                         (long long)n, cv_dtype_name(scores->dtype), scores->rank);
         goto done;
     }
     int64_t limit = attrs->ints[NMS_MAX_OUTPUT_SIZE];
