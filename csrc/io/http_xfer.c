@@ -404,6 +404,22 @@ static bool xbuf_append(CvXBuf *b, const void *p, size_t n)
     return true;
 }
 
+/* A stream whose body fits its share of the I/O budget (bytes over
+ * requests: 4 MiB by default) is received whole, without pausing: an
+ * object opened ahead of its reader (an interleave's future) is complete
+ * when the reader comes to it, rather than a window short of its end and
+ * waiting a resume. Decided here, when the answer's headers are in, not by
+ * the reader, which may come to the stream only after the body has arrived
+ * (x->mu held). Larger bodies keep the window grown from the measured rate. */
+static void whole_body_window(CvXfer *x)
+{
+    int64_t requests = atomic_load(&cv_io_budget_requests);
+    int64_t share = atomic_load(&cv_io_budget_bytes) / (requests > 0 ? requests : 1);
+    if (x->stream && x->status >= 200 && x->status < 300 && x->content_length > x->window &&
+        x->content_length <= (uint64_t)share)
+        x->window = (size_t)x->content_length;
+}
+
 /* The final answer's header lines, kept in x->headers (1xx answers and
  * their lines are dropped when the next status line comes). */
 static size_t header_cb(char *p, size_t size, size_t n, void *arg)
@@ -413,11 +429,21 @@ static size_t header_cb(char *p, size_t size, size_t n, void *arg)
     pthread_mutex_lock(&x->mu);
     if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
         x->headers.start = x->headers.end = 0;
+        x->content_length = 0;
         const char *sp = memchr(p, ' ', len);
         x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+    } else if (len > 15 && strncasecmp(p, "Content-Length:", 15) == 0) {
+        size_t i = 15; /* the line is not NUL-terminated: digits within len */
+        while (i < len && (p[i] == ' ' || p[i] == '\t'))
+            i++;
+        uint64_t v = 0;
+        for (; i < len && p[i] >= '0' && p[i] <= '9' && v < UINT64_MAX / 16; i++)
+            v = v * 10 + (uint64_t)(p[i] - '0');
+        x->content_length = v;
     } else if ((len == 2 && p[0] == '\r') || (len == 1 && p[0] == '\n')) {
         if (x->status >= 200) {
             x->headers_done = true;
+            whole_body_window(x);
             if (!x->t_first_byte)
                 x->t_first_byte = cv_now_ns();
             pthread_cond_broadcast(&x->cond);
