@@ -41,7 +41,8 @@ struct CvXfer {
     size_t window;         /* stream: the most unread bytes held */
     uint64_t content_length; /* the final answer's Content-Length (0: none yet) */
     uint64_t received;     /* body bytes received */
-    int64_t t_start, t_first_byte;
+    int64_t t_queued, t_start, t_first_byte;
+    int pauses;            /* times the stream paused at its window or the budget */
     char errbuf[256];      /* curl's CURLOPT_ERRORBUFFER (CURL_ERROR_SIZE) */
     /* (the I/O thread's lock) the command queue */
     CvXfer *next;
