@@ -11,8 +11,9 @@ system in its own process; MB/s and the ratio to the server's own limit.
   conveyor  from_tensor_slices(urls) (list_files(pattern) where it lists the
             store) .interleave(TFRecordDataset, cycle_length=16,
             num_parallel_calls=AUTOTUNE, deterministic=False).batch(32)
-            .prefetch(AUTOTUNE); list_files lists the store every epoch (one
-            more round trip than the limit pays)
+            .prefetch(AUTOTUNE); list_files lists the store once, when the
+            dataset is made (the proxy counts 2 listings per run: this and
+            the check that it lists the files the limit reads)
   conveyor-urls  the same over from_tensor_slices(urls): the files the limit
             reads, known beforehand
   fsspec    gcsfs / s3fs at the proxy: fs.cat(urls) (its own concurrent GETs)

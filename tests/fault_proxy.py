@@ -158,6 +158,10 @@ class FaultProxy:
                 sock, _ = self._listener.accept()
             except OSError:
                 return
+            # As the stores behind it do (Go's net/http, object stores' front
+            # ends): without it, Nagle holds an answer's last small segment
+            # for the client's delayed ACK (40 ms) on a kept-alive connection.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self._clients.add(sock)
             t = threading.Thread(target=self._serve, args=(sock,), name="fault-proxy-conn",
@@ -200,6 +204,7 @@ class FaultProxy:
         """Relay one exchange; False when the client connection must close."""
         method = head.split(b" ", 1)[0].upper()
         up_sock = socket.create_connection(self.upstream, timeout=30)
+        up_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             up_sock.sendall(head + body)
             up = _Conn(up_sock, self._stop)

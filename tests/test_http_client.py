@@ -319,6 +319,18 @@ def test_giving_up_on_a_stalled_request_returns(program, how, code):
     assert out["error"][0] == code
 
 
+def test_a_body_within_its_budget_share_arrives_before_its_reader(program, server):
+    # 3 MiB, over the first window (1 MiB), under the share of the default
+    # budget (4 MiB): received whole while nobody reads (an interleave's
+    # future), not paused a window short until its reader comes.
+    _, url = server
+    with FaultProxy(upstream=url, latency_ms=5) as p:
+        out = run(program, "ahead", p.url + "/obj/small", len(SMALL))
+    assert "error" not in out, out
+    assert out["received_before_read"] == str(len(SMALL))
+    assert out["ok"] == str(len(SMALL))
+
+
 def test_many_streams_progress_on_one_io_thread(program, server, tmp_path):
     _, url = server
     with FaultProxy(upstream=url, latency_ms=20, cut_rate=0.05, seed=7) as p:

@@ -200,23 +200,6 @@ static CvStatus refused(CvHttpStream *s, CvXfer *x)
     return st;
 }
 
-/* A body that fits its share of the I/O budget (bytes over requests: 4 MiB
- * by default) is received whole, without pausing: a small object's GET
- * runs to its end ahead of its reader (an interleave's future, say) rather
- * than stopping a window short of it and waiting for a resume. Larger
- * bodies keep the window grown from the measured rate and latency
- * (x->mu held). */
-static void whole_body_window(const CvHttpStream *s, CvXfer *x)
-{
-    if (!s->expect_end || s->expect_end < s->offset - s->skip)
-        return;
-    uint64_t body = s->expect_end - (s->offset - s->skip);
-    int64_t requests = atomic_load(&cv_io_budget_requests);
-    int64_t share = atomic_load(&cv_io_budget_bytes) / (requests > 0 ? requests : 1);
-    if (body > x->window && body <= (uint64_t)share)
-        x->window = (size_t)body;
-}
-
 typedef enum { ANSWER_OK, ANSWER_RETRY, ANSWER_EOF, ANSWER_FAIL } Answer;
 
 /* Check this attempt's answer once its headers are in (x->mu held; may wait
@@ -301,7 +284,6 @@ static Answer check_answer(CvHttpStream *s, CvXfer *x, CvStatus *err)
         if (cv_http_header_in(lines, len, "Content-Length", v, sizeof v))
             s->expect_end = strtoull(v, NULL, 10);
     }
-    whole_body_window(s, x);
     return ANSWER_OK;
 }
 

@@ -9,6 +9,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -79,8 +80,28 @@ static void after_fork_child(void)
     atomic_store(&cv_io_bytes_in_flight, 0);
 }
 
+/* The I/O trace, off unless CONVEYOR_IO_TRACE names a file when the first
+ * transfer starts: one line per finished transfer, "queued started
+ * first_byte done bytes pauses" (CLOCK_MONOTONIC ns, 0: never), for
+ * drawing an epoch's timeline (benchmarks/remote_timeline.py). A debugging
+ * aid, not a statistic: one write(2) per transfer, on the I/O thread. */
+static int trace_fd = -1;
+
+static void trace_xfer(const CvXfer *x, int64_t done)
+{
+    char line[160];
+    int n = snprintf(line, sizeof line, "%lld %lld %lld %lld %llu %d\n", (long long)x->t_queued,
+                     (long long)x->t_start, (long long)x->t_first_byte, (long long)done,
+                     (unsigned long long)x->received, x->pauses);
+    if (n > 0 && write(trace_fd, line, (size_t)n) < 0)
+        trace_fd = -1; /* the file went away: stop tracing */
+}
+
 static void global_init(void)
 {
+    const char *trace = getenv("CONVEYOR_IO_TRACE");
+    if (trace && *trace)
+        trace_fd = open(trace, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     global_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
     pthread_atfork(NULL, NULL, after_fork_child);
 }
@@ -270,7 +291,10 @@ static void collect_done(void)
         x->result = result;
         if (status > 0)
             x->status = status;
-        record_averages(x, cv_now_ns());
+        int64_t now = cv_now_ns();
+        record_averages(x, now);
+        if (trace_fd >= 0)
+            trace_xfer(x, now);
         pthread_cond_broadcast(&x->cond);
         pthread_mutex_unlock(&x->mu);
     }
@@ -404,6 +428,22 @@ static bool xbuf_append(CvXBuf *b, const void *p, size_t n)
     return true;
 }
 
+/* A stream whose body fits its share of the I/O budget (bytes over
+ * requests: 4 MiB by default) is received whole, without pausing: an
+ * object opened ahead of its reader (an interleave's future) is complete
+ * when the reader comes to it, rather than a window short of its end and
+ * waiting a resume. Decided here, when the answer's headers are in, not by
+ * the reader, which may come to the stream only after the body has arrived
+ * (x->mu held). Larger bodies keep the window grown from the measured rate. */
+static void whole_body_window(CvXfer *x)
+{
+    int64_t requests = atomic_load(&cv_io_budget_requests);
+    int64_t share = atomic_load(&cv_io_budget_bytes) / (requests > 0 ? requests : 1);
+    if (x->stream && x->status >= 200 && x->status < 300 && x->content_length > x->window &&
+        x->content_length <= (uint64_t)share)
+        x->window = (size_t)x->content_length;
+}
+
 /* The final answer's header lines, kept in x->headers (1xx answers and
  * their lines are dropped when the next status line comes). */
 static size_t header_cb(char *p, size_t size, size_t n, void *arg)
@@ -413,11 +453,21 @@ static size_t header_cb(char *p, size_t size, size_t n, void *arg)
     pthread_mutex_lock(&x->mu);
     if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
         x->headers.start = x->headers.end = 0;
+        x->content_length = 0;
         const char *sp = memchr(p, ' ', len);
         x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+    } else if (len > 15 && strncasecmp(p, "Content-Length:", 15) == 0) {
+        size_t i = 15; /* the line is not NUL-terminated: digits within len */
+        while (i < len && (p[i] == ' ' || p[i] == '\t'))
+            i++;
+        uint64_t v = 0;
+        for (; i < len && p[i] >= '0' && p[i] <= '9' && v < UINT64_MAX / 16; i++)
+            v = v * 10 + (uint64_t)(p[i] - '0');
+        x->content_length = v;
     } else if ((len == 2 && p[0] == '\r') || (len == 1 && p[0] == '\n')) {
         if (x->status >= 200) {
             x->headers_done = true;
+            whole_body_window(x);
             if (!x->t_first_byte)
                 x->t_first_byte = cv_now_ns();
             pthread_cond_broadcast(&x->cond);
@@ -444,6 +494,7 @@ static size_t write_cb(char *p, size_t size, size_t n, void *arg)
     if (x->stream && !error_answer && held > 0 &&
         (held + len > x->window ||
          atomic_load(&cv_io_bytes_in_flight) + (int64_t)len > atomic_load(&cv_io_budget_bytes))) {
+        x->pauses++;
         x->paused = true; /* libcurl keeps these bytes and offers them again on resume */
         pthread_mutex_unlock(&x->mu);
         return CURL_WRITEFUNC_PAUSE;
@@ -524,6 +575,7 @@ CvStatus cv_xfer_start(const CvXferRequest *req, bool stream, size_t window, lon
     pthread_mutex_init(&x->mu, NULL);
     cv_cond_init(&x->cond);
     x->stream = stream;
+    x->t_queued = cv_now_ns();
     x->window = window < MIN_WINDOW ? MIN_WINDOW : window > MAX_WINDOW ? MAX_WINDOW : window;
     CURL *e = x->easy = curl_easy_init();
     struct curl_slist *list = NULL;

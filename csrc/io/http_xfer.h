@@ -39,8 +39,10 @@ struct CvXfer {
     long status;           /* the final answer's status (0: none yet) */
     CvXBuf body, headers;  /* headers: the final answer's lines */
     size_t window;         /* stream: the most unread bytes held */
+    uint64_t content_length; /* the final answer's Content-Length (0: none yet) */
     uint64_t received;     /* body bytes received */
-    int64_t t_start, t_first_byte;
+    int64_t t_queued, t_start, t_first_byte;
+    int pauses;            /* times the stream paused at its window or the budget */
     char errbuf[256];      /* curl's CURLOPT_ERRORBUFFER (CURL_ERROR_SIZE) */
     /* (the I/O thread's lock) the command queue */
     CvXfer *next;

@@ -7,6 +7,8 @@
  * With arguments (tests/test_http_client.py, which starts the servers):
  *   read URL OUT [CHUNK]   open_read + sequential reads into file OUT
  *   stream URL OUT         a stream over the whole object into OUT
+ *   ahead URL SIZE         a stream opened and not read: the bytes it received
+ *                          (waiting up to 30 s for SIZE), then read to its end
  *   stat URL               the scheme's stat
  *   get URL                cv_http_perform GET with a test auth
  *   cancel URL | interrupt URL   a read that hangs, given up after 300 ms
@@ -171,6 +173,36 @@ static int mode_stream(const char *url, const char *out)
     free(buf);
     print_stats();
     return rc;
+}
+
+/* A body that fits its share of the I/O budget is received whole before
+ * its reader takes a byte (an interleave's future), not a window short. */
+static int mode_ahead(const char *url, uint64_t size)
+{
+    CvHttpStream *st = NULL;
+    CvStatus s = cv_http_stream_open(url, url, NULL, NULL, 0, UINT64_MAX, &st);
+    CvIoStats io = {0};
+    for (int i = 0; !s && i < 30000; i++) { /* at most 30 s */
+        cv_io_stats(&io);
+        if (io.bytes_received >= size)
+            break;
+        usleep(1000);
+    }
+    printf("received_before_read %llu\n", (unsigned long long)io.bytes_received);
+    char *buf = malloc(65536);
+    uint64_t len = 0;
+    size_t got = 1;
+    while (!s && got) {
+        s = cv_http_stream_read(st, buf, 65536, &got);
+        len += got;
+    }
+    if (s)
+        print_error(s);
+    else
+        printf("ok %llu\n", (unsigned long long)len);
+    free(buf);
+    cv_http_stream_close(st);
+    return 0;
 }
 
 static int mode_stat(const char *url)
@@ -397,6 +429,8 @@ int main(int argc, char **argv)
         return mode_read(argv[2], argv[3], argc > 4 ? (size_t)atol(argv[4]) : 100000);
     if (strcmp(mode, "stream") == 0 && argc == 4)
         return mode_stream(argv[2], argv[3]);
+    if (strcmp(mode, "ahead") == 0 && argc == 4)
+        return mode_ahead(argv[2], strtoull(argv[3], NULL, 10));
     if (strcmp(mode, "stat") == 0 && argc == 3)
         return mode_stat(argv[2]);
     if (strcmp(mode, "get") == 0 && argc == 3)
