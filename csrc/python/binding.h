@@ -125,6 +125,16 @@ static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
     return cv_dataset_of(obj);
 }
 
+/* Run stmt with the GIL released (an engine call that may wait: I/O, a
+ * join, the device), so other Python threads and the workers' Python calls
+ * go on; the GIL is held again when it returns. stmt touches no Python
+ * object. */
+#define CV_UNLOCKED(...)                                                                         \
+    do {                                                                                         \
+        Py_BEGIN_ALLOW_THREADS __VA_ARGS__;                                                      \
+        Py_END_ALLOW_THREADS                                                                     \
+    } while (0)
+
 /* Module functions defined in the binding files (NULL-terminated);
  * module.c adds them all. */
 /* The function and flags of a PyMethodDef whose function takes keywords

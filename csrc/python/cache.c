@@ -126,9 +126,7 @@ static PyObject *cache_file_structure(PyObject *module, PyObject *store)
     CvStatus s;
     if (!st)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_cache_store_file_structure(st, &blob, &len);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_cache_store_file_structure(st, &blob, &len));
     PyObject *result = s ? cv_raise_status(cv_get_state(module), s)
                          : PyBytes_FromStringAndSize(blob ? blob : "", (Py_ssize_t)len);
     free(blob);

@@ -195,13 +195,10 @@ CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out
         goto done;
     size_t nbytes = cv_tensor_nbytes(out);
     if (PyArray_IS_C_CONTIGUOUS(arr) && PyArray_ISNOTSWAPPED(arr)) {
-        if (nbytes >= (1u << 20)) { /* large copies run without the GIL */
-            Py_BEGIN_ALLOW_THREADS
+        if (nbytes >= (1u << 20)) /* large copies run without the GIL */
+            CV_UNLOCKED(memcpy(out->data, PyArray_DATA(arr), nbytes));
+        else
             memcpy(out->data, PyArray_DATA(arr), nbytes);
-            Py_END_ALLOW_THREADS
-        } else {
-            memcpy(out->data, PyArray_DATA(arr), nbytes);
-        }
     } else {
         /* Strided or byte-swapped: let numpy copy into a view of our buffer. */
         npy_intp dims[CV_MAX_RANK];

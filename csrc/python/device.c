@@ -93,11 +93,8 @@ static PyObject *device_array_dlpack(PyObject *op, PyObject *args)
         return NULL;
     CvStatus s = CV_STATUS_OK;
     void *managed = NULL;
-    if (handle > 0) { /* the consumer's stream waits for the copy */
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_device_buffer_use_on(buffer_of(self), (uintptr_t)handle);
-        Py_END_ALLOW_THREADS
-    }
+    if (handle > 0) /* the consumer's stream waits for the copy */
+        CV_UNLOCKED(s = cv_device_buffer_use_on(buffer_of(self), (uintptr_t)handle));
     if (!s)
         s = cv_dlpack_export(&self->t, self->dlpack_type, self->index, versioned, copy, &managed);
     if (s)
@@ -122,9 +119,7 @@ static PyObject *device_array_cuda_sync(PyObject *op, PyObject *unused)
     CvDeviceArrayObject *self = (CvDeviceArrayObject *)op;
     CvDeviceBuffer *db = buffer_of(self);
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_device_buffer_wait(db, 1);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_device_buffer_wait(db, 1));
     if (s)
         return raise(op, s);
     return Py_BuildValue("(sN)", cv_dlpack_typestr(self->t.dtype),
@@ -156,10 +151,8 @@ static PyObject *device_array_numpy(PyObject *op, PyObject *unused)
     if (!arr)
         return NULL;
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_device_buffer_read(buffer_of(self), t->data, PyArray_DATA((PyArrayObject *)arr),
-                              cv_tensor_nbytes(t));
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_device_buffer_read(buffer_of(self), t->data,
+                                          PyArray_DATA((PyArrayObject *)arr), cv_tensor_nbytes(t)));
     if (s) {
         Py_DECREF(arr);
         return raise(op, s);
@@ -228,9 +221,7 @@ static PyObject *device_cuda_load(PyObject *module, PyObject *arg)
     CvStatus s;
     if (!names)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_cuda_load(names);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_cuda_load(names));
     return s ? cv_raise_status(cv_get_state(module), s) : Py_NewRef(Py_None);
 }
 
@@ -243,10 +234,8 @@ static PyObject *device_copy_rate(PyObject *module, PyObject *args)
         return NULL; /* nbytes, repeats > 0: checked by conveyor.device.copy_bandwidth */
     double rate = 0.0;
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_device_measure_copy_rate(kind == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU, index,
-                                    (size_t)nbytes, repeats, &rate);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_device_measure_copy_rate(kind == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU, index,
+                                                (size_t)nbytes, repeats, &rate));
     if (s)
         return cv_raise_status(cv_get_state(module), s);
     return PyFloat_FromDouble(rate);

@@ -75,11 +75,9 @@ static PyObject *example_parse(PyObject *module, PyObject *args)
         s = cv_tensor_from_pyobject(st, names, &name_data);
     if (!s)
         s = cv_element_init(&out, (uint32_t)cv_example_config_num_outputs(cfg));
-    if (!s) {
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_parse_example_tensor(cfg, &data, names != Py_None ? &name_data : NULL, out.t);
-        Py_END_ALLOW_THREADS
-    }
+    if (!s)
+        CV_UNLOCKED(s = cv_parse_example_tensor(cfg, &data, names != Py_None ? &name_data : NULL,
+                                                out.t));
     result = s ? cv_raise_status(st, s) : cv_element_to_tuple(st, &out, false);
     cv_tensor_clear(&data);
     cv_tensor_clear(&name_data);

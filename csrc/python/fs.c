@@ -15,12 +15,6 @@
 #include "io/fs_ops.h"
 #include "io/http.h"
 
-#define UNLOCKED(stmt)                                                                           \
-    do {                                                                                         \
-        Py_BEGIN_ALLOW_THREADS stmt;                                                             \
-        Py_END_ALLOW_THREADS                                                                     \
-    } while (0)
-
 static PyObject *raise(PyObject *module, CvStatus s)
 {
     return cv_raise_status(cv_get_state(module), s);
@@ -35,7 +29,7 @@ static PyObject *fs_stat(PyObject *module, PyObject *arg)
     CvStatus s;
     if (!PyUnicode_FSConverter(arg, &path))
         return NULL;
-    UNLOCKED(s = cv_fs_stat(PyBytes_AS_STRING(path), &info));
+    CV_UNLOCKED(s = cv_fs_stat(PyBytes_AS_STRING(path), &info));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
@@ -53,8 +47,8 @@ static PyObject *fs_list(PyObject *module, PyObject *args)
     CvStatus s;
     if (!PyArg_ParseTuple(args, "O&|pp:fs_list", PyUnicode_FSConverter, &path, &recursive, &glob))
         return NULL;
-    UNLOCKED(s = glob ? cv_fs_glob_names(PyBytes_AS_STRING(path), &n)
-                      : cv_fs_list_names(PyBytes_AS_STRING(path), recursive, &n));
+    CV_UNLOCKED(s = glob ? cv_fs_glob_names(PyBytes_AS_STRING(path), &n)
+                         : cv_fs_list_names(PyBytes_AS_STRING(path), recursive, &n));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
@@ -98,9 +92,9 @@ static PyObject *fs_path_op(PyObject *module, PyObject *args)
     if (!op || !op->two != !b)
         PyErr_Format(PyExc_ValueError, "fs_path_op: no operation %s of %d URLs", name, 1 + !!b);
     else if (op->one)
-        UNLOCKED(s = op->one(PyBytes_AS_STRING(a)));
+        CV_UNLOCKED(s = op->one(PyBytes_AS_STRING(a)));
     else
-        UNLOCKED(s = op->two(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), overwrite));
+        CV_UNLOCKED(s = op->two(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), overwrite));
     Py_DECREF(a);
     Py_XDECREF(b);
     if (s)
@@ -115,7 +109,7 @@ static PyObject *read_bytes(PyObject *module, CvReadFile *f, uint64_t offset, Py
     char *buf = NULL;
     size_t len = 0;
     CvStatus s;
-    UNLOCKED(s = cv_read_file_range(f, offset, size, &buf, &len));
+    CV_UNLOCKED(s = cv_read_file_range(f, offset, size, &buf, &len));
     PyObject *out = s ? raise(module, s) : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
     free(buf);
     return out;
@@ -133,7 +127,7 @@ static PyObject *fs_open(PyObject *module, PyObject *args)
     CvStatus s;
     if (!PyArg_ParseTuple(args, "O&s:fs_open", PyUnicode_FSConverter, &path, &mode))
         return NULL;
-    UNLOCKED(s = cv_fs_file_open(PyBytes_AS_STRING(path), *mode, &f));
+    CV_UNLOCKED(s = cv_fs_file_open(PyBytes_AS_STRING(path), *mode, &f));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
@@ -186,7 +180,7 @@ static PyObject *fs_write(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "fs_write: a file open for reading");
     if (f && f->writer) {
         f->busy = true;
-        UNLOCKED(s = f->writer->methods->append(f->writer, view.buf, (size_t)view.len));
+        CV_UNLOCKED(s = f->writer->methods->append(f->writer, view.buf, (size_t)view.len));
         f->busy = false;
     }
     PyBuffer_Release(&view);
@@ -209,7 +203,7 @@ static PyObject *fs_close(PyObject *module, PyObject *args)
     CvFsFile *f = file_arg(handle, true);
     if (!f)
         return NULL;
-    UNLOCKED(s = cv_fs_file_finish(f, commit)); /* the fields are cleared before the GIL goes */
+    CV_UNLOCKED(s = cv_fs_file_finish(f, commit)); /* the fields are cleared before the GIL goes */
     if (s)
         return raise(module, s);
     Py_RETURN_NONE;

@@ -48,13 +48,10 @@ static void handle_free(PyObject *capsule)
 {
     const HandleKind *k = PyCapsule_GetContext(capsule);
     void *object = PyCapsule_GetPointer(capsule, k->capsule);
-    if (k->unlocked) {
-        Py_BEGIN_ALLOW_THREADS
+    if (k->unlocked)
+        CV_UNLOCKED(k->free(object));
+    else
         k->free(object);
-        Py_END_ALLOW_THREADS
-    } else {
-        k->free(object);
-    }
 }
 
 PyObject *cv_handle_new(CvHandleKind kind, void *object)

@@ -82,10 +82,8 @@ static void iterator_release(CvIteratorObject *self)
 {
     cv_consumer_uncount(&self->c);
     if (cv_consumer_finish(&self->c)) { /* after fork(): the parent's, never joined */
-        CvPipeline *pipeline = self->c.pipeline;
-        Py_BEGIN_ALLOW_THREADS
-        cv_pipeline_stop(pipeline);
-        Py_END_ALLOW_THREADS
+        CvPipeline *pipeline = self->c.pipeline; /* read with the GIL */
+        CV_UNLOCKED(cv_pipeline_stop(pipeline));
     }
     Py_CLEAR(self->source); /* may free the engine Dataset: last, in a consistent state */
 }
@@ -257,11 +255,8 @@ static PyObject *iterator_next(PyObject *op)
     s = self->may_block ? cv_pipeline_try_next(pipeline, &e, &end, &would_block)
                         : cv_pipeline_next(pipeline, &e, &end);
     cv_set_outside_hooks(outer_hooks);
-    if (!s && would_block) {
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_pipeline_wait(pipeline, &e, &end);
-        Py_END_ALLOW_THREADS
-    }
+    if (!s && would_block)
+        CV_UNLOCKED(s = cv_pipeline_wait(pipeline, &e, &end));
     cv_set_interrupt_check(outer.fn, outer.arg);
     self->c.busy = false;
     if (self->c.close_requested || (!s && end)) {
@@ -397,9 +392,7 @@ static PyObject *iterator_save_engine(PyObject *op, PyObject *unused)
     CvStatus s;
     self->c.busy = true;
     CvPipeline *pipeline = self->c.pipeline;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_pipeline_save(pipeline, &w);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_pipeline_save(pipeline, &w));
     self->c.busy = false;
     PyObject *result = s ? NULL : PyBytes_FromStringAndSize(w.data, (Py_ssize_t)w.len);
     cv_state_writer_clear(&w);
@@ -434,9 +427,7 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     self->c.busy = true;
     CvPipeline *pipeline = self->c.pipeline;
     cv_consumer_uncount(&self->c); /* a failed restore may stop it */
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator or stopped */
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_pipeline_restore(pipeline, &r)); /* on failure: fresh, or stopped */
     self->c.busy = false;
     account(self);
     if (s && !cv_pipeline_running(pipeline))

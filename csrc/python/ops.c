@@ -128,9 +128,8 @@ static PyObject *ops_run_op(PyObject *module, PyObject *args)
     if (!s) {
         uint64_t seed[2] = {seed0, seed1};
         CvElementId id = {epoch, index};
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_op_run_eager(op, &attrs, in.t, (int)in.n, out.t, num_out, seed, op_seed, node, &id);
-        Py_END_ALLOW_THREADS
+        CV_UNLOCKED(s = cv_op_run_eager(op, &attrs, in.t, (int)in.n, out.t, num_out, seed, op_seed,
+                                        node, &id));
     }
     if (s)
         cv_raise_status(st, s);
@@ -229,11 +228,8 @@ static PyObject *ops_run_program(PyObject *module, PyObject *args)
     CvElementId id = {epoch, index};
     PyObject *result = NULL;
     CvStatus s = cv_element_from_sequence(st, components, &in);
-    if (!s) {
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_program_run(p, &in, &id, &out);
-        Py_END_ALLOW_THREADS
-    }
+    if (!s)
+        CV_UNLOCKED(s = cv_program_run(p, &in, &id, &out));
     if (s)
         cv_raise_status(st, s);
     else

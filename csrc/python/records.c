@@ -27,9 +27,7 @@ static PyObject *io_writer_open(PyObject *module, PyObject *args)
     const char *p = PyBytes_AS_STRING(path);
     CvTFRecordWriter *w = NULL;
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_tfrecord_writer_open(p, &o, &w);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_tfrecord_writer_open(p, &o, &w));
     Py_DECREF(path);
     if (s)
         return cv_raise_status(cv_get_state(module), s);
@@ -48,13 +46,10 @@ static PyObject *io_writer_write(PyObject *module, PyObject *args)
         return NULL;
     }
     CvStatus s;
-    if (data.len < (1 << 16)) { /* small records: not worth a GIL hand-off */
+    if (data.len < (1 << 16)) /* small records: not worth a GIL hand-off */
         s = cv_tfrecord_writer_write(w, data.buf, (size_t)data.len);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_tfrecord_writer_write(w, data.buf, (size_t)data.len);
-        Py_END_ALLOW_THREADS
-    }
+    else
+        CV_UNLOCKED(s = cv_tfrecord_writer_write(w, data.buf, (size_t)data.len));
     PyBuffer_Release(&data);
     if (s)
         return cv_raise_status(cv_get_state(module), s);
@@ -72,9 +67,7 @@ static PyObject *io_writer_flush(PyObject *module, PyObject *args)
     if (!w)
         return NULL;
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = close ? cv_tfrecord_writer_close(w) : cv_tfrecord_writer_flush(w);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = close ? cv_tfrecord_writer_close(w) : cv_tfrecord_writer_flush(w));
     if (s)
         return cv_raise_status(cv_get_state(module), s);
     Py_RETURN_NONE;
@@ -91,9 +84,7 @@ static PyObject *io_tfrecord_index(PyObject *module, PyObject *args)
     uint64_t records = 0;
     CvStatus s;
     const char *p = PyBytes_AS_STRING(path);
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_record_index_write(p, (size_t)buffer_size, &records);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_record_index_write(p, (size_t)buffer_size, &records));
     Py_DECREF(path);
     if (s)
         return cv_raise_status(cv_get_state(module), s);
@@ -111,10 +102,8 @@ static PyObject *io_crc32c(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*|pI:crc32c", &data, &software, &crc))
         return NULL;
     uint32_t c;
-    Py_BEGIN_ALLOW_THREADS
-    c = software ? cv_crc32c_extend_software(crc, data.buf, (size_t)data.len)
-                 : cv_crc32c_extend(crc, data.buf, (size_t)data.len);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(c = software ? cv_crc32c_extend_software(crc, data.buf, (size_t)data.len)
+                             : cv_crc32c_extend(crc, data.buf, (size_t)data.len));
     PyBuffer_Release(&data);
     return PyLong_FromUnsignedLong(c);
 }
