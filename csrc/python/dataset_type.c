@@ -44,6 +44,19 @@ PyObject *cv_wrap_buffering(PyObject *module, CvStatus s, CvDataset *ds, CvMemor
     return cv_wrap_dataset(module, s, ds);
 }
 
+/* The CvVisit the callbacks' traverse hooks get (core/wrapper.h): it
+ * forwards to the gc's visitproc; arg points to this. */
+typedef struct CvPyVisit {
+    visitproc visit;
+    void *arg;
+} CvPyVisit;
+
+static int py_visit(void *object, void *arg)
+{
+    CvPyVisit *v = arg;
+    return v->visit((PyObject *)object, v->arg);
+}
+
 static int dataset_traverse(PyObject *op, visitproc visit, void *arg)
 {
     CvDatasetObject *self = (CvDatasetObject *)op;
@@ -51,7 +64,7 @@ static int dataset_traverse(PyObject *op, visitproc visit, void *arg)
     for (int i = 0; i < self->w.num_inputs; i++)
         Py_VISIT(object_of(self->w.inputs[i]));
     CvPyVisit v = {visit, arg};
-    return cv_wrapper_traverse(&self->w, cv_py_visit, &v);
+    return cv_wrapper_traverse(&self->w, py_visit, &v);
 }
 
 /* Leaves the object consistent at each step that may run Python code

@@ -20,7 +20,8 @@
 atomic_int cv_shutting_down;
 atomic_int cv_python_calls;
 
-int cv_python_unavailable(void)
+/* True when Python code must no longer be entered from engine threads. */
+static int python_unavailable(void)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     return atomic_load(&cv_shutting_down) || Py_IsFinalizing();
@@ -69,13 +70,23 @@ static PyGILState_STATE gil_acquire(void)
     return PyGILState_Ensure();
 }
 
-/* The count goes up before the shutdown check, so the atexit hook, which
- * sets the flag and then waits for the count to drain, never misses a call
- * on its way in. */
+/* Used as
+ *
+ *     CvPythonCall call;
+ *     if (cv_python_begin(&call) < 0)
+ *         return ...;          // interpreter exiting: nothing was taken
+ *     ... Python C API ...
+ *     cv_python_end(&call);
+ *
+ * begin counts the call, refuses once Python is unavailable, and takes the
+ * GIL, pinning a thread state on threads Python does not know. The count
+ * goes up before the shutdown check, so the atexit hook, which sets the
+ * flag and then waits for the count to drain, never misses a call on its
+ * way in. */
 int cv_python_begin(CvPythonCall *call)
 {
     atomic_fetch_add(&cv_python_calls, 1);
-    if (cv_python_unavailable()) {
+    if (python_unavailable()) {
         atomic_fetch_sub(&cv_python_calls, 1);
         return -1;
     }
@@ -142,7 +153,7 @@ void cv_gil_thread_exit(void)
         return;
     /* Counted like a call, but without gil_acquire: this drops the pin. */
     atomic_fetch_add(&cv_python_calls, 1);
-    if (cv_python_unavailable()) {
+    if (python_unavailable()) {
         atomic_fetch_sub(&cv_python_calls, 1);
         return; /* at finalization the interpreter frees thread states itself */
     }

@@ -88,11 +88,14 @@ static void iterator_release(CvIteratorObject *self)
     Py_CLEAR(self->source); /* may free the engine Dataset: last, in a consistent state */
 }
 
-/* make_iterator's work: structure is kept until the first element.
+/* make_iterator's work: a new Iterator over source, an engine Dataset (a
+ * new reference is taken); structure is kept until the first element.
  * cpu_budget: the pool's running threads (0: the CPUs this process may use);
  * algorithm: the autotuner's (CvAutotuneAlgorithm); describe: see stats().
- * statistics false: neither statistics nor autotuner (their cost, measured
- * by benchmarks/stats_overhead.py); stats() then raises. */
+ * statistics false: neither statistics nor autotuner, AUTOTUNE stages at
+ * their most (their cost, measured by benchmarks/stats_overhead.py);
+ * stats() then raises. owner: the Python dataset (or None), handed to
+ * conveyor.data.checkpoint by save/restore. */
 PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *structure, int cpu_budget,
                                  int algorithm, PyObject *describe, bool statistics, PyObject *owner)
 {
@@ -553,8 +556,6 @@ static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
 }
 
 PyMethodDef cv_iterator_functions[] = {
-    {"set_bfloat16_dtype", cv_set_bfloat16_dtype, METH_O,
-     "set_bfloat16_dtype(dtype): the NumPy dtype of bfloat16 tensors (ml_dtypes.bfloat16)."},
     {"shutdown", iterator_shutdown, METH_VARARGS,
      "shutdown(timeout=0.5): stop all live iterators (run at interpreter exit)."},
     {NULL, NULL, 0, NULL},

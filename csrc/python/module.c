@@ -49,7 +49,7 @@ static PyMethodDef module_functions[] = {
 static PyMethodDef *const module_function_tables[] = {
     cv_io_functions,       cv_cache_functions, cv_example_functions, cv_op_functions,
     cv_memory_functions,   cv_iterator_functions, cv_error_functions, cv_device_functions,
-    cv_fs_functions,
+    cv_fs_functions,       cv_dtype_functions,
 };
 static PyMethodDef *const module_row_tables[] = {
     cv_constructor_functions, cv_value_functions, module_functions,

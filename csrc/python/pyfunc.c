@@ -190,12 +190,6 @@ static int wrapper_traverse(void *ctx, CvVisit visit, void *arg)
     return rc;
 }
 
-int cv_py_visit(void *object, void *arg)
-{
-    CvPyVisit *v = arg;
-    return v->visit((PyObject *)object, v->arg);
-}
-
 /* Allocate a zeroed wrapper of `size` bytes holding module, fn, aux (may
  * be NULL) and a copy of name; NULL (with *error set) on failure. */
 static void *wrapper_new(size_t size, PyObject *module, PyObject *name, PyObject *fn,
