@@ -69,16 +69,13 @@ static PyObject *raise(PyObject *op, CvStatus s)
 
 /* ------------------------------------------------------------ DLPack */
 
-static void legacy_capsule_destructor(PyObject *capsule)
+/* Both kinds of capsule: one a consumer took is renamed ("used_..."). */
+static void capsule_destructor(PyObject *capsule)
 {
-    if (PyCapsule_IsValid(capsule, CV_DLPACK_CAPSULE)) /* never consumed */
-        cv_dlpack_delete(PyCapsule_GetPointer(capsule, CV_DLPACK_CAPSULE), false);
-}
-
-static void versioned_capsule_destructor(PyObject *capsule)
-{
-    if (PyCapsule_IsValid(capsule, CV_DLPACK_VERSIONED_CAPSULE))
-        cv_dlpack_delete(PyCapsule_GetPointer(capsule, CV_DLPACK_VERSIONED_CAPSULE), true);
+    bool versioned = PyCapsule_IsValid(capsule, CV_DLPACK_VERSIONED_CAPSULE);
+    const char *name = versioned ? CV_DLPACK_VERSIONED_CAPSULE : CV_DLPACK_CAPSULE;
+    if (PyCapsule_IsValid(capsule, name)) /* never consumed */
+        cv_dlpack_delete(PyCapsule_GetPointer(capsule, name), versioned);
 }
 
 /* _dlpack(handle, versioned, copy): the capsule, its arguments checked by
@@ -99,9 +96,8 @@ static PyObject *device_array_dlpack(PyObject *op, PyObject *args)
         s = cv_dlpack_export(&self->t, self->dlpack_type, self->index, versioned, copy, &managed);
     if (s)
         return raise(op, s);
-    PyObject *capsule =
-        versioned ? PyCapsule_New(managed, CV_DLPACK_VERSIONED_CAPSULE, versioned_capsule_destructor)
-                  : PyCapsule_New(managed, CV_DLPACK_CAPSULE, legacy_capsule_destructor);
+    PyObject *capsule = PyCapsule_New(
+        managed, versioned ? CV_DLPACK_VERSIONED_CAPSULE : CV_DLPACK_CAPSULE, capsule_destructor);
     if (!capsule)
         cv_dlpack_delete(managed, versioned);
     return capsule;
@@ -225,7 +221,7 @@ static PyObject *device_cuda_load(PyObject *module, PyObject *arg)
     return s ? cv_raise_status(cv_get_state(module), s) : Py_NewRef(Py_None);
 }
 
-/* copy_rate(kind, index, nbytes, repeats) -> bytes/s from page-locked memory. */
+/* bytes/s from page-locked memory */
 static PyObject *device_copy_rate(PyObject *module, PyObject *args)
 {
     int kind, index, repeats;

@@ -37,8 +37,6 @@ static PyObject *fs_stat(PyObject *module, PyObject *arg)
                          (long long)info.mtime_ns, info.is_dir ? Py_True : Py_False, info.version);
 }
 
-/* fs_list(url, recursive, glob): the sorted names under url, or (glob) the
- * URLs matching the pattern url, gathered without the GIL. */
 static PyObject *fs_list(PyObject *module, PyObject *args)
 {
     PyObject *path = NULL, *list = NULL;
@@ -102,23 +100,9 @@ static PyObject *fs_path_op(PyObject *module, PyObject *args)
     return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
 }
 
-/* Up to `size` bytes (-1: to the end) at `offset` of an open file, as a new
- * bytes object; read without the GIL. */
-static PyObject *read_bytes(PyObject *module, CvReadFile *f, uint64_t offset, Py_ssize_t size)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    CvStatus s;
-    CV_UNLOCKED(s = cv_read_file_range(f, offset, size, &buf, &len));
-    PyObject *out = s ? raise(module, s) : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
-    free(buf);
-    return out;
-}
-
 /* ---- files: the handles of conveyor.io.gfile's FsReader and FsWriter ---- */
 
-/* fs_open(url, mode) -> (handle, size or -1): mode "r" reads, "w" writes,
- * "a" appends (io/fs_ops.h: CvFsFile). */
+/* The handle owns a CvFsFile (io/fs_ops.h). */
 static PyObject *fs_open(PyObject *module, PyObject *args)
 {
     PyObject *path = NULL;
@@ -148,12 +132,14 @@ static CvFsFile *file_arg(PyObject *handle, bool closed_ok)
     return PyErr_Occurred() ? NULL : f;
 }
 
-/* fs_read_at(handle, offset, n) -> up to n bytes (-1: to the end). */
 static PyObject *fs_read_at(PyObject *module, PyObject *args)
 {
     PyObject *handle;
     unsigned long long offset;
     Py_ssize_t n;
+    char *buf = NULL;
+    size_t len = 0;
+    CvStatus s;
     if (!PyArg_ParseTuple(args, "OKn:fs_read_at", &handle, &offset, &n))
         return NULL;
     CvFsFile *f = file_arg(handle, false);
@@ -162,12 +148,13 @@ static PyObject *fs_read_at(PyObject *module, PyObject *args)
     if (!f || !f->reader)
         return NULL;
     f->busy = true;
-    PyObject *out = read_bytes(module, f->reader, offset, n);
+    CV_UNLOCKED(s = cv_read_file_range(f->reader, offset, n, &buf, &len));
     f->busy = false;
+    PyObject *out = s ? raise(module, s) : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+    free(buf);
     return out;
 }
 
-/* fs_write(handle, bytes-like) */
 static PyObject *fs_write(PyObject *module, PyObject *args)
 {
     PyObject *handle;
@@ -191,8 +178,6 @@ static PyObject *fs_write(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* fs_close(handle, commit): close a reader, commit or abort a writer; a
- * closed handle is left as it is. */
 static PyObject *fs_close(PyObject *module, PyObject *args)
 {
     PyObject *handle;
@@ -239,7 +224,9 @@ PyMethodDef cv_fs_functions[] = {
     {"fs_open", fs_open, METH_VARARGS, "fs_open(url, mode 'r', 'w' or 'a') -> (handle, size or -1)"},
     {"fs_read_at", fs_read_at, METH_VARARGS, "fs_read_at(handle, offset, n) -> bytes (n -1: to the end)"},
     {"fs_write", fs_write, METH_VARARGS, "fs_write(handle, bytes-like)"},
-    {"fs_close", fs_close, METH_VARARGS, "fs_close(handle, commit): a writer's file appears if commit"},
+    {"fs_close", fs_close, METH_VARARGS,
+     "fs_close(handle, commit): close a reader; commit (the file appears) or abort a writer; a "
+     "closed handle stays as it is"},
     {"set_io_budget", set_io_budget, METH_VARARGS,
      "set_io_budget(bytes, requests): 0 keeps a value"},
     {NULL, NULL, 0, NULL},

@@ -275,7 +275,7 @@ typedef struct SourceState SourceState;
 struct SourceState {
     PyObject *it;  /* strong */
     bool running;  /* inside next(): a generator running on a thread is not reported */
-    SourceState *prev, *next;
+    SourceState *next;
 };
 
 typedef struct {
@@ -306,8 +306,6 @@ static CvStatus source_open(void *ctx, void **state)
     }
     st->it = it;
     st->next = src->states;
-    if (src->states)
-        src->states->prev = st;
     src->states = st;
 done:
     *state = st;
@@ -350,12 +348,10 @@ static void source_close(void *ctx, void *state)
     CvPythonCall call;
     if (!st || cv_python_begin(&call) < 0)
         return;
-    if (st->prev)
-        st->prev->next = st->next;
-    else
-        src->states = st->next;
-    if (st->next)
-        st->next->prev = st->prev;
+    SourceState **link = &src->states; /* a few states: one per engine iterator */
+    while (*link != st)
+        link = &(*link)->next;
+    *link = st->next;
     PyObject *it = st->it;
     PyMem_RawFree(st);
     Py_DECREF(it); /* last: may run Python code (a generator's finally) */

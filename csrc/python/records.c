@@ -10,11 +10,6 @@
 
 /* ------------------------------------------------------------------ writer */
 
-static CvTFRecordWriter *writer_arg(PyObject *obj)
-{
-    return cv_handle_arg(obj, CV_HANDLE_RECORD_WRITER);
-}
-
 static PyObject *io_writer_open(PyObject *module, PyObject *args)
 {
     PyObject *path;
@@ -40,7 +35,7 @@ static PyObject *io_writer_write(PyObject *module, PyObject *args)
     Py_buffer data;
     if (!PyArg_ParseTuple(args, "Oy*:tfrecord_writer_write", &handle, &data))
         return NULL;
-    CvTFRecordWriter *w = writer_arg(handle);
+    CvTFRecordWriter *w = cv_handle_arg(handle, CV_HANDLE_RECORD_WRITER);
     if (!w) {
         PyBuffer_Release(&data);
         return NULL;
@@ -56,14 +51,13 @@ static PyObject *io_writer_write(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* tfrecord_writer_flush(handle, close=False): flush, or close the file. */
 static PyObject *io_writer_flush(PyObject *module, PyObject *args)
 {
     PyObject *handle;
     int close = 0;
     if (!PyArg_ParseTuple(args, "O|p:tfrecord_writer_flush", &handle, &close))
         return NULL;
-    CvTFRecordWriter *w = writer_arg(handle);
+    CvTFRecordWriter *w = cv_handle_arg(handle, CV_HANDLE_RECORD_WRITER);
     if (!w)
         return NULL;
     CvStatus s;
