@@ -66,6 +66,10 @@ typedef struct CvModuleState {
     PyObject *error_classes; /* tuple: the exception class of each CvCode */
 } CvModuleState;
 
+/* The types' specs, in the files of their types (convert.c's BufferHolder,
+ * device.c's DeviceArrayBase); module.c makes each into its field above. */
+extern PyType_Spec cv_dataset_spec, cv_iterator_spec, cv_holder_spec, cv_device_array_spec;
+
 static inline CvModuleState *cv_get_state(PyObject *module)
 {
     return (CvModuleState *)PyModule_GetState(module);
@@ -219,8 +223,6 @@ bool cv_handle_is(PyObject *obj, CvHandleKind kind);
 
 /* ------------------------------------------------------------- device.c */
 
-/* Creates the DeviceArrayBase type into st (and the module attribute). */
-int cv_device_init(PyObject *module, CvModuleState *st);
 /* A DeviceArray over t, a tensor in a device buffer (csrc/device/device.h;
  * a new reference to the buffer): st->device_array_class once the Python
  * layer set it, DeviceArrayBase before. */
@@ -228,8 +230,6 @@ PyObject *cv_device_array_new(CvModuleState *st, const CvTensor *t);
 
 /* ------------------------------------------------------------ convert.c */
 
-/* Creates the BufferHolder type into st. */
-int cv_convert_init(PyObject *module, CvModuleState *st);
 /* A numpy array (any numeric or string dtype, or a Python value numpy can
  * convert) -> tensor. Shares memory when the array already views an engine
  * buffer; copies otherwise. */
@@ -277,14 +277,12 @@ CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_conv
 
 /* ------------------------------------------------------ iterator_type.c */
 
-int cv_iterator_type_init(PyObject *module, CvModuleState *st);
 /* make_iterator's work (its arguments: iterator_type.c). */
 PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *structure, int cpu_budget,
                                  int algorithm, PyObject *describe, bool statistics, PyObject *owner);
 
 /* ------------------------------------------------------- dataset_type.c */
 
-int cv_dataset_type_init(PyObject *module, CvModuleState *st);
 /* Wrap a new dataset (or raise the status); steals the reference to ds. */
 PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds);
 /* cv_wrap_dataset for the stages that buffer elements: the new dataset

@@ -36,18 +36,12 @@ static PyType_Slot holder_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec holder_spec = {
+PyType_Spec cv_holder_spec = {
     .name = "conveyor._engine.BufferHolder",
     .basicsize = sizeof(CvBufferHolder),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = holder_slots,
 };
-
-int cv_convert_init(PyObject *module, CvModuleState *st)
-{
-    st->holder_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &holder_spec, NULL);
-    return st->holder_type ? 0 : -1;
-}
 
 /* Bytes of item i of a string-like array: 'S' (trailing NULs dropped, as
  * numpy does), 'U' (UTF-8 encoded) or object (bytes or str). For 'U' and

@@ -160,18 +160,10 @@ static PyType_Slot dataset_slots[] = {
 };
 
 /* Not subclassable, so cv_module_of always finds our module. */
-static PyType_Spec dataset_spec = {
+PyType_Spec cv_dataset_spec = {
     .name = "conveyor._engine.Dataset",
     .basicsize = sizeof(CvDatasetObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_GC |
              Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = dataset_slots,
 };
-
-int cv_dataset_type_init(PyObject *module, CvModuleState *st)
-{
-    st->dataset_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &dataset_spec, NULL);
-    if (!st->dataset_type || PyModule_AddType(module, st->dataset_type) < 0)
-        return -1;
-    return 0;
-}

@@ -191,21 +191,13 @@ static PyType_Slot device_array_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec device_array_spec = {
+PyType_Spec cv_device_array_spec = {
     .name = "conveyor._engine.DeviceArrayBase",
     .basicsize = sizeof(CvDeviceArrayObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE |
              Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = device_array_slots,
 };
-
-int cv_device_init(PyObject *module, CvModuleState *st)
-{
-    st->device_array_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &device_array_spec, NULL);
-    if (!st->device_array_type || PyModule_AddType(module, st->device_array_type) < 0)
-        return -1;
-    return 0;
-}
 
 /* ------------------------------------------------------------ functions */
 

@@ -505,7 +505,7 @@ static PyType_Slot iterator_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec iterator_spec = {
+PyType_Spec cv_iterator_spec = {
     .name = "conveyor._engine.Iterator",
     .basicsize = sizeof(CvIteratorObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_GC |
@@ -560,11 +560,3 @@ PyMethodDef cv_iterator_functions[] = {
      "shutdown(timeout=0.5): stop all live iterators (run at interpreter exit)."},
     {NULL, NULL, 0, NULL},
 };
-
-int cv_iterator_type_init(PyObject *module, CvModuleState *st)
-{
-    st->iterator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &iterator_spec, NULL);
-    if (!st->iterator_type || PyModule_AddType(module, st->iterator_type) < 0)
-        return -1;
-    return 0;
-}

@@ -71,14 +71,33 @@ static int add_rows(PyObject *module, PyMethodDef *rows)
     return rc;
 }
 
+#define REF(field) offsetof(CvModuleState, field)
+
+/* The types, each made from its spec into its field of the state; a public
+ * one is a module attribute too. */
+static const struct {
+    PyType_Spec *spec;
+    size_t field;
+    bool public;
+} module_types[] = {
+    {&cv_dataset_spec, REF(dataset_type), true},
+    {&cv_iterator_spec, REF(iterator_type), true},
+    {&cv_holder_spec, REF(holder_type), false},
+    {&cv_device_array_spec, REF(device_array_type), true},
+};
+
 static int module_exec(PyObject *module)
 {
     CvModuleState *st = cv_get_state(module);
     if (PyArray_ImportNumPyAPI() < 0)
         return -1;
-    if (cv_dataset_type_init(module, st) < 0 || cv_iterator_type_init(module, st) < 0 ||
-        cv_convert_init(module, st) < 0 || cv_device_init(module, st) < 0 ||
-        cv_fs_init(module) < 0 || cv_constructors_init() < 0)
+    for (size_t i = 0; i < sizeof(module_types) / sizeof(module_types[0]); i++) {
+        PyObject *type = PyType_FromModuleAndSpec(module, module_types[i].spec, NULL);
+        *(PyObject **)((char *)st + module_types[i].field) = type;
+        if (!type || (module_types[i].public && PyModule_AddType(module, (PyTypeObject *)type) < 0))
+            return -1;
+    }
+    if (cv_fs_init(module) < 0 || cv_constructors_init() < 0)
         return -1;
     for (size_t i = 0; i < sizeof(module_function_tables) / sizeof(module_function_tables[0]); i++)
         if (PyModule_AddFunctions(module, module_function_tables[i]) < 0)
@@ -99,7 +118,6 @@ static int module_exec(PyObject *module)
 }
 
 /* The module state's references (binding.h), for traverse and clear. */
-#define REF(field) offsetof(CvModuleState, field)
 static const size_t module_refs[] = {
     REF(dataset_type),  REF(iterator_type),  REF(holder_type),        REF(device_array_type),
     REF(eager_type),    REF(iterator_class), REF(device_array_class), REF(error_classes),
