@@ -180,11 +180,8 @@ int cv_python_hook(PyObject *const *slot, void (*take)(PyObject *result, void *c
 
 extern atomic_int cv_shutting_down; /* set by _engine.shutdown (atexit) */
 extern atomic_int cv_python_calls;  /* engine-thread calls into Python in flight */
-/* Engine hooks installed at module exec. */
-void cv_python_after_fork_child(void); /* fork child: nothing is in flight */
-void cv_gil_thread_exit(void);         /* thread exit: releases a pinned thread state */
-void cv_gil_install_fork_guard(void);  /* once: fork() waits for a thread state being made */
-int cv_check_signals(void *arg);       /* interrupt check around GIL-released next() */
+void cv_gil_install(void);       /* once, at module exec: the thread-exit and fork hooks */
+int cv_check_signals(void *arg); /* interrupt check around GIL-released next() */
 
 /* ------------------------------------------------------------- errors.c */
 
@@ -196,11 +193,6 @@ CvStatus cv_status_from_pyerr(const char *where);
 /* A report's JSON text (core/report.h) as Python values (json.loads), or the
  * exception of s when the report failed; clears r either way. */
 PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s);
-
-/* ----------------------------------------------------------------- fs.c */
-
-/* Registers the fsspec fallback (fs_fsspec.c) as scheme "*". */
-int cv_fs_init(PyObject *module);
 
 /* ------------------------------------------------------------ handles.c */
 

@@ -224,9 +224,7 @@ static PyObject *device_copy_rate(PyObject *module, PyObject *args)
     CvStatus s;
     CV_UNLOCKED(s = cv_device_measure_copy_rate(kind == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU, index,
                                                 (size_t)nbytes, repeats, &rate));
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    return PyFloat_FromDouble(rate);
+    return s ? cv_raise_status(cv_get_state(module), s) : PyFloat_FromDouble(rate);
 }
 
 PyMethodDef cv_device_functions[] = {

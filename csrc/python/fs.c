@@ -173,9 +173,7 @@ static PyObject *fs_write(PyObject *module, PyObject *args)
     PyBuffer_Release(&view);
     if (!f || !f->writer)
         return NULL;
-    if (s)
-        return raise(module, s);
-    Py_RETURN_NONE;
+    return s ? raise(module, s) : Py_NewRef(Py_None);
 }
 
 static PyObject *fs_close(PyObject *module, PyObject *args)
@@ -189,12 +187,8 @@ static PyObject *fs_close(PyObject *module, PyObject *args)
     if (!f)
         return NULL;
     CV_UNLOCKED(s = cv_fs_file_finish(f, commit)); /* the fields are cleared before the GIL goes */
-    if (s)
-        return raise(module, s);
-    Py_RETURN_NONE;
+    return s ? raise(module, s) : Py_NewRef(Py_None);
 }
-
-extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
 
 /* The process's I/O budget (io/http.h; what it measured: memory.c's io_stats). */
 static PyObject *set_io_budget(PyObject *module, PyObject *args)
@@ -205,13 +199,6 @@ static PyObject *set_io_budget(PyObject *module, PyObject *args)
         return NULL;
     cv_io_set_budget(bytes, requests);
     Py_RETURN_NONE;
-}
-
-int cv_fs_init(PyObject *module)
-{
-    (void)module;
-    cv_fs_register(&cv_fs_fsspec); /* every scheme without a table of its own */
-    return 0;
 }
 
 PyMethodDef cv_fs_functions[] = {

@@ -37,23 +37,6 @@ static int python_unavailable(void)
  * hook undoes it, which deletes the thread state. */
 static _Thread_local int pinned;
 
-/* fork() against a thread state being made. PyThreadState_New takes the
- * runtime's head lock without the GIL; a fork() in another thread at that
- * moment leaves the lock held in the child, where CPython before 3.13
- * deadlocks in PyOS_AfterFork_Child before any Python code runs. So an engine
- * thread makes its state under the fork guard (core/thread.h), which fork()
- * takes first. Holding it never waits for the GIL, so the forking thread,
- * which holds the GIL, cannot deadlock on it. From 3.13 on, os.fork() itself
- * holds the head lock across fork(): there the guard would deadlock against
- * a thread waiting for that lock under the guard, and is not needed, so it
- * is not installed. */
-void cv_gil_install_fork_guard(void)
-{
-#if PY_VERSION_HEX < 0x030D0000
-    cv_fork_guard_install();
-#endif
-}
-
 static PyGILState_STATE gil_acquire(void)
 {
     if (PyGILState_GetThisThreadState() != NULL)
@@ -142,12 +125,13 @@ int cv_python_hook(PyObject *const *slot, void (*take)(PyObject *result, void *c
 }
 
 /* In a fork() child no engine thread exists: nothing is inside Python. */
-void cv_python_after_fork_child(void)
+static void after_fork_child(void)
 {
     atomic_store(&cv_python_calls, 0);
 }
 
-void cv_gil_thread_exit(void)
+/* A thread's exit: releases its pinned thread state. */
+static void gil_thread_exit(void)
 {
     if (!pinned)
         return;
@@ -173,4 +157,27 @@ int cv_check_signals(void *arg)
     int stop = PyErr_CheckSignals() < 0;
     PyGILState_Release(g);
     return stop;
+}
+
+/* The bridge's engine hooks (core/thread.h), installed once at module
+ * exec, and the fork guard.
+ *
+ * The fork guard: fork() against a thread state being made.
+ * PyThreadState_New takes the runtime's head lock without the GIL; a fork()
+ * in another thread at that moment leaves the lock held in the child, where CPython before 3.13
+ * deadlocks in PyOS_AfterFork_Child before any Python code runs. So an engine
+ * thread makes its state under the fork guard (core/thread.h), which fork()
+ * takes first. Holding it never waits for the GIL, so the forking thread,
+ * which holds the GIL, cannot deadlock on it. From 3.13 on, os.fork() itself
+ * holds the head lock across fork(): there the guard would deadlock against
+ * a thread waiting for that lock under the guard, and is not needed, so it
+ * is not installed. */
+void cv_gil_install(void)
+{
+    (void)cv_fork_generation(); /* installs the pthread_atfork handler */
+    cv_set_thread_exit_hook(gil_thread_exit);
+    cv_set_fork_child_hook(after_fork_child);
+#if PY_VERSION_HEX < 0x030D0000
+    cv_fork_guard_install();
+#endif
 }

@@ -436,9 +436,7 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     if (s && !cv_pipeline_running(pipeline))
         iterator_release(self); /* no fresh one could be made */
     PyBuffer_Release(&view);
-    if (s)
-        return cv_raise_status(st, s);
-    Py_RETURN_NONE;
+    return s ? cv_raise_status(st, s) : Py_NewRef(Py_None);
 }
 
 /* _held() -> the element an interrupt held back (it stays held), or None.

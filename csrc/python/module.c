@@ -6,6 +6,10 @@
 #define CV_IMPORT_ARRAY_HERE
 #include "python/binding.h"
 
+#include "io/fs.h"
+
+extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
+
 /* set_eager_type(cls), set_iterator_type(cls), set_device_array_type(cls):
  * the Python classes the engine makes, kept in the module state (a new
  * reference): an ndarray subclass, or one of our types' with __slots__ = (). */
@@ -97,18 +101,16 @@ static int module_exec(PyObject *module)
         if (!type || (module_types[i].public && PyModule_AddType(module, (PyTypeObject *)type) < 0))
             return -1;
     }
-    if (cv_fs_init(module) < 0 || cv_constructors_init() < 0)
+    if (cv_constructors_init() < 0)
         return -1;
+    cv_fs_register(&cv_fs_fsspec); /* every scheme without a table of its own */
     for (size_t i = 0; i < sizeof(module_function_tables) / sizeof(module_function_tables[0]); i++)
         if (PyModule_AddFunctions(module, module_function_tables[i]) < 0)
             return -1;
     for (size_t i = 0; i < sizeof(module_row_tables) / sizeof(module_row_tables[0]); i++)
         if (add_rows(module, module_row_tables[i]) < 0)
             return -1;
-    (void)cv_fork_generation(); /* installs the pthread_atfork handler */
-    cv_set_thread_exit_hook(cv_gil_thread_exit);
-    cv_set_fork_child_hook(cv_python_after_fork_child);
-    cv_gil_install_fork_guard();
+    cv_gil_install();
     if (PyModule_AddIntConstant(module, "AUTOTUNE", CV_AUTOTUNE) < 0 ||
         PyModule_AddIntConstant(module, "INFINITE_CARDINALITY", CV_INFINITE_CARDINALITY) < 0 ||
         PyModule_AddIntConstant(module, "UNKNOWN_CARDINALITY", CV_UNKNOWN_CARDINALITY) < 0 ||

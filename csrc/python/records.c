@@ -24,9 +24,7 @@ static PyObject *io_writer_open(PyObject *module, PyObject *args)
     CvStatus s;
     CV_UNLOCKED(s = cv_tfrecord_writer_open(p, &o, &w));
     Py_DECREF(path);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    return cv_handle_new(CV_HANDLE_RECORD_WRITER, w);
+    return s ? cv_raise_status(cv_get_state(module), s) : cv_handle_new(CV_HANDLE_RECORD_WRITER, w);
 }
 
 static PyObject *io_writer_write(PyObject *module, PyObject *args)
@@ -46,9 +44,7 @@ static PyObject *io_writer_write(PyObject *module, PyObject *args)
     else
         CV_UNLOCKED(s = cv_tfrecord_writer_write(w, data.buf, (size_t)data.len));
     PyBuffer_Release(&data);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    Py_RETURN_NONE;
+    return s ? cv_raise_status(cv_get_state(module), s) : Py_NewRef(Py_None);
 }
 
 static PyObject *io_writer_flush(PyObject *module, PyObject *args)
@@ -62,9 +58,7 @@ static PyObject *io_writer_flush(PyObject *module, PyObject *args)
         return NULL;
     CvStatus s;
     CV_UNLOCKED(s = close ? cv_tfrecord_writer_close(w) : cv_tfrecord_writer_flush(w));
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    Py_RETURN_NONE;
+    return s ? cv_raise_status(cv_get_state(module), s) : Py_NewRef(Py_None);
 }
 
 /* -------------------------------------------------------------- record index */
@@ -80,9 +74,7 @@ static PyObject *io_tfrecord_index(PyObject *module, PyObject *args)
     const char *p = PyBytes_AS_STRING(path);
     CV_UNLOCKED(s = cv_record_index_write(p, (size_t)buffer_size, &records));
     Py_DECREF(path);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    return PyLong_FromUnsignedLongLong(records);
+    return s ? cv_raise_status(cv_get_state(module), s) : PyLong_FromUnsignedLongLong(records);
 }
 
 /* ------------------------------------------------------------------- crc32c */
