@@ -125,8 +125,6 @@ static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
         Py_END_ALLOW_THREADS                                                                     \
     } while (0)
 
-/* Module functions defined in the binding files (NULL-terminated);
- * module.c adds them all. */
 /* The function and flags of a PyMethodDef whose function takes keywords
  * (fn(module, args, kwargs)): dataset constructors are called by name. */
 #define CV_METHOD_KEYWORDS(fn) (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS
@@ -139,7 +137,9 @@ static inline int cv_row_of(PyObject *self, PyObject **module)
     *module = PyTuple_GET_ITEM(self, 0); /* borrowed */
     return (int)PyLong_AsLong(PyTuple_GET_ITEM(self, 1));
 }
-/* constructors.c: rows, one per builder (core/builder.h), filled by cv_constructors_init */
+/* Module functions defined in the binding files (NULL-terminated), which
+ * module.c adds; constructors.c's rows, one per builder (core/builder.h),
+ * are filled by cv_constructors_init. */
 extern PyMethodDef cv_constructor_functions[];
 int cv_constructors_init(void);
 extern PyMethodDef cv_value_functions[]; /* memory.c: rows, the engine's counters, limits, reports */
@@ -277,8 +277,5 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
 
 /* Wrap a new dataset (or raise the status); steals the reference to ds. */
 PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds);
-/* cv_wrap_dataset for the stages that buffer elements: the new dataset
- * charges `memory` (NULL: the process default budget). */
-PyObject *cv_wrap_buffering(PyObject *module, CvStatus s, CvDataset *ds, CvMemory *memory);
 
 #endif

@@ -37,13 +37,6 @@ PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds)
     return (PyObject *)obj;
 }
 
-PyObject *cv_wrap_buffering(PyObject *module, CvStatus s, CvDataset *ds, CvMemory *memory)
-{
-    if (!s)
-        cv_dataset_set_memory(ds, memory);
-    return cv_wrap_dataset(module, s, ds);
-}
-
 /* The CvVisit the callbacks' traverse hooks get (core/wrapper.h): it
  * forwards to the gc's visitproc; arg points to this. */
 typedef struct CvPyVisit {

@@ -323,10 +323,8 @@ static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
  * more. The gc may clear the objects its functions use before or after
  * (in any order); a call still running then fails inside a cancelled
  * pipeline, its result unread, and what it runs stays allocated until its
- * engine iterators are freed. The stop lets go of the GIL, so workers
- * waiting for it to finish a Python call can; it waits on user code for no
- * more than CV_PIPELINE_RELEASE_WAIT_NS, then leaves the join to a detached
- * thread (a collection on one of this pipeline's own workers). */
+ * engine iterators are freed. The stop lets go of the GIL and bounds its
+ * wait (iterator_release), also for a collection on one of its workers. */
 static int iterator_clear(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
@@ -467,8 +465,6 @@ static PyObject *iterator_hold(PyObject *op, PyObject *element)
     Py_RETURN_NONE;
 }
 
-/* get_next, save, restore, state_dict and load_state_dict are Python's
- * (conveyor/data/iterator_ops.py, a subclass made by set_iterator_type). */
 static PyMethodDef iterator_methods[] = {
     {"close", iterator_close, METH_NOARGS,
      "Stop the iterator now: cancel its work, join its threads and free its buffers."},

@@ -23,9 +23,9 @@ typedef struct {
 } CvPyCallable;
 
 /* A map function, filter predicate or group_by_window key/size function:
- * element in, element out. */
-/* base.fn is called as fn(*components), or fn(epoch, index, *components);
- * base.aux converts its result to a list of arrays, checking the structure. */
+ * element in, element out. base.fn is called as fn(*components), or
+ * fn(epoch, index, *components); base.aux converts its result to a list of
+ * arrays, checking the structure. */
 typedef struct {
     CvPyCallable base;
     int with_id; /* pass the element's CvElementId first */
