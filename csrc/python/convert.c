@@ -1,15 +1,11 @@
-/* Tensors <-> NumPy.
- *
- * Engine -> Python is zero-copy for numeric tensors: the array points into
- * the engine buffer and its base is a BufferHolder (CvBufferHolder) that
- * owns one buffer reference. The array is writable only when nothing else
- * in the engine shares the buffer (so a user writing into a batch cannot
- * corrupt a cached or sliced source). Strings are copied into bytes objects.
- *
+/* Tensors <-> NumPy. Engine -> Python is zero-copy for numeric tensors: the
+ * array points into the engine buffer and its base is a BufferHolder that
+ * owns one buffer reference; it is writable only when nothing else in the
+ * engine shares the buffer (so a user writing into a batch cannot corrupt a
+ * cached or sliced source). Strings are copied into bytes objects.
  * Python -> engine copies into a fresh buffer, except when the array
  * already views an engine buffer (a map function returning its input or a
- * slice of it), which is shared.
- */
+ * slice of it), which is shared. */
 #include <string.h>
 
 #include "python/binding.h"

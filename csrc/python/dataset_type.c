@@ -3,15 +3,13 @@
  * and structure handling live in Python (conveyor/data/dataset.py and the
  * op classes in conveyor/data/ops/).
  *
- * Garbage collection: a pipeline can sit on a reference cycle (a map
- * function whose closure refers to the conveyor Dataset that holds this
- * object). The object embeds a CvWrapper, the engine's handle whose rule
- * (core/wrapper.h) says when it may report the Python objects reachable
- * through its CvDataset; tp_traverse reports the input objects and, through
- * the callbacks' traverse hooks (pyfunc.c, cache.c), those; tp_clear drops
- * the CvDataset and the input objects, which releases the callables. An
- * Iterator counts its running pipeline for its source (iterator_type.c:
- * account()).
+ * Garbage collection (a map function whose closure refers to the Dataset
+ * that runs it is a cycle): the object embeds a CvWrapper, whose rule
+ * (core/wrapper.h) says when it may report the Python objects its CvDataset
+ * reaches; tp_traverse reports the input objects and, through the
+ * callbacks' traverse hooks (pyfunc.c, cache.c), those; tp_clear drops the
+ * CvDataset and the inputs, releasing the callables. An Iterator counts its
+ * running pipeline for its source (iterator_type.c: account()).
  */
 #include "python/binding.h"
 

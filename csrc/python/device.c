@@ -3,11 +3,11 @@
  *
  * DeviceArrayBase is the C half: it owns one reference to a device buffer
  * (shared by the element's components) and describes one tensor in it. Its
- * Python subclass (conveyor.device.DeviceArray, given by
- * set_device_array_type (module.c) and made for every array) checks the arguments of
- * the protocols (__dlpack__, __array__, __cuda_array_interface__ v3) and
- * derives the plain attributes (the dtype from _meta's name); this file keeps what touches the buffer:
- * the DLPack export, the stream sync and the copy to the host.
+ * Python subclass (conveyor.device.DeviceArray, set_device_array_type's,
+ * made for every array) checks the protocols' arguments (__dlpack__,
+ * __array__, __cuda_array_interface__ v3) and derives the plain attributes
+ * from _meta; this file keeps what touches the buffer: the DLPack export,
+ * the stream sync and the copy to the host.
  *
  * Lifetimes: a capsule's DLManagedTensor owns its own buffer reference, so
  * the consumer may outlive the DeviceArray; its deleter only drops that

@@ -1,18 +1,17 @@
 /* Binding of the tf.train.Example parser (csrc/ops/example.c).
  *
- *   example_config(keys, ints, dims, defaults) -> handle
- *       The features, packed by conveyor/io/example.py: keys a tuple of
- *       str; ints 4 C ints a feature (kind a CvFeatureKind, dtype a CvDtype
- *       code, rank, the index of its default in defaults or -1); dims the
- *       shapes' int64 dims, feature after feature; defaults a list of
- *       arrays. Compiles a CvExampleConfig (immutable; shareable); the
- *       engine checks kinds, dtypes, shapes and defaults.
- *   parse_example(config, serialized, names) -> tuple of arrays
- *       serialized: bytes (one Example, as parse_single_example) or an
- *       object array of bytes; names: None or an object array of bytes as
- *       long as serialized (conveyor/io/example.py checks both). Returns
- *       the outputs in feature order (VarLen: indices, values, dense_shape),
- *       parsed with the GIL released.
+ *   example_config(keys, ints, dims, defaults): the features, packed by
+ *       conveyor/io/example.py: keys a tuple of str; ints 4 C ints a
+ *       feature (kind a CvFeatureKind, dtype a CvDtype code, rank, the index
+ *       of its default in defaults or -1); dims the shapes' int64 dims,
+ *       feature after feature; defaults a list of arrays. Compiles a
+ *       CvExampleConfig (immutable; shareable); the engine checks kinds,
+ *       dtypes, shapes and defaults.
+ *   parse_example(config, serialized, names): serialized bytes (one
+ *       Example, as parse_single_example) or an object array of bytes;
+ *       names None or an object array of bytes as long as serialized
+ *       (conveyor/io/example.py checks both). The outputs in feature order
+ *       (VarLen: indices, values, dense_shape), parsed without the GIL.
  */
 #include "python/binding.h"
 #include "ops/example.h"

@@ -1,14 +1,10 @@
 /* The file-system layer for Python (io/fs.h): _engine.fs_* functions, and
- * the file handles that conveyor.io.gfile's FsReader and FsWriter (Python:
- * positions, argument checks) are built on.
- *
- * Every engine call runs without the GIL (it may wait on the network); its
- * results are copied into Python objects after the GIL is back. Paths are
- * str, bytes or os.PathLike (PyUnicode_FSConverter). Errors go through the
- * one status -> exception path (errors.c). A handle belongs to one thread at
- * a time: a second thread using it while a call is in flight gets
- * RuntimeError rather than a data race.
- */
+ * the file handles of conveyor.io.gfile's FsReader and FsWriter (Python:
+ * positions, argument checks). Every engine call runs without the GIL (it
+ * may wait on the network); its results become Python objects after. Paths
+ * are str, bytes or os.PathLike (PyUnicode_FSConverter). A handle belongs
+ * to one thread at a time: a second thread using it while a call is in
+ * flight gets RuntimeError rather than a data race. */
 #include "python/binding.h"
 
 #include "io/fs.h"

@@ -1,9 +1,8 @@
-/* The GIL bridge: how engine threads enter Python.
- *
- * A map function, a generator or a hook runs on whichever thread calls it
- * (a worker or the consumer). The thread takes the GIL for the call only,
- * through cv_python_begin/cv_python_end, and no engine lock is held across
- * the call (see core/stage.h).
+/* The GIL bridge: how engine threads enter Python. A map function, a
+ * generator or a hook runs on whichever thread calls it (a worker or the
+ * consumer), which takes the GIL for the call only, through
+ * cv_python_begin/cv_python_end; no engine lock is held across the call
+ * (core/stage.h).
  *
  * Shutdown: once the interpreter starts finalizing, a thread that asks for
  * the GIL may hang or be killed. cv_shutting_down is set by the atexit hook

@@ -1,9 +1,8 @@
 /* Engine objects handed to Python as handles (capsules), one table for all
  * kinds: a handle owns one reference to (or the only pointer of) its
  * object, freed when Python drops the handle, without the GIL where the
- * free may wait (a writer's close). The functions that make and take them
- * are in the files of their kinds; this file knows only how each is freed.
- */
+ * free may wait (a writer's close). The files of the kinds make and take
+ * them; this file knows only how each is freed. */
 #include "python/binding.h"
 
 #include "core/ram_budget.h"

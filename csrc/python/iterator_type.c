@@ -1,14 +1,11 @@
 /* conveyor._engine.Iterator: one pass over an engine dataset, and the
  * atexit hook that stops the live ones (their registry and the shutdown's
- * steps are core/pipeline.h's).
- *
- * The pass itself is a CvPipeline (core/pipeline.h: the root iterator, the
- * pool, the statistics, the autotuner and the teardown); this file keeps
- * what is Python's: the GIL, the element structure, elements held back by
- * an interrupt, the owner for save and restore, and stats() parsed from the
- * pipeline's report (core/report.h). The methods that are plain Python
- * (get_next, save, restore, state_dict, load_state_dict) are on the
- * subclass that set_iterator_type registers (conveyor/data/iterator_ops.py).
+ * steps: core/pipeline.h). The pass is a CvPipeline (core/pipeline.h); this
+ * file keeps what is Python's: the GIL, the element structure, elements
+ * held back by an interrupt, the owner for save and restore, and stats()
+ * from the pipeline's report (core/report.h). The methods that are plain
+ * Python (get_next, save, restore, state_dict, load_state_dict) are on the
+ * subclass set_iterator_type registers (conveyor/data/iterator_ops.py).
  *
  * GIL rules: an iterator whose pipeline may block (worker threads, joins)
  * first asks for an element that is ready now (try_next, with the GIL held:

@@ -3,9 +3,10 @@
  * (buffers in use, the buffer pool, remote I/O, CUDA, the staging cache,
  * live iterators, the CPU budget, the CRC-32C implementation).
  *
- * A budget reaches Python as a handle (handles.c) owning one reference; conveyor/data/ops/options_op.py creates one per with_options() call
- * that sets options.autotune.ram_budget and passes it to the constructors of
- * the stages that buffer, which record it in their engine dataset. */
+ * A budget reaches Python as a handle (handles.c) owning one reference;
+ * options_op.py makes one per with_options() that sets
+ * options.autotune.ram_budget, for the constructors of the stages that
+ * buffer, which record it in their engine dataset. */
 #include "python/binding.h"
 
 #include "core/cgroup.h"

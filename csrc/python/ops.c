@@ -1,23 +1,18 @@
 /* Binding of element ops and traced programs (ops/op.h, ops/program.h).
  *
- * The Python tracer (conveyor/framework/tracing.py) checks arguments and computes
- * specs; these functions take normalized arguments:
- *   run_op(name, inputs, attrs, floats, string, obj, num_outputs, rng)
- *     runs one op eagerly on arrays (GIL released while it runs);
- *   program(name, num_args, constants, nodes, results, seed0, seed1)
- *     compiles a traced function into a capsule that map() accepts.
- * A node is (op name, input value ids, attrs, string, obj, num_outputs,
- * op_seed), value ids (inputs, results) an array.array("i"); rng is
- * (seed0, seed1, op_seed, node, epoch, index).
- * attrs: the op's attributes by the names it declares (CvOp.int_attrs,
- * .float_attrs), as the text tracing.attr_text writes from a dict and
- * ops/op.c parses (cv_op_attrs_parse); run_op's `floats` is then empty.
- * run_op also takes the raw form, attrs a sequence of ints and floats a
- * sequence of floats placed slot by slot, which tests use to probe the
- * ops' own checks on malformed attributes.
- * `obj` is an op-specific capsule (an Example parser config) or None: the
- * op gets the capsule's pointer.
- */
+ * The Python tracer (conveyor/framework/tracing.py) checks arguments and
+ * computes specs; run_op (one op run eagerly on arrays, without the GIL) and
+ * program (a traced function compiled into a capsule map() accepts) take
+ * them normalized (their signatures: the method table). A node is (op name,
+ * input value ids, attrs, string, obj, num_outputs, op_seed), value ids
+ * (inputs, results) an array.array("i"); rng is (seed0, seed1, op_seed,
+ * node, epoch, index). attrs: the op's attributes by the names it declares
+ * (CvOp.int_attrs, .float_attrs), as the text tracing.attr_text writes from
+ * a dict and ops/op.c parses (cv_op_attrs_parse); run_op's `floats` is then
+ * empty. run_op also takes the raw form, attrs a sequence of ints and
+ * floats a sequence of floats placed slot by slot, which tests use to probe
+ * the ops' own checks on malformed attributes. `obj` is an op-specific
+ * capsule (an Example parser config) or None: the op gets its pointer. */
 #include "python/binding.h"
 
 #include "ops/program.h"
