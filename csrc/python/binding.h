@@ -269,9 +269,8 @@ CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_conv
 
 /* ------------------------------------------------------ iterator_type.c */
 
-/* make_iterator's work (its arguments: iterator_type.c). */
-PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *structure, int cpu_budget,
-                                 int algorithm, PyObject *describe, bool statistics, PyObject *owner);
+/* Dataset.make_iterator(structure, ...) (its keywords: iterator_type.c). */
+PyObject *cv_make_iterator(PyObject *source, PyObject *args, PyObject *kwargs);
 
 /* ------------------------------------------------------- dataset_type.c */
 

@@ -106,25 +106,9 @@ static PyObject *dataset_wrapper_id(PyObject *op, void *closure)
     return PyLong_FromVoidPtr(&((CvDatasetObject *)op)->w);
 }
 
-static PyObject *dataset_make_iterator(PyObject *op, PyObject *args, PyObject *kwargs)
-{
-    PyObject *structure, *describe = Py_None, *owner = Py_None;
-    int cpu_budget = 0, algorithm = CV_AUTOTUNE_MODEL, statistics = 1;
-    static char *keywords[] = {"structure", "cpu_budget", "algorithm", "describe", "statistics",
-                               "owner", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|iiOpO:make_iterator", keywords, &structure,
-                                     &cpu_budget, &algorithm, &describe, &statistics, &owner))
-        return NULL;
-    PyObject *module = cv_module_of(op);
-    if (!module)
-        return NULL;
-    return cv_iterator_object_new(module, op, structure, cpu_budget, algorithm, describe, statistics,
-                                  owner);
-}
-
 static PyMethodDef dataset_methods[] = {
     {"cardinality", dataset_cardinality, METH_NOARGS, "Number of elements, or -1 (infinite) / -2 (unknown)."},
-    {"make_iterator", CV_METHOD_KEYWORDS(dataset_make_iterator),
+    {"make_iterator", CV_METHOD_KEYWORDS(cv_make_iterator), /* iterator_type.c */
      "make_iterator(structure, cpu_budget=0) -> Iterator. structure() is called once, at the first "
      "element, and returns (kind, pack): kind 0 = one component, 1 = a plain tuple, 2 = "
      "pack(tuple). cpu_budget: the pool's running threads (0: the CPUs this process may use); "

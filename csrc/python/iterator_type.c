@@ -85,18 +85,26 @@ static void iterator_release(CvIteratorObject *self)
     Py_CLEAR(self->source); /* may free the engine Dataset: last, in a consistent state */
 }
 
-/* make_iterator's work: a new Iterator over source, an engine Dataset (a
- * new reference is taken); structure is kept until the first element.
+/* Dataset.make_iterator (dataset_type.c's table; its doc there): a new
+ * Iterator over source, an engine Dataset (a new reference is taken);
+ * structure is kept until the first element.
  * cpu_budget: the pool's running threads (0: the CPUs this process may use);
  * algorithm: the autotuner's (CvAutotuneAlgorithm); describe: see stats().
  * statistics false: neither statistics nor autotuner, AUTOTUNE stages at
  * their most (their cost, measured by benchmarks/stats_overhead.py);
  * stats() then raises. owner: the Python dataset (or None), handed to
  * conveyor.data.checkpoint by save/restore. */
-PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *structure, int cpu_budget,
-                                 int algorithm, PyObject *describe, bool statistics, PyObject *owner)
+PyObject *cv_make_iterator(PyObject *source, PyObject *args, PyObject *kwargs)
 {
-    CvDataset *ds = cv_dataset_of(source);
+    PyObject *structure, *describe = Py_None, *owner = Py_None;
+    int cpu_budget = 0, algorithm = CV_AUTOTUNE_MODEL, statistics = 1;
+    static char *keywords[] = {"structure", "cpu_budget", "algorithm", "describe", "statistics",
+                               "owner", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|iiOpO:make_iterator", keywords, &structure,
+                                     &cpu_budget, &algorithm, &describe, &statistics, &owner))
+        return NULL;
+    PyObject *module = cv_module_of(source);
+    CvDataset *ds = module ? cv_dataset_of(source) : NULL;
     if (!ds)
         return NULL;
     CvModuleState *st = cv_get_state(module);
@@ -113,13 +121,13 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
     memset((char *)self + sizeof(PyObject), 0, sizeof(*self) - sizeof(PyObject));
     self->c.fork_generation = cv_fork_generation();
     self->source = Py_NewRef(source);
-    self->describe = describe == Py_None ? NULL : Py_XNewRef(describe);
+    self->describe = describe == Py_None ? NULL : Py_NewRef(describe);
     self->structure = Py_NewRef(structure);
-    self->owner = owner == Py_None ? NULL : Py_XNewRef(owner);
+    self->owner = owner == Py_None ? NULL : Py_NewRef(owner);
     self->kind = -1;
     self->module = Py_NewRef(module);
     PyObject_GC_Track(self);
-    CvPipelineOptions options = {cpu_budget, (CvAutotuneAlgorithm)algorithm, statistics};
+    CvPipelineOptions options = {cpu_budget, (CvAutotuneAlgorithm)algorithm, statistics != 0};
     CvStatus s = cv_consumer_start(&self->c, ds, &options, self);
     if (s) {
         Py_DECREF(self);
@@ -515,21 +523,13 @@ static int python_calls_in_flight(void)
     return atomic_load(&cv_python_calls);
 }
 
-/* An iterator inside next() on another thread: its next() returns
- * CANCELLED and frees it. Else stopped when the calls drained, or
- * abandoned: its threads die with the process, never joined. */
+/* Stopped here when the calls drained (core/consumer.h says the rest). */
 static void settle_at_exit(void *owner, bool drained)
 {
     CvIteratorObject *self = owner;
     Py_INCREF(self); /* release lets go of the GIL: another thread may drop it */
-    if (self->c.busy)
-        self->c.close_requested = true;
-    else if (drained)
+    if (cv_consumer_settle_at_exit(&self->c, drained))
         iterator_release(self);
-    else {
-        cv_consumer_uncount(&self->c);
-        cv_consumer_abandon(&self->c);
-    }
     Py_DECREF(self);
 }
 
