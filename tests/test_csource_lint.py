@@ -278,6 +278,36 @@ def test_binding_call_graph_has_no_cycles():
         visit(name, [])
 
 
+MAX_BINDING_LINES = 4000
+# The engine's machinery a running pipeline owns (core/pipeline.h): the binding
+# reaches it only through the pipeline, never by its own headers or calls.
+_ENGINE_MACHINERY_HEADERS = ("core/pool.h", "core/stats.h", "core/autotune.h")
+_ENGINE_MACHINERY_CALL = re.compile(r"\b(cv_(?:pool|stats|autotuner)_\w+)\s*\(")
+
+
+def test_binding_stays_small_and_owns_no_engine_machinery():
+    """The binding is the GIL, conversions and Python objects: under
+    MAX_BINDING_LINES lines in all (csrc/python/*.c and *.h), and no file of it
+    includes the pool's, the statistics' or the tuner's header or calls their
+    functions (a pipeline is core/pipeline.c's; the binding wraps it)."""
+    files = sorted(BINDING.glob("*.[ch]"))
+    lines = {}
+    for path in files:
+        with path.open("rb") as f:
+            lines[path.name] = sum(1 for _ in f)
+    total = sum(lines.values())
+    largest = ", ".join(f"{n} {c}" for n, c in sorted(lines.items(), key=lambda x: -x[1])[:5])
+    assert total < MAX_BINDING_LINES, \
+        f"the binding has {total} lines (largest: {largest}); move what is not Python's to csrc/core/"
+    offenders = []
+    for path in files:
+        included = re.findall(r'^\s*#\s*include\s*"([^"]+)"', path.read_text(), re.M)
+        offenders += [f"{path.name} includes {h}" for h in included if h in _ENGINE_MACHINERY_HEADERS]
+        called = sorted(set(_ENGINE_MACHINERY_CALL.findall(_code(path))))
+        offenders += [f"{path.name} calls {c}" for c in called]
+    assert not offenders, f"pool, statistics or tuner code in the binding: {offenders}"
+
+
 def test_binding_defines_no_py_prefixed_types():
     """Py is CPython's prefix: binding types are Cv-prefixed (CvPy... for wrappers)."""
     pattern = re.compile(r"^\}[ \t]*(Py\w*)[ \t]*;|\bstruct\s+(Py\w*)\s*\{"

@@ -98,6 +98,17 @@ void cv_consumer_abandon(CvConsumer *c)
     c->pipeline = NULL;
 }
 
+bool cv_consumer_settle_at_exit(CvConsumer *c, bool drained)
+{
+    if (c->busy) {
+        c->close_requested = true;
+    } else if (!drained) {
+        cv_consumer_uncount(c);
+        cv_consumer_abandon(c);
+    }
+    return !c->busy && drained;
+}
+
 void cv_consumer_clear(CvConsumer *c)
 {
     if (!cv_consumer_forked_away(c))

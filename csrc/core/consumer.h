@@ -58,6 +58,13 @@ bool cv_consumer_finish(CvConsumer *c);
 /* At exit, with calls into the front end's code still in flight: drop the
  * running part without joining it (cv_pipeline_abandon). */
 void cv_consumer_abandon(CvConsumer *c);
+/* At exit (cv_pipeline_shutdown_all's settle), with the front end's lock:
+ * a pass inside next() on another thread is asked to close (its next()
+ * returns CANCELLED and frees it); else true when the calls into the front
+ * end's code drained and the front end must stop it now, or, with calls
+ * still in flight, it is abandoned: its threads die with the process, never
+ * joined. */
+bool cv_consumer_settle_at_exit(CvConsumer *c, bool drained);
 /* Garbage collection (core/wrapper.h, rule 2). A running pipeline holds a
  * structural reference to its root dataset until its last engine iterator
  * is freed; the root's wrapper counts it as its own (`pipelines`) while the

@@ -1,46 +1,32 @@
 /* Shared declarations of the CPython binding (the only C that sees Python.h).
  *
  * Files, bottom to top (a file uses only the files listed before it; no
- * file includes or calls module.c):
- *   binding.h        this header; module state and Dataset unwrapping (inline)
+ * file includes or calls module.c); each file's top comment says more:
+ *   binding.h        this header: module state, Dataset unwrapping, CV_UNLOCKED
  *   gil.c            the GIL bridge: entering Python from engine threads
  *   errors.c         status -> exception, exception -> status, reports -> values
  *   handles.c        engine objects as Python handles (capsules): one table of kinds
- *   device.c         DeviceArrayBase (DLPack export, stream sync, copy to the host;
- *                    its Python half: conveyor/device.py), the CUDA loader (its
- *                    candidates one a line: device/cuda.c splits them)
+ *   numpy_dtypes.c   engine dtypes <-> NumPy descrs (bfloat16's given at run time)
+ *   device.c         DeviceArrayBase (its Python half: conveyor/device.py), CUDA
  *   convert.c        tensors and elements <-> NumPy
- *   memory.c         RAM budgets (argument converter); the engine's counters,
- *                    limits and reports (pool, I/O, CUDA, staging cache) and
- *                    CRC-32C's switches as rows of one table
+ *   memory.c         RAM budgets; the engine's counters and limits, rows of one table
  *   example.c        tf.train.Example configs (packed by conveyor/io/example.py)
- *   pyfunc.c         Python callables as engine functions and sources (their
- *                    results' learned form: core/result_form.h)
- *   ops.c            element ops, traced programs, map/filter function args
- *                    (attributes: text ops/op.c parses; value ids: int buffers)
- *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py),
- *                    shutdown's settling of each (the live registry: core/pipeline.h;
- *                    the consumer's state and refusals: core/consumer.h)
+ *   pyfunc.c         Python callables as engine functions and sources
+ *   ops.c            element ops, traced programs, map/filter function arguments
+ *   iterator_type.c  the Iterator type (its Python half: conveyor/data/iterator_ops.py)
  *   dataset_type.c   the Dataset type (wrapping; the gc rule: core/wrapper.h)
- *   fs.c             the file-system layer: fs_* functions (path operations from
- *                    one table), the handles (io/fs_ops.h: CvFsFile) of
- *                    conveyor.io.gfile's FsReader/FsWriter
- *   fs_fsspec.c      the fsspec fallback table (scheme "*"); its Python half's
- *                    call() gives errors back as (code, message)
- *   constructors.c   the dataset constructors: one function walks the builder
- *                    tables (core/builder.h), one row each
- *   records.c, cache.c
- *                    module functions that build record files and caches (a
- *                    store's hooks: one tuple, cache_op.py's)
- *   module.c         module init: exec slot, state, the method tables, the row
- *                    tables' builtins (cv_row_of), the Python classes the
- *                    engine makes (set_*_type)
+ *   fs_fsspec.c      the fsspec fallback's file-system table (scheme "*")
+ *   fs.c             the file-system layer (fs_*) and conveyor.io.gfile's file handles
+ *   constructors.c   the dataset constructors: rows over the builder tables
+ *   records.c        the TFRecord writer, record indexes, CRC-32C
+ *   cache.c          Dataset.cache (a store's hooks: one tuple, cache_op.py's)
+ *   module.c         module init: the method and row tables, the set_*_type classes
  *
  * Naming: functions shared between files start with cv_ and are declared
  * here; a file's static functions that implement a Python-visible function,
  * method or type slot start with the file's (or its type's) prefix:
  * construct_ (constructors.c), io_, cache_, example_, ops_, memory_,
- * errors_, iterator_, dataset_, holder_ (convert.c's BufferHolder),
+ * errors_, iterator_, dataset_, dtypes_, holder_ (convert.c's BufferHolder),
  * module_; engine callbacks are named after the wrapper they serve
  * (pyfunc.c: wrapper_, element_function_, dataset_function_, source_;
  * cache.c: hooks_). Other static helpers have plain names. Types are
@@ -79,6 +65,10 @@ typedef struct CvModuleState {
     PyTypeObject *iterator_class; /* iterator_type's Python subclass (iterator_ops.py) or NULL */
     PyObject *error_classes; /* tuple: the exception class of each CvCode */
 } CvModuleState;
+
+/* The types' specs, in the files of their types (convert.c's BufferHolder,
+ * device.c's DeviceArrayBase); module.c makes each into its field above. */
+extern PyType_Spec cv_dataset_spec, cv_iterator_spec, cv_holder_spec, cv_device_array_spec;
 
 static inline CvModuleState *cv_get_state(PyObject *module)
 {
@@ -125,8 +115,16 @@ static inline CvDataset *cv_dataset_arg(PyObject *module, PyObject *obj)
     return cv_dataset_of(obj);
 }
 
-/* Module functions defined in the binding files (NULL-terminated);
- * module.c adds them all. */
+/* Run stmt with the GIL released (an engine call that may wait: I/O, a
+ * join, the device), so other Python threads and the workers' Python calls
+ * go on; the GIL is held again when it returns. stmt touches no Python
+ * object. */
+#define CV_UNLOCKED(...)                                                                         \
+    do {                                                                                         \
+        Py_BEGIN_ALLOW_THREADS __VA_ARGS__;                                                      \
+        Py_END_ALLOW_THREADS                                                                     \
+    } while (0)
+
 /* The function and flags of a PyMethodDef whose function takes keywords
  * (fn(module, args, kwargs)): dataset constructors are called by name. */
 #define CV_METHOD_KEYWORDS(fn) (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS
@@ -139,7 +137,9 @@ static inline int cv_row_of(PyObject *self, PyObject **module)
     *module = PyTuple_GET_ITEM(self, 0); /* borrowed */
     return (int)PyLong_AsLong(PyTuple_GET_ITEM(self, 1));
 }
-/* constructors.c: rows, one per builder (core/builder.h), filled by cv_constructors_init */
+/* Module functions defined in the binding files (NULL-terminated), which
+ * module.c adds; constructors.c's rows, one per builder (core/builder.h),
+ * are filled by cv_constructors_init. */
 extern PyMethodDef cv_constructor_functions[];
 int cv_constructors_init(void);
 extern PyMethodDef cv_value_functions[]; /* memory.c: rows, the engine's counters, limits, reports */
@@ -149,25 +149,17 @@ extern PyMethodDef cv_example_functions[];     /* example.c: tf.train.Example */
 extern PyMethodDef cv_op_functions[];          /* ops.c: element ops and traced programs */
 extern PyMethodDef cv_memory_functions[];      /* memory.c: RAM budgets, hash_buffer */
 extern PyMethodDef cv_iterator_functions[];    /* iterator_type.c: shutdown */
+extern PyMethodDef cv_dtype_functions[];       /* numpy_dtypes.c: set_bfloat16_dtype */
 extern PyMethodDef cv_error_functions[];       /* errors.c: set_error_classes */
 extern PyMethodDef cv_fs_functions[];         /* fs.c: the file-system layer (fs_*) */
 extern PyMethodDef cv_device_functions[];      /* device.c: cuda_load, copy_rate */
 
 /* ---------------------------------------------------------------- gil.c */
 
-/* The GIL bridge. Every entry into Python from engine code (a worker, or
- * the consumer inside a GIL-released next()) is bracketed by one pair in
- * one function:
- *
- *     CvPythonCall call;
- *     if (cv_python_begin(&call) < 0)
- *         return ...;          // interpreter exiting: nothing was taken
- *     ... Python C API ...
- *     cv_python_end(&call);
- *
- * begin counts the call (so the atexit hook can wait for calls in flight),
- * refuses once Python is unavailable, and takes the GIL, pinning a thread
- * state on threads Python does not know (see gil.c). */
+/* The GIL bridge (gil.c): every entry into Python from engine code (a
+ * worker, or the consumer inside a GIL-released next()) is one pair in one
+ * function; begin returns -1, having taken nothing, once Python is
+ * unavailable (interpreter exit), and the caller fails or leaks. */
 typedef struct CvPythonCall {
     PyGILState_STATE gil;
 } CvPythonCall;
@@ -188,13 +180,8 @@ int cv_python_hook(PyObject *const *slot, void (*take)(PyObject *result, void *c
 
 extern atomic_int cv_shutting_down; /* set by _engine.shutdown (atexit) */
 extern atomic_int cv_python_calls;  /* engine-thread calls into Python in flight */
-/* True when Python code must no longer be entered from engine threads. */
-int cv_python_unavailable(void);
-/* Engine hooks installed at module exec. */
-void cv_python_after_fork_child(void); /* fork child: nothing is in flight */
-void cv_gil_thread_exit(void);         /* thread exit: releases a pinned thread state */
-void cv_gil_install_fork_guard(void);  /* once: fork() waits for a thread state being made */
-int cv_check_signals(void *arg);       /* interrupt check around GIL-released next() */
+void cv_gil_install(void);       /* once, at module exec: the thread-exit and fork hooks */
+int cv_check_signals(void *arg); /* interrupt check around GIL-released next() */
 
 /* ------------------------------------------------------------- errors.c */
 
@@ -206,11 +193,6 @@ CvStatus cv_status_from_pyerr(const char *where);
 /* A report's JSON text (core/report.h) as Python values (json.loads), or the
  * exception of s when the report failed; clears r either way. */
 PyObject *cv_report_to_python(CvModuleState *st, CvReport *r, CvStatus s);
-
-/* ----------------------------------------------------------------- fs.c */
-
-/* Registers the fsspec fallback (fs_fsspec.c) as scheme "*". */
-int cv_fs_init(PyObject *module);
 
 /* ------------------------------------------------------------ handles.c */
 
@@ -233,8 +215,6 @@ bool cv_handle_is(PyObject *obj, CvHandleKind kind);
 
 /* ------------------------------------------------------------- device.c */
 
-/* Creates the DeviceArrayBase type into st (and the module attribute). */
-int cv_device_init(PyObject *module, CvModuleState *st);
 /* A DeviceArray over t, a tensor in a device buffer (csrc/device/device.h;
  * a new reference to the buffer): st->device_array_class once the Python
  * layer set it, DeviceArrayBase before. */
@@ -242,8 +222,6 @@ PyObject *cv_device_array_new(CvModuleState *st, const CvTensor *t);
 
 /* ------------------------------------------------------------ convert.c */
 
-/* Creates the BufferHolder type into st. */
-int cv_convert_init(PyObject *module, CvModuleState *st);
 /* A numpy array (any numeric or string dtype, or a Python value numpy can
  * convert) -> tensor. Shares memory when the array already views an engine
  * buffer; copies otherwise. */
@@ -264,9 +242,6 @@ int cv_dtype_from_descr(PyArray_Descr *d, CvDtype *out);
  * exception set for bfloat16 before set_bfloat16_dtype gave its descr
  * (ml_dtypes' type, registered at run time). Needs the GIL. */
 PyArray_Descr *cv_descr_for(CvDtype dtype);
-/* set_bfloat16_dtype(dtype): ml_dtypes.bfloat16's descr (the Python layer
- * passes it when ml_dtypes is installed). */
-PyObject *cv_set_bfloat16_dtype(PyObject *module, PyObject *dtype);
 
 /* ------------------------------------------------------------- memory.c */
 
@@ -274,29 +249,16 @@ PyObject *cv_set_bfloat16_dtype(PyObject *module, PyObject *dtype);
  * process default) into *out. */
 int cv_memory_arg(PyObject *obj, CvMemory **out);
 
-/* ------------------------------------------------------------ example.c */
-
-/* (a config is cv_handle_arg(obj, CV_HANDLE_EXAMPLE_CONFIG)) */
-
 /* ------------------------------------------------------------- pyfunc.c */
 
-/* Python callables wrapped as engine callbacks. Each wrapper holds strong
- * references to its callables and to the module, drops them from any thread
- * through the GIL bridge, and reports them to the garbage collector through
- * the callback's traverse hook (see core/wrapper.h). */
-/* with_id: fn is called as fn(epoch, index, *components) (see CvElementId). */
+/* Python callables as engine callbacks (their references, threads and gc
+ * hooks: pyfunc.c). with_id: fn(epoch, index, *components) (CvElementId). */
 CvStatus cv_function_from_python(PyObject *module, PyObject *fn, PyObject *out_convert,
                                  PyObject *name, int with_id, CvFunction *out);
 CvStatus cv_source_from_python(PyObject *module, PyObject *factory, PyObject *name, CvSource *out);
 /* fn(*components) returns an engine Dataset. */
 CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObject *name,
                                          CvDatasetFunction *out);
-/* The CvVisit that forwards to a CPython visitproc; arg points to this. */
-typedef struct CvPyVisit {
-    visitproc visit;
-    void *arg;
-} CvPyVisit;
-int cv_py_visit(void *object, void *arg);
 
 /* ---------------------------------------------------------------- ops.c */
 
@@ -307,22 +269,12 @@ CvStatus cv_function_from_arg(PyObject *module, PyObject *fn, PyObject *out_conv
 
 /* ------------------------------------------------------ iterator_type.c */
 
-int cv_iterator_type_init(PyObject *module, CvModuleState *st);
-/* A new Iterator over source, an engine Dataset (a new reference is taken);
- * structure() is resolved at the first element (see Dataset._make_iterator).
- * statistics false: no statistics and no autotuner (AUTOTUNE stages stay at
- * their most), to measure what they cost. owner: the Python dataset (or
- * None), handed to conveyor.data.checkpoint by save/restore. */
-PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *structure, int cpu_budget,
-                                 int algorithm, PyObject *describe, bool statistics, PyObject *owner);
+/* Dataset.make_iterator(structure, ...) (its keywords: iterator_type.c). */
+PyObject *cv_make_iterator(PyObject *source, PyObject *args, PyObject *kwargs);
 
 /* ------------------------------------------------------- dataset_type.c */
 
-int cv_dataset_type_init(PyObject *module, CvModuleState *st);
 /* Wrap a new dataset (or raise the status); steals the reference to ds. */
 PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds);
-/* cv_wrap_dataset for the stages that buffer elements: the new dataset
- * charges `memory` (NULL: the process default budget). */
-PyObject *cv_wrap_buffering(PyObject *module, CvStatus s, CvDataset *ds, CvMemory *memory);
 
 #endif

@@ -60,11 +60,6 @@ static int hooks_traverse(void *ctx, CvVisit visit, void *arg)
     return visit(ctx, arg);
 }
 
-static CvCacheStore *store_arg(PyObject *obj)
-{
-    return cv_handle_arg(obj, CV_HANDLE_CACHE_STORE);
-}
-
 /* cache_store(filename or None, (warn, progress, describe), progress_delay_s,
  * on_truncation) -> store; on_truncation a CvTruncation (cache_op.py maps
  * its names and checks the rest). */
@@ -102,7 +97,7 @@ static PyObject *cache_dataset(PyObject *module, PyObject *args, PyObject *kwarg
                                      &expected, cv_memory_arg, &memory))
         return NULL;
     CvDataset *in = cv_dataset_arg(module, input);
-    CvCacheStore *st = in ? store_arg(store) : NULL;
+    CvCacheStore *st = in ? cv_handle_arg(store, CV_HANDLE_CACHE_STORE) : NULL;
     Py_buffer view = {.buf = NULL, .len = -(Py_ssize_t)sizeof(int64_t)}; /* None: -1 ints */
     if (!st || (expected != Py_None && PyObject_GetBuffer(expected, &view, PyBUF_SIMPLE) < 0))
         return NULL;
@@ -120,15 +115,13 @@ static PyObject *cache_dataset(PyObject *module, PyObject *args, PyObject *kwarg
  * DataLossError & co. for a damaged file. */
 static PyObject *cache_file_structure(PyObject *module, PyObject *store)
 {
-    CvCacheStore *st = store_arg(store);
+    CvCacheStore *st = cv_handle_arg(store, CV_HANDLE_CACHE_STORE);
     char *blob = NULL;
     size_t len = 0;
     CvStatus s;
     if (!st)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_cache_store_file_structure(st, &blob, &len);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_cache_store_file_structure(st, &blob, &len));
     PyObject *result = s ? cv_raise_status(cv_get_state(module), s)
                          : PyBytes_FromStringAndSize(blob ? blob : "", (Py_ssize_t)len);
     free(blob);

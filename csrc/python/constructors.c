@@ -174,7 +174,9 @@ static PyObject *construct(PyObject *self, PyObject *args, PyObject *kwargs)
         CvDataset *ds = NULL;
         CvStatus s = c.b->build(c.a, &ds);
         memset(c.taken, 0, sizeof(c.taken)); /* build took them, also when it failed */
-        result = buffering ? cv_wrap_buffering(module, s, ds, c.memory) : cv_wrap_dataset(module, s, ds);
+        if (!s && buffering) /* a stage that buffers charges its budget (NULL: the default) */
+            cv_dataset_set_memory(ds, c.memory);
+        result = cv_wrap_dataset(module, s, ds);
     }
     call_clear(&c);
     return result;

@@ -1,15 +1,11 @@
-/* Tensors <-> NumPy.
- *
- * Engine -> Python is zero-copy for numeric tensors: the array points into
- * the engine buffer and its base is a BufferHolder (CvBufferHolder) that
- * owns one buffer reference. The array is writable only when nothing else
- * in the engine shares the buffer (so a user writing into a batch cannot
- * corrupt a cached or sliced source). Strings are copied into bytes objects.
- *
+/* Tensors <-> NumPy. Engine -> Python is zero-copy for numeric tensors: the
+ * array points into the engine buffer and its base is a BufferHolder that
+ * owns one buffer reference; it is writable only when nothing else in the
+ * engine shares the buffer (so a user writing into a batch cannot corrupt a
+ * cached or sliced source). Strings are copied into bytes objects.
  * Python -> engine copies into a fresh buffer, except when the array
  * already views an engine buffer (a map function returning its input or a
- * slice of it), which is shared.
- */
+ * slice of it), which is shared. */
 #include <string.h>
 
 #include "python/binding.h"
@@ -36,18 +32,12 @@ static PyType_Slot holder_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec holder_spec = {
+PyType_Spec cv_holder_spec = {
     .name = "conveyor._engine.BufferHolder",
     .basicsize = sizeof(CvBufferHolder),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = holder_slots,
 };
-
-int cv_convert_init(PyObject *module, CvModuleState *st)
-{
-    st->holder_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &holder_spec, NULL);
-    return st->holder_type ? 0 : -1;
-}
 
 /* Bytes of item i of a string-like array: 'S' (trailing NULs dropped, as
  * numpy does), 'U' (UTF-8 encoded) or object (bytes or str). For 'U' and
@@ -195,13 +185,10 @@ CvStatus cv_tensor_from_pyobject(CvModuleState *st, PyObject *obj, CvTensor *out
         goto done;
     size_t nbytes = cv_tensor_nbytes(out);
     if (PyArray_IS_C_CONTIGUOUS(arr) && PyArray_ISNOTSWAPPED(arr)) {
-        if (nbytes >= (1u << 20)) { /* large copies run without the GIL */
-            Py_BEGIN_ALLOW_THREADS
+        if (nbytes >= (1u << 20)) /* large copies run without the GIL */
+            CV_UNLOCKED(memcpy(out->data, PyArray_DATA(arr), nbytes));
+        else
             memcpy(out->data, PyArray_DATA(arr), nbytes);
-            Py_END_ALLOW_THREADS
-        } else {
-            memcpy(out->data, PyArray_DATA(arr), nbytes);
-        }
     } else {
         /* Strided or byte-swapped: let numpy copy into a view of our buffer. */
         npy_intp dims[CV_MAX_RANK];

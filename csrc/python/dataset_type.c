@@ -3,15 +3,13 @@
  * and structure handling live in Python (conveyor/data/dataset.py and the
  * op classes in conveyor/data/ops/).
  *
- * Garbage collection: a pipeline can sit on a reference cycle (a map
- * function whose closure refers to the conveyor Dataset that holds this
- * object). The object embeds a CvWrapper, the engine's handle whose rule
- * (core/wrapper.h) says when it may report the Python objects reachable
- * through its CvDataset; tp_traverse reports the input objects and, through
- * the callbacks' traverse hooks (pyfunc.c, cache.c), those; tp_clear drops
- * the CvDataset and the input objects, which releases the callables. An
- * Iterator counts its running pipeline for its source (iterator_type.c:
- * account()).
+ * Garbage collection (a map function whose closure refers to the Dataset
+ * that runs it is a cycle): the object embeds a CvWrapper, whose rule
+ * (core/wrapper.h) says when it may report the Python objects its CvDataset
+ * reaches; tp_traverse reports the input objects and, through the
+ * callbacks' traverse hooks (pyfunc.c, cache.c), those; tp_clear drops the
+ * CvDataset and the inputs, releasing the callables. An Iterator counts its
+ * running pipeline for its source (iterator_type.c: account()).
  */
 #include "python/binding.h"
 
@@ -37,11 +35,17 @@ PyObject *cv_wrap_dataset(PyObject *module, CvStatus s, CvDataset *ds)
     return (PyObject *)obj;
 }
 
-PyObject *cv_wrap_buffering(PyObject *module, CvStatus s, CvDataset *ds, CvMemory *memory)
+/* The CvVisit the callbacks' traverse hooks get (core/wrapper.h): it
+ * forwards to the gc's visitproc; arg points to this. */
+typedef struct CvPyVisit {
+    visitproc visit;
+    void *arg;
+} CvPyVisit;
+
+static int py_visit(void *object, void *arg)
 {
-    if (!s)
-        cv_dataset_set_memory(ds, memory);
-    return cv_wrap_dataset(module, s, ds);
+    CvPyVisit *v = arg;
+    return v->visit((PyObject *)object, v->arg);
 }
 
 static int dataset_traverse(PyObject *op, visitproc visit, void *arg)
@@ -51,7 +55,7 @@ static int dataset_traverse(PyObject *op, visitproc visit, void *arg)
     for (int i = 0; i < self->w.num_inputs; i++)
         Py_VISIT(object_of(self->w.inputs[i]));
     CvPyVisit v = {visit, arg};
-    return cv_wrapper_traverse(&self->w, cv_py_visit, &v);
+    return cv_wrapper_traverse(&self->w, py_visit, &v);
 }
 
 /* Leaves the object consistent at each step that may run Python code
@@ -102,25 +106,9 @@ static PyObject *dataset_wrapper_id(PyObject *op, void *closure)
     return PyLong_FromVoidPtr(&((CvDatasetObject *)op)->w);
 }
 
-static PyObject *dataset_make_iterator(PyObject *op, PyObject *args, PyObject *kwargs)
-{
-    PyObject *structure, *describe = Py_None, *owner = Py_None;
-    int cpu_budget = 0, algorithm = CV_AUTOTUNE_MODEL, statistics = 1;
-    static char *keywords[] = {"structure", "cpu_budget", "algorithm", "describe", "statistics",
-                               "owner", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|iiOpO:make_iterator", keywords, &structure,
-                                     &cpu_budget, &algorithm, &describe, &statistics, &owner))
-        return NULL;
-    PyObject *module = cv_module_of(op);
-    if (!module)
-        return NULL;
-    return cv_iterator_object_new(module, op, structure, cpu_budget, algorithm, describe, statistics,
-                                  owner);
-}
-
 static PyMethodDef dataset_methods[] = {
     {"cardinality", dataset_cardinality, METH_NOARGS, "Number of elements, or -1 (infinite) / -2 (unknown)."},
-    {"make_iterator", CV_METHOD_KEYWORDS(dataset_make_iterator),
+    {"make_iterator", CV_METHOD_KEYWORDS(cv_make_iterator), /* iterator_type.c */
      "make_iterator(structure, cpu_budget=0) -> Iterator. structure() is called once, at the first "
      "element, and returns (kind, pack): kind 0 = one component, 1 = a plain tuple, 2 = "
      "pack(tuple). cpu_budget: the pool's running threads (0: the CPUs this process may use); "
@@ -147,18 +135,10 @@ static PyType_Slot dataset_slots[] = {
 };
 
 /* Not subclassable, so cv_module_of always finds our module. */
-static PyType_Spec dataset_spec = {
+PyType_Spec cv_dataset_spec = {
     .name = "conveyor._engine.Dataset",
     .basicsize = sizeof(CvDatasetObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_GC |
              Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = dataset_slots,
 };
-
-int cv_dataset_type_init(PyObject *module, CvModuleState *st)
-{
-    st->dataset_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &dataset_spec, NULL);
-    if (!st->dataset_type || PyModule_AddType(module, st->dataset_type) < 0)
-        return -1;
-    return 0;
-}

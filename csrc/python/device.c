@@ -3,11 +3,11 @@
  *
  * DeviceArrayBase is the C half: it owns one reference to a device buffer
  * (shared by the element's components) and describes one tensor in it. Its
- * Python subclass (conveyor.device.DeviceArray, given by
- * set_device_array_type (module.c) and made for every array) checks the arguments of
- * the protocols (__dlpack__, __array__, __cuda_array_interface__ v3) and
- * derives the plain attributes (the dtype from _meta's name); this file keeps what touches the buffer:
- * the DLPack export, the stream sync and the copy to the host.
+ * Python subclass (conveyor.device.DeviceArray, set_device_array_type's,
+ * made for every array) checks the protocols' arguments (__dlpack__,
+ * __array__, __cuda_array_interface__ v3) and derives the plain attributes
+ * from _meta; this file keeps what touches the buffer: the DLPack export,
+ * the stream sync and the copy to the host.
  *
  * Lifetimes: a capsule's DLManagedTensor owns its own buffer reference, so
  * the consumer may outlive the DeviceArray; its deleter only drops that
@@ -69,16 +69,13 @@ static PyObject *raise(PyObject *op, CvStatus s)
 
 /* ------------------------------------------------------------ DLPack */
 
-static void legacy_capsule_destructor(PyObject *capsule)
+/* Both kinds of capsule: one a consumer took is renamed ("used_..."). */
+static void capsule_destructor(PyObject *capsule)
 {
-    if (PyCapsule_IsValid(capsule, CV_DLPACK_CAPSULE)) /* never consumed */
-        cv_dlpack_delete(PyCapsule_GetPointer(capsule, CV_DLPACK_CAPSULE), false);
-}
-
-static void versioned_capsule_destructor(PyObject *capsule)
-{
-    if (PyCapsule_IsValid(capsule, CV_DLPACK_VERSIONED_CAPSULE))
-        cv_dlpack_delete(PyCapsule_GetPointer(capsule, CV_DLPACK_VERSIONED_CAPSULE), true);
+    bool versioned = PyCapsule_IsValid(capsule, CV_DLPACK_VERSIONED_CAPSULE);
+    const char *name = versioned ? CV_DLPACK_VERSIONED_CAPSULE : CV_DLPACK_CAPSULE;
+    if (PyCapsule_IsValid(capsule, name)) /* never consumed */
+        cv_dlpack_delete(PyCapsule_GetPointer(capsule, name), versioned);
 }
 
 /* _dlpack(handle, versioned, copy): the capsule, its arguments checked by
@@ -93,18 +90,14 @@ static PyObject *device_array_dlpack(PyObject *op, PyObject *args)
         return NULL;
     CvStatus s = CV_STATUS_OK;
     void *managed = NULL;
-    if (handle > 0) { /* the consumer's stream waits for the copy */
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_device_buffer_use_on(buffer_of(self), (uintptr_t)handle);
-        Py_END_ALLOW_THREADS
-    }
+    if (handle > 0) /* the consumer's stream waits for the copy */
+        CV_UNLOCKED(s = cv_device_buffer_use_on(buffer_of(self), (uintptr_t)handle));
     if (!s)
         s = cv_dlpack_export(&self->t, self->dlpack_type, self->index, versioned, copy, &managed);
     if (s)
         return raise(op, s);
-    PyObject *capsule =
-        versioned ? PyCapsule_New(managed, CV_DLPACK_VERSIONED_CAPSULE, versioned_capsule_destructor)
-                  : PyCapsule_New(managed, CV_DLPACK_CAPSULE, legacy_capsule_destructor);
+    PyObject *capsule = PyCapsule_New(
+        managed, versioned ? CV_DLPACK_VERSIONED_CAPSULE : CV_DLPACK_CAPSULE, capsule_destructor);
     if (!capsule)
         cv_dlpack_delete(managed, versioned);
     return capsule;
@@ -122,9 +115,7 @@ static PyObject *device_array_cuda_sync(PyObject *op, PyObject *unused)
     CvDeviceArrayObject *self = (CvDeviceArrayObject *)op;
     CvDeviceBuffer *db = buffer_of(self);
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_device_buffer_wait(db, 1);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_device_buffer_wait(db, 1));
     if (s)
         return raise(op, s);
     return Py_BuildValue("(sN)", cv_dlpack_typestr(self->t.dtype),
@@ -156,10 +147,8 @@ static PyObject *device_array_numpy(PyObject *op, PyObject *unused)
     if (!arr)
         return NULL;
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_device_buffer_read(buffer_of(self), t->data, PyArray_DATA((PyArrayObject *)arr),
-                              cv_tensor_nbytes(t));
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_device_buffer_read(buffer_of(self), t->data,
+                                          PyArray_DATA((PyArrayObject *)arr), cv_tensor_nbytes(t)));
     if (s) {
         Py_DECREF(arr);
         return raise(op, s);
@@ -202,21 +191,13 @@ static PyType_Slot device_array_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec device_array_spec = {
+PyType_Spec cv_device_array_spec = {
     .name = "conveyor._engine.DeviceArrayBase",
     .basicsize = sizeof(CvDeviceArrayObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE |
              Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = device_array_slots,
 };
-
-int cv_device_init(PyObject *module, CvModuleState *st)
-{
-    st->device_array_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &device_array_spec, NULL);
-    if (!st->device_array_type || PyModule_AddType(module, st->device_array_type) < 0)
-        return -1;
-    return 0;
-}
 
 /* ------------------------------------------------------------ functions */
 
@@ -228,13 +209,11 @@ static PyObject *device_cuda_load(PyObject *module, PyObject *arg)
     CvStatus s;
     if (!names)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_cuda_load(names);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_cuda_load(names));
     return s ? cv_raise_status(cv_get_state(module), s) : Py_NewRef(Py_None);
 }
 
-/* copy_rate(kind, index, nbytes, repeats) -> bytes/s from page-locked memory. */
+/* bytes/s from page-locked memory */
 static PyObject *device_copy_rate(PyObject *module, PyObject *args)
 {
     int kind, index, repeats;
@@ -243,13 +222,9 @@ static PyObject *device_copy_rate(PyObject *module, PyObject *args)
         return NULL; /* nbytes, repeats > 0: checked by conveyor.device.copy_bandwidth */
     double rate = 0.0;
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_device_measure_copy_rate(kind == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU, index,
-                                    (size_t)nbytes, repeats, &rate);
-    Py_END_ALLOW_THREADS
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    return PyFloat_FromDouble(rate);
+    CV_UNLOCKED(s = cv_device_measure_copy_rate(kind == 1 ? CV_DEVICE_CUDA : CV_DEVICE_CPU, index,
+                                                (size_t)nbytes, repeats, &rate));
+    return s ? cv_raise_status(cv_get_state(module), s) : PyFloat_FromDouble(rate);
 }
 
 PyMethodDef cv_device_functions[] = {

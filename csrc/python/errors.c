@@ -111,8 +111,7 @@ static PyObject *errors_set_error_classes(PyObject *module, PyObject *mapping)
  * message), registered by conveyor/__init__.py; process-wide like the rest
  * of the engine's state (the module supports one interpreter). The call may
  * come from any thread; an exception it raises (a warnings filter set to
- * "error") is reported as unraisable, since the warning travels without
- * failing the pipeline. */
+ * "error") is reported as unraisable: the warning never fails the pipeline. */
 static PyObject *warning_handler; /* owned; NULL: stderr */
 
 static void python_warning(CvWarningKind kind, const char *message)

@@ -1,18 +1,17 @@
 /* Binding of the tf.train.Example parser (csrc/ops/example.c).
  *
- *   example_config(keys, ints, dims, defaults) -> handle
- *       The features, packed by conveyor/io/example.py: keys a tuple of
- *       str; ints 4 C ints a feature (kind a CvFeatureKind, dtype a CvDtype
- *       code, rank, the index of its default in defaults or -1); dims the
- *       shapes' int64 dims, feature after feature; defaults a list of
- *       arrays. Compiles a CvExampleConfig (immutable; shareable); the
- *       engine checks kinds, dtypes, shapes and defaults.
- *   parse_example(config, serialized, names) -> tuple of arrays
- *       serialized: bytes (one Example, as parse_single_example) or an
- *       object array of bytes; names: None or an object array of bytes as
- *       long as serialized (conveyor/io/example.py checks both). Returns
- *       the outputs in feature order (VarLen: indices, values, dense_shape),
- *       parsed with the GIL released.
+ *   example_config(keys, ints, dims, defaults): the features, packed by
+ *       conveyor/io/example.py: keys a tuple of str; ints 4 C ints a
+ *       feature (kind a CvFeatureKind, dtype a CvDtype code, rank, the index
+ *       of its default in defaults or -1); dims the shapes' int64 dims,
+ *       feature after feature; defaults a list of arrays. Compiles a
+ *       CvExampleConfig (immutable; shareable); the engine checks kinds,
+ *       dtypes, shapes and defaults.
+ *   parse_example(config, serialized, names): serialized bytes (one
+ *       Example, as parse_single_example) or an object array of bytes;
+ *       names None or an object array of bytes as long as serialized
+ *       (conveyor/io/example.py checks both). The outputs in feature order
+ *       (VarLen: indices, values, dense_shape), parsed without the GIL.
  */
 #include "python/binding.h"
 #include "ops/example.h"
@@ -75,11 +74,9 @@ static PyObject *example_parse(PyObject *module, PyObject *args)
         s = cv_tensor_from_pyobject(st, names, &name_data);
     if (!s)
         s = cv_element_init(&out, (uint32_t)cv_example_config_num_outputs(cfg));
-    if (!s) {
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_parse_example_tensor(cfg, &data, names != Py_None ? &name_data : NULL, out.t);
-        Py_END_ALLOW_THREADS
-    }
+    if (!s)
+        CV_UNLOCKED(s = cv_parse_example_tensor(cfg, &data, names != Py_None ? &name_data : NULL,
+                                                out.t));
     result = s ? cv_raise_status(st, s) : cv_element_to_tuple(st, &out, false);
     cv_tensor_clear(&data);
     cv_tensor_clear(&name_data);

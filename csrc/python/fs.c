@@ -1,25 +1,15 @@
 /* The file-system layer for Python (io/fs.h): _engine.fs_* functions, and
- * the file handles that conveyor.io.gfile's FsReader and FsWriter (Python:
- * positions, argument checks) are built on.
- *
- * Every engine call runs without the GIL (it may wait on the network); its
- * results are copied into Python objects after the GIL is back. Paths are
- * str, bytes or os.PathLike (PyUnicode_FSConverter). Errors go through the
- * one status -> exception path (errors.c). A handle belongs to one thread at
- * a time: a second thread using it while a call is in flight gets
- * RuntimeError rather than a data race.
- */
+ * the file handles of conveyor.io.gfile's FsReader and FsWriter (Python:
+ * positions, argument checks). Every engine call runs without the GIL (it
+ * may wait on the network); its results become Python objects after. Paths
+ * are str, bytes or os.PathLike (PyUnicode_FSConverter). A handle belongs
+ * to one thread at a time: a second thread using it while a call is in
+ * flight gets RuntimeError rather than a data race. */
 #include "python/binding.h"
 
 #include "io/fs.h"
 #include "io/fs_ops.h"
 #include "io/http.h"
-
-#define UNLOCKED(stmt)                                                                           \
-    do {                                                                                         \
-        Py_BEGIN_ALLOW_THREADS stmt;                                                             \
-        Py_END_ALLOW_THREADS                                                                     \
-    } while (0)
 
 static PyObject *raise(PyObject *module, CvStatus s)
 {
@@ -35,7 +25,7 @@ static PyObject *fs_stat(PyObject *module, PyObject *arg)
     CvStatus s;
     if (!PyUnicode_FSConverter(arg, &path))
         return NULL;
-    UNLOCKED(s = cv_fs_stat(PyBytes_AS_STRING(path), &info));
+    CV_UNLOCKED(s = cv_fs_stat(PyBytes_AS_STRING(path), &info));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
@@ -43,8 +33,6 @@ static PyObject *fs_stat(PyObject *module, PyObject *arg)
                          (long long)info.mtime_ns, info.is_dir ? Py_True : Py_False, info.version);
 }
 
-/* fs_list(url, recursive, glob): the sorted names under url, or (glob) the
- * URLs matching the pattern url, gathered without the GIL. */
 static PyObject *fs_list(PyObject *module, PyObject *args)
 {
     PyObject *path = NULL, *list = NULL;
@@ -53,8 +41,8 @@ static PyObject *fs_list(PyObject *module, PyObject *args)
     CvStatus s;
     if (!PyArg_ParseTuple(args, "O&|pp:fs_list", PyUnicode_FSConverter, &path, &recursive, &glob))
         return NULL;
-    UNLOCKED(s = glob ? cv_fs_glob_names(PyBytes_AS_STRING(path), &n)
-                      : cv_fs_list_names(PyBytes_AS_STRING(path), recursive, &n));
+    CV_UNLOCKED(s = glob ? cv_fs_glob_names(PyBytes_AS_STRING(path), &n)
+                         : cv_fs_list_names(PyBytes_AS_STRING(path), recursive, &n));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
@@ -98,9 +86,9 @@ static PyObject *fs_path_op(PyObject *module, PyObject *args)
     if (!op || !op->two != !b)
         PyErr_Format(PyExc_ValueError, "fs_path_op: no operation %s of %d URLs", name, 1 + !!b);
     else if (op->one)
-        UNLOCKED(s = op->one(PyBytes_AS_STRING(a)));
+        CV_UNLOCKED(s = op->one(PyBytes_AS_STRING(a)));
     else
-        UNLOCKED(s = op->two(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), overwrite));
+        CV_UNLOCKED(s = op->two(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), overwrite));
     Py_DECREF(a);
     Py_XDECREF(b);
     if (s)
@@ -108,23 +96,9 @@ static PyObject *fs_path_op(PyObject *module, PyObject *args)
     return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
 }
 
-/* Up to `size` bytes (-1: to the end) at `offset` of an open file, as a new
- * bytes object; read without the GIL. */
-static PyObject *read_bytes(PyObject *module, CvReadFile *f, uint64_t offset, Py_ssize_t size)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    CvStatus s;
-    UNLOCKED(s = cv_read_file_range(f, offset, size, &buf, &len));
-    PyObject *out = s ? raise(module, s) : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
-    free(buf);
-    return out;
-}
-
 /* ---- files: the handles of conveyor.io.gfile's FsReader and FsWriter ---- */
 
-/* fs_open(url, mode) -> (handle, size or -1): mode "r" reads, "w" writes,
- * "a" appends (io/fs_ops.h: CvFsFile). */
+/* The handle owns a CvFsFile (io/fs_ops.h). */
 static PyObject *fs_open(PyObject *module, PyObject *args)
 {
     PyObject *path = NULL;
@@ -133,7 +107,7 @@ static PyObject *fs_open(PyObject *module, PyObject *args)
     CvStatus s;
     if (!PyArg_ParseTuple(args, "O&s:fs_open", PyUnicode_FSConverter, &path, &mode))
         return NULL;
-    UNLOCKED(s = cv_fs_file_open(PyBytes_AS_STRING(path), *mode, &f));
+    CV_UNLOCKED(s = cv_fs_file_open(PyBytes_AS_STRING(path), *mode, &f));
     Py_DECREF(path);
     if (s)
         return raise(module, s);
@@ -154,12 +128,14 @@ static CvFsFile *file_arg(PyObject *handle, bool closed_ok)
     return PyErr_Occurred() ? NULL : f;
 }
 
-/* fs_read_at(handle, offset, n) -> up to n bytes (-1: to the end). */
 static PyObject *fs_read_at(PyObject *module, PyObject *args)
 {
     PyObject *handle;
     unsigned long long offset;
     Py_ssize_t n;
+    char *buf = NULL;
+    size_t len = 0;
+    CvStatus s;
     if (!PyArg_ParseTuple(args, "OKn:fs_read_at", &handle, &offset, &n))
         return NULL;
     CvFsFile *f = file_arg(handle, false);
@@ -168,12 +144,13 @@ static PyObject *fs_read_at(PyObject *module, PyObject *args)
     if (!f || !f->reader)
         return NULL;
     f->busy = true;
-    PyObject *out = read_bytes(module, f->reader, offset, n);
+    CV_UNLOCKED(s = cv_read_file_range(f->reader, offset, n, &buf, &len));
     f->busy = false;
+    PyObject *out = s ? raise(module, s) : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+    free(buf);
     return out;
 }
 
-/* fs_write(handle, bytes-like) */
 static PyObject *fs_write(PyObject *module, PyObject *args)
 {
     PyObject *handle;
@@ -186,19 +163,15 @@ static PyObject *fs_write(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "fs_write: a file open for reading");
     if (f && f->writer) {
         f->busy = true;
-        UNLOCKED(s = f->writer->methods->append(f->writer, view.buf, (size_t)view.len));
+        CV_UNLOCKED(s = f->writer->methods->append(f->writer, view.buf, (size_t)view.len));
         f->busy = false;
     }
     PyBuffer_Release(&view);
     if (!f || !f->writer)
         return NULL;
-    if (s)
-        return raise(module, s);
-    Py_RETURN_NONE;
+    return s ? raise(module, s) : Py_NewRef(Py_None);
 }
 
-/* fs_close(handle, commit): close a reader, commit or abort a writer; a
- * closed handle is left as it is. */
 static PyObject *fs_close(PyObject *module, PyObject *args)
 {
     PyObject *handle;
@@ -209,13 +182,9 @@ static PyObject *fs_close(PyObject *module, PyObject *args)
     CvFsFile *f = file_arg(handle, true);
     if (!f)
         return NULL;
-    UNLOCKED(s = cv_fs_file_finish(f, commit)); /* the fields are cleared before the GIL goes */
-    if (s)
-        return raise(module, s);
-    Py_RETURN_NONE;
+    CV_UNLOCKED(s = cv_fs_file_finish(f, commit)); /* the fields are cleared before the GIL goes */
+    return s ? raise(module, s) : Py_NewRef(Py_None);
 }
-
-extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
 
 /* The process's I/O budget (io/http.h; what it measured: memory.c's io_stats). */
 static PyObject *set_io_budget(PyObject *module, PyObject *args)
@@ -228,13 +197,6 @@ static PyObject *set_io_budget(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
-int cv_fs_init(PyObject *module)
-{
-    (void)module;
-    cv_fs_register(&cv_fs_fsspec); /* every scheme without a table of its own */
-    return 0;
-}
-
 PyMethodDef cv_fs_functions[] = {
     {"fs_stat", fs_stat, METH_O, "fs_stat(url) -> (size or -1, mtime_ns, is_dir, version)"},
     {"fs_list", fs_list, METH_VARARGS,
@@ -245,7 +207,9 @@ PyMethodDef cv_fs_functions[] = {
     {"fs_open", fs_open, METH_VARARGS, "fs_open(url, mode 'r', 'w' or 'a') -> (handle, size or -1)"},
     {"fs_read_at", fs_read_at, METH_VARARGS, "fs_read_at(handle, offset, n) -> bytes (n -1: to the end)"},
     {"fs_write", fs_write, METH_VARARGS, "fs_write(handle, bytes-like)"},
-    {"fs_close", fs_close, METH_VARARGS, "fs_close(handle, commit): a writer's file appears if commit"},
+    {"fs_close", fs_close, METH_VARARGS,
+     "fs_close(handle, commit): close a reader; commit (the file appears) or abort a writer; a "
+     "closed handle stays as it is"},
     {"set_io_budget", set_io_budget, METH_VARARGS,
      "set_io_budget(bytes, requests): 0 keeps a value"},
     {NULL, NULL, 0, NULL},

@@ -1,14 +1,12 @@
 /* The fsspec fallback: a file-system table (io/fs.h) with scheme "*", for
  * every URL scheme the engine has no table of its own for (memory://,
- * hf://, abfs://, ...), registered at module init (fs.c).
- *
- * Each method takes the GIL (cv_python_begin, gil.c) and calls the Python
- * half, conveyor/io/_fsspec.py, which finds fsspec's file system for the
- * URL, calls it and gives fsspec's answers as plain tuples converted here.
- * The half's call() turns an exception into the status code and message
- * naming the URL. Writes are staged in a local temporary file
- * (io/fs_staged.h) that commit uploads whole. Thread-safety: as fs.h (the
- * GIL orders the Python).
+ * hf://, abfs://, ...), registered at module exec (module.c). Each method
+ * takes the GIL (cv_python_begin, gil.c) and calls the Python half,
+ * conveyor/io/_fsspec.py, which finds fsspec's file system for the URL,
+ * calls it and gives fsspec's answers as plain tuples converted here; its
+ * call() turns an exception into the status code and message naming the
+ * URL. Writes are staged in a local temporary file (io/fs_staged.h) that
+ * commit uploads whole. Thread-safety: as fs.h (the GIL orders the Python).
  */
 #include "python/binding.h"
 

@@ -1,9 +1,8 @@
-/* The GIL bridge: how engine threads enter Python.
- *
- * A map function, a generator or a hook runs on whichever thread calls it
- * (a worker or the consumer). The thread takes the GIL for the call only,
- * through cv_python_begin/cv_python_end, and no engine lock is held across
- * the call (see core/stage.h).
+/* The GIL bridge: how engine threads enter Python. A map function, a
+ * generator or a hook runs on whichever thread calls it (a worker or the
+ * consumer), which takes the GIL for the call only, through
+ * cv_python_begin/cv_python_end; no engine lock is held across the call
+ * (core/stage.h).
  *
  * Shutdown: once the interpreter starts finalizing, a thread that asks for
  * the GIL may hang or be killed. cv_shutting_down is set by the atexit hook
@@ -20,7 +19,8 @@
 atomic_int cv_shutting_down;
 atomic_int cv_python_calls;
 
-int cv_python_unavailable(void)
+/* True when Python code must no longer be entered from engine threads. */
+static int python_unavailable(void)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     return atomic_load(&cv_shutting_down) || Py_IsFinalizing();
@@ -35,23 +35,6 @@ int cv_python_unavailable(void)
  * fault per element). The pin is one extra Ensure; the engine's thread-exit
  * hook undoes it, which deletes the thread state. */
 static _Thread_local int pinned;
-
-/* fork() against a thread state being made. PyThreadState_New takes the
- * runtime's head lock without the GIL; a fork() in another thread at that
- * moment leaves the lock held in the child, where CPython before 3.13
- * deadlocks in PyOS_AfterFork_Child before any Python code runs. So an engine
- * thread makes its state under the fork guard (core/thread.h), which fork()
- * takes first. Holding it never waits for the GIL, so the forking thread,
- * which holds the GIL, cannot deadlock on it. From 3.13 on, os.fork() itself
- * holds the head lock across fork(): there the guard would deadlock against
- * a thread waiting for that lock under the guard, and is not needed, so it
- * is not installed. */
-void cv_gil_install_fork_guard(void)
-{
-#if PY_VERSION_HEX < 0x030D0000
-    cv_fork_guard_install();
-#endif
-}
 
 static PyGILState_STATE gil_acquire(void)
 {
@@ -69,13 +52,23 @@ static PyGILState_STATE gil_acquire(void)
     return PyGILState_Ensure();
 }
 
-/* The count goes up before the shutdown check, so the atexit hook, which
- * sets the flag and then waits for the count to drain, never misses a call
- * on its way in. */
+/* Used as
+ *
+ *     CvPythonCall call;
+ *     if (cv_python_begin(&call) < 0)
+ *         return ...;          // interpreter exiting: nothing was taken
+ *     ... Python C API ...
+ *     cv_python_end(&call);
+ *
+ * begin counts the call, refuses once Python is unavailable, and takes the
+ * GIL, pinning a thread state on threads Python does not know. The count
+ * goes up before the shutdown check, so the atexit hook, which sets the
+ * flag and then waits for the count to drain, never misses a call on its
+ * way in. */
 int cv_python_begin(CvPythonCall *call)
 {
     atomic_fetch_add(&cv_python_calls, 1);
-    if (cv_python_unavailable()) {
+    if (python_unavailable()) {
         atomic_fetch_sub(&cv_python_calls, 1);
         return -1;
     }
@@ -131,18 +124,19 @@ int cv_python_hook(PyObject *const *slot, void (*take)(PyObject *result, void *c
 }
 
 /* In a fork() child no engine thread exists: nothing is inside Python. */
-void cv_python_after_fork_child(void)
+static void after_fork_child(void)
 {
     atomic_store(&cv_python_calls, 0);
 }
 
-void cv_gil_thread_exit(void)
+/* A thread's exit: releases its pinned thread state. */
+static void gil_thread_exit(void)
 {
     if (!pinned)
         return;
     /* Counted like a call, but without gil_acquire: this drops the pin. */
     atomic_fetch_add(&cv_python_calls, 1);
-    if (cv_python_unavailable()) {
+    if (python_unavailable()) {
         atomic_fetch_sub(&cv_python_calls, 1);
         return; /* at finalization the interpreter frees thread states itself */
     }
@@ -162,4 +156,27 @@ int cv_check_signals(void *arg)
     int stop = PyErr_CheckSignals() < 0;
     PyGILState_Release(g);
     return stop;
+}
+
+/* The bridge's engine hooks (core/thread.h), installed once at module
+ * exec, and the fork guard.
+ *
+ * The fork guard: fork() against a thread state being made.
+ * PyThreadState_New takes the runtime's head lock without the GIL; a fork()
+ * in another thread at that moment leaves the lock held in the child, where CPython before 3.13
+ * deadlocks in PyOS_AfterFork_Child before any Python code runs. So an engine
+ * thread makes its state under the fork guard (core/thread.h), which fork()
+ * takes first. Holding it never waits for the GIL, so the forking thread,
+ * which holds the GIL, cannot deadlock on it. From 3.13 on, os.fork() itself
+ * holds the head lock across fork(): there the guard would deadlock against
+ * a thread waiting for that lock under the guard, and is not needed, so it
+ * is not installed. */
+void cv_gil_install(void)
+{
+    (void)cv_fork_generation(); /* installs the pthread_atfork handler */
+    cv_set_thread_exit_hook(gil_thread_exit);
+    cv_set_fork_child_hook(after_fork_child);
+#if PY_VERSION_HEX < 0x030D0000
+    cv_fork_guard_install();
+#endif
 }

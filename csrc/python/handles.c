@@ -1,9 +1,8 @@
 /* Engine objects handed to Python as handles (capsules), one table for all
  * kinds: a handle owns one reference to (or the only pointer of) its
  * object, freed when Python drops the handle, without the GIL where the
- * free may wait (a writer's close). The functions that make and take them
- * are in the files of their kinds; this file knows only how each is freed.
- */
+ * free may wait (a writer's close). The files of the kinds make and take
+ * them; this file knows only how each is freed. */
 #include "python/binding.h"
 
 #include "core/ram_budget.h"
@@ -48,13 +47,10 @@ static void handle_free(PyObject *capsule)
 {
     const HandleKind *k = PyCapsule_GetContext(capsule);
     void *object = PyCapsule_GetPointer(capsule, k->capsule);
-    if (k->unlocked) {
-        Py_BEGIN_ALLOW_THREADS
+    if (k->unlocked)
+        CV_UNLOCKED(k->free(object));
+    else
         k->free(object);
-        Py_END_ALLOW_THREADS
-    } else {
-        k->free(object);
-    }
 }
 
 PyObject *cv_handle_new(CvHandleKind kind, void *object)

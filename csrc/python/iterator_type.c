@@ -1,14 +1,11 @@
 /* conveyor._engine.Iterator: one pass over an engine dataset, and the
  * atexit hook that stops the live ones (their registry and the shutdown's
- * steps are core/pipeline.h's).
- *
- * The pass itself is a CvPipeline (core/pipeline.h: the root iterator, the
- * pool, the statistics, the autotuner and the teardown); this file keeps
- * what is Python's: the GIL, the element structure, elements held back by
- * an interrupt, the owner for save and restore, and stats() parsed from the
- * pipeline's report (core/report.h). The methods that are plain Python
- * (get_next, save, restore, state_dict, load_state_dict) are on the
- * subclass that set_iterator_type registers (conveyor/data/iterator_ops.py).
+ * steps: core/pipeline.h). The pass is a CvPipeline (core/pipeline.h); this
+ * file keeps what is Python's: the GIL, the element structure, elements
+ * held back by an interrupt, the owner for save and restore, and stats()
+ * from the pipeline's report (core/report.h). The methods that are plain
+ * Python (get_next, save, restore, state_dict, load_state_dict) are on the
+ * subclass set_iterator_type registers (conveyor/data/iterator_ops.py).
  *
  * GIL rules: an iterator whose pipeline may block (worker threads, joins)
  * first asks for an element that is ready now (try_next, with the GIL held:
@@ -82,23 +79,32 @@ static void iterator_release(CvIteratorObject *self)
 {
     cv_consumer_uncount(&self->c);
     if (cv_consumer_finish(&self->c)) { /* after fork(): the parent's, never joined */
-        CvPipeline *pipeline = self->c.pipeline;
-        Py_BEGIN_ALLOW_THREADS
-        cv_pipeline_stop(pipeline);
-        Py_END_ALLOW_THREADS
+        CvPipeline *pipeline = self->c.pipeline; /* read with the GIL */
+        CV_UNLOCKED(cv_pipeline_stop(pipeline));
     }
     Py_CLEAR(self->source); /* may free the engine Dataset: last, in a consistent state */
 }
 
-/* make_iterator's work: structure is kept until the first element.
+/* Dataset.make_iterator (dataset_type.c's table; its doc there): a new
+ * Iterator over source, an engine Dataset (a new reference is taken);
+ * structure is kept until the first element.
  * cpu_budget: the pool's running threads (0: the CPUs this process may use);
  * algorithm: the autotuner's (CvAutotuneAlgorithm); describe: see stats().
- * statistics false: neither statistics nor autotuner (their cost, measured
- * by benchmarks/stats_overhead.py); stats() then raises. */
-PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *structure, int cpu_budget,
-                                 int algorithm, PyObject *describe, bool statistics, PyObject *owner)
+ * statistics false: neither statistics nor autotuner, AUTOTUNE stages at
+ * their most (their cost, measured by benchmarks/stats_overhead.py);
+ * stats() then raises. owner: the Python dataset (or None), handed to
+ * conveyor.data.checkpoint by save/restore. */
+PyObject *cv_make_iterator(PyObject *source, PyObject *args, PyObject *kwargs)
 {
-    CvDataset *ds = cv_dataset_of(source);
+    PyObject *structure, *describe = Py_None, *owner = Py_None;
+    int cpu_budget = 0, algorithm = CV_AUTOTUNE_MODEL, statistics = 1;
+    static char *keywords[] = {"structure", "cpu_budget", "algorithm", "describe", "statistics",
+                               "owner", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|iiOpO:make_iterator", keywords, &structure,
+                                     &cpu_budget, &algorithm, &describe, &statistics, &owner))
+        return NULL;
+    PyObject *module = cv_module_of(source);
+    CvDataset *ds = module ? cv_dataset_of(source) : NULL;
     if (!ds)
         return NULL;
     CvModuleState *st = cv_get_state(module);
@@ -115,13 +121,13 @@ PyObject *cv_iterator_object_new(PyObject *module, PyObject *source, PyObject *s
     memset((char *)self + sizeof(PyObject), 0, sizeof(*self) - sizeof(PyObject));
     self->c.fork_generation = cv_fork_generation();
     self->source = Py_NewRef(source);
-    self->describe = describe == Py_None ? NULL : Py_XNewRef(describe);
+    self->describe = describe == Py_None ? NULL : Py_NewRef(describe);
     self->structure = Py_NewRef(structure);
-    self->owner = owner == Py_None ? NULL : Py_XNewRef(owner);
+    self->owner = owner == Py_None ? NULL : Py_NewRef(owner);
     self->kind = -1;
     self->module = Py_NewRef(module);
     PyObject_GC_Track(self);
-    CvPipelineOptions options = {cpu_budget, (CvAutotuneAlgorithm)algorithm, statistics};
+    CvPipelineOptions options = {cpu_budget, (CvAutotuneAlgorithm)algorithm, statistics != 0};
     CvStatus s = cv_consumer_start(&self->c, ds, &options, self);
     if (s) {
         Py_DECREF(self);
@@ -257,11 +263,8 @@ static PyObject *iterator_next(PyObject *op)
     s = self->may_block ? cv_pipeline_try_next(pipeline, &e, &end, &would_block)
                         : cv_pipeline_next(pipeline, &e, &end);
     cv_set_outside_hooks(outer_hooks);
-    if (!s && would_block) {
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_pipeline_wait(pipeline, &e, &end);
-        Py_END_ALLOW_THREADS
-    }
+    if (!s && would_block)
+        CV_UNLOCKED(s = cv_pipeline_wait(pipeline, &e, &end));
     cv_set_interrupt_check(outer.fn, outer.arg);
     self->c.busy = false;
     if (self->c.close_requested || (!s && end)) {
@@ -325,10 +328,8 @@ static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
  * more. The gc may clear the objects its functions use before or after
  * (in any order); a call still running then fails inside a cancelled
  * pipeline, its result unread, and what it runs stays allocated until its
- * engine iterators are freed. The stop lets go of the GIL, so workers
- * waiting for it to finish a Python call can; it waits on user code for no
- * more than CV_PIPELINE_RELEASE_WAIT_NS, then leaves the join to a detached
- * thread (a collection on one of this pipeline's own workers). */
+ * engine iterators are freed. The stop lets go of the GIL and bounds its
+ * wait (iterator_release), also for a collection on one of its workers. */
 static int iterator_clear(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
@@ -397,9 +398,7 @@ static PyObject *iterator_save_engine(PyObject *op, PyObject *unused)
     CvStatus s;
     self->c.busy = true;
     CvPipeline *pipeline = self->c.pipeline;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_pipeline_save(pipeline, &w);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_pipeline_save(pipeline, &w));
     self->c.busy = false;
     PyObject *result = s ? NULL : PyBytes_FromStringAndSize(w.data, (Py_ssize_t)w.len);
     cv_state_writer_clear(&w);
@@ -434,17 +433,13 @@ static PyObject *iterator_restore_engine(PyObject *op, PyObject *state)
     self->c.busy = true;
     CvPipeline *pipeline = self->c.pipeline;
     cv_consumer_uncount(&self->c); /* a failed restore may stop it */
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_pipeline_restore(pipeline, &r); /* on failure: a fresh iterator or stopped */
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_pipeline_restore(pipeline, &r)); /* on failure: fresh, or stopped */
     self->c.busy = false;
     account(self);
     if (s && !cv_pipeline_running(pipeline))
         iterator_release(self); /* no fresh one could be made */
     PyBuffer_Release(&view);
-    if (s)
-        return cv_raise_status(st, s);
-    Py_RETURN_NONE;
+    return s ? cv_raise_status(st, s) : Py_NewRef(Py_None);
 }
 
 /* _held() -> the element an interrupt held back (it stays held), or None.
@@ -475,8 +470,6 @@ static PyObject *iterator_hold(PyObject *op, PyObject *element)
     Py_RETURN_NONE;
 }
 
-/* get_next, save, restore, state_dict and load_state_dict are Python's
- * (conveyor/data/iterator_ops.py, a subclass made by set_iterator_type). */
 static PyMethodDef iterator_methods[] = {
     {"close", iterator_close, METH_NOARGS,
      "Stop the iterator now: cancel its work, join its threads and free its buffers."},
@@ -511,7 +504,7 @@ static PyType_Slot iterator_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec iterator_spec = {
+PyType_Spec cv_iterator_spec = {
     .name = "conveyor._engine.Iterator",
     .basicsize = sizeof(CvIteratorObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_GC |
@@ -530,21 +523,13 @@ static int python_calls_in_flight(void)
     return atomic_load(&cv_python_calls);
 }
 
-/* An iterator inside next() on another thread: its next() returns
- * CANCELLED and frees it. Else stopped when the calls drained, or
- * abandoned: its threads die with the process, never joined. */
+/* Stopped here when the calls drained (core/consumer.h says the rest). */
 static void settle_at_exit(void *owner, bool drained)
 {
     CvIteratorObject *self = owner;
     Py_INCREF(self); /* release lets go of the GIL: another thread may drop it */
-    if (self->c.busy)
-        self->c.close_requested = true;
-    else if (drained)
+    if (cv_consumer_settle_at_exit(&self->c, drained))
         iterator_release(self);
-    else {
-        cv_consumer_uncount(&self->c);
-        cv_consumer_abandon(&self->c);
-    }
     Py_DECREF(self);
 }
 
@@ -562,17 +547,7 @@ static PyObject *iterator_shutdown(PyObject *module, PyObject *args)
 }
 
 PyMethodDef cv_iterator_functions[] = {
-    {"set_bfloat16_dtype", cv_set_bfloat16_dtype, METH_O,
-     "set_bfloat16_dtype(dtype): the NumPy dtype of bfloat16 tensors (ml_dtypes.bfloat16)."},
     {"shutdown", iterator_shutdown, METH_VARARGS,
      "shutdown(timeout=0.5): stop all live iterators (run at interpreter exit)."},
     {NULL, NULL, 0, NULL},
 };
-
-int cv_iterator_type_init(PyObject *module, CvModuleState *st)
-{
-    st->iterator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &iterator_spec, NULL);
-    if (!st->iterator_type || PyModule_AddType(module, st->iterator_type) < 0)
-        return -1;
-    return 0;
-}

@@ -3,9 +3,10 @@
  * (buffers in use, the buffer pool, remote I/O, CUDA, the staging cache,
  * live iterators, the CPU budget, the CRC-32C implementation).
  *
- * A budget reaches Python as a handle (handles.c) owning one reference; conveyor/data/ops/options_op.py creates one per with_options() call
- * that sets options.autotune.ram_budget and passes it to the constructors of
- * the stages that buffer, which record it in their engine dataset. */
+ * A budget reaches Python as a handle (handles.c) owning one reference;
+ * options_op.py makes one per with_options() that sets
+ * options.autotune.ram_budget, for the constructors of the stages that
+ * buffer, which record it in their engine dataset. */
 #include "python/binding.h"
 
 #include "core/cgroup.h"
@@ -88,9 +89,7 @@ static PyObject *memory_value(PyObject *self, PyObject *arg)
     case CEILING:
         return PyLong_FromLong(cv_autotune_ceiling(n < 1 || n > 65536 ? 1 : (int)n));
     case STAGING_EMPTY:
-        Py_BEGIN_ALLOW_THREADS /* cudaFreeHost waits for the device */
-        freed = cv_device_staging_trim();
-        Py_END_ALLOW_THREADS
+        CV_UNLOCKED(freed = cv_device_staging_trim()); /* cudaFreeHost waits for the device */
         return PyLong_FromSize_t(freed);
     case CRC_HARDWARE:
         return PyBool_FromLong(cv_crc32c_hardware());
@@ -144,13 +143,10 @@ static PyObject *memory_hash_buffer(PyObject *module, PyObject *obj)
         return NULL;
     unsigned char digest[16];
     size_t size = (size_t)view.len;
-    if (size >= ((size_t)1 << 16)) {
-        Py_BEGIN_ALLOW_THREADS
+    if (size >= ((size_t)1 << 16))
+        CV_UNLOCKED(cv_hash128(view.buf, size, digest));
+    else
         cv_hash128(view.buf, size, digest);
-        Py_END_ALLOW_THREADS
-    } else {
-        cv_hash128(view.buf, size, digest);
-    }
     PyBuffer_Release(&view);
     return PyBytes_FromStringAndSize((const char *)digest, sizeof digest);
 }

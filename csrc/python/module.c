@@ -6,6 +6,10 @@
 #define CV_IMPORT_ARRAY_HERE
 #include "python/binding.h"
 
+#include "io/fs.h"
+
+extern const CvFileSystem cv_fs_fsspec; /* fs_fsspec.c */
+
 /* set_eager_type(cls), set_iterator_type(cls), set_device_array_type(cls):
  * the Python classes the engine makes, kept in the module state (a new
  * reference): an ndarray subclass, or one of our types' with __slots__ = (). */
@@ -49,7 +53,7 @@ static PyMethodDef module_functions[] = {
 static PyMethodDef *const module_function_tables[] = {
     cv_io_functions,       cv_cache_functions, cv_example_functions, cv_op_functions,
     cv_memory_functions,   cv_iterator_functions, cv_error_functions, cv_device_functions,
-    cv_fs_functions,
+    cv_fs_functions,       cv_dtype_functions,
 };
 static PyMethodDef *const module_row_tables[] = {
     cv_constructor_functions, cv_value_functions, module_functions,
@@ -71,25 +75,42 @@ static int add_rows(PyObject *module, PyMethodDef *rows)
     return rc;
 }
 
+#define REF(field) offsetof(CvModuleState, field)
+
+/* The types, each made from its spec into its field of the state; a public
+ * one is a module attribute too. */
+static const struct {
+    PyType_Spec *spec;
+    size_t field;
+    bool public;
+} module_types[] = {
+    {&cv_dataset_spec, REF(dataset_type), true},
+    {&cv_iterator_spec, REF(iterator_type), true},
+    {&cv_holder_spec, REF(holder_type), false},
+    {&cv_device_array_spec, REF(device_array_type), true},
+};
+
 static int module_exec(PyObject *module)
 {
     CvModuleState *st = cv_get_state(module);
     if (PyArray_ImportNumPyAPI() < 0)
         return -1;
-    if (cv_dataset_type_init(module, st) < 0 || cv_iterator_type_init(module, st) < 0 ||
-        cv_convert_init(module, st) < 0 || cv_device_init(module, st) < 0 ||
-        cv_fs_init(module) < 0 || cv_constructors_init() < 0)
+    for (size_t i = 0; i < sizeof(module_types) / sizeof(module_types[0]); i++) {
+        PyObject *type = PyType_FromModuleAndSpec(module, module_types[i].spec, NULL);
+        *(PyObject **)((char *)st + module_types[i].field) = type;
+        if (!type || (module_types[i].public && PyModule_AddType(module, (PyTypeObject *)type) < 0))
+            return -1;
+    }
+    if (cv_constructors_init() < 0)
         return -1;
+    cv_fs_register(&cv_fs_fsspec); /* every scheme without a table of its own */
     for (size_t i = 0; i < sizeof(module_function_tables) / sizeof(module_function_tables[0]); i++)
         if (PyModule_AddFunctions(module, module_function_tables[i]) < 0)
             return -1;
     for (size_t i = 0; i < sizeof(module_row_tables) / sizeof(module_row_tables[0]); i++)
         if (add_rows(module, module_row_tables[i]) < 0)
             return -1;
-    (void)cv_fork_generation(); /* installs the pthread_atfork handler */
-    cv_set_thread_exit_hook(cv_gil_thread_exit);
-    cv_set_fork_child_hook(cv_python_after_fork_child);
-    cv_gil_install_fork_guard();
+    cv_gil_install();
     if (PyModule_AddIntConstant(module, "AUTOTUNE", CV_AUTOTUNE) < 0 ||
         PyModule_AddIntConstant(module, "INFINITE_CARDINALITY", CV_INFINITE_CARDINALITY) < 0 ||
         PyModule_AddIntConstant(module, "UNKNOWN_CARDINALITY", CV_UNKNOWN_CARDINALITY) < 0 ||
@@ -99,7 +120,6 @@ static int module_exec(PyObject *module)
 }
 
 /* The module state's references (binding.h), for traverse and clear. */
-#define REF(field) offsetof(CvModuleState, field)
 static const size_t module_refs[] = {
     REF(dataset_type),  REF(iterator_type),  REF(holder_type),        REF(device_array_type),
     REF(eager_type),    REF(iterator_class), REF(device_array_class), REF(error_classes),

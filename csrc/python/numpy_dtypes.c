@@ -16,7 +16,8 @@ static const int npy_types[CV_NUM_DTYPES] = {
  * read and written under the GIL only; one reference, kept until exit. */
 static PyArray_Descr *bfloat16_descr;
 
-PyObject *cv_set_bfloat16_dtype(PyObject *module, PyObject *dtype)
+/* set_bfloat16_dtype(dtype): the Python layer passes it when ml_dtypes is installed. */
+static PyObject *dtypes_set_bfloat16(PyObject *module, PyObject *dtype)
 {
     (void)module;
     PyArray_Descr *d = NULL;
@@ -30,6 +31,12 @@ PyObject *cv_set_bfloat16_dtype(PyObject *module, PyObject *dtype)
     Py_XSETREF(bfloat16_descr, d);
     Py_RETURN_NONE;
 }
+
+PyMethodDef cv_dtype_functions[] = {
+    {"set_bfloat16_dtype", dtypes_set_bfloat16, METH_O,
+     "set_bfloat16_dtype(dtype): the NumPy dtype of bfloat16 tensors (ml_dtypes.bfloat16)."},
+    {NULL, NULL, 0, NULL},
+};
 
 PyArray_Descr *cv_descr_for(CvDtype dtype)
 {

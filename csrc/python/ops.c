@@ -1,23 +1,18 @@
 /* Binding of element ops and traced programs (ops/op.h, ops/program.h).
  *
- * The Python tracer (conveyor/framework/tracing.py) checks arguments and computes
- * specs; these functions take normalized arguments:
- *   run_op(name, inputs, attrs, floats, string, obj, num_outputs, rng)
- *     runs one op eagerly on arrays (GIL released while it runs);
- *   program(name, num_args, constants, nodes, results, seed0, seed1)
- *     compiles a traced function into a capsule that map() accepts.
- * A node is (op name, input value ids, attrs, string, obj, num_outputs,
- * op_seed), value ids (inputs, results) an array.array("i"); rng is
- * (seed0, seed1, op_seed, node, epoch, index).
- * attrs: the op's attributes by the names it declares (CvOp.int_attrs,
- * .float_attrs), as the text tracing.attr_text writes from a dict and
- * ops/op.c parses (cv_op_attrs_parse); run_op's `floats` is then empty.
- * run_op also takes the raw form, attrs a sequence of ints and floats a
- * sequence of floats placed slot by slot, which tests use to probe the
- * ops' own checks on malformed attributes.
- * `obj` is an op-specific capsule (an Example parser config) or None: the
- * op gets the capsule's pointer.
- */
+ * The Python tracer (conveyor/framework/tracing.py) checks arguments and
+ * computes specs; run_op (one op run eagerly on arrays, without the GIL) and
+ * program (a traced function compiled into a capsule map() accepts) take
+ * them normalized (their signatures: the method table). A node is (op name,
+ * input value ids, attrs, string, obj, num_outputs, op_seed), value ids
+ * (inputs, results) an array.array("i"); rng is (seed0, seed1, op_seed,
+ * node, epoch, index). attrs: the op's attributes by the names it declares
+ * (CvOp.int_attrs, .float_attrs), as the text tracing.attr_text writes from
+ * a dict and ops/op.c parses (cv_op_attrs_parse); run_op's `floats` is then
+ * empty. run_op also takes the raw form, attrs a sequence of ints and
+ * floats a sequence of floats placed slot by slot, which tests use to probe
+ * the ops' own checks on malformed attributes. `obj` is an op-specific
+ * capsule (an Example parser config) or None: the op gets its pointer. */
 #include "python/binding.h"
 
 #include "ops/program.h"
@@ -128,9 +123,8 @@ static PyObject *ops_run_op(PyObject *module, PyObject *args)
     if (!s) {
         uint64_t seed[2] = {seed0, seed1};
         CvElementId id = {epoch, index};
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_op_run_eager(op, &attrs, in.t, (int)in.n, out.t, num_out, seed, op_seed, node, &id);
-        Py_END_ALLOW_THREADS
+        CV_UNLOCKED(s = cv_op_run_eager(op, &attrs, in.t, (int)in.n, out.t, num_out, seed, op_seed,
+                                        node, &id));
     }
     if (s)
         cv_raise_status(st, s);
@@ -229,11 +223,8 @@ static PyObject *ops_run_program(PyObject *module, PyObject *args)
     CvElementId id = {epoch, index};
     PyObject *result = NULL;
     CvStatus s = cv_element_from_sequence(st, components, &in);
-    if (!s) {
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_program_run(p, &in, &id, &out);
-        Py_END_ALLOW_THREADS
-    }
+    if (!s)
+        CV_UNLOCKED(s = cv_program_run(p, &in, &id, &out));
     if (s)
         cv_raise_status(st, s);
     else

@@ -1,15 +1,12 @@
-/* Python callables as engine functions, dataset functions and sources.
- *
- * A map function or generator runs on whichever thread calls it (a worker
- * or the consumer), inside the GIL bridge (gil.c): the thread takes the GIL
+/* Python callables as engine functions, dataset functions and sources. A
+ * map function or generator runs on whichever thread calls it (a worker or
+ * the consumer), inside the GIL bridge (gil.c): the thread takes the GIL
  * for the call only, converts the element in and the result out, and lets
  * go. Once Python is unavailable (interpreter exit) calls fail with
- * CV_CANCELLED and references are leaked rather than dropped.
- *
- * Every wrapper reports the Python objects it holds through its callback's
- * traverse hook, so a cycle through a pipeline can be collected (the rule
- * for when it may be called is in core/wrapper.h).
- */
+ * CV_CANCELLED and references are leaked rather than dropped. Every wrapper
+ * reports the Python objects it holds through its callback's traverse hook,
+ * so a cycle through a pipeline can be collected (when it may be called:
+ * core/wrapper.h). */
 #include "python/binding.h"
 
 #include "core/result_form.h"
@@ -23,9 +20,9 @@ typedef struct {
 } CvPyCallable;
 
 /* A map function, filter predicate or group_by_window key/size function:
- * element in, element out. */
-/* base.fn is called as fn(*components), or fn(epoch, index, *components);
- * base.aux converts its result to a list of arrays, checking the structure. */
+ * element in, element out. base.fn is called as fn(*components), or
+ * fn(epoch, index, *components); base.aux converts its result to a list of
+ * arrays, checking the structure. */
 typedef struct {
     CvPyCallable base;
     int with_id; /* pass the element's CvElementId first */
@@ -190,12 +187,6 @@ static int wrapper_traverse(void *ctx, CvVisit visit, void *arg)
     return rc;
 }
 
-int cv_py_visit(void *object, void *arg)
-{
-    CvPyVisit *v = arg;
-    return v->visit((PyObject *)object, v->arg);
-}
-
 /* Allocate a zeroed wrapper of `size` bytes holding module, fn, aux (may
  * be NULL) and a copy of name; NULL (with *error set) on failure. */
 static void *wrapper_new(size_t size, PyObject *module, PyObject *name, PyObject *fn,
@@ -269,19 +260,18 @@ CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObjec
 }
 
 /* Sources: factory() returns a Python iterator whose items are lists of
- * arrays already checked against the element signature.
- *
- * Each engine iterator's Python iterator (a generator, often a method's,
- * holding its object) is a state on the source's list, so that the traverse
- * hook can report it with the factory: when the wrapper reports this
- * source's callables, every engine iterator of it belongs to a pipeline the
- * gc accounts for (core/wrapper.h). The list and `running` change under the
+ * arrays already checked against the element signature. Each engine
+ * iterator's Python iterator (a generator, often a method's, holding its
+ * object) is a state on the source's list, so that the traverse hook can
+ * report it with the factory: when the wrapper reports this source's
+ * callables, every engine iterator of it belongs to a pipeline the gc
+ * accounts for (core/wrapper.h). The list and `running` change under the
  * GIL only, as the traverse hook runs. */
 typedef struct SourceState SourceState;
 struct SourceState {
     PyObject *it;  /* strong */
     bool running;  /* inside next(): a generator running on a thread is not reported */
-    SourceState *prev, *next;
+    SourceState *next;
 };
 
 typedef struct {
@@ -296,26 +286,19 @@ static CvStatus source_open(void *ctx, void **state)
     if (cv_python_begin(&call) < 0)
         return python_gone(src->base.name);
     CvStatus s = CV_STATUS_OK;
-    SourceState *st = NULL;
     PyObject *it = PyObject_CallNoArgs(src->base.fn);
     if (it)
         Py_SETREF(it, PyObject_GetIter(it));
+    SourceState *st = it ? PyMem_RawCalloc(1, sizeof(*st)) : NULL;
     if (!it) {
         s = cv_status_from_pyerr(src->base.name);
-        goto done;
-    }
-    st = PyMem_RawCalloc(1, sizeof(*st));
-    if (!st) {
+    } else if (!st) {
         Py_DECREF(it);
         s = cv_error_nomem();
-        goto done;
+    } else {
+        *st = (SourceState){it, false, src->states};
+        src->states = st;
     }
-    st->it = it;
-    st->next = src->states;
-    if (src->states)
-        src->states->prev = st;
-    src->states = st;
-done:
     *state = st;
     cv_python_end(&call);
     return s;
@@ -356,12 +339,10 @@ static void source_close(void *ctx, void *state)
     CvPythonCall call;
     if (!st || cv_python_begin(&call) < 0)
         return;
-    if (st->prev)
-        st->prev->next = st->next;
-    else
-        src->states = st->next;
-    if (st->next)
-        st->next->prev = st->prev;
+    SourceState **link = &src->states; /* a few states: one per engine iterator */
+    while (*link != st)
+        link = &(*link)->next;
+    *link = st->next;
     PyObject *it = st->it;
     PyMem_RawFree(st);
     Py_DECREF(it); /* last: may run Python code (a generator's finally) */

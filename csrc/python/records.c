@@ -10,11 +10,6 @@
 
 /* ------------------------------------------------------------------ writer */
 
-static CvTFRecordWriter *writer_arg(PyObject *obj)
-{
-    return cv_handle_arg(obj, CV_HANDLE_RECORD_WRITER);
-}
-
 static PyObject *io_writer_open(PyObject *module, PyObject *args)
 {
     PyObject *path;
@@ -27,13 +22,9 @@ static PyObject *io_writer_open(PyObject *module, PyObject *args)
     const char *p = PyBytes_AS_STRING(path);
     CvTFRecordWriter *w = NULL;
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_tfrecord_writer_open(p, &o, &w);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_tfrecord_writer_open(p, &o, &w));
     Py_DECREF(path);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    return cv_handle_new(CV_HANDLE_RECORD_WRITER, w);
+    return s ? cv_raise_status(cv_get_state(module), s) : cv_handle_new(CV_HANDLE_RECORD_WRITER, w);
 }
 
 static PyObject *io_writer_write(PyObject *module, PyObject *args)
@@ -42,42 +33,32 @@ static PyObject *io_writer_write(PyObject *module, PyObject *args)
     Py_buffer data;
     if (!PyArg_ParseTuple(args, "Oy*:tfrecord_writer_write", &handle, &data))
         return NULL;
-    CvTFRecordWriter *w = writer_arg(handle);
+    CvTFRecordWriter *w = cv_handle_arg(handle, CV_HANDLE_RECORD_WRITER);
     if (!w) {
         PyBuffer_Release(&data);
         return NULL;
     }
     CvStatus s;
-    if (data.len < (1 << 16)) { /* small records: not worth a GIL hand-off */
+    if (data.len < (1 << 16)) /* small records: not worth a GIL hand-off */
         s = cv_tfrecord_writer_write(w, data.buf, (size_t)data.len);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        s = cv_tfrecord_writer_write(w, data.buf, (size_t)data.len);
-        Py_END_ALLOW_THREADS
-    }
+    else
+        CV_UNLOCKED(s = cv_tfrecord_writer_write(w, data.buf, (size_t)data.len));
     PyBuffer_Release(&data);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    Py_RETURN_NONE;
+    return s ? cv_raise_status(cv_get_state(module), s) : Py_NewRef(Py_None);
 }
 
-/* tfrecord_writer_flush(handle, close=False): flush, or close the file. */
 static PyObject *io_writer_flush(PyObject *module, PyObject *args)
 {
     PyObject *handle;
     int close = 0;
     if (!PyArg_ParseTuple(args, "O|p:tfrecord_writer_flush", &handle, &close))
         return NULL;
-    CvTFRecordWriter *w = writer_arg(handle);
+    CvTFRecordWriter *w = cv_handle_arg(handle, CV_HANDLE_RECORD_WRITER);
     if (!w)
         return NULL;
     CvStatus s;
-    Py_BEGIN_ALLOW_THREADS
-    s = close ? cv_tfrecord_writer_close(w) : cv_tfrecord_writer_flush(w);
-    Py_END_ALLOW_THREADS
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    Py_RETURN_NONE;
+    CV_UNLOCKED(s = close ? cv_tfrecord_writer_close(w) : cv_tfrecord_writer_flush(w));
+    return s ? cv_raise_status(cv_get_state(module), s) : Py_NewRef(Py_None);
 }
 
 /* -------------------------------------------------------------- record index */
@@ -91,13 +72,9 @@ static PyObject *io_tfrecord_index(PyObject *module, PyObject *args)
     uint64_t records = 0;
     CvStatus s;
     const char *p = PyBytes_AS_STRING(path);
-    Py_BEGIN_ALLOW_THREADS
-    s = cv_record_index_write(p, (size_t)buffer_size, &records);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(s = cv_record_index_write(p, (size_t)buffer_size, &records));
     Py_DECREF(path);
-    if (s)
-        return cv_raise_status(cv_get_state(module), s);
-    return PyLong_FromUnsignedLongLong(records);
+    return s ? cv_raise_status(cv_get_state(module), s) : PyLong_FromUnsignedLongLong(records);
 }
 
 /* ------------------------------------------------------------------- crc32c */
@@ -111,10 +88,8 @@ static PyObject *io_crc32c(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*|pI:crc32c", &data, &software, &crc))
         return NULL;
     uint32_t c;
-    Py_BEGIN_ALLOW_THREADS
-    c = software ? cv_crc32c_extend_software(crc, data.buf, (size_t)data.len)
-                 : cv_crc32c_extend(crc, data.buf, (size_t)data.len);
-    Py_END_ALLOW_THREADS
+    CV_UNLOCKED(c = software ? cv_crc32c_extend_software(crc, data.buf, (size_t)data.len)
+                             : cv_crc32c_extend(crc, data.buf, (size_t)data.len));
     PyBuffer_Release(&data);
     return PyLong_FromUnsignedLong(c);
 }
