@@ -64,6 +64,16 @@
 #define CV_AUTOTUNE_GAIN_SPAN 8 /* a window with no trial starts again after this many GAIN_NS */
 #define CV_AUTOTUNE_GAIN_RETRY_NS 50000000LL
 #define CV_AUTOTUNE_GAIN_RETRY_MAX_NS 10000000000LL
+/* A stage whose turns waited for the GIL this share of their time is
+ * tried at one turn again GAIN_SOON_NS after a refusal (a loaded machine's
+ * window, not the function): such contention is the mark of GIL-bound work. */
+#define CV_AUTOTUNE_GAIN_CONTENDED 0.1
+#define CV_AUTOTUNE_GAIN_SOON_NS 20000000LL
+/* The first try of the most after a stage settled at one turn or inline
+ * (doubled at each refusal): later than a refused trial's retry, as it
+ * costs a GIL-bound stage most (its turns take the GIL from each other);
+ * a short epoch pays none. */
+#define CV_AUTOTUNE_GAIN_PROBE_NS 200000000LL
 
 struct CvAutotuner {
     CvStats *stats; /* borrowed: the pool owns both */
@@ -330,7 +340,7 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
                 to = back; /* inline was slower: the hand-off pays */
         } else if (par[i] == 0 && g->max_parallelism <= 1 && parallel_below(now, par, i, n)) {
             to = back; /* a stage below went back to parallel: buffer it again */
-        } else if (par[i] == 0 &&
+        } else if (par[i] == 0 && !node->gain_carried &&
                    work[i] > (4 * node->inline_work > CV_AUTOTUNE_PARALLEL_NS ? 4 * node->inline_work
                                                                               : CV_AUTOTUNE_PARALLEL_NS) &&
                    (units >= CV_AUTOTUNE_BACK_UNITS ||
@@ -354,6 +364,7 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
             node->trial_root = run->root_total;
         } else {
             node->trial_interval = 0;
+            node->gain_carried = false;
         }
         /* target: the root's interval when the choice was made */
         publish(tuner, run, g->limit, i, par[i], to, tuner->bottleneck, interval,
@@ -385,11 +396,52 @@ static bool gain_hint(const CvNodeTotals *t, const CvNodeTotals *seen)
            t->contended_ns > seen->contended_ns;
 }
 
-/* The next try's time: RETRY_NS doubled at each refusal. */
-static int64_t gain_retry(const Run *run, int refusals)
+/* The next try's time: `base` doubled at each refusal. */
+static int64_t gain_retry(const Run *run, int64_t base, int refusals)
 {
-    int64_t wait = CV_AUTOTUNE_GAIN_RETRY_NS << (refusals < 10 ? refusals : 10);
+    int64_t wait = base << (refusals < 10 ? refusals : 10);
     return run->now + (wait < CV_AUTOTUNE_GAIN_RETRY_MAX_NS ? wait : CV_AUTOTUNE_GAIN_RETRY_MAX_NS);
+}
+
+/* Whether a stage's turns since `seen` waited for the GIL at least
+ * GAIN_CONTENDED of their time. */
+static bool gain_contended(const CvNodeTotals *t, const CvNodeTotals *seen)
+{
+    double turns = delta(t->busy_ns, seen->busy_ns) + delta(t->input_ns, seen->input_ns);
+    return turns > 0 && delta(t->contended_ns, seen->contended_ns) >= CV_AUTOTUNE_GAIN_CONTENDED * turns;
+}
+
+/* history_mu held: the gain rule moved stage i (par[i] updated): an
+ * AUTOTUNE buffer right above it (a prefetch) follows. Inline, it would
+ * run the stage on its own thread, passing the GIL back and forth with
+ * its consumer for every element (0.89x the sequential pipeline for a
+ * GIL-bound map); so it goes inline with the stage when nothing else below
+ * it runs turns, and back to its most when the stage leaves inline. */
+static bool gain_carry(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n, int i, int *par)
+{
+    bool changed = false;
+    for (int a = stage_above(now, i); a >= 0; a = stage_above(now, a)) {
+        const CvGauges *g = &now[a].gauges;
+        CvNode *node = nodes[a];
+        if (!g->may_inline || g->max_parallelism > 1 || now[a].live != 1 || now[a].inner ||
+            g->probe_state == CV_PROBE_RUNNING || g->probe_state == CV_PROBE_POSTED)
+            break;
+        int to = par[a];
+        if (par[i] == 0 && par[a] > 0 && !parallel_below(now, par, a, n))
+            to = 0;
+        else if (par[i] > 0 && par[a] == 0 && node->gain_carried)
+            to = g->max_parallelism;
+        if (to == par[a])
+            break;
+        node->gain_carried = to == 0;
+        node->trial_interval = 0;
+        node->fewer_votes = 0;
+        publish(run->tuner, run, g->limit, a, par[a], to, run->tuner->bottleneck, run->roots > 0 ? run->dt / run->roots : 0, 0);
+        run->tuner->history[(run->tuner->changes - 1) % CV_AUTOTUNE_HISTORY].gain = true;
+        par[a] = to;
+        changed = true;
+    }
+    return changed;
 }
 
 /* history_mu held: the gain rule (autotune.h), every look, on a parallel
@@ -410,7 +462,7 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         bool gain_inline = par[i] == 0 && (node->gain_inline || node->gain_trial == -2);
         if ((par[i] <= 0 && !gain_inline) || par[i] != node->gain_p || t->units < node->gain_seen.units) {
             if (node->gain_trial) /* another rule moved it: the trial says nothing */
-                node->retry_gain_at = gain_retry(run, node->gain_refusals);
+                node->retry_gain_at = gain_retry(run, CV_AUTOTUNE_GAIN_RETRY_NS, node->gain_refusals);
             if (par[i] != node->gain_p && (par[i] > node->gain_cap || node->gain_inline))
                 node->gain_cap = 0; /* another rule gave it more (its work grew): start over */
             node->gain_inline = false;
@@ -452,10 +504,15 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
             } else {
                 to = node->gain_from, node->gain_refusals++;
             }
-            node->retry_gain_at = gain_retry(run, node->gain_refusals);
+            /* Settled at one turn or inline: the most is tried later. A
+             * refused trial at one of a GIL-contended stage: soon again. */
+            int64_t base = trial == -1 && !kept ? CV_AUTOTUNE_GAIN_RETRY_NS : CV_AUTOTUNE_GAIN_PROBE_NS;
+            if (trial == -1 && !kept && node->gain_contended)
+                base = CV_AUTOTUNE_GAIN_SOON_NS;
+            node->retry_gain_at = gain_retry(run, base, node->gain_refusals);
         } else if (!node->gain_trial && interval > 0 && run->now >= node->retry_gain_at) {
             if (node->gain_cap == 0 && par[i] > 1 && gain_hint(t, &node->gain_seen))
-                node->gain_trial = -1, to = 1;
+                node->gain_trial = -1, to = 1, node->gain_contended = gain_contended(t, &node->gain_seen);
             else if (node->gain_cap > 0 && (par[i] == node->gain_cap || gain_inline))
                 node->gain_trial = 1, to = g->max_parallelism;
             node->gain_before = interval;
@@ -478,6 +535,7 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         tuner->history[(tuner->changes - 1) % CV_AUTOTUNE_HISTORY].gain = true;
         par[i] = to;
         changed = true;
+        gain_carry(run, nodes, now, n, i, par);
     }
     return changed;
 }
