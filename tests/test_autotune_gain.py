@@ -132,3 +132,26 @@ def test_a_map_that_starts_releasing_the_gil_goes_parallel_again():
     # A later trial of the most was kept: the stage ends parallel.
     assert gain[-1].before == 1 and gain[-1].after >= 2, stats.choices
     assert stage.parallelism >= 2, (stage, stats.choices)
+
+
+def test_the_prefetch_follows_a_gil_bound_stage_inline():
+    # A prefetch that stays parallel over the inline stage runs the Python
+    # function on its own thread and passes the GIL back and forth with the
+    # loop for every batch: the gain rule takes it inline with the stage
+    # (at the same moment) and back when the stage leaves inline.
+    n = 60_000
+    it = iter(D.range(n).map(python_loop, num_parallel_calls=AUTOTUNE).batch(32).prefetch(AUTOTUNE))
+    out = np.concatenate([np.atleast_1d(x) for x in it])
+    assert np.array_equal(out, np.arange(n) + LOOP)
+    stats = it.stats()
+    stage = _map_stage(stats)
+    (prefetch,) = [s for s in stats.stages if s.kernel == "Prefetch"]
+    gain = [c for c in _mine(stats, stage) if c.gain]
+    assert gain and gain[0].after == 1, stats.choices
+    carried = [c for c in _mine(stats, prefetch) if c.gain]
+    for c in gain:  # every move of the stage to or from inline takes the prefetch with it
+        if c.after == 0 or (c.before == 0 and carried):
+            assert [p for p in carried if p.at == c.at and (p.after == 0) == (c.after == 0)], stats.choices
+    for p in carried:  # and the prefetch moves only with it
+        assert [c for c in gain if c.at == p.at], stats.choices
+    assert (prefetch.parallelism == 0) == (stage.parallelism == 0) or not carried, stats.choices
