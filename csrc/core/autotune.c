@@ -465,7 +465,7 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
                 node->retry_gain_at = gain_retry(run, CV_AUTOTUNE_GAIN_RETRY_NS, node->gain_refusals);
             if (par[i] != node->gain_p && (par[i] > node->gain_cap || node->gain_inline))
                 node->gain_cap = 0; /* another rule gave it more (its work grew): start over */
-            node->gain_inline = false;
+            node->gain_inline = node->gain_again = node->gain_lost_inline = false;
             node->gain_trial = 0;
             node->gain_p = par[i]; /* a new window, at this parallelism */
             node->gain_at = run->now;
@@ -500,9 +500,13 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
             } else if (kept) {
                 node->gain_cap = 0, node->gain_refusals = 0, node->gain_inline = false; /* the climb decides */
             } else if (trial == -2) {
-                to = 1; /* inline lost to one turn: keep that */
+                to = 1; /* inline lost to one turn: keep that; the next tries alternate */
+                node->gain_again = !node->gain_lost_inline; /* after the first loss: inline first */
+                node->gain_lost_inline = true;
+                node->gain_refusals++;
             } else {
                 to = node->gain_from, node->gain_refusals++;
+                node->gain_again = to == 1 && node->gain_lost_inline; /* then inline again */
             }
             /* Settled at one turn or inline: the most is tried later. A
              * refused trial at one of a GIL-contended stage: soon again. */
@@ -513,8 +517,15 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         } else if (!node->gain_trial && interval > 0 && run->now >= node->retry_gain_at) {
             if (node->gain_cap == 0 && par[i] > 1 && gain_hint(t, &node->gain_seen))
                 node->gain_trial = -1, to = 1, node->gain_contended = gain_contended(t, &node->gain_seen);
-            else if (node->gain_cap > 0 && (par[i] == node->gain_cap || gain_inline))
+            else if (node->gain_again && par[i] == 1 && node->gain_cap == 1 && g->may_inline) {
+                /* inline lost once (a window on a busy machine): tried again,
+                 * in turn with the most */
+                node->gain_trial = -2, to = 0, node->gain_again = false;
+                node->inline_work = work[i] > 0 ? work[i] : node->inline_work;
+                node->trial_interval = 0;
+            } else if (node->gain_cap > 0 && (par[i] == node->gain_cap || gain_inline)) {
                 node->gain_trial = 1, to = g->max_parallelism;
+            }
             node->gain_before = interval;
             node->gain_from = par[i];
         }
