@@ -69,11 +69,14 @@
  * window, not the function): such contention is the mark of GIL-bound work. */
 #define CV_AUTOTUNE_GAIN_CONTENDED 0.1
 #define CV_AUTOTUNE_GAIN_SOON_NS 20000000LL
-/* The first try of the most after a stage settled at one turn or inline
- * (doubled at each refusal): later than a refused trial's retry, as it
- * costs a GIL-bound stage most (its turns take the GIL from each other);
- * a short epoch pays none. */
-#define CV_AUTOTUNE_GAIN_PROBE_NS 200000000LL
+/* A contended stage whose pipeline takes this long per root element (a
+ * batch of a Python map) is tried inline at once instead of at one turn. */
+#define CV_AUTOTUNE_GAIN_DIRECT_NS 100000.0
+/* A trial of the most is refused as soon as it is slower than the slack
+ * allows for the root elements so far, after this long (a GIL-bound stage
+ * at its most costs most: its turns take the GIL from each other). While
+ * a trial runs the tuner looks every CV_AUTOTUNE_QUICK_NS. */
+#define CV_AUTOTUNE_GAIN_EARLY_NS 2000000LL
 
 struct CvAutotuner {
     CvStats *stats; /* borrowed: the pool owns both */
@@ -85,6 +88,7 @@ struct CvAutotuner {
     int64_t period;
     int64_t last_run;
     int64_t last_consumer_wait;
+    bool trial_running; /* the gain rule's: looks are quick ones, every CV_AUTOTUNE_QUICK_NS */
     _Atomic uint64_t looks_done; /* cv_stats_looks_wanted when a look began */
     pthread_mutex_t history_mu;
     CvAutotuneChoice history[CV_AUTOTUNE_HISTORY];
@@ -423,16 +427,20 @@ static bool gain_carry(const Run *run, CvNode *const *nodes, const CvNodeSnapsho
     for (int a = stage_above(now, i); a >= 0; a = stage_above(now, a)) {
         const CvGauges *g = &now[a].gauges;
         CvNode *node = nodes[a];
+        int probe = g->probe ? atomic_load_explicit(g->probe, memory_order_relaxed) : CV_PROBE_OFF;
         if (!g->may_inline || g->max_parallelism > 1 || now[a].live != 1 || now[a].inner ||
-            g->probe_state == CV_PROBE_RUNNING || g->probe_state == CV_PROBE_POSTED)
+            probe == CV_PROBE_RUNNING || probe == CV_PROBE_POSTED) /* its verdict may come in this look */
             break;
         int to = par[a];
-        if (par[i] == 0 && par[a] > 0 && !parallel_below(now, par, a, n))
+        bool long_roots = nodes[i]->gain_before >= CV_AUTOTUNE_GAIN_DIRECT_NS;
+        if (par[i] == 0 && par[a] > 0 && long_roots && !parallel_below(now, par, a, n))
             to = 0;
         else if (par[i] > 0 && par[a] == 0 && node->gain_carried)
             to = g->max_parallelism;
-        if (to == par[a])
+        if (to == par[a]) { /* inline already (its start probe's verdict): it follows from now on */
+            node->gain_carried = node->gain_carried || (par[i] == 0 && par[a] == 0 && long_roots);
             break;
+        }
         node->gain_carried = to == 0;
         node->trial_interval = 0;
         node->fewer_votes = 0;
@@ -480,6 +488,9 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         if (node->gain_trial < 0 && elapsed >= CV_AUTOTUNE_GAIN_NS &&
             elapsed > CV_AUTOTUNE_GAIN_SLACK * node->gain_before * (roots + 1))
             interval = elapsed / (roots + 1); /* slower already: a slow stage at one turn costs most */
+        if (node->gain_trial > 0 && elapsed >= CV_AUTOTUNE_GAIN_EARLY_NS &&
+            elapsed > CV_AUTOTUNE_GAIN_SLACK * node->gain_before * (roots + 1))
+            interval = elapsed / (roots + 1); /* the most, slower already: refused now */
         if (node->gain_trial && interval > 0) {
             bool fewer = node->gain_trial < 0;
             /* Fewer: kept unless slower by the slack; more: kept when faster by it. */
@@ -499,7 +510,7 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
                 node->gain_inline = par[i] == 0;
             } else if (kept) {
                 node->gain_cap = 0, node->gain_refusals = 0, node->gain_inline = false; /* the climb decides */
-            } else if (trial == -2) {
+            } else if (trial == -2 && node->gain_from == 1) {
                 to = 1; /* inline lost to one turn: keep that; the next tries alternate */
                 node->gain_again = !node->gain_lost_inline; /* after the first loss: inline first */
                 node->gain_lost_inline = true;
@@ -508,16 +519,25 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
                 to = node->gain_from, node->gain_refusals++;
                 node->gain_again = to == 1 && node->gain_lost_inline; /* then inline again */
             }
-            /* Settled at one turn or inline: the most is tried later. A
-             * refused trial at one of a GIL-contended stage: soon again. */
-            int64_t base = trial == -1 && !kept ? CV_AUTOTUNE_GAIN_RETRY_NS : CV_AUTOTUNE_GAIN_PROBE_NS;
-            if (trial == -1 && !kept && node->gain_contended)
-                base = CV_AUTOTUNE_GAIN_SOON_NS;
+            /* A refused trial of fewer of a GIL-contended stage: soon again. */
+            bool refused = !kept && (trial == -1 || (trial == -2 && node->gain_from > 1));
+            int64_t base = refused && node->gain_contended ? CV_AUTOTUNE_GAIN_SOON_NS : CV_AUTOTUNE_GAIN_RETRY_NS;
             node->retry_gain_at = gain_retry(run, base, node->gain_refusals);
         } else if (!node->gain_trial && interval > 0 && run->now >= node->retry_gain_at) {
-            if (node->gain_cap == 0 && par[i] > 1 && gain_hint(t, &node->gain_seen))
-                node->gain_trial = -1, to = 1, node->gain_contended = gain_contended(t, &node->gain_seen);
-            else if (node->gain_again && par[i] == 1 && node->gain_cap == 1 && g->may_inline) {
+            if (node->gain_cap == 0 && par[i] > 1 && gain_hint(t, &node->gain_seen)) {
+                node->gain_contended = gain_contended(t, &node->gain_seen);
+                node->gain_trial = -1, to = 1;
+                if (node->gain_contended && g->may_inline && interval >= CV_AUTOTUNE_GAIN_DIRECT_NS) {
+                    /* Straight inline: one turn would still pass the GIL back
+                     * and forth with its consumer, which waits for it up to
+                     * the interpreter's switch interval (5 ms) each time.
+                     * (Root elements of a few us: the hand-off rule tries
+                     * inline, after one turn.) */
+                    node->gain_trial = -2, to = 0;
+                    node->inline_work = work[i] > 0 ? work[i] : node->inline_work;
+                    node->trial_interval = 0;
+                }
+            } else if (node->gain_again && par[i] == 1 && node->gain_cap == 1 && g->may_inline) {
                 /* inline lost once (a window on a busy machine): tried again,
                  * in turn with the most */
                 node->gain_trial = -2, to = 0, node->gain_again = false;
@@ -535,8 +555,13 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
             node->gain_root = run->root_total;
             node->gain_seen = *t;
         }
-        if (to == par[i])
+        if (to == par[i]) {
+            /* A buffer above that went parallel meanwhile (its start probe's
+             * verdict, given while the stage below ran turns): inline again. */
+            if (par[i] == 0 && (node->gain_inline || node->gain_trial == -2))
+                changed |= gain_carry(run, nodes, now, n, i, par);
             continue;
+        }
         node->fewer_votes = 0;
         node->gain_p = to;
         node->gain_at = run->now;
@@ -656,8 +681,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
 done:
     if (changed || inline_now)
         tuner->period = CV_AUTOTUNE_FIRST_NS;
-    if (trials) /* a trial's verdict as soon as its window says enough */
-        tuner->period = CV_AUTOTUNE_GAIN_NS;
+    tuner->trial_running = trials; /* quick looks: a trial's verdict as soon as its window says enough */
     for (int i = 0; i < n && !run->quick; i++)
         nodes[i]->seen = now[i].totals;
     free(stages);
@@ -688,7 +712,7 @@ bool cv_autotuner_tick(CvAutotuner *tuner)
          * any asked for before its time): the inline decisions only, on
          * everything since the start or the last full look (they keep no
          * window: the first full look's is the whole first period). */
-        bool quick = now - cv_stats_started_ns(tuner->stats) < CV_AUTOTUNE_FIRST_NS || !due;
+        bool quick = now - cv_stats_started_ns(tuner->stats) < CV_AUTOTUNE_FIRST_NS || !due || tuner->trial_running;
         Run run = {tuner, now, (double)(now - tuner->last_run), (double)(consumer_wait - tuner->last_consumer_wait),
                    quick};
         if (!quick)
@@ -702,7 +726,8 @@ bool cv_autotuner_tick(CvAutotuner *tuner)
         tuner->runs++;
         pthread_mutex_unlock(&tuner->history_mu);
         if (due)
-            atomic_store_explicit(&tuner->next_due, now + (quick ? CV_AUTOTUNE_QUICK_NS : tuner->period),
+            atomic_store_explicit(&tuner->next_due,
+                                  now + (quick || tuner->trial_running ? CV_AUTOTUNE_QUICK_NS : tuner->period),
                                   memory_order_relaxed);
     }
     bool published = tuner->changes != changes;
