@@ -76,7 +76,7 @@
  * allows for the root elements so far, after this long (a GIL-bound stage
  * at its most costs most: its turns take the GIL from each other). While
  * a trial runs the tuner looks every CV_AUTOTUNE_QUICK_NS. */
-#define CV_AUTOTUNE_GAIN_EARLY_NS 2000000LL
+#define CV_AUTOTUNE_GAIN_EARLY_NS 1000000LL
 
 struct CvAutotuner {
     CvStats *stats; /* borrowed: the pool owns both */
@@ -342,8 +342,8 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
             int verdict = trial_verdict(run, node);
             if (verdict == 0)
                 to = back; /* inline was slower: the hand-off pays */
-        } else if (par[i] == 0 && g->max_parallelism <= 1 && parallel_below(now, par, i, n)) {
-            to = back; /* a stage below went back to parallel: buffer it again */
+        } else if (par[i] == 0 && g->max_parallelism <= 1 && !node->gain_carried && parallel_below(now, par, i, n)) {
+            to = back; /* a stage below went back to parallel: buffer it again (the gain rule's: gain_carry) */
         } else if (par[i] == 0 && !node->gain_carried &&
                    work[i] > (4 * node->inline_work > CV_AUTOTUNE_PARALLEL_NS ? 4 * node->inline_work
                                                                               : CV_AUTOTUNE_PARALLEL_NS) &&
@@ -435,8 +435,8 @@ static bool gain_carry(const Run *run, CvNode *const *nodes, const CvNodeSnapsho
         bool long_roots = nodes[i]->gain_before >= CV_AUTOTUNE_GAIN_DIRECT_NS;
         if (par[i] == 0 && par[a] > 0 && long_roots && !parallel_below(now, par, a, n))
             to = 0;
-        else if (par[i] > 0 && par[a] == 0 && node->gain_carried)
-            to = g->max_parallelism;
+        else if (par[i] > 0 && nodes[i]->gain_trial <= 0 && par[a] == 0 && node->gain_carried)
+            to = g->max_parallelism; /* not for a trial of the most: it is tried with the buffer inline */
         if (to == par[a]) { /* inline already (its start probe's verdict): it follows from now on */
             node->gain_carried = node->gain_carried || (par[i] == 0 && par[a] == 0 && long_roots);
             break;
@@ -558,8 +558,8 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         if (to == par[i]) {
             /* A buffer above that went parallel meanwhile (its start probe's
              * verdict, given while the stage below ran turns): inline again. */
-            if (par[i] == 0 && (node->gain_inline || node->gain_trial == -2))
-                changed |= gain_carry(run, nodes, now, n, i, par);
+            if ((par[i] == 0 && (node->gain_inline || node->gain_trial == -2)) || (par[i] > 0 && !node->gain_trial))
+                changed |= gain_carry(run, nodes, now, n, i, par); /* and back when a trial of the most was kept */
             continue;
         }
         node->fewer_votes = 0;
