@@ -50,14 +50,14 @@
 
 /* The gain rule (autotune.h): a window says the root's interval after
  * GAIN_NS and GAIN_ROOTS root elements at one parallelism; a stage is
- * tried at one turn when its turns spent half their time in blocking
- * sections and some of it waiting for the GIL. The next try
+ * tried with fewer (one turn, or inline) when its turns spent half their
+ * time in blocking sections and some of it waiting for the GIL. The next try
  * comes after GAIN_RETRY_NS, doubled at each refusal up to
  * GAIN_RETRY_MAX_NS. */
 #define CV_AUTOTUNE_GAIN_NS 3000000LL
 #define CV_AUTOTUNE_GAIN_ROOTS 8
 /* Fewer workers are kept unless the pipeline is slower by this factor, more
- * only when it is faster by it: windows of 5 ms on a shared machine differ
+ * only when it is faster by it: windows of 3-5 ms on a shared machine differ
  * by 10-20% at one parallelism, and within that the fewer threads cost less
  * CPU. */
 #define CV_AUTOTUNE_GAIN_SLACK 1.25
