@@ -54,10 +54,10 @@
  * time in blocking sections and some of it waiting for the GIL. The next try
  * comes after GAIN_RETRY_NS, doubled at each refusal up to
  * GAIN_RETRY_MAX_NS. */
-#define CV_AUTOTUNE_GAIN_NS 3000000LL
-#define CV_AUTOTUNE_GAIN_ROOTS 8
+#define CV_AUTOTUNE_GAIN_NS 5000000LL
+#define CV_AUTOTUNE_GAIN_ROOTS 16
 /* Fewer workers are kept unless the pipeline is slower by this factor, more
- * only when it is faster by it: windows of 3-5 ms on a shared machine differ
+ * only when it is faster by it: windows of 5 ms on a shared machine differ
  * by 10-20% at one parallelism, and within that the fewer threads cost less
  * CPU. */
 #define CV_AUTOTUNE_GAIN_SLACK 1.25

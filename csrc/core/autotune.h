@@ -87,7 +87,7 @@
  * workers gain. A parallel AUTOTUNE stage whose turns spent at least half
  * their time in blocking sections and waited for the GIL at all
  * (CvNodeTotals.contended_ns, timed where the binding takes it) is tried
- * with fewer: after at least 3 ms and 8 root elements at one parallelism,
+ * with fewer: after at least 5 ms and 16 root elements at one parallelism,
  * the root's interval then is compared with the interval over the next
  * such window; no more than 25% slower (short windows on a shared machine
  * differ by 10-20%; within that, fewer threads cost less CPU), the stage
