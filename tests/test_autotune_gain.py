@@ -50,6 +50,17 @@ def _mine(stats, stage):
     return [c for c in stats.choices if c.stage == stage.name]
 
 
+def _batched_python_loop(n=60_000):
+    """A batched GIL-bound Python map under AUTOTUNE, run to its end (its
+    batches checked): its stats, its map stage and that stage's gain choices."""
+    it = iter(D.range(n).map(python_loop, num_parallel_calls=AUTOTUNE).batch(32).prefetch(AUTOTUNE))
+    out = np.concatenate([np.atleast_1d(x) for x in it])
+    assert np.array_equal(out, np.arange(n) + LOOP)
+    stats = it.stats()
+    stage = _map_stage(stats)
+    return stats, stage, [c for c in _mine(stats, stage) if c.gain]
+
+
 def _share_at_one(stats, stage, since):
     """The share of the time after `since` (seconds) that the stage ran with
     one worker or inline (0: the hand-off rule may take it there), from its
@@ -139,13 +150,7 @@ def test_a_contended_stage_goes_straight_inline():
     # would still take the GIL from the loop for every batch, so the first
     # trial is inline (against the stage at its most); a map that sleeps
     # (test_a_python_map_that_sleeps_stays_parallel) is tried at one.
-    n = 60_000
-    it = iter(D.range(n).map(python_loop, num_parallel_calls=AUTOTUNE).batch(32).prefetch(AUTOTUNE))
-    out = np.concatenate([np.atleast_1d(x) for x in it])
-    assert np.array_equal(out, np.arange(n) + LOOP)
-    stats = it.stats()
-    stage = _map_stage(stats)
-    gain = [c for c in _mine(stats, stage) if c.gain]
+    stats, stage, gain = _batched_python_loop()
     assert gain and gain[0].before >= 2, stats.choices
     if stage.contended >= 0.1 * (stage.busy + stage.input_wait):  # not on a machine too busy to contend
         assert [c for c in gain if c.before >= 2 and c.after == 0], stats.choices
@@ -156,14 +161,8 @@ def test_the_prefetch_follows_a_gil_bound_stage_inline():
     # function on its own thread and passes the GIL back and forth with the
     # loop for every batch: the gain rule takes it inline with the stage
     # (at the same moment) and back when the stage leaves inline.
-    n = 60_000
-    it = iter(D.range(n).map(python_loop, num_parallel_calls=AUTOTUNE).batch(32).prefetch(AUTOTUNE))
-    out = np.concatenate([np.atleast_1d(x) for x in it])
-    assert np.array_equal(out, np.arange(n) + LOOP)
-    stats = it.stats()
-    stage = _map_stage(stats)
+    stats, stage, gain = _batched_python_loop()
     (prefetch,) = [s for s in stats.stages if s.kernel == "Prefetch"]
-    gain = [c for c in _mine(stats, stage) if c.gain]
     assert gain and gain[0].before >= 2 and gain[0].after <= 1, stats.choices
     carried = [c for c in _mine(stats, prefetch) if c.gain]
 
