@@ -139,9 +139,11 @@ def test_a_map_that_starts_releasing_the_gil_goes_parallel_again():
     stats = it.stats()
     stage = _map_stage(stats)
     gain = [c for c in _mine(stats, stage) if c.gain]
-    assert gain and gain[0].after == 1, stats.choices
+    # Fewer first: one worker, or inline at once when its turns waited long
+    # for the GIL (a slow machine, a sanitizer: root elements of 100 us).
+    assert gain and gain[0].after <= 1, stats.choices
     # A later trial of the most was kept: the stage ends parallel.
-    assert gain[-1].before == 1 and gain[-1].after >= 2, stats.choices
+    assert gain[-1].before <= 1 and gain[-1].after >= 2, stats.choices
     assert stage.parallelism >= 2, (stage, stats.choices)
 
 
@@ -172,7 +174,11 @@ def test_the_prefetch_follows_a_gil_bound_stage_inline():
     for c in gain:  # the stage made inline takes the prefetch with it
         if c.after == 0:
             assert prefetch_at(c.at) == 0, stats.choices
-    for p in carried:  # and the prefetch moves by this rule only with it
-        assert [c for c in gain if c.at == p.at], stats.choices
+    def stage_at(t):  # the stage's parallelism after its choices up to t (None: none yet)
+        made = [c.after for c in _mine(stats, stage) if c.at <= t]
+        return made[-1] if made else None
+    for p in carried:  # and the prefetch follows the stage: inline only while it is inline
+        if p.after == 0:
+            assert stage_at(p.at) == 0, stats.choices
     if stage.parallelism == 0:
         assert prefetch.parallelism == 0, stats.choices
