@@ -450,20 +450,15 @@ static size_t header_cb(char *p, size_t size, size_t n, void *arg)
 {
     CvXfer *x = arg;
     size_t len = size * n;
+    char value[32];
     pthread_mutex_lock(&x->mu);
     if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
         x->headers.start = x->headers.end = 0;
         x->content_length = 0;
         const char *sp = memchr(p, ' ', len);
         x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-    } else if (len > 15 && strncasecmp(p, "Content-Length:", 15) == 0) {
-        size_t i = 15; /* the line is not NUL-terminated: digits within len */
-        while (i < len && (p[i] == ' ' || p[i] == '\t'))
-            i++;
-        uint64_t v = 0;
-        for (; i < len && p[i] >= '0' && p[i] <= '9' && v < UINT64_MAX / 16; i++)
-            v = v * 10 + (uint64_t)(p[i] - '0');
-        x->content_length = v;
+    } else if (cv_http_header_in(p, len, "Content-Length", value, sizeof value)) {
+        x->content_length = strtoull(value, NULL, 10); /* as http_stream.c reads it */
     } else if ((len == 2 && p[0] == '\r') || (len == 1 && p[0] == '\n')) {
         if (x->status >= 200) {
             x->headers_done = true;
