@@ -17,6 +17,7 @@ import weakref
 
 import numpy as np
 import pytest
+from _isolated import assert_isolated_ok
 
 import conveyor as tf
 from conveyor import _engine
@@ -284,3 +285,55 @@ def test_many_cycles_with_shared_stages():
     assert _values(base) == list(range(30))
     del keep, it, base
     assert all(_collect_until(r) for r in refs + shared_fns)
+
+
+def test_garbage_pipelines_call_none_of_their_cleared_functions():
+    """A dropped iterator in a cycle with its pipeline: the collection that
+    finds it garbage also clears the plain functions the pipeline calls (a
+    function loses its globals), and lets go of the GIL while it stops the
+    pipeline. The workers then waiting for the GIL call none of them (the
+    iterator's finalizer cancelled the pipeline before anything was cleared):
+    no crash, for a map function, an interleave function and a generator's
+    factory, with the collection on the consumer and on the workers."""
+    out = assert_isolated_ok("""
+        import gc, warnings
+        warnings.simplefilter("ignore")
+        D, AUTOTUNE = tf.data.Dataset, tf.data.AUTOTUNE
+        OFFSET = 3
+
+        def plus(r):
+            return np.int64(int(r) + OFFSET)
+
+        def gen(n):
+            for i in range(n):
+                yield plus(i)
+
+        def collecting(r):
+            if int(r) % 5 == 0:
+                gc.collect()
+            return plus(r)
+
+        def make(kind):
+            if kind == "map":
+                return D.range(100000).map(lambda r: plus(r), num_parallel_calls=AUTOTUNE)
+            if kind == "collecting_map":
+                return D.range(100000).map(lambda r: collecting(r), num_parallel_calls=2)
+            if kind == "interleave":
+                return D.range(1000).interleave(lambda r: D.range(plus(r)), cycle_length=2,
+                                                num_parallel_calls=2)
+            return D.from_generator(lambda: gen(100000),
+                                    output_signature=tf.TensorSpec([], tf.int64))
+
+        gc.disable()  # the cycles below are found by the gc.collect() that follows each
+        for i in range(400):
+            kind = ("map", "collecting_map", "interleave", "generator")[i % 4]
+            it = iter(make(kind).prefetch(AUTOTUNE))
+            for _ in range(3):
+                next(it)
+            cycle = [it]
+            cycle.append(cycle)
+            del it, cycle
+            gc.collect()
+        print("ok")
+    """, timeout=240)
+    assert out.strip() == "ok"

@@ -233,6 +233,10 @@ CvStatus cv_pipeline_wait(CvPipeline *p, CvElement *out, bool *end)
 void cv_pipeline_cancel(CvPipeline *p)
 {
     cv_iterator_cancel(p->it);
+    pthread_mutex_lock(&p->mu);
+    if (p->pool)
+        cv_pool_cancel(p->pool); /* its threads' cv_blocking_cancelled */
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* The running part of a pipeline, freed on the thread that ends it. */

@@ -85,7 +85,9 @@ CvStatus cv_pipeline_try_next(CvPipeline *p, CvElement *out, bool *end, bool *wo
  * (statistics and the autotuner's model). */
 CvStatus cv_pipeline_wait(CvPipeline *p, CvElement *out, bool *end);
 
-/* Wake a next() in progress on another thread (it returns cancelled);
+/* Give the pass up: wake a next() in progress on another thread (it
+ * returns cancelled), and tell the pool's threads (cv_blocking_cancelled:
+ * a turn makes no more calls into the front end's code, reads give up);
  * takes short engine mutexes only. */
 void cv_pipeline_cancel(CvPipeline *p);
 /* End the running part: cancel everything, then free the iterator and join

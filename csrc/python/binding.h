@@ -22,16 +22,7 @@
  *   cache.c          Dataset.cache (a store's hooks: one tuple, cache_op.py's)
  *   module.c         module init: the method and row tables, the set_*_type classes
  *
- * Naming: functions shared between files start with cv_ and are declared
- * here; a file's static functions that implement a Python-visible function,
- * method or type slot start with the file's (or its type's) prefix:
- * construct_ (constructors.c), io_, cache_, example_, ops_, memory_,
- * errors_, iterator_, dataset_, dtypes_, holder_ (convert.c's BufferHolder),
- * module_; engine callbacks are named after the wrapper they serve
- * (pyfunc.c: wrapper_, element_function_, dataset_function_, source_;
- * cache.c: hooks_). Other static helpers have plain names. Types are
- * Cv-prefixed (never Py, which is CPython's); a wrapper of Python objects
- * says so with CvPy (CvPyElementFunction).
+ * Naming (functions, callbacks, types): docs/development.md, "The binding's names".
  *
  * Ownership: functions returning PyObject* return a new reference or NULL
  * with an exception set; "borrowed" is said where not.

@@ -57,10 +57,10 @@ CvStatus cv_status_from_pyerr(const char *where)
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
-    if (!value) {
+    if (!value) { /* a call refused in a cancelled pipeline (pyfunc.c's call_reported) */
         Py_XDECREF(type);
         Py_XDECREF(tb);
-        return cv_error(CV_INTERNAL, "%s failed without an exception", where);
+        return cv_error(CV_CANCELLED, "%s: not called: the pipeline was cancelled", where);
     }
     if (tb)
         PyException_SetTraceback(value, tb);

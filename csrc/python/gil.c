@@ -52,19 +52,11 @@ static PyGILState_STATE gil_acquire(void)
     return PyGILState_Ensure();
 }
 
-/* Used as
- *
- *     CvPythonCall call;
- *     if (cv_python_begin(&call) < 0)
- *         return ...;          // interpreter exiting: nothing was taken
- *     ... Python C API ...
- *     cv_python_end(&call);
- *
- * begin counts the call, refuses once Python is unavailable, and takes the
- * GIL, pinning a thread state on threads Python does not know. The count
- * goes up before the shutdown check, so the atexit hook, which sets the
- * flag and then waits for the count to drain, never misses a call on its
- * way in. */
+/* One pair per entry (binding.h). begin counts the call, refuses once Python
+ * is unavailable, and takes the GIL, pinning a thread state on threads Python
+ * does not know. The count goes up before the shutdown check, so the atexit
+ * hook, which sets the flag and then waits for the count to drain, never
+ * misses a call on its way in. */
 int cv_python_begin(CvPythonCall *call)
 {
     atomic_fetch_add(&cv_python_calls, 1);

@@ -323,13 +323,19 @@ static int iterator_traverse(PyObject *op, visitproc visit, void *arg)
     return 0;
 }
 
-/* The gc found this iterator unreachable (so no thread is in its next(),
- * whose caller holds it): stop the pipeline, which nothing can read any
- * more. The gc may clear the objects its functions use before or after
- * (in any order); a call still running then fails inside a cancelled
- * pipeline, its result unread, and what it runs stays allocated until its
- * engine iterators are freed. The stop lets go of the GIL and bounds its
- * wait (iterator_release), also for a collection on one of its workers. */
+/* The gc finalizes its garbage before it clears any: cancel the pipeline,
+ * GIL held, so its workers call none of its functions once cleared (pyfunc.c's
+ * call_reported). Also runs first in a subclass instance's dealloc. */
+static void iterator_finalize(PyObject *op)
+{
+    CvIteratorObject *self = (CvIteratorObject *)op;
+    if (self->c.pipeline && !cv_consumer_forked_away(&self->c))
+        cv_pipeline_cancel(self->c.pipeline);
+}
+
+/* Then the gc clears it (no thread is in its next(), whose caller holds it):
+ * stop the pipeline, letting go of the GIL with a bounded wait
+ * (iterator_release), also for a collection on one of its workers. */
 static int iterator_clear(PyObject *op)
 {
     CvIteratorObject *self = (CvIteratorObject *)op;
@@ -497,6 +503,7 @@ static PyType_Slot iterator_slots[] = {
     {Py_tp_dealloc, iterator_dealloc},
     {Py_tp_traverse, iterator_traverse},
     {Py_tp_clear, iterator_clear},
+    {Py_tp_finalize, iterator_finalize},
     {Py_tp_iter, PyObject_SelfIter},
     {Py_tp_iternext, iterator_next},
     {Py_tp_methods, iterator_methods},

@@ -69,6 +69,21 @@ static int result_kind(PyObject *result, CvResultFormKind *kind, CvDtype *dtypes
     return (int)PyTuple_GET_SIZE(result);
 }
 
+/* fn(*argv), GIL held, for an fn a wrapper reports. A collection that finds
+ * fn garbage cancels the pipelines calling it (their Iterators' finalizers)
+ * before it clears fn and may let go of the GIL: a cancelled thread does not
+ * call (NULL, no exception: CV_CANCELLED). A reference no traverse reports
+ * keeps fn, and all it refers to, reachable during the call. */
+static PyObject *call_reported(PyObject *fn, PyObject *const *argv, size_t n)
+{
+    if (cv_blocking_cancelled())
+        return NULL;
+    Py_INCREF(fn);
+    PyObject *r = PyObject_Vectorcall(fn, argv, n, NULL);
+    Py_DECREF(fn);
+    return r;
+}
+
 /* (epoch, index, *components), GIL held: one tuple, every Python map
  * function's arguments. */
 static PyObject *args_with_id(CvModuleState *st, const CvElement *in, const CvElementId *id)
@@ -91,7 +106,7 @@ static CvStatus call_locked(CvPyElementFunction *f, CvModuleState *st, const CvE
     args = f->with_id ? args_with_id(st, in, id) : cv_element_to_tuple(st, in, false);
     if (!args)
         goto pyerror;
-    result = PyObject_Call(f->base.fn, args, NULL);
+    result = call_reported(f->base.fn, &PyTuple_GET_ITEM(args, 0), (size_t)PyTuple_GET_SIZE(args));
     if (!result)
         goto pyerror;
     CvResultFormKind kind = CV_FORM_NONE;
@@ -106,7 +121,7 @@ static CvStatus call_locked(CvPyElementFunction *f, CvModuleState *st, const CvE
         }
     } else {
         int first = f->form.kind == CV_FORM_UNKNOWN;
-        converted = PyObject_CallOneArg(f->base.aux, result);
+        converted = call_reported(f->base.aux, &result, 1);
         if (!converted)
             goto pyerror;
         s = cv_element_from_sequence(st, converted, out);
@@ -236,7 +251,8 @@ static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset 
     if (cv_python_begin(&call) < 0)
         return python_gone(f->name);
     PyObject *args = cv_element_to_tuple(cv_get_state(f->module), in, false);
-    PyObject *result = args ? PyObject_Call(f->fn, args, NULL) : NULL;
+    PyObject *result = args ? call_reported(f->fn, &PyTuple_GET_ITEM(args, 0),
+                                            (size_t)PyTuple_GET_SIZE(args)) : NULL;
     CvDataset *ds = result ? cv_dataset_arg(f->module, result) : NULL;
     if (ds)
         *out = cv_dataset_ref(ds);
@@ -265,12 +281,11 @@ CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObjec
  * object) is a state on the source's list, so that the traverse hook can
  * report it with the factory: when the wrapper reports this source's
  * callables, every engine iterator of it belongs to a pipeline the gc
- * accounts for (core/wrapper.h). The list and `running` change under the
- * GIL only, as the traverse hook runs. */
+ * accounts for (core/wrapper.h). The list changes under the GIL only, as
+ * the traverse hook runs. */
 typedef struct SourceState SourceState;
 struct SourceState {
     PyObject *it;  /* strong */
-    bool running;  /* inside next(): a generator running on a thread is not reported */
     SourceState *next;
 };
 
@@ -286,7 +301,7 @@ static CvStatus source_open(void *ctx, void **state)
     if (cv_python_begin(&call) < 0)
         return python_gone(src->base.name);
     CvStatus s = CV_STATUS_OK;
-    PyObject *it = PyObject_CallNoArgs(src->base.fn);
+    PyObject *it = call_reported(src->base.fn, NULL, 0);
     if (it)
         Py_SETREF(it, PyObject_GetIter(it));
     SourceState *st = it ? PyMem_RawCalloc(1, sizeof(*st)) : NULL;
@@ -296,7 +311,7 @@ static CvStatus source_open(void *ctx, void **state)
         Py_DECREF(it);
         s = cv_error_nomem();
     } else {
-        *st = (SourceState){it, false, src->states};
+        *st = (SourceState){it, src->states};
         src->states = st;
     }
     *state = st;
@@ -312,12 +327,12 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
         return python_gone(src->base.name);
     CvStatus s = CV_STATUS_OK;
     SourceState *st = state;
-    st->running = true;
-    PyObject *item = PyIter_Next(st->it);
-    st->running = false;
+    Py_INCREF(st->it); /* as call_reported's: reachable while it runs on this thread */
+    PyObject *item = cv_blocking_cancelled() ? NULL : PyIter_Next(st->it);
+    Py_DECREF(st->it);
     *end = false;
     if (!item) {
-        if (PyErr_Occurred())
+        if (PyErr_Occurred() || cv_blocking_cancelled())
             s = cv_status_from_pyerr(src->base.name);
         else
             *end = true;
@@ -354,7 +369,7 @@ static int source_traverse(void *ctx, CvVisit visit, void *arg)
     CvPySource *src = ctx;
     int rc = wrapper_traverse(&src->base, visit, arg);
     for (SourceState *st = src->states; !rc && st; st = st->next)
-        rc = st->running ? 0 : visit(st->it, arg);
+        rc = visit(st->it, arg);
     return rc;
 }
 
