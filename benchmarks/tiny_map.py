@@ -18,7 +18,8 @@ over --n elements of Dataset.range, per element and batched:
          parallel and gains
   python_gil (--heavy) the batch pipeline over a Python map that computes
          (a loop of 200 additions) under the GIL, n / 10 elements: threads
-         cannot speed it up; a known loss (benchmarks/README.md, issue 26)
+         cannot speed it up; the gain rule runs it inline, with its
+         prefetch, within a few ms (csrc/core/autotune.h, "The gain rule")
 
 The sequential pipeline has no parallelism at all: no num_parallel_calls,
 no prefetch, and options.experimental_optimization.parallel_batch off (on

@@ -50,8 +50,8 @@
 
 /* The gain rule (autotune.h): a window says the root's interval after
  * GAIN_NS and GAIN_ROOTS root elements at one parallelism; a stage is
- * tried at one turn when its turns spent half their time in blocking
- * sections and some of it waiting for the GIL. The next try
+ * tried with fewer (one turn, or inline) when its turns spent half their
+ * time in blocking sections and some of it waiting for the GIL. The next try
  * comes after GAIN_RETRY_NS, doubled at each refusal up to
  * GAIN_RETRY_MAX_NS. */
 #define CV_AUTOTUNE_GAIN_NS 5000000LL
@@ -64,6 +64,19 @@
 #define CV_AUTOTUNE_GAIN_SPAN 8 /* a window with no trial starts again after this many GAIN_NS */
 #define CV_AUTOTUNE_GAIN_RETRY_NS 50000000LL
 #define CV_AUTOTUNE_GAIN_RETRY_MAX_NS 10000000000LL
+/* A stage whose turns waited for the GIL this share of their time is
+ * tried at one turn again GAIN_SOON_NS after a refusal (a loaded machine's
+ * window, not the function): such contention is the mark of GIL-bound work. */
+#define CV_AUTOTUNE_GAIN_CONTENDED 0.1
+#define CV_AUTOTUNE_GAIN_SOON_NS 20000000LL
+/* A contended stage whose pipeline takes this long per root element (a
+ * batch of a Python map) is tried inline at once instead of at one turn. */
+#define CV_AUTOTUNE_GAIN_DIRECT_NS 100000.0
+/* A trial of the most is refused as soon as it is slower than the slack
+ * allows for the root elements so far, after this long (a GIL-bound stage
+ * at its most costs most: its turns take the GIL from each other). While
+ * a trial runs the tuner looks every CV_AUTOTUNE_QUICK_NS. */
+#define CV_AUTOTUNE_GAIN_EARLY_NS 1000000LL
 
 struct CvAutotuner {
     CvStats *stats; /* borrowed: the pool owns both */
@@ -75,6 +88,7 @@ struct CvAutotuner {
     int64_t period;
     int64_t last_run;
     int64_t last_consumer_wait;
+    bool trial_running; /* the gain rule's: looks are quick ones, every CV_AUTOTUNE_QUICK_NS */
     _Atomic uint64_t looks_done; /* cv_stats_looks_wanted when a look began */
     pthread_mutex_t history_mu;
     CvAutotuneChoice history[CV_AUTOTUNE_HISTORY];
@@ -328,9 +342,9 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
             int verdict = trial_verdict(run, node);
             if (verdict == 0)
                 to = back; /* inline was slower: the hand-off pays */
-        } else if (par[i] == 0 && g->max_parallelism <= 1 && parallel_below(now, par, i, n)) {
-            to = back; /* a stage below went back to parallel: buffer it again */
-        } else if (par[i] == 0 &&
+        } else if (par[i] == 0 && g->max_parallelism <= 1 && !node->gain_carried && parallel_below(now, par, i, n)) {
+            to = back; /* a stage below went back to parallel: buffer it again (the gain rule's: gain_carry) */
+        } else if (par[i] == 0 && !node->gain_carried &&
                    work[i] > (4 * node->inline_work > CV_AUTOTUNE_PARALLEL_NS ? 4 * node->inline_work
                                                                               : CV_AUTOTUNE_PARALLEL_NS) &&
                    (units >= CV_AUTOTUNE_BACK_UNITS ||
@@ -354,6 +368,7 @@ static bool decide_inline(const Run *run, CvNode *const *nodes, const CvNodeSnap
             node->trial_root = run->root_total;
         } else {
             node->trial_interval = 0;
+            node->gain_carried = false;
         }
         /* target: the root's interval when the choice was made */
         publish(tuner, run, g->limit, i, par[i], to, tuner->bottleneck, interval,
@@ -385,11 +400,56 @@ static bool gain_hint(const CvNodeTotals *t, const CvNodeTotals *seen)
            t->contended_ns > seen->contended_ns;
 }
 
-/* The next try's time: RETRY_NS doubled at each refusal. */
-static int64_t gain_retry(const Run *run, int refusals)
+/* The next try's time: `base` doubled at each refusal. */
+static int64_t gain_retry(const Run *run, int64_t base, int refusals)
 {
-    int64_t wait = CV_AUTOTUNE_GAIN_RETRY_NS << (refusals < 10 ? refusals : 10);
+    int64_t wait = base << (refusals < 10 ? refusals : 10);
     return run->now + (wait < CV_AUTOTUNE_GAIN_RETRY_MAX_NS ? wait : CV_AUTOTUNE_GAIN_RETRY_MAX_NS);
+}
+
+/* Whether a stage's turns since `seen` waited for the GIL at least
+ * GAIN_CONTENDED of their time. */
+static bool gain_contended(const CvNodeTotals *t, const CvNodeTotals *seen)
+{
+    double turns = delta(t->busy_ns, seen->busy_ns) + delta(t->input_ns, seen->input_ns);
+    return turns > 0 && delta(t->contended_ns, seen->contended_ns) >= CV_AUTOTUNE_GAIN_CONTENDED * turns;
+}
+
+/* history_mu held: the gain rule moved stage i (par[i] updated): an
+ * AUTOTUNE buffer right above it (a prefetch) follows. Inline, it would
+ * run the stage on its own thread, passing the GIL back and forth with
+ * its consumer for every element (0.89x the sequential pipeline for a
+ * GIL-bound map); so it goes inline with the stage when nothing else below
+ * it runs turns, and back to its most when the stage leaves inline. */
+static bool gain_carry(const Run *run, CvNode *const *nodes, const CvNodeSnapshot *now, int n, int i, int *par)
+{
+    bool changed = false;
+    for (int a = stage_above(now, i); a >= 0; a = stage_above(now, a)) {
+        const CvGauges *g = &now[a].gauges;
+        CvNode *node = nodes[a];
+        int probe = g->probe ? atomic_load_explicit(g->probe, memory_order_relaxed) : CV_PROBE_OFF;
+        if (!g->may_inline || g->max_parallelism > 1 || now[a].live != 1 || now[a].inner ||
+            probe == CV_PROBE_RUNNING || probe == CV_PROBE_POSTED) /* its verdict may come in this look */
+            break;
+        int to = par[a];
+        bool long_roots = nodes[i]->gain_before >= CV_AUTOTUNE_GAIN_DIRECT_NS;
+        if (par[i] == 0 && par[a] > 0 && long_roots && !parallel_below(now, par, a, n))
+            to = 0;
+        else if (par[i] > 0 && nodes[i]->gain_trial <= 0 && par[a] == 0 && node->gain_carried)
+            to = g->max_parallelism; /* not for a trial of the most: it is tried with the buffer inline */
+        if (to == par[a]) { /* inline already (its start probe's verdict): it follows from now on */
+            node->gain_carried = node->gain_carried || (par[i] == 0 && par[a] == 0 && long_roots);
+            break;
+        }
+        node->gain_carried = to == 0;
+        node->trial_interval = 0;
+        node->fewer_votes = 0;
+        publish(run->tuner, run, g->limit, a, par[a], to, run->tuner->bottleneck, run->roots > 0 ? run->dt / run->roots : 0, 0);
+        run->tuner->history[(run->tuner->changes - 1) % CV_AUTOTUNE_HISTORY].gain = true;
+        par[a] = to;
+        changed = true;
+    }
+    return changed;
 }
 
 /* history_mu held: the gain rule (autotune.h), every look, on a parallel
@@ -410,10 +470,10 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         bool gain_inline = par[i] == 0 && (node->gain_inline || node->gain_trial == -2);
         if ((par[i] <= 0 && !gain_inline) || par[i] != node->gain_p || t->units < node->gain_seen.units) {
             if (node->gain_trial) /* another rule moved it: the trial says nothing */
-                node->retry_gain_at = gain_retry(run, node->gain_refusals);
+                node->retry_gain_at = gain_retry(run, CV_AUTOTUNE_GAIN_RETRY_NS, node->gain_refusals);
             if (par[i] != node->gain_p && (par[i] > node->gain_cap || node->gain_inline))
                 node->gain_cap = 0; /* another rule gave it more (its work grew): start over */
-            node->gain_inline = false;
+            node->gain_inline = node->gain_again = node->gain_lost_inline = false;
             node->gain_trial = 0;
             node->gain_p = par[i]; /* a new window, at this parallelism */
             node->gain_at = run->now;
@@ -428,6 +488,9 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         if (node->gain_trial < 0 && elapsed >= CV_AUTOTUNE_GAIN_NS &&
             elapsed > CV_AUTOTUNE_GAIN_SLACK * node->gain_before * (roots + 1))
             interval = elapsed / (roots + 1); /* slower already: a slow stage at one turn costs most */
+        if (node->gain_trial > 0 && elapsed >= CV_AUTOTUNE_GAIN_EARLY_NS &&
+            elapsed > CV_AUTOTUNE_GAIN_SLACK * node->gain_before * (roots + 1))
+            interval = elapsed / (roots + 1); /* the most, slower already: refused now */
         if (node->gain_trial && interval > 0) {
             bool fewer = node->gain_trial < 0;
             /* Fewer: kept unless slower by the slack; more: kept when faster by it. */
@@ -447,17 +510,42 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
                 node->gain_inline = par[i] == 0;
             } else if (kept) {
                 node->gain_cap = 0, node->gain_refusals = 0, node->gain_inline = false; /* the climb decides */
-            } else if (trial == -2) {
-                to = 1; /* inline lost to one turn: keep that */
+            } else if (trial == -2 && node->gain_from == 1) {
+                to = 1; /* inline lost to one turn: keep that; the next tries alternate */
+                node->gain_again = !node->gain_lost_inline; /* after the first loss: inline first */
+                node->gain_lost_inline = true;
+                node->gain_refusals++;
             } else {
                 to = node->gain_from, node->gain_refusals++;
+                node->gain_again = to == 1 && node->gain_lost_inline; /* then inline again */
             }
-            node->retry_gain_at = gain_retry(run, node->gain_refusals);
+            /* A refused trial of fewer of a GIL-contended stage: soon again. */
+            bool refused = !kept && (trial == -1 || (trial == -2 && node->gain_from > 1));
+            int64_t base = refused && node->gain_contended ? CV_AUTOTUNE_GAIN_SOON_NS : CV_AUTOTUNE_GAIN_RETRY_NS;
+            node->retry_gain_at = gain_retry(run, base, node->gain_refusals);
         } else if (!node->gain_trial && interval > 0 && run->now >= node->retry_gain_at) {
-            if (node->gain_cap == 0 && par[i] > 1 && gain_hint(t, &node->gain_seen))
+            if (node->gain_cap == 0 && par[i] > 1 && gain_hint(t, &node->gain_seen)) {
+                node->gain_contended = gain_contended(t, &node->gain_seen);
                 node->gain_trial = -1, to = 1;
-            else if (node->gain_cap > 0 && (par[i] == node->gain_cap || gain_inline))
+                if (node->gain_contended && g->may_inline && interval >= CV_AUTOTUNE_GAIN_DIRECT_NS) {
+                    /* Straight inline: one turn would still pass the GIL back
+                     * and forth with its consumer, which waits for it up to
+                     * the interpreter's switch interval (5 ms) each time.
+                     * (Root elements of a few us: the hand-off rule tries
+                     * inline, after one turn.) */
+                    node->gain_trial = -2, to = 0;
+                    node->inline_work = work[i] > 0 ? work[i] : node->inline_work;
+                    node->trial_interval = 0;
+                }
+            } else if (node->gain_again && par[i] == 1 && node->gain_cap == 1 && g->may_inline) {
+                /* inline lost once (a window on a busy machine): tried again,
+                 * in turn with the most */
+                node->gain_trial = -2, to = 0, node->gain_again = false;
+                node->inline_work = work[i] > 0 ? work[i] : node->inline_work;
+                node->trial_interval = 0;
+            } else if (node->gain_cap > 0 && (par[i] == node->gain_cap || gain_inline)) {
                 node->gain_trial = 1, to = g->max_parallelism;
+            }
             node->gain_before = interval;
             node->gain_from = par[i];
         }
@@ -467,8 +555,13 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
             node->gain_root = run->root_total;
             node->gain_seen = *t;
         }
-        if (to == par[i])
+        if (to == par[i]) {
+            /* A buffer above that went parallel meanwhile (its start probe's
+             * verdict, given while the stage below ran turns): inline again. */
+            if ((par[i] == 0 && (node->gain_inline || node->gain_trial == -2)) || (par[i] > 0 && !node->gain_trial))
+                changed |= gain_carry(run, nodes, now, n, i, par); /* and back when a trial of the most was kept */
             continue;
+        }
         node->fewer_votes = 0;
         node->gain_p = to;
         node->gain_at = run->now;
@@ -478,6 +571,7 @@ static bool decide_gain(const Run *run, CvNode *const *nodes, const CvNodeSnapsh
         tuner->history[(tuner->changes - 1) % CV_AUTOTUNE_HISTORY].gain = true;
         par[i] = to;
         changed = true;
+        gain_carry(run, nodes, now, n, i, par);
     }
     return changed;
 }
@@ -587,8 +681,7 @@ static void model(void *arg, CvNode *const *nodes, const CvNodeSnapshot *now, in
 done:
     if (changed || inline_now)
         tuner->period = CV_AUTOTUNE_FIRST_NS;
-    if (trials) /* a trial's verdict as soon as its window says enough */
-        tuner->period = CV_AUTOTUNE_GAIN_NS;
+    tuner->trial_running = trials; /* quick looks: a trial's verdict as soon as its window says enough */
     for (int i = 0; i < n && !run->quick; i++)
         nodes[i]->seen = now[i].totals;
     free(stages);
@@ -619,7 +712,7 @@ bool cv_autotuner_tick(CvAutotuner *tuner)
          * any asked for before its time): the inline decisions only, on
          * everything since the start or the last full look (they keep no
          * window: the first full look's is the whole first period). */
-        bool quick = now - cv_stats_started_ns(tuner->stats) < CV_AUTOTUNE_FIRST_NS || !due;
+        bool quick = now - cv_stats_started_ns(tuner->stats) < CV_AUTOTUNE_FIRST_NS || !due || tuner->trial_running;
         Run run = {tuner, now, (double)(now - tuner->last_run), (double)(consumer_wait - tuner->last_consumer_wait),
                    quick};
         if (!quick)
@@ -633,7 +726,8 @@ bool cv_autotuner_tick(CvAutotuner *tuner)
         tuner->runs++;
         pthread_mutex_unlock(&tuner->history_mu);
         if (due)
-            atomic_store_explicit(&tuner->next_due, now + (quick ? CV_AUTOTUNE_QUICK_NS : tuner->period),
+            atomic_store_explicit(&tuner->next_due,
+                                  now + (quick || tuner->trial_running ? CV_AUTOTUNE_QUICK_NS : tuner->period),
                                   memory_order_relaxed);
     }
     bool published = tuner->changes != changes;

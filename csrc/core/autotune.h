@@ -86,27 +86,39 @@
  * above, which sees work, never finds it. So the tuner measures what the
  * workers gain. A parallel AUTOTUNE stage whose turns spent at least half
  * their time in blocking sections and waited for the GIL at all
- * (CvNodeTotals.contended_ns, timed where the binding takes it) is tried at
- * one turn: after at least 5 ms and 16 root elements at one parallelism,
- * the root's interval then is compared with the interval at one turn over
- * the next such window; no more than 25% slower (5 ms windows on a shared
- * machine differ by 10-20%; within that, fewer threads cost less CPU), the
- * stage keeps one turn and the climb may give it no more (its cap), and
- * is tried inline against one turn the same way (one worker still passes
- * the GIL back and forth with the consumer: 0.78x the sequential pipeline
- * on a quiet 2-core machine, inline ~1.0x);
- * slower, or already slower than the old interval allows for the root
- * elements so far (a sleeping Python map, I/O: refused within 5 ms), it
- * goes back. A capped stage is tried at its most after a back-off (50 ms,
- * doubled at each refusal, up to 10 s): more than 25% faster lifts the cap
- * (a function that started
- * releasing the GIL, NumPy on large arrays), otherwise it goes back to
- * one. Trials take no part in the climb, and the tuner looks every 5 ms
- * while one runs. The amount of contention is no measure of the loss: a
- * thread the interpreter makes drop the GIL waits for it again inside the
- * function, unseen; the throughput is the measure. The hand-off rule may
- * then take a stage at one turn inline. Choices made by this rule have
- * `gain` set.
+ * (CvNodeTotals.contended_ns, timed where the binding takes it) is tried
+ * with fewer: after at least 5 ms and 16 root elements at one parallelism,
+ * the root's interval then is compared with the interval over the next
+ * such window; no more than 25% slower (short windows on a shared machine
+ * differ by 10-20%; within that, fewer threads cost less CPU), the stage
+ * keeps it and the climb may give it no more (its cap). The trial is
+ * inline at once when the turns waited for the GIL a tenth of their time
+ * or more, the stage may go inline and a root element takes 100 us or
+ * more (a batch of a Python map): one turn would still pass the GIL back
+ * and forth with its consumer, which waits up to the interpreter's switch
+ * interval (5 ms) for it each time (one worker measured 2-4x slower than
+ * three under load). Otherwise it is at one turn, then inline against one
+ * turn the same way; a stage whose inline trial lost tries it again
+ * later, in turn with the most. Slower, or already slower than the old
+ * interval allows for the root elements so far (a sleeping Python map,
+ * I/O), it goes back; a contended stage is tried again after 20 ms
+ * (doubled at each refusal), another after 50 ms. An AUTOTUNE buffer
+ * right above a stage that this rule made inline with root elements of
+ * 100 us or more (a prefetch over a batched Python map) goes inline with
+ * it (gain_carry): left parallel it runs the stage on its own thread and
+ * takes the GIL from its consumer for every element (0.89x the sequential
+ * pipeline). A capped stage is tried at its most after a back-off (50 ms,
+ * doubled at each refusal, up to 10 s), with the carried buffer still
+ * inline: more than 25% faster lifts the cap (a function that started
+ * releasing the GIL, NumPy on large arrays) and the buffer follows;
+ * slower than the slack allows after 1 ms, it goes back at once (a
+ * GIL-bound stage at its most costs most). Trials take no part in the
+ * climb, and while one runs the tuner's looks are quick ones, every
+ * CV_AUTOTUNE_QUICK_NS. The amount of contention is no measure of the
+ * loss: a thread the interpreter makes drop the GIL waits for it again
+ * inside the function, unseen; the throughput is the measure. The
+ * hand-off rule may then take a stage at one turn inline. Choices made by
+ * this rule have `gain` set.
  *
  * The period starts at CV_AUTOTUNE_FIRST_NS, doubles up to
  * CV_AUTOTUNE_MAX_NS, and drops back after a change. Every change is

@@ -164,6 +164,14 @@ static void run_turn(CvPool *pool, CvTask *t, bool counted)
     CvTurn r = t->turn(t->owner);
     bool retuned = pool->tick.fn && pool->tick.fn(pool->tick.arg); /* between turns: no lock held */
     pthread_mutex_lock(&pool->mu);
+    if (t->drained && t->running == 1 && atomic_load_explicit(&t->limit, memory_order_relaxed) == 0) {
+        /* Made inline (limit 0, no turn starts now) and this was its last
+         * turn: its consumer may wait for results none will bring. Still
+         * counted running, so the task is not removed meanwhile. */
+        pthread_mutex_unlock(&pool->mu);
+        t->drained(t->owner);
+        pthread_mutex_lock(&pool->mu);
+    }
     if (retuned && pool->running < pool->budget && has_runnable(pool))
         wake_one(pool, pool->budget); /* a raised limit: more turns can run */
     pool->running -= counted;
@@ -301,6 +309,7 @@ void cv_task_attach(CvTask *t, CvPool *pool, CvTurn (*turn)(void *), void *owner
     t->submits = 0;
     t->running = 0;
     t->queued = t->done = t->paused = false;
+    t->drained = NULL;
     t->prev = NULL;
     t->pool = cv_pool_ref(pool);
     pthread_mutex_lock(&pool->mu);

@@ -81,6 +81,12 @@ typedef struct CvTask {
     int running;
     bool queued, done;
     bool paused; /* cv_task_pause: no turn until cv_task_resume */
+    /* Optional, set by the owner after cv_task_attach: called, with no
+     * lock held and the ending turn still counted running (so the task
+     * outlives the call), when a turn ends at limit 0 as the task's last
+     * running one. A consumer that waited for turns while the autotuner
+     * made the task inline gets no result from any turn: this wakes it. */
+    void (*drained)(void *owner);
 } CvTask;
 
 /* A pool of `budget` running threads (at least 1). Threads start as work

@@ -5,6 +5,7 @@
 #include <string.h>
 
 static CvTurn stage_turn(void *arg);
+static void stage_drained(void *arg);
 /* The stage whose consumer this thread is while it runs one of its turns. */
 static _Thread_local const CvStage *helping;
 
@@ -64,6 +65,7 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     pthread_mutex_init(&st->mu, NULL);
     cv_cond_init(&st->ready_cv);
     cv_task_attach(&st->task, pool, stage_turn, st, name, workers);
+    st->task.drained = stage_drained; /* before any submit: the pool reads it after one */
     cv_pool_unref(pool); /* the task holds one */
     return CV_STATUS_OK;
 }
@@ -328,6 +330,20 @@ static CvTurn stage_turn(void *arg)
     if (wake) /* after unlocking: woken, it would only wait for mu */
         pthread_cond_broadcast(&st->ready_cv);
     return done ? CV_TURN_DONE : CV_TURN_AGAIN;
+}
+
+/* The pool, as the last turn at limit 0 ends (CvTask.drained): a consumer
+ * that began to wait while the limit was above 0 is woken to go inline
+ * (cv_stage_next); no turn would wake it, and on a pool thread its wait
+ * has no timeout. */
+static void stage_drained(void *arg)
+{
+    CvStage *st = arg;
+    pthread_mutex_lock(&st->mu);
+    bool wake = st->consumer_waiting;
+    pthread_mutex_unlock(&st->mu);
+    if (wake)
+        pthread_cond_broadcast(&st->ready_cv);
 }
 
 /* Free room in the window below which a retire does not wake workers: half

@@ -140,6 +140,10 @@ typedef struct CvNode {
      * then, the stage's totals then. */
     int gain_cap;
     bool gain_inline; /* the rule made it inline (one turn was no faster) */
+    bool gain_carried; /* a buffer the rule made inline with the stage below it */
+    bool gain_contended; /* its turns waited for the GIL (gain_contended) before the trial at one */
+    bool gain_lost_inline; /* inline lost to one turn once: later tries alternate inline / most */
+    bool gain_again; /* the next try is inline again */
     int gain_trial; /* -2: inline against one turn */
     int gain_from;
     double gain_before;
