@@ -122,10 +122,14 @@ def test_a_slow_map_stays_parallel():
     stats = it.stats()
     pmap = stats.stages[1]
     assert stats.autotune_runs > 0
-    assert not inline_choices(stats, pmap.name), stats.choices
     assert pmap.parallelism >= 1
-    # The prefetch over it hides its bursts: it stays too.
-    assert not inline_choices(stats, stats.stages[0].name), stats.choices
+    # The prefetch over it hides its bursts: it stays too. Under load the
+    # gain rule may try either inline (its workers waited for the GIL), and
+    # takes such a trial back when it loses: each settles parallel.
+    for stage in (pmap.name, stats.stages[0].name):
+        mine = [c for c in stats.choices if c.stage == stage]
+        assert not mine or mine[-1].after > 0, stats.choices
+        assert all(c.gain for c in inline_choices(stats, stage)), stats.choices
 
 
 def test_explicit_parallelism_and_buffer_are_never_touched():
