@@ -337,3 +337,42 @@ def test_garbage_pipelines_call_none_of_their_cleared_functions():
         print("ok")
     """, timeout=240)
     assert out.strip() == "ok"
+
+
+def test_garbage_pipelines_call_none_of_their_cleared_cache_hooks():
+    """An interleave's inner cache() is held by the engine only, so its store
+    reports its progress and describe hooks: a collection that finds the
+    pipeline garbage clears them, and (the iterator in an older generation)
+    before the iterator, whose teardown ends the inner passes and tells the
+    hooks (a discarded bar). They are methods of a module-level class, which
+    the gc never clears: no crash, for a memory and a file cache."""
+    out = assert_isolated_ok("""
+        import gc, os, tempfile, warnings
+        from conveyor.data.ops import cache_op
+        warnings.simplefilter("ignore")
+        cache_op._CACHE_PROGRESS_DELAY = 0.0  # the progress hook from the 257th element on
+        D, AUTOTUNE = tf.data.Dataset, tf.data.AUTOTUNE
+        folder = tempfile.mkdtemp()
+        files = iter(range(10**9))
+
+        def inner(kind):
+            ds = D.range(600)
+            return ds.cache() if kind == "memory" else ds.cache(os.path.join(folder, str(next(files))))
+
+        gc.disable()
+        for i in range(40):
+            kind = ("memory", "file")[i % 2]
+            ds = D.range(10**6).interleave(lambda r: inner(kind), cycle_length=3,
+                                           num_parallel_calls=3)
+            it = iter(ds.prefetch(AUTOTUNE))
+            del ds
+            gc.collect(0)  # the iterator to generation 1: the hooks made below are cleared first
+            for _ in range(800):
+                next(it)
+            cycle = [it]
+            cycle.append(cycle)
+            del it, cycle
+            gc.collect()
+        print("ok")
+    """, timeout=240)
+    assert out.strip() == "ok"
