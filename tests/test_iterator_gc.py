@@ -60,11 +60,17 @@ def _collect_until(ref):
 
 
 def _wait_threads_gone(tids):
+    """Wait for the threads to end, collecting: the collection that cleared a
+    weak reference to the loader may still keep its cycle (a finalizer that
+    runs Python code, a generator's close, lets a worker take the GIL and a
+    reference to an object of it: the gc then clears none of them), and the
+    next one takes it apart."""
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
         left = set(_engine_threads()) & set(tids)
         if not left:
             return set()
+        gc.collect()
         time.sleep(0.01)
     return set(_engine_threads()) & set(tids)
 
