@@ -358,27 +358,29 @@ def test_garbage_pipelines_call_none_of_their_cleared_cache_hooks():
         warnings.simplefilter("ignore")
         cache_op._CACHE_PROGRESS_DELAY = 0.0  # the progress hook from the 257th element on
         D, AUTOTUNE = tf.data.Dataset, tf.data.AUTOTUNE
-        folder = tempfile.mkdtemp()
         files = iter(range(10**9))
 
-        def inner(kind):
+        def inner(kind, folder):
             ds = D.range(600)
-            return ds.cache() if kind == "memory" else ds.cache(os.path.join(folder, str(next(files))))
+            if kind == "memory":
+                return ds.cache()
+            return ds.cache(os.path.join(folder, str(next(files))))
 
         gc.disable()
-        for i in range(40):
-            kind = ("memory", "file")[i % 2]
-            ds = D.range(10**6).interleave(lambda r: inner(kind), cycle_length=3,
-                                           num_parallel_calls=3)
-            it = iter(ds.prefetch(AUTOTUNE))
-            del ds
-            gc.collect(0)  # the iterator to generation 1: the hooks made below are cleared first
-            for _ in range(800):
-                next(it)
-            cycle = [it]
-            cycle.append(cycle)
-            del it, cycle
-            gc.collect()
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder:  # teardowns may lag
+            for i in range(40):
+                kind = ("memory", "file")[i % 2]
+                ds = D.range(10**6).interleave(lambda r: inner(kind, folder), cycle_length=3,
+                                               num_parallel_calls=3)
+                it = iter(ds.prefetch(AUTOTUNE))
+                del ds
+                gc.collect(0)  # the iterator to generation 1: the hooks made below go first
+                for _ in range(800):
+                    next(it)
+                cycle = [it]
+                cycle.append(cycle)
+                del it, cycle
+                gc.collect()
         print("ok")
     """, timeout=240)
     assert out.strip() == "ok"
