@@ -38,11 +38,28 @@ def _cache_warn(message):
     warnings.warn(message, CacheWarning, stacklevel=2)
 
 
-def _cache_progress_hook(label):
-    """A hook showing one tqdm bar per filling pass (keyed by the engine's token)."""
-    bars = {}
+class _CacheHooks:
+    """A store's progress bar (one tqdm bar per filling pass, keyed by the
+    engine's token) and its element spec for the file, as bound methods.
 
-    def progress(token, elements, nbytes, total, state):
+    The garbage collector may clear this object while the engine still
+    calls its hooks: the store of an inner dataset (interleave) is held by
+    the engine only and reports them (its traverse), so a collection that
+    finds the pipeline unreachable clears them before the pipeline's
+    teardown, which may end a pass (a finished bar, the file's spec). It
+    never clears the methods' code or globals, which this module holds (a
+    cleared closure would crash the interpreter when called): a hook that
+    finds its attributes gone does nothing."""
+
+    def __init__(self, label, input_dataset):
+        self.label = label
+        self.input_dataset = input_dataset
+        self.bars = {}
+
+    def progress(self, token, elements, nbytes, total, state):
+        bars, label = getattr(self, "bars", None), getattr(self, "label", None)
+        if bars is None or label is None:
+            return
         bar = bars.get(token)
         if bar is None:
             if state != 0 or not _progress.active():
@@ -56,7 +73,11 @@ def _cache_progress_hook(label):
                 bar.set_description_str(label + " (discarded)", refresh=False)
             bar.close()
             del bars[token]
-    return progress
+
+    def describe(self):
+        input_dataset = getattr(self, "input_dataset", None)
+        spec = None if input_dataset is None else input_dataset._known_spec()
+        return None if spec is None else _encode_structure(spec)
 
 
 def _flat_component_specs(spec):
@@ -145,13 +166,9 @@ class CacheDataset(UnaryUnchangedStructureDataset):
         # The hooks may outlive this object (an iterator keeps only the engine's
         # datasets), and must not refer to it (the store it holds would form a cycle
         # that the garbage collector cannot see through the capsule).
-        def describe():
-            spec = input_dataset._known_spec()
-            return None if spec is None else _encode_structure(spec)
-
-        label = f"cache {filename}" if filename else "cache (memory)"
+        hooks = _CacheHooks(f"cache {filename}" if filename else "cache (memory)", input_dataset)
         self._store = _engine.cache_store(filename or None,
-                                          (_cache_warn, _cache_progress_hook(label), describe),
+                                          (_cache_warn, hooks.progress, hooks.describe),
                                           _CACHE_PROGRESS_DELAY, _TRUNCATION[on_truncation])
 
     def _build(self, ctx, engine_inputs):
