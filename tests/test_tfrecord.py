@@ -175,3 +175,22 @@ def test_gfile(tmp_path):
     assert sorted(tf.io.gfile.listdir(tmp_path / "x")) == ["y"]
     with pytest.raises(tf.errors.NotFoundError):
         tf.io.gfile.listdir(tmp_path / "nope")
+
+
+def test_read_buffers_come_from_the_pool(tmp_path):
+    # Each file's read buffer (256 KiB by default) is a pooled buffer: a
+    # fresh malloc of that size was mapped, faulted in page by page and
+    # unmapped for every file of every epoch. After a warm-up, opening the
+    # files again takes warm buffers. Asserted on the pool's own record.
+    files = []
+    for k in range(8):
+        write(tmp_path / f"{k}.tfr", [b"%d" % i for i in range(10)])
+        files.append(str(tmp_path / f"{k}.tfr"))
+    ds = tf.data.TFRecordDataset(files)
+    assert len(list(ds)) == 80  # warm-up
+    before = _engine.buffer_pool_stats()
+    for _ in range(3):
+        assert len(list(ds)) == 80
+    after = _engine.buffer_pool_stats()
+    assert after["hits"] - before["hits"] >= 3 * 8, (before, after)
+    assert after["missed_bytes"] - before["missed_bytes"] < (256 << 10), (before, after)

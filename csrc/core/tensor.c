@@ -60,6 +60,96 @@ static size_t header_size(void)
     return (sizeof(CvBuffer) + CV_BUFFER_ALIGN - 1) / CV_BUFFER_ALIGN * CV_BUFFER_ALIGN;
 }
 
+/* Mid-sized buffers, of 4 KiB to 64 KiB in all (a record of a few KiB, a
+ * row), are recycled too, in classes of 1 KiB, LIFO (the last released is
+ * the warmest): made on a pool thread and freed on the consumer's, 16 KiB
+ * records took fresh memory from malloc at every epoch, whose trimming of
+ * a pool thread's arena handed it back to the kernel, and each record's
+ * copy faulted its pages in again (a third of a remote epoch's faults).
+ * Each class is a list through the idle buffers' first bytes, guarded by
+ * its own lock; mid_bytes bounds what all classes hold. Built with
+ * AddressSanitizer they are plain malloc, so it still sees every use after
+ * free of a record. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MID_RECYCLE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MID_RECYCLE 0
+#endif
+#endif
+#ifndef MID_RECYCLE
+#define MID_RECYCLE 1
+#endif
+#define MID_STEP ((size_t)1 << 10)
+#define MID_MIN ((size_t)4 << 10)
+#define MID_CLASSES ((int)((CV_POOL_MIN_BYTES - MID_MIN) / MID_STEP) + 1)
+#define MID_MAX_BYTES ((size_t)32 << 20)
+
+static struct {
+    pthread_mutex_t mu;
+    CvBuffer *idle; /* the next idle buffer is at *(CvBuffer **)idle->data */
+    size_t count;
+    uint64_t hits, misses, missed_bytes;
+} mid[MID_CLASSES];
+static atomic_size_t mid_bytes;
+static pthread_once_t mid_once = PTHREAD_ONCE_INIT;
+
+static void mid_init(void)
+{
+    for (int c = 0; c < MID_CLASSES; c++)
+        pthread_mutex_init(&mid[c].mu, NULL);
+}
+
+/* The class of a buffer of `total` bytes (header and memory), or -1. */
+static int mid_class(size_t total)
+{
+    if (!MID_RECYCLE || total < MID_MIN || total > CV_POOL_MIN_BYTES)
+        return -1;
+    return (int)((total + MID_STEP - 1) / MID_STEP - MID_MIN / MID_STEP);
+}
+
+static size_t mid_total(int c)
+{
+    return MID_MIN + (size_t)c * MID_STEP;
+}
+
+/* An idle buffer of class c, or NULL (counted as a miss of `size` bytes). */
+static CvBuffer *mid_take(int c, size_t size)
+{
+    pthread_once(&mid_once, mid_init);
+    pthread_mutex_lock(&mid[c].mu);
+    CvBuffer *b = mid[c].idle;
+    if (b) {
+        mid[c].idle = *(CvBuffer **)b->data;
+        mid[c].count--;
+        mid[c].hits++;
+    } else {
+        mid[c].misses++;
+        mid[c].missed_bytes += size;
+    }
+    pthread_mutex_unlock(&mid[c].mu);
+    if (b)
+        atomic_fetch_sub_explicit(&mid_bytes, mid_total(c), memory_order_relaxed);
+    return b;
+}
+
+/* Keep b (of exactly its class's size) for the next mid_take; false when
+ * the classes hold MID_MAX_BYTES already (the caller frees it). */
+static bool mid_keep(CvBuffer *b, int c)
+{
+    size_t total = mid_total(c);
+    if (atomic_fetch_add_explicit(&mid_bytes, total, memory_order_relaxed) + total > MID_MAX_BYTES) {
+        atomic_fetch_sub_explicit(&mid_bytes, total, memory_order_relaxed);
+        return false;
+    }
+    pthread_mutex_lock(&mid[c].mu);
+    *(CvBuffer **)b->data = mid[c].idle;
+    mid[c].idle = b;
+    mid[c].count++;
+    pthread_mutex_unlock(&mid[c].mu);
+    return true;
+}
+
 /* Small buffers (a scalar, a short row) are blocks (core/blocks.h): made on
  * a pool thread, freed on the consumer's, they would take malloc's arena
  * lock from each other once per element. */
@@ -100,6 +190,9 @@ static void buffer_release(CvBuffer *b)
     }
     for (int i = 0; i < nevicted; i++)
         free(evicted[i]); /* outside the lock: unmapping can take a while */
+    int c = b ? mid_class(header_size() + b->capacity) : -1;
+    if (c >= 0 && header_size() + b->capacity == mid_total(c) && mid_keep(b, c))
+        return;
     if (b && is_block(b->capacity))
         cv_block_free(b, header_size() + b->capacity);
     else
@@ -138,6 +231,16 @@ CvBufferPoolStats cv_buffer_pool_stats(void)
     pthread_mutex_lock(&pool_mu);
     CvBufferPoolStats stats = {pool_hits, pool_misses, pool_missed_bytes, (size_t)pool_count, pool_bytes};
     pthread_mutex_unlock(&pool_mu);
+    pthread_once(&mid_once, mid_init);
+    for (int c = 0; c < MID_CLASSES; c++) {
+        pthread_mutex_lock(&mid[c].mu);
+        stats.hits += mid[c].hits;
+        stats.misses += mid[c].misses;
+        stats.missed_bytes += mid[c].missed_bytes;
+        stats.pooled_buffers += mid[c].count;
+        stats.pooled_bytes += mid[c].count * mid_total(c);
+        pthread_mutex_unlock(&mid[c].mu);
+    }
     return stats;
 }
 
@@ -146,17 +249,25 @@ void cv_buffer_pool_after_fork(void)
     pthread_mutex_init(&pool_mu, NULL);
     pool_count = 0; /* the parent's buffers stay allocated in the child: a bounded leak */
     pool_bytes = 0;
+    pthread_once(&mid_once, mid_init);
+    for (int c = 0; c < MID_CLASSES; c++) {
+        pthread_mutex_init(&mid[c].mu, NULL);
+        mid[c].idle = NULL;
+        mid[c].count = 0;
+    }
+    atomic_store(&mid_bytes, 0);
 }
 
 CvBuffer *cv_buffer_new(size_t size)
 {
     size_t header = header_size();
-    CvBuffer *b = size >= CV_POOL_MIN_BYTES ? pool_take(size) : NULL;
+    if (size > SIZE_MAX - header - 4096)
+        return NULL;
+    int c = size < CV_POOL_MIN_BYTES ? mid_class(header + size) : -1;
+    CvBuffer *b = size >= CV_POOL_MIN_BYTES ? pool_take(size) : c >= 0 ? mid_take(c, size) : NULL;
     if (!b) {
-        if (size > SIZE_MAX - header - 4096)
-            return NULL;
         size_t round = size >= CV_POOL_MIN_BYTES ? 4096 : CV_BUFFER_ALIGN;
-        size_t capacity = (size + round - 1) / round * round;
+        size_t capacity = c >= 0 ? mid_total(c) - header : (size + round - 1) / round * round;
         if (size >= CV_HUGE_BYTES) {
             /* Huge pages for big buffers (a from_tensor_slices source): one
              * fault per 2 MiB instead of per 4 KiB on first touch. Only the

@@ -122,12 +122,13 @@ const char *cv_dtype_name(CvDtype dtype);
  * aligned data); returns NULL when out of memory. Large buffers (>= 64 KiB)
  * are recycled through a pool (at most 128 buffers, 256 MiB), so that a
  * pipeline that allocates a batch buffer per step reuses warm memory instead
- * of mapping and faulting fresh pages each time. */
+ * of mapping and faulting fresh pages each time; mid-sized ones (4 KiB to
+ * 64 KiB with the header: a record) in classes of 1 KiB (32 MiB in all). */
 CvBuffer *cv_buffer_new(size_t size);
-/* What the pool has done since the process started: requests for large
- * buffers it served (hits) and those it could not (misses, for missed_bytes
- * of fresh memory), and what it holds now. A consistent snapshot, taken under
- * the pool's lock. */
+/* What the pool has done since the process started: requests for large and
+ * mid-sized buffers it served (hits) and those it could not (misses, for
+ * missed_bytes of fresh memory), and what it holds now. Each class's figures
+ * are taken under its lock, not all at one instant. */
 typedef struct CvBufferPoolStats {
     uint64_t hits, misses, missed_bytes;
     size_t pooled_buffers, pooled_bytes;
