@@ -229,22 +229,45 @@ def test_batch_buffers_are_reused_across_steps():
     assert fresh <= batches * batch_bytes // 3, (fresh / batch_bytes, batches, before, after)
 
 
+def _records(path, n, size):
+    with tf.io.TFRecordWriter(path) as w:
+        for i in range(n):
+            w.write(bytes([i % 256]) * size)
+    return tf.data.TFRecordDataset(path)
+
+
 @pytest.mark.skipif(bool(os.environ.get("CV_SANITIZED")),
                     reason="built with AddressSanitizer, mid-sized buffers are plain malloc")
 def test_record_buffers_are_reused_across_epochs(tmp_path):
     # Records of 16 KB (below the large buffers' 64 KiB) are read on pool
     # threads and freed with their batch on the consumer's: each epoch took
     # fresh memory from malloc for every record, and faulted its pages in
-    # again. The pool's mid-sized classes must serve them from the second
-    # epoch on. Asserted on the pool's own record, not on page faults.
-    from conveyor import _engine
+    # again. The pool's mid-sized classes must serve them once warm.
+    # Asserted on the pool's own record, not on page faults.
+    _assert_records_reused(_records(str(tmp_path / "r.tfrecord"), 256, 16384).batch(32))
 
-    path = str(tmp_path / "r.tfrecord")
-    with tf.io.TFRecordWriter(path) as w:
-        for i in range(256):
-            w.write(bytes([i]) * 16384)
-    ds = tf.data.TFRecordDataset(path).batch(32)
-    for _ in range(2):  # warm-up: the classes fill
+
+@pytest.mark.skipif(bool(os.environ.get("CV_SANITIZED")),
+                    reason="built with AddressSanitizer, mid-sized buffers are plain malloc")
+def test_buffers_an_earlier_workload_left_give_way(tmp_path):
+    # An earlier workload (1,200 records of 40 KB at once) filled the
+    # classes' bound with buffers of its size: they give way to the records
+    # read now. In a new process, whose classes hold nothing else.
+    assert_isolated_ok(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        import test_batch
+        earlier = test_batch._records({str(tmp_path / "earlier.tfrecord")!r}, 1200, 40000)
+        for _ in earlier.batch(1200):
+            pass
+        test_batch._assert_records_reused(
+            test_batch._records({str(tmp_path / "r.tfrecord")!r}, 256, 16384).batch(32))
+    """)
+
+
+def _assert_records_reused(ds):
+    from conveyor import _engine
+    for _ in range(3):  # warm-up: the class fills
         for _ in ds:
             pass
     before = _engine.buffer_pool_stats()

@@ -133,11 +133,36 @@ static CvBuffer *mid_take(int c, size_t size)
     return b;
 }
 
-/* Keep b (of exactly its class's size) for the next mid_take; false when
- * the classes hold MID_MAX_BYTES already (the caller frees it). */
+/* An idle buffer of class k taken out of the classes (not counted as a
+ * hit), or NULL. */
+static CvBuffer *mid_evict(int k)
+{
+    pthread_mutex_lock(&mid[k].mu);
+    CvBuffer *b = mid[k].idle;
+    if (b) {
+        mid[k].idle = *(CvBuffer **)b->data;
+        mid[k].count--;
+    }
+    pthread_mutex_unlock(&mid[k].mu);
+    if (b)
+        atomic_fetch_sub_explicit(&mid_bytes, mid_total(k), memory_order_relaxed);
+    return b;
+}
+
+/* Keep b (of exactly its class's size) for the next mid_take. Over
+ * MID_MAX_BYTES, idle buffers of the other classes are freed first: what an
+ * earlier workload left (records of another size) gives way to the current
+ * one instead of holding the bound for good. False when the class's own
+ * buffers fill it (the caller frees b). */
 static bool mid_keep(CvBuffer *b, int c)
 {
     size_t total = mid_total(c);
+    for (int k = 0; k < MID_CLASSES; k++) {
+        CvBuffer *v = NULL;
+        while (k != c && atomic_load_explicit(&mid_bytes, memory_order_relaxed) + total > MID_MAX_BYTES &&
+               (v = mid_evict(k)))
+            free(v); /* mid-sized buffers are plain malloc, never blocks */
+    }
     if (atomic_fetch_add_explicit(&mid_bytes, total, memory_order_relaxed) + total > MID_MAX_BYTES) {
         atomic_fetch_sub_explicit(&mid_bytes, total, memory_order_relaxed);
         return false;
