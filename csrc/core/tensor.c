@@ -113,7 +113,8 @@ static size_t mid_total(int c)
     return MID_MIN + (size_t)c * MID_STEP;
 }
 
-/* An idle buffer of class c, or NULL (counted as a miss of `size` bytes). */
+/* An idle buffer of class c, or NULL. Counted as a hit, or a miss of
+ * `size` bytes; size 0: an eviction (mid_keep), not counted. */
 static CvBuffer *mid_take(int c, size_t size)
 {
     pthread_once(&mid_once, mid_init);
@@ -122,10 +123,11 @@ static CvBuffer *mid_take(int c, size_t size)
     if (b) {
         mid[c].idle = *(CvBuffer **)b->data;
         mid[c].count--;
-        mid[c].hits++;
-    } else {
-        mid[c].misses++;
-        mid[c].missed_bytes += size;
+    }
+    if (size) {
+        mid[c].hits += b != NULL;
+        mid[c].misses += b == NULL;
+        mid[c].missed_bytes += b ? 0 : size;
     }
     pthread_mutex_unlock(&mid[c].mu);
     if (b)
@@ -133,20 +135,10 @@ static CvBuffer *mid_take(int c, size_t size)
     return b;
 }
 
-/* An idle buffer of class k taken out of the classes (not counted as a
- * hit), or NULL. */
-static CvBuffer *mid_evict(int k)
+/* Whether `more` bytes would take the classes over MID_MAX_BYTES. */
+static bool mid_full(size_t more)
 {
-    pthread_mutex_lock(&mid[k].mu);
-    CvBuffer *b = mid[k].idle;
-    if (b) {
-        mid[k].idle = *(CvBuffer **)b->data;
-        mid[k].count--;
-    }
-    pthread_mutex_unlock(&mid[k].mu);
-    if (b)
-        atomic_fetch_sub_explicit(&mid_bytes, mid_total(k), memory_order_relaxed);
-    return b;
+    return atomic_load_explicit(&mid_bytes, memory_order_relaxed) + more > MID_MAX_BYTES;
 }
 
 /* Keep b (of exactly its class's size) for the next mid_take. Over
@@ -157,16 +149,14 @@ static CvBuffer *mid_evict(int k)
 static bool mid_keep(CvBuffer *b, int c)
 {
     size_t total = mid_total(c);
-    for (int k = 0; k < MID_CLASSES; k++) {
-        CvBuffer *v = NULL;
-        while (k != c && atomic_load_explicit(&mid_bytes, memory_order_relaxed) + total > MID_MAX_BYTES &&
-               (v = mid_evict(k)))
+    for (int k = 0; k < MID_CLASSES && mid_full(total); k++)
+        for (CvBuffer *v; k != c && mid_full(total) && (v = mid_take(k, 0));)
             free(v); /* mid-sized buffers are plain malloc, never blocks */
-    }
     if (atomic_fetch_add_explicit(&mid_bytes, total, memory_order_relaxed) + total > MID_MAX_BYTES) {
         atomic_fetch_sub_explicit(&mid_bytes, total, memory_order_relaxed);
         return false;
     }
+    pthread_once(&mid_once, mid_init);
     pthread_mutex_lock(&mid[c].mu);
     *(CvBuffer **)b->data = mid[c].idle;
     mid[c].idle = b;

@@ -281,8 +281,7 @@ CvStatus cv_dataset_function_from_python(PyObject *module, PyObject *fn, PyObjec
  * object) is a state on the source's list, so that the traverse hook can
  * report it with the factory: when the wrapper reports this source's
  * callables, every engine iterator of it belongs to a pipeline the gc
- * accounts for (core/wrapper.h). The list changes under the GIL only, as
- * the traverse hook runs. */
+ * accounts for (core/wrapper.h). The list changes under the GIL, as traverse reads it. */
 typedef struct SourceState SourceState;
 struct SourceState {
     PyObject *it;  /* strong */
@@ -327,12 +326,13 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
         return python_gone(src->base.name);
     CvStatus s = CV_STATUS_OK;
     SourceState *st = state;
+    bool cancelled = cv_blocking_cancelled(); /* once: an end stays an end */
     Py_INCREF(st->it); /* as call_reported's: reachable while it runs on this thread */
-    PyObject *item = cv_blocking_cancelled() ? NULL : PyIter_Next(st->it);
+    PyObject *item = cancelled ? NULL : PyIter_Next(st->it);
     Py_DECREF(st->it);
     *end = false;
     if (!item) {
-        if (PyErr_Occurred() || cv_blocking_cancelled())
+        if (PyErr_Occurred() || cancelled)
             s = cv_status_from_pyerr(src->base.name);
         else
             *end = true;
