@@ -55,7 +55,11 @@ def test_the_docs_doctor_reports_have_the_shape_the_doctor_prints(tmp_path):
             [sys.executable, "-m", "conveyor.doctor", f"pipeline.py:{factory}", "--steps", "10",
              "--step-time", "0.01", "--no-progress"],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stdout + result.stderr
+        # Exit status 1 means a check failed, and nothing else: the first pipeline sits near
+        # the input-bound line (43% documented, 50% fails), so on a loaded machine it may fail.
+        failed = any(m and m.group(2) == "FAIL"
+                     for m in map(CHECK.match, result.stdout.splitlines()))
+        assert result.returncode == int(failed), result.stdout + result.stderr
         now, doc = shape(result.stdout), shape(documented)
         # Statuses and figures depend on the machine's speed; names, units and order do not.
         assert now == doc, (factory, result.stdout)
