@@ -11,6 +11,7 @@ threads (inside a map function or a generator) neither deadlock nor crash.
 import gc
 import os
 import re
+import threading
 import time
 import warnings
 import weakref
@@ -384,3 +385,72 @@ def test_garbage_pipelines_call_none_of_their_cleared_cache_hooks():
         print("ok")
     """, timeout=240)
     assert out.strip() == "ok"
+
+
+class FailingLoader:
+    """Holds a live iterator whose pipeline raised ahead of the consumer: the
+    error waits in a buffer, unread, and its traceback's frames refer to this
+    object (self in the method that raised)."""
+
+    def __init__(self, kind):
+        self.raised = threading.Event()
+        spec = tf.TensorSpec([], tf.int64)
+        if kind == "map":
+            ds = Dataset.range(20).map(self.fn, num_parallel_calls=2).prefetch(4)
+        elif kind == "interleave":
+            ds = Dataset.range(20).interleave(self.inner, cycle_length=2,
+                                              num_parallel_calls=2).prefetch(4)
+        else:
+            ds = Dataset.from_generator(self.gen, output_signature=spec).prefetch(4)
+        self.it = iter(ds)
+
+    def fail(self, x):
+        if int(x) == 3:
+            self.raised.set()
+            raise ValueError(f"no element {int(x)}")
+
+    def fn(self, x):
+        self.fail(x)
+        return _py(x)
+
+    def inner(self, x):
+        self.fail(x)
+        return Dataset.from_tensors(x)
+
+    def gen(self):
+        for i in range(20):
+            self.fail(i)
+            yield i
+
+
+@pytest.mark.parametrize("kind", ["map", "interleave", "generator"])
+def test_a_cycle_through_an_unread_error_is_collected(kind):
+    """The exception a function raised for an element the consumer has not
+    reached is held by the pipeline (core/status.h, payload lists), and its
+    frames hold the object that holds the iterator: the function's wrapper
+    reports it, so the collector frees the cycle, threads included."""
+    before = set(_engine_threads())
+    live = _engine.live_iterators()
+    loader = FailingLoader(kind)
+    assert int(np.asarray(next(loader.it))) == 0
+    assert loader.raised.wait(TIMEOUT)
+    threads = set(_engine_threads()) - before
+    ref = weakref.ref(loader)
+    del loader
+    assert _collect_until(ref), f"{kind}: the loader behind the unread error was not collected"
+    assert _wait_threads_gone(threads) == set(), f"{kind}: the pipeline's threads did not end"
+    assert _engine.live_iterators() == live
+
+
+@pytest.mark.parametrize("kind", ["map", "interleave", "generator"])
+def test_an_unread_error_on_the_list_still_raises_as_it_was(kind):
+    """Through collections, the listed exception comes out as the function
+    raised it: its type, message and traceback (the raising frame)."""
+    loader = FailingLoader(kind)
+    got = [int(np.asarray(next(loader.it))) for _ in range(3)]
+    assert loader.raised.wait(TIMEOUT)
+    gc.collect()
+    with pytest.raises(ValueError, match="no element 3") as info:
+        next(loader.it)
+    assert got == [0, 1, 2]
+    assert "fail" in [entry.name for entry in info.traceback]

@@ -1,6 +1,8 @@
 #include "core/status.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,120 @@ CvStatus cv_status_copy(CvStatus s)
         copy->payload_ref = s->payload_ref;
     }
     return copy;
+}
+
+/* Payload lists (status.h). */
+struct CvListedPayload {
+    void *payload; /* owned, with its hooks */
+    void (*payload_free)(void *payload);
+    int (*payload_ref)(void *payload);
+    long refs;                    /* the statuses holding the box; under list_mu */
+    CvPayloadList *list;          /* NULL once off it; under list_mu */
+    CvListedPayload *prev, *next; /* on list; under list_mu */
+};
+
+static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* list_mu held. */
+static void unlink_listed(CvListedPayload *b)
+{
+    if (!b->list)
+        return;
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        b->list->head = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    b->list = NULL;
+    b->prev = b->next = NULL;
+}
+
+static int listed_ref(void *box)
+{
+    CvListedPayload *b = box;
+    pthread_mutex_lock(&list_mu);
+    b->refs++;
+    pthread_mutex_unlock(&list_mu);
+    return 0;
+}
+
+static void listed_free(void *box)
+{
+    CvListedPayload *b = box;
+    pthread_mutex_lock(&list_mu);
+    bool last = --b->refs == 0;
+    if (last)
+        unlink_listed(b);
+    pthread_mutex_unlock(&list_mu);
+    if (!last)
+        return;
+    if (b->payload_free)
+        b->payload_free(b->payload); /* may need the front end's lock: list_mu is not held */
+    free(b);
+}
+
+CvStatus cv_status_list_payload(CvStatus s, CvPayloadList *list)
+{
+    if (!s || !s->payload || !list || s->payload_free == listed_free)
+        return s;
+    CvListedPayload *b = malloc(sizeof(*b));
+    if (!b)
+        return s;
+    *b = (CvListedPayload){s->payload, s->payload_free, s->payload_ref, 1, list, NULL, NULL};
+    pthread_mutex_lock(&list_mu);
+    b->next = list->head;
+    if (b->next)
+        b->next->prev = b;
+    list->head = b;
+    pthread_mutex_unlock(&list_mu);
+    s->payload = b;
+    s->payload_free = listed_free;
+    s->payload_ref = listed_ref;
+    return s;
+}
+
+int cv_payload_list_visit(CvPayloadList *list, int (*visit)(void *payload, void *arg), void *arg)
+{
+    int rc = 0;
+    pthread_mutex_lock(&list_mu);
+    for (CvListedPayload *b = list->head; !rc && b; b = b->next)
+        rc = visit(b->payload, arg);
+    pthread_mutex_unlock(&list_mu);
+    return rc;
+}
+
+void cv_payload_list_orphan(CvPayloadList *list)
+{
+    pthread_mutex_lock(&list_mu);
+    while (list->head)
+        unlink_listed(list->head);
+    pthread_mutex_unlock(&list_mu);
+}
+
+void *cv_status_take_payload(CvStatus s)
+{
+    void *payload = s ? s->payload : NULL;
+    if (!payload)
+        return NULL;
+    s->payload = NULL;
+    if (s->payload_free != listed_free)
+        return payload; /* s's reference, now the caller's */
+    CvListedPayload *b = payload;
+    pthread_mutex_lock(&list_mu);
+    bool last = b->refs == 1;
+    if (last)
+        unlink_listed(b);
+    pthread_mutex_unlock(&list_mu);
+    payload = b->payload;
+    if (last) {
+        free(b); /* its reference goes to the caller */
+        return payload;
+    }
+    if (!b->payload_ref || b->payload_ref(payload) != 0)
+        payload = NULL;
+    listed_free(b);
+    return payload;
 }
 
 const char *cv_code_name(CvCode code)

@@ -69,6 +69,32 @@ void cv_status_free(CvStatus s);
 CvStatus cv_status_copy(CvStatus s);
 const char *cv_code_name(CvCode code);
 
+/* Payload lists, for a front end whose collector must see the foreign
+ * errors statuses hold: a Python exception's traceback often refers to the
+ * object that holds the iterator, a cycle through the pipeline that only
+ * the callback's traverse hook can report (core/wrapper.h says when it
+ * may). A callback puts the payload of each error it raised on its list:
+ * the status then holds a box, shared by its copies, and the last free
+ * takes the box off the list before it frees the payload. One process-wide
+ * leaf mutex guards every list and box; it is held for pointer updates
+ * only (never while a hook runs or anything waits), so a traverse hook may
+ * take it. */
+typedef struct CvListedPayload CvListedPayload;
+typedef struct CvPayloadList {
+    CvListedPayload *head;
+} CvPayloadList;
+
+/* Put s's payload on list; returns s. A no-op without a payload or list,
+ * or without memory for the box (then the collector never sees it). */
+CvStatus cv_status_list_payload(CvStatus s, CvPayloadList *list);
+/* visit(payload, arg) once per listed payload; 0 or the first nonzero. */
+int cv_payload_list_visit(CvPayloadList *list, int (*visit)(void *payload, void *arg), void *arg);
+/* The list's owner goes away: its boxes stay with their statuses, on no list. */
+void cv_payload_list_orphan(CvPayloadList *list);
+/* Take s's payload out of s, one owned reference (to re-raise it); NULL
+ * for none, or a shared one payload_ref could not reference. */
+void *cv_status_take_payload(CvStatus s);
+
 /* Warnings: what the engine reports without failing (a record file that ends
  * inside a record). One process-wide handler, installed by the binding,
  * turns them into Python warnings; without one they go to stderr. cv_warn

@@ -9,9 +9,8 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s)
         cv_status_free(s); /* KeyboardInterrupt (or whatever the handler raised) */
         return NULL;
     }
-    if (s->payload) { /* an exception raised by user code: re-raise it as it was */
-        PyObject *exc = s->payload;
-        s->payload = NULL;
+    PyObject *exc = cv_status_take_payload(s);
+    if (exc) { /* an exception raised by user code: re-raise it as it was */
         cv_status_free(s);
         PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
         Py_DECREF(exc);
@@ -52,7 +51,7 @@ static int payload_ref(void *payload)
     return 0;
 }
 
-CvStatus cv_status_from_pyerr(const char *where)
+CvStatus cv_status_from_pyerr(const char *where, CvPayloadList *raised)
 {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
@@ -94,7 +93,7 @@ CvStatus cv_status_from_pyerr(const char *where)
     s->payload = value;
     s->payload_free = cv_python_decref;
     s->payload_ref = payload_ref;
-    return s;
+    return cv_status_list_payload(s, raised);
 }
 
 static PyObject *errors_set_error_classes(PyObject *module, PyObject *mapping)

@@ -11,9 +11,6 @@
 #include "python/binding.h"
 
 #include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "io/fs.h"
 #include "io/fs_staged.h"

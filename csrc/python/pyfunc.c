@@ -17,6 +17,7 @@ typedef struct {
     char *name;       /* stage name for messages, owned (malloc) */
     PyObject *fn;     /* strong: the function, or a source's factory */
     PyObject *aux;    /* strong or NULL: an element function's out_convert */
+    CvPayloadList raised; /* the exceptions its calls raised that statuses hold */
 } CvPyCallable;
 
 /* A map function, filter predicate or group_by_window key/size function:
@@ -139,7 +140,7 @@ pyerror: {
     char where[512];
     snprintf(where, sizeof(where), "%s (element %llu)", f->base.name,
              (unsigned long long)id->index);
-    s = cv_status_from_pyerr(where);
+    s = cv_status_from_pyerr(where, &f->base.raised);
 }
 done:
     Py_XDECREF(args);
@@ -185,6 +186,7 @@ static void wrapper_release(void *ctx)
         Py_XDECREF(w->module);
         cv_python_end(&call);
     }
+    cv_payload_list_orphan(&w->raised);
     free(w->name);
     PyMem_RawFree(w);
 }
@@ -199,7 +201,7 @@ static int wrapper_traverse(void *ctx, CvVisit visit, void *arg)
         rc = visit(w->aux, arg);
     if (!rc && w->module)
         rc = visit(w->module, arg);
-    return rc;
+    return rc ? rc : cv_payload_list_visit(&w->raised, visit, arg);
 }
 
 /* Allocate a zeroed wrapper of `size` bytes holding module, fn, aux (may
@@ -257,7 +259,7 @@ static CvStatus dataset_function_call(void *ctx, const CvElement *in, CvDataset 
     if (ds)
         *out = cv_dataset_ref(ds);
     else
-        s = cv_status_from_pyerr(f->name);
+        s = cv_status_from_pyerr(f->name, &f->raised);
     Py_XDECREF(args);
     Py_XDECREF(result);
     cv_python_end(&call);
@@ -305,7 +307,7 @@ static CvStatus source_open(void *ctx, void **state)
         Py_SETREF(it, PyObject_GetIter(it));
     SourceState *st = it ? PyMem_RawCalloc(1, sizeof(*st)) : NULL;
     if (!it) {
-        s = cv_status_from_pyerr(src->base.name);
+        s = cv_status_from_pyerr(src->base.name, &src->base.raised);
     } else if (!st) {
         Py_DECREF(it);
         s = cv_error_nomem();
@@ -333,7 +335,7 @@ static CvStatus source_next(void *ctx, void *state, CvElement *out, bool *end)
     *end = false;
     if (!item) {
         if (PyErr_Occurred() || cancelled)
-            s = cv_status_from_pyerr(src->base.name);
+            s = cv_status_from_pyerr(src->base.name, &src->base.raised);
         else
             *end = true;
     } else {
