@@ -167,20 +167,28 @@ def _values(it):
     return [int(np.asarray(v)) for v in it]
 
 
+def _assert_freed_with_its_threads(start, what):
+    """start() makes a loader on a cycle with its live iterator and returns it:
+    once dropped, the collector frees it, its pipeline's threads end and no
+    iterator of it stays live."""
+    before = set(_engine_threads())
+    live = _engine.live_iterators()
+    ref = weakref.ref(start())
+    threads = set(_engine_threads()) - before
+    assert _collect_until(ref), f"{what} was not collected"
+    assert _wait_threads_gone(threads) == set(), f"{what}: the pipeline's threads did not end"
+    assert _engine.live_iterators() == live
+
+
 @pytest.mark.parametrize("advanced", [0, 3])
 @pytest.mark.parametrize("kind", KINDS)
 def test_cycle_through_live_iterator_is_collected(kind, advanced):
-    before = set(_engine_threads())
-    live = _engine.live_iterators()
-    loader = Loader(kind)
-    got = [int(np.asarray(next(loader.it))) for _ in range(advanced)]
-    assert got == _expected(kind)[:advanced]
-    threads = set(_engine_threads()) - before
-    ref = weakref.ref(loader)
-    del loader
-    assert _collect_until(ref), f"{kind}: the loader on the cycle was not collected"
-    assert _wait_threads_gone(threads) == set(), f"{kind}: the pipeline's threads did not end"
-    assert _engine.live_iterators() == live
+    def start():
+        loader = Loader(kind)
+        got = [int(np.asarray(next(loader.it))) for _ in range(advanced)]
+        assert got == _expected(kind)[:advanced]
+        return loader
+    _assert_freed_with_its_threads(start, f"{kind}: the loader on the cycle")
 
 
 @pytest.mark.parametrize("kind", ["generator_prefetch", "parallel_map", "parallel_interleave"])
@@ -429,17 +437,12 @@ def test_a_cycle_through_an_unread_error_is_collected(kind):
     reached is held by the pipeline (core/status.h, payload lists), and its
     frames hold the object that holds the iterator: the function's wrapper
     reports it, so the collector frees the cycle, threads included."""
-    before = set(_engine_threads())
-    live = _engine.live_iterators()
-    loader = FailingLoader(kind)
-    assert int(np.asarray(next(loader.it))) == 0
-    assert loader.raised.wait(TIMEOUT)
-    threads = set(_engine_threads()) - before
-    ref = weakref.ref(loader)
-    del loader
-    assert _collect_until(ref), f"{kind}: the loader behind the unread error was not collected"
-    assert _wait_threads_gone(threads) == set(), f"{kind}: the pipeline's threads did not end"
-    assert _engine.live_iterators() == live
+    def start():
+        loader = FailingLoader(kind)
+        assert int(np.asarray(next(loader.it))) == 0
+        assert loader.raised.wait(TIMEOUT)
+        return loader
+    _assert_freed_with_its_threads(start, f"{kind}: the loader behind the unread error")
 
 
 @pytest.mark.parametrize("kind", ["map", "interleave", "generator"])
