@@ -308,6 +308,47 @@ def test_fork_child_gets_clear_error_and_can_start_fresh(run_python):
     assert "parent True" in result.stdout
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fork_while_a_pipeline_holds_an_unread_error(run_python):
+    """The parent's pipeline holds an exception it has not handed out (on its
+    function's payload list, core/status.h) when the process forks: the
+    child's own pipelines raise and free their errors, and collect, as
+    usual."""
+    result = run_python("""
+        import gc, os, threading, warnings, conveyor as cv
+        warnings.simplefilter("ignore")
+        raised = threading.Event()
+        def fail_at_3(x):
+            if int(x) == 3:
+                raised.set()
+                raise ValueError("three")
+            return x
+        it = iter(cv.data.Dataset.range(20).map(fail_at_3, num_parallel_calls=2).prefetch(4))
+        assert next(it) == 0 and raised.wait(30)
+        pid = os.fork()
+        if pid == 0:
+            ok = True
+            for _ in range(3):
+                try:
+                    list(cv.data.Dataset.range(5).map(fail_at_3).prefetch(2))
+                    ok = False
+                except ValueError as e:
+                    ok = ok and str(e) == "three"
+                gc.collect()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+        print("parent", [int(next(it)) for _ in range(2)])
+        try:
+            next(it)
+        except ValueError as e:
+            print("parent raised", e)
+    """, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "child 0" in result.stdout, result.stdout + result.stderr
+    assert "parent [1, 2]" in result.stdout and "parent raised three" in result.stdout
+
+
 def test_errors_are_python_exceptions_with_builtin_bases():
     with pytest.raises(cv.errors.InvalidArgumentError) as info:
         list(Dataset.from_tensor_slices(np.arange(6).reshape(3, 2))

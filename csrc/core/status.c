@@ -205,6 +205,11 @@ void *cv_status_take_payload(CvStatus s)
     return payload;
 }
 
+void cv_payload_lists_after_fork(void)
+{
+    pthread_mutex_init(&list_mu, NULL);
+}
+
 const char *cv_code_name(CvCode code)
 {
     switch (code) {

@@ -94,6 +94,9 @@ void cv_payload_list_orphan(CvPayloadList *list);
 /* Take s's payload out of s, one owned reference (to re-raise it); NULL
  * for none, or a shared one payload_ref could not reference. */
 void *cv_status_take_payload(CvStatus s);
+/* In a forked child (core/thread.c): the mutex anew, in case a thread of the
+ * parent held it. */
+void cv_payload_lists_after_fork(void);
 
 /* Warnings: what the engine reports without failing (a record file that ends
  * inside a record). One process-wide handler, installed by the binding,

@@ -34,6 +34,7 @@ static void after_fork_child(void)
     cv_buffer_pool_after_fork();
     cv_blocks_after_fork();
     cv_memory_after_fork();
+    cv_payload_lists_after_fork();
     void (*hook)(void) = atomic_load(&fork_child_hook);
     if (hook)
         hook();
