@@ -20,6 +20,10 @@ over --n elements of Dataset.range, per element and batched:
          (a loop of 200 additions) under the GIL, n / 10 elements: threads
          cannot speed it up; the gain rule runs it inline, with its
          prefetch, within a few ms (csrc/core/autotune.h, "The gain rule")
+  --shapes  other tiny shapes, each over n elements: two maps and a batch,
+         a map and a filter, a batch then a map, and an interleave of
+         4-element inner datasets (the interleave is not tuned: see
+         docs/performance.md, "Where AUTOTUNE still loses")
 
 The sequential pipeline has no parallelism at all: no num_parallel_calls,
 no prefetch, and options.experimental_optimization.parallel_batch off (on
@@ -107,6 +111,40 @@ HEAVY = {"heavy": batched(heavy, 100), "python": batched(python_wait, 100),
          "python_gil": batched(python_loop, 10)}
 
 
+def plus_one(x):
+    return x + 1
+
+
+def even(x):
+    return x % 2 == 0
+
+
+def repeated(x):  # an inner dataset of 4 elements
+    return D.from_tensors(x).repeat(4)
+
+
+# Other shapes of tiny work (--shapes), each against the same pipeline with
+# no parallelism and no prefetch.
+SHAPES = {
+    "map_map_batch": (
+        lambda n: no_parallelism(D.range(n).map(double).map(plus_one).batch(32)),
+        lambda n: D.range(n).map(double, num_parallel_calls=AUTOTUNE)
+        .map(plus_one, num_parallel_calls=AUTOTUNE).batch(32).prefetch(AUTOTUNE)),
+    "map_filter": (
+        lambda n: D.range(n).map(double).filter(even),
+        lambda n: D.range(n).map(double, num_parallel_calls=AUTOTUNE).filter(even)
+        .prefetch(AUTOTUNE)),
+    "batch_map": (
+        lambda n: no_parallelism(D.range(n).batch(32).map(double)),
+        lambda n: D.range(n).batch(32).map(double, num_parallel_calls=AUTOTUNE)
+        .prefetch(AUTOTUNE)),
+    "interleave": (
+        lambda n: D.range(n // 4).interleave(repeated, cycle_length=4),
+        lambda n: D.range(n // 4).interleave(repeated, cycle_length=4,
+                                             num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)),
+}
+
+
 def epoch(ds):
     t, c = time.perf_counter(), time.process_time()
     it = iter(ds)
@@ -125,13 +163,15 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--n", type=int, default=200_000)
     p.add_argument("--heavy", action="store_true", help="also the heavy native and Python maps")
+    p.add_argument("--shapes", action="store_true",
+                   help="also two maps, map+filter, batch then map, a tiny interleave")
     p.add_argument("--root", help="the tree whose conveyor to run (default: this one)")
     args = p.parse_args(argv)
     print(f"conveyor {cv.__file__}; n = {args.n}, {args.rounds} rounds; min / median / max; "
           f"load average {os.getloadavg()[0]:.2f}")
     import warnings
     warnings.simplefilter("ignore")  # the Python map's "runs in Python" warning
-    pipelines = dict(PIPELINES, **(HEAVY if args.heavy else {}))
+    pipelines = dict(PIPELINES, **(HEAVY if args.heavy else {}), **(SHAPES if args.shapes else {}))
     for name, (sequential, autotuned) in pipelines.items():
         n = args.n // {"heavy": 100, "python": 100, "python_gil": 10}.get(name, 1)
         epoch(sequential(1000))  # warm-up: tracing, first allocations

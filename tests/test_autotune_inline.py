@@ -367,3 +367,27 @@ def test_an_inline_prefetch_at_the_root_hands_over_its_input_elements():
     assert prefetch.parallelism == 0, stats.choices
     counts = (N // 10 - N // 10000, N // 10000)
     assert (prefetch.elements, prefetch.errors) == (pmap.elements, pmap.errors) == counts
+
+
+@pytest.mark.parametrize("python_predicate", [False, True])
+def test_a_filter_over_an_inline_map_gives_the_sequential_elements_and_errors(python_predicate):
+    # The filter answers try_next (the binding's first ask, GIL held) when its
+    # input has an element now, running the predicate there as next() would:
+    # the same elements, errors at their element, in order.
+    def traced(x):  # an error (check_numerics) at every 500th element; keeps x % 4 == 0
+        cv.debugging.check_numerics(1.0 / cv.cast(x % 1000 - 998, cv.float64), "x")
+        return x % 4 == 0
+
+    def in_python(x):
+        if int(x) % 1000 == 998:
+            raise ValueError(f"element {int(x)}")
+        return int(x) % 4 == 0
+
+    predicate = in_python if python_predicate else traced
+
+    def make(parallel):
+        ds = D.range(N // 10).map(double, num_parallel_calls=parallel).filter(predicate)
+        return ds.prefetch(AUTOTUNE) if parallel else ds
+    expected = _with_errors(iter(make(None)))
+    assert expected.count("ValueError" if python_predicate else "InvalidArgumentError") == N // 5000
+    assert _with_errors(iter(make(AUTOTUNE))) == expected

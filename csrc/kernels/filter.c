@@ -1,6 +1,6 @@
 /* filter(predicate): the input elements for which the predicate returns
  * true. Sequential, as tf.data's FilterDataset: the predicate runs on the
- * thread that calls next(). An error from the input or the predicate (or a
+ * thread that calls next() (or try_next()). An error from the input or the predicate (or a
  * predicate result that is not a scalar bool) is delivered at that element
  * and the filter goes on with the next one.
  */
@@ -48,14 +48,20 @@ static CvStatus filter_make_iterator(const CvDataset *ds, CvIterator **out)
     return s;
 }
 
-static CvStatus filter_next(CvIterator *base, CvElement *out, bool *end)
+/* next(), or try_next() when would_block is not NULL: the input's try_next
+ * (an element it has now, or *would_block with nothing taken), and the
+ * predicate on this thread either way, as a pipeline without threads runs
+ * it (under the binding's GIL); else a pipeline over an inline AUTOTUNE
+ * stage would let go of the GIL and take it back for every element. */
+static CvStatus filter_pull(CvIterator *base, CvElement *out, bool *end, bool *would_block)
 {
     FilterIterator *it = (FilterIterator *)base;
     const FilterParams *p = base->dataset->params;
     for (;;) {
         CvElement in = {0};
-        CvStatus s = cv_iterator_next(it->base.input, &in, end);
-        if (s || *end)
+        CvStatus s = would_block ? cv_iterator_try_next(it->base.input, &in, end, would_block)
+                                 : cv_iterator_next(it->base.input, &in, end);
+        if (s || *end || (would_block && *would_block))
             return s;
         bool keep = false;
         CvElementId id = {it->epoch, it->index++};
@@ -68,6 +74,17 @@ static CvStatus filter_next(CvIterator *base, CvElement *out, bool *end)
         if (s)
             return s;
     }
+}
+
+static CvStatus filter_next(CvIterator *base, CvElement *out, bool *end)
+{
+    return filter_pull(base, out, end, NULL);
+}
+
+static CvStatus filter_try_next(CvIterator *base, CvElement *out, bool *end, bool *would_block)
+{
+    *would_block = false;
+    return filter_pull(base, out, end, would_block);
 }
 
 /* The element ids (epoch, next index: a predicate's random ops seed from
@@ -106,6 +123,7 @@ const CvKernel cv_kernel_filter = {
     .cardinality = filter_cardinality,
     .free_dataset = filter_free,
     .next = filter_next,
+    .try_next = filter_try_next,
     .cancel = cv_unary_iterator_cancel,
     .destroy = cv_unary_iterator_destroy,
     .traverse = filter_traverse,
