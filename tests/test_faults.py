@@ -309,6 +309,7 @@ def test_fork_child_gets_clear_error_and_can_start_fresh(run_python):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@fork_with_busy_threads
 def test_fork_while_a_pipeline_holds_an_unread_error(run_python):
     """The parent's pipeline holds an exception it has not handed out (on its
     function's payload list, core/status.h) when the process forks: the
