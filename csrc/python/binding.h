@@ -178,9 +178,8 @@ int cv_check_signals(void *arg); /* interrupt check around GIL-released next() *
 
 /* Raise the Python exception for a non-OK status and free it; returns NULL. */
 PyObject *cv_raise_status(CvModuleState *st, CvStatus s);
-/* Capture the current Python exception into a status whose payload keeps
- * the exception object, listed on `raised` unless NULL (core/status.h);
- * `where` names the stage for the note added to it. */
+/* The current Python exception as a status whose payload keeps it, listed on
+ * `raised` unless NULL (core/status.h); `where` names the stage in its note. */
 CvStatus cv_status_from_pyerr(const char *where, CvPayloadList *raised);
 /* A report's JSON text (core/report.h) as Python values (json.loads), or the
  * exception of s when the report failed; clears r either way. */

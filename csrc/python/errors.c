@@ -9,7 +9,9 @@ PyObject *cv_raise_status(CvModuleState *st, CvStatus s)
         cv_status_free(s); /* KeyboardInterrupt (or whatever the handler raised) */
         return NULL;
     }
-    PyObject *exc = cv_status_take_payload(s);
+    PyObject *holder = cv_status_take_payload(s); /* [exception], or [] (see below) */
+    PyObject *exc = holder && PyList_GET_SIZE(holder) ? Py_NewRef(PyList_GET_ITEM(holder, 0)) : NULL;
+    Py_XDECREF(holder);
     if (exc) { /* an exception raised by user code: re-raise it as it was */
         cv_status_free(s);
         PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
@@ -79,18 +81,17 @@ CvStatus cv_status_from_pyerr(const char *where, CvPayloadList *raised)
         PyErr_Clear();
     Py_XDECREF(text);
     /* Name the stage on the exception itself (PEP 678 note). */
-    PyObject *note = PyUnicode_FromFormat("conveyor: raised in %s", where);
-    if (note) {
-        PyObject *r = PyObject_CallMethod(value, "add_note", "O", note);
-        Py_XDECREF(r);
-        Py_DECREF(note);
-    }
+    Py_XDECREF(PyObject_CallMethod(value, "add_note", "N",
+                                   PyUnicode_FromFormat("conveyor: raised in %s", where)));
+    /* The payload is [exception]: a collection that finds it garbage while a
+     * status holds it (a report core/wrapper.h could not rule out) empties the
+     * list (the error is then s's text), and never leaves the exception cleared. */
+    PyObject *holder = s == cv_error_nomem() ? NULL : Py_BuildValue("[O]", value);
+    Py_DECREF(value); /* the list's, if any */
     PyErr_Clear();
-    if (s == cv_error_nomem()) {
-        Py_DECREF(value);
+    if (!holder)
         return s;
-    }
-    s->payload = value;
+    s->payload = holder;
     s->payload_free = cv_python_decref;
     s->payload_ref = payload_ref;
     return cv_status_list_payload(s, raised);
