@@ -278,5 +278,10 @@ def _assert_records_reused(ds):
         del b
     after = _engine.buffer_pool_stats()
     assert records == 3 * 256
-    assert after["hits"] - before["hits"] >= records * 9 // 10, (before, after)
-    assert after["missed_bytes"] - before["missed_bytes"] <= records * 16384 // 10, (before, after)
+    # A record's buffer comes from the pool, or (a new peak of records in
+    # flight: the read-ahead grew on a busy machine) joins it for the next
+    # epoch; before the classes, each came from malloc and went back to it.
+    grown = max(0, after["pooled_buffers"] - before["pooled_buffers"])
+    assert after["hits"] - before["hits"] + grown >= records * 9 // 10, (before, after)
+    missed = after["missed_bytes"] - before["missed_bytes"]
+    assert missed <= (records // 10 + grown) * 16384, (before, after)
