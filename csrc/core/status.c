@@ -188,19 +188,8 @@ void *cv_status_take_payload(CvStatus s)
     s->payload = NULL;
     if (s->payload_free != listed_free)
         return payload; /* s's reference, now the caller's */
-    CvListedPayload *b = payload;
-    pthread_mutex_lock(&list_mu);
-    bool last = b->refs == 1;
-    if (last)
-        unlink_listed(b);
-    pthread_mutex_unlock(&list_mu);
-    payload = b->payload;
-    if (last) {
-        free(b); /* its reference goes to the caller */
-        return payload;
-    }
-    if (!b->payload_ref || b->payload_ref(payload) != 0)
-        payload = NULL;
+    CvListedPayload *b = payload; /* a reference of the caller's, then s's share of the box goes */
+    payload = b->payload_ref && b->payload_ref(b->payload) == 0 ? b->payload : NULL;
     listed_free(b);
     return payload;
 }

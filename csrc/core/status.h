@@ -92,7 +92,7 @@ int cv_payload_list_visit(CvPayloadList *list, int (*visit)(void *payload, void 
 /* The list's owner goes away: its boxes stay with their statuses, on no list. */
 void cv_payload_list_orphan(CvPayloadList *list);
 /* Take s's payload out of s, one owned reference (to re-raise it); NULL
- * for none, or a shared one payload_ref could not reference. */
+ * for none, or a listed one payload_ref could not reference. */
 void *cv_status_take_payload(CvStatus s);
 /* In a forked child (core/thread.c): the mutex anew, in case a thread of the
  * parent held it. */

@@ -1,8 +1,8 @@
 /* filter(predicate): the input elements for which the predicate returns
  * true. Sequential, as tf.data's FilterDataset: the predicate runs on the
- * thread that calls next() (or try_next()). An error from the input or the predicate (or a
- * predicate result that is not a scalar bool) is delivered at that element
- * and the filter goes on with the next one.
+ * thread that calls next() (or try_next()). An error from the input or the
+ * predicate (or a predicate result that is not a scalar bool) is delivered
+ * at that element and the filter goes on with the next one.
  */
 #include <stdlib.h>
 
