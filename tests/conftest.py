@@ -1,7 +1,9 @@
+import faulthandler
 import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -23,6 +25,44 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 fork_with_busy_threads = pytest.mark.skipif(
     os.environ.get("CV_SANITIZED") == "1",
     reason="fork() while engine threads allocate: ASan's allocator is not fork-safe (GCC 12)")
+
+
+def wait_for_child(pid, timeout=60):
+    """The exit code of forked child `pid`; a child still running after
+    `timeout` seconds is killed and the test fails (a hang must not stop the
+    suite)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail(f"forked child {pid} still running after {timeout} s: killed")
+        time.sleep(0.01)
+
+
+# A test still running after this many seconds dumps every thread's stack to the
+# terminal and ends the run with exit status 1: a hang fails loudly, naming the
+# test in the dump, rather than using up CI's time. CV_TEST_TIMEOUT changes it.
+TEST_TIMEOUT = float(os.environ.get("CV_TEST_TIMEOUT", "900"))
+
+
+def pytest_configure(config):
+    # The terminal's stderr, taken while pytest's capture is suspended: during a
+    # test file descriptor 2 goes to the capture file, which the exit would drop.
+    config._cv_stderr_fd = os.dup(2)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    fd = item.config._cv_stderr_fd
+    faulthandler.dump_traceback_later(TEST_TIMEOUT, exit=True, file=fd)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def thread_count():

@@ -18,6 +18,7 @@ import pytest
 import conveyor as tf
 from conveyor import _engine
 from conveyor import errors
+from conftest import fork_with_busy_threads
 
 Dataset = tf.data.Dataset
 KB = 1000
@@ -252,6 +253,7 @@ def test_strings_count_their_bytes():
     assert usage(ds)[0] == 0
 
 
+@fork_with_busy_threads  # the map's workers fill the prefetch buffer at fork()
 def test_a_fork_child_starts_from_zero(run_python):
     proc = run_python("""
         import os, time

@@ -12,6 +12,7 @@ import pytest
 
 import conveyor as cv
 from checkpoint_helpers import verify_resume
+from conftest import fork_with_busy_threads, wait_for_child
 
 N = 40
 
@@ -238,17 +239,17 @@ def test_interleave_opens_its_futures_before_reading_slots(tmp_path):
     assert sorted(got) == sorted(b"record of file %d" % i for i in range(16))
 
 
+@fork_with_busy_threads  # the I/O thread is inside curl, allocating, at fork()
 def test_a_forked_child_opens_its_own_files(server, files):
     """Files opened ahead by the parent's iterator belong to the parent's I/O
     thread: a child forked meanwhile reads the same URLs with requests of its
     own."""
-    import multiprocessing
     import os
+    import select
     names = sorted(files[1])
     urls = _urls(server, names)
     it = iter(cv.data.Dataset.from_tensor_slices(urls).map(_read, num_parallel_calls=2))
     assert next(it).numpy() == files[1][names[0]]  # the next files are opened ahead now
-    ctx = multiprocessing.get_context("fork")
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: read two files that the parent opened ahead
@@ -261,14 +262,11 @@ def test_a_forked_child_opens_its_own_files(server, files):
         finally:
             os._exit(0)
     os.close(w)
-    got = b""
     try:
-        import select
         ready, _, _ = select.select([r], [], [], 60)
         got = os.read(r, 200) if ready else b"timeout"
     finally:
         os.close(r)
-        os.waitpid(pid, 0)
-    del ctx
+        wait_for_child(pid)
     assert got == b"1"
     assert [next(it).numpy() for _ in range(N - 1)] == [files[1][n] for n in names[1:]]
