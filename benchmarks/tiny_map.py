@@ -22,8 +22,8 @@ over --n elements of Dataset.range, per element and batched:
          prefetch, within a few ms (csrc/core/autotune.h, "The gain rule")
   --shapes  other tiny shapes, each over n elements: two maps and a batch,
          a map and a filter, a batch then a map, and an interleave of
-         4-element inner datasets (the interleave is not tuned: see
-         docs/performance.md, "Where AUTOTUNE still loses")
+         4-element inner datasets (docs/performance.md, "Where AUTOTUNE
+         still loses")
 
 The sequential pipeline has no parallelism at all: no num_parallel_calls,
 no prefetch, and options.experimental_optimization.parallel_batch off (on

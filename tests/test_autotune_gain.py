@@ -142,8 +142,11 @@ def test_a_map_that_starts_releasing_the_gil_goes_parallel_again():
     # Fewer first: one worker, or inline at once when its turns waited long
     # for the GIL (a slow machine, a sanitizer: root elements of 100 us).
     assert gain and gain[0].after <= 1, stats.choices
-    # A later trial of the most was kept: the stage ends parallel.
-    assert gain[-1].before <= 1 and gain[-1].after >= 2, stats.choices
+    # Later it goes parallel again, by a trial of the most that was kept or by
+    # the inline rule's way back (its work per element grew 4x), and ends so.
+    mine = _mine(stats, stage)
+    later = mine[mine.index(gain[0]) + 1:]
+    assert any(c.before <= 1 and c.after >= 2 for c in later), stats.choices
     assert stage.parallelism >= 2, (stage, stats.choices)
 
 

@@ -68,6 +68,12 @@
  * tried at one turn again GAIN_SOON_NS after a refusal (a loaded machine's
  * window, not the function): such contention is the mark of GIL-bound work. */
 #define CV_AUTOTUNE_GAIN_CONTENDED 0.1
+/* The least share of their time a stage's turns waited for the GIL for the
+ * rule to try it with fewer: turns that wait on I/O and call Python now and
+ * then (a TFRecord interleave's map_func per file, a sleeping Python map)
+ * waited 0.03-0.7% (an interleave at one turn read 30-50% slower while the
+ * trial lasted). */
+#define CV_AUTOTUNE_GAIN_HINT 0.02
 #define CV_AUTOTUNE_GAIN_SOON_NS 20000000LL
 /* A contended stage whose pipeline takes this long per root element (a
  * batch of a Python map) is tried inline at once instead of at one turn. */
@@ -397,7 +403,7 @@ static bool gain_hint(const CvNodeTotals *t, const CvNodeTotals *seen)
 {
     double turns = delta(t->busy_ns, seen->busy_ns) + delta(t->input_ns, seen->input_ns);
     return turns >= CV_AUTOTUNE_GAIN_NS && delta(t->blocked_ns, seen->blocked_ns) >= 0.5 * turns &&
-           t->contended_ns > seen->contended_ns;
+           delta(t->contended_ns, seen->contended_ns) >= CV_AUTOTUNE_GAIN_HINT * turns;
 }
 
 /* The next try's time: `base` doubled at each refusal. */

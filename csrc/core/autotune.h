@@ -85,8 +85,9 @@
  * consumer). Its work per unit grows with its parallelism, so the model
  * above, which sees work, never finds it. So the tuner measures what the
  * workers gain. A parallel AUTOTUNE stage whose turns spent at least half
- * their time in blocking sections and waited for the GIL at all
- * (CvNodeTotals.contended_ns, timed where the binding takes it) is tried
+ * their time in blocking sections and at least 2% of it waiting for the
+ * GIL (CvNodeTotals.contended_ns, timed where the binding takes it; turns
+ * that wait on I/O and call Python now and then wait less) is tried
  * with fewer: after at least 5 ms and 16 root elements at one parallelism,
  * the root's interval then is compared with the interval over the next
  * such window; no more than 25% slower (short windows on a shared machine
@@ -119,6 +120,12 @@
  * inside the function, unseen; the throughput is the measure. The
  * hand-off rule may then take a stage at one turn inline. Choices made by
  * this rule have `gain` set.
+ *
+ * A parallel interleave (kernels/interleave.c) takes part as a stage: its
+ * turns are counted as units of work, the climb and the inline rules move
+ * its limit, and at 0 its consumer runs its turns. It has no start probe
+ * (it starts at its most) and reports no GIL contention, so the gain rule
+ * leaves it alone (interleave.c says why).
  *
  * The period starts at CV_AUTOTUNE_FIRST_NS, doubles up to
  * CV_AUTOTUNE_MAX_NS, and drops back after a change. Every change is

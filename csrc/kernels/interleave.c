@@ -43,6 +43,19 @@
  * do it goes idle until the consumer makes room (pop_result, take_future
  * resubmit it).
  *
+ * AUTOTUNE (issue 26): the turns are counted as a stage's (elements read are
+ * its units; interleave_turn says what is left out), so the autotuner
+ * models, climbs and tries the interleave as it does a map (core/autotune.h;
+ * the gain rule excepted), limit 0 included: inline, the task is paused and the
+ * consumer runs the same turns itself when it finds nothing to take, on the
+ * same slots, marks and futures. Nothing changes mode, so order, values,
+ * errors and saved states are those of the parallel interleave; a turn of
+ * the pool's still running at the switch just finishes beside the
+ * consumer's. It starts parallel (no start probe): a cycle of files must
+ * open at once. The inline turns cost the marks and buffering the sequential
+ * algorithm does without (4-element in-memory inner datasets: 0.7-0.9 of
+ * its rate, against 0.3 at 12 workers).
+ *
  * Exact resume (core/iterator_state.h): the state is the consumer's view, as the
  * sequential algorithm has it after the last element handed out: cycle and
  * block position, the end of input, for each open slot its outer element
@@ -81,8 +94,8 @@
 #include "core/pipeline.h" /* cv_parallelism */
 #include "core/pool.h"
 #include "core/stats.h"
-#include "io/crc32c.h"
 #include "kernels/common/interleave_slots.h"
+#include "kernels/common/interleave_state.h"
 #include "kernels/kernels.h"
 
 #define INTERLEAVE_KNOB "lower interleave's cycle_length or block_length"
@@ -112,21 +125,6 @@ static void advance_block(InterleaveIterator *it)
 
 /* ------------------------------------------------------------ sequential */
 
-/* Sequential mode and restore: place or clear a cycle position under mu, as
- * cancel() reads the cycle from other threads (a parallel interleave above
- * cancels this one from its consumer); a slot placed after cancel() is
- * cancelled at once. A cleared slot is freed by the caller, after. */
-static void place_slot(InterleaveIterator *it, int64_t position, InterleaveSlot *slot)
-{
-    pthread_mutex_lock(&it->mu);
-    it->cycle[position] = slot;
-    if (slot)
-        slot->in_cycle = true;
-    if (slot && it->cancelled)
-        cv_iterator_cancel(slot->inner);
-    pthread_mutex_unlock(&it->mu);
-}
-
 static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *end)
 {
     for (;;) {
@@ -146,7 +144,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
                 return CV_STATUS_OK;
             }
             InterleaveSlot *ended = *current;
-            place_slot(it, it->cycle_index, NULL);
+            cv_interleave_place_slot(it, it->cycle_index, NULL);
             cv_interleave_slot_destroy(it, ended);
             it->num_open--;
             advance_cycle(it);
@@ -163,7 +161,7 @@ static CvStatus sequential_next(InterleaveIterator *it, CvElement *out, bool *en
                     return s;
                 continue;
             }
-            place_slot(it, it->cycle_index, slot);
+            cv_interleave_place_slot(it, it->cycle_index, slot);
             it->num_open++;
         } else {
             advance_cycle(it);
@@ -277,10 +275,10 @@ static int futures_wanted(const InterleaveIterator *it)
  *    worker opening one.
  * 2. Otherwise advance a slot: read a run of results with no lock held,
  *    then buffer them all at once.
- * 3. Otherwise go idle until the consumer makes room. */
-static CvTurn interleave_turn(void *arg)
+ * 3. Otherwise go idle until the consumer makes room.
+ * *elements: the inner elements it read. */
+static CvTurn take_turn(InterleaveIterator *it, int *elements)
 {
-    InterleaveIterator *it = arg;
     InterleaveResult run[CV_INTERLEAVE_MAX_BUFFER];
     pthread_mutex_lock(&it->mu);
     if (it->cancelled) {
@@ -300,6 +298,8 @@ static CvTurn interleave_turn(void *arg)
         slot->busy = true;
         int room = slot->limit - slot->count;
         int tail = (slot->head + slot->count) % it->ring_size;
+        if (tail >= slot->marks_used)
+            slot->marks_used = tail + 1;
         pthread_mutex_unlock(&it->mu);
         size_t bytes = 0;
         int got = read_ahead(slot, tail, run, room, &bytes);
@@ -311,9 +311,9 @@ static CvTurn interleave_turn(void *arg)
             if (run[i].end)
                 slot->ended = true;
         }
-        int elements = got - (run[got - 1].end || run[got - 1].status);
-        if (elements > 0) {
-            size_t per = bytes / (size_t)elements + 1;
+        *elements = got - (run[got - 1].end || run[got - 1].status);
+        if (*elements > 0) {
+            size_t per = bytes / (size_t)*elements + 1;
             size_t fit = (slot->in_cycle ? it->slot_bytes : CV_INTERLEAVE_SLOT_BYTES) / per;
             slot->limit = fit < (size_t)it->min_limit ? it->min_limit
                           : fit > (size_t)it->ring_size ? it->ring_size : (int)fit;
@@ -354,12 +354,56 @@ static CvTurn interleave_turn(void *arg)
             cv_iterator_prepare(fresh->inner);
             pthread_mutex_lock(&it->mu);
             fresh->busy = false;
+            pthread_cond_signal(&it->ready_cv); /* an inline consumer may wait to read it */
             pthread_mutex_unlock(&it->mu);
         }
         return CV_TURN_AGAIN;
     }
     pthread_mutex_unlock(&it->mu);
     return CV_TURN_IDLE;
+}
+
+/* A turn, on a pool thread or on the consumer's (inline), counted for the
+ * autotuner as a stage's turns are (core/stage.h, CvStageCounters): an
+ * element read is a unit, opening a future is work with none. Time waiting
+ * for the GIL (map_func's Python) is no work: with 12 turns the calls wait
+ * for each other and for the consumer, as no inline run would, and counted
+ * it made parallel look cheaper than inline. Nor is it reported as
+ * contention, so the gain rule (core/autotune.h) leaves the interleave
+ * alone: its trial at one turn costs an I/O-bound interleave 30-50% while
+ * it lasts, every epoch. */
+static CvTurn interleave_turn(void *arg)
+{
+    InterleaveIterator *it = arg;
+    int64_t start = cv_now_ns(), blocked = cv_blocking_ns(), contended = cv_blocking_contended_ns();
+    int elements = 0;
+    CvTurn turn = take_turn(it, &elements);
+    if (turn == CV_TURN_AGAIN) {
+        CvStageCounters *c = &it->counters;
+        atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->units, (uint64_t)elements, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->busy_ns, (uint64_t)(cv_now_ns() - start), memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->blocked_ns, (uint64_t)(cv_blocking_ns() - blocked), memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->contended_ns, (uint64_t)(cv_blocking_contended_ns() - contended),
+                                  memory_order_relaxed);
+    }
+    return turn;
+}
+
+/* mu held, the consumer's, AUTOTUNE only: follow the autotuner's limit.
+ * At 0 the task is paused once no turn of it runs (no pool thread wakes or
+ * spins for it) and the consumer runs the turns itself; above 0 it is
+ * resumed. Returns whether the limit is 0 (inline). */
+static bool follow_limit(InterleaveIterator *it)
+{
+    bool inline_now = atomic_load_explicit(&it->task.limit, memory_order_relaxed) == 0;
+    if (inline_now && !it->paused) {
+        it->paused = cv_task_pause(&it->task);
+    } else if (!inline_now && it->paused) {
+        it->paused = false;
+        cv_task_resume(&it->task);
+    }
+    return inline_now;
 }
 
 /* mu held: take the oldest future. */
@@ -566,6 +610,8 @@ static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
         it->started = true;
         cv_task_submit(&it->task);
     }
+    if (params_of(it)->tune_workers)
+        follow_limit(it);
     for (;;) {
         if (it->fatal) {
             s = cv_error(it->fatal->code, "%s", it->fatal->message);
@@ -581,16 +627,33 @@ static CvStatus parallel_next(InterleaveIterator *it, CvElement *out, bool *end)
             break;
         if (!it->starved) { /* turns waiting for room charge now (may_wait_for_room) */
             it->starved = true;
-            cv_memory_wake(it->holder.memory);
+            if (!it->paused)
+                cv_memory_wake(it->holder.memory);
         }
-        if (!tried_help) { /* on a pool thread (a stage above): run a turn rather than wait */
+        if (params_of(it)->tune_workers && follow_limit(it)) {
+            /* Inline: run the turn here, as the sequential kernel would read
+             * (and a turn of the pool's still draining runs beside it). It
+             * finds nothing to do only while such a turn holds the slot
+             * needed: then wait for that turn. No turn runs the tick. */
+            pthread_mutex_unlock(&it->mu);
+            CvTurn turn = interleave_turn(it);
+            if (!cv_pool_on_worker())
+                cv_pool_run_tick(it->task.pool);
+            pthread_mutex_lock(&it->mu);
+            if (turn != CV_TURN_IDLE)
+                continue;
+        } else if (!tried_help) { /* on a pool thread (a stage above): run a turn rather than wait */
             pthread_mutex_unlock(&it->mu);
             tried_help = !cv_task_help(&it->task); /* after a turn, help again if need be */
             pthread_mutex_lock(&it->mu);
             continue; /* mu was released: everything must be checked again */
         }
         tried_help = false;
-        if ((s = wait_slice(it)))
+        int64_t waited = cv_now_ns();
+        s = wait_slice(it);
+        atomic_fetch_add_explicit(&it->counters.wait_ns, (uint64_t)(cv_now_ns() - waited), memory_order_relaxed);
+        atomic_fetch_add_explicit(&it->counters.waits, 1, memory_order_relaxed);
+        if (s)
             break;
         /* After each wake-up (a result, or a slice gone by): make sure a
          * turn is on its way. Every path that leaves work for the task
@@ -729,172 +792,6 @@ static CvStatus interleave_next(CvIterator *base, CvElement *out, bool *end)
                                           : sequential_next(it, out, end);
 }
 
-static void put_u64_at(CvStateWriter *w, size_t at, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        w->data[at + (size_t)i] = (char)(v >> (8 * i));
-}
-
-/* The consumer's view (see DESIGN), after the CRC-32C and length of the
- * rest (written in place once it is there): cycle_length, cycle and block
- * position, end of input; per cycle position 0 (empty), 1 (fresh: its outer
- * element) or 2 (its outer element, the positions to pass over after
- * inner's frame, whether the last is an error, that frame); the input's
- * frame.
- * Sequential, or parallel before the first next(): the live iterators are
- * where the consumer is. Otherwise the marks of what it took. All fields
- * read here are the consumer's: no lock. */
-static CvStatus interleave_save(CvIterator *base, CvStateWriter *w)
-{
-    InterleaveIterator *it = (InterleaveIterator *)base;
-    const InterleaveParams *p = params_of(it);
-    bool marks = p->num_workers > 0 && it->started;
-    CvStatus s = CV_STATUS_OK;
-    size_t start = w->len;
-    cv_state_put_u64(w, 0); /* the checksum */
-    cv_state_put_u64(w, 0); /* the length */
-    cv_state_put_i64(w, p->cycle_length);
-    cv_state_put_i64(w, it->cycle_index);
-    cv_state_put_i64(w, it->block_index);
-    cv_state_put_i64(w, it->end_of_input);
-    for (int64_t k = 0; !s && k < p->cycle_length; k++) {
-        const InterleaveSlot *slot = it->cycle[k];
-        if (!slot) {
-            cv_state_put_i64(w, 0);
-        } else if (!marks) {
-            cv_state_put_i64(w, 2);
-            cv_state_put_element(w, &slot->outer);
-            cv_state_put_i64(w, 0);
-            cv_state_put_i64(w, 0);
-            s = cv_iterator_save(slot->inner, w);
-        } else if (slot->mark_status) {
-            s = cv_status_copy(slot->mark_status);
-        } else {
-            cv_state_put_i64(w, slot->marked ? 2 : 1);
-            cv_state_put_element(w, &slot->outer);
-            if (slot->marked) {
-                cv_state_put_i64(w, slot->taken);
-                cv_state_put_i64(w, slot->taken_error);
-                cv_state_put_raw(w, slot->mark.data, slot->mark.len);
-            }
-        }
-    }
-    if (!s && !marks)
-        s = cv_iterator_save(it->input, w);
-    else if (!s && it->input_mark_status)
-        s = cv_status_copy(it->input_mark_status);
-    else if (!s)
-        cv_state_put_raw(w, it->input_mark.data, it->input_mark.len);
-    if (s || w->error)
-        return s; /* a writer's error: cv_state_end returns it */
-    size_t contents = start + 16;
-    put_u64_at(w, start, cv_crc32c(w->data + contents, w->len - contents));
-    put_u64_at(w, start + 8, w->len - contents);
-    return CV_STATUS_OK;
-}
-
-/* Put a restored inner iterator `n` positions on, the last an error when
- * error_last. Only that one was an error when saved (a run ends at an
- * error); one met earlier was not there then (a transient failure): it is
- * counted as the position it takes, as the consumer would have. The last
- * position is passed with next(), whatever it gives now. */
-static CvStatus pass_over(CvIterator *inner, int64_t n, bool error_last)
-{
-    int64_t before = n - error_last;
-    while (before > 0) {
-        int64_t skipped = 0;
-        CvStatus s = cv_iterator_skip(inner, before, &skipped);
-        before -= skipped;
-        if (s) {
-            cv_status_free(s);
-            before--;
-        } else if (before > 0) {
-            return cv_error(CV_FAILED_PRECONDITION,
-                            "interleave: an inner dataset ended before its saved position (did "
-                            "its data change since the state was saved?)");
-        }
-    }
-    if (error_last) {
-        CvElement e = {0};
-        bool end = false;
-        cv_status_free(cv_iterator_next(inner, &e, &end));
-        cv_element_clear(&e);
-    }
-    return CV_STATUS_OK;
-}
-
-/* On a new iterator: every open slot's inner iterator is made again by
- * map_func from its saved outer element, then put at its frame. On an error
- * the binding destroys the iterator (slots placed so far included). */
-static CvStatus interleave_restore(CvIterator *base, CvStateReader *r)
-{
-    InterleaveIterator *it = (InterleaveIterator *)base;
-    const InterleaveParams *p = params_of(it);
-    int64_t cycle_length = 0, end_of_input = 0, len = 0;
-    uint64_t crc = 0;
-    CvStatus s = cv_state_get_u64(r, &crc);
-    if (!s)
-        s = cv_state_get_range(r, "interleave's length", 0, (int64_t)(r->len - r->pos), &len);
-    if (!s && crc != cv_crc32c(r->data + r->pos, (size_t)len))
-        s = cv_state_corrupt("interleave's checksum does not match its contents");
-    size_t end = r->pos + (size_t)len;
-    if (!s)
-        s = cv_state_get_i64(r, &cycle_length);
-    if (!s && cycle_length != p->cycle_length)
-        s = cv_error(CV_FAILED_PRECONDITION,
-                     "the saved state is of an interleave with cycle_length %lld, this one has "
-                     "%lld (cycle_length=AUTOTUNE follows the machine's CPU count: pass it "
-                     "explicitly to restore on another machine)",
-                     (long long)cycle_length, (long long)p->cycle_length);
-    if (!s)
-        s = cv_state_get_range(r, "interleave's cycle position", 0, p->cycle_length - 1,
-                               &it->cycle_index);
-    if (!s)
-        s = cv_state_get_range(r, "interleave's block position", 0, p->block_length - 1,
-                               &it->block_index);
-    if (!s)
-        s = cv_state_get_range(r, "interleave's end of input", 0, 1, &end_of_input);
-    for (int64_t k = 0; !s && k < p->cycle_length; k++) {
-        int64_t kind = 0;
-        if ((s = cv_state_get_range(r, "interleave's slot kind", 0, 2, &kind)) || kind == 0)
-            continue;
-        InterleaveSlot *slot = cv_interleave_slot_new(it->ring_size, it->min_limit);
-        if (!slot) {
-            s = cv_error_nomem();
-            break;
-        }
-        slot->marked = kind == 2;
-        int64_t pass = 0, error_last = 0;
-        s = cv_state_get_element(r, &slot->outer);
-        if (!s && kind == 2 &&
-            !(s = cv_state_get_range(r, "interleave's positions past a mark", 0,
-                                     CV_INTERLEAVE_MAX_BUFFER, &pass)))
-            s = cv_state_get_range(r, "interleave's error flag", 0, pass > 0, &error_last);
-        if (!s && (s = cv_interleave_make_inner(it, slot))) /* the user's error, as it was raised */
-            s = cv_status_prefix(s, "interleave: map_func, called again on a saved element "
-                                 "to restore: ");
-        if (!s && kind == 2 && !(s = cv_iterator_restore(slot->inner, r)))
-            s = pass_over(slot->inner, pass, error_last != 0);
-        if (!s && kind == 1) /* as a slot opened afresh: its I/O starts now */
-            cv_iterator_prepare(slot->inner);
-        if (s) {
-            cv_interleave_slot_destroy(it, slot);
-            break;
-        }
-        place_slot(it, k, slot);
-        it->num_open++;
-    }
-    if (!s)
-        s = cv_iterator_restore(it->input, r);
-    if (!s && r->pos != end)
-        s = cv_state_corrupt("interleave's contents do not match their length");
-    if (!s) {
-        it->end_of_input = end_of_input != 0;
-        it->input_exhausted = it->end_of_input; /* no futures to open */
-    }
-    return s;
-}
-
 static void interleave_cancel(CvIterator *base)
 {
     InterleaveIterator *it = (InterleaveIterator *)base;
@@ -913,13 +810,30 @@ static void interleave_cancel(CvIterator *base)
         cv_memory_wake(it->holder.memory);
 }
 
-/* Statistics (core/stats.h): the turns allowed and what the slots hold. */
+static uint64_t counted(_Atomic uint64_t *counter)
+{
+    return atomic_load_explicit(counter, memory_order_relaxed);
+}
+
+/* Statistics (core/stats.h): the turns (a parallel stage's, for the
+ * autotuner: with AUTOTUNE it moves the limit, 0 included), the turns
+ * allowed and what the slots hold. */
 static void interleave_measure(CvIterator *base, CvNodeTotals *totals, CvGauges *gauges)
 {
     InterleaveIterator *it = (InterleaveIterator *)base;
-    (void)totals;
     if (!it->task.pool)
         return; /* sequential */
+    CvStageCounters *c = &it->counters;
+    totals->units += counted(&c->units);
+    totals->turns += counted(&c->turns);
+    totals->busy_ns += counted(&c->busy_ns);
+    totals->blocked_ns += counted(&c->blocked_ns);
+    totals->contended_ns += counted(&c->contended_ns);
+    totals->wait_ns += counted(&c->wait_ns);
+    totals->waits += counted(&c->waits);
+    gauges->limit = &it->task.limit;
+    gauges->tuned_parallelism |= params_of(it)->tune_workers;
+    gauges->may_inline |= params_of(it)->tune_workers;
     int64_t n = params_of(it)->cycle_length, buffered = 0;
     pthread_mutex_lock(&it->mu);
     for (int64_t k = 0; it->cycle && k < n; k++)
@@ -966,8 +880,8 @@ const CvKernel cv_kernel_interleave = {
     .destroy = interleave_destroy,
     .traverse = interleave_traverse,
     .measure = interleave_measure,
-    .save = interleave_save,
-    .restore = interleave_restore,
+    .save = cv_interleave_save,
+    .restore = cv_interleave_restore,
 };
 
 CvStatus cv_interleave_dataset(CvDataset *input, CvDatasetFunction fn, int64_t cycle_length,

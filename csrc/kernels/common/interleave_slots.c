@@ -82,7 +82,7 @@ void cv_interleave_slot_destroy(InterleaveIterator *it, InterleaveSlot *slot)
     cv_iterator_destroy(slot->inner);
     cv_dataset_unref(slot->inner_ds); /* after its iterator */
     cv_element_clear(&slot->outer);
-    for (int i = 0; slot->marks && i < it->ring_size; i++)
+    for (int i = 0; i < slot->marks_used; i++)
         cv_interleave_mark_free(&slot->marks[i]);
     cv_interleave_mark_free(&slot->input_mark);
     cv_interleave_mark_free(&slot->mark);
@@ -122,4 +122,16 @@ CvStatus cv_interleave_open_inner(InterleaveIterator *it, InterleaveSlot *slot, 
     if (parallel)
         cv_interleave_mark_take(&slot->input_mark, it->input, &it->input_unmarkable);
     return s ? s : cv_interleave_make_inner(it, slot);
+}
+
+/* Under mu: cancel() reads the cycle from other threads. */
+void cv_interleave_place_slot(InterleaveIterator *it, int64_t position, InterleaveSlot *slot)
+{
+    pthread_mutex_lock(&it->mu);
+    it->cycle[position] = slot;
+    if (slot)
+        slot->in_cycle = true;
+    if (slot && it->cancelled)
+        cv_iterator_cancel(slot->inner);
+    pthread_mutex_unlock(&it->mu);
 }

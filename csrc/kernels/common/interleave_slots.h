@@ -1,8 +1,9 @@
 /* interleave's iterator and its slots (kernels/interleave.c, whose DESIGN
  * comment describes them): the parameters, the read-ahead limits, a slot
  * (an open inner iterator, its buffered results and its marks), and what
- * creates, opens and frees slots and keeps their marks. interleave.c runs
- * the cycle, the workers' turns, the consumer and save/restore.
+ * creates, opens, places and frees slots and keeps their marks.
+ * interleave.c runs the cycle, the workers' turns and the consumer;
+ * interleave_state.h saves and restores.
  */
 #ifndef CV_INTERLEAVE_SLOTS_H
 #define CV_INTERLEAVE_SLOTS_H
@@ -15,6 +16,7 @@
 
 #include "core/ram_budget.h"
 #include "core/pool.h"
+#include "core/stage.h" /* CvStageCounters */
 #include "kernels/kernels.h"
 
 /* Futures (files opened ahead) at most: 2 x cycle_length up to this. 16
@@ -73,6 +75,7 @@ typedef struct {
     CvElement outer;      /* the input element map_func made `inner` from */
     InterleaveResult *ring;         /* parallel only: buffered results (CV_INTERLEAVE_MAX_BUFFER) */
     CvStateWriter *marks; /* parallel only: marks[i], inner's frame right before ring[i] */
+    int marks_used;       /* marks[0, marks_used) were ever written (freed at destroy) */
     int head, count;
     int limit;            /* results to buffer at most, from the element sizes seen */
     bool busy;  /* a worker is inside inner->next */
@@ -125,6 +128,10 @@ typedef struct InterleaveIterator {
     _Atomic size_t held; /* bytes of all buffered results, charged to the budget */
     CvMemoryHolder holder; /* the same bytes, listed on the budget (parallel only) */
     CvTask task; /* attached at make, submitted at the first next() */
+    /* The consumer's: the task is paused (cv_task_pause) while the
+     * autotuner has it inline (limit 0): the consumer runs its turns. */
+    bool paused;
+    CvStageCounters counters; /* of the turns, the pool's and the consumer's (interleave_measure) */
 } InterleaveIterator;
 
 static inline const InterleaveParams *params_of(const InterleaveIterator *it)
@@ -153,5 +160,11 @@ CvStatus cv_interleave_make_inner(InterleaveIterator *it, InterleaveSlot *slot);
  * into slot->input_mark. */
 CvStatus cv_interleave_open_inner(InterleaveIterator *it, InterleaveSlot *slot, bool parallel,
                                   bool *input_end);
+
+/* Sequential mode and restore: place (or clear, slot NULL) a cycle position
+ * under mu, as cancel() reads the cycle from other threads (a parallel
+ * interleave above cancels this one from its consumer); a slot placed after
+ * cancel() is cancelled at once. A cleared slot is freed by the caller. */
+void cv_interleave_place_slot(InterleaveIterator *it, int64_t position, InterleaveSlot *slot);
 
 #endif
