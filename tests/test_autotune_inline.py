@@ -496,3 +496,38 @@ def test_an_inline_interleave_goes_back_to_parallel_when_its_work_grows():
     mine = [c for c in stats.choices if c.stage == name]
     first_inline = next(i for i, c in enumerate(mine) if c.after == 0)
     assert any(c.before == 0 and c.after > 0 for c in mine[first_inline:]), stats.choices
+
+
+def test_a_map_over_an_inline_batch_gives_the_sequential_batches_and_errors():
+    # The map answers try_next over the batch (a parallel batch run inline,
+    # whose dataset may block) through the batch's own try_next (map.c,
+    # map_try_pull): the same batches, errors at their batch, in order.
+    def fail_some(x):  # traced: an error at every 100th batch
+        cv.debugging.check_numerics(1.0 / cv.cast(x[0] % 3200 - 320, cv.float64), "x")
+        return x * 2
+
+    def make(parallel):
+        ds = D.range(N // 10 + 7).batch(32).map(fail_some, num_parallel_calls=parallel)
+        return ds.prefetch(AUTOTUNE) if parallel else no_parallelism(ds)
+    expected = _with_errors_batches(iter(make(None)))
+    assert expected.count("InvalidArgumentError") == sum(
+        1 for start in range(0, N // 10 + 7, 32) if start % 3200 == 320)
+    assert _with_errors_batches(iter(make(AUTOTUNE))) == expected
+
+
+def no_parallelism(ds):
+    options = cv.data.Options()
+    options.experimental_optimization.parallel_batch = False
+    return ds.with_options(options)
+
+
+def _with_errors_batches(it):
+    """Every batch of it as a list, an error as its type's name, in order."""
+    out = []
+    while True:
+        try:
+            out.append(np.asarray(next(it)).tolist())
+        except StopIteration:
+            return out
+        except Exception as e:  # noqa: BLE001 - the error is the value compared
+            out.append(type(e).__name__)

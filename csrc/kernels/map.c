@@ -129,10 +129,26 @@ static CvStatus map_restore_input(void *owner, CvStateReader *r)
     return cv_open_ahead_restore(&it->ahead, it->staged.input, r);
 }
 
+/* An inline map's try_next over an input that may block (a parallel
+ * batch run inline): the input's try_next, so that the binding keeps the
+ * GIL as over the sequential map. With open-ahead on, next() pulls. */
+static CvStatus map_try_pull(void *owner, CvElement *work, int64_t *aux, bool *end, bool *would_block)
+{
+    MapIterator *it = owner;
+    if (it->ahead.mask) {
+        *would_block = true;
+        return CV_STATUS_OK;
+    }
+    CvStatus s = cv_iterator_try_next(it->staged.input, work, end, would_block);
+    if (!s && !*end && !*would_block)
+        *aux = (int64_t)it->next_index++;
+    return s;
+}
+
 static const CvStageOps map_stage_ops = {map_pull, map_process, NULL, map_save_input,
-                                         map_restore_input};
+                                         map_restore_input, map_try_pull};
 static const CvStageOps map_chunk_stage_ops = {map_pull, map_process, map_process_chunk,
-                                               map_save_input, map_restore_input};
+                                               map_save_input, map_restore_input, map_try_pull};
 
 /* Most units per worker turn: a GIL hand-off (a function that takes chunks
  * gets the whole chunk in one call) and a wake-up cost ~10-20 us here, so
@@ -223,8 +239,24 @@ static CvStatus map_try_next(CvIterator *base, CvElement *out, bool *end, bool *
     if (p->num_workers > 0) {
         CvStage *st = &it->staged.stage;
         *would_block = false;
-        if (!st->input_may_block && cv_stage_inline_fast(st)) /* as inline_next: pull may not wait */
-            return map_inline(it, p, out, end);
+        if (cv_stage_inline_fast(st)) { /* as inline_next: the pull may not wait */
+            if (!st->input_may_block)
+                return map_inline(it, p, out, end);
+            CvElement in = {0};
+            int64_t index = 0;
+            CvStatus s = map_try_pull(it, &in, &index, end, would_block);
+            if (!s && *would_block) {
+                cv_stage_inline_undo(st);
+                return s;
+            }
+            if (s || *end) {
+                if (!s)
+                    cv_stage_inline_end(st);
+                return s;
+            }
+            CvElementId id = {it->epoch, (uint64_t)index};
+            return call_fn(p, &in, &id, out);
+        }
         return cv_stage_try_next(st, out, end, would_block);
     }
     *would_block = true; /* sequential: fn runs in next() */
