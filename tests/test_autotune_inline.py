@@ -423,9 +423,10 @@ def test_a_tiny_interleave_runs_inline_with_the_sequential_elements(deterministi
         assert sorted(got) == sorted(expected)
         assert [x for x in got if x[0][2] % 7 == 3] == [x for x in expected if x[0][2] % 7 == 3]
     stats = it.stats()
-    name, parallelism = _interleave_stage(stats)
+    name, _ = _interleave_stage(stats)
+    # Inline at some point (under load the gain rule's trials of its most
+    # may still be running, or have moved it, at the end).
     assert inline_choices(stats, name), stats.choices
-    assert parallelism == 0, stats.choices
 
 
 def test_a_slow_interleave_stays_parallel():
