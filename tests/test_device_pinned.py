@@ -112,8 +112,18 @@ def test_host_kind_strings_stay_and_ragged_batches_are_staged():
     assert st.staged_copies == 3 and st.inplace_batches == 0
 
 
+def _memory_settled():
+    """Memory in use once the pipelines of earlier tests are gone (one torn
+    down on its own thread still releases what it held meanwhile)."""
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while cv._engine.live_iterators() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return cv._engine.memory_in_use()
+
+
 def test_host_kind_pinned_batches_are_charged_and_returned_mid_epoch():
-    before = cv._engine.memory_in_use()
+    before = _memory_settled()
     options = cv.data.Options()
     options.autotune.ram_budget = 256 << 20
     options.experimental_optimization.parallel_batch = False  # the prefetch alone keeps batches
@@ -238,7 +248,10 @@ def test_fake_cuda_pinned_batches_are_reused_across_epochs(fake_cudart):
         """, FAKE_CUDA_DELAY_US=200)
     assert out["ok"]
     calls = out["calls"]
-    assert calls[0] >= 2 and calls[1:] == [calls[0]] * 3  # epoch 1 pins; later epochs reuse
+    # Epoch 1 pins; later epochs reuse. The batch is an AUTOTUNE stage: a later
+    # epoch with one more batch in flight (a new peak; seen under ThreadSanitizer,
+    # 14 then 16) pins that one, but without reuse each epoch would pin 16 more.
+    assert calls[0] >= 2 and calls == sorted(calls) and calls[3] - calls[0] < 8, calls
     ahead = out["ahead"]
     # Ahead of the consumer, how many blocks are out at once depends on timing (one more
     # in flight in a later epoch pins one more), but blocks come back: four epochs of 8
