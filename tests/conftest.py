@@ -46,7 +46,7 @@ def wait_for_child(pid, timeout=60):
 # A test still running after this many seconds dumps every thread's stack to the
 # terminal and ends the run with exit status 1: a hang fails loudly, naming the
 # test in the dump, rather than using up CI's time. CV_TEST_TIMEOUT changes it.
-TEST_TIMEOUT = float(os.environ.get("CV_TEST_TIMEOUT", "900"))
+TEST_TIMEOUT = float(os.environ.get("CV_TEST_TIMEOUT", "600"))
 
 
 def pytest_configure(config):
