@@ -123,9 +123,10 @@
  *
  * A parallel interleave (kernels/interleave.c) takes part as a stage: its
  * turns are counted as units of work, the climb and the inline rules move
- * its limit, and at 0 its consumer runs its turns. It has no start probe
- * (it starts at its most) and reports no GIL contention, so the gain rule
- * leaves it alone (interleave.c says why).
+ * its limit, and at 0 its consumer runs its turns; the gain rule tries it
+ * when its interleave function's Python takes the GIL from its turns. It
+ * has no start probe: it starts at its most, so a cycle of files opens at
+ * once.
  *
  * The period starts at CV_AUTOTUNE_FIRST_NS, doubles up to
  * CV_AUTOTUNE_MAX_NS, and drops back after a change. Every change is

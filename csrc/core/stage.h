@@ -393,5 +393,8 @@ typedef struct CvStagedIterator {
 void cv_staged_iterator_cancel(CvIterator *it);
 void cv_staged_iterator_destroy(CvIterator *it);
 void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *gauges);
+/* Add a stage's counters to a node's totals (a kernel that counts its
+ * turns as a stage does, interleave, uses it too). */
+void cv_stage_counters_measure(CvStageCounters *c, CvNodeTotals *totals);
 
 #endif

@@ -51,20 +51,25 @@ static uint64_t counted(_Atomic uint64_t *counter)
     return atomic_load_explicit(counter, memory_order_relaxed);
 }
 
+void cv_stage_counters_measure(CvStageCounters *c, CvNodeTotals *totals)
+{
+    totals->units += counted(&c->units);
+    totals->turns += counted(&c->turns);
+    totals->busy_ns += counted(&c->busy_ns);
+    totals->input_ns += counted(&c->input_ns);
+    totals->full_ns += counted(&c->full_ns);
+    totals->wait_ns += counted(&c->wait_ns);
+    totals->waits += counted(&c->waits);
+    totals->blocked_ns += counted(&c->blocked_ns);
+    totals->contended_ns += counted(&c->contended_ns);
+}
+
 void cv_staged_iterator_measure(CvIterator *it, CvNodeTotals *totals, CvGauges *gauges)
 {
     CvStage *st = &((CvStagedIterator *)it)->stage;
     if (!st->slots) /* sequential */
         return;
-    totals->units += counted(&st->counters.units);
-    totals->turns += counted(&st->counters.turns);
-    totals->busy_ns += counted(&st->counters.busy_ns);
-    totals->input_ns += counted(&st->counters.input_ns);
-    totals->full_ns += counted(&st->counters.full_ns);
-    totals->wait_ns += counted(&st->counters.wait_ns);
-    totals->waits += counted(&st->counters.waits);
-    totals->blocked_ns += counted(&st->counters.blocked_ns);
-    totals->contended_ns += counted(&st->counters.contended_ns);
+    cv_stage_counters_measure(&st->counters, totals);
     pthread_mutex_lock(&st->mu);
     gauges->buffer += st->capacity;
     gauges->buffered += (int64_t)(st->issued - st->consumed);

@@ -43,10 +43,9 @@
  * do it goes idle until the consumer makes room (pop_result, take_future
  * resubmit it).
  *
- * AUTOTUNE (issue 26): the turns are counted as a stage's (elements read are
- * its units; interleave_turn says what is left out), so the autotuner
- * models, climbs and tries the interleave as it does a map (core/autotune.h;
- * the gain rule excepted), limit 0 included: inline, the task is paused and the
+ * AUTOTUNE (issue 26): the turns are counted as a stage's (interleave_turn),
+ * so the autotuner models, climbs and tries the interleave as it does a map
+ * (core/autotune.h), limit 0 included: inline, the task is paused and the
  * consumer runs the same turns itself when it finds nothing to take, on the
  * same slots, marks and futures. Nothing changes mode, so order, values,
  * errors and saved states are those of the parallel interleave; a turn of
@@ -365,13 +364,11 @@ static CvTurn take_turn(InterleaveIterator *it, int *elements)
 
 /* A turn, on a pool thread or on the consumer's (inline), counted for the
  * autotuner as a stage's turns are (core/stage.h, CvStageCounters): an
- * element read is a unit, opening a future is work with none. Time waiting
- * for the GIL (map_func's Python) is no work: with 12 turns the calls wait
- * for each other and for the consumer, as no inline run would, and counted
- * it made parallel look cheaper than inline. Nor is it reported as
- * contention, so the gain rule (core/autotune.h) leaves the interleave
- * alone: its trial at one turn costs an I/O-bound interleave 30-50% while
- * it lasts, every epoch. */
+ * element read is a unit, opening a future is work with none; time in
+ * blocking sections (I/O, map_func's Python) and waiting for the GIL is
+ * told apart. The gain rule tries a Python-bound interleave with fewer; one
+ * that waits on I/O waits for the GIL too little for it (core/autotune.c,
+ * CV_AUTOTUNE_GAIN_HINT). */
 static CvTurn interleave_turn(void *arg)
 {
     InterleaveIterator *it = arg;
@@ -810,11 +807,6 @@ static void interleave_cancel(CvIterator *base)
         cv_memory_wake(it->holder.memory);
 }
 
-static uint64_t counted(_Atomic uint64_t *counter)
-{
-    return atomic_load_explicit(counter, memory_order_relaxed);
-}
-
 /* Statistics (core/stats.h): the turns (a parallel stage's, for the
  * autotuner: with AUTOTUNE it moves the limit, 0 included), the turns
  * allowed and what the slots hold. */
@@ -823,14 +815,7 @@ static void interleave_measure(CvIterator *base, CvNodeTotals *totals, CvGauges 
     InterleaveIterator *it = (InterleaveIterator *)base;
     if (!it->task.pool)
         return; /* sequential */
-    CvStageCounters *c = &it->counters;
-    totals->units += counted(&c->units);
-    totals->turns += counted(&c->turns);
-    totals->busy_ns += counted(&c->busy_ns);
-    totals->blocked_ns += counted(&c->blocked_ns);
-    totals->contended_ns += counted(&c->contended_ns);
-    totals->wait_ns += counted(&c->wait_ns);
-    totals->waits += counted(&c->waits);
+    cv_stage_counters_measure(&it->counters, totals);
     gauges->limit = &it->task.limit;
     gauges->tuned_parallelism |= params_of(it)->tune_workers;
     gauges->may_inline |= params_of(it)->tune_workers;

@@ -190,14 +190,17 @@ static CvStatus map_make_iterator(const CvDataset *ds, CvIterator **out)
     return CV_STATUS_OK;
 }
 
-/* The sequential map: one input element through fn. */
-static CvStatus map_one(MapIterator *it, const MapParams *p, CvElement *out, bool *end)
+/* The sequential map: one input element through fn. would_block: pull with
+ * the input's try_next (map_try_pull), NULL: with next(). */
+static CvStatus map_one(MapIterator *it, const MapParams *p, CvElement *out, bool *end, bool *would_block)
 {
     CvElement in = {0};
-    CvStatus s = cv_open_ahead_next(&it->ahead, it->staged.input, &in, end);
-    if (s || *end)
+    int64_t index = 0;
+    CvStatus s = would_block ? map_try_pull(it, &in, &index, end, would_block)
+                             : map_pull(it, &in, &index, end);
+    if (s || *end || (would_block && *would_block))
         return s;
-    CvElementId id = {it->epoch, it->next_index++};
+    CvElementId id = {it->epoch, (uint64_t)index};
     return call_fn(p, &in, &id, out);
 }
 
@@ -212,11 +215,15 @@ static void map_destroy(CvIterator *base)
     cv_iterator_free(base);
 }
 
-/* An AUTOTUNE map run inline takes the sequential path (cv_stage_inline_fast). */
-static CvStatus map_inline(MapIterator *it, const MapParams *p, CvElement *out, bool *end)
+/* An AUTOTUNE map run inline takes the sequential path (cv_stage_inline_fast);
+ * from try_next (would_block) over an input that may block, the input's
+ * try_next, and a grant not used goes back. */
+static CvStatus map_inline(MapIterator *it, const MapParams *p, CvElement *out, bool *end, bool *would_block)
 {
-    CvStatus s = map_one(it, p, out, end);
-    if (!s && *end)
+    CvStatus s = map_one(it, p, out, end, would_block);
+    if (!s && would_block && *would_block)
+        cv_stage_inline_undo(&it->staged.stage);
+    else if (!s && *end)
         cv_stage_inline_end(&it->staged.stage);
     return s;
 }
@@ -226,9 +233,9 @@ static CvStatus map_next(CvIterator *base, CvElement *out, bool *end)
     MapIterator *it = (MapIterator *)base;
     const MapParams *p = base->dataset->params;
     if (p->num_workers == 0)
-        return map_one(it, p, out, end);
+        return map_one(it, p, out, end, NULL);
     if (cv_stage_inline_fast(&it->staged.stage))
-        return map_inline(it, p, out, end);
+        return map_inline(it, p, out, end, NULL);
     return cv_stage_next(&it->staged.stage, out, end);
 }
 
@@ -239,24 +246,8 @@ static CvStatus map_try_next(CvIterator *base, CvElement *out, bool *end, bool *
     if (p->num_workers > 0) {
         CvStage *st = &it->staged.stage;
         *would_block = false;
-        if (cv_stage_inline_fast(st)) { /* as inline_next: the pull may not wait */
-            if (!st->input_may_block)
-                return map_inline(it, p, out, end);
-            CvElement in = {0};
-            int64_t index = 0;
-            CvStatus s = map_try_pull(it, &in, &index, end, would_block);
-            if (!s && *would_block) {
-                cv_stage_inline_undo(st);
-                return s;
-            }
-            if (s || *end) {
-                if (!s)
-                    cv_stage_inline_end(st);
-                return s;
-            }
-            CvElementId id = {it->epoch, (uint64_t)index};
-            return call_fn(p, &in, &id, out);
-        }
+        if (cv_stage_inline_fast(st)) /* as inline_next: the pull may not wait */
+            return map_inline(it, p, out, end, st->input_may_block ? would_block : NULL);
         return cv_stage_try_next(st, out, end, would_block);
     }
     *would_block = true; /* sequential: fn runs in next() */
