@@ -532,3 +532,70 @@ def _with_errors_batches(it):
             return out
         except Exception as e:  # noqa: BLE001 - the error is the value compared
             out.append(type(e).__name__)
+
+
+def plus_one(x):  # traced
+    return x + 1
+
+
+def _saved_along(it, steps):
+    """All elements of it as plain values, and (elements before, state) saved
+    after each count of elements in steps (cycled)."""
+    got, states, k = [], [], 0
+    while True:
+        states.append((len(got), it.save()))
+        more = run(it, steps[k % len(steps)])
+        k += 1
+        if not more:
+            return got, states
+        got += more
+
+
+@needs_native_speed
+def test_states_saved_through_inline_stages_restore_exactly():
+    # Two tiny maps, the second fused with the batch: every stage runs inline.
+    # The fused batch saves the inline map below for each batch, and a save
+    # arms it; armed and inline, a stage takes its mark when one is wanted,
+    # not per element, and keeps its direct path (core/stage.c, inline_mark).
+    def make():
+        return (D.range(N // 3).map(double, num_parallel_calls=AUTOTUNE)
+                .map(plus_one, num_parallel_calls=AUTOTUNE).batch(32).prefetch(AUTOTUNE))
+    expected = run(iter(no_parallelism(D.range(N // 3).map(double).map(plus_one).batch(32))))
+    it = iter(make())
+    got, states = _saved_along(it, [1, 7, 300, 2, 1000])
+    assert got == expected
+    assert all(s.parallelism == 0 for s in it.stats().stages if s.max_parallelism), it.stats().stages
+    for before, state in states[::3]:
+        again = iter(make())
+        again.restore(state)
+        assert run(again) == expected[before:], before
+
+
+@needs_native_speed
+def test_a_state_saved_as_an_inline_map_goes_parallel_restores_exactly():
+    # Saved while the map is inline (armed by the first save), then after its
+    # work grew and it went parallel again: leaving inline takes the mark of
+    # the last inline element, and the turns' marks follow it.
+    switch = N // 4
+
+    def cost(i):
+        return cv.where(i < switch, np.int64(1), np.int64(20_000))
+
+    def work(n):
+        return cv.math.reduce_sum(cv.range(n))
+
+    def make(parallel):
+        ds = D.range(switch + 3000).map(cost).map(work, num_parallel_calls=parallel)
+        return ds.prefetch(AUTOTUNE) if parallel else ds
+    expected = run(iter(make(None)))
+    it = iter(make(AUTOTUNE))
+    got, states = _saved_along(it, [997, 13, 5000])
+    assert got == expected
+    pmap = it.stats().stages[1].name
+    mine = [c for c in it.stats().choices if c.stage == pmap]
+    first_inline = next(i for i, c in enumerate(mine) if c.after == 0)
+    assert any(c.before == 0 and c.after > 0 for c in mine[first_inline:]), mine
+    for before, state in states[::4] + states[-3:]:
+        again = iter(make(AUTOTUNE))
+        again.restore(state)
+        assert run(again) == expected[before:], before

@@ -45,7 +45,7 @@ CvStatus cv_stage_init(CvStage *st, const CvStageOps *ops, void *owner, const ch
     st->run_low_water = 1;
     st->spin_ns = CV_SPIN_NS;
     st->task = (CvTask){0};
-    st->armed = st->last_marked = st->has_base = false;
+    st->armed = st->last_marked = st->mark_pending = st->has_base = false;
     st->base_seq = 0;
     cv_state_writer_init(&st->last_mark);
     cv_state_writer_init(&st->base);
@@ -510,14 +510,26 @@ static bool inline_settle(CvStage *st)
     return true;
 }
 
-/* Consumer, inline: the pull side's position after this unit, as a turn's
- * mark would be (only when armed); the base no longer is the position. */
+/* Consumer, inline, after a unit's pull: its mark would be the pull side's
+ * position after it, as a turn's is. Inline, nothing is pulled ahead, so
+ * that is the pull side's position now until the next unit: an armed stage
+ * takes it only when it is wanted (a save, a stage above taking its mark,
+ * going parallel again), not per unit, and the direct path may run
+ * meanwhile. The base no longer is the position. */
 static void inline_mark(CvStage *st)
 {
     st->has_base = false;
-    st->last_marked = st->armed;
-    if (!st->armed)
+    st->last_marked = false;
+    st->mark_pending = st->armed;
+}
+
+/* Consumer: the pending inline mark (inline_mark) into last_mark. */
+static void take_pending_mark(CvStage *st)
+{
+    if (!st->mark_pending)
         return;
+    st->mark_pending = false;
+    st->last_marked = true;
     writer_reset(&st->last_mark);
     CvStatus s = st->ops->save_input(st->owner, &st->last_mark);
     if (s && !st->last_mark.error)
@@ -532,6 +544,16 @@ static void fast_stop(CvStage *st)
 {
     st->inline_countdown += st->fast_left;
     st->fast_left = 0;
+}
+
+/* Consumer, inline: the limit went above 0 again, and nothing is in flight:
+ * the stage's turns take over from the position now. */
+static void inline_leave(CvStage *st)
+{
+    take_pending_mark(st);
+    st->inline_on = false;
+    fast_stop(st);
+    cv_task_resume(&st->task);
 }
 
 /* Consumer, inline: one unit pulled, processed and handed out on this
@@ -590,7 +612,7 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
             cv_stage_probe_tick(st->task.pool);
         }
     }
-    if (st->inline_on && !st->armed && !st->probe.probing && st->inline_countdown > 1) {
+    if (st->inline_on && !st->probe.probing && st->inline_countdown > 1) {
         st->fast_left = st->inline_countdown - 1; /* the direct path's, up to the next timed unit */
         st->inline_countdown = 1;
     }
@@ -621,9 +643,7 @@ CvStatus cv_stage_try_next(CvStage *st, CvElement *out, bool *end, bool *would_b
             *would_block = true; /* the unit runs in next() */
             return CV_STATUS_OK;
         }
-        st->inline_on = false; /* the limit went above 0 again; nothing is in flight */
-        fast_stop(st);
-        cv_task_resume(&st->task);
+        inline_leave(st);
     }
     if (!st->started) { /* starting is next()'s work */
         *would_block = true;
@@ -660,9 +680,7 @@ CvStatus cv_stage_next(CvStage *st, CvElement *out, bool *end)
     if (st->inline_on) {
         if (inline_wanted(st))
             return inline_next(st, out, end, NULL);
-        st->inline_on = false; /* the limit went above 0 again; nothing is in flight */
-        fast_stop(st);
-        cv_task_resume(&st->task);
+        inline_leave(st);
     } else if (st->started && inline_wanted(st) && inline_settle(st)) {
         return inline_next(st, out, end, NULL);
     } else if (st->may_inline) { /* once per run: the autotuner looks when due, turns or none */
@@ -823,7 +841,7 @@ void cv_stage_destroy(CvStage *st)
 
 void cv_stage_arm(CvStage *st)
 {
-    fast_stop(st); /* marks are taken on the stage's path */
+    fast_stop(st); /* the next unit takes the stage's path, which marks */
     pthread_mutex_lock(&st->input_mu);
     st->armed = true;
     pthread_mutex_unlock(&st->input_mu);
@@ -831,6 +849,7 @@ void cv_stage_arm(CvStage *st)
 
 bool cv_stage_take_mark(CvStage *st, CvStateWriter *into)
 {
+    take_pending_mark(st);
     if (!st->last_marked)
         return false;
     CvStateWriter mark = *into;
@@ -922,6 +941,7 @@ cleanup:
 CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
 {
     fast_stop(st); /* the position changes kind (base or marks): the stage's path next */
+    take_pending_mark(st);
     if (!st->ops->save_input)
         return cv_error(CV_UNIMPLEMENTED, "the iterator of %s cannot be saved", st->name);
     if (st->restored_next < st->nrestored) { /* base follows the restored results */
@@ -952,6 +972,7 @@ CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
 CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
 {
     fast_stop(st);
+    st->mark_pending = false;
     int64_t n = 0;
     size_t first = r->pos;
     CvStatus s = cv_state_get_range(r, "results in flight", 0, INT32_MAX, &n);

@@ -123,6 +123,11 @@
  *    units in flight, then write the pulled-but-not-handed-out results in
  *    hand-out order (status and element) and the input's position now.
  *    restore() puts them in `restored`, handed out before the slots.
+ *  - Inline (see Inline), nothing is pulled ahead: the position after the
+ *    last unit is the pull side's now. An armed stage takes it as its mark
+ *    when a save, a stage above or going parallel again wants it
+ *    (mark_pending), not per unit (a fused batch above saves the inline map
+ *    below for every batch, and so arms it).
  * Marks cost a save of the input subtree per unit (~10% of prefetch(64)
  * over a range, docs/resume.md), so a stage takes them only once *armed*: by
  * its first save (which quiesces) or a restore. It is not armed, and every
@@ -273,10 +278,12 @@ typedef struct CvStage {
 
     /* Exact resume (see DESIGN). armed: guarded by input_mu. The rest is
      * the consumer's: last_mark is the mark of the last unit handed out when
-     * last_marked; base the position before unit base_seq when has_base;
+     * last_marked; mark_pending: inline and armed, the mark is the pull
+     * side's position now, taken when wanted (take_pending_mark); base the
+     * position before unit base_seq when has_base;
      * restored[restored_next, nrestored) results to hand out first. */
     bool armed;
-    bool last_marked, has_base;
+    bool last_marked, mark_pending, has_base;
     uint64_t base_seq;
     CvStateWriter last_mark, base;
     CvStageSlot *restored;
@@ -315,7 +322,7 @@ void cv_stage_allow_inline(CvStage *st, const CvIterator *self, const CvDataset 
  * its unit with the kernel's own sequential code instead of the stage's
  * (a few calls less per element). The stage's own inline unit grants
  * fast_left units when it is inline and still wanted, the input not ended,
- * no marks to take (not armed), no probe running, up to the next timed
+ * no probe running, up to the next timed
  * unit; anything that needs the stage's path (a save, a restore, arming,
  * the end, leaving inline) takes the grant back. The limit is the
  * autotuner's (another thread): read here, relaxed, for every unit. True
