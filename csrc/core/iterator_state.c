@@ -21,6 +21,13 @@ void cv_state_writer_clear(CvStateWriter *w)
     *w = (CvStateWriter){0};
 }
 
+void cv_state_writer_reset(CvStateWriter *w)
+{
+    cv_status_free(w->error);
+    w->error = CV_STATUS_OK;
+    w->len = 0;
+}
+
 /* Room for n more bytes; false (and the writer in error) when there is none. */
 static bool reserve(CvStateWriter *w, size_t n)
 {

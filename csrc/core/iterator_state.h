@@ -41,6 +41,7 @@ typedef struct CvStateReader {
 
 void cv_state_writer_init(CvStateWriter *w);
 void cv_state_writer_clear(CvStateWriter *w); /* frees the bytes and any error */
+void cv_state_writer_reset(CvStateWriter *w); /* empty for reuse: keeps the buffer, frees any error */
 /* Opens a frame for kernel `name`; *frame is passed to cv_state_end. */
 void cv_state_begin(CvStateWriter *w, const char *name, size_t *frame);
 /* Closes the frame; returns (and hands over) the writer's first error. */

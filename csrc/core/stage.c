@@ -165,7 +165,7 @@ static void count(_Atomic uint64_t *counter, uint64_t n)
 
 /* The input lock, if free. A turn that finds another pulling ends at once
  * (the pool thread runs other work) and leaves a note: the puller
- * resubmits the task when it lets go (unlock_input), so the next chunk is
+ * resubmits the task when it lets go (cv_stage_unlock_input), so the next chunk is
  * pulled as soon as it can be. The second try closes the race with an
  * unlock that came before the note. */
 static bool lock_input(CvStage *st)
@@ -178,32 +178,31 @@ static bool lock_input(CvStage *st)
     return false;
 }
 
-static void unlock_input(CvStage *st)
+void cv_stage_unlock_input(CvStage *st)
 {
     pthread_mutex_unlock(&st->input_mu);
     if (atomic_exchange_explicit(&st->input_contended, false, memory_order_seq_cst))
         cv_task_submit(&st->task);
 }
 
-/* Empty a writer for reuse, keeping its buffer. */
-static void writer_reset(CvStateWriter *w)
+/* The pull side's position now into w (whoever touches the input: a turn
+ * under input_mu, or the consumer inline). A failed save leaves its error
+ * in the mark, for save() to report. */
+static void save_mark(CvStage *st, CvStateWriter *w)
 {
-    w->len = 0;
-    cv_status_free(w->error);
-    w->error = CV_STATUS_OK;
+    cv_state_writer_reset(w);
+    CvStatus s = st->ops->save_input(st->owner, w);
+    if (s && !w->error)
+        w->error = s;
+    else
+        cv_status_free(s);
 }
 
 /* input_mu held: the pull side's position after the unit just pulled, into
- * its slot (free: its unit is at most capacity ahead of the consumer's). A
- * failed save leaves its error in the mark, for save() to report. */
+ * its slot (free: its unit is at most capacity ahead of the consumer's). */
 static void take_mark(CvStage *st, CvStageSlot *slot)
 {
-    writer_reset(&slot->mark);
-    CvStatus s = st->ops->save_input(st->owner, &slot->mark);
-    if (s && !slot->mark.error)
-        slot->mark.error = s;
-    else
-        cv_status_free(s);
+    save_mark(st, &slot->mark);
     slot->marked = true;
 }
 
@@ -225,7 +224,7 @@ static CvTurn stage_turn(void *arg)
     pthread_mutex_lock(&st->mu);
     if (st->cancelled || st->input_done) {
         pthread_mutex_unlock(&st->mu);
-        unlock_input(st);
+        cv_stage_unlock_input(st);
         return CV_TURN_DONE;
     }
     if (st->issued - st->consumed >= (uint64_t)st->capacity ||
@@ -235,7 +234,7 @@ static CvTurn stage_turn(void *arg)
             st->full_since = turn_started;
         }
         pthread_mutex_unlock(&st->mu);
-        unlock_input(st);
+        cv_stage_unlock_input(st);
         return CV_TURN_IDLE;
     }
     uint64_t first_seq = st->issued;
@@ -273,7 +272,7 @@ static CvTurn stage_turn(void *arg)
         wake = st->consumer_waiting;
     }
     pthread_mutex_unlock(&st->mu);
-    unlock_input(st);
+    cv_stage_unlock_input(st);
     atomic_fetch_sub_explicit(&st->counters.pulling, 1, memory_order_relaxed);
     int64_t pulled = cv_now_ns();
     count(&st->counters.input_ns, (uint64_t)(pulled - turn_started));
@@ -523,24 +522,16 @@ static void inline_mark(CvStage *st)
     st->mark_pending = st->armed;
 }
 
-/* Consumer: the pending inline mark (inline_mark) into last_mark. */
-static void take_pending_mark(CvStage *st)
+void cv_stage_take_pending_mark(CvStage *st)
 {
     if (!st->mark_pending)
         return;
     st->mark_pending = false;
     st->last_marked = true;
-    writer_reset(&st->last_mark);
-    CvStatus s = st->ops->save_input(st->owner, &st->last_mark);
-    if (s && !st->last_mark.error)
-        st->last_mark.error = s;
-    else
-        cv_status_free(s);
+    save_mark(st, &st->last_mark);
 }
 
-/* Consumer: take back the direct units granted (cv_stage_inline_fast):
- * the next unit takes the stage's path. */
-static void fast_stop(CvStage *st)
+void cv_stage_fast_stop(CvStage *st)
 {
     st->inline_countdown += st->fast_left;
     st->fast_left = 0;
@@ -550,9 +541,9 @@ static void fast_stop(CvStage *st)
  * the stage's turns take over from the position now. */
 static void inline_leave(CvStage *st)
 {
-    take_pending_mark(st);
+    cv_stage_take_pending_mark(st);
     st->inline_on = false;
-    fast_stop(st);
+    cv_stage_fast_stop(st);
     cv_task_resume(&st->task);
 }
 
@@ -622,7 +613,7 @@ static CvStatus inline_next(CvStage *st, CvElement *out, bool *end, bool *would_
 
 void cv_stage_inline_end(CvStage *st)
 {
-    fast_stop(st);
+    cv_stage_fast_stop(st);
     pthread_mutex_lock(&st->mu);
     st->input_done = true;
     pthread_mutex_unlock(&st->mu);
@@ -835,186 +826,4 @@ void cv_stage_destroy(CvStage *st)
     pthread_mutex_destroy(&st->input_mu);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->ready_cv);
-}
-
-/* -- exact resume (see DESIGN in stage.h) ------------------------------------ */
-
-void cv_stage_arm(CvStage *st)
-{
-    fast_stop(st); /* the next unit takes the stage's path, which marks */
-    pthread_mutex_lock(&st->input_mu);
-    st->armed = true;
-    pthread_mutex_unlock(&st->input_mu);
-}
-
-bool cv_stage_take_mark(CvStage *st, CvStateWriter *into)
-{
-    take_pending_mark(st);
-    if (!st->last_marked)
-        return false;
-    CvStateWriter mark = *into;
-    *into = st->last_mark;
-    st->last_mark = mark;
-    st->last_marked = false;
-    return true;
-}
-
-/* Consumer: input_mu held (no turn pulls), wait until every unit pulled
- * and not handed out, [run_next, issued), has its result. */
-static CvStatus wait_in_flight(CvStage *st)
-{
-    CvStatus s = CV_STATUS_OK;
-    pthread_mutex_lock(&st->mu);
-    for (;;) {
-        uint64_t seq = st->run_next;
-        while (seq < st->issued && st->slots[seq % (uint64_t)st->max_capacity].ready)
-            seq++;
-        if (seq == st->issued)
-            break;
-        if (st->cancelled) {
-            s = cv_error(CV_CANCELLED, "%s: the iterator was cancelled", st->name);
-            break;
-        }
-        st->consumer_waiting = true;
-        s = cv_wait(&st->ready_cv, &st->mu);
-        st->consumer_waiting = false;
-        if (s)
-            break;
-    }
-    pthread_mutex_unlock(&st->mu);
-    return s;
-}
-
-/* Set by a save that left a stage unarmed (it will quiesce again): a stage
- * above whose position includes it takes no marks either, or every pull of
- * it would quiesce the stage below (deterministic=False under a prefetch). */
-static _Thread_local bool quiesces_again;
-/* Bytes of in-flight results that the saves below wrote into the position
- * being saved: gone from the next save (they get handed out), so not held
- * against CV_STAGE_MARK_LIMIT (a first save below a prefetch is big). */
-static _Thread_local size_t in_flight_bytes;
-
-/* The fallback: quiesce, write the results pulled but not handed out and
- * the input's position now, and arm the stage when marks can take over
- * (deterministic, small position, no stage below that quiesces): the
- * position is then `base`, the mark of unit issued - 1. */
-static CvStatus save_quiesced(CvStage *st, CvStateWriter *w)
-{
-    bool outer = quiesces_again;
-    size_t outer_bytes = in_flight_bytes, mine = 0;
-    quiesces_again = false;
-    in_flight_bytes = 0;
-    pthread_mutex_lock(&st->input_mu);
-    CvStatus s = wait_in_flight(st);
-    if (s)
-        goto cleanup;
-    /* Slots [run_next, issued) are ready and no turn touches them now. */
-    mine = w->len;
-    cv_state_put_u64(w, st->issued - st->run_next);
-    for (uint64_t seq = st->run_next; seq < st->issued; seq++) {
-        const CvStageSlot *slot = &st->slots[seq % (uint64_t)st->max_capacity];
-        cv_stage_put_status(w, slot->status);
-        if (!slot->status)
-            cv_state_put_element(w, &slot->element);
-    }
-    mine = w->len - mine;
-    writer_reset(&st->base);
-    st->has_base = false;
-    if ((s = st->ops->save_input(st->owner, &st->base)))
-        goto cleanup;
-    if (st->base.error) {
-        s = cv_status_copy(st->base.error);
-        goto cleanup;
-    }
-    cv_state_put_raw(w, st->base.data, st->base.len);
-    st->has_base = true;
-    st->base_seq = st->issued;
-    st->armed = st->deterministic && st->base.len - in_flight_bytes <= CV_STAGE_MARK_LIMIT &&
-                !quiesces_again;
-cleanup:
-    unlock_input(st);
-    quiesces_again = outer || !st->armed;
-    in_flight_bytes += outer_bytes + mine;
-    return s;
-}
-
-CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
-{
-    fast_stop(st); /* the position changes kind (base or marks): the stage's path next */
-    take_pending_mark(st);
-    if (!st->ops->save_input)
-        return cv_error(CV_UNIMPLEMENTED, "the iterator of %s cannot be saved", st->name);
-    if (st->restored_next < st->nrestored) { /* base follows the restored results */
-        size_t start = w->len;
-        cv_state_put_u64(w, (uint64_t)(st->nrestored - st->restored_next));
-        for (int i = st->restored_next; i < st->nrestored; i++) {
-            cv_stage_put_status(w, st->restored[i].status);
-            if (!st->restored[i].status)
-                cv_state_put_element(w, &st->restored[i].element);
-        }
-        in_flight_bytes += w->len - start;
-        cv_state_put_raw(w, st->base.data, st->base.len);
-        quiesces_again |= !st->armed;
-        return CV_STATUS_OK;
-    }
-    const CvStateWriter *mark = st->has_base && st->run_next == st->base_seq ? &st->base
-                              : st->last_marked ? &st->last_mark : NULL;
-    if (!mark)
-        return save_quiesced(st, w);
-    if (mark->error)
-        return cv_status_copy(mark->error);
-    cv_state_put_u64(w, 0);
-    cv_state_put_raw(w, mark->data, mark->len);
-    quiesces_again |= !st->armed;
-    return CV_STATUS_OK;
-}
-
-CvStatus cv_stage_restore(CvStage *st, CvStateReader *r)
-{
-    fast_stop(st);
-    st->mark_pending = false;
-    int64_t n = 0;
-    size_t first = r->pos;
-    CvStatus s = cv_state_get_range(r, "results in flight", 0, INT32_MAX, &n);
-    if (s)
-        return s;
-    if (n > 0) {
-        /* Each result takes at least 8 bytes: bound the allocation by the
-         * state. Restored results are not charged to the RAM budget (they
-         * were when saved, and are handed out before any new one). */
-        if ((uint64_t)n > (r->len - r->pos) / 8)
-            return cv_state_corrupt("more results in flight than bytes");
-        if (!(st->restored = calloc((size_t)n, sizeof(CvStageSlot))))
-            return cv_error_nomem();
-        st->nrestored = (int)n;
-        for (int i = 0; i < st->nrestored && !s; i++) {
-            s = cv_stage_get_status(r, &st->restored[i].status);
-            if (!s && !st->restored[i].status)
-                s = cv_state_get_element(r, &st->restored[i].element);
-        }
-        if (s)
-            return s; /* the rest is freed with the stage */
-    }
-    size_t start = r->pos, mine = r->pos - first, outer_bytes = in_flight_bytes;
-    bool outer = quiesces_again;
-    quiesces_again = false;
-    in_flight_bytes = 0;
-    s = st->ops->restore_input(st->owner, r);
-    bool below = quiesces_again;
-    size_t below_bytes = in_flight_bytes;
-    quiesces_again = outer;
-    in_flight_bytes = outer_bytes + mine + below_bytes;
-    if (s)
-        return s;
-    /* The position restored is the base: the mark of what comes before
-     * unit 0 of the slots. */
-    writer_reset(&st->base);
-    cv_state_put_raw(&st->base, r->data + start, r->pos - start);
-    if (st->base.error)
-        return cv_status_copy(st->base.error);
-    st->has_base = true;
-    st->base_seq = 0;
-    st->armed = st->deterministic && st->base.len - below_bytes <= CV_STAGE_MARK_LIMIT && !below;
-    quiesces_again = outer || !st->armed;
-    return CV_STATUS_OK;
 }

@@ -387,6 +387,16 @@ CvStatus cv_stage_restore(CvStage *st, CvStateReader *r);
 void cv_stage_arm(CvStage *st);
 bool cv_stage_take_mark(CvStage *st, CvStateWriter *into);
 
+/* Between stage.c and stage_resume.c (exact resume), not for kernels; the
+ * consumer's. fast_stop: take back the direct units granted
+ * (cv_stage_inline_fast), so the next unit takes the stage's path;
+ * take_pending_mark: an inline stage's pending mark (mark_pending) into
+ * last_mark; unlock_input: let go of input_mu, resubmitting the task when
+ * a turn found it taken. */
+void cv_stage_fast_stop(CvStage *st);
+void cv_stage_take_pending_mark(CvStage *st);
+void cv_stage_unlock_input(CvStage *st);
+
 /* Iterators of kernels that run a stage over one input start with this. */
 typedef struct CvStagedIterator {
     CvIterator base;

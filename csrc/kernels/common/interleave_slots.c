@@ -5,24 +5,16 @@
 
 /* ------------------------------------------------------------------ marks */
 
-/* Empty w for reuse: its buffer stays. */
-static void mark_reset(CvStateWriter *w)
-{
-    cv_status_free(w->error);
-    w->error = NULL;
-    w->len = 0;
-}
-
 /* it's frame into w, unless an earlier one failed (*unmarkable). A failure
  * is kept in w->error and stops marking. */
 void cv_interleave_mark_take(CvStateWriter *w, CvIterator *it, bool *unmarkable)
 {
-    mark_reset(w);
+    cv_state_writer_reset(w);
     if (*unmarkable)
         return;
     CvStatus s = cv_iterator_save(it, w);
     if (s) {
-        mark_reset(w);
+        cv_state_writer_reset(w);
         w->error = s;
         *unmarkable = true;
     }
