@@ -156,8 +156,11 @@ def test_a_bottleneck_that_moves_gets_the_workers():
               if i > first_down and c.stage == outer and c.after > c.before)
     assert any(c.stage == inner and c.after < c.before for c in choices[up:]), choices
     assert stats.bottleneck == outer
+    # At the end map(b) has at least map(a)'s workers. Not more, always: on a
+    # loaded 2-core VM (CI runs the sanitized suite beside this one) map(a)'s
+    # 0.2 ms calls wait for a core, and it may climb back level (5 and 5 seen).
     final = {c.stage: c.after for c in choices}
-    assert final[outer] > final[inner]
+    assert final[outer] >= final[inner], choices
 
 
 def test_the_fixed_rule_changes_nothing():
