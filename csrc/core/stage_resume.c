@@ -107,9 +107,9 @@ cleanup:
 CvStatus cv_stage_save(CvStage *st, CvStateWriter *w)
 {
     cv_stage_fast_stop(st); /* the position changes kind (base or marks): the stage's path next */
-    cv_stage_take_pending_mark(st);
     if (!st->ops->save_input)
         return cv_error(CV_UNIMPLEMENTED, "the iterator of %s cannot be saved", st->name);
+    cv_stage_take_pending_mark(st); /* calls save_input */
     if (st->restored_next < st->nrestored) { /* base follows the restored results */
         size_t start = w->len;
         cv_state_put_u64(w, (uint64_t)(st->nrestored - st->restored_next));
